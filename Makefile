@@ -1,0 +1,53 @@
+# tunnelgate developer tasks. `make` alone lists them.
+
+SHELL       := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+BENCHTIME ?= 1s
+COUNT     ?= 1
+FUZZTIME  ?= 30s
+# The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
+RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
+
+.PHONY: help build run test bench bench-check fuzz lint
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
+
+build: ## build bin/tunnelgate
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/tunnelgate ./cmd/tunnelgate
+
+run: build ## build and run the demo (standalone mode is not built yet)
+	bin/tunnelgate demo
+
+# go test also runs every fuzz target on its seed corpus (testdata/fuzz and
+# f.Add), so fuzz regressions are caught here without fuzzing. Allocation
+# budgets (TestAllocs*, built with !race) need a second pass without -race,
+# because the race detector makes sync.Pool drop items on purpose.
+test: lint ## lint, then run all tests with the race detector, then allocation budgets
+	@[ -n "$(RACE)" ] || echo "note: cgo is off (no C compiler?), so tests run without -race"
+	go test $(RACE) -count=1 ./...
+	$(if $(RACE),go test -count=1 -run '^TestAllocs' ./...)
+
+bench: ## run all benchmarks (BENCHTIME=1s COUNT=1)
+	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
+
+bench-check: ## enforce the gates in BENCHMARKS.md
+	go run ./bench/benchcheck -file BENCHMARKS.md
+
+# Targets are found by grep, so a new func FuzzXxx is picked up with no edit here.
+fuzz: ## run every fuzz target for FUZZTIME each (FUZZTIME=30s)
+	@{ grep -rEo --include='*_test.go' --exclude-dir=testdata --exclude-dir=.git \
+		'^func Fuzz[A-Za-z0-9_]*\(' . || true; } | sort -u | \
+	while IFS=: read -r file decl; do \
+		name=$${decl#func }; name=$${name%(}; \
+		echo "== $$name ($$(dirname "$$file"))"; \
+		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$(dirname "$$file")" </dev/null; \
+	done
+
+lint: ## fail on unformatted files, then go vet
+	@unformatted=$$(gofmt -l .); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	go vet ./...

@@ -1,0 +1,3 @@
+module github.com/tunnelgate/tunnelgate
+
+go 1.26
