@@ -1,0 +1,205 @@
+package matcher
+
+import (
+	"slices"
+	"strings"
+)
+
+// builder collects rules into pointer-linked tries that are easy to grow,
+// then freezes them into the flat arrays a Table searches. Building and
+// searching are kept apart: insertion wants pointers, matching wants every
+// host's trie in a few adjacent cache lines.
+type builder[T any] struct {
+	entries  []*pathNode[T] // path trie root of each host entry
+	exact    map[string]int32
+	wild     wildNode
+	catchAll int32
+}
+
+func newBuilder[T any]() *builder[T] {
+	return &builder[T]{exact: map[string]int32{}, wild: wildNode{entry: -1}, catchAll: -1}
+}
+
+// pathNode is a node of a radix trie over path bytes while building.
+type pathNode[T any] struct {
+	label    string // the bytes on the edge from the parent
+	firsts   string // first byte of each child's label
+	children []*pathNode[T]
+
+	exact  []*candidate[T] // Exact rules whose value is the key
+	prefix []*candidate[T] // PathPrefix rules whose trimmed value is the key
+	regex  []*candidate[T] // regex rules whose literal prefix is the key
+}
+
+// add files c under each of its host entries at its place in the path trie.
+func (b *builder[T]) add(c *candidate[T], place placement) {
+	for _, h := range place.hostnames {
+		n := b.entries[b.entryFor(h)].insert(place.key)
+		switch place.kind {
+		case PathExact:
+			n.exact = append(n.exact, c)
+		case PathPrefix:
+			n.prefix = append(n.prefix, c)
+		case PathRegex:
+			n.regex = append(n.regex, c)
+		}
+	}
+}
+
+// entryFor returns the entry of a validated, lower-case hostname ("" for the
+// catch-all), creating it on first use.
+func (b *builder[T]) entryFor(hostname string) int32 {
+	slot := &b.catchAll
+	if suffix, ok := strings.CutPrefix(hostname, "*."); ok {
+		n := &b.wild
+		for rest := suffix; rest != ""; {
+			var label string
+			if i := strings.LastIndexByte(rest, '.'); i >= 0 {
+				label, rest = rest[i+1:], rest[:i]
+			} else {
+				label, rest = rest, ""
+			}
+			n = n.child(label)
+		}
+		slot = &n.entry
+	} else if hostname != "" {
+		i, ok := b.exact[hostname]
+		if !ok {
+			i = -1
+		}
+		defer func() { b.exact[hostname] = i }()
+		slot = &i
+	}
+	if *slot < 0 {
+		*slot = int32(len(b.entries))
+		b.entries = append(b.entries, &pathNode[T]{})
+	}
+	return *slot
+}
+
+// insert returns the node whose key is n's key + rest, creating it (and
+// splitting an edge) if needed.
+func (n *pathNode[T]) insert(rest string) *pathNode[T] {
+	for rest != "" {
+		i := strings.IndexByte(n.firsts, rest[0])
+		if i < 0 {
+			leaf := &pathNode[T]{label: rest}
+			n.firsts += rest[:1]
+			n.children = append(n.children, leaf)
+			return leaf
+		}
+		child := n.children[i]
+		common := commonPrefixLen(child.label, rest)
+		if common < len(child.label) {
+			// Split the edge: n → mid → child.
+			mid := &pathNode[T]{
+				label:    child.label[:common],
+				firsts:   child.label[common : common+1],
+				children: []*pathNode[T]{child},
+			}
+			child.label = child.label[common:]
+			n.children[i] = mid
+			child = mid
+		}
+		n, rest = child, rest[common:]
+	}
+	return n
+}
+
+func commonPrefixLen(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// freeze lays the tries out in t: each host entry's nodes in breadth-first
+// order (so a node's children are adjacent), edge labels in one string,
+// candidates by value and sorted by rank within each list.
+func (b *builder[T]) freeze(t *Table[T]) {
+	var labels strings.Builder
+	var firsts []byte
+	t.hosts.entries = make([]hostRef, len(b.entries))
+	byRank := func(x, y *candidate[T]) int { return int(x.rank - y.rank) }
+
+	for e, root := range b.entries {
+		t.hosts.entries[e] = hostRef{root: uint32(len(t.nodes)), next: -1}
+		type item struct {
+			n      *pathNode[T]
+			parent int32
+			depth  uint16
+		}
+		queue := []item{{root, -1, 0}}
+		t.nodes = append(t.nodes, node{})
+		firsts = append(firsts, 0)
+		for at := len(t.nodes) - 1; len(queue) > 0; at++ {
+			it := queue[0]
+			queue = queue[1:]
+			n := &t.nodes[at]
+			n.labelLen = uint16(len(it.n.label))
+			if len(it.n.label) <= len(n.inline) {
+				copy(n.inline[:], it.n.label)
+			} else {
+				n.label = uint32(labels.Len())
+				labels.WriteString(it.n.label)
+			}
+			n.depth = it.depth + uint16(len(it.n.label))
+
+			// Candidates: exact, then prefix, then regex, each by rank.
+			n.cands = uint32(len(t.cands))
+			for _, list := range [][]*candidate[T]{it.n.exact, it.n.prefix, it.n.regex} {
+				slices.SortFunc(list, byRank)
+				for _, c := range list {
+					t.cands = append(t.cands, *c)
+				}
+			}
+			n.exactEnd = n.cands + uint32(len(it.n.exact))
+			n.prefixEnd = n.exactEnd + uint32(len(it.n.prefix))
+			n.regexEnd = n.prefixEnd + uint32(len(it.n.regex))
+
+			// Nearest ancestors with prefix and regex rules: the parent
+			// was laid out before its children.
+			n.prefixUp, n.regexUp = -1, -1
+			if p := it.parent; p >= 0 {
+				pn := &t.nodes[p]
+				n.prefixUp, n.regexUp = pn.prefixUp, pn.regexUp
+				if pn.prefixEnd > pn.exactEnd {
+					n.prefixUp = p
+				}
+				if pn.regexEnd > pn.prefixEnd {
+					n.regexUp = p
+				}
+			}
+
+			// Reserve the children's slots side by side.
+			n.child, n.nchild = uint32(len(t.nodes)), uint16(len(it.n.children))
+			copy(n.firsts[:], it.n.firsts)
+			depth := n.depth
+			for _, c := range it.n.children {
+				t.nodes = append(t.nodes, node{})
+				firsts = append(firsts, c.label[0])
+				queue = append(queue, item{c, int32(at), depth})
+			}
+		}
+	}
+	t.labels = labels.String()
+	t.firsts = string(firsts)
+
+	// Host lookup structures, with every entry linked to its fallback.
+	t.hosts.catchAll = b.catchAll
+	t.hosts.wild = b.wild
+	t.hosts.wild.link(b.catchAll, func(e, next int32) { t.hosts.entries[e].next = next })
+	exact := make(map[string]hostRef, len(b.exact))
+	for name, e := range b.exact {
+		next := lookupWild(&t.hosts.wild, name)
+		if next < 0 {
+			next = b.catchAll
+		}
+		t.hosts.entries[e].next = next
+		exact[name] = t.hosts.entries[e]
+	}
+	t.hosts.exact = newHostTable(exact)
+}

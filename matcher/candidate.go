@@ -1,0 +1,132 @@
+package matcher
+
+import (
+	"regexp"
+	"sync"
+)
+
+// candidate is one compiled rule as Match sees it: the conditions checked
+// per request and its rank, its position in the precedence order of the
+// whole table (lower wins; see precedence.go).
+//
+// It is kept small (one cache line for pointer-sized T): most rules have no
+// header or query condition, so those sit behind one pointer.
+type candidate[T any] struct {
+	method string
+	path   *regexp.Regexp // RegularExpression paths only
+	cond   *conditions    // nil when there are none
+	rank   int32
+	ref    T
+}
+
+// conditions are a rule's header and query conditions.
+type conditions struct {
+	header []headerCond
+	query  []queryCond
+}
+
+// matches checks everything but the path's trie position: method, headers,
+// query, and for regex rules the expression. Cheapest checks first.
+func (c *candidate[T]) matches(r *Request, bufs *sync.Pool) bool {
+	if c.method != "" && c.method != r.Method {
+		return false
+	}
+	if c.cond != nil && !c.cond.matches(r, bufs) {
+		return false
+	}
+	return c.path == nil || c.path.MatchString(r.Path)
+}
+
+func (cs *conditions) matches(r *Request, bufs *sync.Pool) bool {
+	for i := range cs.header {
+		if !cs.header[i].matches(r, bufs) {
+			return false
+		}
+	}
+	for i := range cs.query {
+		if !cs.query[i].matches(r.RawQuery, bufs) {
+			return false
+		}
+	}
+	return true
+}
+
+// headerCond is one header condition, with its name canonicalised at compile
+// time so the lookup is a plain map index.
+type headerCond struct {
+	key   string // canonical, e.g. "X-Version"
+	host  bool   // the condition is on Host, which net/http keeps apart
+	value string
+	re    *regexp.Regexp
+}
+
+func (h *headerCond) matches(r *Request, bufs *sync.Pool) bool {
+	if h.host {
+		return h.matchValue(r.Host)
+	}
+	vals := r.Header[h.key]
+	switch len(vals) {
+	case 0:
+		return false
+	case 1:
+		return h.matchValue(vals[0])
+	}
+	// Several field lines are one value joined with ", " (RFC 9110 §5.3).
+	if h.re == nil {
+		return joinedEquals(vals, h.value)
+	}
+	bp := getBuf(bufs)
+	b := (*bp)[:0]
+	for i, v := range vals {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, v...)
+	}
+	ok := h.re.Match(b)
+	putBuf(bufs, bp, b)
+	return ok
+}
+
+func (h *headerCond) matchValue(v string) bool {
+	if h.re != nil {
+		return h.re.MatchString(v)
+	}
+	return v == h.value
+}
+
+// joinedEquals reports whether strings.Join(vals, ", ") == want without
+// building the joined string.
+func joinedEquals(vals []string, want string) bool {
+	for i, v := range vals {
+		if i > 0 {
+			if len(want) < 2 || want[0] != ',' || want[1] != ' ' {
+				return false
+			}
+			want = want[2:]
+		}
+		if len(want) < len(v) || want[:len(v)] != v {
+			return false
+		}
+		want = want[len(v):]
+	}
+	return want == ""
+}
+
+// getBuf and putBuf lend scratch space for the rare regex comparison that
+// needs a value assembled from pieces; pooling keeps Match allocation-free
+// once warm.
+func getBuf(p *sync.Pool) *[]byte {
+	if bp, ok := p.Get().(*[]byte); ok {
+		return bp
+	}
+	b := make([]byte, 0, 256)
+	return &b
+}
+
+func putBuf(p *sync.Pool, bp *[]byte, b []byte) {
+	if cap(b) <= 64<<10 { // do not pin huge buffers
+		*bp = b[:0]
+		p.Put(bp)
+	}
+}

@@ -1,0 +1,226 @@
+package matcher
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"regexp/syntax"
+	"slices"
+	"strings"
+)
+
+// maxPathLen bounds a path value (after normalisation) and so the depth of
+// a path trie. The Gateway API allows 1024 characters.
+const maxPathLen = 4096
+
+// Compile builds an immutable Table from rules. It checks every rule and
+// reports all problems at once, each naming its rule; on error no Table is
+// returned, so a caller keeps serving its previous one.
+func Compile[T any](rules []Rule[T]) (*Table[T], error) {
+	var errs []error
+	cands := make([]*candidate[T], 0, len(rules))
+	orders := make([]order, 0, len(rules))
+	placed := make([]placement, 0, len(rules))
+	for i := range rules {
+		c, o, p, err := prepare(&rules[i], i)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		cands, orders, placed = append(cands, c), append(orders, o), append(placed, p)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	rankAll(cands, orders)
+	b := newBuilder[T]()
+	for i, c := range cands {
+		b.add(c, placed[i])
+	}
+	t := &Table[T]{rules: len(rules)}
+	b.freeze(t)
+	return t, nil
+}
+
+// Validate reports the problems Compile would find in r, so a caller can
+// reject one route (and say why on its status) instead of a whole table.
+func (r *Rule[T]) Validate() error {
+	_, _, _, err := prepare(r, 0)
+	return err
+}
+
+// placement says where a rule is filed: under which host entries (distinct
+// lower-case hostnames, "" for none), at which path trie key, in which list.
+type placement struct {
+	hostnames []string
+	kind      PathKind
+	key       string
+}
+
+// prepare validates r and compiles it: its candidate (what Match checks), its
+// order (what ranks it) and its placement.
+func prepare[T any](r *Rule[T], input int) (*candidate[T], order, placement, error) {
+	var errs []error
+	fail := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf(format, args...))
+	}
+
+	hostnames := make([]string, 0, max(1, len(r.Hostnames)))
+	for _, h := range r.Hostnames {
+		canon, err := canonicalHostname(h)
+		if err != nil {
+			errs = append(errs, err)
+		} else if !slices.Contains(hostnames, canon) {
+			hostnames = append(hostnames, canon)
+		}
+	}
+	if len(r.Hostnames) == 0 {
+		hostnames = append(hostnames, "")
+	}
+
+	c := &candidate[T]{ref: r.Ref, method: r.Method}
+	o := order{
+		method:  r.Method != "",
+		created: r.Key.Created,
+		nsName:  r.Key.Namespace + "/" + r.Key.Name,
+		rule:    r.Key.Rule,
+		match:   r.Key.Match,
+		input:   input,
+	}
+	if r.Method != "" && !isToken(r.Method) {
+		fail("method %q is not a valid HTTP method token", r.Method)
+	}
+
+	place := placement{hostnames: hostnames, kind: r.Path.Kind}
+	if len(r.Path.Value) > maxPathLen {
+		fail("path value is %d bytes long, more than the limit of %d", len(r.Path.Value), maxPathLen)
+	}
+	switch p := r.Path; p.Kind {
+	case PathExact, PathPrefix:
+		value := p.Value
+		if value == "" && p.Kind == PathPrefix {
+			value = "/" // an absent path is PathPrefix "/"
+		}
+		if !strings.HasPrefix(value, "/") {
+			fail("%s path %q must start with \"/\"", p.Kind, p.Value)
+			break
+		}
+		norm := NormalizePath(value)
+		if len(norm) > maxPathLen {
+			fail("path value is %d bytes long once normalised, more than the limit of %d", len(norm), maxPathLen)
+			break
+		}
+		place.key = norm
+		if p.Kind == PathPrefix {
+			// Trailing slashes are ignored for matching and count once for
+			// precedence, so "/abc/" outranks "/abc" but never "/abc/d".
+			place.key = strings.TrimRight(norm, "/")
+			o.prefixLen = len(place.key)
+			if len(place.key) < len(norm) {
+				o.prefixLen++
+			}
+		}
+	case PathRegex:
+		re, err := compileWhole(p.Value)
+		if err != nil {
+			fail("path regular expression: %w", err)
+			break
+		}
+		c.path = re
+		place.key, _ = re.LiteralPrefix()
+	default:
+		fail("unknown path match kind %d", p.Kind)
+	}
+
+	var cond conditions
+	seen := map[string]bool{}
+	for _, h := range r.Headers {
+		if !isToken(h.Name) {
+			fail("header name %q is not a valid token", h.Name)
+			continue
+		}
+		key := http.CanonicalHeaderKey(h.Name)
+		if seen[key] {
+			continue // only the first condition per name counts
+		}
+		seen[key] = true
+		hc := headerCond{key: key, host: key == "Host", value: h.Value}
+		if h.Regex {
+			re, err := compileWhole(h.Value)
+			if err != nil {
+				fail("header %s regular expression: %w", h.Name, err)
+				continue
+			}
+			hc.re = re
+		}
+		cond.header = append(cond.header, hc)
+	}
+
+	clear(seen)
+	for _, q := range r.Query {
+		if q.Name == "" {
+			fail("query parameter name must not be empty")
+			continue
+		}
+		if seen[q.Name] {
+			continue
+		}
+		seen[q.Name] = true
+		qc := queryCond{name: q.Name, value: q.Value}
+		if q.Regex {
+			re, err := compileWhole(q.Value)
+			if err != nil {
+				fail("query parameter %s regular expression: %w", q.Name, err)
+				continue
+			}
+			qc.re = re
+		}
+		cond.query = append(cond.query, qc)
+	}
+
+	if len(errs) > 0 {
+		return nil, order{}, placement{}, fmt.Errorf("%s: %w", describe(r, input), errors.Join(errs...))
+	}
+	o.headers, o.queries = len(cond.header), len(cond.query)
+	if o.headers+o.queries > 0 {
+		c.cond = &cond
+	}
+	return c, o, place, nil
+}
+
+// compileWhole compiles an RE2 expression that must match a whole value.
+// The expression is parsed alone first, so wrapping it cannot change its
+// meaning (an unbalanced "a)|(b" is refused, not spliced).
+func compileWhole(expr string) (*regexp.Regexp, error) {
+	if _, err := syntax.Parse(expr, syntax.Perl); err != nil {
+		return nil, err
+	}
+	return regexp.Compile("^(?:" + expr + ")$")
+}
+
+// describe names a rule the way a user finds it: its route and position.
+func describe[T any](r *Rule[T], input int) string {
+	if r.Key.Namespace == "" && r.Key.Name == "" {
+		return fmt.Sprintf("rule #%d", input)
+	}
+	return fmt.Sprintf("route %s/%s rule %d match %d", r.Key.Namespace, r.Key.Name, r.Key.Rule, r.Key.Match)
+}
+
+// isToken reports whether s is an RFC 9110 §5.6.2 token, the syntax of
+// header names and methods.
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			continue
+		}
+		if !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+			return false
+		}
+	}
+	return true
+}

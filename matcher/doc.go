@@ -1,0 +1,102 @@
+// Package matcher is tunnelgate's compiled router: it decides which
+// HTTPRoute match wins a request, following the Gateway API precedence rules,
+// without allocating and at a cost that does not grow with the number of
+// routes.
+//
+// # What wins
+//
+// Every request is compared with rules (one Rule per HTTPRoute match) and the
+// best matching rule wins. "Best" is a strict order on these criteria, each
+// consulted only when all earlier ones tie:
+//
+//  1. Host: a rule serving the exact request host beats one serving it through
+//     a wildcard; a longer wildcard ("*.a.example.com") beats a shorter one
+//     ("*.example.com"); a rule without hostnames comes last.
+//  2. Path kind: Exact, then RegularExpression (the spec leaves regex
+//     precedence to implementations; we put it between the two), then
+//     PathPrefix.
+//  3. Among prefixes, the longer value, normalised, with trailing slashes
+//     counted as one: "/abc/" beats "/abc", and both lose to "/abc/d".
+//  4. A rule with a method beats one without.
+//  5. More header conditions, then more query conditions.
+//  6. The older route (Key.Created), then "{namespace}/{name}" compared as one
+//     string, then rule index, then match index, then input order.
+//
+// Because host precedence comes first, a rule on a less specific host is
+// still eligible when nothing on the more specific one matches: a request for
+// api.example.com/other reaches a catch-all route when the api.example.com
+// route only serves /v1. The spec words host specificity as precedence, not
+// as a partition, and this is what users expect. Listener isolation (a more
+// specific listener hiding a less specific one) is not a route rule: the data
+// plane picks the listener first and each listener gets its own Table.
+//
+// # Conditions
+//
+//   - Host: the port and one trailing dot are dropped, ASCII case is folded.
+//     "*.example.com" matches any host ending in ".example.com" with at least
+//     one character in front ("a.example.com", "a.b.example.com"), never
+//     "example.com". A host longer than a DNS name can be (253 bytes) only
+//     reaches rules without hostnames.
+//   - Path: the request path must already be in the canonical form
+//     NormalizePath returns; Compile puts Exact and PathPrefix values through
+//     the same function, so "/%7euser" and "/~user" are one path. Exact
+//     compares whole strings. PathPrefix drops the value's trailing slashes
+//     and matches when the path starts with the rest and ends there or goes on
+//     with "/": "/abc" and "/abc/" both match "/abc", "/abc/" and "/abc/def"
+//     but not "/abcd". Matching is case-sensitive.
+//   - Regular expressions (paths, headers, query values) are RE2 and must
+//     match the whole value: "/a.c" matches "/abc", not "/abcd".
+//   - Method is compared exactly (methods are case-sensitive, RFC 9110 §9.1).
+//   - Header names are case-insensitive. A header sent on several field lines
+//     is compared as the lines' values joined with ", ", the single value
+//     RFC 9110 §5.3 says they are equivalent to. "Host" is the request's Host.
+//     An absent header never matches.
+//   - Query parameter names are case-sensitive. The value compared is the
+//     first one, as url.ParseQuery decodes the raw query (pairs split on "&",
+//     "+" is a space, pairs with ";" or a bad escape skipped), which the spec
+//     recommends. An absent parameter never matches.
+//   - Only the first header (or query) condition with a given name counts;
+//     later duplicates are ignored, as the spec requires, and do not count
+//     for precedence either.
+//
+// # How the table is built
+//
+// Compile sorts the work so that Match only walks:
+//
+//   - Hosts. Exact hostnames go in an open-addressing hash table whose slots
+//     hold the name itself (hosttable.go). Wildcards go in a trie keyed by
+//     labels read right to left, so "*.a.example.com" sits under
+//     com → example → a. Every host entry is linked at compile time to the
+//     next less specific entry that serves every host it serves (an exact
+//     host to its longest matching wildcard, a wildcard to its longest
+//     shorter wildcard, the last one to the catch-all). Match finds the most
+//     specific entry once and then follows the links.
+//   - Paths. Each host entry owns a radix trie over path bytes. A node holds
+//     the Exact rules whose value is the node's key, the PathPrefix rules
+//     whose (slash-trimmed) value is the node's key, and the regex rules whose
+//     literal prefix (regexp.LiteralPrefix) is the node's key: a regex can
+//     only match paths that start with its literal prefix. Each node's
+//     candidate lists are sorted once by the criteria above, and each node
+//     knows its nearest ancestor holding prefix rules and regex rules.
+//   - Layout. The tries are built with pointers (build.go) and then frozen
+//     into flat arrays (table.go): each host's nodes side by side in
+//     breadth-first order, one 64-byte node per cache line with short edge
+//     labels and the children's first bytes inline, and candidates by value
+//     in rank order. With 10,000 routes the table no longer fits in the
+//     CPU's nearer caches, and what Match costs is mostly how many cache
+//     lines it touches.
+//
+// Match walks the path trie once, down to the deepest node whose key starts
+// the path, and then tries, in precedence order: that node's Exact rules if
+// its key is the whole path; the regex rules of it and its ancestors (the
+// best match among them, since they tie on path kind); the prefix rules of it
+// and its ancestors, deepest first, where the key ends at an element
+// boundary. Within a list the first rule whose method, headers and query
+// match wins. If nothing on a host entry matches, the next entry in its chain
+// is searched.
+//
+// Match cost is the host's label count plus the path length plus the rules
+// actually competing for the request; it does not depend on the size of the
+// table. It does not allocate, except that a regex compared with a repeated
+// header or an escaped query value borrows a pooled buffer.
+package matcher

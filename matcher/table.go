@@ -1,0 +1,180 @@
+package matcher
+
+import (
+	"strings"
+	"sync"
+)
+
+// Table is a compiled, immutable rule set. Match is safe for concurrent use.
+type Table[T any] struct {
+	hosts  hostIndex
+	nodes  []node         // every host's path trie, each breadth-first
+	firsts string         // firsts[i] is the first byte of node i's label
+	labels string         // edge labels, see node.label
+	cands  []candidate[T] // see node.cands
+	rules  int
+	bufs   sync.Pool // scratch for regexes on joined or decoded values
+}
+
+// node is a path trie node. Its key (the bytes from the root to here) is
+// never stored: it is the first depth bytes of any path that reaches it.
+// Fields are sized so that a node is one 64-byte cache line, short edge
+// labels included.
+type node struct {
+	// The edge from the parent: inline[:labelLen] when it fits, else
+	// labels[label:label+labelLen].
+	inline   [16]byte
+	label    uint32
+	labelLen uint16
+	depth    uint16 // length of the key; keys are at most maxPathLen
+	child    uint32 // children are nodes[child:child+nchild]
+	nchild   uint16 // at most 256: children differ in their first byte
+	// firsts holds the first label byte of up to 8 children, so the common
+	// small fan-out is searched without touching another cache line;
+	// wider nodes use Table.firsts.
+	firsts [8]byte
+
+	// The rules filed here, each list sorted by rank:
+	// cands[cands:exactEnd] Exact rules whose value is the key,
+	// cands[exactEnd:prefixEnd] PathPrefix rules whose trimmed value is the key,
+	// cands[prefixEnd:regexEnd] regex rules whose literal prefix is the key.
+	cands, exactEnd, prefixEnd, regexEnd uint32
+
+	// Nearest proper ancestors holding prefix and regex rules, or -1.
+	prefixUp, regexUp int32
+}
+
+// Match returns the reference of the rule that wins r, or ok == false when
+// no rule matches (the data plane answers 404).
+func (t *Table[T]) Match(r *Request) (ref T, ok bool) {
+	var e hostRef
+	var found bool
+	if host, ok := plainHost(r.Host); ok {
+		e, found = lookupHost(&t.hosts, host)
+	} else {
+		var buf [maxHostLen]byte
+		e, found = lookupHost(&t.hosts, hostKey(r.Host, &buf))
+	}
+	for found {
+		if c := t.matchPath(e.root, r); c != nil {
+			return c.ref, true
+		}
+		if e.next < 0 {
+			break
+		}
+		e = t.hosts.entries[e.next]
+	}
+	return ref, false
+}
+
+// Len returns the number of rules the table was compiled from.
+func (t *Table[T]) Len() int { return t.rules }
+
+// matchPath returns the best rule of one host entry's trie for r, or nil:
+// Exact rules on the whole path, then the best regex rule, then prefix rules
+// deepest first.
+func (t *Table[T]) matchPath(root uint32, r *Request) *candidate[T] {
+	path := r.Path
+	at := t.walk(root, path)
+	n := &t.nodes[at]
+	if int(n.depth) == len(path) {
+		if c := t.firstMatch(n.cands, n.exactEnd, r); c != nil {
+			return c
+		}
+	}
+	if c := t.bestRegex(at, r); c != nil {
+		return c
+	}
+	up := int32(at)
+	if n.prefixEnd == n.exactEnd {
+		up = n.prefixUp
+	}
+	for up >= 0 {
+		m := &t.nodes[up]
+		// "/abc" covers "/abc" and "/abc/…", not "/abcd".
+		if int(m.depth) == len(path) || path[m.depth] == '/' {
+			if c := t.firstMatch(m.exactEnd, m.prefixEnd, r); c != nil {
+				return c
+			}
+		}
+		up = m.prefixUp
+	}
+	return nil
+}
+
+// walk returns the deepest node under root whose key is a prefix of path.
+func (t *Table[T]) walk(root uint32, path string) uint32 {
+	at := root
+	for pos := 0; pos < len(path); {
+		n := &t.nodes[at]
+		i := t.childIndex(n, path[pos])
+		if i < 0 {
+			break
+		}
+		c := n.child + uint32(i)
+		cn := &t.nodes[c]
+		end := pos + int(cn.labelLen)
+		if end > len(path) || path[pos:end] != t.label(cn) {
+			break
+		}
+		at, pos = c, end
+	}
+	return at
+}
+
+// label returns n's edge label.
+func (t *Table[T]) label(n *node) string {
+	if int(n.labelLen) <= len(n.inline) {
+		return string(n.inline[:n.labelLen])
+	}
+	return t.labels[n.label : n.label+uint32(n.labelLen)]
+}
+
+// childIndex returns which child of n has a label starting with b, or -1.
+func (t *Table[T]) childIndex(n *node, b byte) int {
+	if n.nchild > uint16(len(n.firsts)) {
+		return strings.IndexByte(t.firsts[n.child:n.child+uint32(n.nchild)], b)
+	}
+	for i := range int(n.nchild) {
+		if n.firsts[i] == b {
+			return i
+		}
+	}
+	return -1
+}
+
+// firstMatch returns the first candidate in cands[from:to] that matches r.
+func (t *Table[T]) firstMatch(from, to uint32, r *Request) *candidate[T] {
+	for i := from; i < to; i++ {
+		if c := &t.cands[i]; c.matches(r, &t.bufs) {
+			return c
+		}
+	}
+	return nil
+}
+
+// bestRegex returns the best matching regex rule on node at and its
+// ancestors. They all tie on path kind, so each node's list (sorted by rank)
+// is searched only while it can still beat the best found so far.
+func (t *Table[T]) bestRegex(at uint32, r *Request) *candidate[T] {
+	var best *candidate[T]
+	up := int32(at)
+	if n := &t.nodes[at]; n.regexEnd == n.prefixEnd {
+		up = n.regexUp
+	}
+	for up >= 0 {
+		n := &t.nodes[up]
+		for i := n.prefixEnd; i < n.regexEnd; i++ {
+			c := &t.cands[i]
+			if best != nil && c.rank > best.rank {
+				break
+			}
+			if c.matches(r, &t.bufs) {
+				best = c
+				break
+			}
+		}
+		up = n.regexUp
+	}
+	return best
+}
