@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// cannedOutput is go test -bench output as printed with GOMAXPROCS=2,
+// -benchmem and -count 3, with the noise lines go test adds around it.
+const cannedOutput = `goos: linux
+goarch: amd64
+pkg: github.com/tunnelgate/tunnelgate/matcher
+cpu: Some CPU @ 2.00GHz
+BenchmarkMatch/routes=10-2         	10000000	       100.0 ns/op	       0 B/op	       0 allocs/op
+BenchmarkMatch/routes=10-2         	10000000	       110.0 ns/op	       0 B/op	       0 allocs/op
+BenchmarkMatch/routes=10-2         	10000000	       900.0 ns/op	       0 B/op	       0 allocs/op
+BenchmarkMatch/routes=10000-2      	 5000000	       150.0 ns/op	       0 B/op	       0 allocs/op
+BenchmarkMatch/routes=10000-2      	 5000000	       160.0 ns/op	       0 B/op	       0 allocs/op
+BenchmarkMatch/routes=10000-2      	 5000000	       170.0 ns/op	       0 B/op	       0 allocs/op
+BenchmarkSlow-2                    	 1000000	       500.0 ns/op	      16 B/op	       1 allocs/op
+BenchmarkSlow-2                    	 1000000	       510.0 ns/op	      48 B/op	       3 allocs/op
+BenchmarkSlow-2                    	 1000000	       505.0 ns/op	      16 B/op	       1 allocs/op
+--- BENCH: BenchmarkSlow-2
+    bench_test.go:12: a log line
+PASS
+ok  	github.com/tunnelgate/tunnelgate/matcher	4.2s
+`
+
+func TestParseBenchOutput(t *testing.T) {
+	got, err := parseBenchOutput(strings.NewReader(cannedOutput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("got benchmarks %v, want 3 names", keys(got))
+	}
+	base := got["BenchmarkMatch/routes=10"]
+	if len(base) != 3 || base[2].NsPerOp != 900 || !base[2].HasAllocs || base[2].AllocsPerOp != 0 {
+		t.Errorf("routes=10 samples = %+v", base)
+	}
+	// The median ignores the one disturbed run (900 ns).
+	if m := median(base); m != 110 {
+		t.Errorf("median = %v, want 110", m)
+	}
+	if m := median([]sample{{NsPerOp: 4}, {NsPerOp: 1}, {NsPerOp: 3}, {NsPerOp: 2}}); m != 2.5 {
+		t.Errorf("even median = %v, want 2.5", m)
+	}
+}
+
+func TestParseBenchLine(t *testing.T) {
+	tests := []struct {
+		line string
+		name string
+		ok   bool
+	}{
+		{"BenchmarkA-16 \t 100\t 5.5 ns/op", "BenchmarkA", true},
+		{"BenchmarkA \t 100\t 5.5 ns/op", "BenchmarkA", true}, // GOMAXPROCS=1 prints no suffix
+		{"BenchmarkA/size=1-4 \t 100\t 5.5 ns/op\t 3.0 MB/s\t 1 B/op\t 1 allocs/op", "BenchmarkA/size=1", true},
+		{"BenchmarkA-4", "", false},                     // name printed, result never came (benchmark failed)
+		{"BenchmarkA-4 \t 100\t 5 B/op", "", false},     // no ns/op
+		{"BenchmarkA-4 \t many\t 5.5 ns/op", "", false}, // iterations not a number
+		{"--- FAIL: BenchmarkA-4", "", false},
+		{"ok  \tgithub.com/x/y\t1.0s", "", false},
+	}
+	for _, tt := range tests {
+		name, _, ok := parseBenchLine(tt.line)
+		if ok != tt.ok || name != tt.name {
+			t.Errorf("parseBenchLine(%q) = %q, %v; want %q, %v", tt.line, name, ok, tt.name, tt.ok)
+		}
+	}
+}
+
+func TestEvaluate(t *testing.T) {
+	samples, err := parseBenchOutput(strings.NewReader(cannedOutput))
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := map[string]map[string][]sample{"./matcher": samples}
+	g := func(name, bench, base string, ratio float64, allocs int64) gate {
+		return gate{Name: name, Package: "./matcher", Benchmark: bench, Baseline: base, MaxRatio: ratio, MaxAllocs: allocs}
+	}
+	tests := []struct {
+		gate gate
+		pass bool
+		want string // in the problem text when failing
+	}{
+		// 160/110 = 1.45: within 2.0 × 1.25.
+		{g("scale", "BenchmarkMatch/routes=10000", "BenchmarkMatch/routes=10", 2, 0), true, ""},
+		// 1.45 > 1.0 × 1.25: the ratio fails.
+		{g("tight", "BenchmarkMatch/routes=10000", "BenchmarkMatch/routes=10", 1.0, -1), false,
+			"takes 1.45x the time of BenchmarkMatch/routes=10, over the budget of 1.25x"},
+		// 1.45 is above 1.2 but within 1.2 × 1.25 = 1.5: the margin absorbs it.
+		{g("margin", "BenchmarkMatch/routes=10000", "BenchmarkMatch/routes=10", 1.2, -1), true, ""},
+		// One run of three made 3 allocs: the worst run counts, no margin.
+		{g("allocs", "BenchmarkSlow", "", 0, 1), false, "made 3 allocs/op in its worst run, over the limit of 1"},
+		{g("allocs-ok", "BenchmarkSlow", "", 0, 3), true, ""},
+		// A gate on output that never appeared fails.
+		{g("gone", "BenchmarkGone", "", 0, 0), false, "no output for BenchmarkGone in ./matcher"},
+		{g("gone-base", "BenchmarkSlow", "BenchmarkGone", 2, -1), false, "no output for BenchmarkGone"},
+		// Names are exact: a typo in the sub-benchmark is missing, not a pass.
+		{g("typo", "BenchmarkMatch/routes=100", "", 0, 0), false, "no output for BenchmarkMatch/routes=100"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.gate.Name, func(t *testing.T) {
+			r := evaluate([]gate{tt.gate}, results, nil, 1.25)[0]
+			if r.passed() != tt.pass {
+				t.Fatalf("passed = %v, want %v; problems %q", r.passed(), tt.pass, r.Problems)
+			}
+			if !tt.pass && !strings.Contains(strings.Join(r.Problems, "; "), tt.want) {
+				t.Fatalf("problems %q do not contain %q", r.Problems, tt.want)
+			}
+		})
+	}
+}
+
+func TestEvaluateFailedRun(t *testing.T) {
+	gates := []gate{{Name: "g", Package: "./broken", Benchmark: "BenchmarkA", MaxAllocs: 0}}
+	r := evaluate(gates, map[string]map[string][]sample{}, map[string]error{"./broken": errors.New("exit status 1")}, 1.25)[0]
+	if r.passed() || !strings.Contains(r.Problems[0], "go test ./broken failed: exit status 1") {
+		t.Fatalf("problems = %q", r.Problems)
+	}
+}
+
+func TestEvaluateNoBenchmem(t *testing.T) {
+	samples := map[string]map[string][]sample{"./m": {"BenchmarkA": {{NsPerOp: 1}}}}
+	r := evaluate([]gate{{Name: "g", Package: "./m", Benchmark: "BenchmarkA", MaxAllocs: 0}}, samples, nil, 1.25)[0]
+	if r.passed() || !strings.Contains(r.Problems[0], "printed no allocs/op") {
+		t.Fatalf("problems = %q", r.Problems)
+	}
+}
+
+func TestReport(t *testing.T) {
+	results := []result{
+		{Gate: gate{Name: "ok", Baseline: "BenchmarkB", MaxRatio: 2, MaxAllocs: 0, Line: 3},
+			Ratio: 1.5, HasRatio: true, Budget: 2.5, HasAllocs: true},
+		{Gate: gate{Name: "bad", MaxAllocs: 0, Line: 4},
+			MaxAllocs: 2, HasAllocs: true, Problems: []string{"made 2 allocs/op"}},
+	}
+	var buf bytes.Buffer
+	if n := report(&buf, results); n != 1 {
+		t.Fatalf("report counted %d failures, want 1", n)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"GATE", "ok    1.50x  2.50x   0 (max 0)  PASS", "bad   -      -       2 (max 0)  FAIL",
+		"FAIL gate bad (line 4): made 2 allocs/op",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func keys(m map[string][]sample) []string {
+	var k []string
+	for n := range m {
+		k = append(k, n)
+	}
+	return k
+}

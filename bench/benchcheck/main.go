@@ -1,0 +1,180 @@
+// Command benchcheck enforces the benchmark gates written in BENCHMARKS.md.
+//
+// The gates are the markdown table under the "## Gates" heading:
+//
+//	| gate | package | benchmark | baseline | max ratio | max allocs/op |
+//	| --- | --- | --- | --- | --- | --- |
+//	| matcher-scale | ./matcher | BenchmarkMatch/routes=10000 | BenchmarkMatch/routes=10 | 2.0 | 0 |
+//
+// A gate bounds how much slower a benchmark may be than a baseline from the
+// same run (median ns/op over -count runs), and/or how many allocations it
+// may make per operation. A ratio of two benchmarks measured together is
+// used instead of absolute times so that gates mean the same on a laptop and
+// on a CI machine. Write "-" in baseline and max ratio to gate only
+// allocations, or in max allocs/op to gate only the ratio.
+//
+// benchcheck runs go test once per package, from the directory holding the
+// file (the module root), asking only for the top-level benchmarks the gates
+// need. A gate fails when:
+//
+//   - ratio > max ratio × -margin (the margin absorbs timing noise);
+//   - any single run reports more allocs/op than max allocs/op (no margin:
+//     allocation counts are deterministic);
+//   - a benchmark or baseline printed no result, or go test failed.
+//
+// It prints a table of all gates and exits 1 if any failed.
+//
+// Usage:
+//
+//	go run ./bench/benchcheck -file BENCHMARKS.md [-count 5] [-benchtime 200ms] [-margin 1.25]
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, goTest))
+}
+
+// runner runs `go test` with args in dir and returns its combined output.
+// Tests replace it with canned output.
+type runner func(dir string, args []string) ([]byte, error)
+
+// goTest is the real runner.
+func goTest(dir string, args []string) ([]byte, error) {
+	cmd := exec.Command("go", append([]string{"test"}, args...)...)
+	cmd.Dir = dir
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	err := cmd.Run()
+	return buf.Bytes(), err
+}
+
+// run is main without the process: it returns the exit code.
+func run(args []string, stdout, stderr io.Writer, goTest runner) int {
+	fs := flag.NewFlagSet("benchcheck", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("file", "BENCHMARKS.md", "markdown file with the `## Gates` table")
+	count := fs.Int("count", 5, "runs per benchmark; the median is compared")
+	benchtime := fs.String("benchtime", "200ms", "go test -benchtime for each run")
+	margin := fs.Float64("margin", 1.25, "noise allowance: a ratio fails above max ratio × margin")
+	verbose := fs.Bool("v", false, "print the raw go test output")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "benchcheck: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
+	if *count < 1 || !(*margin >= 1) {
+		fmt.Fprintln(stderr, "benchcheck: -count must be >= 1 and -margin >= 1")
+		return 2
+	}
+
+	f, err := os.Open(*file)
+	if err != nil {
+		fmt.Fprintf(stderr, "benchcheck: %v\n", err)
+		return 1
+	}
+	gates, err := parseGates(f, *file)
+	f.Close()
+	if err != nil {
+		fmt.Fprintf(stderr, "benchcheck: %v\n", err)
+		return 1
+	}
+	dir := filepath.Dir(*file)
+
+	results := map[string]map[string][]sample{}
+	runErr := map[string]error{}
+	for _, pkg := range packages(gates) {
+		args := testArgs(pkg, gates, *count, *benchtime)
+		fmt.Fprintf(stderr, "benchcheck: go test %s\n", strings.Join(quoteArgs(args), " "))
+		out, err := goTest(dir, args)
+		if *verbose || err != nil {
+			stderr.Write(out)
+		}
+		if err != nil {
+			runErr[pkg] = fmt.Errorf("%w (output above)", err)
+			continue
+		}
+		samples, err := parseBenchOutput(bytes.NewReader(out))
+		if err != nil {
+			runErr[pkg] = fmt.Errorf("read output: %w", err)
+			continue
+		}
+		results[pkg] = samples
+	}
+
+	if failed := report(stdout, evaluate(gates, results, runErr, *margin)); failed > 0 {
+		fmt.Fprintf(stdout, "\n%d of %d benchmark gates failed.\n", failed, len(gates))
+		return 1
+	}
+	fmt.Fprintf(stdout, "\nall %d benchmark gates passed.\n", len(gates))
+	return 0
+}
+
+// packages lists the gates' packages once each, in table order.
+func packages(gates []gate) []string {
+	var pkgs []string
+	for _, g := range gates {
+		if !slices.Contains(pkgs, g.Package) {
+			pkgs = append(pkgs, g.Package)
+		}
+	}
+	return pkgs
+}
+
+// testArgs builds the go test arguments for one package. -bench gets an
+// anchored alternation of the top-level benchmarks the package's gates name
+// (both benchmark and baseline), so that benchmarks no gate needs are not run.
+func testArgs(pkg string, gates []gate, count int, benchtime string) []string {
+	var tops []string
+	add := func(name string) {
+		top, _, _ := strings.Cut(name, "/")
+		top = regexp.QuoteMeta(top)
+		if !slices.Contains(tops, top) {
+			tops = append(tops, top)
+		}
+	}
+	for _, g := range gates {
+		if g.Package != pkg {
+			continue
+		}
+		add(g.Benchmark)
+		if g.ratioGated() {
+			add(g.Baseline)
+		}
+	}
+	return []string{
+		"-run", "^$",
+		"-bench", "^(" + strings.Join(tops, "|") + ")$",
+		"-benchmem",
+		"-count", strconv.Itoa(count),
+		"-benchtime", benchtime,
+		pkg,
+	}
+}
+
+// quoteArgs quotes arguments a shell would mangle, so the printed command
+// can be pasted to reproduce a run.
+func quoteArgs(args []string) []string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, "^$|()*?[] ") {
+			a = "'" + a + "'"
+		}
+		q[i] = a
+	}
+	return q
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const mainTable = `## Gates
+
+| gate | package | benchmark | baseline | max ratio | max allocs/op |
+| --- | --- | --- | --- | --- | --- |
+| matcher-scale | ./matcher | BenchmarkMatch/routes=10000 | BenchmarkMatch/routes=10 | 2.0 | 0 |
+| matcher-alloc-10 | ./matcher | BenchmarkMatch/routes=10 | - | - | 0 |
+| slow | ./matcher | BenchmarkSlow | - | - | 0 |
+| other | ./other | BenchmarkX/a | BenchmarkY | 1.5 | - |
+`
+
+// fakeGoTest records the calls and answers with canned output per package.
+type fakeGoTest struct {
+	out   map[string]string
+	fail  map[string]bool
+	calls [][]string
+	dirs  []string
+}
+
+func (f *fakeGoTest) run(dir string, args []string) ([]byte, error) {
+	f.calls = append(f.calls, args)
+	f.dirs = append(f.dirs, dir)
+	pkg := args[len(args)-1]
+	if f.fail[pkg] {
+		return []byte("# " + pkg + "\nbuild failed\n"), errors.New("exit status 1")
+	}
+	return []byte(f.out[pkg]), nil
+}
+
+func writeTable(t *testing.T, table string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRunCommandLines(t *testing.T) {
+	path := writeTable(t, mainTable)
+	fake := &fakeGoTest{out: map[string]string{
+		"./matcher": cannedOutput,
+		"./other":   "BenchmarkX/a-2 \t 10\t 30 ns/op\nBenchmarkY-2 \t 10\t 20 ns/op\n",
+	}}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-file", path, "-count", "3", "-benchtime", "50ms"}, &stdout, &stderr, fake.run)
+
+	// One go test per package, only the top-level benchmarks the gates need.
+	want := [][]string{
+		{"-run", "^$", "-bench", "^(BenchmarkMatch|BenchmarkSlow)$", "-benchmem", "-count", "3", "-benchtime", "50ms", "./matcher"},
+		{"-run", "^$", "-bench", "^(BenchmarkX|BenchmarkY)$", "-benchmem", "-count", "3", "-benchtime", "50ms", "./other"},
+	}
+	if !slices.EqualFunc(fake.calls, want, slices.Equal) {
+		t.Errorf("go test calls:\n got %q\nwant %q", fake.calls, want)
+	}
+	if fake.dirs[0] != filepath.Dir(path) {
+		t.Errorf("go test ran in %q, want the table's directory %q", fake.dirs[0], filepath.Dir(path))
+	}
+	// BenchmarkSlow allocates, so its gate fails and so does the run.
+	if code != 1 {
+		t.Errorf("exit code %d, want 1\n%s", code, stdout.String())
+	}
+	out := stdout.String()
+	for _, s := range []string{"matcher-scale", "PASS", "FAIL gate slow", "1 of 4 benchmark gates failed"} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+	if strings.Contains(out, "FAIL gate matcher-scale") || strings.Contains(out, "FAIL gate other") {
+		t.Errorf("passing gates reported as failing:\n%s", out)
+	}
+}
+
+func TestRunAllPass(t *testing.T) {
+	path := writeTable(t, strings.Join(strings.Split(mainTable, "\n")[:6], "\n")+"\n")
+	fake := &fakeGoTest{out: map[string]string{"./matcher": cannedOutput}}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-file", path}, &stdout, &stderr, fake.run); code != 0 {
+		t.Fatalf("exit code %d, want 0\n%s%s", code, stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "all 2 benchmark gates passed") {
+		t.Errorf("output:\n%s", stdout.String())
+	}
+	if got := fake.calls[0]; got[slices.Index(got, "-count")+1] != "5" || got[slices.Index(got, "-benchtime")+1] != "200ms" {
+		t.Errorf("defaults not used: %q", got)
+	}
+}
+
+func TestRunGoTestFails(t *testing.T) {
+	path := writeTable(t, mainTable)
+	fake := &fakeGoTest{
+		out:  map[string]string{"./other": "BenchmarkX/a-2 \t 10\t 30 ns/op\nBenchmarkY-2 \t 10\t 20 ns/op\n"},
+		fail: map[string]bool{"./matcher": true},
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"-file", path}, &stdout, &stderr, fake.run); code != 1 {
+		t.Fatalf("exit code %d, want 1", code)
+	}
+	if !strings.Contains(stderr.String(), "build failed") {
+		t.Errorf("go test output not shown on failure:\n%s", stderr.String())
+	}
+	if !strings.Contains(stdout.String(), "FAIL gate matcher-scale (line 5): go test ./matcher failed: exit status 1") {
+		t.Errorf("output:\n%s", stdout.String())
+	}
+}
+
+func TestRunBadInput(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	fake := &fakeGoTest{}
+	if code := run([]string{"-file", filepath.Join(t.TempDir(), "missing.md")}, &stdout, &stderr, fake.run); code != 1 {
+		t.Errorf("missing file: exit code %d, want 1", code)
+	}
+	path := writeTable(t, "## Gates\n| gate | package |\n")
+	stderr.Reset()
+	if code := run([]string{"-file", path}, &stdout, &stderr, fake.run); code != 1 {
+		t.Errorf("bad table: exit code %d, want 1", code)
+	}
+	if !strings.Contains(stderr.String(), "gates table header") {
+		t.Errorf("stderr: %s", stderr.String())
+	}
+	if code := run([]string{"-margin", "0.5"}, &stdout, &stderr, fake.run); code != 2 {
+		t.Errorf("bad margin: exit code %d, want 2", code)
+	}
+	if len(fake.calls) != 0 {
+		t.Errorf("go test ran on bad input: %q", fake.calls)
+	}
+}
