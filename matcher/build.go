@@ -10,14 +10,14 @@ import (
 // searching are kept apart: insertion wants pointers, matching wants every
 // host's trie in a few adjacent cache lines.
 type builder[T any] struct {
-	entries  []*pathNode[T] // path trie root of each host entry
-	exact    map[string]int32
-	wild     wildNode
+	entries  []*pathNode[T]   // path trie root of each host entry
+	exact    map[string]int32 // hostname → entry
+	wild     map[string]int32 // wildcard suffix ("example.com" for "*.example.com") → entry
 	catchAll int32
 }
 
 func newBuilder[T any]() *builder[T] {
-	return &builder[T]{exact: map[string]int32{}, wild: wildNode{entry: -1}, catchAll: -1}
+	return &builder[T]{exact: map[string]int32{}, wild: map[string]int32{}, catchAll: -1}
 }
 
 // pathNode is a node of a radix trie over path bytes while building.
@@ -49,32 +49,40 @@ func (b *builder[T]) add(c *candidate[T], place placement) {
 // entryFor returns the entry of a validated, lower-case hostname ("" for the
 // catch-all), creating it on first use.
 func (b *builder[T]) entryFor(hostname string) int32 {
-	slot := &b.catchAll
+	if hostname == "" {
+		if b.catchAll < 0 {
+			b.catchAll = b.newEntry()
+		}
+		return b.catchAll
+	}
+	names, key := b.exact, hostname
 	if suffix, ok := strings.CutPrefix(hostname, "*."); ok {
-		n := &b.wild
-		for rest := suffix; rest != ""; {
-			var label string
-			if i := strings.LastIndexByte(rest, '.'); i >= 0 {
-				label, rest = rest[i+1:], rest[:i]
-			} else {
-				label, rest = rest, ""
-			}
-			n = n.child(label)
-		}
-		slot = &n.entry
-	} else if hostname != "" {
-		i, ok := b.exact[hostname]
-		if !ok {
-			i = -1
-		}
-		defer func() { b.exact[hostname] = i }()
-		slot = &i
+		names, key = b.wild, suffix
 	}
-	if *slot < 0 {
-		*slot = int32(len(b.entries))
-		b.entries = append(b.entries, &pathNode[T]{})
+	e, ok := names[key]
+	if !ok {
+		e = b.newEntry()
+		names[key] = e
 	}
-	return *slot
+	return e
+}
+
+func (b *builder[T]) newEntry() int32 {
+	b.entries = append(b.entries, &pathNode[T]{})
+	return int32(len(b.entries) - 1)
+}
+
+// fallback returns the entry a host entry falls back to: the longest
+// wildcard serving every host it serves, else the catch-all. name is an
+// exact hostname or a wildcard's suffix; for a suffix, wildDot skips the
+// suffix itself, since a wildcard does not serve its own suffix.
+func (b *builder[T]) fallback(name string) int32 {
+	for i := wildDot(name, -1); i >= 0; i = wildDot(name, i) {
+		if e, ok := b.wild[name[i+1:]]; ok {
+			return e
+		}
+	}
+	return b.catchAll
 }
 
 // insert returns the node whose key is n's key + rest, creating it (and
@@ -190,16 +198,16 @@ func (b *builder[T]) freeze(t *Table[T]) {
 
 	// Host lookup structures, with every entry linked to its fallback.
 	t.hosts.catchAll = b.catchAll
-	t.hosts.wild = b.wild
-	t.hosts.wild.link(b.catchAll, func(e, next int32) { t.hosts.entries[e].next = next })
-	exact := make(map[string]hostRef, len(b.exact))
-	for name, e := range b.exact {
-		next := lookupWild(&t.hosts.wild, name)
-		if next < 0 {
-			next = b.catchAll
-		}
-		t.hosts.entries[e].next = next
-		exact[name] = t.hosts.entries[e]
+	t.hosts.exact = b.hostTable(b.exact, t.hosts.entries)
+	t.hosts.wild = b.hostTable(b.wild, t.hosts.entries)
+}
+
+// hostTable links the named entries to their fallbacks and indexes them.
+func (b *builder[T]) hostTable(names map[string]int32, entries []hostRef) hostTable {
+	refs := make(map[string]hostRef, len(names))
+	for name, e := range names {
+		entries[e].next = b.fallback(name)
+		refs[name] = entries[e]
 	}
-	t.hosts.exact = newHostTable(exact)
+	return newHostTable(refs)
 }

@@ -5,39 +5,35 @@ import (
 	"sync"
 )
 
-// candidate is one compiled rule as Match sees it: the conditions checked
-// per request and its rank, its position in the precedence order of the
-// whole table (lower wins; see precedence.go).
-//
-// It is kept small (one cache line for pointer-sized T): most rules have no
-// header or query condition, so those sit behind one pointer.
+// candidate is one compiled rule as Match sees it: what to return, its
+// rank (its position in the precedence order of the whole table, lower wins;
+// see precedence.go) and its conditions beyond the path's trie position.
+// Most rules have none, so they sit behind one pointer and a candidate is
+// three words for a pointer-sized T.
 type candidate[T any] struct {
-	method string
-	path   *regexp.Regexp // RegularExpression paths only
-	cond   *conditions    // nil when there are none
-	rank   int32
-	ref    T
+	ref  T
+	more *conditions // nil when the rule has no method, header, query or regex condition
+	rank int32
 }
 
-// conditions are a rule's header and query conditions.
+// conditions are what a rule checks beyond its place in the trie.
 type conditions struct {
+	method string
+	path   *regexp.Regexp // RegularExpression paths only
 	header []headerCond
 	query  []queryCond
 }
 
-// matches checks everything but the path's trie position: method, headers,
-// query, and for regex rules the expression. Cheapest checks first.
 func (c *candidate[T]) matches(r *Request, bufs *sync.Pool) bool {
-	if c.method != "" && c.method != r.Method {
-		return false
-	}
-	if c.cond != nil && !c.cond.matches(r, bufs) {
-		return false
-	}
-	return c.path == nil || c.path.MatchString(r.Path)
+	return c.more == nil || c.more.matches(r, bufs)
 }
 
+// matches checks method, headers, query and, for regex rules, the path
+// expression. Cheapest checks first.
 func (cs *conditions) matches(r *Request, bufs *sync.Pool) bool {
+	if cs.method != "" && cs.method != r.Method {
+		return false
+	}
 	for i := range cs.header {
 		if !cs.header[i].matches(r, bufs) {
 			return false
@@ -48,7 +44,7 @@ func (cs *conditions) matches(r *Request, bufs *sync.Pool) bool {
 			return false
 		}
 	}
-	return true
+	return cs.path == nil || cs.path.MatchString(r.Path)
 }
 
 // headerCond is one header condition, with its name canonicalised at compile

@@ -79,7 +79,8 @@ func prepare[T any](r *Rule[T], input int) (*candidate[T], order, placement, err
 		hostnames = append(hostnames, "")
 	}
 
-	c := &candidate[T]{ref: r.Ref, method: r.Method}
+	c := &candidate[T]{ref: r.Ref}
+	cond := conditions{method: r.Method}
 	o := order{
 		method:  r.Method != "",
 		created: r.Key.Created,
@@ -127,13 +128,12 @@ func prepare[T any](r *Rule[T], input int) (*candidate[T], order, placement, err
 			fail("path regular expression: %w", err)
 			break
 		}
-		c.path = re
+		cond.path = re
 		place.key, _ = re.LiteralPrefix()
 	default:
 		fail("unknown path match kind %d", p.Kind)
 	}
 
-	var cond conditions
 	seen := map[string]bool{}
 	for _, h := range r.Headers {
 		if !isToken(h.Name) {
@@ -183,8 +183,8 @@ func prepare[T any](r *Rule[T], input int) (*candidate[T], order, placement, err
 		return nil, order{}, placement{}, fmt.Errorf("%s: %w", describe(r, input), errors.Join(errs...))
 	}
 	o.headers, o.queries = len(cond.header), len(cond.query)
-	if o.headers+o.queries > 0 {
-		c.cond = &cond
+	if cond.method != "" || cond.path != nil || o.headers+o.queries > 0 {
+		c.more = &cond
 	}
 	return c, o, place, nil
 }

@@ -19,6 +19,7 @@ func TestCompileRejectsBadRules(t *testing.T) {
 		{"hostname with underscore", r("x", hosts("a_b.com")), []string{`hostname "a_b.com"`}},
 		{"wildcard not first", r("x", hosts("a.*.com")), []string{`hostname "a.*.com"`}},
 		{"bare wildcard", r("x", hosts("*")), []string{`hostname "*"`}},
+		{"non-ASCII letter that folds to ASCII", r("x", hosts("\u212a.com")), []string{`hostname "\u212a.com"`}},
 		{"IP address", r("x", hosts("10.0.0.1")), []string{"IP addresses are not allowed"}},
 		{"empty label", r("x", hosts("a..com")), []string{`hostname "a..com"`}},
 		{"label too long", r("x", hosts(strings.Repeat("a", 64)+".com")), []string{"1 to 63"}},

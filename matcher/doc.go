@@ -37,6 +37,8 @@
 //     one character in front ("a.example.com", "a.b.example.com"), never
 //     "example.com". A host longer than a DNS name can be (253 bytes) only
 //     reaches rules without hostnames.
+//   - Path values are at most 4096 bytes once normalised (the Gateway API
+//     allows 1024 characters).
 //   - Path: the request path must already be in the canonical form
 //     NormalizePath returns; Compile puts Exact and PathPrefix values through
 //     the same function, so "/%7euser" and "/~user" are one path. Exact

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -124,6 +125,15 @@ func generate(routes, nreq int, seed uint64) ruleSet {
 		}
 		req.Path = NormalizePath(req.Path)
 		set.requests = append(set.requests, req)
+	}
+	// A proxy matches a freshly parsed request, never one sharing strings
+	// with the rules. Give each request its own copy of its strings, so
+	// request data costs the same at every table size.
+	for i := range set.requests {
+		req := &set.requests[i]
+		own := strings.Clone(req.Host + req.Path + req.RawQuery)
+		req.Host, own = own[:len(req.Host)], own[len(req.Host):]
+		req.Path, req.RawQuery = own[:len(req.Path)], own[len(req.Path):]
 	}
 	return set
 }

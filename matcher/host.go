@@ -18,21 +18,19 @@ type hostRef struct {
 	next int32
 }
 
-// hostIndex finds the most specific host entry for a request host: exact
-// names in a map, wildcards in a trie of labels read right to left, and the
-// catch-all for rules without hostnames.
+// hostIndex finds the most specific host entry for a request host.
+//
+// Exact names and wildcards each live in a hostTable. The wildcards form a
+// trie of labels read right to left ("*.a.example.com" sits under com →
+// example → a), stored flat: each wildcard is keyed by its suffix
+// ("a.example.com"), so finding the deepest wildcard over a host means
+// probing the host's suffixes, longest first, and stopping at the first
+// entry: one cache line per probe instead of a map lookup per label.
 type hostIndex struct {
 	exact    hostTable
-	wild     wildNode
-	catchAll int32 // -1 when no rule lacks hostnames
-	entries  []hostRef
-}
-
-// wildNode is one label of the reversed-label trie: the node reached by
-// "com" then "example" holds the entry of "*.example.com", if there is one.
-type wildNode struct {
-	children map[string]*wildNode
-	entry    int32 // -1 for none
+	wild     hostTable // keyed by the suffix after "*."
+	catchAll int32     // entry of the rules without hostnames, or -1
+	entries  []hostRef // every entry, for following next
 }
 
 // lookupHost returns the most specific entry serving host. host must be
@@ -42,8 +40,12 @@ func lookupHost[H ~string | ~[]byte](x *hostIndex, host H) (hostRef, bool) {
 	if e, ok := get(&x.exact, host); ok {
 		return e, true
 	}
-	if i := lookupWild(&x.wild, host); i >= 0 {
-		return x.entries[i], true
+	if x.wild.count > 0 {
+		for i := wildDot(host, -1); i >= 0; i = wildDot(host, i) {
+			if e, ok := get(&x.wild, host[i+1:]); ok {
+				return e, true
+			}
+		}
 	}
 	if x.catchAll >= 0 {
 		return x.entries[x.catchAll], true
@@ -51,57 +53,13 @@ func lookupHost[H ~string | ~[]byte](x *hostIndex, host H) (hostRef, bool) {
 	return hostRef{}, false
 }
 
-// lookupWild walks host's labels from the right and returns the deepest
-// wildcard entry whose suffix leaves at least one character in front of its
-// dot, or -1.
-func lookupWild[H ~string | ~[]byte](n *wildNode, host H) int32 {
-	best := int32(-1)
-	for end := len(host); ; {
-		i := lastDot(host[:end])
-		n = n.children[string(host[i+1:end])]
-		if n == nil {
-			return best
-		}
-		// host[i] is the dot in front of the suffix host[i+1:].
-		if n.entry >= 0 && i >= 1 {
-			best = n.entry
-		}
-		if i < 0 {
-			return best
-		}
-		end = i
-	}
-}
-
-// child returns the node for label, creating it.
-func (n *wildNode) child(label string) *wildNode {
-	c := n.children[label]
-	if c == nil {
-		if n.children == nil {
-			n.children = make(map[string]*wildNode)
-		}
-		c = &wildNode{entry: -1}
-		n.children[label] = c
-	}
-	return c
-}
-
-// link calls set(entry, fallback) for every wildcard entry, where fallback
-// is the nearest shorter wildcard above it or the given one: any host under
-// "*.a.example.com" is also under "*.example.com".
-func (n *wildNode) link(fallback int32, set func(entry, next int32)) {
-	if n.entry >= 0 {
-		set(n.entry, fallback)
-		fallback = n.entry
-	}
-	for _, c := range n.children {
-		c.link(fallback, set)
-	}
-}
-
-func lastDot[H ~string | ~[]byte](b H) int {
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == '.' {
+// wildDot returns the index of the first dot after index after whose suffix
+// a wildcard could serve host: one with at least one character in front, so
+// "*.example.com" serves "a.example.com" but not ".example.com". It returns
+// -1 when there is none. Successive calls give the suffixes longest first.
+func wildDot[H ~string | ~[]byte](host H, after int) int {
+	for i := max(after+1, 1); i < len(host); i++ {
+		if host[i] == '.' {
 			return i
 		}
 	}
@@ -113,13 +71,23 @@ func lastDot[H ~string | ~[]byte](b H) int {
 // then be looked up without copying.
 func plainHost(host string) (string, bool) {
 	for i := 0; i < len(host); i++ {
-		if c := host[i]; 'A' <= c && c <= 'Z' || c == ':' || c == '[' {
+		if hostNeedsKey[host[i]] {
 			return "", false
 		}
 	}
 	host = strings.TrimSuffix(host, ".")
 	return host, len(host) <= maxHostLen
 }
+
+// hostNeedsKey marks the bytes plainHost leaves to hostKey: upper case, and
+// the ':' and '[' of ports and IPv6 literals.
+var hostNeedsKey = func() (t [256]bool) {
+	for c := 'A'; c <= 'Z'; c++ {
+		t[c] = true
+	}
+	t[':'], t['['] = true, true
+	return t
+}()
 
 // hostKey writes the request host as the index compares it into buf: port
 // and one trailing dot dropped, ASCII lower case. It returns nil for a host
@@ -151,20 +119,37 @@ func hostKey(host string, buf *[maxHostLen]byte) []byte {
 // 1123 labels, an optional leading "*." wildcard label, no IP addresses) and
 // returns it in lower case.
 func canonicalHostname(h string) (string, error) {
-	lower := strings.ToLower(h)
+	// Fold ASCII only: strings.ToLower would turn the Kelvin sign U+212A
+	// into "k" and let a non-ASCII name through.
+	lower := asciiLower(h)
 	name := strings.TrimPrefix(lower, "*.")
 	if name == "" || len(lower) > maxHostLen {
-		return "", fmt.Errorf("hostname %q: must be 1 to %d characters", h, maxHostLen)
+		return "", fmt.Errorf("hostname %+q: must be 1 to %d characters", h, maxHostLen)
 	}
 	if _, err := netip.ParseAddr(name); err == nil {
-		return "", fmt.Errorf("hostname %q: IP addresses are not allowed", h)
+		return "", fmt.Errorf("hostname %+q: IP addresses are not allowed", h)
 	}
 	for label := range strings.SplitSeq(name, ".") {
 		if err := checkLabel(label); err != nil {
-			return "", fmt.Errorf("hostname %q: %w", h, err)
+			return "", fmt.Errorf("hostname %+q: %w", h, err)
 		}
 	}
 	return lower, nil
+}
+
+func asciiLower(s string) string {
+	for i := 0; i < len(s); i++ {
+		if 'A' <= s[i] && s[i] <= 'Z' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if 'A' <= b[j] && b[j] <= 'Z' {
+					b[j] += 'a' - 'A'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
 }
 
 // checkLabel enforces RFC 1123: 1–63 letters, digits and hyphens, with a

@@ -8,6 +8,7 @@ import "hash/maphash"
 // a lookup costs one memory access where a map with string keys costs three
 // (control word, key header, key bytes). Longer names use a plain map.
 type hostTable struct {
+	count int // names held
 	seed  maphash.Seed
 	slots []hostSlot // open addressing, linear probing, at most half full
 	long  map[string]hostRef
@@ -24,7 +25,7 @@ type hostSlot struct {
 
 // newHostTable builds the table from lower-case names.
 func newHostTable(names map[string]hostRef) hostTable {
-	t := hostTable{seed: maphash.MakeSeed(), long: map[string]hostRef{}}
+	t := hostTable{count: len(names), seed: maphash.MakeSeed(), long: map[string]hostRef{}}
 	size := 8
 	for size < 2*len(names) {
 		size *= 2
@@ -47,8 +48,9 @@ func newHostTable(names map[string]hostRef) hostTable {
 	return t
 }
 
-// slotHash keeps 0 free to mark empty slots.
-func slotHash(h uint64) uint64 { return h | 1 }
+// slotHash keeps 0 free to mark empty slots. It sets the top bit, not the
+// bottom one: the slot index comes from the low bits.
+func slotHash(h uint64) uint64 { return h | 1<<63 }
 
 // get looks host up; host is a string or bytes so neither caller converts.
 func get[H ~string | ~[]byte](t *hostTable, host H) (hostRef, bool) {

@@ -104,15 +104,28 @@ func (t *Table[T]) matchPath(root uint32, r *Request) *candidate[T] {
 
 // walk returns the deepest node under root whose key is a prefix of path.
 func (t *Table[T]) walk(root uint32, path string) uint32 {
+	nodes := t.nodes
 	at := root
 	for pos := 0; pos < len(path); {
-		n := &t.nodes[at]
-		i := t.childIndex(n, path[pos])
+		n := &nodes[at]
+		// Find the child whose label starts with the next byte: in the
+		// node itself for up to 8 children, else in Table.firsts.
+		b, i := path[pos], -1
+		if k := int(n.nchild); k <= len(n.firsts) {
+			for j, f := range n.firsts[:k] {
+				if f == b {
+					i = j
+					break
+				}
+			}
+		} else {
+			i = strings.IndexByte(t.firsts[n.child:n.child+uint32(k)], b)
+		}
 		if i < 0 {
 			break
 		}
 		c := n.child + uint32(i)
-		cn := &t.nodes[c]
+		cn := &nodes[c]
 		end := pos + int(cn.labelLen)
 		if end > len(path) || path[pos:end] != t.label(cn) {
 			break
@@ -128,19 +141,6 @@ func (t *Table[T]) label(n *node) string {
 		return string(n.inline[:n.labelLen])
 	}
 	return t.labels[n.label : n.label+uint32(n.labelLen)]
-}
-
-// childIndex returns which child of n has a label starting with b, or -1.
-func (t *Table[T]) childIndex(n *node, b byte) int {
-	if n.nchild > uint16(len(n.firsts)) {
-		return strings.IndexByte(t.firsts[n.child:n.child+uint32(n.nchild)], b)
-	}
-	for i := range int(n.nchild) {
-		if n.firsts[i] == b {
-			return i
-		}
-	}
-	return -1
 }
 
 // firstMatch returns the first candidate in cands[from:to] that matches r.
