@@ -1,6 +1,7 @@
 package matcher
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 )
@@ -127,14 +128,18 @@ func commonPrefixLen(a, b string) int {
 // freeze lays the tries out in t: each host entry's nodes in breadth-first
 // order (so a node's children are adjacent), edge labels in one string,
 // candidates by value and sorted by rank within each list.
-func (b *builder[T]) freeze(t *Table[T]) {
+func (b *builder[T]) freeze(t *Table[T]) error {
 	var labels strings.Builder
 	var firsts []byte
 	t.hosts.entries = make([]hostRef, len(b.entries))
 	byRank := func(x, y *candidate[T]) int { return int(x.rank - y.rank) }
 
 	for e, root := range b.entries {
-		t.hosts.entries[e] = hostRef{root: uint32(len(t.nodes)), next: -1}
+		rootAt := uint32(len(t.nodes))
+		t.hosts.entries[e] = hostRef{root: rootAt, start: rootAt, next: -1}
+		if len(root.children) == 1 {
+			t.hosts.entries[e].start = rootAt + 1 // breadth-first: right after the root
+		}
 		type item struct {
 			n      *pathNode[T]
 			parent int32
@@ -151,7 +156,7 @@ func (b *builder[T]) freeze(t *Table[T]) {
 			if len(it.n.label) <= len(n.inline) {
 				copy(n.inline[:], it.n.label)
 			} else {
-				n.label = uint32(labels.Len())
+				n.labelOff = uint32(labels.Len())
 				labels.WriteString(it.n.label)
 			}
 			n.depth = it.depth + uint16(len(it.n.label))
@@ -159,14 +164,16 @@ func (b *builder[T]) freeze(t *Table[T]) {
 			// Candidates: exact, then prefix, then regex, each by rank.
 			n.cands = uint32(len(t.cands))
 			for _, list := range [][]*candidate[T]{it.n.exact, it.n.prefix, it.n.regex} {
+				if len(list) > maxListLen {
+					return fmt.Errorf("%d rules share one hostname and path, more than the limit of %d: "+
+						"split them across hostnames or paths", len(list), maxListLen)
+				}
 				slices.SortFunc(list, byRank)
 				for _, c := range list {
 					t.cands = append(t.cands, *c)
 				}
 			}
-			n.exactEnd = n.cands + uint32(len(it.n.exact))
-			n.prefixEnd = n.exactEnd + uint32(len(it.n.prefix))
-			n.regexEnd = n.prefixEnd + uint32(len(it.n.regex))
+			n.nexact, n.nprefix, n.nregex = uint16(len(it.n.exact)), uint16(len(it.n.prefix)), uint16(len(it.n.regex))
 
 			// Nearest ancestors with prefix and regex rules: the parent
 			// was laid out before its children.
@@ -174,10 +181,10 @@ func (b *builder[T]) freeze(t *Table[T]) {
 			if p := it.parent; p >= 0 {
 				pn := &t.nodes[p]
 				n.prefixUp, n.regexUp = pn.prefixUp, pn.regexUp
-				if pn.prefixEnd > pn.exactEnd {
+				if pn.nprefix > 0 {
 					n.prefixUp = p
 				}
-				if pn.regexEnd > pn.prefixEnd {
+				if pn.nregex > 0 {
 					n.regexUp = p
 				}
 			}
@@ -200,6 +207,7 @@ func (b *builder[T]) freeze(t *Table[T]) {
 	t.hosts.catchAll = b.catchAll
 	t.hosts.exact = b.hostTable(b.exact, t.hosts.entries)
 	t.hosts.wild = b.hostTable(b.wild, t.hosts.entries)
+	return nil
 }
 
 // hostTable links the named entries to their fallbacks and indexes them.

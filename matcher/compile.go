@@ -39,7 +39,9 @@ func Compile[T any](rules []Rule[T]) (*Table[T], error) {
 		b.add(c, placed[i])
 	}
 	t := &Table[T]{rules: len(rules)}
-	b.freeze(t)
+	if err := b.freeze(t); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 

@@ -88,3 +88,16 @@ func TestCompileAcceptsSpecShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestCompileRejectsTooManyRulesOnOnePath(t *testing.T) {
+	rules := make([]Rule[string], maxListLen+1)
+	for i := range rules {
+		rules[i] = r("same", hosts("a.example.com"), exact("/x"), index(i, 0))
+	}
+	if _, err := Compile(rules); err == nil || !strings.Contains(err.Error(), "more than the limit of 65535") {
+		t.Fatalf("Compile error = %v, want the per-path limit", err)
+	}
+	if _, err := Compile(rules[:maxListLen]); err != nil {
+		t.Fatalf("Compile at the limit: %v", err)
+	}
+}

@@ -82,11 +82,13 @@
 //     knows its nearest ancestor holding prefix rules and regex rules.
 //   - Layout. The tries are built with pointers (build.go) and then frozen
 //     into flat arrays (table.go): each host's nodes side by side in
-//     breadth-first order, one 64-byte node per cache line with short edge
-//     labels and the children's first bytes inline, and candidates by value
-//     in rank order. With 10,000 routes the table no longer fits in the
-//     CPU's nearer caches, and what Match costs is mostly how many cache
-//     lines it touches.
+//     breadth-first order, one 64-byte node per cache line with edge labels
+//     of up to 24 bytes and the first bytes of up to 8 children inline, and
+//     candidates by value in rank order. A host entry names the root's only
+//     child, where nearly every walk starts. With 10,000 routes the table no
+//     longer fits in the CPU's nearer caches, and what Match costs is mostly
+//     how many cache lines it touches in a row: the host slot, about two
+//     nodes, one candidate.
 //
 // Match walks the path trie once, down to the deepest node whose key starts
 // the path, and then tries, in precedence order: that node's Exact rules if

@@ -14,7 +14,7 @@ type hostTable struct {
 	long  map[string]hostRef
 }
 
-const inlineName = 47
+const inlineName = 43
 
 type hostSlot struct {
 	hash    uint64 // 0 marks an empty slot

@@ -18,30 +18,43 @@ type Table[T any] struct {
 
 // node is a path trie node. Its key (the bytes from the root to here) is
 // never stored: it is the first depth bytes of any path that reaches it.
-// Fields are sized so that a node is one 64-byte cache line, short edge
-// labels included.
+// Fields are sized and ordered so that a node is one 64-byte cache line,
+// edge labels of up to 24 bytes included.
 type node struct {
-	// The edge from the parent: inline[:labelLen] when it fits, else
-	// labels[label:label+labelLen].
-	inline   [16]byte
-	label    uint32
-	labelLen uint16
-	depth    uint16 // length of the key; keys are at most maxPathLen
 	child    uint32 // children are nodes[child:child+nchild]
-	nchild   uint16 // at most 256: children differ in their first byte
+	labelOff uint32 // where a label too long for inline starts in Table.labels
+	// The rules filed here start at cands[cands], each list sorted by rank:
+	// nexact Exact rules whose value is the key, then nprefix PathPrefix
+	// rules whose trimmed value is the key, then nregex regex rules whose
+	// literal prefix is the key.
+	cands                   uint32
+	prefixUp, regexUp       int32 // nearest proper ancestors holding prefix and regex rules, or -1
+	nexact, nprefix, nregex uint16
+	labelLen                uint16
+	depth                   uint16 // length of the key; keys are at most maxPathLen
+	nchild                  uint16 // at most 256: children differ in their first byte
 	// firsts holds the first label byte of up to 8 children, so the common
 	// small fan-out is searched without touching another cache line;
 	// wider nodes use Table.firsts.
 	firsts [8]byte
+	inline [24]byte // the edge from the parent, when labelLen fits
+}
 
-	// The rules filed here, each list sorted by rank:
-	// cands[cands:exactEnd] Exact rules whose value is the key,
-	// cands[exactEnd:prefixEnd] PathPrefix rules whose trimmed value is the key,
-	// cands[prefixEnd:regexEnd] regex rules whose literal prefix is the key.
-	cands, exactEnd, prefixEnd, regexEnd uint32
+// maxListLen bounds each of a node's three rule lists.
+const maxListLen = 1<<16 - 1
 
-	// Nearest proper ancestors holding prefix and regex rules, or -1.
-	prefixUp, regexUp int32
+func (n *node) exactRange() (uint32, uint32) {
+	return n.cands, n.cands + uint32(n.nexact)
+}
+
+func (n *node) prefixRange() (uint32, uint32) {
+	from := n.cands + uint32(n.nexact)
+	return from, from + uint32(n.nprefix)
+}
+
+func (n *node) regexRange() (uint32, uint32) {
+	from := n.cands + uint32(n.nexact) + uint32(n.nprefix)
+	return from, from + uint32(n.nregex)
 }
 
 // Match returns the reference of the rule that wins r, or ok == false when
@@ -56,7 +69,7 @@ func (t *Table[T]) Match(r *Request) (ref T, ok bool) {
 		e, found = lookupHost(&t.hosts, hostKey(r.Host, &buf))
 	}
 	for found {
-		if c := t.matchPath(e.root, r); c != nil {
+		if c := t.matchPath(e, r); c != nil {
 			return c.ref, true
 		}
 		if e.next < 0 {
@@ -73,12 +86,17 @@ func (t *Table[T]) Len() int { return t.rules }
 // matchPath returns the best rule of one host entry's trie for r, or nil:
 // Exact rules on the whole path, then the best regex rule, then prefix rules
 // deepest first.
-func (t *Table[T]) matchPath(root uint32, r *Request) *candidate[T] {
+func (t *Table[T]) matchPath(e hostRef, r *Request) *candidate[T] {
 	path := r.Path
-	at := t.walk(root, path)
+	at := e.root
+	if e.start != e.root && strings.HasPrefix(path, t.label(&t.nodes[e.start])) {
+		at = e.start
+	}
+	at = t.walk(at, path)
 	n := &t.nodes[at]
 	if int(n.depth) == len(path) {
-		if c := t.firstMatch(n.cands, n.exactEnd, r); c != nil {
+		from, to := n.exactRange()
+		if c := t.firstMatch(from, to, r); c != nil {
 			return c
 		}
 	}
@@ -86,14 +104,15 @@ func (t *Table[T]) matchPath(root uint32, r *Request) *candidate[T] {
 		return c
 	}
 	up := int32(at)
-	if n.prefixEnd == n.exactEnd {
+	if n.nprefix == 0 {
 		up = n.prefixUp
 	}
 	for up >= 0 {
 		m := &t.nodes[up]
 		// "/abc" covers "/abc" and "/abc/…", not "/abcd".
 		if int(m.depth) == len(path) || path[m.depth] == '/' {
-			if c := t.firstMatch(m.exactEnd, m.prefixEnd, r); c != nil {
+			from, to := m.prefixRange()
+			if c := t.firstMatch(from, to, r); c != nil {
 				return c
 			}
 		}
@@ -102,11 +121,11 @@ func (t *Table[T]) matchPath(root uint32, r *Request) *candidate[T] {
 	return nil
 }
 
-// walk returns the deepest node under root whose key is a prefix of path.
-func (t *Table[T]) walk(root uint32, path string) uint32 {
+// walk descends from node at, whose key must be a prefix of path, and
+// returns the deepest node whose key is a prefix of path.
+func (t *Table[T]) walk(at uint32, path string) uint32 {
 	nodes := t.nodes
-	at := root
-	for pos := 0; pos < len(path); {
+	for pos := int(nodes[at].depth); pos < len(path); {
 		n := &nodes[at]
 		// Find the child whose label starts with the next byte: in the
 		// node itself for up to 8 children, else in Table.firsts.
@@ -140,7 +159,7 @@ func (t *Table[T]) label(n *node) string {
 	if int(n.labelLen) <= len(n.inline) {
 		return string(n.inline[:n.labelLen])
 	}
-	return t.labels[n.label : n.label+uint32(n.labelLen)]
+	return t.labels[n.labelOff : n.labelOff+uint32(n.labelLen)]
 }
 
 // firstMatch returns the first candidate in cands[from:to] that matches r.
@@ -159,12 +178,13 @@ func (t *Table[T]) firstMatch(from, to uint32, r *Request) *candidate[T] {
 func (t *Table[T]) bestRegex(at uint32, r *Request) *candidate[T] {
 	var best *candidate[T]
 	up := int32(at)
-	if n := &t.nodes[at]; n.regexEnd == n.prefixEnd {
+	if n := &t.nodes[at]; n.nregex == 0 {
 		up = n.regexUp
 	}
 	for up >= 0 {
 		n := &t.nodes[up]
-		for i := n.prefixEnd; i < n.regexEnd; i++ {
+		from, to := n.regexRange()
+		for i := from; i < to; i++ {
 			c := &t.cands[i]
 			if best != nil && c.rank > best.rank {
 				break

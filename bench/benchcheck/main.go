@@ -24,9 +24,16 @@
 //
 // It prints a table of all gates and exits 1 if any failed.
 //
+// Timing noise is fought three ways: runs of the benchmark and its baseline
+// interleave (-count repeats the whole set), the median is compared, and the
+// run has one CPU to itself: -cpu 1 (GOMAXPROCS=1) and, unless -pin=false,
+// taskset on the last CPU this process may use. Unpinned, a benchmark that
+// migrates between CPUs on a small VM loses its caches and can read 50%
+// slower from one run to the next.
+//
 // Usage:
 //
-//	go run ./bench/benchcheck -file BENCHMARKS.md [-count 5] [-benchtime 200ms] [-margin 1.25]
+//	go run ./bench/benchcheck -file BENCHMARKS.md [-count 5] [-benchtime 200ms] [-margin 1.25] [-pin=false]
 package main
 
 import (
@@ -47,13 +54,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr, goTest))
 }
 
-// runner runs `go test` with args in dir and returns its combined output.
-// Tests replace it with canned output.
-type runner func(dir string, args []string) ([]byte, error)
+// runner runs a command line (argv[0] is the program) in dir and returns
+// its combined output. Tests replace it with canned output.
+type runner func(dir string, argv []string) ([]byte, error)
 
 // goTest is the real runner.
-func goTest(dir string, args []string) ([]byte, error) {
-	cmd := exec.Command("go", append([]string{"test"}, args...)...)
+func goTest(dir string, argv []string) ([]byte, error) {
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = dir
 	var buf bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &buf, &buf
@@ -70,6 +77,7 @@ func run(args []string, stdout, stderr io.Writer, goTest runner) int {
 	benchtime := fs.String("benchtime", "200ms", "go test -benchtime for each run")
 	margin := fs.Float64("margin", 1.25, "noise allowance: a ratio fails above max ratio × margin")
 	verbose := fs.Bool("v", false, "print the raw go test output")
+	pin := fs.Bool("pin", true, "run on one CPU with taskset, when available: a benchmark that migrates between CPUs loses its caches and its timing")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -94,13 +102,20 @@ func run(args []string, stdout, stderr io.Writer, goTest runner) int {
 		return 1
 	}
 	dir := filepath.Dir(*file)
+	var prefix []string
+	if *pin {
+		prefix = pinPrefix(readFile("/proc/self/status"), hasTaskset())
+		if prefix == nil {
+			fmt.Fprintln(stderr, "benchcheck: cannot pin to one CPU (no taskset or no Cpus_allowed_list); timings will be noisier")
+		}
+	}
 
 	results := map[string]map[string][]sample{}
 	runErr := map[string]error{}
 	for _, pkg := range packages(gates) {
-		args := testArgs(pkg, gates, *count, *benchtime)
-		fmt.Fprintf(stderr, "benchcheck: go test %s\n", strings.Join(quoteArgs(args), " "))
-		out, err := goTest(dir, args)
+		argv := append(append(slices.Clone(prefix), "go", "test"), testArgs(pkg, gates, *count, *benchtime)...)
+		fmt.Fprintf(stderr, "benchcheck: %s\n", strings.Join(quoteArgs(argv), " "))
+		out, err := goTest(dir, argv)
 		if *verbose || err != nil {
 			stderr.Write(out)
 		}
@@ -138,6 +153,8 @@ func packages(gates []gate) []string {
 // testArgs builds the go test arguments for one package. -bench gets an
 // anchored alternation of the top-level benchmarks the package's gates name
 // (both benchmark and baseline), so that benchmarks no gate needs are not run.
+// -cpu 1 runs them with GOMAXPROCS=1, so no other goroutine of the runtime
+// competes with the one being measured.
 func testArgs(pkg string, gates []gate, count int, benchtime string) []string {
 	var tops []string
 	add := func(name string) {
@@ -162,8 +179,44 @@ func testArgs(pkg string, gates []gate, count int, benchtime string) []string {
 		"-benchmem",
 		"-count", strconv.Itoa(count),
 		"-benchtime", benchtime,
+		"-cpu", "1",
 		pkg,
 	}
+}
+
+// pinPrefix returns the command prefix that runs a program on the last CPU
+// this process may use ("taskset -c 3"), given the text of
+// /proc/self/status, or nil when that is unknown or taskset is missing.
+// Reading the allowed list, not counting CPUs, respects container cpusets.
+func pinPrefix(status string, haveTaskset bool) []string {
+	if !haveTaskset {
+		return nil
+	}
+	for line := range strings.Lines(status) {
+		list, ok := strings.CutPrefix(line, "Cpus_allowed_list:")
+		if !ok {
+			continue
+		}
+		// e.g. "0-3", "0,2,4-7": the last number is the last CPU.
+		list = strings.TrimSpace(list)
+		last := list[strings.LastIndexAny(list, ",-")+1:]
+		if _, err := strconv.Atoi(last); err != nil {
+			return nil
+		}
+		return []string{"taskset", "-c", last}
+	}
+	return nil
+}
+
+func hasTaskset() bool {
+	_, err := exec.LookPath("taskset")
+	return err == nil
+}
+
+// readFile returns a file's text, or "" when it cannot be read.
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
 }
 
 // quoteArgs quotes arguments a shell would mangle, so the printed command

@@ -54,12 +54,12 @@ func TestRunCommandLines(t *testing.T) {
 		"./other":   "BenchmarkX/a-2 \t 10\t 30 ns/op\nBenchmarkY-2 \t 10\t 20 ns/op\n",
 	}}
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"-file", path, "-count", "3", "-benchtime", "50ms"}, &stdout, &stderr, fake.run)
+	code := run([]string{"-file", path, "-count", "3", "-benchtime", "50ms", "-pin=false"}, &stdout, &stderr, fake.run)
 
 	// One go test per package, only the top-level benchmarks the gates need.
 	want := [][]string{
-		{"-run", "^$", "-bench", "^(BenchmarkMatch|BenchmarkSlow)$", "-benchmem", "-count", "3", "-benchtime", "50ms", "./matcher"},
-		{"-run", "^$", "-bench", "^(BenchmarkX|BenchmarkY)$", "-benchmem", "-count", "3", "-benchtime", "50ms", "./other"},
+		{"go", "test", "-run", "^$", "-bench", "^(BenchmarkMatch|BenchmarkSlow)$", "-benchmem", "-count", "3", "-benchtime", "50ms", "-cpu", "1", "./matcher"},
+		{"go", "test", "-run", "^$", "-bench", "^(BenchmarkX|BenchmarkY)$", "-benchmem", "-count", "3", "-benchtime", "50ms", "-cpu", "1", "./other"},
 	}
 	if !slices.EqualFunc(fake.calls, want, slices.Equal) {
 		t.Errorf("go test calls:\n got %q\nwant %q", fake.calls, want)
@@ -86,7 +86,7 @@ func TestRunAllPass(t *testing.T) {
 	path := writeTable(t, strings.Join(strings.Split(mainTable, "\n")[:6], "\n")+"\n")
 	fake := &fakeGoTest{out: map[string]string{"./matcher": cannedOutput}}
 	var stdout, stderr bytes.Buffer
-	if code := run([]string{"-file", path}, &stdout, &stderr, fake.run); code != 0 {
+	if code := run([]string{"-file", path, "-pin=false"}, &stdout, &stderr, fake.run); code != 0 {
 		t.Fatalf("exit code %d, want 0\n%s%s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "all 2 benchmark gates passed") {
@@ -134,5 +134,48 @@ func TestRunBadInput(t *testing.T) {
 	}
 	if len(fake.calls) != 0 {
 		t.Errorf("go test ran on bad input: %q", fake.calls)
+	}
+}
+
+func TestPinPrefix(t *testing.T) {
+	status := "Name:\tbenchcheck\nCpus_allowed:\tf\nCpus_allowed_list:\t%s\nMems_allowed:\t1\n"
+	for _, tc := range []struct {
+		list    string
+		taskset bool
+		want    []string
+	}{
+		{"0-3", true, []string{"taskset", "-c", "3"}},
+		{"0,2,4-7", true, []string{"taskset", "-c", "7"}},
+		{"5", true, []string{"taskset", "-c", "5"}},
+		{"0-3", false, nil},
+		{"garbage", true, nil},
+	} {
+		got := pinPrefix(strings.Replace(status, "%s", tc.list, 1), tc.taskset)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("list %q, taskset %v: got %q, want %q", tc.list, tc.taskset, got, tc.want)
+		}
+	}
+	if got := pinPrefix("Name:\tx\n", true); got != nil {
+		t.Errorf("no Cpus_allowed_list: got %q, want nil", got)
+	}
+}
+
+// TestRunPins checks the wiring on this machine: pinned with taskset where
+// that is possible, else unpinned with a warning. TestPinPrefix covers the
+// decision itself.
+func TestRunPins(t *testing.T) {
+	path := writeTable(t, strings.Join(strings.Split(mainTable, "\n")[:6], "\n")+"\n")
+	fake := &fakeGoTest{out: map[string]string{"./matcher": cannedOutput}}
+	var stdout, stderr bytes.Buffer
+	run([]string{"-file", path}, &stdout, &stderr, fake.run)
+	got := fake.calls[0]
+	if want := pinPrefix(readFile("/proc/self/status"), hasTaskset()); want != nil {
+		if !slices.Equal(got[:3], want) || got[3] != "go" {
+			t.Errorf("call = %q, want it to start with %q go test", got, want)
+		}
+		return
+	}
+	if got[0] != "go" || !strings.Contains(stderr.String(), "cannot pin") {
+		t.Errorf("call = %q, stderr %q: want an unpinned go test and a warning", got, stderr.String())
 	}
 }
