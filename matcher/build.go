@@ -15,6 +15,8 @@ type builder[T any] struct {
 	exact    map[string]int32 // hostname → entry
 	wild     map[string]int32 // wildcard suffix ("example.com" for "*.example.com") → entry
 	catchAll int32
+	nodes    int // nodes in all tries, roots included
+	filed    int // candidates filed, counting each hostname
 }
 
 func newBuilder[T any]() *builder[T] {
@@ -35,7 +37,9 @@ type pathNode[T any] struct {
 // add files c under each of its host entries at its place in the path trie.
 func (b *builder[T]) add(c *candidate[T], place placement) {
 	for _, h := range place.hostnames {
-		n := b.entries[b.entryFor(h)].insert(place.key)
+		n, created := b.entries[b.entryFor(h)].insert(place.key)
+		b.nodes += created
+		b.filed++
 		switch place.kind {
 		case PathExact:
 			n.exact = append(n.exact, c)
@@ -69,6 +73,7 @@ func (b *builder[T]) entryFor(hostname string) int32 {
 }
 
 func (b *builder[T]) newEntry() int32 {
+	b.nodes++
 	b.entries = append(b.entries, &pathNode[T]{})
 	return int32(len(b.entries) - 1)
 }
@@ -87,15 +92,16 @@ func (b *builder[T]) fallback(name string) int32 {
 }
 
 // insert returns the node whose key is n's key + rest, creating it (and
-// splitting an edge) if needed.
-func (n *pathNode[T]) insert(rest string) *pathNode[T] {
+// splitting an edge) if needed, and how many nodes it created.
+func (n *pathNode[T]) insert(rest string) (*pathNode[T], int) {
+	created := 0
 	for rest != "" {
 		i := strings.IndexByte(n.firsts, rest[0])
 		if i < 0 {
 			leaf := &pathNode[T]{label: rest}
 			n.firsts += rest[:1]
 			n.children = append(n.children, leaf)
-			return leaf
+			return leaf, created + 1
 		}
 		child := n.children[i]
 		common := commonPrefixLen(child.label, rest)
@@ -109,10 +115,11 @@ func (n *pathNode[T]) insert(rest string) *pathNode[T] {
 			child.label = child.label[common:]
 			n.children[i] = mid
 			child = mid
+			created++
 		}
 		n, rest = child, rest[common:]
 	}
-	return n
+	return n, created
 }
 
 func commonPrefixLen(a, b string) int {
@@ -130,7 +137,9 @@ func commonPrefixLen(a, b string) int {
 // candidates by value and sorted by rank within each list.
 func (b *builder[T]) freeze(t *Table[T]) error {
 	var labels strings.Builder
-	var firsts []byte
+	firsts := make([]byte, 0, b.nodes)
+	t.nodes = make([]node, 0, b.nodes)
+	t.cands = make([]candidate[T], 0, b.filed)
 	t.hosts.entries = make([]hostRef, len(b.entries))
 	byRank := func(x, y *candidate[T]) int { return int(x.rank - y.rank) }
 

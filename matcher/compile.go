@@ -22,8 +22,9 @@ func Compile[T any](rules []Rule[T]) (*Table[T], error) {
 	cands := make([]*candidate[T], 0, len(rules))
 	orders := make([]order, 0, len(rules))
 	placed := make([]placement, 0, len(rules))
+	seen := newReuse()
 	for i := range rules {
-		c, o, p, err := prepare(&rules[i], i)
+		c, o, p, err := prepare(&rules[i], i, seen)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -48,8 +49,68 @@ func Compile[T any](rules []Rule[T]) (*Table[T], error) {
 // Validate reports the problems Compile would find in r, so a caller can
 // reject one route (and say why on its status) instead of a whole table.
 func (r *Rule[T]) Validate() error {
-	_, _, _, err := prepare(r, 0)
+	_, _, _, err := prepare(r, 0, newReuse())
 	return err
+}
+
+// reuse remembers what consecutive rules share, so that Compile does not
+// validate, copy or compile it again for each: the matches of one route
+// share its hostnames slice and its name, and routes often repeat a regex.
+type reuse struct {
+	rawHosts []string // the Hostnames slice of the previous rule
+	hosts    []string // its canonical form
+	ns, name string   // the previous rule's route
+	nsName   string
+	regexes  map[string]*regexp.Regexp // compiled whole-match expressions
+	catchAll []string                  // the hostnames of a rule without any
+}
+
+func newReuse() *reuse {
+	return &reuse{regexes: map[string]*regexp.Regexp{}, catchAll: []string{""}}
+}
+
+// hostnames returns the distinct canonical hostnames of raw ("" for none).
+func (u *reuse) hostnames(raw []string) ([]string, []error) {
+	if len(raw) > 0 && len(raw) == len(u.rawHosts) && &raw[0] == &u.rawHosts[0] {
+		return u.hosts, nil
+	}
+	if len(raw) == 0 {
+		return u.catchAll, nil
+	}
+	var errs []error
+	hosts := make([]string, 0, len(raw))
+	for _, h := range raw {
+		canon, err := canonicalHostname(h)
+		if err != nil {
+			errs = append(errs, err)
+		} else if !slices.Contains(hosts, canon) {
+			hosts = append(hosts, canon)
+		}
+	}
+	if errs == nil {
+		u.rawHosts, u.hosts = raw, hosts
+	}
+	return hosts, errs
+}
+
+// routeName returns "{namespace}/{name}".
+func (u *reuse) routeName(k *Key) string {
+	if k.Namespace != u.ns || k.Name != u.name || u.nsName == "" {
+		u.ns, u.name, u.nsName = k.Namespace, k.Name, k.Namespace+"/"+k.Name
+	}
+	return u.nsName
+}
+
+// regex compiles expr to match whole values, once per Compile.
+func (u *reuse) regex(expr string) (*regexp.Regexp, error) {
+	if re, ok := u.regexes[expr]; ok {
+		return re, nil
+	}
+	re, err := compileWhole(expr)
+	if err == nil {
+		u.regexes[expr] = re
+	}
+	return re, err
 }
 
 // placement says where a rule is filed: under which host entries (distinct
@@ -62,23 +123,10 @@ type placement struct {
 
 // prepare validates r and compiles it: its candidate (what Match checks), its
 // order (what ranks it) and its placement.
-func prepare[T any](r *Rule[T], input int) (*candidate[T], order, placement, error) {
-	var errs []error
+func prepare[T any](r *Rule[T], input int, seen *reuse) (*candidate[T], order, placement, error) {
+	hostnames, errs := seen.hostnames(r.Hostnames)
 	fail := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf(format, args...))
-	}
-
-	hostnames := make([]string, 0, max(1, len(r.Hostnames)))
-	for _, h := range r.Hostnames {
-		canon, err := canonicalHostname(h)
-		if err != nil {
-			errs = append(errs, err)
-		} else if !slices.Contains(hostnames, canon) {
-			hostnames = append(hostnames, canon)
-		}
-	}
-	if len(r.Hostnames) == 0 {
-		hostnames = append(hostnames, "")
 	}
 
 	c := &candidate[T]{ref: r.Ref}
@@ -86,7 +134,7 @@ func prepare[T any](r *Rule[T], input int) (*candidate[T], order, placement, err
 	o := order{
 		method:  r.Method != "",
 		created: r.Key.Created,
-		nsName:  r.Key.Namespace + "/" + r.Key.Name,
+		nsName:  seen.routeName(&r.Key),
 		rule:    r.Key.Rule,
 		match:   r.Key.Match,
 		input:   input,
@@ -125,7 +173,7 @@ func prepare[T any](r *Rule[T], input int) (*candidate[T], order, placement, err
 			}
 		}
 	case PathRegex:
-		re, err := compileWhole(p.Value)
+		re, err := seen.regex(p.Value)
 		if err != nil {
 			fail("path regular expression: %w", err)
 			break
@@ -136,20 +184,18 @@ func prepare[T any](r *Rule[T], input int) (*candidate[T], order, placement, err
 		fail("unknown path match kind %d", p.Kind)
 	}
 
-	seen := map[string]bool{}
 	for _, h := range r.Headers {
 		if !isToken(h.Name) {
 			fail("header name %q is not a valid token", h.Name)
 			continue
 		}
 		key := http.CanonicalHeaderKey(h.Name)
-		if seen[key] {
+		if slices.ContainsFunc(cond.header, func(c headerCond) bool { return c.key == key }) {
 			continue // only the first condition per name counts
 		}
-		seen[key] = true
 		hc := headerCond{key: key, host: key == "Host", value: h.Value}
 		if h.Regex {
-			re, err := compileWhole(h.Value)
+			re, err := seen.regex(h.Value)
 			if err != nil {
 				fail("header %s regular expression: %w", h.Name, err)
 				continue
@@ -159,19 +205,17 @@ func prepare[T any](r *Rule[T], input int) (*candidate[T], order, placement, err
 		cond.header = append(cond.header, hc)
 	}
 
-	clear(seen)
 	for _, q := range r.Query {
 		if q.Name == "" {
 			fail("query parameter name must not be empty")
 			continue
 		}
-		if seen[q.Name] {
+		if slices.ContainsFunc(cond.query, func(c queryCond) bool { return c.name == q.Name }) {
 			continue
 		}
-		seen[q.Name] = true
 		qc := queryCond{name: q.Name, value: q.Value}
 		if q.Regex {
-			re, err := compileWhole(q.Value)
+			re, err := seen.regex(q.Value)
 			if err != nil {
 				fail("query parameter %s regular expression: %w", q.Name, err)
 				continue
@@ -186,7 +230,8 @@ func prepare[T any](r *Rule[T], input int) (*candidate[T], order, placement, err
 	}
 	o.headers, o.queries = len(cond.header), len(cond.query)
 	if cond.method != "" || cond.path != nil || o.headers+o.queries > 0 {
-		c.more = &cond
+		more := cond // only rules with conditions pay for them
+		c.more = &more
 	}
 	return c, o, place, nil
 }

@@ -132,7 +132,9 @@ func canonicalHostname(h string) (string, error) {
 	if name == "" || len(lower) > maxHostLen {
 		return "", fmt.Errorf("hostname %+q: must be 1 to %d characters", h, maxHostLen)
 	}
-	if _, err := netip.ParseAddr(name); err == nil {
+	// Only dotted digits can parse as an address (IPv6 needs ':', which no
+	// label allows); checking first saves building ParseAddr's error.
+	if strings.Trim(name, "0123456789.") == "" && isAddr(name) {
 		return "", fmt.Errorf("hostname %+q: IP addresses are not allowed", h)
 	}
 	for label := range strings.SplitSeq(name, ".") {
@@ -156,6 +158,11 @@ func asciiLower(s string) string {
 		}
 	}
 	return s
+}
+
+func isAddr(s string) bool {
+	_, err := netip.ParseAddr(s)
+	return err == nil
 }
 
 // checkLabel enforces RFC 1123: 1–63 letters, digits and hyphens, with a

@@ -19,3 +19,18 @@ func TestLayoutFitsCacheLines(t *testing.T) {
 		t.Errorf("candidate[*int] is %d bytes, want at most 24", n)
 	}
 }
+
+// freeze sizes the flat arrays from counts kept while building; they must
+// be exact, or the table would carry spare capacity or grow mid-freeze.
+func TestFreezeSizesArraysExactly(t *testing.T) {
+	for _, n := range []int{10, 1000} {
+		table, err := Compile(generate(n, 1, 1).rules)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(table.nodes) != cap(table.nodes) || len(table.cands) != cap(table.cands) {
+			t.Errorf("routes=%d: nodes %d/%d, cands %d/%d (len/cap)", n,
+				len(table.nodes), cap(table.nodes), len(table.cands), cap(table.cands))
+		}
+	}
+}
