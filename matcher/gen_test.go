@@ -127,13 +127,19 @@ func generate(routes, nreq int, seed uint64) ruleSet {
 		set.requests = append(set.requests, req)
 	}
 	// A proxy matches a freshly parsed request, never one sharing strings
-	// with the rules. Give each request its own copy of its strings, so
-	// request data costs the same at every table size.
+	// with the rules. Give the requests their own copy of their strings, in
+	// one block in request order (as a parser's buffers would be), so that
+	// request data costs the same at every table size and in every run.
+	var arena strings.Builder
+	for _, req := range set.requests {
+		arena.WriteString(req.Host + req.Path + req.RawQuery)
+	}
+	own := arena.String()
 	for i := range set.requests {
 		req := &set.requests[i]
-		own := strings.Clone(req.Host + req.Path + req.RawQuery)
 		req.Host, own = own[:len(req.Host)], own[len(req.Host):]
-		req.Path, req.RawQuery = own[:len(req.Path)], own[len(req.Path):]
+		req.Path, own = own[:len(req.Path)], own[len(req.Path):]
+		req.RawQuery, own = own[:len(req.RawQuery)], own[len(req.RawQuery):]
 	}
 	return set
 }
