@@ -179,7 +179,13 @@ func prepare[T any](r *Rule[T], input int, seen *reuse) (*candidate[T], order, p
 			break
 		}
 		cond.path = re
-		place.key, _ = re.LiteralPrefix()
+		// File the rule under its literal prefix. regexp keeps those short
+		// (only one-pass programs, under 1000 instructions, report one), but
+		// the trie's 16-bit lengths should not rest on that: cut it to
+		// maxPathLen, which is safe since any prefix of it still starts
+		// every path the expression matches.
+		lit, _ := re.LiteralPrefix()
+		place.key = lit[:min(len(lit), maxPathLen)]
 	default:
 		fail("unknown path match kind %d", p.Kind)
 	}

@@ -10,7 +10,7 @@ type Table[T any] struct {
 	hosts  hostIndex
 	nodes  []node         // every host's path trie, each breadth-first
 	firsts string         // firsts[i] is the first byte of node i's label
-	labels string         // edge labels, see node.label
+	labels string         // edge labels too long to inline, see node.labelOff
 	cands  []candidate[T] // see node.cands
 	rules  int
 	bufs   sync.Pool // scratch for regexes on joined or decoded values
