@@ -113,6 +113,15 @@ func (u *reuse) regex(expr string) (*regexp.Regexp, error) {
 	return re, err
 }
 
+// valueRegex compiles a header or query condition's expression, or returns
+// nil for an exact one.
+func (u *reuse) valueRegex(m ValueMatch) (*regexp.Regexp, error) {
+	if !m.Regex {
+		return nil, nil
+	}
+	return u.regex(m.Value)
+}
+
 // placement says where a rule is filed: under which host entries (distinct
 // lower-case hostnames, "" for none), at which path trie key, in which list.
 type placement struct {
@@ -199,16 +208,12 @@ func prepare[T any](r *Rule[T], input int, seen *reuse) (*candidate[T], order, p
 		if slices.ContainsFunc(cond.header, func(c headerCond) bool { return c.key == key }) {
 			continue // only the first condition per name counts
 		}
-		hc := headerCond{key: key, host: key == "Host", value: h.Value}
-		if h.Regex {
-			re, err := seen.regex(h.Value)
-			if err != nil {
-				fail("header %s regular expression: %w", h.Name, err)
-				continue
-			}
-			hc.re = re
+		re, err := seen.valueRegex(h)
+		if err != nil {
+			fail("header %s regular expression: %w", h.Name, err)
+			continue
 		}
-		cond.header = append(cond.header, hc)
+		cond.header = append(cond.header, headerCond{key: key, host: key == "Host", value: h.Value, re: re})
 	}
 
 	for _, q := range r.Query {
@@ -219,16 +224,12 @@ func prepare[T any](r *Rule[T], input int, seen *reuse) (*candidate[T], order, p
 		if slices.ContainsFunc(cond.query, func(c queryCond) bool { return c.name == q.Name }) {
 			continue
 		}
-		qc := queryCond{name: q.Name, value: q.Value}
-		if q.Regex {
-			re, err := seen.regex(q.Value)
-			if err != nil {
-				fail("query parameter %s regular expression: %w", q.Name, err)
-				continue
-			}
-			qc.re = re
+		re, err := seen.valueRegex(q)
+		if err != nil {
+			fail("query parameter %s regular expression: %w", q.Name, err)
+			continue
 		}
-		cond.query = append(cond.query, qc)
+		cond.query = append(cond.query, queryCond{name: q.Name, value: q.Value, re: re})
 	}
 
 	if len(errs) > 0 {

@@ -18,13 +18,13 @@ import "strings"
 // Repeated slashes are kept: "//" is an empty path element. NormalizePath
 // returns p itself, without allocating, when p is already canonical.
 func NormalizePath(p string) string {
+	if needsEscapeFix(p) {
+		p = fixEscapes(p) // decodes "%2E" too, so dots are literal below
+	}
+	if hasDotSegment(p) {
+		p = removeDotSegments(p)
+	}
 	if p == "" {
-		return "/"
-	}
-	if !needsEscapeFix(p) && !hasDotSegment(p) {
-		return p
-	}
-	if p = removeDotSegments(fixEscapes(p)); p == "" {
 		return "/"
 	}
 	return p
@@ -84,9 +84,6 @@ func needsEscapeFix(p string) bool {
 
 // fixEscapes applies the percent-encoding rules of NormalizePath.
 func fixEscapes(p string) string {
-	if !needsEscapeFix(p) {
-		return p
-	}
 	var b strings.Builder
 	b.Grow(len(p) + 8)
 	for i := 0; i < len(p); i++ {
@@ -117,45 +114,20 @@ func fixEscapes(p string) string {
 	return b.String()
 }
 
-// hasDotSegment reports whether p has a "." or ".." segment, literal or
-// escaped ("%2E"), which removeDotSegments (after fixEscapes) would remove.
+// hasDotSegment reports whether p, with escapes already fixed, has a "."
+// or ".." segment.
 func hasDotSegment(p string) bool {
-	start := 0
-	for i := 0; i <= len(p); i++ {
-		if i < len(p) && p[i] != '/' {
-			continue
-		}
-		if isDotSegment(p[start:i]) {
+	for seg := range strings.SplitSeq(p, "/") {
+		if seg == "." || seg == ".." {
 			return true
 		}
-		start = i + 1
 	}
 	return false
-}
-
-func isDotSegment(seg string) bool {
-	// "." and ".." with any of the dots written as %2E or %2e.
-	n := 0
-	for i := 0; i < len(seg); {
-		switch {
-		case seg[i] == '.':
-			i++
-		case i+2 < len(seg) && seg[i] == '%' && seg[i+1] == '2' && (seg[i+2] == 'E' || seg[i+2] == 'e'):
-			i += 3
-		default:
-			return false
-		}
-		n++
-	}
-	return n == 1 || n == 2
 }
 
 // removeDotSegments is RFC 3986 §5.2.4 on a path whose escapes are already
 // canonical, so dots only appear literally.
 func removeDotSegments(p string) string {
-	if !hasDotSegment(p) {
-		return p
-	}
 	in := p
 	out := make([]byte, 0, len(p))
 	for len(in) > 0 {
