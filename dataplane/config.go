@@ -1,0 +1,352 @@
+package dataplane
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// SchemaVersion names the wire format of Config. A proxy refuses a config
+// with another schema rather than guess at fields it does not know.
+const SchemaVersion = "tunnelgate.dev/dataplane/v1"
+
+// Config is everything a proxy serves: listeners with their routes, and
+// the clusters (endpoint sets) the routes send traffic to. It is the wire
+// type between controller and proxy, so it is plain data that survives a
+// JSON round trip; Compile turns it into the structures requests use.
+//
+// Every name in a Config is opaque to the proxy except where it is shown
+// to users (metrics labels, error messages), so translate chooses them:
+// "namespace/name" for routes, "namespace/service:port" for clusters.
+type Config struct {
+	// Schema must be SchemaVersion.
+	Schema string `json:"schema"`
+	// Version identifies this config (translate uses a content hash). It is
+	// reported on the admin listener and in metrics.
+	Version string `json:"version"`
+	// Listeners are the Gateway listeners this proxy serves. A request is
+	// given to the listener whose hostname matches its Host most
+	// specifically (exact, then the longest wildcard, then no hostname).
+	Listeners []Listener `json:"listeners"`
+	// Routes are HTTPRoutes and GRPCRoutes, already bound to listeners.
+	Routes []Route `json:"routes"`
+	// Clusters are the backends' endpoint sets, referenced by name.
+	Clusters []Cluster `json:"clusters"`
+	// SessionSecret signs session-persistence cookies and headers. All
+	// proxies serving one Gateway must share it, or a pinned client bounces
+	// between replicas. Without it the proxy makes one at start (pins then
+	// last only as long as that process).
+	SessionSecret []byte `json:"sessionSecret,omitempty"`
+}
+
+// Listener is one Gateway listener (or ListenerSet entry). Listeners with
+// the same hostname and port are merged.
+type Listener struct {
+	// Name is shown in metrics and errors, e.g. "ns/gateway/http".
+	Name string `json:"name"`
+	// Hostname is exact, a wildcard ("*.example.com") or empty for any host.
+	Hostname string `json:"hostname,omitempty"`
+	// Port is the Gateway listener's port. Direct listeners (standalone,
+	// in-cluster) serve only the listeners of their port; the origin
+	// listener for cloudflared serves every port, choosing by hostname.
+	Port int `json:"port,omitempty"`
+}
+
+// RouteKind says whether a route came from an HTTPRoute or a GRPCRoute. It
+// shapes error responses: gRPC clients get a grpc-status, not an HTML body.
+type RouteKind string
+
+const (
+	KindHTTP RouteKind = "HTTPRoute"
+	KindGRPC RouteKind = "GRPCRoute"
+)
+
+// Route is one HTTPRoute or GRPCRoute with its rules, attached to listeners.
+type Route struct {
+	Kind      RouteKind `json:"kind,omitempty"`
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	// Created breaks precedence ties: the older route wins.
+	Created time.Time `json:"created"`
+	// Listeners are the names of the listeners the route is attached to.
+	Listeners []string `json:"listeners"`
+	// Hostnames are the route's hostnames after intersection with each
+	// listener's; empty means every host the listener accepts.
+	Hostnames []string `json:"hostnames,omitempty"`
+	Rules     []Rule   `json:"rules"`
+}
+
+// Rule is one route rule: how to match, what to do, where to send.
+type Rule struct {
+	// Name is the rule's sectionName, when it has one.
+	Name string `json:"name,omitempty"`
+	// Matches are ORed; none means PathPrefix "/".
+	Matches []Match `json:"matches,omitempty"`
+	// Filters run in order on every request the rule matches.
+	Filters []Filter `json:"filters,omitempty"`
+	// Backends share traffic by weight. None (or all weights zero) and no
+	// redirect answers 500, as the spec requires.
+	Backends []BackendRef `json:"backends,omitempty"`
+	// FailStatus, when set, answers every request of this rule with that
+	// status: translate uses it to fail closed on a filter or setting it
+	// cannot honour (500).
+	FailStatus int `json:"failStatus,omitempty"`
+	Timeouts           *Timeouts           `json:"timeouts,omitempty"`
+	Retry              *Retry              `json:"retry,omitempty"`
+	SessionPersistence *SessionPersistence `json:"sessionPersistence,omitempty"`
+}
+
+// Match is one entry of a rule's matches. All conditions must hold.
+type Match struct {
+	Path    *PathMatch   `json:"path,omitempty"`
+	Method  string       `json:"method,omitempty"`
+	Headers []ValueMatch `json:"headers,omitempty"`
+	Query   []ValueMatch `json:"query,omitempty"`
+}
+
+// Path match types, spelled as in the Gateway API.
+const (
+	PathPrefix = "PathPrefix"
+	PathExact  = "Exact"
+	PathRegex  = "RegularExpression"
+)
+
+// PathMatch compares the normalised request path.
+type PathMatch struct {
+	Type  string `json:"type"` // PathPrefix, Exact or RegularExpression
+	Value string `json:"value"`
+}
+
+// Value match types for headers and query parameters.
+const (
+	MatchExact = "Exact"
+	MatchRegex = "RegularExpression"
+)
+
+// ValueMatch compares one header or query parameter.
+type ValueMatch struct {
+	Type  string `json:"type,omitempty"` // Exact (default) or RegularExpression
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Filter types, spelled as in the Gateway API.
+const (
+	FilterRequestHeaderModifier  = "RequestHeaderModifier"
+	FilterResponseHeaderModifier = "ResponseHeaderModifier"
+	FilterRequestRedirect        = "RequestRedirect"
+	FilterURLRewrite             = "URLRewrite"
+	FilterRequestMirror          = "RequestMirror"
+	FilterCORS                   = "CORS"
+)
+
+// Filter is one route or backend filter. Exactly the field named by Type
+// is set.
+type Filter struct {
+	Type                   string          `json:"type"`
+	RequestHeaderModifier  *HeaderModifier `json:"requestHeaderModifier,omitempty"`
+	ResponseHeaderModifier *HeaderModifier `json:"responseHeaderModifier,omitempty"`
+	RequestRedirect        *Redirect       `json:"requestRedirect,omitempty"`
+	URLRewrite             *Rewrite        `json:"urlRewrite,omitempty"`
+	RequestMirror          *Mirror         `json:"requestMirror,omitempty"`
+	CORS                   *CORS           `json:"cors,omitempty"`
+}
+
+// Header is a name and a value.
+type Header struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// HeaderModifier edits headers: Set replaces, Add appends, Remove deletes.
+// Names are case-insensitive.
+type HeaderModifier struct {
+	Set    []Header `json:"set,omitempty"`
+	Add    []Header `json:"add,omitempty"`
+	Remove []string `json:"remove,omitempty"`
+}
+
+// Path modifier types, spelled as in the Gateway API.
+const (
+	ReplaceFullPath   = "ReplaceFullPath"
+	ReplacePrefixPath = "ReplacePrefixMatch"
+)
+
+// PathModifier replaces the whole path or the prefix the rule matched.
+type PathModifier struct {
+	Type               string `json:"type"` // ReplaceFullPath or ReplacePrefixMatch
+	ReplaceFullPath    string `json:"replaceFullPath,omitempty"`
+	ReplacePrefixMatch string `json:"replacePrefixMatch,omitempty"`
+}
+
+// Redirect answers with a redirect instead of proxying. Unset fields keep
+// the request's own value; StatusCode defaults to 302.
+type Redirect struct {
+	Scheme     string        `json:"scheme,omitempty"`
+	Hostname   string        `json:"hostname,omitempty"`
+	Path       *PathModifier `json:"path,omitempty"`
+	Port       int           `json:"port,omitempty"`
+	StatusCode int           `json:"statusCode,omitempty"`
+}
+
+// Rewrite changes the request before it is proxied.
+type Rewrite struct {
+	Hostname string        `json:"hostname,omitempty"`
+	Path     *PathModifier `json:"path,omitempty"`
+}
+
+// Mirror copies requests to another cluster and ignores the answers. With
+// neither Percent nor Fraction every request is mirrored.
+type Mirror struct {
+	Cluster  string    `json:"cluster"`
+	Percent  *int      `json:"percent,omitempty"`
+	Fraction *Fraction `json:"fraction,omitempty"`
+}
+
+// Fraction is Numerator/Denominator; Denominator defaults to 100.
+type Fraction struct {
+	Numerator   int `json:"numerator"`
+	Denominator int `json:"denominator,omitempty"`
+}
+
+// CORS is the HTTPCORSFilter.
+type CORS struct {
+	AllowOrigins     []string `json:"allowOrigins,omitempty"`
+	AllowCredentials bool     `json:"allowCredentials,omitempty"`
+	AllowMethods     []string `json:"allowMethods,omitempty"`
+	AllowHeaders     []string `json:"allowHeaders,omitempty"`
+	ExposeHeaders    []string `json:"exposeHeaders,omitempty"`
+	// MaxAge is in seconds; 0 means the spec's default of 5.
+	MaxAge int `json:"maxAge,omitempty"`
+}
+
+// BackendRef is one weighted destination of a rule.
+type BackendRef struct {
+	// Cluster names an entry of Config.Clusters. Empty only with Status.
+	Cluster string `json:"cluster,omitempty"`
+	// Weight is the relative share of traffic; 0 receives none.
+	Weight int `json:"weight"`
+	// Status, when set, answers this backend's share of requests with that
+	// status instead of proxying: 500 for a ref that does not resolve, 502
+	// for a backend that wants TLS but has no BackendTLSPolicy.
+	Status int `json:"status,omitempty"`
+	// Filters run after the rule's filters, for this backend only.
+	Filters []Filter `json:"filters,omitempty"`
+}
+
+// Timeouts bound the time to response headers; a streaming body is not cut
+// off once headers have arrived.
+type Timeouts struct {
+	// Request bounds the whole exchange up to response headers, retries
+	// and backoff included.
+	Request Duration `json:"request,omitempty"`
+	// BackendRequest bounds each attempt to a backend.
+	BackendRequest Duration `json:"backendRequest,omitempty"`
+}
+
+// Retry is HTTPRouteRetry.
+type Retry struct {
+	// Codes are the response statuses that are retried. Connection
+	// failures (dial errors, a reset before any response) are always
+	// retried when Attempts allows.
+	Codes []int `json:"codes,omitempty"`
+	// Attempts is the number of retries after the first try.
+	Attempts int `json:"attempts"`
+	// Backoff is the least wait before each retry; it doubles per retry
+	// up to ten times itself, with jitter.
+	Backoff Duration `json:"backoff,omitempty"`
+}
+
+// Session persistence types and cookie lifetimes, spelled as in the
+// Gateway API.
+const (
+	SessionCookie = "Cookie"
+	SessionHeader = "Header"
+
+	LifetimeSession   = "Session"
+	LifetimePermanent = "Permanent"
+)
+
+// SessionPersistence pins a client to one endpoint.
+type SessionPersistence struct {
+	// Name is the cookie or header name; translate fills a default.
+	Name string `json:"name"`
+	Type string `json:"type"` // Cookie (default) or Header
+	// AbsoluteTimeout ends a session this long after it began.
+	AbsoluteTimeout Duration `json:"absoluteTimeout,omitempty"`
+	// IdleTimeout ends a session not used for this long.
+	IdleTimeout Duration `json:"idleTimeout,omitempty"`
+	// Lifetime is Session (a browser-session cookie) or Permanent (the
+	// cookie carries Max-Age from AbsoluteTimeout).
+	Lifetime string `json:"lifetime,omitempty"`
+}
+
+// Cluster protocols.
+const (
+	// ProtoHTTP1 is cleartext HTTP/1.1 (the default).
+	ProtoHTTP1 = "http1"
+	// ProtoH2C is cleartext HTTP/2 with prior knowledge (gRPC's default).
+	ProtoH2C = "h2c"
+	// ProtoTLS is HTTP over TLS: HTTP/2 when TLS.H2 is set and the server
+	// agrees in ALPN, else HTTP/1.1.
+	ProtoTLS = "tls"
+)
+
+// Cluster is a named set of endpoints that share one protocol and TLS
+// identity: one Service port, ServiceImport or ExternalBackend.
+type Cluster struct {
+	Name     string `json:"name"`
+	Protocol string `json:"protocol,omitempty"`
+	// Endpoints are the ready addresses. None answers 503.
+	Endpoints []Endpoint   `json:"endpoints"`
+	TLS       *TLSSettings `json:"tls,omitempty"`
+}
+
+// Endpoint is one address to dial: "ip:port" or "dns-name:port".
+type Endpoint struct {
+	Address string `json:"address"`
+}
+
+// TLSSettings is how the proxy speaks TLS to a cluster (BackendTLSPolicy).
+type TLSSettings struct {
+	// SNI is the server name sent and, unless SANs are given, verified.
+	SNI string `json:"sni"`
+	// CAPEM holds the trusted CA certificates. Empty means the system
+	// roots (BackendTLSPolicy's wellKnownCACertificates: System).
+	CAPEM string `json:"caPEM,omitempty"`
+	// SANs, when set, replace the SNI check: the certificate must carry
+	// one of these DNS names or URIs.
+	SANDNSNames []string `json:"sanDNSNames,omitempty"`
+	SANURIs     []string `json:"sanURIs,omitempty"`
+	// ClientCertPEM and ClientKeyPEM are the proxy's client certificate,
+	// sent when the backend asks.
+	ClientCertPEM string `json:"clientCertPEM,omitempty"`
+	ClientKeyPEM  string `json:"clientKeyPEM,omitempty"`
+	// H2 offers HTTP/2 in ALPN (gRPC over TLS needs it).
+	H2 bool `json:"h2,omitempty"`
+}
+
+// Duration is a time.Duration written as Go spells it ("1.5s", "250ms").
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) {
+	return json.Marshal(time.Duration(d).String())
+}
+
+// UnmarshalJSON reads a duration string such as "10s".
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string such as \"10s\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return err
+	}
+	if v < 0 {
+		return fmt.Errorf("duration %q is negative", s)
+	}
+	*d = Duration(v)
+	return nil
+}
