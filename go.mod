@@ -1,3 +1,3 @@
 module github.com/tunnelgate/tunnelgate
 
-go 1.26
+go 1.26.0

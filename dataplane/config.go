@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -90,7 +91,7 @@ type Rule struct {
 	// FailStatus, when set, answers every request of this rule with that
 	// status: translate uses it to fail closed on a filter or setting it
 	// cannot honour (500).
-	FailStatus int `json:"failStatus,omitempty"`
+	FailStatus         int                 `json:"failStatus,omitempty"`
 	Timeouts           *Timeouts           `json:"timeouts,omitempty"`
 	Retry              *Retry              `json:"retry,omitempty"`
 	SessionPersistence *SessionPersistence `json:"sessionPersistence,omitempty"`
@@ -348,5 +349,20 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("duration %q is negative", s)
 	}
 	*d = Duration(v)
+	return nil
+}
+
+// DecodeConfig reads a JSON config strictly: an unknown field is an
+// error, since a field this proxy does not know is a setting it would
+// silently ignore.
+func DecodeConfig(b []byte, cfg *Config) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(cfg); err != nil {
+		return fmt.Errorf("decoding config: %w", err)
+	}
+	if dec.More() {
+		return fmt.Errorf("decoding config: data after the JSON object")
+	}
 	return nil
 }

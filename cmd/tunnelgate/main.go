@@ -21,6 +21,7 @@ Usage:
   tunnelgate <command> [flags]
 
 Commands:
+  proxy     serve a data-plane config file (the proxy without a controller)
   demo      show how the compiled router picks a rule for sample requests
   version   print the version
   help      print this help
@@ -51,6 +52,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, version)
 		return 0
+	case "proxy":
+		return runProxy(rest, stdout, stderr)
 	case "demo":
 		fs := newFlagSet("demo", "compile an embedded route set and show which rule wins each sample request", stderr)
 		if code, done := parse(fs, rest); done {

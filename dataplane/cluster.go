@@ -1,0 +1,236 @@
+package dataplane
+
+import (
+	"crypto/tls"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A cluster's endpoints change far more often than routes (every pod
+// restart), so routes do not hold endpoints: they hold a clusterSlot, one
+// per cluster name for the life of the proxy, whose state is swapped when
+// endpoints change. Requests load the state once and finish on it.
+
+// clusterSlot is the stable handle routes keep on a cluster.
+type clusterSlot struct {
+	name  string
+	state atomic.Pointer[clusterState]
+}
+
+// clusterState is one version of a cluster: its protocol, endpoints and
+// the transports that reach them.
+type clusterState struct {
+	name  string
+	proto string
+	eps   []*endpoint
+	// h2 carries requests when the cluster speaks HTTP/2 (h2c, or TLS with
+	// h2); nil for HTTP/1.1 clusters, which use each endpoint's pool.
+	h2     *http.Transport
+	scheme string // "http" or "https", for the h2 transport's URLs
+	key    transportKey
+}
+
+// endpoint is one address with its outstanding request count, shared by
+// every cluster state that lists it so load balancing stays accurate
+// across endpoint updates.
+type endpoint struct {
+	addr     string
+	inflight atomic.Int32
+	// h1 pools HTTP/1.1 connections. On an h2 cluster it still carries
+	// WebSocket handshakes, which need HTTP/1.1.
+	h1 *h1Pool
+}
+
+// pick chooses an endpoint: the less loaded of two picked at random
+// ("power of two choices"), which avoids both the herd behaviour of
+// least-loaded and the imbalance of plain random.
+func (cs *clusterState) pick() *endpoint {
+	switch n := len(cs.eps); n {
+	case 0:
+		return nil
+	case 1:
+		return cs.eps[0]
+	default:
+		i := rand.IntN(n)
+		j := rand.IntN(n - 1)
+		if j >= i {
+			j++
+		}
+		a, b := cs.eps[i], cs.eps[j]
+		if b.inflight.Load() < a.inflight.Load() {
+			return b
+		}
+		return a
+	}
+}
+
+// find returns the endpoint with addr, for session persistence.
+func (cs *clusterState) find(addr string) *endpoint {
+	for _, e := range cs.eps {
+		if e.addr == addr {
+			return e
+		}
+	}
+	return nil
+}
+
+// transportKey identifies connections that can be shared: same protocol,
+// same TLS identity (CA, SNI, SANs, client certificate, ALPN).
+type transportKey struct {
+	proto string
+	tlsID string
+}
+
+// transports owns every upstream connection. Clusters with the same key
+// share one transport; endpoints with the same address in it share one
+// pool. Pools and transports no longer referenced are closed by sweep.
+type transports struct {
+	settings poolSettings
+
+	mu    sync.Mutex
+	byKey map[transportKey]*transport
+}
+
+type transport struct {
+	key   transportKey
+	tls   *tls.Config // nil for cleartext
+	tlsH1 *tls.Config // tls restricted to http/1.1 (WebSocket on h2 clusters)
+	h2    *http.Transport
+	eps   map[string]*endpoint
+}
+
+func newTransports(s poolSettings) *transports {
+	return &transports{settings: s, byKey: map[transportKey]*transport{}}
+}
+
+// state builds a cluster state, reusing transports and endpoints that
+// already exist so their connections and counters carry over.
+func (ts *transports) state(c *Cluster) (*clusterState, error) {
+	proto := c.Protocol
+	if proto == "" {
+		proto = ProtoHTTP1
+	}
+	key := transportKey{proto: proto}
+	var tlsConf *tls.Config
+	switch proto {
+	case ProtoHTTP1, ProtoH2C:
+		if c.TLS != nil {
+			return nil, fmt.Errorf("protocol %q is cleartext but TLS settings are given; use %q", proto, ProtoTLS)
+		}
+	case ProtoTLS:
+		if c.TLS == nil {
+			return nil, fmt.Errorf("protocol %q needs TLS settings", proto)
+		}
+		var err error
+		if tlsConf, err = buildBackendTLS(c.TLS); err != nil {
+			return nil, err
+		}
+		key.tlsID = tlsIdentity(c.TLS)
+	default:
+		return nil, fmt.Errorf("unknown protocol %q (want %q, %q or %q)", proto, ProtoHTTP1, ProtoH2C, ProtoTLS)
+	}
+	for _, e := range c.Endpoints {
+		if _, port, err := net.SplitHostPort(e.Address); err != nil || port == "" {
+			return nil, fmt.Errorf("endpoint %q is not host:port", e.Address)
+		}
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	t := ts.byKey[key]
+	if t == nil {
+		t = &transport{key: key, tls: tlsConf, eps: map[string]*endpoint{}}
+		if tlsConf != nil {
+			t.tlsH1 = tlsConf.Clone()
+			t.tlsH1.NextProtos = []string{"http/1.1"}
+		}
+		switch {
+		case proto == ProtoH2C:
+			t.h2 = newH2Transport(nil, ts.settings)
+		case proto == ProtoTLS && c.TLS.H2:
+			t.h2 = newH2Transport(tlsConf, ts.settings)
+		}
+		ts.byKey[key] = t
+	}
+	cs := &clusterState{name: c.Name, proto: proto, h2: t.h2, scheme: "http", key: key}
+	if tlsConf != nil {
+		cs.scheme = "https"
+	}
+	seen := map[string]bool{}
+	for _, e := range c.Endpoints {
+		if seen[e.Address] {
+			continue
+		}
+		seen[e.Address] = true
+		ep := t.eps[e.Address]
+		if ep == nil {
+			ep = &endpoint{addr: e.Address, h1: newH1Pool(e.Address, t.tlsH1, ts.settings)}
+			t.eps[e.Address] = ep
+		}
+		cs.eps = append(cs.eps, ep)
+	}
+	return cs, nil
+}
+
+// sweep closes the pools of endpoints, and the transports, that no live
+// cluster state uses. In-flight requests on them finish; their connections
+// are closed instead of pooled.
+func (ts *transports) sweep(live []*clusterState) {
+	used := map[*endpoint]bool{}
+	usedT := map[transportKey]bool{}
+	for _, cs := range live {
+		usedT[cs.key] = true
+		for _, e := range cs.eps {
+			used[e] = true
+		}
+	}
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for key, t := range ts.byKey {
+		for addr, e := range t.eps {
+			if !used[e] {
+				e.h1.close()
+				delete(t.eps, addr)
+			}
+		}
+		if !usedT[key] {
+			if t.h2 != nil {
+				t.h2.CloseIdleConnections()
+			}
+			delete(ts.byKey, key)
+		}
+	}
+}
+
+// close shuts every pool, at proxy shutdown.
+func (ts *transports) close() { ts.sweep(nil) }
+
+// newH2Transport is net/http's transport limited to HTTP/2: prior
+// knowledge over cleartext (h2c), or TLS with ALPN h2.
+func newH2Transport(tlsConf *tls.Config, s poolSettings) *http.Transport {
+	var p http.Protocols
+	if tlsConf == nil {
+		p.SetUnencryptedHTTP2(true)
+	} else {
+		p.SetHTTP2(true)
+	}
+	return &http.Transport{
+		Protocols:           &p,
+		TLSClientConfig:     tlsConf,
+		DialContext:         (&net.Dialer{Timeout: s.DialTimeout, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout: s.DialTimeout,
+		IdleConnTimeout:     s.IdleTimeout,
+		MaxIdleConnsPerHost: s.MaxIdle,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   true,
+		HTTP2: &http.HTTP2Config{
+			// Detect a dead backend connection instead of waiting on it.
+			SendPingTimeout: 15 * time.Second,
+			PingTimeout:     15 * time.Second,
+		},
+	}
+}

@@ -1,0 +1,181 @@
+package dataplane
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+)
+
+// forwardH2 sends the request through net/http's HTTP/2 transport (h2c or
+// TLS with h2): gRPC and other HTTP/2 backends. Streams in both directions
+// are copied as they come, and trailers are passed on.
+func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
+	stats := &x.h.p.stats
+	reqDeadline := x.deadline()
+	for attempt := 0; ; attempt++ {
+		ep := x.ep
+		if ep == nil || attempt > 0 {
+			if ep = x.cs.pick(); ep == nil {
+				reply(w, r, stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
+				return
+			}
+		}
+		ep.inflight.Add(1)
+		res, cancel, err := x.roundTripH2(r, ep, x.tryDeadline(reqDeadline))
+		if err != nil {
+			cancel()
+			ep.inflight.Add(-1)
+			var cb *errClientBody
+			if errors.As(err, &cb) {
+				reply(w, r, stats, http.StatusBadRequest, "incomplete request body")
+				return
+			}
+			status, msg := upstreamFailure(err, stats)
+			if x.mayRetry(attempt, err, reqDeadline, r) {
+				continue
+			}
+			reply(w, r, stats, status, msg)
+			return
+		}
+		if rp := x.rule.retry; rp != nil && rp.retryable(res.StatusCode) && x.mayRetry(attempt, nil, reqDeadline, r) {
+			res.Body.Close()
+			cancel()
+			ep.inflight.Add(-1)
+			continue
+		}
+		x.ep = ep
+		x.respondH2(w, r, res)
+		cancel()
+		ep.inflight.Add(-1)
+		return
+	}
+}
+
+// errHeaderTimeout is a deadline that passed before the response head.
+type errHeaderTimeout struct{}
+
+func (errHeaderTimeout) Error() string   { return "timed out waiting for the response head" }
+func (errHeaderTimeout) Timeout() bool   { return true }
+func (errHeaderTimeout) Temporary() bool { return true }
+
+func (x *exchange) roundTripH2(r *http.Request, ep *endpoint, deadline time.Time) (*http.Response, context.CancelFunc, error) {
+	ctx, cancel := context.WithCancelCause(r.Context())
+	if !deadline.IsZero() {
+		// A deadline on the head only: once it has arrived the stream may
+		// run as long as it likes.
+		t := time.AfterFunc(time.Until(deadline), func() { cancel(errHeaderTimeout{}) })
+		defer t.Stop()
+	}
+	out := &http.Request{
+		Method:        r.Method,
+		URL:           &url.URL{Scheme: x.cs.scheme, Host: ep.addr, Opaque: x.path, RawQuery: x.query},
+		Host:          x.out.host,
+		Header:        x.h2Header(r),
+		ContentLength: x.out.contentLength,
+		Body:          http.NoBody,
+	}
+	switch {
+	case x.replay != nil:
+		replay := x.replay
+		out.Body = io.NopCloser(bytes.NewReader(replay))
+		out.GetBody = func() (io.ReadCloser, error) {
+			return io.NopCloser(bytes.NewReader(replay)), nil
+		}
+	case x.hasBody:
+		out.Body = io.NopCloser(x.body)
+	}
+	res, err := x.cs.h2.RoundTrip(out.WithContext(ctx))
+	if err != nil {
+		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
+			err = c
+		}
+		return nil, func() { cancel(nil) }, err
+	}
+	return res, func() { cancel(nil) }, nil
+}
+
+// h2Header builds the upstream header map with the same rules writeHead
+// applies on HTTP/1.1. "TE: trailers" is kept: gRPC servers require it.
+func (x *exchange) h2Header(r *http.Request) http.Header {
+	o := &x.out
+	h := make(http.Header, len(r.Header)+4)
+	conn := r.Header["Connection"]
+	for k, vs := range r.Header {
+		if skipOutgoing(k) || (o.untrusted && forgeable(k)) || (len(conn) > 0 && listedInConnection(conn, k)) {
+			continue
+		}
+		if touched, keep := o.plan.touches(k); touched && !keep {
+			continue
+		}
+		h[k] = vs
+	}
+	if tokenIn(r.Header["Te"], "trailers") {
+		h["Te"] = []string{"trailers"}
+	}
+	if o.plan != nil {
+		for i := range o.plan.ops {
+			op := &o.plan.ops[i]
+			if len(op.values) > 0 {
+				h[op.name] = append(h[op.name][:len(h[op.name]):len(h[op.name])], op.values...)
+			}
+		}
+	}
+	xff := o.peer
+	if len(o.xffPrior) > 0 {
+		xff = strings.Join(o.xffPrior, ", ") + ", " + o.peer
+	}
+	h["X-Forwarded-For"] = []string{xff}
+	h["X-Forwarded-Proto"] = []string{o.xfp}
+	return h
+}
+
+// respondH2 streams an HTTP/2 response to the client, flushing after
+// every read so gRPC messages are not held back, then sends the trailers.
+func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.Response) {
+	defer res.Body.Close()
+	stats := &x.h.p.stats
+	hdr := w.Header()
+	conn := res.Header["Connection"]
+	for k, vs := range res.Header {
+		if hopByHop(k) || (len(conn) > 0 && listedInConnection(conn, k)) {
+			continue
+		}
+		hdr[k] = vs
+	}
+	if _, ok := hdr["Content-Type"]; !ok {
+		hdr["Content-Type"] = nil // keep net/http from sniffing one
+	}
+	x.responseFilters(r, hdr)
+	stats.status(res.StatusCode)
+	w.WriteHeader(res.StatusCode)
+	fl, _ := w.(http.Flusher)
+	bp := copyBufPool.Get().(*[]byte)
+	defer copyBufPool.Put(bp)
+	buf := *bp
+	for {
+		n, err := res.Body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return
+			}
+			if fl != nil {
+				fl.Flush()
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			stats.UpstreamErrors.Add(1)
+			panic(http.ErrAbortHandler)
+		}
+	}
+	for k, vs := range res.Trailer {
+		hdr[http.TrailerPrefix+k] = vs
+	}
+}

@@ -1,0 +1,160 @@
+package dataplane
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// The HTTP/1.1 upstream client is our own rather than net/http's Transport.
+// The Transport hands every request to two goroutines of its own (a reader
+// and a writer per connection) and allocates a request clone, a response
+// and a header map per exchange. Here the handler goroutine writes the
+// request and reads the answer on a pooled connection itself, and header
+// filters are applied while writing, so a proxied request costs a few
+// syscalls and no goroutine hand-off. HTTP/2 upstreams (h2c, TLS with h2)
+// still go through net/http's Transport; see h2.go.
+
+// Upstream buffer sizes. The reader is sized so one read takes a typical
+// response whole; the writer holds a request head.
+const (
+	upReadBuf  = 8 << 10
+	upWriteBuf = 4 << 10
+)
+
+// poolSettings tune connection reuse toward one endpoint.
+type poolSettings struct {
+	// MaxIdle is the most idle connections kept per endpoint.
+	MaxIdle int
+	// IdleTimeout closes a connection idle for longer.
+	IdleTimeout time.Duration
+	// DialTimeout bounds connecting, TLS handshake included.
+	DialTimeout time.Duration
+}
+
+var defaultPoolSettings = poolSettings{MaxIdle: 256, IdleTimeout: 90 * time.Second, DialTimeout: 10 * time.Second}
+
+// h1Pool holds the idle connections to one endpoint address for one
+// (protocol, TLS identity). Most recently used first: a warm connection is
+// less likely to have been closed by the server's idle timer.
+type h1Pool struct {
+	addr     string
+	tls      *tls.Config // nil for cleartext
+	settings poolSettings
+
+	mu     sync.Mutex
+	idle   []*upConn
+	closed bool
+}
+
+// upConn is one connection to an upstream with its buffers.
+type upConn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	pool   *h1Pool
+	reused bool      // it served an exchange before this one
+	idleAt time.Time // when it went back to the pool
+}
+
+func newH1Pool(addr string, tlsConf *tls.Config, s poolSettings) *h1Pool {
+	return &h1Pool{addr: addr, tls: tlsConf, settings: s}
+}
+
+// get returns an idle connection or dials a new one. ctx bounds the dial.
+func (p *h1Pool) get(ctx context.Context) (*upConn, error) {
+	now := time.Now()
+	p.mu.Lock()
+	for n := len(p.idle); n > 0; n = len(p.idle) {
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		if now.Sub(c.idleAt) < p.settings.IdleTimeout {
+			p.mu.Unlock()
+			c.reused = true
+			return c, nil
+		}
+		p.mu.Unlock()
+		c.nc.Close()
+		p.mu.Lock()
+	}
+	p.mu.Unlock()
+	return p.dial(ctx)
+}
+
+// errDial marks a failure to connect: nothing reached the upstream, so the
+// request can go elsewhere and the client gets a 502.
+type errDial struct{ err error }
+
+func (e *errDial) Error() string { return e.err.Error() }
+func (e *errDial) Unwrap() error { return e.err }
+
+func (p *h1Pool) dial(ctx context.Context) (*upConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.settings.DialTimeout)
+	defer cancel()
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, &errDial{err}
+	}
+	if p.tls != nil {
+		tc := tls.Client(nc, p.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			return nil, &errDial{fmt.Errorf("TLS handshake with %s: %w", p.addr, err)}
+		}
+		if proto := tc.ConnectionState().NegotiatedProtocol; proto != "" && proto != "http/1.1" {
+			nc.Close()
+			return nil, &errDial{fmt.Errorf("%s negotiated %q, want http/1.1", p.addr, proto)}
+		}
+		nc = tc
+	}
+	return &upConn{
+		nc:   nc,
+		br:   bufio.NewReaderSize(nc, upReadBuf),
+		bw:   bufio.NewWriterSize(nc, upWriteBuf),
+		pool: p,
+	}, nil
+}
+
+// put returns a connection whose last exchange ended cleanly.
+func (p *h1Pool) put(c *upConn) {
+	c.nc.SetDeadline(time.Time{})
+	c.idleAt = time.Now()
+	p.mu.Lock()
+	if p.closed || len(p.idle) >= p.settings.MaxIdle {
+		p.mu.Unlock()
+		c.nc.Close()
+		return
+	}
+	p.idle = append(p.idle, c)
+	p.mu.Unlock()
+}
+
+// close closes idle connections and makes put close the busy ones as they
+// come back: the pool's endpoint left the config.
+func (p *h1Pool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.nc.Close()
+	}
+}
+
+// idleCount is the number of pooled connections, for tests and metrics.
+func (p *h1Pool) idleCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle)
+}
+
+// errStale is a reused connection that the server had already closed: the
+// request never reached it and may be sent again on a new connection.
+var errStale = errors.New("upstream closed an idle connection")

@@ -1,0 +1,316 @@
+package dataplane
+
+import (
+	"bytes"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/matcher"
+)
+
+// handler is the request pipeline of one listener:
+//
+//	match → fail-closed checks → CORS preflight → redirect → rewrite →
+//	backend choice (session pin or weighted) → mirrors → forward
+//	(HTTP/1.1 pool, HTTP/2 transport, or WebSocket tunnel) → response
+//	filters → body streamed
+type handler struct {
+	p       *Proxy
+	port    int
+	trusted bool
+}
+
+// exchange is the state of one request once it is routed.
+type exchange struct {
+	h     *handler
+	snap  *snapshot
+	rule  *rule
+	be    *backend
+	cs    *clusterState
+	ep    *endpoint // the pinned endpoint, if a session named one
+	out   outRequest
+	path  string
+	query string
+
+	body         io.Reader
+	replay       []byte // the whole body when it was buffered, else nil
+	hasBody      bool
+	newSession   bool      // the response starts a session
+	sessionStart time.Time // when the pinned session began
+	start        time.Time
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := h.p
+	p.stats.Requests.Add(1)
+	snap := p.current.Load()
+	if snap == nil {
+		reply(w, r, &p.stats, http.StatusServiceUnavailable, "no configuration loaded yet")
+		return
+	}
+	path, query, ok := splitTarget(r)
+	if !ok {
+		reply(w, r, &p.stats, http.StatusBadRequest, "request target must be a path")
+		return
+	}
+	path = matcher.NormalizePath(path)
+
+	set := snap.origin
+	if h.port != 0 {
+		set = snap.ports[h.port]
+	}
+	var t *target
+	if set != nil {
+		if vh, ok := set.pick.Match(&matcher.Request{Host: r.Host, Path: "/"}); ok && vh.table != nil {
+			t, _ = vh.table.Match(&matcher.Request{Host: r.Host, Path: path, Method: r.Method, Header: r.Header, RawQuery: query})
+		}
+	}
+	if t == nil {
+		p.stats.NoRoute.Add(1)
+		reply(w, r, &p.stats, http.StatusNotFound, "no route matches this request")
+		return
+	}
+	ru := t.rule
+	if ru.failStatus != 0 {
+		reply(w, r, &p.stats, ru.failStatus, "this route rule cannot be served; see the route's status conditions")
+		return
+	}
+	if ru.cors != nil && isPreflight(r) {
+		hdr := w.Header()
+		ru.cors.handle(r.Header, r.Method, hdr)
+		ru.respPlan.apply(hdr)
+		p.stats.status(http.StatusNoContent)
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	scheme := clientScheme(r, h.trusted)
+	if t.redirect != nil {
+		port := h.port
+		if port == 0 { // behind the tunnel the client used the scheme's port
+			port = 80
+			if scheme == "https" {
+				port = 443
+			}
+		}
+		loc, code := t.redirect.location(scheme, r.Host, port, path, query)
+		hdr := w.Header()
+		hdr["Location"] = []string{loc}
+		if ru.cors != nil {
+			ru.cors.handle(r.Header, r.Method, hdr)
+		}
+		ru.respPlan.apply(hdr)
+		p.stats.status(code)
+		w.WriteHeader(code)
+		return
+	}
+
+	x := exchange{h: h, snap: snap, rule: ru, path: path, query: query, start: time.Now()}
+	host := r.Host
+	if t.rewrite != nil {
+		x.path, host = t.rewrite.apply(path, host)
+	}
+	if !x.chooseBackend(r) {
+		reply(w, r, &p.stats, http.StatusInternalServerError, "this route rule has no backend with weight")
+		return
+	}
+	if x.be.status != 0 {
+		reply(w, r, &p.stats, x.be.status, "this backend cannot be served; see the route's status conditions")
+		return
+	}
+	x.cs = x.be.slot.state.Load()
+	if x.cs == nil || len(x.cs.eps) == 0 {
+		reply(w, r, &p.stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
+		return
+	}
+
+	x.out = outRequest{
+		method:        r.Method,
+		target:        x.target(r),
+		host:          host,
+		in:            r.Header,
+		plan:          x.be.reqPlan,
+		untrusted:     !h.trusted,
+		peer:          peerIP(r.RemoteAddr),
+		xfp:           scheme,
+		contentLength: r.ContentLength,
+	}
+	if h.trusted {
+		x.out.xffPrior = r.Header["X-Forwarded-For"]
+	}
+	x.hasBody = r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+	if !x.hasBody {
+		x.out.contentLength = 0
+	} else if !x.bufferBody(w, r) {
+		return
+	}
+
+	if len(ru.mirrors) > 0 || len(x.be.mirrors) > 0 {
+		p.mirror(ru.mirrors, &x, r)
+		p.mirror(x.be.mirrors, &x, r)
+	}
+
+	switch {
+	case isWebSocket(r):
+		x.forwardWebSocket(w, r)
+	case x.cs.h2 != nil:
+		x.forwardH2(w, r)
+	default:
+		x.forwardH1(w, r)
+	}
+}
+
+// splitTarget returns the escaped path and raw query of the request
+// target as the client sent it. The router and the upstream see the same
+// normalised path, so a path that looks different to each cannot slip past
+// a route (for example "/public/..%2fadmin").
+func splitTarget(r *http.Request) (path, query string, ok bool) {
+	u := r.RequestURI
+	if strings.HasPrefix(u, "/") {
+		path, query, _ = strings.Cut(u, "?")
+		return path, query, true
+	}
+	// Absolute form (RFC 9112 §3.2.2), which net/http has parsed.
+	if r.URL != nil && r.URL.IsAbs() {
+		p := r.URL.EscapedPath()
+		if p == "" {
+			p = "/"
+		}
+		return p, r.URL.RawQuery, true
+	}
+	return "", "", false
+}
+
+// target is the request target sent upstream: the normalised (maybe
+// rewritten) path and the query as the client sent it.
+func (x *exchange) target(r *http.Request) string {
+	if x.query == "" {
+		return x.path
+	}
+	// The common case needs no new string: the client's own target.
+	if u := r.RequestURI; len(u) == len(x.path)+1+len(x.query) && strings.HasPrefix(u, x.path) && u[len(x.path)] == '?' {
+		return u
+	}
+	return x.path + "?" + x.query
+}
+
+// chooseBackend picks the backend ref: the one a valid session names, or
+// a weighted random choice.
+func (x *exchange) chooseBackend(r *http.Request) bool {
+	ru := x.rule
+	if ru.totalWeight == 0 {
+		return false
+	}
+	if ru.session != nil && x.pinned(r) {
+		return true
+	}
+	x.newSession = ru.session != nil
+	n := rand.IntN(ru.totalWeight)
+	for i := range ru.backends {
+		if n < ru.backends[i].cumWeight {
+			x.be = &ru.backends[i]
+			return true
+		}
+	}
+	return false // unreachable: cumWeight of the last equals totalWeight
+}
+
+// pinned looks for a valid session token naming a backend of this rule
+// with its endpoint still ready. A pin whose endpoint is gone is ignored,
+// and a new session starts.
+func (x *exchange) pinned(r *http.Request) bool {
+	ru := x.rule
+	tok := ru.session.token(r.Header)
+	if tok == "" {
+		return false
+	}
+	who, start, last, ok := x.snap.session.Decode(tok, ru.sessionScope)
+	if !ok || !ru.session.valid(start, last, x.start) {
+		return false
+	}
+	cluster, addr, ok := strings.Cut(who, " ")
+	if !ok {
+		return false
+	}
+	for i := range ru.backends {
+		b := &ru.backends[i]
+		if b.slot == nil || b.slot.name != cluster || b.cumWeight == 0 || (i > 0 && b.cumWeight == ru.backends[i-1].cumWeight) {
+			continue
+		}
+		cs := b.slot.state.Load()
+		if cs == nil {
+			continue
+		}
+		if ep := cs.find(addr); ep != nil {
+			x.be, x.ep = b, ep
+			x.sessionStart = start
+			return true
+		}
+	}
+	return false
+}
+
+// bufferBody reads a body of at most rule.buffer bytes into memory so a
+// retry or mirror can send it again. Larger bodies stream once.
+func (x *exchange) bufferBody(w http.ResponseWriter, r *http.Request) bool {
+	x.body = r.Body
+	limit := x.rule.buffer
+	if limit == 0 || r.ContentLength > limit {
+		return true
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 512)))
+	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		reply(w, r, &x.h.p.stats, http.StatusBadRequest, "could not read the request body")
+		return false
+	}
+	if n > limit { // unknown length, and too long: stream what is left
+		x.body = io.MultiReader(bytes.NewReader(buf.Bytes()), r.Body)
+		return true
+	}
+	x.replay = buf.Bytes()
+	x.body = nil
+	x.out.contentLength = n
+	if n == 0 {
+		x.hasBody = false
+	}
+	return true
+}
+
+// replayable reports whether the request can be sent again.
+func (x *exchange) replayable() bool { return !x.hasBody || x.replay != nil }
+
+func isPreflight(r *http.Request) bool {
+	return r.Method == http.MethodOptions && firstValue(r.Header, "Origin") != "" && firstValue(r.Header, "Access-Control-Request-Method") != ""
+}
+
+func firstValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+func isWebSocket(r *http.Request) bool {
+	if r.ProtoMajor != 1 {
+		return false
+	}
+	up := r.Header["Upgrade"]
+	return len(up) > 0 && tokenIn(up, "websocket") && tokenIn(r.Header["Connection"], "upgrade")
+}
+
+// tokenIn reports whether a comma-separated header holds tok (any case).
+func tokenIn(vals []string, tok string) bool {
+	for _, v := range vals {
+		for v != "" {
+			var t string
+			t, v, _ = strings.Cut(v, ",")
+			if strings.EqualFold(strings.TrimSpace(t), tok) {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,240 @@
+package dataplane
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Options tune a Proxy. The zero value is usable.
+type Options struct {
+	// Pool tunes upstream connection reuse; zero fields take defaults
+	// (256 idle connections per endpoint, 90 s idle timeout, 10 s dial).
+	Pool poolSettings
+	// WebSocketIdle closes a WebSocket with no traffic either way for this
+	// long; default one hour.
+	WebSocketIdle time.Duration
+	// MaxMirrors bounds mirrored requests in flight; beyond it mirrors are
+	// dropped and counted. Default 256.
+	MaxMirrors int
+	// Log receives config loads and rejections; default slog.Default().
+	Log *slog.Logger
+}
+
+// Proxy is the data plane: it serves HTTP with the last config that
+// compiled, and takes new configs and endpoint updates at any time.
+type Proxy struct {
+	opts    Options
+	current atomic.Pointer[snapshot]
+	stats   Stats
+
+	// mu serialises Load and UpdateCluster; requests never take it.
+	mu         sync.Mutex
+	slots      map[string]*clusterSlot
+	clusters   map[string]*Cluster // last accepted definition, by name
+	transports *transports
+	lastErr    error
+	// fallbackSession signs session tokens when the config has no secret.
+	fallbackSession *SessionCodec
+
+	mirrorsInFlight atomic.Int32
+}
+
+// New returns a proxy with no config: it answers 503 until Load succeeds.
+func New(opts Options) *Proxy {
+	d := defaultPoolSettings
+	if opts.Pool.MaxIdle > 0 {
+		d.MaxIdle = opts.Pool.MaxIdle
+	}
+	if opts.Pool.IdleTimeout > 0 {
+		d.IdleTimeout = opts.Pool.IdleTimeout
+	}
+	if opts.Pool.DialTimeout > 0 {
+		d.DialTimeout = opts.Pool.DialTimeout
+	}
+	opts.Pool = d
+	if opts.WebSocketIdle <= 0 {
+		opts.WebSocketIdle = time.Hour
+	}
+	if opts.MaxMirrors <= 0 {
+		opts.MaxMirrors = 256
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	return &Proxy{
+		opts:            opts,
+		slots:           map[string]*clusterSlot{},
+		clusters:        map[string]*Cluster{},
+		transports:      newTransports(opts.Pool),
+		fallbackSession: NewSessionCodec(key),
+	}
+}
+
+// Load compiles cfg and, if it is valid, makes it the config new requests
+// use. An invalid config is rejected whole, with every problem listed in
+// the error, and the previous config keeps serving.
+func (p *Proxy) Load(cfg *Config) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	err := p.load(cfg)
+	if err != nil {
+		p.lastErr = err
+		p.stats.ConfigRejected.Add(1)
+		p.opts.Log.Error("config rejected; still serving the previous one", "version", cfg.Version, "err", err)
+		return err
+	}
+	p.lastErr = nil
+	p.stats.ConfigLoaded.Add(1)
+	p.opts.Log.Info("config loaded", "version", cfg.Version, "routes", len(cfg.Routes), "clusters", len(cfg.Clusters))
+	return nil
+}
+
+func (p *Proxy) load(cfg *Config) error {
+	if cfg == nil {
+		return errors.New("no config")
+	}
+	// Slots for names new in this config are made aside, so a rejected
+	// config leaves nothing behind.
+	fresh := map[string]*clusterSlot{}
+	snap, err := compile(cfg, func(name string) *clusterSlot {
+		if s := p.slots[name]; s != nil {
+			return s
+		}
+		s := &clusterSlot{name: name}
+		fresh[name] = s
+		return s
+	})
+	if err != nil {
+		return err
+	}
+	// Build every cluster state before installing any.
+	states := make([]*clusterState, len(cfg.Clusters))
+	var errs []error
+	for i := range cfg.Clusters {
+		cs, err := p.transports.state(&cfg.Clusters[i])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("cluster %q: %w", cfg.Clusters[i].Name, err))
+		}
+		states[i] = cs
+	}
+	if len(errs) > 0 {
+		p.sweepLocked() // drop transports made for the rejected config
+		return errors.Join(errs...)
+	}
+	if snap.session == nil {
+		snap.session = p.fallbackSession
+	}
+	clusters := map[string]*Cluster{}
+	slots := map[string]*clusterSlot{}
+	for i := range cfg.Clusters {
+		c := cfg.Clusters[i]
+		s := snap.slots[c.Name]
+		s.state.Store(states[i])
+		slots[c.Name] = s
+		clusters[c.Name] = &c
+	}
+	p.slots, p.clusters = slots, clusters
+	p.current.Store(snap)
+	p.sweepLocked()
+	return nil
+}
+
+// UpdateCluster replaces one cluster's definition (usually its endpoints)
+// without recompiling routes. The cluster must be in the current config.
+func (p *Proxy) UpdateCluster(c Cluster) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.slots[c.Name]
+	if s == nil {
+		return fmt.Errorf("cluster %q is not in the current config", c.Name)
+	}
+	cs, err := p.transports.state(&c)
+	if err != nil {
+		p.sweepLocked()
+		return fmt.Errorf("cluster %q: %w", c.Name, err)
+	}
+	s.state.Store(cs)
+	p.clusters[c.Name] = &c
+	p.sweepLocked()
+	p.stats.ClusterUpdates.Add(1)
+	return nil
+}
+
+func (p *Proxy) sweepLocked() {
+	live := make([]*clusterState, 0, len(p.slots))
+	for _, s := range p.slots {
+		if cs := s.state.Load(); cs != nil {
+			live = append(live, cs)
+		}
+	}
+	p.transports.sweep(live)
+}
+
+// Version is the version of the config being served, "" before the first.
+func (p *Proxy) Version() string {
+	if s := p.current.Load(); s != nil {
+		return s.version
+	}
+	return ""
+}
+
+// Ready reports whether a config has been loaded.
+func (p *Proxy) Ready() bool { return p.current.Load() != nil }
+
+// LastError is why the last Load failed, or nil if it succeeded.
+func (p *Proxy) LastError() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastErr
+}
+
+// Stats are the proxy's counters.
+func (p *Proxy) Stats() *Stats { return &p.stats }
+
+// Close closes idle upstream connections. In-flight requests finish.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.transports.close()
+}
+
+// Handler serves requests arriving on one listener. port is the Gateway
+// listener port a direct listener serves, or 0 for the origin listener,
+// which serves every listener by hostname. trusted says whether the peer
+// (cloudflared) may set forwarding headers.
+func (p *Proxy) Handler(port int, trusted bool) http.Handler {
+	return &handler{p: p, port: port, trusted: trusted}
+}
+
+// Stats counts what the proxy did. Every field is updated atomically on
+// the request path; readers (metrics) load them at scrape time.
+type Stats struct {
+	Requests       atomic.Int64
+	Responses      [6]atomic.Int64 // by status class: [2] is 2xx, [0] unknown
+	NoRoute        atomic.Int64
+	UpstreamErrors atomic.Int64 // dial failures, resets, malformed answers
+	Timeouts       atomic.Int64
+	Retries        atomic.Int64
+	MirrorsSent    atomic.Int64
+	MirrorsDropped atomic.Int64
+	WebSockets     atomic.Int64
+	ConfigLoaded   atomic.Int64
+	ConfigRejected atomic.Int64
+	ClusterUpdates atomic.Int64
+}
+
+func (s *Stats) status(code int) {
+	c := code / 100
+	if c < 1 || c > 5 {
+		c = 0
+	}
+	s.Responses[c].Add(1)
+}

@@ -1,0 +1,200 @@
+package dataplane
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Listeners says where a proxy accepts traffic. Empty addresses are not
+// opened.
+type Listeners struct {
+	// Origin is cloudflared's origin: HTTP/1.1, "host:port" or
+	// "unix:/path". It serves every Gateway listener by hostname and trusts
+	// forwarding headers unless UntrustedOrigin is set.
+	Origin string
+	// OriginTLS is the origin for hostnames carrying gRPC: TLS with ALPN h2
+	// and http/1.1 (cloudflared speaks HTTP/2 to an origin only over TLS).
+	OriginTLS string
+	// OriginCert and OriginKey are PEM files for OriginTLS. Without them a
+	// certificate is generated into CertDir, with its CA in
+	// CertDir/origin-ca.pem for cloudflared's caPool.
+	OriginCert, OriginKey string
+	CertDir               string
+	UntrustedOrigin       bool
+	// Plain is a listener for direct clients (standalone mode, tests):
+	// HTTP/1.1 and h2c, forwarding headers not trusted. PlainPort is the
+	// Gateway listener port it serves; 0 serves every listener by hostname.
+	Plain     string
+	PlainPort int
+	// Admin serves health, readiness, metrics and pprof.
+	Admin string
+	// Grace is how long shutdown waits for in-flight requests; default 25 s.
+	Grace time.Duration
+	// Ready, if set, is called with the bound addresses once every
+	// listener is open (tests use ":0").
+	Ready func(Bound)
+}
+
+// Bound are the addresses the listeners were bound to.
+type Bound struct {
+	Origin, OriginTLS, Plain, Admin string
+	// OriginCA is the CA file cloudflared should trust for OriginTLS when
+	// the certificate was generated.
+	OriginCA string
+}
+
+// Serve opens the listeners and serves until ctx ends, then stops
+// accepting and waits up to Grace for in-flight requests.
+func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
+	if l.Grace <= 0 {
+		l.Grace = 25 * time.Second
+	}
+	var servers []*http.Server
+	var lns []net.Listener
+	var bound Bound
+	closeAll := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	open := func(addr string, h http.Handler, proto func(*http.Protocols), tlsConf *tls.Config) (string, error) {
+		ln, err := listen(addr)
+		if err != nil {
+			return "", err
+		}
+		lns = append(lns, ln)
+		var ps http.Protocols
+		proto(&ps)
+		srv := &http.Server{
+			Handler:           h,
+			Protocols:         &ps,
+			TLSConfig:         tlsConf,
+			ReadHeaderTimeout: 30 * time.Second,
+			// Longer than cloudflared's 90 s keep-alive, so the proxy never
+			// closes a connection cloudflared is about to reuse.
+			IdleTimeout: 150 * time.Second,
+			ErrorLog:    nil,
+		}
+		servers = append(servers, srv)
+		return ln.Addr().String(), nil
+	}
+	h1only := func(ps *http.Protocols) { ps.SetHTTP1(true) }
+	var err error
+	if l.Origin != "" {
+		if bound.Origin, err = open(l.Origin, p.Handler(0, !l.UntrustedOrigin), h1only, nil); err != nil {
+			closeAll()
+			return fmt.Errorf("origin listener: %w", err)
+		}
+	}
+	if l.OriginTLS != "" {
+		conf, ca, err := originTLS(l)
+		if err != nil {
+			closeAll()
+			return fmt.Errorf("TLS origin listener: %w", err)
+		}
+		bound.OriginCA = ca
+		if bound.OriginTLS, err = open(l.OriginTLS, p.Handler(0, !l.UntrustedOrigin), func(ps *http.Protocols) {
+			ps.SetHTTP1(true)
+			ps.SetHTTP2(true)
+		}, conf); err != nil {
+			closeAll()
+			return fmt.Errorf("TLS origin listener: %w", err)
+		}
+	}
+	if l.Plain != "" {
+		if bound.Plain, err = open(l.Plain, p.Handler(l.PlainPort, false), func(ps *http.Protocols) {
+			ps.SetHTTP1(true)
+			ps.SetUnencryptedHTTP2(true)
+		}, nil); err != nil {
+			closeAll()
+			return fmt.Errorf("plain listener: %w", err)
+		}
+	}
+	if l.Admin != "" {
+		if bound.Admin, err = open(l.Admin, p.AdminHandler(), h1only, nil); err != nil {
+			closeAll()
+			return fmt.Errorf("admin listener: %w", err)
+		}
+	}
+	if len(servers) == 0 {
+		return errors.New("no listener configured")
+	}
+	if l.Ready != nil {
+		l.Ready(bound)
+	}
+	errc := make(chan error, len(servers))
+	for i, srv := range servers {
+		go func() {
+			var err error
+			if srv.TLSConfig != nil {
+				err = srv.ServeTLS(lns[i], "", "")
+			} else {
+				err = srv.Serve(lns[i])
+			}
+			if !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), l.Grace)
+	defer cancel()
+	var wg sync.WaitGroup
+	for _, srv := range servers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Shutdown(sctx); err != nil {
+				srv.Close()
+			}
+		}()
+	}
+	wg.Wait()
+	p.Close()
+	return serveErr
+}
+
+// listen opens "host:port" or "unix:/path" (a stale socket file is
+// removed first).
+func listen(addr string) (net.Listener, error) {
+	if path, ok := strings.CutPrefix(addr, "unix:"); ok {
+		if fi, err := os.Stat(path); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			os.Remove(path)
+		}
+		return net.Listen("unix", path)
+	}
+	return net.Listen("tcp", addr)
+}
+
+// originTLS loads or generates the TLS origin certificate.
+func originTLS(l Listeners) (*tls.Config, string, error) {
+	certFile, keyFile, caFile := l.OriginCert, l.OriginKey, ""
+	if certFile == "" && keyFile == "" {
+		dir := l.CertDir
+		if dir == "" {
+			return nil, "", errors.New("give a certificate and key, or a directory to generate them in")
+		}
+		var err error
+		certFile, keyFile, caFile, err = writeOriginCert(dir, []string{"localhost", "127.0.0.1", "::1"}, time.Now())
+		if err != nil {
+			return nil, "", err
+		}
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, "", err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, caFile, nil
+}
