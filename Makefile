@@ -11,7 +11,7 @@ FUZZTIME  ?= 30s
 # The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
 RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
 
-.PHONY: help build run test bench bench-check fuzz lint
+.PHONY: help build run test bench bench-check bench-load fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
@@ -38,6 +38,9 @@ bench-check: ## enforce the gates in BENCHMARKS.md
 	go run ./bench/benchcheck -file BENCHMARKS.md
 
 # Targets are found by grep, so a new func FuzzXxx is picked up with no edit here.
+bench-load: ## load benchmark: direct, httputil, nginx, tunnelgate (TARGETS, ROUNDS, DURATION, OUT)
+	bash bench/load/run.sh
+
 fuzz: ## run every fuzz target for FUZZTIME each (FUZZTIME=30s)
 	@{ grep -rEo --include='*_test.go' --exclude-dir=testdata --exclude-dir=.git \
 		'^func Fuzz[A-Za-z0-9_]*\(' . || true; } | sort -u | \

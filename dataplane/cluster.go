@@ -44,12 +44,26 @@ type endpoint struct {
 	// h1 pools HTTP/1.1 connections. On an h2 cluster it still carries
 	// WebSocket handshakes, which need HTTP/1.1.
 	h1 *h1Pool
+	// downUntil (unix nanoseconds) is set when a connection to the
+	// endpoint failed: until then the balancer prefers other endpoints.
+	downUntil atomic.Int64
 }
 
-// pick chooses an endpoint: the less loaded of two picked at random
-// ("power of two choices"), which avoids both the herd behaviour of
-// least-loaded and the imbalance of plain random.
-func (cs *clusterState) pick() *endpoint {
+// downFor is how long an endpoint that refused a connection is avoided.
+// It is short: endpoint updates from the controller are the real signal,
+// this only bridges the seconds before one arrives.
+const downFor = 5 * time.Second
+
+func (e *endpoint) markDown() { e.downUntil.Store(time.Now().Add(downFor).UnixNano()) }
+
+func (e *endpoint) down(now int64) bool { return e.downUntil.Load() > now }
+
+// pick chooses an endpoint other than avoid (the one that just failed,
+// on a retry): the less loaded of two picked at random ("power of two
+// choices"), which avoids both the herd behaviour of least-loaded and the
+// imbalance of plain random. An endpoint that recently refused a
+// connection loses to one that did not.
+func (cs *clusterState) pick(avoid *endpoint) *endpoint {
 	switch n := len(cs.eps); n {
 	case 0:
 		return nil
@@ -62,6 +76,21 @@ func (cs *clusterState) pick() *endpoint {
 			j++
 		}
 		a, b := cs.eps[i], cs.eps[j]
+		switch {
+		case a == avoid:
+			return b
+		case b == avoid:
+			return a
+		}
+		if a.downUntil.Load() != 0 || b.downUntil.Load() != 0 {
+			now := time.Now().UnixNano()
+			if da, db := a.down(now), b.down(now); da != db {
+				if da {
+					return b
+				}
+				return a
+			}
+		}
 		if b.inflight.Load() < a.inflight.Load() {
 			return b
 		}

@@ -117,13 +117,7 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 		}
 		snap.slots[c.Name] = slotFor(c.Name)
 	}
-	cluster := func(where, name string) *clusterSlot {
-		s := snap.slots[name]
-		if s == nil {
-			fail("%s: cluster %q is not defined", where, name)
-		}
-		return s
-	}
+	cluster := func(name string) *clusterSlot { return snap.slots[name] }
 
 	listeners := map[string]*Listener{}
 	for i := range cfg.Listeners {
@@ -170,7 +164,7 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 			for mi, m := range ruleMatches(&r.Rules[i]) {
 				mr, err := matcherRule(r, i, mi, m, targets[mi])
 				if err != nil {
-					fail("%s rules[%d].matches[%d]: %w", where, i, mi, err)
+					errs = append(errs, err) // it names the route, rule and match
 					continue
 				}
 				mrules = append(mrules, mr)
@@ -284,6 +278,9 @@ func matcherRule(r *Route, ri, mi int, m Match, t *target) (matcher.Rule[*target
 		Key:       matcher.Key{Created: r.Created, Namespace: r.Namespace, Name: r.Name, Rule: ri, Match: mi},
 		Ref:       t,
 	}
+	where := func(err error) error {
+		return fmt.Errorf("route %s/%s rule %d match %d: %w", r.Namespace, r.Name, ri, mi, err)
+	}
 	if m.Path != nil {
 		switch m.Path.Type {
 		case PathPrefix, "":
@@ -293,15 +290,15 @@ func matcherRule(r *Route, ri, mi int, m Match, t *target) (matcher.Rule[*target
 		case PathRegex:
 			mr.Path = matcher.Path{Kind: matcher.PathRegex, Value: m.Path.Value}
 		default:
-			return mr, fmt.Errorf("unknown path match type %q", m.Path.Type)
+			return mr, where(fmt.Errorf("unknown path match type %q", m.Path.Type))
 		}
 	}
 	var err error
 	if mr.Headers, err = valueMatches(m.Headers); err != nil {
-		return mr, fmt.Errorf("headers: %w", err)
+		return mr, where(fmt.Errorf("headers: %w", err))
 	}
 	if mr.Query, err = valueMatches(m.Query); err != nil {
-		return mr, fmt.Errorf("query: %w", err)
+		return mr, where(fmt.Errorf("query: %w", err))
 	}
 	return mr, mr.Validate()
 }
@@ -340,7 +337,7 @@ func matchedPrefix(m Match) string {
 }
 
 // compileRule checks and compiles one rule and returns a target per match.
-func compileRule(r *Route, i int, cluster func(where, name string) *clusterSlot) (*rule, []*target, error) {
+func compileRule(r *Route, i int, cluster func(name string) *clusterSlot) (*rule, []*target, error) {
 	src := &r.Rules[i]
 	ru := &rule{route: r.Namespace + "/" + r.Name, kind: r.Kind, index: i, failStatus: src.FailStatus}
 	if ru.kind == "" {
@@ -380,7 +377,7 @@ func compileRule(r *Route, i int, cluster func(where, name string) *clusterSlot)
 			}
 			rewriteSpec = f.URLRewrite
 		case FilterRequestMirror:
-			m, err := compileMirror(f.RequestMirror, cluster, fmt.Sprintf("filters[%d]", fi))
+			m, err := compileMirror(f.RequestMirror, cluster)
 			if err != nil {
 				bad("filters[%d]: %w", fi, err)
 				continue
@@ -418,7 +415,9 @@ func compileRule(r *Route, i int, cluster func(where, name string) *clusterSlot)
 		case b.Status == 0 && b.Cluster == "":
 			bad("%s: needs a cluster or a status", where)
 		case b.Status == 0:
-			cb.slot = cluster(fmt.Sprintf("rules[%d].%s", i, where), b.Cluster)
+			if cb.slot = cluster(b.Cluster); cb.slot == nil {
+				bad("%s: cluster %q is not defined", where, b.Cluster)
+			}
 		}
 		breq, bresp := slices.Clone(reqMods), slices.Clone(respMods)
 		for fi := range b.Filters {
@@ -433,7 +432,7 @@ func compileRule(r *Route, i int, cluster func(where, name string) *clusterSlot)
 			case FilterResponseHeaderModifier:
 				bresp = append(bresp, f.ResponseHeaderModifier)
 			case FilterRequestMirror:
-				m, err := compileMirror(f.RequestMirror, cluster, where)
+				m, err := compileMirror(f.RequestMirror, cluster)
 				if err != nil {
 					bad("%s.filters[%d]: %w", where, fi, err)
 					continue

@@ -17,10 +17,11 @@ import (
 func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 	stats := &x.h.p.stats
 	reqDeadline := x.deadline()
+	var last *endpoint
 	for attempt := 0; ; attempt++ {
 		ep := x.ep
 		if ep == nil || attempt > 0 {
-			if ep = x.cs.pick(); ep == nil {
+			if ep = x.cs.pick(last); ep == nil {
 				reply(w, r, stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
 				return
 			}
@@ -36,6 +37,11 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			status, msg := upstreamFailure(err, stats)
+			var dial *errDial
+			if errors.As(err, &dial) {
+				ep.markDown()
+			}
+			last = ep
 			if x.mayRetry(attempt, err, reqDeadline, r) {
 				continue
 			}
@@ -46,6 +52,7 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 			res.Body.Close()
 			cancel()
 			ep.inflight.Add(-1)
+			last = ep
 			continue
 		}
 		x.ep = ep

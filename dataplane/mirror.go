@@ -27,11 +27,14 @@ type mirror struct {
 // cannot hold a slot for ever.
 const mirrorTimeout = 30 * time.Second
 
-func compileMirror(m *Mirror, cluster func(where, name string) *clusterSlot, where string) (*mirror, error) {
+func compileMirror(m *Mirror, cluster func(name string) *clusterSlot) (*mirror, error) {
 	if m.Cluster == "" {
 		return nil, fmt.Errorf("RequestMirror needs a cluster")
 	}
-	mr := &mirror{slot: cluster(where, m.Cluster), num: 1, den: 1}
+	mr := &mirror{slot: cluster(m.Cluster), num: 1, den: 1}
+	if mr.slot == nil {
+		return nil, fmt.Errorf("RequestMirror: cluster %q is not defined", m.Cluster)
+	}
 	switch {
 	case m.Percent != nil && m.Fraction != nil:
 		return nil, fmt.Errorf("RequestMirror: set percent or fraction, not both")
@@ -88,7 +91,7 @@ func (ru *rule) mirrorPlan(b *backend) *headerPlan { return b.reqPlan }
 
 func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string, body []byte) {
 	defer p.mirrorsInFlight.Add(-1)
-	ep := cs.pick()
+	ep := cs.pick(nil)
 	ok := false
 	if cs.h2 != nil {
 		ok = sendMirrorH2(cs, ep, &out, path, query, body)

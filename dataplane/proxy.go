@@ -112,13 +112,17 @@ func (p *Proxy) load(cfg *Config) error {
 		fresh[name] = s
 		return s
 	})
-	if err != nil {
-		return err
-	}
-	// Build every cluster state before installing any.
+	// Build every cluster state before installing any. Their problems are
+	// listed with the routes' so one rejection names everything to fix.
 	states := make([]*clusterState, len(cfg.Clusters))
 	var errs []error
+	if err != nil {
+		errs = append(errs, err)
+	}
 	for i := range cfg.Clusters {
+		if cfg.Clusters[i].Name == "" {
+			continue // compile has reported it
+		}
 		cs, err := p.transports.state(&cfg.Clusters[i])
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cluster %q: %w", cfg.Clusters[i].Name, err))

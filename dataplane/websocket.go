@@ -22,7 +22,7 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 	x.out.upgrade = "websocket"
 	ep := x.ep
 	if ep == nil {
-		ep = x.cs.pick()
+		ep = x.cs.pick(nil)
 	}
 	ep.inflight.Add(1)
 	defer ep.inflight.Add(-1)

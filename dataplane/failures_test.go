@@ -1,0 +1,208 @@
+package dataplane
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestNoConfigAnswers503(t *testing.T) {
+	e := newTestEnv(t, nil)
+	res, body := e.get("h", "/")
+	if res.StatusCode != 503 || !strings.Contains(body, "no configuration") {
+		t.Fatalf("got %d %q", res.StatusCode, body)
+	}
+}
+
+// rawBackendOnce accepts connections and answers each with resp, then
+// closes (or, with resp "", closes without answering).
+func rawAnswer(t *testing.T, resp string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				skipHead(bufio.NewReader(c))
+				c.Write([]byte(resp))
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+func TestFailureStatuses(t *testing.T) {
+	ok := startBackend(t, echo("ok"))
+	slow := startBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+	})
+	garbage := rawAnswer(t, "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd")
+	hangup := rawAnswer(t, "")
+	smuggle := rawAnswer(t, "HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n")
+	split := rawAnswer(t, "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n")
+	timeout := Rule{Backends: []BackendRef{{Cluster: "slow", Weight: 1}}, Timeouts: &Timeouts{Request: Duration(200 * time.Millisecond)}}
+	cfg := config([]Route{
+		{Name: "r", Hostnames: []string{"fail.example"}, Rules: []Rule{{FailStatus: 500, Backends: []BackendRef{{Cluster: "ok", Weight: 1}}}}},
+		{Name: "s", Hostnames: []string{"status.example"}, Rules: []Rule{{Backends: []BackendRef{{Status: 502, Weight: 1}}}}},
+		{Name: "z", Hostnames: []string{"zero.example"}, Rules: []Rule{{Backends: []BackendRef{{Cluster: "ok", Weight: 0}}}}},
+		{Name: "e", Hostnames: []string{"empty.example"}, Rules: []Rule{to("empty")}},
+		{Name: "d", Hostnames: []string{"dial.example"}, Rules: []Rule{to("closed")}},
+		{Name: "t", Hostnames: []string{"timeout.example"}, Rules: []Rule{timeout}},
+		{Name: "g", Hostnames: []string{"garbage.example"}, Rules: []Rule{to("garbage")}},
+		{Name: "h", Hostnames: []string{"hangup.example"}, Rules: []Rule{to("hangup")}},
+		{Name: "m", Hostnames: []string{"smuggle.example"}, Rules: []Rule{to("smuggle")}},
+		{Name: "p", Hostnames: []string{"split.example"}, Rules: []Rule{to("split")}},
+		{Name: "o", Hostnames: []string{"ok.example"}, Rules: []Rule{{Matches: []Match{{Path: &PathMatch{Type: PathExact, Value: "/only"}}}, Backends: []BackendRef{{Cluster: "ok", Weight: 1}}}}},
+	},
+		cluster("ok", ok), cluster("slow", slow), cluster("empty"), cluster("closed", closedAddr(t)),
+		cluster("garbage", garbage), cluster("hangup", hangup), cluster("smuggle", smuggle), cluster("split", split))
+	e := newTestEnv(t, cfg)
+	for _, c := range []struct {
+		host, path string
+		want       int
+	}{
+		{"fail.example", "/", 500},
+		{"status.example", "/", 502},
+		{"zero.example", "/", 500},
+		{"empty.example", "/", 503},
+		{"dial.example", "/", 502},
+		{"timeout.example", "/", 504},
+		{"garbage.example", "/", 502},
+		{"hangup.example", "/", 502},
+		{"smuggle.example", "/", 502},
+		{"split.example", "/", 502},
+		{"ok.example", "/other", 404},
+		{"unknown.example", "/", 404},
+		{"ok.example", "/only", 200},
+	} {
+		res, body := e.get(c.host, c.path)
+		if res.StatusCode != c.want {
+			t.Errorf("%s%s: status %d, want %d (%q)", c.host, c.path, res.StatusCode, c.want, body)
+		}
+	}
+	s := e.p.Stats()
+	if s.Timeouts.Load() != 1 || s.NoRoute.Load() != 2 {
+		t.Errorf("timeouts %d, no route %d", s.Timeouts.Load(), s.NoRoute.Load())
+	}
+}
+
+// The request timeout bounds the wait for response headers only: a body
+// that streams for longer than the timeout is not cut off.
+func TestTimeoutDoesNotCutStreams(t *testing.T) {
+	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(200)
+		for i := range 5 {
+			w.Write([]byte{'a' + byte(i)})
+			w.(http.Flusher).Flush()
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
+	rule := to("a")
+	rule.Timeouts = &Timeouts{Request: Duration(150 * time.Millisecond), BackendRequest: Duration(150 * time.Millisecond)}
+	e := newTestEnv(t, config([]Route{route("r", rule)}, cluster("a", be)))
+	res, body := e.get("h", "/")
+	if res.StatusCode != 200 || body != "abcde" {
+		t.Fatalf("got %d %q", res.StatusCode, body)
+	}
+}
+
+func TestRetries(t *testing.T) {
+	var hits atomic.Int32
+	flaky := startBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		n := hits.Add(1)
+		if r.Header.Get("X-Fail-Until") != "" && int(n) <= 2 {
+			w.WriteHeader(503)
+			w.Write([]byte("try again"))
+			return
+		}
+		echo("flaky")(w, r)
+	})
+	rule := to("a")
+	rule.Retry = &Retry{Codes: []int{503}, Attempts: 2, Backoff: Duration(10 * time.Millisecond)}
+	e := newTestEnv(t, config([]Route{route("r", rule)}, cluster("a", flaky)))
+
+	// Two 503s, then success: the client sees only the success, with the
+	// request body replayed on each attempt.
+	req, _ := http.NewRequest("POST", e.url("/"), strings.NewReader("payload"))
+	req.Header.Set("X-Fail-Until", "2")
+	res, body := e.do(e.client, req)
+	if res.StatusCode != 200 || echoed(body, "body") != "payload" || hits.Load() != 3 {
+		t.Fatalf("got %d after %d hits: %q", res.StatusCode, hits.Load(), body)
+	}
+	if got := e.p.Stats().Retries.Load(); got != 2 {
+		t.Errorf("retries = %d", got)
+	}
+
+	// Attempts exhausted: the last answer is passed on.
+	hits.Store(-10)
+	res, body = e.get("h", "/", "X-Fail-Until", "x")
+	if res.StatusCode != 503 || body != "try again" {
+		t.Fatalf("exhausted: got %d %q", res.StatusCode, body)
+	}
+}
+
+func TestRetryMovesOffADeadEndpoint(t *testing.T) {
+	good := startBackend(t, echo("good"))
+	rule := to("a")
+	rule.Retry = &Retry{Attempts: 3}
+	e := newTestEnv(t, config([]Route{route("r", rule)}, cluster("a", good, closedAddr(t))))
+	for i := range 20 {
+		res, body := e.get("h", "/")
+		if res.StatusCode != 200 {
+			t.Fatalf("request %d: %d %q", i, res.StatusCode, body)
+		}
+	}
+}
+
+// A backend that closes idle keep-alive connections must not cost the
+// client an error: the proxy resends on a new connection.
+func TestStaleConnectionIsReplaced(t *testing.T) {
+	var conns atomic.Int32
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			go func() {
+				// Answer one request with keep-alive, then close at once.
+				defer c.Close()
+				skipHead(bufio.NewReader(c))
+				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+				time.Sleep(20 * time.Millisecond)
+			}()
+		}
+	}()
+	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", ln.Addr().String())))
+	for i := range 5 {
+		res, body := e.get("h", "/")
+		if res.StatusCode != 200 || body != "ok" {
+			t.Fatalf("request %d: %d %q", i, res.StatusCode, body)
+		}
+		time.Sleep(50 * time.Millisecond) // let the backend close the idle connection
+	}
+	if conns.Load() < 5 {
+		t.Errorf("only %d connections for 5 requests", conns.Load())
+	}
+}

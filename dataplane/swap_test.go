@@ -1,0 +1,157 @@
+package dataplane
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Configs and endpoints swapped while requests are in flight: not one
+// request may fail, and a rejected config must change nothing.
+func TestSwapUnderLoad(t *testing.T) {
+	a, b := startBackend(t, echo("a")), startBackend(t, echo("b"))
+	v1 := config([]Route{route("r", to("a"))}, cluster("a", a), cluster("b", b))
+	v1.Version = "v1"
+	v2 := config([]Route{route("r", to("b")), {Name: "extra", Hostnames: []string{"extra.example"}, Rules: []Rule{to("a")}}}, cluster("a", a), cluster("b", b))
+	v2.Version = "v2"
+	bad := config([]Route{route("r", to("missing"))}, cluster("a", a))
+	bad.Version = "bad"
+	e := newTestEnv(t, v1)
+
+	const workers, perWorker = 4, 300
+	var failures atomic.Int32
+	var seen sync.Map
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+			defer c.CloseIdleConnections()
+			for i := range perWorker {
+				res, err := c.Get(e.url(fmt.Sprintf("/w%d/%d", w, i)))
+				if err != nil {
+					failures.Add(1)
+					t.Errorf("request: %v", err)
+					continue
+				}
+				body, _ := io.ReadAll(res.Body)
+				res.Body.Close()
+				if res.StatusCode != 200 {
+					failures.Add(1)
+					t.Errorf("status %d: %s", res.StatusCode, body)
+					continue
+				}
+				seen.Store(echoed(string(body), "backend"), true)
+			}
+		}()
+	}
+	go func() {
+		defer close(stop)
+		for i := 0; ; i++ {
+			select {
+			case <-time.After(2 * time.Millisecond):
+			case <-func() chan struct{} { c := make(chan struct{}); go func() { wg.Wait(); close(c) }(); return c }():
+				return
+			}
+			switch i % 4 {
+			case 0:
+				mustLoad(t, e.p, v2)
+			case 1:
+				if err := e.p.Load(bad); err == nil {
+					t.Error("bad config accepted")
+				}
+			case 2:
+				mustLoad(t, e.p, v1)
+			case 3:
+				// Endpoint churn without a route change.
+				if err := e.p.UpdateCluster(cluster("a", a, a)); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+	}()
+	wg.Wait()
+	<-stop
+	if failures.Load() > 0 {
+		t.Fatalf("%d of %d requests failed", failures.Load(), workers*perWorker)
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, ok := seen.Load(name); !ok {
+			t.Errorf("backend %s never answered: the swaps did not take effect", name)
+		}
+	}
+}
+
+func mustLoad(t *testing.T, p *Proxy, cfg *Config) {
+	t.Helper()
+	if err := p.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInvalidConfigKeepsServing(t *testing.T) {
+	a := startBackend(t, echo("a"))
+	good := config([]Route{route("r", to("a"))}, cluster("a", a))
+	e := newTestEnv(t, good)
+	bad := config([]Route{
+		route("r1", to("nope")),
+		{Name: "r2", Rules: []Rule{{Filters: []Filter{{Type: "Mystery"}}, Backends: []BackendRef{{Cluster: "a", Weight: 1}}}}},
+		{Name: "r3", Rules: []Rule{{Matches: []Match{{Path: &PathMatch{Type: PathRegex, Value: "("}}}, Backends: []BackendRef{{Cluster: "a", Weight: 1}}}}},
+	}, cluster("a", a), Cluster{Name: "t", Protocol: ProtoTLS, TLS: &TLSSettings{SNI: "x", CAPEM: "garbage"}})
+	bad.Version = "bad"
+	err := e.p.Load(bad)
+	if err == nil {
+		t.Fatal("bad config accepted")
+	}
+	// Every problem is listed, each saying where it is.
+	for _, want := range []string{`cluster "nope" is not defined`, `unknown filter type "Mystery"`, "default/r3", `cluster "t"`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+	if v := e.p.Version(); v != "test" {
+		t.Errorf("version after rejection = %q", v)
+	}
+	if e.p.LastError() == nil {
+		t.Error("LastError is nil after a rejection")
+	}
+	res, body := e.get("h", "/")
+	if res.StatusCode != 200 || echoed(body, "backend") != "a" {
+		t.Fatalf("after rejection: %d %q", res.StatusCode, body)
+	}
+	bad.Schema = "tunnelgate.dev/dataplane/v0"
+	if err := e.p.Load(bad); err == nil || !strings.Contains(err.Error(), "schema") {
+		t.Errorf("wrong schema: %v", err)
+	}
+}
+
+// Endpoints removed from a cluster lose their pooled connections.
+func TestUpdateClusterClosesRemovedEndpoints(t *testing.T) {
+	a, b := startBackend(t, echo("a")), startBackend(t, echo("b"))
+	e := newTestEnv(t, config([]Route{route("r", to("c"))}, cluster("c", a)))
+	e.get("h", "/")
+	old := e.p.slots["c"].state.Load().eps[0]
+	if old.h1.idleCount() != 1 {
+		t.Fatalf("idle connections to a: %d", old.h1.idleCount())
+	}
+	if err := e.p.UpdateCluster(cluster("c", b)); err != nil {
+		t.Fatal(err)
+	}
+	if n := old.h1.idleCount(); n != 0 {
+		t.Errorf("%d idle connections kept to a removed endpoint", n)
+	}
+	_, body := e.get("h", "/")
+	if echoed(body, "backend") != "b" {
+		t.Errorf("after update: %q", body)
+	}
+	if err := e.p.UpdateCluster(cluster("unknown", b)); err == nil {
+		t.Error("update of an unknown cluster accepted")
+	}
+}
