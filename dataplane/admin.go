@@ -8,7 +8,7 @@ import (
 
 // AdminHandler serves the admin listener: /healthz (the process is up),
 // /readyz (a config is loaded), /config (the version served and the last
-// rejection), and /debug/pprof/.
+// rejection), /metrics (Prometheus text, see metrics.go) and /debug/pprof/.
 func (p *Proxy) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -27,6 +27,7 @@ func (p *Proxy) AdminHandler() http.Handler {
 			fmt.Fprintf(w, "last rejected config: %v\n", err)
 		}
 	})
+	mux.Handle("GET /metrics", p.metricsEndpoint())
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)

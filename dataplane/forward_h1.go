@@ -17,6 +17,8 @@ import (
 // exchange.
 const inlineBody = 64 << 10
 
+var chunkedTE = []string{"chunked"}
+
 // pastDeadline unblocks a connection's pending I/O at once.
 var pastDeadline = time.Unix(1, 0)
 
@@ -93,9 +95,11 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		x.ep = ep
+		// Deferred: respond aborts the handler with a panic when the
+		// backend fails mid-body.
+		defer ep.inflight.Add(-1)
+		defer putRespHead(head)
 		x.respond(w, r, c, head, bodyDone)
-		putRespHead(head)
-		ep.inflight.Add(-1)
 		return
 	}
 }
@@ -188,6 +192,7 @@ func (x *exchange) exchangeOn(ctx context.Context, c *upConn, deadline time.Time
 			return nil, nil, err
 		}
 	default:
+		// The head goes now; the writer owns c.bw from here on.
 		if err := c.bw.Flush(); err != nil {
 			return nil, nil, err
 		}
@@ -195,12 +200,18 @@ func (x *exchange) exchangeOn(ctx context.Context, c *upConn, deadline time.Time
 		go writeBodyAsync(c, x.body, x.out.contentLength, ch)
 		bodyDone = ch
 	}
-	if err := c.bw.Flush(); err != nil && bodyDone == (<-chan error)(closedBody) {
-		return nil, nil, err
+	if bodyDone == (<-chan error)(closedBody) {
+		if err := c.bw.Flush(); err != nil {
+			return nil, nil, err
+		}
 	}
 	stop, err := awaitResponse(ctx, c, deadline)
 	if stop != nil {
-		defer stop()
+		defer func() {
+			if !stop() {
+				c.broken = true // the watch fired and ruined the deadline
+			}
+		}()
 	}
 	if err != nil {
 		return nil, bodyDone, err
@@ -292,10 +303,15 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *upConn, he
 	stats := &x.h.p.stats
 	hdr := w.Header()
 	head.copyTo(hdr, "")
+	if head.chunked && r.ProtoMajor == 1 {
+		// Stay chunked, as the backend was: net/http would otherwise give
+		// a short body a Content-Length and drop the trailers after it.
+		hdr["Transfer-Encoding"] = chunkedTE
+	}
+	x.responseFilters(r, hdr)
 	if _, ok := hdr["Content-Type"]; !ok {
 		hdr["Content-Type"] = nil // keep net/http from sniffing one
 	}
-	x.responseFilters(r, hdr)
 	stats.status(head.status)
 	w.WriteHeader(head.status)
 
@@ -334,9 +350,13 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *upConn, he
 		<-bodyDone
 	}
 	if err != nil && bc.downErr == nil {
-		// The backend failed mid-body. Abort the client's response so it
-		// sees a truncated message, not a complete short one.
+		// The backend failed mid-body. Send what arrived, then abort the
+		// client's response so it sees a truncated message, not a
+		// complete short one.
 		stats.UpstreamErrors.Add(1)
+		if bc.fl != nil {
+			bc.fl.Flush()
+		}
 		panic(http.ErrAbortHandler)
 	}
 }

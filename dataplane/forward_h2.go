@@ -56,9 +56,9 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		x.ep = ep
+		defer ep.inflight.Add(-1) // deferred: respondH2 may abort with a panic
+		defer cancel()
 		x.respondH2(w, r, res)
-		cancel()
-		ep.inflight.Add(-1)
 		return
 	}
 }
@@ -136,8 +136,12 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 	if len(o.xffPrior) > 0 {
 		xff = strings.Join(o.xffPrior, ", ") + ", " + o.peer
 	}
-	h["X-Forwarded-For"] = []string{xff}
-	h["X-Forwarded-Proto"] = []string{o.xfp}
+	if !o.plan.replaces("X-Forwarded-For") {
+		h["X-Forwarded-For"] = append(h["X-Forwarded-For"], xff)
+	}
+	if !o.plan.replaces("X-Forwarded-Proto") {
+		h["X-Forwarded-Proto"] = append(h["X-Forwarded-Proto"], o.xfp)
+	}
 	return h
 }
 
@@ -154,10 +158,10 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 		}
 		hdr[k] = vs
 	}
+	x.responseFilters(r, hdr)
 	if _, ok := hdr["Content-Type"]; !ok {
 		hdr["Content-Type"] = nil // keep net/http from sniffing one
 	}
-	x.responseFilters(r, hdr)
 	stats.status(res.StatusCode)
 	w.WriteHeader(res.StatusCode)
 	fl, _ := w.(http.Flusher)
@@ -179,6 +183,9 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 		}
 		if err != nil {
 			stats.UpstreamErrors.Add(1)
+			if fl != nil {
+				fl.Flush()
+			}
 			panic(http.ErrAbortHandler)
 		}
 	}

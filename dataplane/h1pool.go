@@ -59,6 +59,7 @@ type upConn struct {
 	bw     *bufio.Writer
 	pool   *h1Pool
 	reused bool      // it served an exchange before this one
+	broken bool      // a deadline was forced into the past: not reusable
 	idleAt time.Time // when it went back to the pool
 }
 
@@ -122,12 +123,12 @@ func (p *h1Pool) dial(ctx context.Context) (*upConn, error) {
 	}, nil
 }
 
-// put returns a connection whose last exchange ended cleanly.
+// put returns a connection whose last exchange ended cleanly. Whoever set
+// a deadline on it has cleared it.
 func (p *h1Pool) put(c *upConn) {
-	c.nc.SetDeadline(time.Time{})
 	c.idleAt = time.Now()
 	p.mu.Lock()
-	if p.closed || len(p.idle) >= p.settings.MaxIdle {
+	if p.closed || c.broken || len(p.idle) >= p.settings.MaxIdle {
 		p.mu.Unlock()
 		c.nc.Close()
 		return

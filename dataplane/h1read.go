@@ -316,10 +316,10 @@ func (h *respHead) copyTo(dst http.Header, prefix string) {
 	if len(h.fields) == 0 {
 		return
 	}
-	var connTokens []byte
+	hasConn := false
 	for _, f := range h.fields {
 		if asciiEqualFold(h.bytes(f.name), "Connection") {
-			connTokens = h.bytes(f.value)
+			hasConn = true
 		}
 	}
 	n, total := 0, 0
@@ -345,7 +345,7 @@ func (h *respHead) copyTo(dst http.Header, prefix string) {
 			if hopByHop(key) || (h.chunked && key == "Content-Length") {
 				continue
 			}
-			if connTokens != nil && tokenListed(connTokens, name) {
+			if hasConn && h.listedInConnection(name) {
 				continue
 			}
 		} else {
@@ -359,13 +359,19 @@ func (h *respHead) copyTo(dst http.Header, prefix string) {
 	}
 }
 
-func tokenListed(list, name []byte) bool {
+// listedInConnection reports whether name appears in any Connection
+// field of the head (RFC 9110 §7.6.1: such fields are hop-by-hop).
+func (h *respHead) listedInConnection(name []byte) bool {
 	found := false
-	eachToken(list, func(tok []byte) {
-		if bytes.EqualFold(tok, name) {
-			found = true
+	for _, f := range h.fields {
+		if asciiEqualFold(h.bytes(f.name), "Connection") {
+			eachToken(h.bytes(f.value), func(tok []byte) {
+				if bytes.EqualFold(tok, name) {
+					found = true
+				}
+			})
 		}
-	})
+	}
 	return found
 }
 

@@ -66,7 +66,7 @@ func writeHead(bw *bufio.Writer, o *outRequest) {
 			}
 		}
 	}
-	if o.peer != "" {
+	if o.peer != "" && !o.plan.replaces("X-Forwarded-For") {
 		bw.WriteString("X-Forwarded-For: ")
 		for _, v := range o.xffPrior {
 			bw.WriteString(v)
@@ -75,7 +75,7 @@ func writeHead(bw *bufio.Writer, o *outRequest) {
 		bw.WriteString(o.peer)
 		bw.WriteString("\r\n")
 	}
-	if o.xfp != "" {
+	if o.xfp != "" && !o.plan.replaces("X-Forwarded-Proto") {
 		writeField(bw, "X-Forwarded-Proto", o.xfp)
 	}
 	if o.upgrade != "" {

@@ -104,6 +104,14 @@ func (p *headerPlan) touches(key string) (touched, keep bool) {
 	return false, true
 }
 
+// replaces reports whether the plan sets or removes key, which then
+// overrides the value the proxy would write itself (X-Forwarded-For and
+// X-Forwarded-Proto).
+func (p *headerPlan) replaces(key string) bool {
+	touched, keep := p.touches(key)
+	return touched && !keep
+}
+
 // apply edits h in place. It is used on response headers, which the proxy
 // has already copied into the writer's map: Set stores the precomputed
 // slice, so only Add onto existing values allocates.

@@ -122,6 +122,7 @@ func sendMirrorH1(ep *endpoint, out *outRequest, body []byte) bool {
 		return false
 	}
 	if !head.closeConn && discardBody(c.br, head, out.method, 1<<20) {
+		c.nc.SetDeadline(time.Time{})
 		c.pool.put(c)
 	} else {
 		c.nc.Close()
