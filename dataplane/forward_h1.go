@@ -95,11 +95,7 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		x.ep = ep
-		// Deferred: respond aborts the handler with a panic when the
-		// backend fails mid-body.
-		defer ep.inflight.Add(-1)
-		defer putRespHead(head)
-		x.respond(w, r, c, head, bodyDone)
+		x.respondReleasing(w, r, c, head, bodyDone)
 		return
 	}
 }
@@ -294,6 +290,15 @@ func upstreamFailure(err error, stats *Stats) (int, string) {
 		return http.StatusBadGateway, "the backend sent a malformed response"
 	}
 	return http.StatusBadGateway, "the backend closed the connection without answering"
+}
+
+// respondReleasing responds, then releases the head and the endpoint's
+// in-flight count even when respond aborts the handler with a panic. (A
+// function of its own: a defer inside forwardH1's loop would allocate.)
+func (x *exchange) respondReleasing(w http.ResponseWriter, r *http.Request, c *upConn, head *respHead, bodyDone <-chan error) {
+	defer x.ep.inflight.Add(-1)
+	defer putRespHead(head)
+	x.respond(w, r, c, head, bodyDone)
 }
 
 // respond copies the response head to the client, applies response

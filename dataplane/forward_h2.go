@@ -56,9 +56,11 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 		x.ep = ep
-		defer ep.inflight.Add(-1) // deferred: respondH2 may abort with a panic
-		defer cancel()
-		x.respondH2(w, r, res)
+		func() {
+			defer ep.inflight.Add(-1) // deferred: respondH2 may abort with a panic
+			defer cancel()
+			x.respondH2(w, r, res)
+		}()
 		return
 	}
 }

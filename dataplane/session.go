@@ -23,8 +23,8 @@ import (
 // decoded bytes are
 //
 //	version (1 byte, sessionTokenVersion)
-//	start   (8 bytes, big-endian unix seconds, two's complement)
-//	lastUse (8 bytes, big-endian unix seconds, two's complement)
+//	start   (8 bytes, big-endian unix milliseconds, two's complement)
+//	lastUse (8 bytes, big-endian unix milliseconds, two's complement)
 //	endpoint (the rest but the MAC, 1..MaxSessionEndpointLen bytes)
 //	MAC     (16 bytes: HMAC-SHA256 truncated)
 //
@@ -119,7 +119,7 @@ func (s *sessionScratch) prefix(scope string) int {
 }
 
 // Encode appends to dst the token pinning endpoint for scope, with the
-// session's start and last use (kept to the second). An endpoint that is
+// session's start and last use (kept to the millisecond). An endpoint that is
 // empty or longer than MaxSessionEndpointLen cannot be carried: Encode then
 // returns dst unchanged, which the caller sees as no token. The result is
 // at most MaxSessionTokenLen characters.
@@ -130,8 +130,8 @@ func (c *SessionCodec) Encode(dst []byte, scope, endpoint string, start, lastUse
 	s := c.get()
 	p := s.prefix(scope)
 	m := append(s.msg, sessionTokenVersion)
-	m = binary.BigEndian.AppendUint64(m, uint64(start.Unix()))
-	m = binary.BigEndian.AppendUint64(m, uint64(lastUse.Unix()))
+	m = binary.BigEndian.AppendUint64(m, uint64(start.UnixMilli()))
+	m = binary.BigEndian.AppendUint64(m, uint64(lastUse.UnixMilli()))
 	m = append(m, endpoint...)
 	s.mac.Write(m)
 	sum := s.mac.Sum(s.sum[:0])
@@ -197,7 +197,7 @@ func (c *SessionCodec) Decode(token, scope string) (endpoint string, start, last
 	st := int64(binary.BigEndian.Uint64(buf[1:9]))
 	lu := int64(binary.BigEndian.Uint64(buf[9:17]))
 	ep := buf[sessionHeaderLen : raw-sessionMACLen]
-	return string(ep), time.Unix(st, 0).UTC(), time.Unix(lu, 0).UTC(), true
+	return string(ep), time.UnixMilli(st).UTC(), time.UnixMilli(lu).UTC(), true
 }
 
 // sessionB64Char reports whether b is in the URL-safe base64 alphabet.
@@ -218,7 +218,7 @@ func sessionTokenStart(token string) (time.Time, bool) {
 	if _, err := sessionB64.Decode(out[:], in[:]); err != nil || out[0] != sessionTokenVersion {
 		return time.Time{}, false
 	}
-	return time.Unix(int64(binary.BigEndian.Uint64(out[1:])), 0).UTC(), true
+	return time.UnixMilli(int64(binary.BigEndian.Uint64(out[1:]))).UTC(), true
 }
 
 // sessionClockSkew is how far in the future a token's times may lie: the

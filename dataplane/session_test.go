@@ -60,9 +60,10 @@ func TestSessionRoundTrip(t *testing.T) {
 	if ep, _, _, ok := c.Decode(string(out[len("prefix="):]), sessTestScope); !ok || ep != "1.2.3.4:5" {
 		t.Errorf("appended token does not decode")
 	}
-	// Sub-second precision is dropped, not rounded up.
-	tok := sessEncode(t, c, sessTestScope, "e:1", sessT0.Add(999*time.Millisecond), sessT0.Add(1500*time.Millisecond))
-	if _, st, lu, _ := c.Decode(tok, sessTestScope); !st.Equal(sessT0) || !lu.Equal(sessT0.Add(time.Second)) {
+	// Times keep milliseconds (an idle timeout of a second must not lose up
+	// to a second to rounding); finer precision is dropped, not rounded up.
+	tok := sessEncode(t, c, sessTestScope, "e:1", sessT0.Add(999*time.Millisecond+999*time.Microsecond), sessT0.Add(1500*time.Millisecond))
+	if _, st, lu, _ := c.Decode(tok, sessTestScope); !st.Equal(sessT0.Add(999*time.Millisecond)) || !lu.Equal(sessT0.Add(1500*time.Millisecond)) {
 		t.Errorf("times: %v %v", st, lu)
 	}
 }

@@ -98,10 +98,10 @@ func FuzzSessionRoundTrip(f *testing.F) {
 	f.Add([]byte("k"), "scope", "", int64(-1), int64(1<<62))
 	f.Add([]byte(strings.Repeat("K", 100)), strings.Repeat("s", 1000), strings.Repeat("e", 351), int64(-1<<63), int64(1<<63-1))
 	f.Add([]byte("0123456789abcdef"), "a", strings.Repeat("e", 352), int64(5), int64(5))
-	f.Fuzz(func(t *testing.T, key []byte, scope, endpoint string, startSec, lastSec int64) {
+	f.Fuzz(func(t *testing.T, key []byte, scope, endpoint string, startMs, lastMs int64) {
 		c := dataplane.NewSessionCodec(key)
 		prefix := []byte("tg=")
-		out := c.Encode(prefix, scope, endpoint, time.Unix(startSec, 0), time.Unix(lastSec, 0))
+		out := c.Encode(prefix, scope, endpoint, time.UnixMilli(startMs), time.UnixMilli(lastMs))
 		if !bytes.HasPrefix(out, prefix) {
 			t.Fatalf("Encode did not append to dst: %q", out)
 		}
@@ -116,10 +116,10 @@ func FuzzSessionRoundTrip(f *testing.F) {
 			t.Fatalf("token %q: empty, too long or not URL-safe base64", tok)
 		}
 		ep, start, last, ok := c.Decode(string(tok), scope)
-		if !ok || ep != endpoint || start.Unix() != startSec || last.Unix() != lastSec {
-			t.Fatalf("Decode(Encode(%q, %d, %d)) = %q, %d, %d, %v", endpoint, startSec, lastSec, ep, start.Unix(), last.Unix(), ok)
+		if !ok || ep != endpoint || start.UnixMilli() != startMs || last.UnixMilli() != lastMs {
+			t.Fatalf("Decode(Encode(%q, %d, %d)) = %q, %d, %d, %v", endpoint, startMs, lastMs, ep, start.UnixMilli(), last.UnixMilli(), ok)
 		}
-		if string(c.Encode(nil, scope, endpoint, time.Unix(startSec, 0), time.Unix(lastSec, 0))) != string(tok) {
+		if string(c.Encode(nil, scope, endpoint, time.UnixMilli(startMs), time.UnixMilli(lastMs))) != string(tok) {
 			t.Fatal("Encode is not deterministic")
 		}
 		if _, _, _, ok := c.Decode(string(tok), scope+"\x00"); ok {
