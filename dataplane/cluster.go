@@ -119,7 +119,7 @@ type transportKey struct {
 // share one transport; endpoints with the same address in it share one
 // pool. Pools and transports no longer referenced are closed by sweep.
 type transports struct {
-	settings poolSettings
+	settings PoolSettings
 
 	mu    sync.Mutex
 	byKey map[transportKey]*transport
@@ -133,7 +133,7 @@ type transport struct {
 	eps   map[string]*endpoint
 }
 
-func newTransports(s poolSettings) *transports {
+func newTransports(s PoolSettings) *transports {
 	return &transports{settings: s, byKey: map[transportKey]*transport{}}
 }
 
@@ -198,6 +198,10 @@ func (ts *transports) state(c *Cluster) (*clusterState, error) {
 		ep := t.eps[e.Address]
 		if ep == nil {
 			ep = &endpoint{addr: e.Address, h1: newH1Pool(e.Address, t.tlsH1, ts.settings)}
+			if c.TLS != nil {
+				settings := *c.TLS
+				ep.h1.explain = func(err error) error { return backendTLSError(err, &settings) }
+			}
 			t.eps[e.Address] = ep
 		}
 		cs.eps = append(cs.eps, ep)
@@ -240,7 +244,7 @@ func (ts *transports) close() { ts.sweep(nil) }
 
 // newH2Transport is net/http's transport limited to HTTP/2: prior
 // knowledge over cleartext (h2c), or TLS with ALPN h2.
-func newH2Transport(tlsConf *tls.Config, s poolSettings) *http.Transport {
+func newH2Transport(tlsConf *tls.Config, s PoolSettings) *http.Transport {
 	var p http.Protocols
 	if tlsConf == nil {
 		p.SetUnencryptedHTTP2(true)

@@ -70,6 +70,7 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			status, msg := upstreamFailure(err, stats)
+			x.h.p.logUpstream(x.cs.name, ep.addr, status, err)
 			var dial *errDial
 			if errors.As(err, &dial) {
 				ep.markDown()

@@ -37,6 +37,7 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			status, msg := upstreamFailure(err, stats)
+			x.h.p.logUpstream(x.cs.name, ep.addr, status, err)
 			var dial *errDial
 			if errors.As(err, &dial) {
 				ep.markDown()
@@ -138,11 +139,12 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 	if len(o.xffPrior) > 0 {
 		xff = strings.Join(o.xffPrior, ", ") + ", " + o.peer
 	}
+	// The proxy's values first, then any a modifier adds, as on HTTP/1.1.
 	if !o.plan.replaces("X-Forwarded-For") {
-		h["X-Forwarded-For"] = append(h["X-Forwarded-For"], xff)
+		h["X-Forwarded-For"] = append([]string{xff}, h["X-Forwarded-For"]...)
 	}
 	if !o.plan.replaces("X-Forwarded-Proto") {
-		h["X-Forwarded-Proto"] = append(h["X-Forwarded-Proto"], o.xfp)
+		h["X-Forwarded-Proto"] = append([]string{o.xfp}, h["X-Forwarded-Proto"]...)
 	}
 	return h
 }

@@ -27,8 +27,8 @@ const (
 	upWriteBuf = 4 << 10
 )
 
-// poolSettings tune connection reuse toward one endpoint.
-type poolSettings struct {
+// PoolSettings tune connection reuse toward each upstream endpoint.
+type PoolSettings struct {
 	// MaxIdle is the most idle connections kept per endpoint.
 	MaxIdle int
 	// IdleTimeout closes a connection idle for longer.
@@ -37,7 +37,8 @@ type poolSettings struct {
 	DialTimeout time.Duration
 }
 
-var defaultPoolSettings = poolSettings{MaxIdle: 256, IdleTimeout: 90 * time.Second, DialTimeout: 10 * time.Second}
+// defaultPoolSettings fill the zero fields of Options.Pool.
+var defaultPoolSettings = PoolSettings{MaxIdle: 256, IdleTimeout: 90 * time.Second, DialTimeout: 10 * time.Second}
 
 // h1Pool holds the idle connections to one endpoint address for one
 // (protocol, TLS identity). Most recently used first: a warm connection is
@@ -45,7 +46,9 @@ var defaultPoolSettings = poolSettings{MaxIdle: 256, IdleTimeout: 90 * time.Seco
 type h1Pool struct {
 	addr     string
 	tls      *tls.Config // nil for cleartext
-	settings poolSettings
+	settings PoolSettings
+	// explain adds advice to a failed TLS handshake (backendTLSError).
+	explain func(error) error
 
 	mu     sync.Mutex
 	idle   []*upConn
@@ -63,7 +66,7 @@ type upConn struct {
 	idleAt time.Time // when it went back to the pool
 }
 
-func newH1Pool(addr string, tlsConf *tls.Config, s poolSettings) *h1Pool {
+func newH1Pool(addr string, tlsConf *tls.Config, s PoolSettings) *h1Pool {
 	return &h1Pool{addr: addr, tls: tlsConf, settings: s}
 }
 
@@ -107,7 +110,11 @@ func (p *h1Pool) dial(ctx context.Context) (*upConn, error) {
 		tc := tls.Client(nc, p.tls)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			nc.Close()
-			return nil, &errDial{fmt.Errorf("TLS handshake with %s: %w", p.addr, err)}
+			err = fmt.Errorf("TLS handshake with %s: %w", p.addr, err)
+			if p.explain != nil {
+				err = p.explain(err)
+			}
+			return nil, &errDial{err}
 		}
 		if proto := tc.ConnectionState().NegotiatedProtocol; proto != "" && proto != "http/1.1" {
 			nc.Close()

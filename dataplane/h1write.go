@@ -58,14 +58,6 @@ func writeHead(bw *bufio.Writer, o *outRequest) {
 			writeField(bw, k, v)
 		}
 	}
-	if o.plan != nil {
-		for i := range o.plan.ops {
-			op := &o.plan.ops[i]
-			for _, v := range op.values {
-				writeField(bw, op.name, v)
-			}
-		}
-	}
 	if o.peer != "" && !o.plan.replaces("X-Forwarded-For") {
 		bw.WriteString("X-Forwarded-For: ")
 		for _, v := range o.xffPrior {
@@ -77,6 +69,14 @@ func writeHead(bw *bufio.Writer, o *outRequest) {
 	}
 	if o.xfp != "" && !o.plan.replaces("X-Forwarded-Proto") {
 		writeField(bw, "X-Forwarded-Proto", o.xfp)
+	}
+	if o.plan != nil {
+		for i := range o.plan.ops {
+			op := &o.plan.ops[i]
+			for _, v := range op.values {
+				writeField(bw, op.name, v)
+			}
+		}
 	}
 	if o.upgrade != "" {
 		writeField(bw, "Connection", "Upgrade")

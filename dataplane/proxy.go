@@ -15,7 +15,7 @@ import (
 type Options struct {
 	// Pool tunes upstream connection reuse; zero fields take defaults
 	// (256 idle connections per endpoint, 90 s idle timeout, 10 s dial).
-	Pool poolSettings
+	Pool PoolSettings
 	// WebSocketIdle closes a WebSocket with no traffic either way for this
 	// long; default one hour.
 	WebSocketIdle time.Duration
@@ -43,6 +43,20 @@ type Proxy struct {
 	fallbackSession *SessionCodec
 
 	mirrorsInFlight atomic.Int32
+	// lastUpstreamLog (unix nanoseconds) rate-limits upstream failure logs.
+	lastUpstreamLog atomic.Int64
+}
+
+// logUpstream logs a failure to get an answer from a backend, at most once
+// a second: during an outage every request fails the same way, and the
+// counters in /metrics say how many.
+func (p *Proxy) logUpstream(cluster, addr string, status int, err error) {
+	now := time.Now().UnixNano()
+	last := p.lastUpstreamLog.Load()
+	if now-last < int64(time.Second) || !p.lastUpstreamLog.CompareAndSwap(last, now) {
+		return
+	}
+	p.opts.Log.Warn("backend request failed", "cluster", cluster, "endpoint", addr, "status", status, "err", err)
 }
 
 // New returns a proxy with no config: it answers 503 until Load succeeds.
