@@ -78,7 +78,7 @@ func (p *headerPlan) op(name, value string) (*headerOp, error) {
 		return nil, fmt.Errorf("value of header %q holds a control character or line break", name)
 	}
 	key := textproto.CanonicalMIMEHeaderKey(name)
-	if hopByHop(key) || key == "Host" || key == "Content-Length" {
+	if hopByHop(key) || key == "Host" || key == "Content-Length" || key == "Expect" {
 		return nil, fmt.Errorf("header %q is managed by the proxy and cannot be modified", name)
 	}
 	for i := range p.ops {

@@ -56,7 +56,7 @@ func hdrValueOK(v string) bool {
 // hdrManaged lists the headers no modifier may touch: framing, Host and
 // the hop-by-hop fields of RFC 9110 §7.6.1.
 var hdrManaged = map[string]bool{
-	"Host": true, "Content-Length": true, "Connection": true, "Keep-Alive": true,
+	"Host": true, "Content-Length": true, "Expect": true, "Connection": true, "Keep-Alive": true,
 	"Proxy-Connection": true, "Te": true, "Trailer": true, "Transfer-Encoding": true,
 	"Upgrade": true, "Proxy-Authenticate": true, "Proxy-Authorization": true,
 }
