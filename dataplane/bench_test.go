@@ -32,13 +32,13 @@ func BenchmarkProxy(b *testing.B) {
 				name = "filters=" + filters + "/" + name
 			}
 			b.Run(name, func(b *testing.B) {
-				var h http.Handler
+				var addr string
 				if impl == "tunnelgate" {
-					h = tunnelgateHandler(b, be, filters == "headers")
+					// As on the origin listener: the proxy's own server.
+					addr = serveOwn(b, tunnelgateHandler(b, be, filters == "headers"))
 				} else {
-					h = httputilHandler(be, filters == "headers")
+					addr = serveHandler(b, httputilHandler(be, filters == "headers"))
 				}
-				addr := serveHandler(b, h)
 				benchGET(b, addr)
 			})
 		}
@@ -95,6 +95,22 @@ func serveHandler(b testing.TB, h http.Handler) string {
 	srv := &http.Server{Handler: h}
 	go srv.Serve(ln)
 	b.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
+// serveOwn serves h with the origin listener's HTTP/1.1 server.
+func serveOwn(b testing.TB, h http.Handler) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := newH1Server(h, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go s.serve(ln)
+	b.Cleanup(func() {
+		s.closing.Store(true)
+		ln.Close()
+		s.closeAll()
+	})
 	return ln.Addr().String()
 }
 

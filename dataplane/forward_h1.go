@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -202,7 +203,7 @@ func (x *exchange) exchangeOn(ctx context.Context, c *upConn, deadline time.Time
 			return nil, nil, err
 		}
 	}
-	stop, err := awaitResponse(ctx, c, deadline)
+	stop, err := x.awaitResponse(c, deadline)
 	if stop != nil {
 		defer func() {
 			if !stop() {
@@ -234,7 +235,7 @@ const watchAfter = 500 * time.Millisecond
 // awaitResponse waits for the first byte of the response. If it is slow
 // to come, it arranges for the wait to end when the client goes away, and
 // returns the function that stops that watch.
-func awaitResponse(ctx context.Context, c *upConn, deadline time.Time) (stop func() bool, err error) {
+func (x *exchange) awaitResponse(c *upConn, deadline time.Time) (stop func() bool, err error) {
 	if c.br.Buffered() > 0 {
 		return nil, nil
 	}
@@ -248,10 +249,18 @@ func awaitResponse(ctx context.Context, c *upConn, deadline time.Time) (stop fun
 	if err == nil || !isTimeout(err) {
 		return nil, err
 	}
-	if ctx.Done() == nil {
-		return nil, nil
-	}
-	return context.AfterFunc(ctx, func() { c.nc.SetDeadline(pastDeadline) }), nil
+	return x.watchClient(c), nil
+}
+
+// watchClient watches for the client leaving while c waits on the
+// backend; if it does, c's pending I/O is cut short.
+func (x *exchange) watchClient(c *upConn) func() bool {
+	gone := new(atomic.Bool)
+	x.clientGone = gone
+	return watchClient(x.w, x.r, func() {
+		gone.Store(true)
+		c.nc.SetDeadline(pastDeadline)
+	})
 }
 
 func isTimeout(err error) bool {
@@ -324,6 +333,16 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *upConn, he
 	var err error
 	bc := bodyCopy{w: w, br: c.br}
 	bc.fl, _ = w.(http.Flusher)
+	if head.hasBody(r.Method) && (head.chunked || head.contentLength < 0) {
+		// A stream may go quiet for as long as the backend likes.
+		if stop := x.watchClient(c); stop != nil {
+			defer func() {
+				if !stop() {
+					c.broken = true
+				}
+			}()
+		}
+	}
 	if head.hasBody(r.Method) {
 		switch {
 		case head.chunked:
@@ -355,7 +374,7 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *upConn, he
 		// body, which must not happen after the handler returns.
 		<-bodyDone
 	}
-	if err != nil && bc.downErr == nil {
+	if err != nil && bc.downErr == nil && !x.gone() {
 		// The backend failed mid-body. Send what arrived, then abort the
 		// client's response so it sees a truncated message, not a
 		// complete short one.

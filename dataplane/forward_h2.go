@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -60,6 +61,14 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 		func() {
 			defer ep.inflight.Add(-1) // deferred: respondH2 may abort with a panic
 			defer cancel()
+			if res.ContentLength < 0 {
+				// A stream may go quiet for as long as the backend likes.
+				gone := new(atomic.Bool)
+				x.clientGone = gone
+				if stop := watchClient(w, r, func() { gone.Store(true); cancel() }); stop != nil {
+					defer stop()
+				}
+			}
 			x.respondH2(w, r, res)
 		}()
 		return
@@ -186,6 +195,9 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 			break
 		}
 		if err != nil {
+			if x.gone() {
+				return
+			}
 			stats.UpstreamErrors.Add(1)
 			if fl != nil {
 				fl.Flush()

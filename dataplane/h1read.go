@@ -61,6 +61,9 @@ type errUpstreamProtocol struct{ msg string }
 
 func (e *errUpstreamProtocol) Error() string { return "upstream sent a malformed response: " + e.msg }
 
+// errHeadTooLarge is a head over maxHeadBytes or maxHeadFields.
+var errHeadTooLarge = &errUpstreamProtocol{"head larger than 256 KiB or 512 fields"}
+
 func protoErr(format string, a ...any) error {
 	return &errUpstreamProtocol{fmt.Sprintf(format, a...)}
 }
@@ -95,7 +98,7 @@ func readLine(br *bufio.Reader, h *respHead, first bool) (span, error) {
 	for {
 		frag, err := br.ReadSlice('\n')
 		if len(h.raw)+len(frag) > maxHeadBytes {
-			return span{}, protoErr("head larger than %d bytes", maxHeadBytes)
+			return span{}, errHeadTooLarge
 		}
 		h.raw = append(h.raw, frag...)
 		if err == nil {
@@ -173,7 +176,7 @@ func readFields(br *bufio.Reader, h *respHead) error {
 			return protoErr("invalid value in field %q", truncate(name))
 		}
 		if len(h.fields) >= maxHeadFields {
-			return protoErr("more than %d fields", maxHeadFields)
+			return errHeadTooLarge
 		}
 		vstart := s.start + int32(colon+1) + int32(bytesIndexNonSpace(line[colon+1:]))
 		h.fields = append(h.fields, field{
@@ -390,6 +393,14 @@ var commonKeys = func() map[string]string {
 		"Set-Cookie", "Strict-Transport-Security", "Trailer", "Transfer-Encoding", "Upgrade", "Vary",
 		"Via", "Www-Authenticate", "X-Content-Type-Options", "X-Frame-Options", "X-Request-Id",
 		"X-Xss-Protection", "Sec-Websocket-Accept", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions",
+		// Request fields, for the origin listener's server.
+		"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cdn-Loop", "Cf-Connecting-Ip",
+		"Cf-Ipcountry", "Cf-Ray", "Cf-Visitor", "Cf-Warp-Tag-Id", "Cookie", "Dnt", "Expect", "Forwarded",
+		"Grpc-Timeout", "Host", "If-Match", "If-Modified-Since", "If-None-Match", "Origin", "Priority",
+		"Range", "Referer", "Sec-Fetch-Dest", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Sec-Fetch-User",
+		"Sec-Websocket-Key", "Sec-Websocket-Version", "Te", "Traceparent", "Upgrade-Insecure-Requests",
+		"User-Agent", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip",
+		"X-Requested-With", "Access-Control-Request-Method", "Access-Control-Request-Headers",
 	} {
 		m[k] = k
 		m[string(bytes.ToLower([]byte(k)))] = k

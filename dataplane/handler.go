@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/matcher"
@@ -26,6 +27,8 @@ type handler struct {
 // exchange is the state of one request once it is routed.
 type exchange struct {
 	h     *handler
+	w     http.ResponseWriter
+	r     *http.Request
 	snap  *snapshot
 	rule  *rule
 	be    *backend
@@ -41,7 +44,13 @@ type exchange struct {
 	newSession   bool      // the response starts a session
 	sessionStart time.Time // when the pinned session began
 	start        time.Time
+	// clientGone, once a watch started, is set if the client left while
+	// the proxy waited. (A pointer: the watch's closure must not capture
+	// the exchange, or every exchange would be heap-allocated.)
+	clientGone *atomic.Bool
 }
+
+func (x *exchange) gone() bool { return x.clientGone != nil && x.clientGone.Load() }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p := h.p
@@ -107,7 +116,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	x := exchange{h: h, snap: snap, rule: ru, path: path, query: query, start: time.Now()}
+	x := exchange{h: h, w: w, r: r, snap: snap, rule: ru, path: path, query: query, start: time.Now()}
 	host := r.Host
 	if t.rewrite != nil {
 		x.path, host = t.rewrite.apply(path, host)

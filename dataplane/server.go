@@ -29,6 +29,10 @@ type Listeners struct {
 	OriginCert, OriginKey string
 	CertDir               string
 	UntrustedOrigin       bool
+	// OriginNetHTTP serves the origin listener with net/http's server
+	// instead of the proxy's own HTTP/1.1 server (see srvconn.go); a
+	// fallback should the own server misbehave with some client.
+	OriginNetHTTP bool
 	// Plain is a listener for direct clients (standalone mode, tests):
 	// HTTP/1.1 and h2c, forwarding headers not trusted. PlainPort is the
 	// Gateway listener port it serves; 0 serves every listener by hostname.
@@ -60,9 +64,13 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 	var servers []*http.Server
 	var lns []net.Listener
 	var bound Bound
+	var ownLn net.Listener // the origin listener when the own server runs it
 	closeAll := func() {
 		for _, ln := range lns {
 			ln.Close()
+		}
+		if ownLn != nil {
+			ownLn.Close()
 		}
 	}
 	open := func(addr string, h http.Handler, proto func(*http.Protocols), tlsConf *tls.Config) (string, error) {
@@ -88,11 +96,20 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 	}
 	h1only := func(ps *http.Protocols) { ps.SetHTTP1(true) }
 	var err error
-	if l.Origin != "" {
+	var own *h1Server
+	switch {
+	case l.Origin != "" && l.OriginNetHTTP:
 		if bound.Origin, err = open(l.Origin, p.Handler(0, !l.UntrustedOrigin), h1only, nil); err != nil {
 			closeAll()
 			return fmt.Errorf("origin listener: %w", err)
 		}
+	case l.Origin != "":
+		if ownLn, err = listen(l.Origin); err != nil {
+			closeAll()
+			return fmt.Errorf("origin listener: %w", err)
+		}
+		bound.Origin = ownLn.Addr().String()
+		own = newH1Server(p.Handler(0, !l.UntrustedOrigin), p.opts.Log)
 	}
 	if l.OriginTLS != "" {
 		conf, ca, err := originTLS(l)
@@ -124,13 +141,20 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 			return fmt.Errorf("admin listener: %w", err)
 		}
 	}
-	if len(servers) == 0 {
+	if len(servers) == 0 && own == nil {
 		return errors.New("no listener configured")
 	}
 	if l.Ready != nil {
 		l.Ready(bound)
 	}
-	errc := make(chan error, len(servers))
+	errc := make(chan error, len(servers)+1)
+	if own != nil {
+		go func() {
+			if err := own.serve(ownLn); !errors.Is(err, http.ErrServerClosed) {
+				errc <- err
+			}
+		}()
+	}
 	for i, srv := range servers {
 		go func() {
 			var err error
@@ -159,6 +183,15 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 			if err := srv.Shutdown(sctx); err != nil {
 				srv.Close()
 			}
+		}()
+	}
+	if own != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			own.closing.Store(true)
+			ownLn.Close()
+			own.shutdown(sctx)
 		}()
 	}
 	wg.Wait()

@@ -1,0 +1,287 @@
+package dataplane
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The origin listener serves one client, cloudflared, with kept-alive
+// HTTP/1.1 connections, and carries every request the proxy handles, so it
+// has a server of its own instead of net/http's. net/http's server
+// allocates a request, a URL, a context and a string per header field on
+// every request, and hands each request's connection to a second goroutine
+// that watches for the client going away. This server keeps one request,
+// header map and response writer per connection and reuses them; a
+// request costs two allocations (its header values) and one goroutine for
+// the connection's life. It speaks HTTP/1.1 only; the TLS origin (HTTP/2)
+// and the plain listener stay on net/http.
+//
+// What it does not do that net/http does: HTTP/2, TLS, and informational
+// responses other than 100 Continue.
+
+// srvConn is one client connection and everything reused across its
+// requests.
+type srvConn struct {
+	s    *h1Server
+	nc   net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	q    requestHead
+	req  http.Request
+	body reqBody
+	resp srvResponse
+	// phase and since let the janitor close idle and slow connections
+	// without a timer per request: phase is what the connection waits
+	// for, since when (unix nanoseconds).
+	phase atomic.Int32
+	since atomic.Int64
+}
+
+const (
+	phaseIdle    = iota // between requests
+	phaseHead           // reading a request head
+	phaseBusy           // in the handler
+	phaseClosing        // shutting down
+)
+
+func (c *srvConn) setPhase(p int32) {
+	c.since.Store(time.Now().UnixNano())
+	c.phase.Store(p)
+}
+
+// serve runs the connection's request loop.
+func (c *srvConn) serve(ctx context.Context) {
+	defer c.s.forget(c)
+	c.req = http.Request{Header: http.Header{}, ProtoMajor: 1, RemoteAddr: c.nc.RemoteAddr().String()}
+	c.req = *c.req.WithContext(ctx)
+	if c.req.RemoteAddr == "" || c.req.RemoteAddr == "@" {
+		c.req.RemoteAddr = "127.0.0.1:0" // a unix socket peer: cloudflared in the pod
+	}
+	c.resp.c = c
+	c.resp.hdr = http.Header{}
+	for {
+		c.setPhase(phaseIdle)
+		if c.s.closing.Load() {
+			return
+		}
+		if _, err := c.br.Peek(1); err != nil {
+			return
+		}
+		c.setPhase(phaseHead)
+		err := readRequestHead(c.br, &c.q)
+		if err != nil {
+			c.refuse(err)
+			return
+		}
+		c.setPhase(phaseBusy)
+		c.q.fill(&c.req)
+		c.body.reset(c, &c.q)
+		c.req.Body = &c.body
+		if c.body.done {
+			c.req.Body = http.NoBody
+		}
+		c.resp.reset(&c.q)
+		if !c.run() {
+			return // hijacked, or the handler aborted the response
+		}
+		if !c.resp.finish() || c.q.closeConn || c.resp.closeAfter {
+			return
+		}
+		if !c.body.drain(256 << 10) {
+			return
+		}
+	}
+}
+
+// run calls the handler; it reports false when the connection must not
+// be used again (hijacked, or aborted with http.ErrAbortHandler).
+func (c *srvConn) run() (ok bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			ok = false
+			if v != http.ErrAbortHandler {
+				c.s.log.Error("panic serving a request", "panic", v)
+			}
+			if c.resp.hijacked {
+				return
+			}
+			c.bw.Flush() // what was sent stays sent; the close cuts the rest
+		}
+	}()
+	c.s.handler.ServeHTTP(&c.resp, &c.req)
+	return !c.resp.hijacked
+}
+
+// refuse answers a request head that could not be read, when it makes
+// sense to, and the connection is then closed.
+func (c *srvConn) refuse(err error) {
+	var br *errBadRequest
+	if errors.As(err, &br) {
+		c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(br.status) + " " + http.StatusText(br.status) +
+			"\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\nContent-Length: ")
+		msg := br.msg + "\n"
+		c.bw.WriteString(strconv.Itoa(len(msg)) + "\r\n\r\n" + msg)
+		c.bw.Flush()
+		return
+	}
+	var pe *errUpstreamProtocol
+	if errors.As(err, &pe) { // a head cut short by the client
+		c.bw.WriteString("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+		c.bw.Flush()
+	}
+}
+
+func (c *srvConn) sendContinue() {
+	if c.resp.headSent {
+		return
+	}
+	c.bw.WriteString("HTTP/1.1 100 Continue\r\n\r\n")
+	c.bw.Flush()
+}
+
+// h1Server accepts connections and runs them; a janitor closes
+// connections idle too long and clients too slow sending a head.
+type h1Server struct {
+	handler     http.Handler
+	log         logger
+	idleTimeout time.Duration
+	headTimeout time.Duration
+
+	mu      sync.Mutex
+	conns   map[*srvConn]struct{}
+	closing atomic.Bool
+	wg      sync.WaitGroup
+	date    atomic.Pointer[dateText]
+}
+
+var errTooManyFiles = syscall.EMFILE
+
+type logger interface {
+	Error(msg string, args ...any)
+}
+
+func newH1Server(h http.Handler, log logger) *h1Server {
+	return &h1Server{handler: h, log: log, idleTimeout: 150 * time.Second, headTimeout: 30 * time.Second, conns: map[*srvConn]struct{}{}}
+}
+
+// serve accepts until ln is closed.
+func (s *h1Server) serve(ln net.Listener) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := make(chan struct{})
+	defer close(stop)
+	go s.janitor(stop)
+	var delay time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.closing.Load() {
+				return http.ErrServerClosed
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() || errors.Is(err, errTooManyFiles) {
+				delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+				time.Sleep(delay)
+				continue
+			}
+			return err
+		}
+		delay = 0
+		c := &srvConn{s: s, nc: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096)}
+		s.mu.Lock()
+		if s.closing.Load() {
+			s.mu.Unlock()
+			nc.Close()
+			return http.ErrServerClosed
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		go c.serve(ctx)
+	}
+}
+
+func (s *h1Server) forget(c *srvConn) {
+	c.nc.Close()
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// janitor closes idle connections past the idle timeout and connections
+// stuck in a request head past the head timeout (slowloris), checking
+// once a second instead of arming a timer per request.
+func (s *h1Server) janitor(stop <-chan struct{}) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now().UnixNano()
+		s.mu.Lock()
+		for c := range s.conns {
+			age := time.Duration(now - c.since.Load())
+			switch c.phase.Load() {
+			case phaseIdle:
+				if age > s.idleTimeout {
+					c.nc.Close()
+				}
+			case phaseHead:
+				if age > s.headTimeout {
+					c.nc.Close()
+				}
+			}
+		}
+		s.mu.Unlock()
+	}
+}
+
+// shutdown stops new requests: idle connections are closed now, busy
+// ones after their current request; it waits for them until ctx ends.
+func (s *h1Server) shutdown(ctx context.Context) error {
+	s.closing.Store(true)
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		for c := range s.conns {
+			if c.phase.Load() == phaseIdle {
+				c.nc.Close()
+			}
+		}
+		s.mu.Unlock()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			s.closeAll()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+func (s *h1Server) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.conns {
+		c.nc.Close()
+	}
+}
+
+var _ io.Reader = (*reqBody)(nil)

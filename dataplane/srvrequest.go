@@ -1,0 +1,288 @@
+package dataplane
+
+import (
+	"bufio"
+	"bytes"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// The origin listener's HTTP/1.1 server parses requests itself (see
+// srvconn.go for why). This file turns a request head into the fields of
+// an *http.Request the pipeline reads, refusing what RFC 9112 says a
+// server must refuse, and what would let a client and the proxy disagree
+// about where a request ends (request smuggling).
+
+// errBadRequest is a request head the server answers 400 (or the status
+// given) and then closes the connection on.
+type errBadRequest struct {
+	status int
+	msg    string
+}
+
+func (e *errBadRequest) Error() string { return e.msg }
+
+func badRequest(msg string) error { return &errBadRequest{http.StatusBadRequest, msg} }
+
+// requestHead is a parsed request line and header section, with the
+// framing of its body.
+type requestHead struct {
+	h      respHead // the line and field spans; h.raw owns the bytes
+	method string
+	target span // in h.raw
+	minor  int
+	host   span // in h.raw; empty when absent
+	// absHost is the authority of an absolute-form target.
+	absHost span
+	// contentLength is the body length; -1 with chunked.
+	contentLength int64
+	chunked       bool
+	closeConn     bool // Connection: close, or HTTP/1.0 without keep-alive
+	expect100     bool // Expect: 100-continue
+}
+
+// readRequestHead reads one request head. io.EOF means the client closed
+// the connection between requests.
+func readRequestHead(br *bufio.Reader, q *requestHead) error {
+	h := &q.h
+	h.raw, h.fields = h.raw[:0], h.fields[:0]
+	line, err := readLine(br, h, true)
+	if err == errHeadTooLarge {
+		return &errBadRequest{http.StatusRequestURITooLong, "request line too long"}
+	}
+	if err != nil {
+		return err
+	}
+	if err := q.parseRequestLine(h.bytes(line), line.start); err != nil {
+		return err
+	}
+	if err := readFields(br, h); err != nil {
+		if err == errHeadTooLarge {
+			return &errBadRequest{http.StatusRequestHeaderFieldsTooLarge, "request head larger than 256 KiB or 512 fields"}
+		}
+		if pe, ok := err.(*errUpstreamProtocol); ok {
+			return badRequest(pe.msg)
+		}
+		return err
+	}
+	return q.frame()
+}
+
+func (q *requestHead) parseRequestLine(line []byte, at int32) error {
+	// method SP request-target SP HTTP-version (RFC 9112 §3).
+	sp1 := bytes.IndexByte(line, ' ')
+	if sp1 <= 0 {
+		return badRequest("malformed request line")
+	}
+	rest := line[sp1+1:]
+	sp2 := bytes.IndexByte(rest, ' ')
+	if sp2 <= 0 {
+		return badRequest("malformed request line")
+	}
+	method, target, version := line[:sp1], rest[:sp2], rest[sp2+1:]
+	if !validFieldName(method) {
+		return badRequest("malformed method")
+	}
+	switch string(version) {
+	case "HTTP/1.1":
+		q.minor = 1
+	case "HTTP/1.0":
+		q.minor = 0
+	default:
+		return &errBadRequest{http.StatusHTTPVersionNotSupported, "unsupported HTTP version"}
+	}
+	for _, c := range target {
+		if c <= ' ' || c == 0x7f {
+			return badRequest("malformed request target")
+		}
+	}
+	if !validTarget(target) {
+		return badRequest("malformed request target")
+	}
+	q.method = internMethod(method)
+	q.target = span{at + int32(sp1+1), at + int32(sp1+1+sp2)}
+	return nil
+}
+
+// internMethod returns the usual methods without allocating.
+func internMethod(b []byte) string {
+	for _, m := range [...]string{"GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"} {
+		if string(b) == m {
+			return m
+		}
+	}
+	return string(b)
+}
+
+// frame applies RFC 9112 §6.3 to a request, more strictly than a
+// response: a request with both Transfer-Encoding and Content-Length, with
+// a coding other than chunked, or with several lengths is refused, since
+// those are the shapes smuggling takes.
+func (q *requestHead) frame() error {
+	h := &q.h
+	q.contentLength, q.chunked, q.expect100, q.host, q.absHost = 0, false, false, span{}, span{}
+	q.closeConn = q.minor == 0
+	hosts, lengths, codings := 0, 0, 0
+	for _, f := range h.fields {
+		name, value := h.bytes(f.name), h.bytes(f.value)
+		switch {
+		case asciiEqualFold(name, "Host"):
+			hosts++
+			q.host = f.value
+		case asciiEqualFold(name, "Content-Length"):
+			n, err := parseContentLength(value)
+			if err != nil {
+				return badRequest("bad Content-Length")
+			}
+			lengths++
+			q.contentLength = n
+		case asciiEqualFold(name, "Transfer-Encoding"):
+			codings++
+			if !asciiEqualFold(value, "chunked") {
+				return &errBadRequest{http.StatusNotImplemented, "unsupported Transfer-Encoding"}
+			}
+			q.chunked = true
+		case asciiEqualFold(name, "Connection"):
+			eachToken(value, func(tok []byte) {
+				switch {
+				case asciiEqualFold(tok, "close"):
+					q.closeConn = true
+				case asciiEqualFold(tok, "keep-alive") && q.minor == 0:
+					q.closeConn = false
+				}
+			})
+		case asciiEqualFold(name, "Expect"):
+			if asciiEqualFold(value, "100-continue") {
+				q.expect100 = true
+			} else {
+				return &errBadRequest{http.StatusExpectationFailed, "unsupported Expect"}
+			}
+		}
+	}
+	switch {
+	case lengths > 1 || codings > 1:
+		return badRequest("repeated framing header")
+	case lengths > 0 && codings > 0:
+		return badRequest("both Content-Length and Transfer-Encoding")
+	case codings > 0 && q.minor == 0:
+		return badRequest("Transfer-Encoding in an HTTP/1.0 request")
+	case hosts > 1:
+		return badRequest("several Host headers")
+	case hosts == 0 && q.minor == 1:
+		return badRequest("missing Host header") // RFC 9112 §3.2
+	}
+	if q.chunked {
+		q.contentLength = -1
+	}
+	if q.minor == 0 {
+		q.expect100 = false
+	}
+	// Absolute form: the target's authority is the host (RFC 9112 §3.2.2).
+	if t := h.bytes(q.target); len(t) > 0 && t[0] != '/' {
+		if i := bytes.Index(t, []byte("://")); i > 0 {
+			auth := t[i+3:]
+			if j := bytes.IndexByte(auth, '/'); j >= 0 {
+				auth = auth[:j]
+			}
+			start := q.target.start + int32(i+3)
+			q.absHost = span{start, start + int32(len(auth))}
+		}
+	}
+	return nil
+}
+
+// fill sets r's fields from q, reusing r and its header map. Header values
+// become substrings of one string and share one slice array (two
+// allocations per request); common names cost nothing.
+func (q *requestHead) fill(r *http.Request) {
+	clear(r.Header)
+	all, hostAt := q.h.copyRequestHeader(r.Header, q.target, q.host)
+	r.Method = q.method
+	r.RequestURI = all[:q.target.end-q.target.start]
+	r.Host = ""
+	if hostAt >= 0 {
+		r.Host = all[hostAt : hostAt+int(q.host.end-q.host.start)]
+	}
+	if q.absHost.end > q.absHost.start {
+		off := int(q.absHost.start - q.target.start)
+		r.Host = r.RequestURI[off : off+int(q.absHost.end-q.absHost.start)]
+	}
+	r.ProtoMinor = q.minor
+	r.Proto = "HTTP/1.1"
+	if q.minor == 0 {
+		r.Proto = "HTTP/1.0"
+	}
+	r.ContentLength = q.contentLength
+	r.Close = q.closeConn
+}
+
+// copyRequestHeader stores every field in dst under its canonical name,
+// except Host, which is Request.Host, as net/http does. The target and
+// every value are copied into one string, returned, which starts with the
+// target; hostAt is where the host value is in it (-1 for none).
+func (h *respHead) copyRequestHeader(dst http.Header, target, host span) (all string, hostAt int) {
+	total := int(target.end - target.start)
+	for _, f := range h.fields {
+		total += int(f.value.end - f.value.start)
+	}
+	var sb strings.Builder
+	sb.Grow(total)
+	sb.Write(h.bytes(target))
+	hostAt = -1
+	for _, f := range h.fields {
+		if f.value == host && host.end > host.start {
+			hostAt = sb.Len()
+		}
+		sb.Write(h.bytes(f.value))
+	}
+	all = sb.String()
+	if len(h.fields) == 0 {
+		return all, hostAt
+	}
+	vals := make([]string, len(h.fields))
+	off := int(target.end - target.start)
+	for i, f := range h.fields {
+		l := int(f.value.end - f.value.start)
+		vals[i] = all[off : off+l]
+		off += l
+		key := canonicalKey(h.bytes(f.name))
+		if key == "Host" {
+			continue
+		}
+		if old, ok := dst[key]; ok {
+			dst[key] = append(old, vals[i])
+		} else {
+			dst[key] = vals[i : i+1 : i+1]
+		}
+	}
+	return all, hostAt
+}
+
+// validTarget accepts what net/http's server accepts, so that the origin
+// server and the backends' servers agree: an origin-form path whose
+// percent-escapes are well formed (the query is not checked), or, rarely,
+// whatever url.ParseRequestURI takes (absolute form, "*").
+func validTarget(t []byte) bool {
+	if len(t) > 0 && t[0] == '/' {
+		path := t
+		if i := bytes.IndexByte(t, '?'); i >= 0 {
+			path = t[:i]
+		}
+		for i := 0; i < len(path); i++ {
+			if path[i] == '%' {
+				if i+2 >= len(path) || !isHex(path[i+1]) || !isHex(path[i+2]) {
+					return false
+				}
+				i += 2
+			}
+		}
+		return true
+	}
+	_, err := url.ParseRequestURI(string(t))
+	return err == nil
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
