@@ -333,8 +333,9 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *upConn, he
 	var err error
 	bc := bodyCopy{w: w, br: c.br}
 	bc.fl, _ = w.(http.Flusher)
-	if head.hasBody(r.Method) && (head.chunked || head.contentLength < 0) {
-		// A stream may go quiet for as long as the backend likes.
+	if head.hasBody(r.Method) && (head.chunked || head.contentLength > int64(c.br.Buffered())) {
+		// More is to come: the backend may go quiet for as long as it
+		// likes (a stream, a stalled download).
 		if stop := x.watchClient(c); stop != nil {
 			defer func() {
 				if !stop() {

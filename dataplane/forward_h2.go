@@ -61,8 +61,9 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 		func() {
 			defer ep.inflight.Add(-1) // deferred: respondH2 may abort with a panic
 			defer cancel()
-			if res.ContentLength < 0 {
-				// A stream may go quiet for as long as the backend likes.
+			if res.ContentLength != 0 && r.Method != http.MethodHead {
+				// A body is to come: the backend may go quiet for as long
+				// as it likes (a stream, a stalled download).
 				gone := new(atomic.Bool)
 				x.clientGone = gone
 				if stop := watchClient(w, r, func() { gone.Store(true); cancel() }); stop != nil {

@@ -50,8 +50,10 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 	// The 101 head goes to the client as the backend sent it: Upgrade,
 	// Connection and Sec-WebSocket-Accept are the handshake itself.
 	cbuf.WriteString("HTTP/1.1 101 Switching Protocols\r\n")
+	// The proxy's own response headers (the backend's modifier, CORS, a
+	// session cookie) join the handshake answer.
 	hdr := http.Header{}
-	x.be.respPlan.apply(hdr)
+	x.responseFilters(r, hdr)
 	for _, f := range head.fields {
 		cbuf.Write(head.bytes(f.name))
 		cbuf.WriteString(": ")
