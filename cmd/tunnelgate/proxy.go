@@ -24,7 +24,8 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	cert := fs.String("tls-cert", "", "PEM certificate for -listen-tls (default: generated)")
 	key := fs.String("tls-key", "", "PEM key for -listen-tls")
 	plain := fs.String("listen-plain", "", "listener for direct clients (HTTP/1.1 and h2c)")
-	admin := fs.String("admin", "127.0.0.1:9901", "admin listener (health, readiness, pprof); empty disables")
+	admin := fs.String("admin", "127.0.0.1:9901", "admin listener (health, readiness, metrics, pprof); empty disables")
+	netHTTP := fs.Bool("origin-nethttp", false, "serve the origin listener with net/http's server instead of tunnelgate's own")
 	if code, done := parse(fs, args); done {
 		return code
 	}
@@ -51,7 +52,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}()
 	err := p.Serve(ctx, dataplane.Listeners{
 		Origin: *origin, OriginTLS: *originTLS, CertDir: *certDir,
-		OriginCert: *cert, OriginKey: *key, Plain: *plain, Admin: *admin,
+		OriginCert: *cert, OriginKey: *key, Plain: *plain, Admin: *admin, OriginNetHTTP: *netHTTP,
 		Ready: func(b dataplane.Bound) {
 			log.Info("listening", "origin", b.Origin, "originTLS", b.OriginTLS, "plain", b.Plain, "admin", b.Admin, "originCA", b.OriginCA)
 		},
