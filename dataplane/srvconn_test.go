@@ -47,6 +47,7 @@ func TestOriginServerRefusesAmbiguousRequests(t *testing.T) {
 		{"space before colon", "GET / HTTP/1.1\r\nHost: a\r\nX : a\r\n\r\n", "400"},
 		{"no host", "GET / HTTP/1.1\r\n\r\n", "400"},
 		{"two hosts", "GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "400"},
+		{"host with space", "GET / HTTP/1.1\r\nHost: a b\r\n\r\n", "400"},
 		{"bad escape", "GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n", "400"},
 		{"http/2 preface", "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "505"},
 		{"unknown expect", "GET / HTTP/1.1\r\nHost: a\r\nExpect: magic\r\n\r\n", "417"},

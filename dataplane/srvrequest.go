@@ -130,6 +130,9 @@ func (q *requestHead) frame() error {
 		case asciiEqualFold(name, "Host"):
 			hosts++
 			q.host = f.value
+			if !validHost(value) {
+				return badRequest("malformed Host header")
+			}
 		case asciiEqualFold(name, "Content-Length"):
 			n, err := parseContentLength(value)
 			if err != nil {
@@ -286,3 +289,27 @@ func validTarget(t []byte) bool {
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
+
+// validHost accepts the bytes a Host value may hold (RFC 3986 reg-name,
+// IP literals and a port), as net/http's server does.
+func validHost(h []byte) bool {
+	for _, c := range h {
+		if !hostByte[c] {
+			return false
+		}
+	}
+	return true
+}
+
+var hostByte = func() (t [256]bool) {
+	for c := '0'; c <= '9'; c++ {
+		t[c] = true
+	}
+	for c := 'a'; c <= 'z'; c++ {
+		t[c], t[c-32] = true, true
+	}
+	for _, c := range "-._~!$&'()*+,;=:[]%@" {
+		t[c] = true
+	}
+	return t
+}()
