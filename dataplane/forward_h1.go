@@ -52,35 +52,19 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 	reqDeadline := x.deadline()
 	var last *endpoint
 	for attempt := 0; ; attempt++ {
-		ep := x.ep
-		if ep == nil || attempt > 0 {
-			if ep = x.cs.pick(last); ep == nil {
-				reply(w, r, stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
-				return
-			}
+		ep := x.endpointFor(attempt, last)
+		if ep == nil {
+			reply(w, r, stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
+			return
 		}
 		ep.inflight.Add(1)
 		c, head, bodyDone, err := x.send(r.Context(), ep, x.tryDeadline(reqDeadline))
 		if err != nil {
 			ep.inflight.Add(-1)
-			var cb *errClientBody
-			if errors.As(err, &cb) {
-				// The client stopped sending (or sent less than it said):
-				// nothing useful can be answered, but try.
-				reply(w, r, stats, http.StatusBadRequest, "incomplete request body")
-				return
-			}
-			status, msg := upstreamFailure(err, stats)
-			x.h.p.logUpstream(x.cs.name, ep.addr, status, err)
-			var dial *errDial
-			if errors.As(err, &dial) {
-				ep.markDown()
-			}
 			last = ep
-			if x.mayRetry(attempt, err, reqDeadline, r) {
+			if x.attemptFailed(w, r, ep, attempt, err, reqDeadline) {
 				continue
 			}
-			reply(w, r, stats, status, msg)
 			return
 		}
 		if rp := x.rule.retry; rp != nil && rp.retryable(head.status) && x.mayRetry(attempt, nil, reqDeadline, r) {
@@ -100,6 +84,40 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 		x.respondReleasing(w, r, c, head, bodyDone)
 		return
 	}
+}
+
+// endpointFor picks the endpoint of an attempt: the pinned one first, if
+// a session named one, else any but the one that just failed.
+func (x *exchange) endpointFor(attempt int, last *endpoint) *endpoint {
+	if x.ep != nil && attempt == 0 {
+		return x.ep
+	}
+	return x.cs.pick(last)
+}
+
+// attemptFailed handles an attempt that got no response: it counts and
+// logs the failure, has the balancer avoid an endpoint that refused the
+// connection, and either waits to retry (true) or answers the client.
+func (x *exchange) attemptFailed(w http.ResponseWriter, r *http.Request, ep *endpoint, attempt int, err error, reqDeadline time.Time) (retry bool) {
+	stats := &x.h.p.stats
+	var cb *errClientBody
+	if errors.As(err, &cb) {
+		// The client stopped sending (or sent less than it said): nothing
+		// useful can be answered, but try.
+		reply(w, r, stats, http.StatusBadRequest, "incomplete request body")
+		return false
+	}
+	status, msg := upstreamFailure(err, stats)
+	x.h.p.logUpstream(x.cs.name, ep.addr, status, err)
+	var dial *errDial
+	if errors.As(err, &dial) {
+		ep.markDown()
+	}
+	if x.mayRetry(attempt, err, reqDeadline, r) {
+		return true
+	}
+	reply(w, r, stats, status, msg)
+	return false
 }
 
 // mayRetry decides whether attempt (0-based) may be followed by another,

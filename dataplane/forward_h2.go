@@ -3,7 +3,6 @@ package dataplane
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -20,34 +19,20 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 	reqDeadline := x.deadline()
 	var last *endpoint
 	for attempt := 0; ; attempt++ {
-		ep := x.ep
-		if ep == nil || attempt > 0 {
-			if ep = x.cs.pick(last); ep == nil {
-				reply(w, r, stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
-				return
-			}
+		ep := x.endpointFor(attempt, last)
+		if ep == nil {
+			reply(w, r, stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
+			return
 		}
 		ep.inflight.Add(1)
 		res, cancel, err := x.roundTripH2(r, ep, x.tryDeadline(reqDeadline))
 		if err != nil {
 			cancel()
 			ep.inflight.Add(-1)
-			var cb *errClientBody
-			if errors.As(err, &cb) {
-				reply(w, r, stats, http.StatusBadRequest, "incomplete request body")
-				return
-			}
-			status, msg := upstreamFailure(err, stats)
-			x.h.p.logUpstream(x.cs.name, ep.addr, status, err)
-			var dial *errDial
-			if errors.As(err, &dial) {
-				ep.markDown()
-			}
 			last = ep
-			if x.mayRetry(attempt, err, reqDeadline, r) {
+			if x.attemptFailed(w, r, ep, attempt, err, reqDeadline) {
 				continue
 			}
-			reply(w, r, stats, status, msg)
 			return
 		}
 		if rp := x.rule.retry; rp != nil && rp.retryable(res.StatusCode) && x.mayRetry(attempt, nil, reqDeadline, r) {
