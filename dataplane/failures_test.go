@@ -2,8 +2,10 @@ package dataplane
 
 import (
 	"bufio"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -204,5 +206,24 @@ func TestStaleConnectionIsReplaced(t *testing.T) {
 	}
 	if conns.Load() < 5 {
 		t.Errorf("only %d connections for 5 requests", conns.Load())
+	}
+}
+
+// A request whose body cannot be sent twice must not go into a pooled
+// connection the backend has closed: the proxy checks first.
+func TestStreamedBodyAvoidsClosedConnection(t *testing.T) {
+	s := httptest.NewUnstartedServer(echo("a"))
+	s.Config.IdleTimeout = 20 * time.Millisecond // like Node.js's 5 s, only shorter
+	s.Start()
+	t.Cleanup(s.Close)
+	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", s.Listener.Addr().String())))
+	for i := range 5 {
+		req, _ := http.NewRequest("POST", e.url("/"), struct{ io.Reader }{strings.NewReader("payload")})
+		req.ContentLength = -1 // streamed: the proxy cannot keep it for a second try
+		res, body := e.do(e.client, req)
+		if res.StatusCode != 200 || echoed(body, "body") != "payload" {
+			t.Fatalf("request %d: %d %q", i, res.StatusCode, body)
+		}
+		time.Sleep(60 * time.Millisecond) // the backend closes the idle connection
 	}
 }

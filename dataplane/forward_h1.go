@@ -165,6 +165,10 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if c.reused && !x.replayable() && !c.looksAlive() {
+			c.nc.Close()
+			continue // a new connection: the body must not go into a dead one
+		}
 		if !deadline.IsZero() {
 			c.nc.SetDeadline(deadline)
 		}

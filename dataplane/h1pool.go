@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -166,3 +167,35 @@ func (p *h1Pool) idleCount() int {
 // errStale is a reused connection that the server had already closed: the
 // request never reached it and may be sent again on a new connection.
 var errStale = errors.New("upstream closed an idle connection")
+
+// looksAlive checks, without blocking, that the server has not closed an
+// idle connection: a peek at the socket finds neither data nor the end of
+// the stream. It costs one syscall, so it is used only before sending a
+// request that could not be sent again (its body is streamed, not kept).
+// Backends often close idle connections sooner than the pool does
+// (Node.js after 5 s), and a body sent into a closed connection is lost.
+func (c *upConn) looksAlive() bool {
+	if c.br.Buffered() > 0 {
+		return false // an idle connection has nothing to say
+	}
+	nc := c.nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	alive := true
+	var b [1]byte
+	rc.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		alive = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
+		return true // never wait
+	})
+	return alive
+}
