@@ -43,7 +43,7 @@ type exchange struct {
 	hasBody      bool
 	newSession   bool      // the response starts a session
 	sessionStart time.Time // when the pinned session began
-	start        time.Time
+	start        time.Time // set when the rule has a request timeout or sessions
 	// clientGone, once a watch started, is set if the client left while
 	// the proxy waited. (A pointer: the watch's closure must not capture
 	// the exchange, or every exchange would be heap-allocated.)
@@ -116,7 +116,10 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	x := exchange{h: h, w: w, r: r, snap: snap, rule: ru, path: path, query: query, start: time.Now()}
+	x := exchange{h: h, w: w, r: r, snap: snap, rule: ru, path: path, query: query}
+	if ru.reqTimeout > 0 || ru.session != nil {
+		x.start = time.Now() // a clock read only where something is timed
+	}
 	host := r.Host
 	if t.rewrite != nil {
 		x.path, host = t.rewrite.apply(path, host)

@@ -39,11 +39,14 @@ type srvConn struct {
 	req  http.Request
 	body reqBody
 	resp srvResponse
-	// phase and since let the janitor close idle and slow connections
-	// without a timer per request: phase is what the connection waits
-	// for, since when (unix nanoseconds).
-	phase atomic.Int32
-	since atomic.Int64
+	// phase and seq let the janitor close idle and slow connections
+	// without a timer, or even a clock read, per request: phase is what
+	// the connection waits for, and seq counts phase changes. The janitor
+	// notes when it first saw the current seq (seenSeq, seenAt: its own).
+	phase   atomic.Int32
+	seq     atomic.Uint32
+	seenSeq uint32
+	seenAt  int64
 }
 
 const (
@@ -54,8 +57,8 @@ const (
 )
 
 func (c *srvConn) setPhase(p int32) {
-	c.since.Store(time.Now().UnixNano())
 	c.phase.Store(p)
+	c.seq.Add(1)
 }
 
 // serve runs the connection's request loop.
@@ -233,7 +236,10 @@ func (s *h1Server) janitor(stop <-chan struct{}) {
 		now := time.Now().UnixNano()
 		s.mu.Lock()
 		for c := range s.conns {
-			age := time.Duration(now - c.since.Load())
+			if seq := c.seq.Load(); seq != c.seenSeq || c.seenAt == 0 {
+				c.seenSeq, c.seenAt = seq, now
+			}
+			age := time.Duration(now - c.seenAt)
 			switch c.phase.Load() {
 			case phaseIdle:
 				if age > s.idleTimeout {
