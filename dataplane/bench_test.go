@@ -118,32 +118,14 @@ var benchResponse = []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConte
 
 // rawBackend answers each request head it reads with benchResponse.
 func rawBackend(b testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	return rawServer(b, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for skipHead(br) == nil {
+			if _, err := c.Write(benchResponse); err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for {
-					if err := skipHead(br); err != nil {
-						return
-					}
-					if _, err := c.Write(benchResponse); err != nil {
-						return
-					}
-				}
-			}()
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
 
 // skipHead reads up to the blank line that ends a head.

@@ -20,29 +20,13 @@ func TestNoConfigAnswers503(t *testing.T) {
 	}
 }
 
-// rawBackendOnce accepts connections and answers each with resp, then
-// closes (or, with resp "", closes without answering).
+// rawAnswer answers every connection's first request with resp, then
+// closes it (with resp "", closes without answering).
 func rawAnswer(t *testing.T, resp string) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				skipHead(bufio.NewReader(c))
-				c.Write([]byte(resp))
-			}()
-		}
-	}()
-	return ln.Addr().String()
+	return rawServer(t, func(c net.Conn) {
+		skipHead(bufio.NewReader(c))
+		c.Write([]byte(resp))
+	})
 }
 
 func TestFailureStatuses(t *testing.T) {
@@ -175,28 +159,14 @@ func TestRetryMovesOffADeadEndpoint(t *testing.T) {
 // client an error: the proxy resends on a new connection.
 func TestStaleConnectionIsReplaced(t *testing.T) {
 	var conns atomic.Int32
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			conns.Add(1)
-			go func() {
-				// Answer one request with keep-alive, then close at once.
-				defer c.Close()
-				skipHead(bufio.NewReader(c))
-				c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
-				time.Sleep(20 * time.Millisecond)
-			}()
-		}
-	}()
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", ln.Addr().String())))
+	addr := rawServer(t, func(c net.Conn) {
+		// Answer one request with keep-alive, then close at once.
+		conns.Add(1)
+		skipHead(bufio.NewReader(c))
+		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
+		time.Sleep(20 * time.Millisecond)
+	})
+	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", addr)))
 	for i := range 5 {
 		res, body := e.get("h", "/")
 		if res.StatusCode != 200 || body != "ok" {
