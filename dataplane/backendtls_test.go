@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -46,7 +47,7 @@ func (c *btlsTestCert) tlsCert(chain ...*btlsTestCert) tls.Certificate {
 	return tc
 }
 
-var btlsSerial int64
+var btlsSerial atomic.Int64 // tests that issue certificates run in parallel
 
 // btlsIssue makes a certificate from tmpl, signed by parent (self-signed
 // when parent is nil).
@@ -56,8 +57,7 @@ func btlsIssue(t *testing.T, tmpl *x509.Certificate, parent *btlsTestCert) *btls
 	if err != nil {
 		t.Fatal(err)
 	}
-	btlsSerial++
-	tmpl.SerialNumber = big.NewInt(btlsSerial)
+	tmpl.SerialNumber = big.NewInt(btlsSerial.Add(1))
 	if tmpl.NotBefore.IsZero() {
 		tmpl.NotBefore = time.Now().Add(-time.Hour)
 		tmpl.NotAfter = time.Now().Add(24 * time.Hour)
@@ -87,8 +87,15 @@ func btlsCA(t *testing.T, name string, parent *btlsTestCert) *btlsTestCert {
 }
 
 func btlsLeaf(t *testing.T, ca *btlsTestCert, dns []string, uris []string, usage x509.ExtKeyUsage) *btlsTestCert {
+	return btlsLeafCN(t, ca, "leaf", dns, uris, usage)
+}
+
+// btlsLeafCN makes a leaf signed by ca with common name cn; uris are
+// parsed as URLs.
+func btlsLeafCN(t *testing.T, ca *btlsTestCert, cn string, dns []string, uris []string, usage x509.ExtKeyUsage) *btlsTestCert {
+	t.Helper()
 	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "leaf"},
+		Subject:     pkix.Name{CommonName: cn},
 		DNSNames:    dns,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{usage},

@@ -1,23 +1,15 @@
 package dataplane
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
-	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -28,84 +20,16 @@ import (
 // The helpers in this file (certificates, TLS backends, waiting with a
 // deadline) are shared by the other *_e2e_test.go files.
 
-// ptCert is a certificate with its private key.
-type ptCert struct {
-	cert *x509.Certificate
-	der  []byte
-	key  *ecdsa.PrivateKey
-}
-
-var ptSerial atomic.Int64
-
-// ptIssue signs tmpl with parent (self-signed when parent is nil).
-func ptIssue(t *testing.T, tmpl *x509.Certificate, parent *ptCert) *ptCert {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl.SerialNumber = big.NewInt(ptSerial.Add(1))
-	tmpl.NotBefore = time.Now().Add(-time.Hour)
-	tmpl.NotAfter = time.Now().Add(24 * time.Hour)
-	signer, signerCert := key, tmpl
-	if parent != nil {
-		signer, signerCert = parent.key, parent.cert
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signerCert, &key.PublicKey, signer)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &ptCert{cert: c, der: der, key: key}
-}
+// ptCert is a certificate with its private key; the certificate helpers
+// are backendtls_test.go's.
+type ptCert = btlsTestCert
 
 // ptCA makes a self-signed CA.
-func ptCA(t *testing.T, name string) *ptCert {
-	return ptIssue(t, &x509.Certificate{
-		Subject:               pkix.Name{CommonName: name},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}, nil)
-}
+func ptCA(t *testing.T, name string) *ptCert { return btlsCA(t, name, nil) }
 
 // ptLeaf makes a leaf signed by ca. uris are parsed as URLs.
 func ptLeaf(t *testing.T, ca *ptCert, cn string, dns, uris []string, usage x509.ExtKeyUsage) *ptCert {
-	t.Helper()
-	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: cn},
-		DNSNames:    dns,
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{usage},
-	}
-	for _, s := range uris {
-		u, err := url.Parse(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tmpl.URIs = append(tmpl.URIs, u)
-	}
-	return ptIssue(t, tmpl, ca)
-}
-
-func (c *ptCert) certPEM() string {
-	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.der}))
-}
-
-func (c *ptCert) keyPEM(t *testing.T) string {
-	t.Helper()
-	der, err := x509.MarshalPKCS8PrivateKey(c.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
-}
-
-func (c *ptCert) tlsCert() tls.Certificate {
-	return tls.Certificate{Certificate: [][]byte{c.der}, PrivateKey: c.key, Leaf: c.cert}
+	return btlsLeafCN(t, ca, cn, dns, uris, usage)
 }
 
 func (c *ptCert) pool() *x509.CertPool {
