@@ -134,6 +134,12 @@ func (p *h1Pool) dial(ctx context.Context) (*upConn, error) {
 // put returns a connection whose last exchange ended cleanly. Whoever set
 // a deadline on it has cleared it.
 func (p *h1Pool) put(c *upConn) {
+	if c.br.Buffered() > 0 {
+		// The server sent more than the response it owed: whatever it is,
+		// it must not be read as the answer to the next request.
+		c.nc.Close()
+		return
+	}
 	c.idleAt = time.Now()
 	p.mu.Lock()
 	if p.closed || c.broken || len(p.idle) >= p.settings.MaxIdle {
