@@ -127,14 +127,13 @@ func (c *bodyCopy) chunkSize() (int64, error) {
 // parseChunkSize reads the hex size at the start of a chunk-size line,
 // ignoring chunk extensions (RFC 9112 §7.1.1).
 func parseChunkSize(line []byte) (int64, error) {
+	// The line must end in CRLF: a bare LF is refused, as net/http refuses
+	// it, since peers that disagree on line ends disagree on the body.
 	end := len(line)
-	if end > 0 && line[end-1] == '\n' {
-		end--
+	if end < 2 || line[end-2] != '\r' || line[end-1] != '\n' {
+		return 0, protoErr("chunk-size line does not end in CRLF")
 	}
-	if end > 0 && line[end-1] == '\r' {
-		end--
-	}
-	line = line[:end]
+	line = line[:end-2]
 	var n int64
 	digits := 0
 	i := 0
