@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
 )
@@ -26,6 +27,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	plain := fs.String("listen-plain", "", "listener for direct clients (HTTP/1.1 and h2c)")
 	admin := fs.String("admin", "127.0.0.1:9901", "admin listener (health, readiness, metrics, pprof); empty disables")
 	netHTTP := fs.Bool("origin-nethttp", false, "serve the origin listener with net/http's server instead of tunnelgate's own")
+	maxIdle := fs.Int("upstream-max-idle", 256, "idle connections kept per backend endpoint")
+	idleTimeout := fs.Duration("upstream-idle-timeout", 90*time.Second, "close upstream connections idle this long")
+	dialTimeout := fs.Duration("upstream-dial-timeout", 10*time.Second, "bound on connecting to a backend, TLS included")
 	if code, done := parse(fs, args); done {
 		return code
 	}
@@ -34,7 +38,9 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	p := dataplane.New(dataplane.Options{Log: log})
+	p := dataplane.New(dataplane.Options{Log: log, Pool: dataplane.PoolSettings{
+		MaxIdle: *maxIdle, IdleTimeout: *idleTimeout, DialTimeout: *dialTimeout,
+	}})
 	if err := loadFile(p, *file); err != nil {
 		fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
 		return 1
