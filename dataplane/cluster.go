@@ -258,6 +258,7 @@ func newH2Transport(tlsConf *tls.Config, s PoolSettings) *http.Transport {
 		TLSHandshakeTimeout: s.DialTimeout,
 		IdleConnTimeout:     s.IdleTimeout,
 		MaxIdleConnsPerHost: s.MaxIdle,
+		MaxConnsPerHost:     s.MaxConns,
 		DisableCompression:  true,
 		ForceAttemptHTTP2:   true,
 		HTTP2: &http.HTTP2Config{

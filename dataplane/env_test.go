@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"context"
+	"fmt"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -83,7 +84,37 @@ func newTestEnv(t *testing.T, cfg *Config, opts ...func(*Options)) *testEnv {
 		e.h2.CloseIdleConnections()
 		e.h2c.CloseIdleConnections()
 	})
+	t.Cleanup(func() { checkNoLeakedConns(t, p) }) // runs first: before shutdown
 	return e
+}
+
+// checkNoLeakedConns checks that, once a test's requests are over, every
+// upstream connection counted open is an idle one in its pool: a busy
+// count that never comes down would starve the endpoint at its cap.
+func checkNoLeakedConns(t *testing.T, p *Proxy) {
+	t.Helper()
+	leaked := func() string {
+		p.transports.mu.Lock()
+		defer p.transports.mu.Unlock()
+		for _, tr := range p.transports.byKey {
+			for addr, ep := range tr.eps {
+				ep.h1.mu.Lock()
+				open, idle := ep.h1.open, len(ep.h1.idle)
+				ep.h1.mu.Unlock()
+				if open != idle {
+					return fmt.Sprintf("%s: %d connections open, %d idle", addr, open, idle)
+				}
+			}
+		}
+		return ""
+	}
+	deadline := time.Now().Add(3 * time.Second) // mirrors and tunnels finish on their own
+	for leaked() != "" && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if l := leaked(); l != "" {
+		t.Errorf("connection places leaked: %s", l)
+	}
 }
 
 func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }

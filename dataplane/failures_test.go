@@ -197,3 +197,53 @@ func TestStreamedBodyAvoidsClosedConnection(t *testing.T) {
 		time.Sleep(60 * time.Millisecond) // the backend closes the idle connection
 	}
 }
+
+// An endpoint at its connection cap fails fast with 503 instead of
+// opening more; every connection's place is given back when it closes.
+func TestConnectionCap(t *testing.T) {
+	release := make(chan struct{})
+	var inside atomic.Int32
+	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			inside.Add(1)
+			<-release
+		}
+		io.WriteString(w, "ok")
+	})
+	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)), func(o *Options) { o.Pool.MaxConns = 2 })
+	done := make(chan int, 2)
+	for range 2 {
+		go func() {
+			res, err := http.Get(e.url("/block"))
+			if err != nil {
+				done <- 0
+				return
+			}
+			res.Body.Close()
+			done <- res.StatusCode
+		}()
+	}
+	waitUntil(t, func() bool { return inside.Load() == 2 })
+	res, body := e.get("h", "/third")
+	if res.StatusCode != 503 {
+		t.Errorf("third request over the cap: %d %q", res.StatusCode, body)
+	}
+	close(release)
+	for range 2 {
+		if code := <-done; code != 200 {
+			t.Errorf("a request under the cap got %d", code)
+		}
+	}
+	for i := range 5 { // the two connections are reused, the cap is not hit
+		if res, body := e.get("h", "/"); res.StatusCode != 200 {
+			t.Fatalf("request %d after the burst: %d %q", i, res.StatusCode, body)
+		}
+	}
+	pool := e.p.slots["a"].state.Load().eps[0].h1
+	pool.mu.Lock()
+	open, idle := pool.open, len(pool.idle)
+	pool.mu.Unlock()
+	if open != idle || open > 2 {
+		t.Errorf("%d connections counted open, %d idle: a place leaked", open, idle)
+	}
+}

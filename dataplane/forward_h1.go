@@ -73,7 +73,7 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 			if <-bodyDone == nil && !head.closeConn && discardBody(c.br, head, r.Method, 64<<10) {
 				c.pool.put(c)
 			} else {
-				c.nc.Close()
+				c.close()
 			}
 			putRespHead(head)
 			ep.inflight.Add(-1)
@@ -158,7 +158,7 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		var c *upConn
 		var err error
 		if fresh {
-			c, err = ep.h1.dial(ctx)
+			c, err = ep.h1.fresh(ctx)
 		} else {
 			c, err = ep.h1.get(ctx)
 		}
@@ -166,7 +166,7 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 			return nil, nil, nil, err
 		}
 		if c.reused && !x.replayable() && !c.looksAlive() {
-			c.nc.Close()
+			c.close()
 			continue // a new connection: the body must not go into a dead one
 		}
 		if !deadline.IsZero() {
@@ -179,7 +179,7 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 			}
 			return c, head, bodyDone, nil
 		}
-		c.nc.Close()
+		c.close()
 		if bodyDone != nil {
 			<-bodyDone
 		}
@@ -294,7 +294,7 @@ func isTimeout(err error) bool {
 func writeBodyAsync(c *upConn, body io.Reader, n int64, done chan<- error) {
 	_, err := writeBody(c.bw, body, n)
 	if err != nil {
-		c.nc.Close() // the backend must not take a truncated body as whole
+		c.close() // the backend must not take a truncated body as whole
 	}
 	done <- err
 }
@@ -308,6 +308,10 @@ func stale(err error) bool {
 // upstreamFailure maps a failure to get a response to the status the
 // client gets (502, or 504 for a timeout) and counts it.
 func upstreamFailure(err error, stats *Stats) (int, string) {
+	if errors.Is(err, errOverloaded) {
+		stats.UpstreamErrors.Add(1)
+		return http.StatusServiceUnavailable, "the backend has as many connections as allowed"
+	}
 	if isTimeout(err) {
 		stats.Timeouts.Add(1)
 		return http.StatusGatewayTimeout, "the backend did not answer in time"
@@ -392,7 +396,7 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *upConn, he
 	if reuse {
 		c.pool.put(c)
 	} else {
-		c.nc.Close()
+		c.close()
 		// Wait for a body writer still running: it reads the client's
 		// body, which must not happen after the handler returns.
 		<-bodyDone

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -36,10 +37,15 @@ type PoolSettings struct {
 	IdleTimeout time.Duration
 	// DialTimeout bounds connecting, TLS handshake included.
 	DialTimeout time.Duration
+	// MaxConns caps the connections open to one endpoint, busy and idle:
+	// beyond it a request fails at once with 503 (or is retried on another
+	// endpoint) instead of piling onto an overloaded backend, and the
+	// proxy cannot run out of file descriptors. Default 1024.
+	MaxConns int
 }
 
 // defaultPoolSettings fill the zero fields of Options.Pool.
-var defaultPoolSettings = PoolSettings{MaxIdle: 256, IdleTimeout: 90 * time.Second, DialTimeout: 10 * time.Second}
+var defaultPoolSettings = PoolSettings{MaxIdle: 256, IdleTimeout: 90 * time.Second, DialTimeout: 10 * time.Second, MaxConns: 1024}
 
 // h1Pool holds the idle connections to one endpoint address for one
 // (protocol, TLS identity). Most recently used first: a warm connection is
@@ -53,6 +59,7 @@ type h1Pool struct {
 
 	mu     sync.Mutex
 	idle   []*upConn
+	open   int // connections open, busy or idle, and dials under way
 	closed bool
 }
 
@@ -65,6 +72,20 @@ type upConn struct {
 	reused bool      // it served an exchange before this one
 	broken bool      // a deadline was forced into the past: not reusable
 	idleAt time.Time // when it went back to the pool
+	done   atomic.Bool
+}
+
+// close closes the connection and gives its place back to the pool. It
+// may be called more than once (a body writer and the response path can
+// both give up on a connection).
+func (c *upConn) close() {
+	if c.done.Swap(true) {
+		return
+	}
+	c.nc.Close()
+	c.pool.mu.Lock()
+	c.pool.open--
+	c.pool.mu.Unlock()
 }
 
 func newH1Pool(addr string, tlsConf *tls.Config, s PoolSettings) *h1Pool {
@@ -85,11 +106,44 @@ func (p *h1Pool) get(ctx context.Context) (*upConn, error) {
 			return c, nil
 		}
 		p.mu.Unlock()
-		c.nc.Close()
+		c.close()
 		p.mu.Lock()
 	}
+	if p.open >= p.settings.MaxConns {
+		p.mu.Unlock()
+		return nil, errOverloaded
+	}
+	p.open++ // the place is taken before dialling, so dials cannot overshoot
 	p.mu.Unlock()
-	return p.dial(ctx)
+	c, err := p.dial(ctx)
+	if err != nil {
+		p.mu.Lock()
+		p.open--
+		p.mu.Unlock()
+	}
+	return c, err
+}
+
+// errOverloaded is an endpoint at its connection cap: the client gets 503.
+var errOverloaded = errors.New("the backend endpoint has as many connections open as allowed (upstream-max-conns)")
+
+// fresh dials a new connection, within the cap, for a request that must
+// not go on a pooled one.
+func (p *h1Pool) fresh(ctx context.Context) (*upConn, error) {
+	p.mu.Lock()
+	if p.open >= p.settings.MaxConns {
+		p.mu.Unlock()
+		return nil, errOverloaded
+	}
+	p.open++
+	p.mu.Unlock()
+	c, err := p.dial(ctx)
+	if err != nil {
+		p.mu.Lock()
+		p.open--
+		p.mu.Unlock()
+	}
+	return c, err
 }
 
 // errDial marks a failure to connect: nothing reached the upstream, so the
@@ -137,14 +191,14 @@ func (p *h1Pool) put(c *upConn) {
 	if c.br.Buffered() > 0 {
 		// The server sent more than the response it owed: whatever it is,
 		// it must not be read as the answer to the next request.
-		c.nc.Close()
+		c.close()
 		return
 	}
 	c.idleAt = time.Now()
 	p.mu.Lock()
 	if p.closed || c.broken || len(p.idle) >= p.settings.MaxIdle {
 		p.mu.Unlock()
-		c.nc.Close()
+		c.close()
 		return
 	}
 	p.idle = append(p.idle, c)
@@ -159,7 +213,7 @@ func (p *h1Pool) close() {
 	p.idle, p.closed = nil, true
 	p.mu.Unlock()
 	for _, c := range idle {
-		c.nc.Close()
+		c.close()
 	}
 }
 

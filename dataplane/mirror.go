@@ -118,14 +118,14 @@ func sendMirrorH1(ep *endpoint, out *outRequest, body []byte) bool {
 	head := getRespHead()
 	defer putRespHead(head)
 	if c.bw.Flush() != nil || readHead(c.br, head) != nil {
-		c.nc.Close()
+		c.close()
 		return false
 	}
 	if !head.closeConn && discardBody(c.br, head, out.method, 1<<20) {
 		c.nc.SetDeadline(time.Time{})
 		c.pool.put(c)
 	} else {
-		c.nc.Close()
+		c.close()
 	}
 	return true
 }

@@ -13,8 +13,9 @@ import (
 
 // Options tune a Proxy. The zero value is usable.
 type Options struct {
-	// Pool tunes upstream connection reuse; zero fields take defaults
-	// (256 idle connections per endpoint, 90 s idle timeout, 10 s dial).
+	// Pool tunes upstream connections; zero fields take defaults (256
+	// idle and 1024 open connections per endpoint, 90 s idle timeout,
+	// 10 s dial).
 	Pool PoolSettings
 	// WebSocketIdle closes a WebSocket with no traffic either way for this
 	// long; default one hour.
@@ -70,6 +71,9 @@ func New(opts Options) *Proxy {
 	}
 	if opts.Pool.DialTimeout > 0 {
 		d.DialTimeout = opts.Pool.DialTimeout
+	}
+	if opts.Pool.MaxConns > 0 {
+		d.MaxConns = opts.Pool.MaxConns
 	}
 	opts.Pool = d
 	if opts.WebSocketIdle <= 0 {

@@ -41,7 +41,7 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	cc, cbuf, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		c.nc.Close()
+		c.close()
 		reply(w, r, stats, http.StatusInternalServerError, "cannot take over the connection")
 		return
 	}
@@ -68,10 +68,11 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 	cbuf.WriteString("\r\n")
 	if err := cbuf.Flush(); err != nil {
 		cc.Close()
-		c.nc.Close()
+		c.close()
 		return
 	}
 	tunnel(cc, cbuf.Reader, c.nc, c.br, x.h.p.opts.WebSocketIdle)
+	c.close() // give the connection's place back to the pool
 }
 
 // tunnel copies a ↔ b until both directions end or nothing moves for

@@ -28,6 +28,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	admin := fs.String("admin", "127.0.0.1:9901", "admin listener (health, readiness, metrics, pprof); empty disables")
 	netHTTP := fs.Bool("origin-nethttp", false, "serve the origin listener with net/http's server instead of tunnelgate's own")
 	maxIdle := fs.Int("upstream-max-idle", 256, "idle connections kept per backend endpoint")
+	maxConns := fs.Int("upstream-max-conns", 1024, "connections open per backend endpoint; beyond, requests get 503")
 	idleTimeout := fs.Duration("upstream-idle-timeout", 90*time.Second, "close upstream connections idle this long")
 	dialTimeout := fs.Duration("upstream-dial-timeout", 10*time.Second, "bound on connecting to a backend, TLS included")
 	if code, done := parse(fs, args); done {
@@ -39,7 +40,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	p := dataplane.New(dataplane.Options{Log: log, Pool: dataplane.PoolSettings{
-		MaxIdle: *maxIdle, IdleTimeout: *idleTimeout, DialTimeout: *dialTimeout,
+		MaxIdle: *maxIdle, MaxConns: *maxConns, IdleTimeout: *idleTimeout, DialTimeout: *dialTimeout,
 	}})
 	if err := loadFile(p, *file); err != nil {
 		fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
