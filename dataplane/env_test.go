@@ -2,9 +2,9 @@ package dataplane
 
 import (
 	"context"
-	"fmt"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"

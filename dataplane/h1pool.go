@@ -177,10 +177,11 @@ func (p *h1Pool) dial(ctx context.Context) (*upConn, error) {
 		}
 		nc = tc
 	}
+	rw := newRawIO(nc)
 	return &upConn{
 		nc:   nc,
-		br:   bufio.NewReaderSize(nc, upReadBuf),
-		bw:   bufio.NewWriterSize(nc, upWriteBuf),
+		br:   bufio.NewReaderSize(rw, upReadBuf),
+		bw:   bufio.NewWriterSize(rw, upWriteBuf),
 		pool: p,
 	}, nil
 }

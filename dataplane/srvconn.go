@@ -199,7 +199,8 @@ func (s *h1Server) serve(ln net.Listener) error {
 			return err
 		}
 		delay = 0
-		c := &srvConn{s: s, nc: nc, br: bufio.NewReaderSize(nc, 4096), bw: bufio.NewWriterSize(nc, 4096)}
+		rw := newRawIO(nc)
+		c := &srvConn{s: s, nc: nc, br: bufio.NewReaderSize(rw, 4096), bw: bufio.NewWriterSize(rw, 4096)}
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()

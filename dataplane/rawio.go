@@ -1,0 +1,116 @@
+//go:build linux
+
+package dataplane
+
+import (
+	"io"
+	"net"
+	"syscall"
+	"unsafe"
+)
+
+// rawIO reads and writes a socket with raw system calls, which the Go
+// runtime does not announce to its scheduler.
+//
+// Why: a read or write made the usual way marks the goroutine's processor
+// as "in a system call"; a loopback write is long enough (it runs the
+// receiving side's TCP processing too) that the runtime's monitor thread
+// often sees one in progress, takes the processor away and hands it to
+// another thread, and keeps waking every 20 µs to look again. On a busy
+// proxy that costs thread switches and monitor wake-ups on every request.
+// Sockets here are non-blocking, so a raw call never blocks: when it would
+// (EAGAIN), the netpoller waits as usual, deadlines included.
+type rawIO struct {
+	rc syscall.RawConn
+	// The calls made inside rc.Read and rc.Write, bound once so a read or
+	// write allocates nothing; their arguments and results pass through
+	// these fields. Reads are serial and writes are serial (a bufio
+	// reader and writer own them), but a read and a write may overlap.
+	readFn, writeFn func(fd uintptr) bool
+	rbuf            []byte
+	rn              int
+	rerr            syscall.Errno
+	wbuf            []byte
+	wn              int
+	werr            syscall.Errno
+}
+
+// newRawIO returns a rawIO for TCP and unix connections, else nc itself.
+func newRawIO(nc net.Conn) io.ReadWriter {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nc
+	}
+	switch nc.(type) {
+	case *net.TCPConn, *net.UnixConn:
+	default:
+		return nc
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nc
+	}
+	r := &rawIO{rc: rc}
+	r.readFn, r.writeFn = r.read, r.write
+	return r
+}
+
+func (r *rawIO) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r.rbuf, r.rn, r.rerr = p, 0, 0
+	err := r.rc.Read(r.readFn)
+	r.rbuf = nil
+	switch {
+	case err != nil:
+		return 0, err
+	case r.rerr != 0:
+		return 0, r.rerr
+	case r.rn == 0:
+		return 0, io.EOF
+	}
+	return r.rn, nil
+}
+
+func (r *rawIO) read(fd uintptr) bool {
+	p := r.rbuf
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	if e == syscall.EAGAIN {
+		return false // wait in the netpoller, then try again
+	}
+	r.rn, r.rerr = int(n), e
+	return true
+}
+
+func (r *rawIO) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r.wbuf, r.wn, r.werr = p, 0, 0
+	err := r.rc.Write(r.writeFn)
+	r.wbuf = nil
+	if err != nil {
+		return r.wn, err
+	}
+	if r.werr != 0 {
+		return r.wn, r.werr
+	}
+	return r.wn, nil
+}
+
+func (r *rawIO) write(fd uintptr) bool {
+	p := r.wbuf
+	for r.wn < len(p) {
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[r.wn])), uintptr(len(p)-r.wn))
+		if e == syscall.EAGAIN {
+			return false // the socket buffer is full: wait, then go on
+		}
+		if e != 0 {
+			r.werr = e
+			return true
+		}
+		r.wn += int(n)
+	}
+	return true
+}

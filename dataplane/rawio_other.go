@@ -1,0 +1,12 @@
+//go:build !linux
+
+package dataplane
+
+import (
+	"io"
+	"net"
+)
+
+// newRawIO is the connection itself where raw socket calls are not
+// implemented (see rawio.go).
+func newRawIO(nc net.Conn) io.ReadWriter { return nc }
