@@ -219,6 +219,10 @@ func (x *exchange) chooseBackend(r *http.Request) bool {
 		return true
 	}
 	x.newSession = ru.session != nil
+	if len(ru.backends) == 1 {
+		x.be = &ru.backends[0]
+		return true
+	}
 	n := rand.IntN(ru.totalWeight)
 	for i := range ru.backends {
 		if n < ru.backends[i].cumWeight {
