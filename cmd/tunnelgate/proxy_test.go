@@ -2,10 +2,14 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
 )
 
 func TestProxyCommandRefusesBadConfig(t *testing.T) {
@@ -34,5 +38,21 @@ func TestProxyCommandRefusesBadConfig(t *testing.T) {
 		if code := run(c.args, &stdout, &stderr); code != c.code || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%s: exit %d (want %d), stderr %q (want %q)", c.name, code, c.code, stderr.String(), c.want)
 		}
+	}
+}
+
+// The example in examples/proxy must stay a config the proxy accepts.
+func TestExampleProxyConfigLoads(t *testing.T) {
+	b, err := os.ReadFile("../../examples/proxy/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg dataplane.Config
+	if err := dataplane.DecodeConfig(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Load(&cfg); err != nil {
+		t.Fatal(err)
 	}
 }
