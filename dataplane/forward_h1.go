@@ -321,7 +321,7 @@ func upstreamFailure(err error, stats *Stats) (int, string) {
 	if errors.As(err, &dial) {
 		return http.StatusBadGateway, "could not connect to the backend"
 	}
-	var pe *errUpstreamProtocol
+	var pe *errMalformed
 	if errors.As(err, &pe) {
 		return http.StatusBadGateway, "the backend sent a malformed response"
 	}

@@ -55,17 +55,18 @@ func putRespHead(h *respHead) {
 	respHeadPool.Put(h)
 }
 
-// errUpstreamProtocol is a response the proxy refuses to forward (RFC 9112
-// asks a proxy to answer 502 rather than pass on a malformed message).
-type errUpstreamProtocol struct{ msg string }
+// errMalformed is an HTTP/1.1 message the proxy refuses: a backend's
+// response (RFC 9112 asks a proxy to answer 502 rather than pass on a
+// malformed one) or, through the same parser, a client's request head.
+type errMalformed struct{ msg string }
 
-func (e *errUpstreamProtocol) Error() string { return "upstream sent a malformed response: " + e.msg }
+func (e *errMalformed) Error() string { return "malformed HTTP/1.1 message: " + e.msg }
 
 // errHeadTooLarge is a head over maxHeadBytes or maxHeadFields.
-var errHeadTooLarge = &errUpstreamProtocol{"head larger than 256 KiB or 512 fields"}
+var errHeadTooLarge = &errMalformed{"head larger than 256 KiB or 512 fields"}
 
 func protoErr(format string, a ...any) error {
-	return &errUpstreamProtocol{fmt.Sprintf(format, a...)}
+	return &errMalformed{fmt.Sprintf(format, a...)}
 }
 
 // readHead reads one response head. Informational (1xx) responses other

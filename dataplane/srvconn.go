@@ -136,7 +136,7 @@ func (c *srvConn) refuse(err error) {
 		c.bw.Flush()
 		return
 	}
-	var pe *errUpstreamProtocol
+	var pe *errMalformed
 	if errors.As(err, &pe) { // a head cut short by the client
 		c.bw.WriteString("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 		c.bw.Flush()

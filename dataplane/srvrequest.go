@@ -61,7 +61,7 @@ func readRequestHead(br *bufio.Reader, q *requestHead) error {
 		if err == errHeadTooLarge {
 			return &errBadRequest{http.StatusRequestHeaderFieldsTooLarge, "request head larger than 256 KiB or 512 fields"}
 		}
-		if pe, ok := err.(*errUpstreamProtocol); ok {
+		if pe, ok := err.(*errMalformed); ok {
 			return badRequest(pe.msg)
 		}
 		return err
