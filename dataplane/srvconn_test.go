@@ -209,3 +209,40 @@ func waitUntil(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met within 5 s")
 }
+
+// cloudflared can reach the origin listener over a unix socket
+// (`unix:` service); a stale socket file from an earlier run is replaced.
+func TestOriginOverUnixSocket(t *testing.T) {
+	sock := t.TempDir() + "/origin.sock"
+	if ln, err := net.Listen("unix", sock); err == nil {
+		ln.(*net.UnixListener).SetUnlinkOnClose(false)
+		ln.Close() // leaves a stale socket file behind
+	}
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	mustLoad(t, p, config([]Route{route("r", to("a"))}, cluster("a", startBackend(t, echo("a")))))
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan Bound, 1)
+	done := make(chan error, 1)
+	go func() { done <- p.Serve(ctx, Listeners{Origin: "unix:" + sock, Ready: func(b Bound) { ready <- b }}) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Serve: %v", err)
+	}
+	defer func() { cancel(); <-done }()
+	c := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	defer c.CloseIdleConnections()
+	for i := range 3 { // kept alive: the same connection serves all three
+		res, err := c.Get("http://app.example/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 200 || echoed(string(body), "X-Forwarded-For") != "127.0.0.1" {
+			t.Fatalf("request %d: %d %q", i, res.StatusCode, body)
+		}
+	}
+}
