@@ -92,7 +92,7 @@ func (c *bodyCopy) chunked(trailers *respHead) error {
 		if err := c.fixed(size); err != nil {
 			return err
 		}
-		if err := c.crlf(); err != nil {
+		if err := chunkEnd(c.br); err != nil {
 			return err
 		}
 		// A chunk boundary is where a stream's sender meant a piece to
@@ -170,15 +170,17 @@ done:
 	return n, nil
 }
 
-func (c *bodyCopy) crlf() error {
-	b, err := c.br.Peek(2)
+// chunkEnd reads the CRLF that ends a chunk's data (RFC 9112 §7.1), for
+// response and request bodies alike.
+func chunkEnd(br *bufio.Reader) error {
+	b, err := br.Peek(2)
 	if err != nil {
 		return unexpected(err)
 	}
 	if b[0] != '\r' || b[1] != '\n' {
 		return protoErr("chunk data not followed by CRLF")
 	}
-	c.br.Discard(2)
+	br.Discard(2)
 	return nil
 }
 

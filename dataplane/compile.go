@@ -399,6 +399,18 @@ func compileRule(r *Route, i int, cluster func(name string) *clusterSlot) (*rule
 		bad("RequestRedirect and URLRewrite cannot be used together")
 	}
 
+	// The rule's own plans are checked once here; a backend's plan is
+	// reported only when its own filters break it. The response plan also
+	// applies to answers the proxy makes itself for the rule (redirects,
+	// CORS preflights).
+	var reqErr, respErr error
+	if ru.respPlan, respErr = compileHeaderPlan(respMods...); respErr != nil {
+		bad("response headers: %w", respErr)
+	}
+	if _, reqErr = compileHeaderPlan(reqMods...); reqErr != nil {
+		bad("request headers: %w", reqErr)
+	}
+
 	// Backends, each with its own filters folded after the rule's.
 	sum := 0
 	for bi := range src.Backends {
@@ -443,10 +455,10 @@ func compileRule(r *Route, i int, cluster func(name string) *clusterSlot) (*rule
 			}
 		}
 		var err error
-		if cb.reqPlan, err = compileHeaderPlan(breq...); err != nil {
+		if cb.reqPlan, err = compileHeaderPlan(breq...); err != nil && reqErr == nil {
 			bad("%s: request headers: %w", where, err)
 		}
-		if cb.respPlan, err = compileHeaderPlan(bresp...); err != nil {
+		if cb.respPlan, err = compileHeaderPlan(bresp...); err != nil && respErr == nil {
 			bad("%s: response headers: %w", where, err)
 		}
 		if len(cb.mirrors) > 0 {
@@ -457,16 +469,6 @@ func compileRule(r *Route, i int, cluster func(name string) *clusterSlot) (*rule
 		ru.backends = append(ru.backends, cb)
 	}
 	ru.totalWeight = sum
-	// The rule's own response plan applies to answers the proxy makes
-	// itself for the rule (redirects, CORS preflights).
-	var err error
-	if ru.respPlan, err = compileHeaderPlan(respMods...); err != nil {
-		bad("response headers: %w", err)
-	}
-	if _, err := compileHeaderPlan(reqMods...); err != nil {
-		bad("request headers: %w", err)
-	}
-
 	if t := src.Timeouts; t != nil {
 		ru.reqTimeout, ru.tryTimeout = time.Duration(t.Request), time.Duration(t.BackendRequest)
 		if ru.reqTimeout > 0 && ru.tryTimeout > ru.reqTimeout {

@@ -299,7 +299,7 @@ func corsList(field string, vals []string) (joined []string, wildcard bool, err 
 			wildcard = true
 			continue
 		}
-		if !corsToken(v) {
+		if !isToken(v) {
 			return nil, false, fmt.Errorf("cors: %s entry %q is not a token or \"*\"", field, v)
 		}
 	}
@@ -309,44 +309,13 @@ func corsList(field string, vals []string) (joined []string, wildcard bool, err 
 	return []string{strings.Join(vals, ", ")}, false, nil
 }
 
-// corsToken reports whether s is an RFC 9110 token (1*tchar).
-func corsToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !corsTChar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func corsTChar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
 // corsTokenList reports whether s is a comma-separated list of tokens with
 // optional spaces and tabs around them; empty elements are allowed, as in
 // RFC 9110's #rule, but at least one token must be there.
 func corsTokenList(s string) bool {
 	seen := false
-	for len(s) > 0 {
-		var elem string
-		if i := strings.IndexByte(s, ','); i >= 0 {
-			elem, s = s[:i], s[i+1:]
-		} else {
-			elem, s = s, ""
-		}
-		elem = strings.Trim(elem, " \t")
-		if elem == "" {
-			continue
-		}
-		if !corsToken(elem) {
+	for elem := range listElems(s) {
+		if !isToken(elem) {
 			return false
 		}
 		seen = true
@@ -436,7 +405,7 @@ func (c *cors) handle(reqHeader http.Header, method string, out http.Header) (pr
 		out[corsHdrAllowMethods] = c.methods
 	case c.anyMethod && !c.credentials:
 		out[corsHdrAllowMethods] = corsValStar
-	case c.anyMethod && corsToken(reqMethod[0]):
+	case c.anyMethod && isToken(reqMethod[0]):
 		if v, ok := corsValMethods[reqMethod[0]]; ok {
 			out[corsHdrAllowMethods] = v
 		} else {
@@ -502,19 +471,8 @@ func corsAddVaryOrigin(out http.Header) {
 		out[corsHdrVary] = corsValOrigin
 		return
 	}
-	for _, v := range vary {
-		for v != "" {
-			var elem string
-			if i := strings.IndexByte(v, ','); i >= 0 {
-				elem, v = v[:i], v[i+1:]
-			} else {
-				elem, v = v, ""
-			}
-			elem = strings.Trim(elem, " \t")
-			if elem == "*" || strings.EqualFold(elem, "Origin") {
-				return
-			}
-		}
+	if tokenIn(vary, "*") || tokenIn(vary, "Origin") {
+		return
 	}
 	out[corsHdrVary] = append(vary, "Origin")
 }

@@ -48,16 +48,13 @@ func (x *exchange) tryDeadline(reqDeadline time.Time) time.Time {
 // forwardH1 sends the request over a pooled HTTP/1.1 connection, retrying
 // as the rule allows, and streams the answer back.
 func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
-	stats := &x.h.p.stats
 	reqDeadline := x.deadline()
 	var last *endpoint
 	for attempt := 0; ; attempt++ {
-		ep := x.endpointFor(attempt, last)
+		ep := x.endpointFor(w, r, attempt, last)
 		if ep == nil {
-			reply(w, r, stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
 			return
 		}
-		ep.inflight.Add(1)
 		c, head, bodyDone, err := x.send(r.Context(), ep, x.tryDeadline(reqDeadline))
 		if err != nil {
 			ep.inflight.Add(-1)
@@ -86,13 +83,21 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// endpointFor picks the endpoint of an attempt: the pinned one first, if
-// a session named one, else any but the one that just failed.
-func (x *exchange) endpointFor(attempt int, last *endpoint) *endpoint {
-	if x.ep != nil && attempt == 0 {
-		return x.ep
+// endpointFor picks the endpoint of an attempt, the pinned one first if
+// a session named one, else any but the one that just failed, and counts
+// the attempt in flight on it. With none left it answers 503 and returns
+// nil.
+func (x *exchange) endpointFor(w http.ResponseWriter, r *http.Request, attempt int, last *endpoint) *endpoint {
+	ep := x.ep
+	if ep == nil || attempt > 0 {
+		ep = x.cs.pick(last)
 	}
-	return x.cs.pick(last)
+	if ep == nil {
+		reply(w, r, &x.h.p.stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
+		return nil
+	}
+	ep.inflight.Add(1)
+	return ep
 }
 
 // attemptFailed handles an attempt that got no response: it counts and

@@ -15,16 +15,13 @@ import (
 // TLS with h2): gRPC and other HTTP/2 backends. Streams in both directions
 // are copied as they come, and trailers are passed on.
 func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
-	stats := &x.h.p.stats
 	reqDeadline := x.deadline()
 	var last *endpoint
 	for attempt := 0; ; attempt++ {
-		ep := x.endpointFor(attempt, last)
+		ep := x.endpointFor(w, r, attempt, last)
 		if ep == nil {
-			reply(w, r, stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
 			return
 		}
-		ep.inflight.Add(1)
 		res, cancel, err := x.roundTripH2(r, ep, x.tryDeadline(reqDeadline))
 		if err != nil {
 			cancel()
@@ -111,13 +108,9 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 	h := make(http.Header, len(r.Header)+4)
 	conn := r.Header["Connection"]
 	for k, vs := range r.Header {
-		if skipOutgoing(k) || (o.untrusted && forgeable(k)) || (len(conn) > 0 && listedInConnection(conn, k)) {
-			continue
+		if o.forwards(k, conn) {
+			h[k] = vs
 		}
-		if touched, keep := o.plan.touches(k); touched && !keep {
-			continue
-		}
-		h[k] = vs
 	}
 	if tokenIn(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
@@ -152,7 +145,7 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 	hdr := w.Header()
 	conn := res.Header["Connection"]
 	for k, vs := range res.Header {
-		if hopByHop(k) || (len(conn) > 0 && listedInConnection(conn, k)) {
+		if hopByHop(k) || (len(conn) > 0 && tokenIn(conn, k)) {
 			continue
 		}
 		hdr[k] = vs

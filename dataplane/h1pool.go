@@ -109,33 +109,22 @@ func (p *h1Pool) get(ctx context.Context) (*upConn, error) {
 		c.close()
 		p.mu.Lock()
 	}
-	if p.open >= p.settings.MaxConns {
-		p.mu.Unlock()
-		return nil, errOverloaded
-	}
-	p.open++ // the place is taken before dialling, so dials cannot overshoot
 	p.mu.Unlock()
-	c, err := p.dial(ctx)
-	if err != nil {
-		p.mu.Lock()
-		p.open--
-		p.mu.Unlock()
-	}
-	return c, err
+	return p.fresh(ctx)
 }
 
 // errOverloaded is an endpoint at its connection cap: the client gets 503.
 var errOverloaded = errors.New("the backend endpoint has as many connections open as allowed (upstream-max-conns)")
 
-// fresh dials a new connection, within the cap, for a request that must
-// not go on a pooled one.
+// fresh dials a new connection, within the cap: when nothing idle is
+// left, or for a request that must not go on a pooled one.
 func (p *h1Pool) fresh(ctx context.Context) (*upConn, error) {
 	p.mu.Lock()
 	if p.open >= p.settings.MaxConns {
 		p.mu.Unlock()
 		return nil, errOverloaded
 	}
-	p.open++
+	p.open++ // the place is taken before dialling, so dials cannot overshoot
 	p.mu.Unlock()
 	c, err := p.dial(ctx)
 	if err != nil {

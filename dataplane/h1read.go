@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"iter"
 	"net/http"
 	"net/textproto"
 	"strings"
@@ -417,6 +418,33 @@ func canonicalKey(name []byte) string {
 }
 
 var errNoResponse = errors.New("upstream closed the connection without a response")
+
+// isToken reports whether s is an RFC 9110 token (1*tchar).
+func isToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !tokenChar[s[i]] {
+			return false
+		}
+	}
+	return true
+}
+
+// listElems yields the elements of a comma-separated header list (RFC
+// 9110 §5.6.1), trimmed of spaces and tabs, skipping empty ones.
+func listElems(s string) iter.Seq[string] {
+	return func(yield func(string) bool) {
+		for s != "" {
+			var elem string
+			elem, s, _ = strings.Cut(s, ",")
+			if elem = strings.Trim(elem, " \t"); elem != "" && !yield(elem) {
+				return
+			}
+		}
+	}
+}
 
 // validFieldName reports whether b is an RFC 9110 token.
 func validFieldName(b []byte) bool {

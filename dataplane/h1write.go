@@ -45,13 +45,7 @@ func writeHead(bw *bufio.Writer, o *outRequest) {
 	bw.WriteString("\r\n")
 	conn := o.in["Connection"]
 	for k, vs := range o.in {
-		if skipOutgoing(k) || (o.untrusted && forgeable(k)) {
-			continue
-		}
-		if len(conn) > 0 && listedInConnection(conn, k) {
-			continue
-		}
-		if touched, keep := o.plan.touches(k); touched && !keep {
+		if !o.forwards(k, conn) {
 			continue
 		}
 		for _, v := range vs {
@@ -91,6 +85,22 @@ func writeHead(bw *bufio.Writer, o *outRequest) {
 		bw.WriteString("Transfer-Encoding: chunked\r\n")
 	}
 	bw.WriteString("\r\n")
+}
+
+// forwards reports whether the incoming field k goes out as it came:
+// not hop-by-hop or named in Connection (conn, its values), not one the
+// proxy writes itself, not a forgeable one from an untrusted peer, and
+// not set or removed by the header plan. HTTP/1.1 and HTTP/2 forwarding
+// both ask it.
+func (o *outRequest) forwards(k string, conn []string) bool {
+	if skipOutgoing(k) || (o.untrusted && forgeable(k)) {
+		return false
+	}
+	if len(conn) > 0 && tokenIn(conn, k) {
+		return false
+	}
+	touched, keep := o.plan.touches(k)
+	return !touched || keep
 }
 
 func writeField(bw *bufio.Writer, k, v string) {

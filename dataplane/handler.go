@@ -317,13 +317,13 @@ func isWebSocket(r *http.Request) bool {
 	return len(up) > 0 && tokenIn(up, "websocket") && tokenIn(r.Header["Connection"], "upgrade")
 }
 
-// tokenIn reports whether a comma-separated header holds tok (any case).
+// tokenIn reports whether a comma-separated header holds tok, in any
+// case. It also answers whether a field is named in Connection (RFC 9110
+// §7.6.1: such fields are hop-by-hop).
 func tokenIn(vals []string, tok string) bool {
 	for _, v := range vals {
-		for v != "" {
-			var t string
-			t, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(strings.TrimSpace(t), tok) {
+		for elem := range listElems(v) {
+			if strings.EqualFold(elem, tok) {
 				return true
 			}
 		}

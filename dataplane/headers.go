@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
-	"strings"
 )
 
 // headerPlan is the combined effect of a chain of header modifiers,
@@ -71,7 +70,7 @@ func compileHeaderPlan(mods ...*HeaderModifier) (*headerPlan, error) {
 }
 
 func (p *headerPlan) op(name, value string) (*headerOp, error) {
-	if !validFieldName([]byte(name)) {
+	if !isToken(name) {
 		return nil, fmt.Errorf("header name %q is not a valid field name (RFC 9110 §5.1)", name)
 	}
 	if !validFieldValue([]byte(value)) {
@@ -143,22 +142,6 @@ func hopByHop(key string) bool {
 	case "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer",
 		"Transfer-Encoding", "Upgrade", "Proxy-Authenticate", "Proxy-Authorization":
 		return true
-	}
-	return false
-}
-
-// listedInConnection reports whether key is one of the comma-separated
-// names in the Connection header values, which RFC 9110 §7.6.1 makes
-// hop-by-hop too. It compares without allocating.
-func listedInConnection(conn []string, key string) bool {
-	for _, v := range conn {
-		for v != "" {
-			var tok string
-			tok, v, _ = strings.Cut(v, ",")
-			if strings.EqualFold(strings.TrimSpace(tok), key) {
-				return true
-			}
-		}
 	}
 	return false
 }

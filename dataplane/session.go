@@ -311,19 +311,11 @@ func sessionCheckName(name string) error {
 		return fmt.Errorf("%d characters, more than %d", len(name), sessionMaxNameLen)
 	}
 	for i := 0; i < len(name); i++ {
-		if !sessionTChar(name[i]) {
+		if !tokenChar[name[i]] {
 			return fmt.Errorf("%q has character %q at %d; use letters, digits and !#$%%&'*+-.^_`|~", name, name[i], i)
 		}
 	}
 	return nil
-}
-
-// sessionTChar reports whether b is an RFC 9110 tchar.
-func sessionTChar(b byte) bool {
-	if 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9' {
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", b) >= 0
 }
 
 // valid reports whether a session that began at start and was last used at

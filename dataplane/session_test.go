@@ -42,7 +42,7 @@ func TestSessionRoundTrip(t *testing.T) {
 			t.Errorf("token for %d-byte endpoint is %d characters", len(tc.ep), len(tok))
 		}
 		for i := 0; i < len(tok); i++ {
-			if !sessionB64Char(tok[i]) || !sessionTChar(tok[i]) {
+			if !sessionB64Char(tok[i]) || !tokenChar[tok[i]] {
 				t.Fatalf("token %q has character %q, not a cookie-octet/tchar", tok, tok[i])
 			}
 		}

@@ -65,7 +65,7 @@ func (b *reqBody) Read(p []byte) (int, error) {
 	if b.remaining == 0 {
 		if !b.chunked {
 			b.done = true
-		} else if err := b.chunkEnd(); err != nil {
+		} else if err := chunkEnd(b.br); err != nil {
 			b.err = err
 			return n, err
 		}
@@ -104,18 +104,6 @@ func (b *reqBody) nextChunk() error {
 			return nil
 		}
 	}
-}
-
-func (b *reqBody) chunkEnd() error {
-	crlf, err := b.br.Peek(2)
-	if err != nil {
-		return unexpected(err)
-	}
-	if crlf[0] != '\r' || crlf[1] != '\n' {
-		return protoErr("chunk data not followed by CRLF")
-	}
-	b.br.Discard(2)
-	return nil
 }
 
 func (b *reqBody) Close() error { return nil }

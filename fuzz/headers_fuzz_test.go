@@ -25,23 +25,6 @@ import (
 //
 // An empty name leaves that operation out.
 
-// hdrToken reports whether s is an RFC 9110 token.
-func hdrToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // hdrValueOK reports whether v is a field value: no control characters
 // but HTAB, no DEL.
 func hdrValueOK(v string) bool {
@@ -122,7 +105,7 @@ func hdrOverrides(ops []hdrOp, k string) bool {
 // hdrValid reports whether Load must accept modifiers made of ops.
 func hdrValid(ops []hdrOp) bool {
 	for _, o := range ops {
-		if !hdrToken(o.name) || !hdrValueOK(o.value) || hdrManaged[textproto.CanonicalMIMEHeaderKey(o.name)] {
+		if !refIsToken(o.name) || !hdrValueOK(o.value) || hdrManaged[textproto.CanonicalMIMEHeaderKey(o.name)] {
 			return false
 		}
 	}
