@@ -1,0 +1,81 @@
+package v1alpha1
+
+import "k8s.io/apimachinery/pkg/runtime"
+
+// Deep copies, written by hand: the types are small and a code generator
+// would be one more tool to install for a few dozen lines.
+
+func (in *GatewayClassConfig) DeepCopy() *GatewayClassConfig {
+	if in == nil {
+		return nil
+	}
+	out := *in
+	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Spec = *in.Spec.DeepCopy()
+	return &out
+}
+
+func (in *GatewayClassConfig) DeepCopyObject() runtime.Object { return in.DeepCopy() }
+
+func (in *GatewayClassConfigSpec) DeepCopy() *GatewayClassConfigSpec {
+	out := *in
+	if in.CredentialsRef != nil {
+		c := *in.CredentialsRef
+		out.CredentialsRef = &c
+	}
+	if in.Tunnel != nil {
+		t := *in.Tunnel
+		out.Tunnel = &t
+	}
+	if in.DNS != nil {
+		d := *in.DNS
+		d.Zones = append([]string(nil), in.DNS.Zones...)
+		if in.DNS.Proxied != nil {
+			p := *in.DNS.Proxied
+			d.Proxied = &p
+		}
+		out.DNS = &d
+	}
+	if in.Origin != nil {
+		o := *in.Origin
+		out.Origin = &o
+	}
+	return &out
+}
+
+func (in *GatewayClassConfigList) DeepCopyObject() runtime.Object {
+	out := *in
+	in.ListMeta.DeepCopyInto(&out.ListMeta)
+	out.Items = make([]GatewayClassConfig, len(in.Items))
+	for i := range in.Items {
+		out.Items[i] = *in.Items[i].DeepCopy()
+	}
+	return &out
+}
+
+func (in *ExternalBackend) DeepCopy() *ExternalBackend {
+	if in == nil {
+		return nil
+	}
+	out := *in
+	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Status.Conditions = nil
+	for _, c := range in.Status.Conditions {
+		c2 := c
+		c.LastTransitionTime.DeepCopyInto(&c2.LastTransitionTime)
+		out.Status.Conditions = append(out.Status.Conditions, c2)
+	}
+	return &out
+}
+
+func (in *ExternalBackend) DeepCopyObject() runtime.Object { return in.DeepCopy() }
+
+func (in *ExternalBackendList) DeepCopyObject() runtime.Object {
+	out := *in
+	in.ListMeta.DeepCopyInto(&out.ListMeta)
+	out.Items = make([]ExternalBackend, len(in.Items))
+	for i := range in.Items {
+		out.Items[i] = *in.Items[i].DeepCopy()
+	}
+	return &out
+}

@@ -1,0 +1,63 @@
+package translate
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// Output is everything translate decides. Writers turn it into API calls;
+// nothing in it has been applied yet.
+type Output struct {
+	// Config is what the proxies serve.
+	Config dataplane.Config
+
+	// Statuses, only for the objects tunnelgate manages. Route and policy
+	// statuses hold our entries only (parentRefs we own, ancestors we
+	// reported); a writer merges them with other controllers' entries.
+	GatewayClasses     map[string]*GatewayClassResult
+	Gateways           map[types.NamespacedName]*gwv1.GatewayStatus
+	ListenerSets       map[types.NamespacedName]*gwv1.ListenerSetStatus
+	HTTPRoutes         map[types.NamespacedName][]gwv1.RouteParentStatus
+	GRPCRoutes         map[types.NamespacedName][]gwv1.RouteParentStatus
+	BackendTLSPolicies map[types.NamespacedName][]gwv1.PolicyAncestorStatus
+
+	// Hostnames are the public hostnames of accepted routes, sorted, with
+	// what each needs from the tunnel.
+	Hostnames []Hostname
+
+	// Events worth telling a user, in a stable order.
+	Events []Event
+}
+
+// GatewayClassResult is a GatewayClass's status and whether it must carry
+// the in-use finalizer (some Gateway uses it).
+type GatewayClassResult struct {
+	Status    gwv1.GatewayClassStatus
+	Finalizer bool
+}
+
+// GatewayClassFinalizer keeps a GatewayClass from being deleted while
+// Gateways use it.
+const GatewayClassFinalizer = "gateway-exists-finalizer.gateway.networking.k8s.io"
+
+// Hostname is one public hostname and what the tunnel must do for it.
+type Hostname struct {
+	Name string
+	// GRPC is set when a GRPCRoute serves the hostname: the tunnel must
+	// reach the origin over HTTP/2 (trailers).
+	GRPC bool
+	// HTTP is set when an HTTPRoute serves the hostname.
+	HTTP bool
+}
+
+// Event is a Kubernetes event to record on an object.
+type Event struct {
+	Kind      string // GatewayClass, Gateway, HTTPRoute, ...
+	Namespace string
+	Name      string
+	Type      string // Normal or Warning
+	Reason    string
+	Message   string
+}

@@ -1,0 +1,56 @@
+package translate
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+)
+
+// DefaultControllerName is the GatewayClass controllerName tunnelgate
+// answers to unless told otherwise.
+const DefaultControllerName = "tunnelgate.dev/controller"
+
+// Input is everything translate reads: the objects, and the few facts that
+// do not come from objects. Translate never changes it.
+type Input struct {
+	Snapshot
+
+	// ControllerName selects the GatewayClasses that are ours.
+	ControllerName string
+	// Now stamps lastTransitionTime on conditions whose status changes.
+	Now time.Time
+	// BundleVersion is the Gateway API CRD bundle version installed in the
+	// cluster (the gateway.networking.k8s.io/bundle-version annotation);
+	// empty means unknown and is taken as supported.
+	BundleVersion string
+	// Addresses are published on every programmed Gateway's status: the
+	// tunnel's hostname in a cluster, the listen address in standalone mode.
+	Addresses []gwv1.GatewayStatusAddress
+	// AnyEndpointAddress accepts EndpointSlice addresses the API server
+	// would refuse (loopback): standalone mode has no API server, and its
+	// backends run on 127.0.0.1.
+	AnyEndpointAddress bool
+}
+
+// Snapshot holds the objects of one translation. Slices may be in any
+// order; translate sorts what it needs, so the output is deterministic.
+type Snapshot struct {
+	GatewayClasses      []*gwv1.GatewayClass
+	Gateways            []*gwv1.Gateway
+	ListenerSets        []*gwv1.ListenerSet
+	HTTPRoutes          []*gwv1.HTTPRoute
+	GRPCRoutes          []*gwv1.GRPCRoute
+	ReferenceGrants     []*gwv1.ReferenceGrant
+	BackendTLSPolicies  []*gwv1.BackendTLSPolicy
+	Services            []*corev1.Service
+	EndpointSlices      []*discoveryv1.EndpointSlice
+	Namespaces          []*corev1.Namespace
+	Secrets             []*corev1.Secret
+	ConfigMaps          []*corev1.ConfigMap
+	GatewayClassConfigs []*v1alpha1.GatewayClassConfig
+	ExternalBackends    []*v1alpha1.ExternalBackend
+}
