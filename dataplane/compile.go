@@ -551,3 +551,25 @@ func checkFilter(f *Filter) error {
 
 // statusText is the body of an error the proxy answers itself.
 func statusText(code int) string { return strconv.Itoa(code) + " " + http.StatusText(code) }
+
+// ValidateRule reports what Load would refuse in rule i of r, taken on its
+// own: its matches, filters and settings (cluster names are not checked).
+// translate calls it so that one bad rule is dropped and reported on its
+// route instead of failing the whole config.
+func ValidateRule(r *Route, i int) error {
+	anyCluster := func(name string) *clusterSlot { return &clusterSlot{name: name} }
+	_, targets, err := compileRule(r, i, anyCluster)
+	if err != nil {
+		return err
+	}
+	for mi, m := range ruleMatches(&r.Rules[i]) {
+		mr, err := matcherRule(r, i, mi, m, targets[mi])
+		if err == nil {
+			err = mr.Validate()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -34,8 +34,8 @@ type Output struct {
 // GatewayClassResult is a GatewayClass's status and whether it must carry
 // the in-use finalizer (some Gateway uses it).
 type GatewayClassResult struct {
-	Status    gwv1.GatewayClassStatus
-	Finalizer bool
+	Status    gwv1.GatewayClassStatus `json:"status"`
+	Finalizer bool                    `json:"finalizer"`
 }
 
 // GatewayClassFinalizer keeps a GatewayClass from being deleted while
@@ -44,20 +44,20 @@ const GatewayClassFinalizer = "gateway-exists-finalizer.gateway.networking.k8s.i
 
 // Hostname is one public hostname and what the tunnel must do for it.
 type Hostname struct {
-	Name string
+	Name string `json:"name"`
 	// GRPC is set when a GRPCRoute serves the hostname: the tunnel must
 	// reach the origin over HTTP/2 (trailers).
-	GRPC bool
+	GRPC bool `json:"grpc,omitempty"`
 	// HTTP is set when an HTTPRoute serves the hostname.
-	HTTP bool
+	HTTP bool `json:"http,omitempty"`
 }
 
 // Event is a Kubernetes event to record on an object.
 type Event struct {
-	Kind      string // GatewayClass, Gateway, HTTPRoute, ...
-	Namespace string
-	Name      string
-	Type      string // Normal or Warning
-	Reason    string
-	Message   string
+	Kind      string `json:"kind"` // GatewayClass, Gateway, HTTPRoute, ...
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Type      string `json:"type"` // Normal or Warning
+	Reason    string `json:"reason"`
+	Message   string `json:"message"`
 }

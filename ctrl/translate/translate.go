@@ -1,7 +1,357 @@
 package translate
 
+import (
+	"sort"
+	"strconv"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// translator carries one translation's working state. It lives for one
+// call of Translate.
+type translator struct {
+	in  *Input
+	ix  *index
+	now metav1.Time
+	out *Output
+
+	classByName   map[string]*classInfo
+	gatewayByKey  map[types.NamespacedName]*gatewayInfo
+	gatewayList   []*gatewayInfo
+	setByKey      map[types.NamespacedName]*listenerSetInfo
+	setList       []*listenerSetInfo
+	listenerOrder []*listenerInfo
+	attachments   map[*listenerInfo][]*attachment
+
+	backends     map[backendKey]resolvedBackend
+	clusters     []dataplane.Cluster
+	policyByObj  map[*gwv1.BackendTLSPolicy]*policyInfo
+	usedPolicies []*gwv1.BackendTLSPolicy
+	hostIndex    map[string]int
+}
+
 // Translate turns a snapshot into proxy config, statuses, hostnames and
-// events. It is pure: same input, same output.
+// events. It is pure: the same input gives the same output, and it never
+// changes the input. The order of the steps is the order of dependence:
+// classes, then Gateways and their ListenerSets, then routes binding to
+// listeners, then the statuses that count what bound.
 func Translate(in *Input) *Output {
-	return &Output{}
+	t := &translator{
+		in:  in,
+		ix:  buildIndex(&in.Snapshot),
+		now: metav1.NewTime(in.Now.UTC().Truncate(1e9)),
+		out: &Output{
+			Config:             dataplane.Config{Schema: dataplane.SchemaVersion, Listeners: []dataplane.Listener{}, Routes: []dataplane.Route{}, Clusters: []dataplane.Cluster{}},
+			GatewayClasses:     map[string]*GatewayClassResult{},
+			Gateways:           map[types.NamespacedName]*gwv1.GatewayStatus{},
+			ListenerSets:       map[types.NamespacedName]*gwv1.ListenerSetStatus{},
+			HTTPRoutes:         map[types.NamespacedName][]gwv1.RouteParentStatus{},
+			GRPCRoutes:         map[types.NamespacedName][]gwv1.RouteParentStatus{},
+			BackendTLSPolicies: map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
+		},
+		classByName:  map[string]*classInfo{},
+		gatewayByKey: map[types.NamespacedName]*gatewayInfo{},
+		setByKey:     map[types.NamespacedName]*listenerSetInfo{},
+		attachments:  map[*listenerInfo][]*attachment{},
+		backends:     map[backendKey]resolvedBackend{},
+		policyByObj:  map[*gwv1.BackendTLSPolicy]*policyInfo{},
+	}
+	t.classes()
+	t.gateways()
+	for _, si := range t.setList {
+		t.setByKey[si.key] = si
+		t.finishListenerSet(si)
+	}
+	for _, gi := range t.gatewayList {
+		t.listenerOrder = append(t.listenerOrder, gi.listeners...)
+	}
+	t.routes()
+	t.gatewayStatuses()
+	t.policyStatuses()
+	t.assembleConfig()
+	return t.out
+}
+
+// routes attaches every route, settles HTTPRoute/GRPCRoute conflicts, then
+// translates the rules of each attached route and writes route statuses.
+func (t *translator) routes() {
+	type pending struct {
+		info *routeInfo
+		http *gwv1.HTTPRoute
+		grpc *gwv1.GRPCRoute
+	}
+	var all []pending
+	for _, r := range t.in.HTTPRoutes {
+		all = append(all, pending{info: &routeInfo{kind: kindHTTPRoute, meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs,
+			hostnames: r.Spec.Hostnames, prev: r.Status.Parents}, http: r})
+	}
+	for _, r := range t.in.GRPCRoutes {
+		all = append(all, pending{info: &routeInfo{kind: kindGRPCRoute, meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs,
+			hostnames: r.Spec.Hostnames, prev: r.Status.Parents}, grpc: r})
+	}
+	// Oldest first: attachments per listener keep that order, so conflicts
+	// and precedence ties are settled the way the spec orders them.
+	sort.Slice(all, func(i, j int) bool { return olderThan(all[i].info.meta, all[j].info.meta) })
+	for _, p := range all {
+		t.attach(p.info)
+	}
+	t.kindConflicts()
+
+	for _, p := range all {
+		r := p.info
+		if len(r.parents) == 0 {
+			continue // no parent of ours
+		}
+		route := dataplane.Route{Kind: dataplane.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
+			Created: r.meta.CreationTimestamp.Time.UTC()}
+		var anyHost bool
+		seenL := map[string]bool{}
+		seenH := map[string]bool{}
+		var gw *gatewayInfo
+		for _, pi := range r.parents {
+			if !pi.accepted() {
+				continue
+			}
+			if gw == nil {
+				gw = pi.gw
+			}
+			for _, a := range pi.attachments {
+				if a.lostTo != "" {
+					continue
+				}
+				if !seenL[a.listener.dpName] {
+					seenL[a.listener.dpName] = true
+					route.Listeners = append(route.Listeners, a.listener.dpName)
+				}
+				if a.hosts == nil {
+					anyHost = true
+				}
+				for _, h := range a.hosts {
+					if !seenH[h] {
+						seenH[h] = true
+						route.Hostnames = append(route.Hostnames, h)
+					}
+				}
+				t.noteHostnames(a, r.kind == kindGRPCRoute)
+			}
+		}
+		if anyHost {
+			route.Hostnames = nil
+		}
+		if gw == nil {
+			gw = r.parents[0].gw
+		}
+		var rs ruleSet
+		if p.http != nil {
+			rs = t.httpRules(p.http, &route, gw)
+		} else {
+			rs = t.grpcRules(p.grpc, &route, gw)
+		}
+		route.Rules = rs.rules
+		allDropped := len(rs.rules) == 0 && len(rs.dropped) > 0
+		if len(route.Listeners) > 0 && !allDropped {
+			t.out.Config.Routes = append(t.out.Config.Routes, route)
+		}
+		statuses := t.routeStatus(r, &rs, allDropped)
+		if p.http != nil {
+			t.out.HTTPRoutes[nn(r.meta.Namespace, r.meta.Name)] = statuses
+		} else {
+			t.out.GRPCRoutes[nn(r.meta.Namespace, r.meta.Name)] = statuses
+		}
+	}
+}
+
+// routeStatus writes one route's parent statuses: Accepted per parentRef,
+// and ResolvedRefs and PartiallyInvalid, which describe the rules and so
+// are the same on every parent.
+func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool) []gwv1.RouteParentStatus {
+	out := make([]gwv1.RouteParentStatus, 0, len(r.parents))
+	for _, pi := range r.parents {
+		c := newConds(prevParentConds(r.prev, &pi.ref, t.in.ControllerName), r.meta.Generation, t.now)
+		switch {
+		case !pi.accepted():
+			c.set(string(gwv1.RouteConditionAccepted), false, pi.reason, pi.msg)
+		case allDropped:
+			c.set(string(gwv1.RouteConditionAccepted), false, string(gwv1.RouteReasonUnsupportedValue), "every rule is invalid: "+joinLimited(rs.dropped))
+		default:
+			c.set(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), "route accepted")
+		}
+		if rs.refs != nil {
+			c.set(string(gwv1.RouteConditionResolvedRefs), false, rs.refs.reason, rs.refs.msg)
+		} else {
+			c.set(string(gwv1.RouteConditionResolvedRefs), true, string(gwv1.RouteReasonResolvedRefs), "all references resolved")
+		}
+		if len(rs.dropped) > 0 && !allDropped && c.isTrue(string(gwv1.RouteConditionAccepted)) {
+			c.set(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue), "Dropped Rule(s): "+joinLimited(rs.dropped))
+		}
+		t.warnOnChange(r.kind, r.meta, c.prev, c.list)
+		out = append(out, gwv1.RouteParentStatus{ParentRef: pi.ref, ControllerName: gwv1.GatewayController(t.in.ControllerName), Conditions: c.list})
+	}
+	return out
+}
+
+// joinLimited joins problems for a condition message, keeping it short
+// enough to read in kubectl describe.
+func joinLimited(list []string) string {
+	const max = 5
+	s := ""
+	for i, p := range list {
+		if i == max {
+			s += "; and " + strconv.Itoa(len(list)-max) + " more"
+			break
+		}
+		if i > 0 {
+			s += "; "
+		}
+		s += p
+	}
+	return s
+}
+
+func prevParentConds(list []gwv1.RouteParentStatus, ref *gwv1.ParentReference, controller string) []metav1.Condition {
+	for i := range list {
+		p := &list[i]
+		if string(p.ControllerName) == controller && sameParentRef(&p.ParentRef, ref) {
+			return p.Conditions
+		}
+	}
+	return nil
+}
+
+func sameParentRef(a, b *gwv1.ParentReference) bool {
+	return a.Name == b.Name && ptrEq(a.Namespace, b.Namespace) && ptrEq(a.SectionName, b.SectionName) &&
+		ptrEq(a.Port, b.Port) && ptrEq(a.Kind, b.Kind) && ptrEq(a.Group, b.Group)
+}
+
+// noteHostnames records the public hostnames an attachment serves. An
+// attachment that takes any host publishes the listener's hostname; a
+// listener without one has nothing to publish.
+func (t *translator) noteHostnames(a *attachment, grpc bool) {
+	hosts := a.hosts
+	if hosts == nil && a.listener.hostname != "" {
+		hosts = []string{a.listener.hostname}
+	}
+	for _, h := range hosts {
+		t.hostNeeds(h, grpc)
+	}
+}
+
+func (t *translator) hostNeeds(h string, grpc bool) {
+	if t.hostIndex == nil {
+		t.hostIndex = map[string]int{}
+	}
+	i, ok := t.hostIndex[h]
+	if !ok {
+		i = len(t.out.Hostnames)
+		t.hostIndex[h] = i
+		t.out.Hostnames = append(t.out.Hostnames, Hostname{Name: h})
+	}
+	if grpc {
+		t.out.Hostnames[i].GRPC = true
+	} else {
+		t.out.Hostnames[i].HTTP = true
+	}
+}
+
+// gatewayStatuses writes Gateway and ListenerSet statuses once routes have
+// been counted.
+func (t *translator) gatewayStatuses() {
+	for _, gi := range t.gatewayList {
+		st := &gwv1.GatewayStatus{}
+		for _, li := range gi.own {
+			st.Listeners = append(st.Listeners, listenerStatus(li))
+		}
+		if gi.accepted {
+			st.Addresses = t.in.Addresses
+			gi.conds.set(string(gwv1.GatewayConditionProgrammed), true, string(gwv1.GatewayReasonProgrammed), "the proxies serve this gateway")
+		} else {
+			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonInvalid), "not served: see Accepted")
+		}
+		n := int32(0)
+		for _, si := range gi.sets {
+			if si.conds.isTrue(string(gwv1.ListenerSetConditionAccepted)) {
+				n++
+			}
+		}
+		if gi.obj.Spec.AllowedListeners != nil {
+			st.AttachedListenerSets = &n
+		}
+		st.Conditions = gi.conds.list
+		t.warnOnChange("Gateway", &gi.obj.ObjectMeta, gi.conds.prev, gi.conds.list)
+		t.out.Gateways[gi.key] = st
+	}
+	for _, si := range t.setList {
+		st := &gwv1.ListenerSetStatus{Conditions: si.conds.list}
+		for _, li := range si.listeners {
+			ls := listenerStatus(li)
+			st.Listeners = append(st.Listeners, gwv1.ListenerEntryStatus{Name: ls.Name, SupportedKinds: ls.SupportedKinds,
+				AttachedRoutes: ls.AttachedRoutes, Conditions: ls.Conditions})
+		}
+		t.out.ListenerSets[si.key] = st
+	}
+}
+
+func listenerStatus(li *listenerInfo) gwv1.ListenerStatus {
+	if li.serves() {
+		li.conds.set(string(gwv1.ListenerConditionProgrammed), true, string(gwv1.ListenerReasonProgrammed), "listener served")
+	} else {
+		li.conds.set(string(gwv1.ListenerConditionProgrammed), false, string(gwv1.ListenerReasonInvalid), "not served: see Accepted, Conflicted and ResolvedRefs")
+	}
+	kinds := li.kinds
+	if kinds == nil {
+		kinds = []gwv1.RouteGroupKind{}
+	}
+	return gwv1.ListenerStatus{Name: gwv1.SectionName(li.name), SupportedKinds: kinds, AttachedRoutes: li.attached, Conditions: li.conds.list}
+}
+
+// assembleConfig adds the served listeners and the clusters that served
+// routes use, in a stable order.
+func (t *translator) assembleConfig() {
+	cfg := &t.out.Config
+	for _, li := range t.listenerOrder {
+		if li.serves() && li.gw.accepted {
+			cfg.Listeners = append(cfg.Listeners, dataplane.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port)})
+		}
+	}
+	used := map[string]bool{}
+	for i := range cfg.Routes {
+		for j := range cfg.Routes[i].Rules {
+			ru := &cfg.Routes[i].Rules[j]
+			for _, b := range ru.Backends {
+				used[b.Cluster] = true
+			}
+			for _, f := range ru.Filters {
+				if f.RequestMirror != nil {
+					used[f.RequestMirror.Cluster] = true
+				}
+			}
+		}
+	}
+	for _, c := range t.clusters {
+		if used[c.Name] {
+			cfg.Clusters = append(cfg.Clusters, c)
+		}
+	}
+	sort.Slice(cfg.Clusters, func(i, j int) bool { return cfg.Clusters[i].Name < cfg.Clusters[j].Name })
+	sort.Slice(t.out.Hostnames, func(i, j int) bool { return t.out.Hostnames[i].Name < t.out.Hostnames[j].Name })
+}
+
+// warnOnChange records a Warning event for each condition that has just
+// turned False (or changed its reason while False), so kubectl get events
+// shows what broke and when, once.
+func (t *translator) warnOnChange(kind string, meta *metav1.ObjectMeta, prev, now []metav1.Condition) {
+	for _, c := range now {
+		if c.Status != metav1.ConditionFalse || c.Type == string(gwv1.ListenerConditionConflicted) {
+			continue
+		}
+		if p := findCond(prev, c.Type); p != nil && p.Status == c.Status && p.Reason == c.Reason {
+			continue
+		}
+		t.out.Events = append(t.out.Events, Event{Kind: kind, Namespace: meta.Namespace, Name: meta.Name,
+			Type: "Warning", Reason: c.Reason, Message: c.Type + ": " + c.Message})
+	}
 }

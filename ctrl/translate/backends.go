@@ -1,0 +1,348 @@
+package translate
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// Backend kinds a backendRef may name.
+const (
+	groupMCS          = "multicluster.x-k8s.io"
+	kindService       = "Service"
+	kindServiceImport = "ServiceImport"
+)
+
+// refProblem is why a backendRef cannot be used: the route's ResolvedRefs
+// reason and a message for the user.
+type refProblem struct {
+	reason string
+	msg    string
+}
+
+// backendKey identifies one cluster: what it points at and how it is spoken
+// to. Routes sharing a backend share the cluster.
+type backendKey struct {
+	kind, namespace, name string
+	port                  int32
+	grpc                  bool   // speaks HTTP/2 (a GRPCRoute's backend)
+	clientCert            string // the Gateway whose client certificate TLS uses
+}
+
+// resolvedBackend is a cluster decision, cached per backendKey.
+type resolvedBackend struct {
+	name    string
+	problem *refProblem
+}
+
+// backendRef resolves one backendRef of a route into a cluster name, or a
+// problem for the route's ResolvedRefs condition.
+func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObjectReference, grpc bool, gw *gatewayInfo) (string, *refProblem) {
+	group, kind := "", kindService
+	if ref.Group != nil {
+		group = string(*ref.Group)
+	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	ns := routeNS
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	switch {
+	case group == "" && kind == kindService:
+	case group == groupMCS && kind == kindServiceImport:
+	case group == v1alpha1.Group && kind == v1alpha1.KindExternalBackend:
+	default:
+		return "", &refProblem{string(gwv1.RouteReasonInvalidKind),
+			fmt.Sprintf("backendRef %s: kind %s/%s is not supported (Service, %s/%s or %s/%s)",
+				ref.Name, group, kind, groupMCS, kindServiceImport, v1alpha1.Group, v1alpha1.KindExternalBackend)}
+	}
+	if !t.ix.granted(groupGateway, routeKind, routeNS, group, kind, ns, string(ref.Name)) {
+		return "", &refProblem{string(gwv1.RouteReasonRefNotPermitted),
+			fmt.Sprintf("backendRef %s/%s %s/%s: no ReferenceGrant in namespace %s allows it", group, kind, ns, ref.Name, ns)}
+	}
+	if gw != nil {
+		for _, p := range t.ix.policies[policyTarget{group, kind, ns, string(ref.Name)}] {
+			t.policy(p).ancestors[gw] = true
+		}
+	}
+	var port int32
+	if ref.Port != nil {
+		port = int32(*ref.Port)
+	}
+	k := backendKey{kind: kind, namespace: ns, name: string(ref.Name), port: port, grpc: grpc}
+	if gw != nil && gw.clientCertPEM != nil {
+		k.clientCert = gw.key.String()
+	}
+	if rb, ok := t.backends[k]; ok {
+		return rb.name, rb.problem
+	}
+	var c *dataplane.Cluster
+	var p *refProblem
+	switch kind {
+	case kindService:
+		c, p = t.serviceCluster(k)
+	case kindServiceImport:
+		c, p = t.serviceImportCluster(k)
+	default:
+		c, p = t.externalCluster(k)
+	}
+	rb := resolvedBackend{problem: p}
+	if p == nil {
+		if c.Protocol == dataplane.ProtoTLS && c.TLS != nil && gw != nil && gw.clientCertPEM != nil {
+			c.TLS.ClientCertPEM, c.TLS.ClientKeyPEM = string(gw.clientCertPEM), string(gw.clientKeyPEM)
+		}
+		rb.name = c.Name
+		t.clusters = append(t.clusters, *c)
+	}
+	t.backends[k] = rb
+	return rb.name, rb.problem
+}
+
+// clusterName spells a cluster for logs and metrics: "ns/name:port", with
+// the kind when it is not a Service and the protocol when it is not
+// HTTP/1.1.
+func clusterName(k backendKey, proto string, h2 bool) string {
+	var b strings.Builder
+	if k.kind != kindService {
+		b.WriteString(k.kind)
+		b.WriteByte(':')
+	}
+	b.WriteString(k.namespace)
+	b.WriteByte('/')
+	b.WriteString(k.name)
+	if k.port != 0 {
+		b.WriteByte(':')
+		b.WriteString(strconv.Itoa(int(k.port)))
+	}
+	switch {
+	case proto == dataplane.ProtoTLS && h2:
+		b.WriteString("+tls-h2")
+	case proto == dataplane.ProtoTLS:
+		b.WriteString("+tls")
+	case proto == dataplane.ProtoH2C:
+		b.WriteString("+h2c")
+	}
+	if k.clientCert != "" {
+		b.WriteString("@" + k.clientCert)
+	}
+	return b.String()
+}
+
+// serviceCluster resolves a Service port to its ready endpoints.
+func (t *translator) serviceCluster(k backendKey) (*dataplane.Cluster, *refProblem) {
+	svc := t.ix.services[nn(k.namespace, k.name)]
+	if svc == nil {
+		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s not found", k.namespace, k.name)}
+	}
+	if k.port == 0 {
+		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("backendRef to Service %s/%s needs a port", k.namespace, k.name)}
+	}
+	var sp *corev1.ServicePort
+	for i := range svc.Spec.Ports {
+		if svc.Spec.Ports[i].Port == k.port {
+			sp = &svc.Spec.Ports[i]
+			break
+		}
+	}
+	if sp == nil && svc.Spec.Type != corev1.ServiceTypeExternalName {
+		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s has no port %d", k.namespace, k.name, k.port)}
+	}
+	appProto := ""
+	if sp != nil && sp.AppProtocol != nil {
+		appProto = *sp.AppProtocol
+	}
+	proto, ok := protocolOf(appProto)
+	if !ok {
+		return nil, &refProblem{string(gwv1.RouteReasonUnsupportedProtocol),
+			fmt.Sprintf("Service %s/%s port %d: appProtocol %q is not supported (use kubernetes.io/h2c, kubernetes.io/ws, kubernetes.io/wss or https)", k.namespace, k.name, k.port, appProto)}
+	}
+	sectionName := ""
+	if sp != nil {
+		sectionName = sp.Name
+	}
+	c := &dataplane.Cluster{Endpoints: []dataplane.Endpoint{}}
+	tlsSet, p := t.backendTLS("", kindService, k.namespace, k.name, sectionName)
+	if p != nil {
+		return nil, p
+	}
+	c.Protocol, c.TLS = clusterProtocol(proto, k.grpc, tlsSet, k.name+"."+k.namespace+".svc")
+	if c.Protocol == "" {
+		return nil, &refProblem{string(gwv1.RouteReasonUnsupportedProtocol),
+			fmt.Sprintf("Service %s/%s port %d: appProtocol %q needs TLS: attach a BackendTLSPolicy", k.namespace, k.name, k.port, appProto)}
+	}
+	c.Name = clusterName(k, c.Protocol, c.TLS != nil && c.TLS.H2)
+
+	if svc.Spec.Type == corev1.ServiceTypeExternalName {
+		c.Endpoints = append(c.Endpoints, dataplane.Endpoint{Address: net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(k.port)))})
+		return c, nil
+	}
+	c.Endpoints = t.endpoints(t.ix.slices[nn(k.namespace, k.name)], func(p *discoveryv1.EndpointPort) bool {
+		return p.Name != nil && *p.Name == sp.Name || p.Name == nil && sp.Name == ""
+	})
+	return c, nil
+}
+
+// serviceImportCluster resolves a multi-cluster ServiceImport through the
+// EndpointSlices labelled with its name.
+func (t *translator) serviceImportCluster(k backendKey) (*dataplane.Cluster, *refProblem) {
+	slices := t.ix.mcsSlices[nn(k.namespace, k.name)]
+	if len(slices) == 0 {
+		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound),
+			fmt.Sprintf("ServiceImport %s/%s has no EndpointSlices (label %s)", k.namespace, k.name, labelMCSService)}
+	}
+	c := &dataplane.Cluster{}
+	c.Protocol, c.TLS = clusterProtocol(wireHTTP1, k.grpc, nil, "")
+	c.Name = clusterName(k, c.Protocol, false)
+	c.Endpoints = t.endpoints(slices, func(p *discoveryv1.EndpointPort) bool {
+		return p.Port != nil && *p.Port == k.port || len(slices[0].Ports) == 1
+	})
+	return c, nil
+}
+
+// externalCluster resolves an ExternalBackend: one DNS name or IP.
+func (t *translator) externalCluster(k backendKey) (*dataplane.Cluster, *refProblem) {
+	eb := t.ix.external[nn(k.namespace, k.name)]
+	if eb == nil {
+		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("ExternalBackend %s/%s not found", k.namespace, k.name)}
+	}
+	port := eb.Spec.Port
+	if k.port != 0 {
+		port = k.port
+	}
+	if eb.Spec.Host == "" || port <= 0 || port > 65535 {
+		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("ExternalBackend %s/%s needs a host and a port", k.namespace, k.name)}
+	}
+	var proto string
+	switch eb.Spec.Protocol {
+	case "", v1alpha1.ProtocolHTTP:
+	case v1alpha1.ProtocolH2C:
+		proto = "kubernetes.io/h2c"
+	case v1alpha1.ProtocolHTTPS:
+		proto = "https"
+	default:
+		return nil, &refProblem{string(gwv1.RouteReasonUnsupportedProtocol),
+			fmt.Sprintf("ExternalBackend %s/%s: protocol %q is not http, h2c or https", k.namespace, k.name, eb.Spec.Protocol)}
+	}
+	p, _ := protocolOf(proto)
+	tlsSet, prob := t.backendTLS(v1alpha1.Group, v1alpha1.KindExternalBackend, k.namespace, k.name, "")
+	if prob != nil {
+		return nil, prob
+	}
+	c := &dataplane.Cluster{}
+	c.Protocol, c.TLS = clusterProtocol(p, k.grpc, tlsSet, eb.Spec.Host)
+	c.Name = clusterName(k, c.Protocol, c.TLS != nil && c.TLS.H2)
+	c.Endpoints = []dataplane.Endpoint{{Address: net.JoinHostPort(eb.Spec.Host, strconv.Itoa(int(port)))}}
+	return c, nil
+}
+
+// Wire protocols a Service port's appProtocol can ask for.
+const (
+	wireHTTP1 = "http1"
+	wireH2C   = "h2c"
+	wireTLS   = "tls"
+)
+
+// protocolOf maps an appProtocol to the wire protocol it asks for.
+func protocolOf(appProtocol string) (string, bool) {
+	switch strings.ToLower(appProtocol) {
+	case "", "http", "kubernetes.io/http", "kubernetes.io/ws", "tcp":
+		return wireHTTP1, true
+	case "kubernetes.io/h2c", "h2c", "grpc", "http2":
+		return wireH2C, true
+	case "https", "kubernetes.io/wss", "kubernetes.io/https", "tls":
+		return wireTLS, true
+	}
+	return "", false
+}
+
+// clusterProtocol combines what the port asks for, the route kind and any
+// BackendTLSPolicy: a policy always means TLS, gRPC always means HTTP/2.
+// It returns "" when TLS is asked for without a policy and without a
+// server name to verify against.
+func clusterProtocol(wire string, grpc bool, policy *dataplane.TLSSettings, defaultSNI string) (string, *dataplane.TLSSettings) {
+	if policy != nil {
+		policy.H2 = grpc || wire == wireH2C
+		return dataplane.ProtoTLS, policy
+	}
+	switch {
+	case wire == wireTLS && defaultSNI == "":
+		return "", nil
+	case wire == wireTLS:
+		// No policy: verify against the system roots, as a browser would.
+		return dataplane.ProtoTLS, &dataplane.TLSSettings{SNI: defaultSNI, H2: grpc}
+	case grpc || wire == wireH2C:
+		return dataplane.ProtoH2C, nil
+	}
+	return dataplane.ProtoHTTP1, nil
+}
+
+// endpoints gathers the ready endpoints of slices on the port that portOK
+// picks; when none is ready, the serving ones (terminating pods still
+// answering) rather than nothing. Addresses are sorted for determinism.
+func (t *translator) endpoints(slices []*discoveryv1.EndpointSlice, portOK func(*discoveryv1.EndpointPort) bool) []dataplane.Endpoint {
+	var ready, serving []string
+	for _, s := range slices {
+		var port int32
+		for i := range s.Ports {
+			if p := &s.Ports[i]; p.Port != nil && portOK(p) {
+				port = *p.Port
+				break
+			}
+		}
+		if port == 0 {
+			continue
+		}
+		ps := strconv.Itoa(int(port))
+		for i := range s.Endpoints {
+			e := &s.Endpoints[i]
+			isReady := e.Conditions.Ready == nil || *e.Conditions.Ready
+			isServing := e.Conditions.Serving != nil && *e.Conditions.Serving
+			if !isReady && !isServing {
+				continue
+			}
+			for _, a := range e.Addresses {
+				if !t.in.AnyEndpointAddress && s.AddressType != discoveryv1.AddressTypeFQDN && !clusterAddress(a) {
+					continue
+				}
+				addr := net.JoinHostPort(a, ps)
+				if isReady {
+					ready = append(ready, addr)
+				} else {
+					serving = append(serving, addr)
+				}
+			}
+		}
+	}
+	list := ready
+	if len(list) == 0 {
+		list = serving
+	}
+	sort.Strings(list)
+	out := make([]dataplane.Endpoint, 0, len(list))
+	for i, a := range list {
+		if i > 0 && a == list[i-1] {
+			continue
+		}
+		out = append(out, dataplane.Endpoint{Address: a})
+	}
+	return out
+}
+
+// clusterAddress refuses what the API server refuses in an EndpointSlice
+// (loopback, link-local, unspecified), in case a snapshot was built by
+// hand: a Service must not turn the proxy into a door to its own host.
+func clusterAddress(a string) bool {
+	ip := net.ParseIP(a)
+	return ip != nil && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsUnspecified() && !ip.IsMulticast()
+}

@@ -1,0 +1,212 @@
+package translate
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// maxAncestors caps a policy's ancestor statuses, as the API does.
+const maxAncestors = 16
+
+// policyInfo is one BackendTLSPolicy's decision: the TLS settings it yields
+// or why it cannot, and the Gateways whose routes use it.
+type policyInfo struct {
+	obj       *gwv1.BackendTLSPolicy
+	settings  *dataplane.TLSSettings
+	accepted  bool
+	reason    string // Accepted=False reason, when not accepted
+	msg       string
+	refReason string // ResolvedRefs=False reason, "" when refs resolve
+	refMsg    string
+	// lostTo names the policy that won a conflict on some target.
+	lostTo    string
+	ancestors map[*gatewayInfo]bool
+}
+
+// backendTLS finds the policy for one backend port (a policy naming the
+// port's sectionName beats one naming the whole backend; among equals the
+// oldest wins) and returns its TLS settings: nil without a policy, a
+// problem with an empty reason when the policy is unusable (requests then
+// fail with 500; the policy's status says why).
+func (t *translator) backendTLS(group, kind, ns, name, sectionName string) (*dataplane.TLSSettings, *refProblem) {
+	cands := t.ix.policies[policyTarget{group, kind, ns, name}]
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	var specific, general []*gwv1.BackendTLSPolicy
+	for _, p := range cands {
+		for _, tr := range p.Spec.TargetRefs {
+			if string(tr.Group) != group || string(tr.Kind) != kind || string(tr.Name) != name {
+				continue
+			}
+			switch {
+			case tr.SectionName == nil || *tr.SectionName == "":
+				general = append(general, p)
+			case string(*tr.SectionName) == sectionName:
+				specific = append(specific, p)
+			}
+		}
+	}
+	list := specific
+	if len(list) == 0 {
+		list = general
+	}
+	if len(list) == 0 {
+		return nil, nil
+	}
+	sort.Slice(list, func(i, j int) bool { return olderThan(&list[i].ObjectMeta, &list[j].ObjectMeta) })
+	win := t.policy(list[0])
+	for _, p := range list[1:] {
+		if p != list[0] {
+			t.policy(p).lostTo = list[0].Namespace + "/" + list[0].Name
+		}
+	}
+	t.usedPolicies = append(t.usedPolicies, list...)
+	if !win.accepted {
+		return nil, &refProblem{msg: fmt.Sprintf("BackendTLSPolicy %s/%s is not usable: %s", win.obj.Namespace, win.obj.Name, win.msg)}
+	}
+	s := *win.settings
+	return &s, nil
+}
+
+// policy validates a BackendTLSPolicy once per translation.
+func (t *translator) policy(p *gwv1.BackendTLSPolicy) *policyInfo {
+	if pi := t.policyByObj[p]; pi != nil {
+		return pi
+	}
+	pi := &policyInfo{obj: p, accepted: true, ancestors: map[*gatewayInfo]bool{}}
+	t.policyByObj[p] = pi
+	v := &p.Spec.Validation
+	s := &dataplane.TLSSettings{SNI: string(v.Hostname)}
+	for _, san := range v.SubjectAltNames {
+		switch san.Type {
+		case gwv1.HostnameSubjectAltNameType:
+			s.SANDNSNames = append(s.SANDNSNames, string(san.Hostname))
+		case gwv1.URISubjectAltNameType:
+			s.SANURIs = append(s.SANURIs, string(san.URI))
+		}
+	}
+	var pems []string
+	var bad []string
+	badKind := false
+	for _, ref := range v.CACertificateRefs {
+		if ref.Group != "" || ref.Kind != "ConfigMap" {
+			bad = append(bad, fmt.Sprintf("%s/%s %s: only ConfigMaps are supported", ref.Group, ref.Kind, ref.Name))
+			badKind = true
+			continue
+		}
+		cm := t.ix.configMaps[nn(p.Namespace, string(ref.Name))]
+		if cm == nil {
+			bad = append(bad, fmt.Sprintf("ConfigMap %s not found", ref.Name))
+			continue
+		}
+		ca := cm.Data["ca.crt"]
+		if !validPEMCerts(ca) {
+			bad = append(bad, fmt.Sprintf("ConfigMap %s: ca.crt holds no PEM certificate", ref.Name))
+			continue
+		}
+		pems = append(pems, ca)
+	}
+	if len(bad) > 0 {
+		pi.refReason, pi.refMsg = string(gwv1.BackendTLSPolicyReasonInvalidCACertificateRef), strings.Join(bad, "; ")
+		if badKind {
+			pi.refReason = string(gwv1.BackendTLSPolicyReasonInvalidKind)
+		}
+	}
+	switch {
+	case v.WellKnownCACertificates != nil && *v.WellKnownCACertificates != gwv1.WellKnownCACertificatesSystem:
+		pi.accepted, pi.reason, pi.msg = false, string(gwv1.PolicyReasonInvalid), fmt.Sprintf("wellKnownCACertificates %q is not supported (System is)", *v.WellKnownCACertificates)
+	case v.WellKnownCACertificates != nil:
+		// System roots: CAPEM stays empty.
+	case len(pems) == 0:
+		pi.accepted, pi.reason, pi.msg = false, string(gwv1.BackendTLSPolicyReasonNoValidCACertificate), "no valid CA certificate: "+pi.refMsg
+	default:
+		s.CAPEM = strings.Join(pems, "\n")
+	}
+	pi.settings = s
+	return pi
+}
+
+func validPEMCerts(s string) bool {
+	rest := []byte(s)
+	n := 0
+	for {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			return n > 0
+		}
+		if b.Type != "CERTIFICATE" {
+			continue
+		}
+		if _, err := x509.ParseCertificate(b.Bytes); err != nil {
+			return false
+		}
+		n++
+	}
+}
+
+// policyStatuses writes each used policy's ancestor statuses: one per
+// Gateway whose routes reach a target of the policy, at most 16.
+func (t *translator) policyStatuses() {
+	for p, pi := range t.policyByObj {
+		if len(pi.ancestors) == 0 {
+			continue
+		}
+		gws := make([]*gatewayInfo, 0, len(pi.ancestors))
+		for g := range pi.ancestors {
+			gws = append(gws, g)
+		}
+		sort.Slice(gws, func(i, j int) bool {
+			return lessNN(gws[i].key.Namespace, gws[i].key.Name, gws[j].key.Namespace, gws[j].key.Name)
+		})
+		if len(gws) > maxAncestors {
+			gws = gws[:maxAncestors]
+		}
+		var out []gwv1.PolicyAncestorStatus
+		for _, g := range gws {
+			ref := gwv1.ParentReference{Group: groupPtr(groupGateway), Kind: kindPtr("Gateway"),
+				Namespace: nsPtr(g.key.Namespace), Name: gwv1.ObjectName(g.key.Name)}
+			c := newConds(prevAncestorConds(p.Status.Ancestors, ref, t.in.ControllerName), p.Generation, t.now)
+			switch {
+			case pi.lostTo != "":
+				c.set(string(gwv1.PolicyConditionAccepted), false, string(gwv1.PolicyReasonConflicted), "BackendTLSPolicy "+pi.lostTo+" is older and targets the same backend")
+			case !pi.accepted:
+				c.set(string(gwv1.PolicyConditionAccepted), false, pi.reason, pi.msg)
+			default:
+				c.set(string(gwv1.PolicyConditionAccepted), true, string(gwv1.PolicyReasonAccepted), "policy applied")
+			}
+			if pi.refReason != "" {
+				c.set(string(gwv1.BackendTLSPolicyConditionResolvedRefs), false, pi.refReason, pi.refMsg)
+			} else {
+				c.set(string(gwv1.BackendTLSPolicyConditionResolvedRefs), true, string(gwv1.BackendTLSPolicyReasonResolvedRefs), "all references resolved")
+			}
+			out = append(out, gwv1.PolicyAncestorStatus{AncestorRef: ref, ControllerName: gwv1.GatewayController(t.in.ControllerName), Conditions: c.list})
+		}
+		t.out.BackendTLSPolicies[nn(p.Namespace, p.Name)] = out
+	}
+}
+
+func prevAncestorConds(list []gwv1.PolicyAncestorStatus, ref gwv1.ParentReference, controller string) []metav1.Condition {
+	for i := range list {
+		a := &list[i]
+		if string(a.ControllerName) == controller && a.AncestorRef.Name == ref.Name && ptrEq(a.AncestorRef.Namespace, ref.Namespace) {
+			return a.Conditions
+		}
+	}
+	return nil
+}
+
+func kindPtr(k string) *gwv1.Kind     { kk := gwv1.Kind(k); return &kk }
+func nsPtr(ns string) *gwv1.Namespace { n := gwv1.Namespace(ns); return &n }
+func ptrEq[T comparable](a, b *T) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}

@@ -1,0 +1,368 @@
+package translate
+
+import (
+	"crypto/tls"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+type gatewayInfo struct {
+	obj   *gwv1.Gateway
+	key   types.NamespacedName
+	class *classInfo
+	// listeners are the Gateway's own, then those of attached ListenerSets
+	// (oldest set first): the order conflicts are decided in.
+	listeners []*listenerInfo
+	own       []*listenerInfo
+	sets      []*listenerSetInfo
+	accepted  bool
+	// clientCert is the Gateway's backend client certificate, when valid.
+	clientCertPEM, clientKeyPEM []byte
+	conds                       conds
+}
+
+// listenerInfo is one listener of a Gateway or a ListenerSet entry.
+type listenerInfo struct {
+	gw       *gatewayInfo
+	set      *listenerSetInfo // nil for the Gateway's own listeners
+	name     string
+	hostname string
+	port     int32
+	protocol gwv1.ProtocolType
+	// ns is the namespace "Same" refers to: the owner's.
+	ns       string
+	from     gwv1.FromNamespaces
+	selector labels.Selector
+	kinds    []gwv1.RouteGroupKind
+	// attachable: routes may attach (accepted, not conflicted).
+	attachable bool
+	attached   int32
+	dpName     string
+	conds      conds
+}
+
+const groupGateway = gwv1.GroupName // gateway.networking.k8s.io
+
+// gateways decides every Gateway of an accepted class of ours, its
+// listeners, and the ListenerSets attached to it.
+func (t *translator) gateways() {
+	gws := append([]*gwv1.Gateway(nil), t.in.Gateways...)
+	sort.Slice(gws, func(i, j int) bool { return lessNN(gws[i].Namespace, gws[i].Name, gws[j].Namespace, gws[j].Name) })
+	for _, g := range gws {
+		ci := t.classByName[string(g.Spec.GatewayClassName)]
+		if ci == nil {
+			continue
+		}
+		t.out.GatewayClasses[ci.obj.Name].Finalizer = true
+		gi := &gatewayInfo{obj: g, key: nn(g.Namespace, g.Name), class: ci,
+			conds: newConds(g.Status.Conditions, g.Generation, t.now)}
+		t.gatewayByKey[gi.key] = gi
+		t.gatewayList = append(t.gatewayList, gi)
+		for i := range g.Spec.Listeners {
+			l := &g.Spec.Listeners[i]
+			li := t.newListener(gi, nil, g.Namespace, string(l.Name), l.Hostname, l.Port, l.Protocol, l.TLS, l.AllowedRoutes, prevListenerConds(g.Status.Listeners, l.Name))
+			li.dpName = g.Namespace + "/" + g.Name + "/" + string(l.Name)
+			gi.own = append(gi.own, li)
+		}
+		gi.listeners = append(gi.listeners, gi.own...)
+	}
+	t.listenerSets()
+	for _, gi := range t.gatewayList {
+		t.finishGateway(gi)
+	}
+}
+
+func prevListenerConds(st []gwv1.ListenerStatus, name gwv1.SectionName) []metav1.Condition {
+	for i := range st {
+		if st[i].Name == name {
+			return st[i].Conditions
+		}
+	}
+	return nil
+}
+
+// newListener validates one listener on its own: protocol, TLS and route
+// kinds. Conflicts with its siblings are decided later.
+func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name string, host *gwv1.Hostname,
+	port gwv1.PortNumber, proto gwv1.ProtocolType, tlsCfg *gwv1.ListenerTLSConfig, ar *gwv1.AllowedRoutes, prev []metav1.Condition) *listenerInfo {
+	gen := gi.obj.Generation
+	if set != nil {
+		gen = set.obj.Generation
+	}
+	li := &listenerInfo{gw: gi, set: set, name: name, port: int32(port), protocol: proto, ns: ns,
+		from: gwv1.NamespacesFromSame, conds: newConds(prev, gen, t.now)}
+	if host != nil {
+		li.hostname = strings.ToLower(string(*host))
+	}
+	accepted, acceptReason, acceptMsg := true, string(gwv1.ListenerReasonAccepted), "listener accepted"
+	switch proto {
+	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
+	default:
+		accepted, acceptReason = false, string(gwv1.ListenerReasonUnsupportedProtocol)
+		acceptMsg = fmt.Sprintf("protocol %s is not supported: tunnelgate serves HTTP and HTTPS listeners", proto)
+	}
+
+	resolved, refReason, refMsg := true, string(gwv1.ListenerReasonResolvedRefs), "all references resolved"
+	// Route kinds: the ones asked for that this protocol carries.
+	supported := []gwv1.Kind{"HTTPRoute", "GRPCRoute"}
+	if ar != nil && len(ar.Kinds) > 0 {
+		var bad []string
+		for _, k := range ar.Kinds {
+			g := groupGateway
+			if k.Group != nil {
+				g = string(*k.Group)
+			}
+			if g == groupGateway && (k.Kind == "HTTPRoute" || k.Kind == "GRPCRoute") && accepted {
+				li.kinds = append(li.kinds, gwv1.RouteGroupKind{Group: groupPtr(groupGateway), Kind: k.Kind})
+			} else {
+				bad = append(bad, g+"/"+string(k.Kind))
+			}
+		}
+		if len(bad) > 0 {
+			resolved, refReason = false, string(gwv1.ListenerReasonInvalidRouteKinds)
+			refMsg = "unsupported route kinds: " + strings.Join(bad, ", ")
+		}
+	} else if accepted {
+		for _, k := range supported {
+			li.kinds = append(li.kinds, gwv1.RouteGroupKind{Group: groupPtr(groupGateway), Kind: k})
+		}
+	}
+	if ar != nil && ar.Namespaces != nil {
+		if ar.Namespaces.From != nil {
+			li.from = *ar.Namespaces.From
+		}
+		if li.from == gwv1.NamespacesFromSelector {
+			sel, err := metav1.LabelSelectorAsSelector(ar.Namespaces.Selector)
+			if err != nil {
+				accepted, acceptReason = false, string(gwv1.ListenerReasonUnsupportedValue)
+				acceptMsg = "allowedRoutes.namespaces.selector: " + err.Error()
+			}
+			li.selector = sel
+		}
+	}
+	if accepted && proto == gwv1.HTTPSProtocolType {
+		if ok, reason, msg := t.listenerTLS(gi, ns, set, tlsCfg); !ok {
+			if reason == string(gwv1.ListenerReasonUnsupportedValue) {
+				accepted, acceptReason, acceptMsg = false, reason, msg
+			} else if resolved {
+				resolved, refReason, refMsg = false, reason, msg
+			}
+		}
+	}
+	li.conds.set(string(gwv1.ListenerConditionAccepted), accepted, acceptReason, acceptMsg)
+	li.conds.set(string(gwv1.ListenerConditionResolvedRefs), resolved, refReason, refMsg)
+	li.attachable = accepted
+	return li
+}
+
+// listenerTLS checks an HTTPS listener's certificateRefs: Secrets of type
+// kubernetes.io/tls holding a usable pair, cross-namespace only with a grant.
+func (t *translator) listenerTLS(gi *gatewayInfo, ns string, set *listenerSetInfo, cfg *gwv1.ListenerTLSConfig) (bool, string, string) {
+	if cfg == nil || len(cfg.CertificateRefs) == 0 {
+		return false, string(gwv1.ListenerReasonInvalidCertificateRef), "HTTPS listener needs tls.certificateRefs"
+	}
+	if cfg.Mode != nil && *cfg.Mode != gwv1.TLSModeTerminate {
+		return false, string(gwv1.ListenerReasonUnsupportedValue), "tls.mode must be Terminate on an HTTPS listener"
+	}
+	fromKind := "Gateway"
+	if set != nil {
+		fromKind = "ListenerSet"
+	}
+	for _, ref := range cfg.CertificateRefs {
+		group, kind := "", "Secret"
+		if ref.Group != nil {
+			group = string(*ref.Group)
+		}
+		if ref.Kind != nil {
+			kind = string(*ref.Kind)
+		}
+		refNS := ns
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			refNS = string(*ref.Namespace)
+		}
+		if group != "" || kind != "Secret" {
+			return false, string(gwv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name)
+		}
+		if !t.ix.granted(groupGateway, fromKind, ns, "", "Secret", refNS, string(ref.Name)) {
+			return false, string(gwv1.ListenerReasonRefNotPermitted),
+				fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows it", refNS, ref.Name)
+		}
+		if msg := checkTLSSecret(t.ix.secrets[nn(refNS, string(ref.Name))], refNS, string(ref.Name)); msg != "" {
+			return false, string(gwv1.ListenerReasonInvalidCertificateRef), msg
+		}
+	}
+	return true, "", ""
+}
+
+// checkTLSSecret says what is wrong with a Secret that should hold a
+// certificate and key, or "" when it is usable.
+func checkTLSSecret(s *corev1.Secret, ns, name string) string {
+	if s == nil {
+		return fmt.Sprintf("Secret %s/%s not found", ns, name)
+	}
+	crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+	if len(crt) == 0 || len(key) == 0 {
+		return fmt.Sprintf("Secret %s/%s needs the keys tls.crt and tls.key", ns, name)
+	}
+	if _, err := tls.X509KeyPair(crt, key); err != nil {
+		return fmt.Sprintf("Secret %s/%s: %v", ns, name, err)
+	}
+	return ""
+}
+
+// finishGateway decides listener conflicts, the backend client
+// certificate, and the Gateway's own conditions.
+func (t *translator) finishGateway(gi *gatewayInfo) {
+	g := gi.obj
+	conflicts(gi.listeners)
+
+	resolved, refReason, refMsg := true, string(gwv1.GatewayReasonResolvedRefs), "all references resolved"
+	if b := g.Spec.TLS; b != nil && b.Backend != nil && b.Backend.ClientCertificateRef != nil {
+		ref := b.Backend.ClientCertificateRef
+		ns := g.Namespace
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			ns = string(*ref.Namespace)
+		}
+		kind := "Secret"
+		if ref.Kind != nil {
+			kind = string(*ref.Kind)
+		}
+		switch {
+		case (ref.Group != nil && *ref.Group != "") || kind != "Secret":
+			resolved, refReason, refMsg = false, string(gwv1.GatewayReasonInvalidClientCertificateRef), "clientCertificateRef must be a core Secret"
+		case !t.ix.granted(groupGateway, "Gateway", g.Namespace, "", "Secret", ns, string(ref.Name)):
+			resolved, refReason = false, string(gwv1.GatewayReasonRefNotPermitted)
+			refMsg = fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows it", ns, ref.Name)
+		default:
+			s := t.ix.secrets[nn(ns, string(ref.Name))]
+			if msg := checkTLSSecret(s, ns, string(ref.Name)); msg != "" {
+				resolved, refReason, refMsg = false, string(gwv1.GatewayReasonInvalidClientCertificateRef), msg
+			} else {
+				gi.clientCertPEM, gi.clientKeyPEM = s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+			}
+		}
+	}
+	if resolved {
+		for _, li := range gi.own {
+			if !li.conds.isTrue(string(gwv1.ListenerConditionResolvedRefs)) {
+				resolved, refReason, refMsg = false, string(gwv1.GatewayReasonListenersNotResolved), "listener "+li.name+" has unresolved references"
+				break
+			}
+		}
+	}
+
+	var problem string
+	switch {
+	case !gi.class.accepted:
+		problem = fmt.Sprintf("GatewayClass %s is not accepted", gi.class.obj.Name)
+		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonInvalidParameters), problem)
+	case len(g.Spec.Addresses) > 0:
+		problem = "spec.addresses is not supported: the address is the tunnel's (or the standalone listen address)"
+		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonUnsupportedAddress), problem)
+	default:
+		valid := 0
+		for _, li := range gi.own {
+			if li.attachable {
+				valid++
+			}
+		}
+		if valid == 0 && len(gi.own) > 0 {
+			problem = "no listener is valid"
+			gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonListenersNotValid), problem)
+		} else if valid < len(gi.own) {
+			gi.conds.set(string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonListenersNotValid), "some listeners are not valid; the others are served")
+		} else {
+			gi.conds.set(string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonAccepted), "gateway accepted")
+		}
+	}
+	gi.accepted = problem == ""
+	if !gi.accepted {
+		for _, li := range gi.listeners {
+			li.attachable = false
+		}
+	}
+	gi.conds.set(string(gwv1.GatewayConditionResolvedRefs), resolved, refReason, refMsg)
+}
+
+// conflicts marks listeners that cannot be served beside earlier ones: the
+// same port with another protocol, or the same port and hostname twice. The
+// Gateway's own listeners come first, so a ListenerSet never takes a port
+// or hostname from its Gateway.
+func conflicts(ls []*listenerInfo) {
+	type portUse struct {
+		proto gwv1.ProtocolType
+		hosts map[string]*listenerInfo
+	}
+	ports := map[int32]*portUse{}
+	for _, li := range ls {
+		reason, msg := "", ""
+		if li.attachable {
+			pu := ports[li.port]
+			switch {
+			case pu == nil:
+				ports[li.port] = &portUse{proto: li.protocol, hosts: map[string]*listenerInfo{li.hostname: li}}
+			case pu.proto != li.protocol:
+				reason = string(gwv1.ListenerReasonProtocolConflict)
+				msg = fmt.Sprintf("port %d already serves %s", li.port, pu.proto)
+			case pu.hosts[li.hostname] != nil:
+				reason = string(gwv1.ListenerReasonHostnameConflict)
+				msg = fmt.Sprintf("port %d already has a listener for hostname %q (%s)", li.port, li.hostname, pu.hosts[li.hostname].dpName)
+			default:
+				pu.hosts[li.hostname] = li
+			}
+		}
+		if reason != "" {
+			li.attachable = false
+			li.conds.set(string(gwv1.ListenerConditionConflicted), true, reason, msg)
+			li.conds.set(string(gwv1.ListenerConditionAccepted), false, reason, msg)
+		} else {
+			li.conds.set(string(gwv1.ListenerConditionConflicted), false, string(gwv1.ListenerReasonNoConflicts), "no conflicts")
+		}
+	}
+}
+
+// serves reports whether the data plane serves this listener.
+func (li *listenerInfo) serves() bool {
+	return li.attachable && li.conds.isTrue(string(gwv1.ListenerConditionResolvedRefs))
+}
+
+// allows reports whether a route of kind in namespace ns may attach.
+func (li *listenerInfo) allows(kind, ns string, ix *index) bool {
+	kindOK := false
+	for _, k := range li.kinds {
+		if string(k.Kind) == kind {
+			kindOK = true
+			break
+		}
+	}
+	return kindOK && li.allowsNamespace(ns, ix)
+}
+
+func (li *listenerInfo) allowsNamespace(ns string, ix *index) bool {
+	switch li.from {
+	case gwv1.NamespacesFromAll:
+		return true
+	case gwv1.NamespacesFromSelector:
+		return li.selector != nil && li.selector.Matches(ix.namespaceLabels(ns))
+	case gwv1.NamespacesFromNone:
+		return false
+	default:
+		return ns == li.ns
+	}
+}
+
+func groupPtr(g string) *gwv1.Group { gg := gwv1.Group(g); return &gg }
+
+func lessNN(ans, an, bns, bn string) bool {
+	if ans != bns {
+		return ans < bns
+	}
+	return an < bn
+}

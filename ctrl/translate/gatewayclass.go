@@ -1,0 +1,100 @@
+package translate
+
+import (
+	"fmt"
+	"strings"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+)
+
+// SupportedBundle is the Gateway API release whose CRDs tunnelgate is built
+// against; SupportedVersion is True for any patch of it.
+const SupportedBundle = "v1.6"
+
+type classInfo struct {
+	obj      *gwv1.GatewayClass
+	accepted bool
+	config   *v1alpha1.GatewayClassConfig
+}
+
+// classes decides every GatewayClass of ours: Accepted (parameters) and
+// SupportedVersion. Classes of other controllers are not ours to judge.
+func (t *translator) classes() {
+	for _, gc := range t.in.GatewayClasses {
+		if string(gc.Spec.ControllerName) != t.in.ControllerName {
+			continue
+		}
+		ci := &classInfo{obj: gc, accepted: true}
+		t.classByName[gc.Name] = ci
+		c := newConds(gc.Status.Conditions, gc.Generation, t.now)
+
+		cfg, problem := t.classParameters(gc)
+		ci.config = cfg
+		versionOK := t.in.BundleVersion == "" || t.in.BundleVersion == SupportedBundle ||
+			strings.HasPrefix(t.in.BundleVersion, SupportedBundle+".")
+		switch {
+		case problem != "":
+			ci.accepted = false
+			c.set(string(gwv1.GatewayClassConditionStatusAccepted), false, string(gwv1.GatewayClassReasonInvalidParameters), problem)
+		case !versionOK:
+			ci.accepted = false
+			c.set(string(gwv1.GatewayClassConditionStatusAccepted), false, string(gwv1.GatewayClassReasonUnsupportedVersion),
+				fmt.Sprintf("Gateway API CRDs %s are installed; tunnelgate supports %s.x", t.in.BundleVersion, SupportedBundle))
+		default:
+			c.set(string(gwv1.GatewayClassConditionStatusAccepted), true, string(gwv1.GatewayClassReasonAccepted), "tunnelgate manages this class")
+		}
+		if versionOK {
+			c.set(string(gwv1.GatewayClassConditionStatusSupportedVersion), true, string(gwv1.GatewayClassReasonSupportedVersion),
+				"Gateway API "+SupportedBundle+".x is supported")
+		} else {
+			c.set(string(gwv1.GatewayClassConditionStatusSupportedVersion), false, string(gwv1.GatewayClassReasonUnsupportedVersion),
+				fmt.Sprintf("installed CRDs are %s; install Gateway API %s.x", t.in.BundleVersion, SupportedBundle))
+		}
+		t.out.GatewayClasses[gc.Name] = &GatewayClassResult{Status: gwv1.GatewayClassStatus{Conditions: c.list}}
+	}
+}
+
+// classParameters resolves a class's parametersRef. An empty problem means
+// the class may be accepted (no parametersRef is fine: standalone needs none).
+func (t *translator) classParameters(gc *gwv1.GatewayClass) (*v1alpha1.GatewayClassConfig, string) {
+	ref := gc.Spec.ParametersRef
+	if ref == nil {
+		return nil, ""
+	}
+	if string(ref.Group) != v1alpha1.Group || string(ref.Kind) != v1alpha1.KindGatewayClassConfig {
+		return nil, fmt.Sprintf("parametersRef must be group %s kind %s, not %s/%s",
+			v1alpha1.Group, v1alpha1.KindGatewayClassConfig, ref.Group, ref.Kind)
+	}
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		return nil, "parametersRef must not set a namespace: GatewayClassConfig is cluster-scoped"
+	}
+	cfg := t.ix.classConfig[ref.Name]
+	if cfg == nil {
+		return nil, fmt.Sprintf("GatewayClassConfig %q not found", ref.Name)
+	}
+	if p := validateClassConfig(&cfg.Spec); p != "" {
+		return nil, fmt.Sprintf("GatewayClassConfig %q: %s", ref.Name, p)
+	}
+	return cfg, ""
+}
+
+// validateClassConfig checks what a GatewayClassConfig can get wrong on its
+// own, without asking Cloudflare.
+func validateClassConfig(s *v1alpha1.GatewayClassConfigSpec) string {
+	if s.Tunnel != nil && s.Tunnel.ID != "" && s.Tunnel.Name != "" {
+		return "tunnel: set id (an existing tunnel) or name (a tunnel to create), not both"
+	}
+	if s.CredentialsRef != nil && (s.CredentialsRef.Name == "" || s.CredentialsRef.Namespace == "") {
+		return "credentialsRef needs a namespace and a name"
+	}
+	if o := s.Origin; o != nil {
+		for _, p := range []int32{o.Port, o.TLSPort} {
+			if p < 0 || p > 65535 {
+				return fmt.Sprintf("origin port %d is out of range", p)
+			}
+		}
+	}
+	return ""
+}

@@ -1,0 +1,111 @@
+package translate
+
+import (
+	"fmt"
+	"regexp"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// grpcRules translates a GRPCRoute's rules. A gRPC call is an HTTP/2 POST
+// to /<service>/<method>, so method matches become path matches and every
+// backend is spoken to over HTTP/2.
+func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *dataplane.Route, gw *gatewayInfo) ruleSet {
+	var rs ruleSet
+	for i := range r.Spec.Rules {
+		src := &r.Spec.Rules[i]
+		out := dataplane.Rule{}
+		if src.Name != nil {
+			out.Name = string(*src.Name)
+		}
+		for _, m := range src.Matches {
+			dm := dataplane.Match{}
+			if m.Method != nil {
+				dm.Path = grpcPath(m.Method)
+			}
+			for _, h := range m.Headers {
+				vm := dataplane.ValueMatch{Type: dataplane.MatchExact, Name: string(h.Name), Value: h.Value}
+				if h.Type != nil {
+					vm.Type = string(*h.Type)
+				}
+				dm.Headers = append(dm.Headers, vm)
+			}
+			out.Matches = append(out.Matches, dm)
+		}
+		out.Filters = t.grpcFilters(src.Filters, r.Namespace, gw, &rs, &out)
+		for j := range src.BackendRefs {
+			br := &src.BackendRefs[j]
+			b := t.backend(kindGRPCRoute, r.Namespace, &br.BackendRef, true, gw, &rs)
+			var failed dataplane.Rule
+			b.Filters = t.grpcFilters(br.Filters, r.Namespace, gw, &rs, &failed)
+			if failed.FailStatus != 0 {
+				b.Status = failed.FailStatus
+			}
+			out.Backends = append(out.Backends, b)
+		}
+		if sp := src.SessionPersistence; sp != nil {
+			s, err := sessionPersistence(sp)
+			if err != nil {
+				rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
+				continue
+			}
+			out.SessionPersistence = s
+		}
+		rs.keep(route, i, out)
+	}
+	return rs
+}
+
+// grpcPath maps a method match to a path match: service and method exact
+// → Exact "/svc/method"; service only → the "/svc" prefix; method only or
+// regular expressions → an anchored expression over both segments.
+func grpcPath(m *gwv1.GRPCMethodMatch) *dataplane.PathMatch {
+	svc, method := "", ""
+	if m.Service != nil {
+		svc = *m.Service
+	}
+	if m.Method != nil {
+		method = *m.Method
+	}
+	if m.Type != nil && *m.Type == gwv1.GRPCMethodMatchRegularExpression {
+		if svc == "" {
+			svc = "[^/]+"
+		}
+		if method == "" {
+			method = "[^/]+"
+		}
+		return &dataplane.PathMatch{Type: dataplane.PathRegex, Value: "/(?:" + svc + ")/(?:" + method + ")"}
+	}
+	switch {
+	case svc != "" && method != "":
+		return &dataplane.PathMatch{Type: dataplane.PathExact, Value: "/" + svc + "/" + method}
+	case svc != "":
+		return &dataplane.PathMatch{Type: dataplane.PathPrefix, Value: "/" + svc}
+	case method != "":
+		return &dataplane.PathMatch{Type: dataplane.PathRegex, Value: "/[^/]+/" + regexp.QuoteMeta(method)}
+	}
+	return nil
+}
+
+func (t *translator) grpcFilters(fs []gwv1.GRPCRouteFilter, ns string, gw *gatewayInfo, rs *ruleSet, rule *dataplane.Rule) []dataplane.Filter {
+	var out []dataplane.Filter
+	for i := range fs {
+		f := &fs[i]
+		switch {
+		case f.Type == gwv1.GRPCRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil:
+			out = append(out, dataplane.Filter{Type: dataplane.FilterRequestHeaderModifier, RequestHeaderModifier: headerModifier(f.RequestHeaderModifier)})
+		case f.Type == gwv1.GRPCRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil:
+			out = append(out, dataplane.Filter{Type: dataplane.FilterResponseHeaderModifier, ResponseHeaderModifier: headerModifier(f.ResponseHeaderModifier)})
+		case f.Type == gwv1.GRPCRouteFilterRequestMirror && f.RequestMirror != nil:
+			if m, ok := t.mirror(kindGRPCRoute, ns, f.RequestMirror, true, gw, rs); ok {
+				out = append(out, m)
+			}
+		default:
+			rs.refProblem(unsupportedFilter(string(f.Type), f.ExtensionRef))
+			rule.FailStatus = failClosed
+		}
+	}
+	return out
+}

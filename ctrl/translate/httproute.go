@@ -1,0 +1,177 @@
+package translate
+
+import (
+	"fmt"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+const (
+	kindHTTPRoute = "HTTPRoute"
+	kindGRPCRoute = "GRPCRoute"
+)
+
+// httpRules translates an HTTPRoute's rules. gw supplies the backend
+// client certificate (the first Gateway the route attaches to).
+func (t *translator) httpRules(r *gwv1.HTTPRoute, route *dataplane.Route, gw *gatewayInfo) ruleSet {
+	var rs ruleSet
+	for i := range r.Spec.Rules {
+		src := &r.Spec.Rules[i]
+		out := dataplane.Rule{}
+		if src.Name != nil {
+			out.Name = string(*src.Name)
+		}
+		for _, m := range src.Matches {
+			out.Matches = append(out.Matches, httpMatch(&m))
+		}
+		out.Filters = t.httpFilters(src.Filters, r.Namespace, gw, &rs, &out)
+		for j := range src.BackendRefs {
+			br := &src.BackendRefs[j]
+			b := t.backend(kindHTTPRoute, r.Namespace, &br.BackendRef, false, gw, &rs)
+			var failed dataplane.Rule
+			b.Filters = t.httpFilters(br.Filters, r.Namespace, gw, &rs, &failed)
+			if failed.FailStatus != 0 {
+				b.Status = failed.FailStatus // this backend's share fails closed
+			}
+			out.Backends = append(out.Backends, b)
+		}
+		if err := t.httpSettings(src, &out); err != nil {
+			rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
+			continue
+		}
+		rs.keep(route, i, out)
+	}
+	return rs
+}
+
+func httpMatch(m *gwv1.HTTPRouteMatch) dataplane.Match {
+	var out dataplane.Match
+	if m.Path != nil {
+		pm := &dataplane.PathMatch{Type: dataplane.PathPrefix, Value: "/"}
+		if m.Path.Type != nil {
+			pm.Type = string(*m.Path.Type)
+		}
+		if m.Path.Value != nil {
+			pm.Value = *m.Path.Value
+		}
+		out.Path = pm
+	}
+	if m.Method != nil {
+		out.Method = string(*m.Method)
+	}
+	for _, h := range m.Headers {
+		vm := dataplane.ValueMatch{Type: dataplane.MatchExact, Name: string(h.Name), Value: h.Value}
+		if h.Type != nil {
+			vm.Type = string(*h.Type)
+		}
+		out.Headers = append(out.Headers, vm)
+	}
+	for _, q := range m.QueryParams {
+		vm := dataplane.ValueMatch{Type: dataplane.MatchExact, Name: string(q.Name), Value: q.Value}
+		if q.Type != nil {
+			vm.Type = string(*q.Type)
+		}
+		out.Query = append(out.Query, vm)
+	}
+	return out
+}
+
+// httpFilters translates HTTPRoute filters (of a rule or a backendRef).
+// A filter tunnelgate cannot run makes rule fail closed.
+func (t *translator) httpFilters(fs []gwv1.HTTPRouteFilter, ns string, gw *gatewayInfo, rs *ruleSet, rule *dataplane.Rule) []dataplane.Filter {
+	var out []dataplane.Filter
+	for i := range fs {
+		f := &fs[i]
+		switch {
+		case f.Type == gwv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil:
+			out = append(out, dataplane.Filter{Type: dataplane.FilterRequestHeaderModifier, RequestHeaderModifier: headerModifier(f.RequestHeaderModifier)})
+		case f.Type == gwv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil:
+			out = append(out, dataplane.Filter{Type: dataplane.FilterResponseHeaderModifier, ResponseHeaderModifier: headerModifier(f.ResponseHeaderModifier)})
+		case f.Type == gwv1.HTTPRouteFilterRequestRedirect && f.RequestRedirect != nil:
+			out = append(out, dataplane.Filter{Type: dataplane.FilterRequestRedirect, RequestRedirect: redirect(f.RequestRedirect)})
+		case f.Type == gwv1.HTTPRouteFilterURLRewrite && f.URLRewrite != nil:
+			out = append(out, dataplane.Filter{Type: dataplane.FilterURLRewrite, URLRewrite: rewrite(f.URLRewrite)})
+		case f.Type == gwv1.HTTPRouteFilterCORS && f.CORS != nil:
+			out = append(out, dataplane.Filter{Type: dataplane.FilterCORS, CORS: cors(f.CORS)})
+		case f.Type == gwv1.HTTPRouteFilterRequestMirror && f.RequestMirror != nil:
+			if m, ok := t.mirror(kindHTTPRoute, ns, f.RequestMirror, false, gw, rs); ok {
+				out = append(out, m)
+			}
+		default:
+			rs.refProblem(unsupportedFilter(string(f.Type), f.ExtensionRef))
+			rule.FailStatus = failClosed
+		}
+	}
+	return out
+}
+
+// httpSettings translates timeouts, retry and session persistence.
+func (t *translator) httpSettings(src *gwv1.HTTPRouteRule, out *dataplane.Rule) error {
+	if to := src.Timeouts; to != nil && (to.Request != nil || to.BackendRequest != nil) {
+		out.Timeouts = &dataplane.Timeouts{}
+		if to.Request != nil {
+			d, err := parseDuration(string(*to.Request))
+			if err != nil {
+				return fmt.Errorf("timeouts.request: %w", err)
+			}
+			out.Timeouts.Request = dataplane.Duration(d)
+		}
+		if to.BackendRequest != nil {
+			d, err := parseDuration(string(*to.BackendRequest))
+			if err != nil {
+				return fmt.Errorf("timeouts.backendRequest: %w", err)
+			}
+			out.Timeouts.BackendRequest = dataplane.Duration(d)
+		}
+		if r, b := out.Timeouts.Request, out.Timeouts.BackendRequest; r != 0 && b > r {
+			return fmt.Errorf("timeouts.backendRequest %v is longer than timeouts.request %v", b, r)
+		}
+	}
+	if rt := src.Retry; rt != nil {
+		out.Retry = &dataplane.Retry{Attempts: 1}
+		if rt.Attempts != nil {
+			out.Retry.Attempts = *rt.Attempts
+		}
+		for _, c := range rt.Codes {
+			out.Retry.Codes = append(out.Retry.Codes, int(c))
+		}
+		if rt.Backoff != nil {
+			d, err := parseDuration(string(*rt.Backoff))
+			if err != nil {
+				return fmt.Errorf("retry.backoff: %w", err)
+			}
+			out.Retry.Backoff = dataplane.Duration(d)
+		}
+	}
+	if sp := src.SessionPersistence; sp != nil {
+		s, err := sessionPersistence(sp)
+		if err != nil {
+			return err
+		}
+		out.SessionPersistence = s
+	}
+	return nil
+}
+
+func sessionPersistence(sp *gwv1.SessionPersistence) (*dataplane.SessionPersistence, error) {
+	s := &dataplane.SessionPersistence{Type: dataplane.SessionCookie}
+	if sp.SessionName != nil {
+		s.Name = *sp.SessionName
+	}
+	if sp.Type != nil {
+		s.Type = string(*sp.Type)
+	}
+	if sp.AbsoluteTimeout != nil {
+		d, err := parseDuration(string(*sp.AbsoluteTimeout))
+		if err != nil {
+			return nil, fmt.Errorf("sessionPersistence.absoluteTimeout: %w", err)
+		}
+		s.AbsoluteTimeout = dataplane.Duration(d)
+	}
+	if sp.CookieConfig != nil && sp.CookieConfig.LifetimeType != nil {
+		s.Lifetime = string(*sp.CookieConfig.LifetimeType)
+	}
+	return s, nil
+}

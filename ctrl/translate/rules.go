@@ -1,0 +1,162 @@
+package translate
+
+import (
+	"fmt"
+	"strings"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// ruleSet is the translation of one route's rules, and what went wrong on
+// the way: the first unresolved reference (ResolvedRefs), and the rules
+// dropped because the proxy could not serve them (PartiallyInvalid).
+type ruleSet struct {
+	rules   []dataplane.Rule
+	refs    *refProblem
+	dropped []string
+}
+
+func (rs *ruleSet) refProblem(p *refProblem) {
+	if rs.refs == nil && p != nil && p.reason != "" {
+		rs.refs = p
+	}
+}
+
+// keep validates a translated rule the way the proxy will and keeps it, or
+// drops it with the proxy's reason.
+func (rs *ruleSet) keep(route *dataplane.Route, i int, r dataplane.Rule) {
+	tmp := *route
+	tmp.Rules = []dataplane.Rule{r}
+	if err := dataplane.ValidateRule(&tmp, 0); err != nil {
+		rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
+		return
+	}
+	rs.rules = append(rs.rules, r)
+}
+
+// failClosed makes a rule answer 500: the spec's answer for a rule whose
+// filters or backends tunnelgate cannot honour, so that a request never
+// skips a filter it was meant to pass through.
+const failClosed = 500
+
+func headerModifier(m *gwv1.HTTPHeaderFilter) *dataplane.HeaderModifier {
+	out := &dataplane.HeaderModifier{Remove: m.Remove}
+	for _, h := range m.Set {
+		out.Set = append(out.Set, dataplane.Header{Name: string(h.Name), Value: h.Value})
+	}
+	for _, h := range m.Add {
+		out.Add = append(out.Add, dataplane.Header{Name: string(h.Name), Value: h.Value})
+	}
+	return out
+}
+
+func pathModifier(m *gwv1.HTTPPathModifier) *dataplane.PathModifier {
+	if m == nil {
+		return nil
+	}
+	out := &dataplane.PathModifier{Type: string(m.Type)}
+	if m.ReplaceFullPath != nil {
+		out.ReplaceFullPath = *m.ReplaceFullPath
+	}
+	if m.ReplacePrefixMatch != nil {
+		out.ReplacePrefixMatch = *m.ReplacePrefixMatch
+	}
+	return out
+}
+
+func redirect(f *gwv1.HTTPRequestRedirectFilter) *dataplane.Redirect {
+	out := &dataplane.Redirect{Path: pathModifier(f.Path)}
+	if f.Scheme != nil {
+		out.Scheme = *f.Scheme
+	}
+	if f.Hostname != nil {
+		out.Hostname = string(*f.Hostname)
+	}
+	if f.Port != nil {
+		out.Port = int(*f.Port)
+	}
+	if f.StatusCode != nil {
+		out.StatusCode = *f.StatusCode
+	}
+	return out
+}
+
+func rewrite(f *gwv1.HTTPURLRewriteFilter) *dataplane.Rewrite {
+	out := &dataplane.Rewrite{Path: pathModifier(f.Path)}
+	if f.Hostname != nil {
+		out.Hostname = string(*f.Hostname)
+	}
+	return out
+}
+
+func cors(f *gwv1.HTTPCORSFilter) *dataplane.CORS {
+	out := &dataplane.CORS{MaxAge: int(f.MaxAge)}
+	if f.AllowCredentials != nil {
+		out.AllowCredentials = *f.AllowCredentials
+	}
+	for _, o := range f.AllowOrigins {
+		out.AllowOrigins = append(out.AllowOrigins, string(o))
+	}
+	for _, m := range f.AllowMethods {
+		out.AllowMethods = append(out.AllowMethods, string(m))
+	}
+	for _, h := range f.AllowHeaders {
+		out.AllowHeaders = append(out.AllowHeaders, string(h))
+	}
+	for _, h := range f.ExposeHeaders {
+		out.ExposeHeaders = append(out.ExposeHeaders, string(h))
+	}
+	return out
+}
+
+// mirror resolves a RequestMirror filter's backend. A mirror that cannot
+// be resolved is left out (the primary request is unaffected) and reported.
+func (t *translator) mirror(routeKind, ns string, f *gwv1.HTTPRequestMirrorFilter, grpc bool, gw *gatewayInfo, rs *ruleSet) (dataplane.Filter, bool) {
+	name, p := t.backendRef(routeKind, ns, &f.BackendRef, grpc, gw)
+	if p != nil {
+		rs.refProblem(p)
+		return dataplane.Filter{}, false
+	}
+	m := &dataplane.Mirror{Cluster: name}
+	if f.Percent != nil {
+		pc := int(*f.Percent)
+		m.Percent = &pc
+	}
+	if f.Fraction != nil {
+		fr := &dataplane.Fraction{Numerator: int(f.Fraction.Numerator), Denominator: 100}
+		if f.Fraction.Denominator != nil {
+			fr.Denominator = int(*f.Fraction.Denominator)
+		}
+		m.Fraction = fr
+	}
+	return dataplane.Filter{Type: dataplane.FilterRequestMirror, RequestMirror: m}, true
+}
+
+// unsupportedFilter reports a filter tunnelgate cannot run; the rule then
+// fails closed.
+func unsupportedFilter(typ string, ext *gwv1.LocalObjectReference) *refProblem {
+	if ext != nil {
+		return &refProblem{string(gwv1.RouteReasonInvalidKind),
+			fmt.Sprintf("filter ExtensionRef %s/%s %s is not supported; the rule answers 500", ext.Group, ext.Kind, ext.Name)}
+	}
+	return &refProblem{string(gwv1.RouteReasonUnsupportedValue), fmt.Sprintf("filter %s is not supported; the rule answers 500", typ)}
+}
+
+// backendRefs resolves a rule's weighted backends. An unusable backend
+// keeps its weight and answers 500 for its share, as the spec requires.
+func (t *translator) backend(routeKind, ns string, ref *gwv1.BackendRef, grpc bool, gw *gatewayInfo, rs *ruleSet) dataplane.BackendRef {
+	w := 1
+	if ref.Weight != nil {
+		w = int(*ref.Weight)
+	}
+	name, p := t.backendRef(routeKind, ns, &ref.BackendObjectReference, grpc, gw)
+	if p != nil {
+		rs.refProblem(p)
+		return dataplane.BackendRef{Weight: w, Status: failClosed}
+	}
+	return dataplane.BackendRef{Cluster: name, Weight: w}
+}
+
+func matchesList(values []string) string { return strings.Join(values, ", ") }
