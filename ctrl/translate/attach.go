@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +44,14 @@ type attachment struct {
 // attach binds a route to the listeners its parentRefs select, counting
 // attachedRoutes, and records why a parentRef fails.
 func (t *translator) attach(r *routeInfo) {
-	counted := map[*listenerInfo]bool{}
+	badHost := ""
+	for _, h := range r.hostnames {
+		if !validHostname(string(h)) {
+			badHost = string(h)
+			break
+		}
+	}
+	var counted []*listenerInfo // listeners this route already counts on
 	for _, ref := range r.parentRefs {
 		group, kind := groupGateway, "Gateway"
 		if ref.Group != nil {
@@ -76,6 +84,11 @@ func (t *translator) attach(r *routeInfo) {
 		}
 		pi := &parentInfo{ref: ref, gw: gw}
 		r.parents = append(r.parents, pi)
+		if badHost != "" {
+			pi.reason = string(gwv1.RouteReasonUnsupportedValue)
+			pi.msg = fmt.Sprintf("hostname %q is not a valid DNS name or wildcard", badHost)
+			continue
+		}
 
 		var selected []*listenerInfo
 		for _, li := range cands {
@@ -103,8 +116,8 @@ func (t *translator) attach(r *routeInfo) {
 				continue
 			}
 			allowed++
-			if !counted[li] {
-				counted[li] = true
+			if !slices.Contains(counted, li) {
+				counted = append(counted, li)
 				li.attached++
 			}
 			hosts, ok := intersectHostnames(li.hostname, r.hostnames)

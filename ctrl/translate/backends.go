@@ -3,7 +3,7 @@ package translate
 import (
 	"fmt"
 	"net"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -290,9 +290,9 @@ func clusterProtocol(wire string, grpc bool, policy *dataplane.TLSSettings, defa
 // endpoints gathers the ready endpoints of slices on the port that portOK
 // picks; when none is ready, the serving ones (terminating pods still
 // answering) rather than nothing. Addresses are sorted for determinism.
-func (t *translator) endpoints(slices []*discoveryv1.EndpointSlice, portOK func(*discoveryv1.EndpointPort) bool) []dataplane.Endpoint {
-	var ready, serving []string
-	for _, s := range slices {
+func (t *translator) endpoints(sls []*discoveryv1.EndpointSlice, portOK func(*discoveryv1.EndpointPort) bool) []dataplane.Endpoint {
+	var ready, serving []dataplane.Endpoint
+	for _, s := range sls {
 		var port int32
 		for i := range s.Ports {
 			if p := &s.Ports[i]; p.Port != nil && portOK(p) {
@@ -315,11 +315,11 @@ func (t *translator) endpoints(slices []*discoveryv1.EndpointSlice, portOK func(
 				if !t.in.AnyEndpointAddress && s.AddressType != discoveryv1.AddressTypeFQDN && !clusterAddress(a) {
 					continue
 				}
-				addr := net.JoinHostPort(a, ps)
+				ep := dataplane.Endpoint{Address: joinHostPort(a, ps)}
 				if isReady {
-					ready = append(ready, addr)
+					ready = append(ready, ep)
 				} else {
-					serving = append(serving, addr)
+					serving = append(serving, ep)
 				}
 			}
 		}
@@ -328,15 +328,26 @@ func (t *translator) endpoints(slices []*discoveryv1.EndpointSlice, portOK func(
 	if len(list) == 0 {
 		list = serving
 	}
-	sort.Strings(list)
-	out := make([]dataplane.Endpoint, 0, len(list))
-	for i, a := range list {
-		if i > 0 && a == list[i-1] {
-			continue
-		}
-		out = append(out, dataplane.Endpoint{Address: a})
+	if list == nil {
+		return []dataplane.Endpoint{}
 	}
-	return out
+	// Sorted and without repeats (an address in two slices), so the
+	// config does not change with the order slices are listed in.
+	if !slices.IsSortedFunc(list, compareEndpoint) {
+		slices.SortFunc(list, compareEndpoint)
+	}
+	return slices.CompactFunc(list, func(a, b dataplane.Endpoint) bool { return a.Address == b.Address })
+}
+
+func compareEndpoint(a, b dataplane.Endpoint) int { return strings.Compare(a.Address, b.Address) }
+
+// joinHostPort is net.JoinHostPort without its scan for a colon when the
+// address is plainly IPv4 or a name.
+func joinHostPort(host, port string) string {
+	if strings.IndexByte(host, ':') >= 0 {
+		return net.JoinHostPort(host, port)
+	}
+	return host + ":" + port
 }
 
 // clusterAddress refuses what the API server refuses in an EndpointSlice

@@ -15,7 +15,7 @@ type conds struct {
 }
 
 func newConds(prev []metav1.Condition, generation int64, now metav1.Time) conds {
-	return conds{prev: prev, generation: generation, now: now}
+	return conds{prev: prev, generation: generation, now: now, list: make([]metav1.Condition, 0, 4)}
 }
 
 // set adds or replaces the condition of type typ.

@@ -104,6 +104,10 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 	accepted, acceptReason, acceptMsg := true, string(gwv1.ListenerReasonAccepted), "listener accepted"
 	switch proto {
 	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
+		if li.hostname != "" && !validHostname(li.hostname) {
+			accepted, acceptReason = false, string(gwv1.ListenerReasonUnsupportedValue)
+			acceptMsg = fmt.Sprintf("hostname %q is not a valid DNS name or wildcard", li.hostname)
+		}
 	default:
 		accepted, acceptReason = false, string(gwv1.ListenerReasonUnsupportedProtocol)
 		acceptMsg = fmt.Sprintf("protocol %s is not supported: tunnelgate serves HTTP and HTTPS listeners", proto)

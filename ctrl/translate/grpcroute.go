@@ -53,7 +53,7 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *dataplane.Route, gw *ga
 			}
 			out.SessionPersistence = s
 		}
-		rs.keep(route, i, out)
+		rs.keep(t.in.Cache, newRuleKey(nil, src, &out), route, i, out)
 	}
 	return rs
 }

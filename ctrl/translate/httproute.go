@@ -41,7 +41,7 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *dataplane.Route, gw *ga
 			rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
 			continue
 		}
-		rs.keep(route, i, out)
+		rs.keep(t.in.Cache, newRuleKey(src, nil, &out), route, i, out)
 	}
 	return rs
 }

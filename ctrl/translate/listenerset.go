@@ -3,6 +3,7 @@ package translate
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -117,9 +118,15 @@ func prevEntryConds(st []gwv1.ListenerEntryStatus, name gwv1.SectionName) []meta
 
 // olderThan orders objects by creation time, then namespace/name: the
 // order the Gateway API uses to settle every conflict.
-func olderThan(a, b *metav1.ObjectMeta) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+func olderThan(a, b *metav1.ObjectMeta) bool { return compareAge(a, b) < 0 }
+
+// compareAge is olderThan as a three-way comparison, for slices.SortFunc.
+func compareAge(a, b *metav1.ObjectMeta) int {
+	if c := a.CreationTimestamp.Time.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
 	}
-	return lessNN(a.Namespace, a.Name, b.Namespace, b.Name)
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
 }

@@ -26,10 +26,14 @@ func (rs *ruleSet) refProblem(p *refProblem) {
 
 // keep validates a translated rule the way the proxy will and keeps it, or
 // drops it with the proxy's reason.
-func (rs *ruleSet) keep(route *dataplane.Route, i int, r dataplane.Rule) {
-	tmp := *route
-	tmp.Rules = []dataplane.Rule{r}
-	if err := dataplane.ValidateRule(&tmp, 0); err != nil {
+func (rs *ruleSet) keep(c *Cache, key ruleKey, route *dataplane.Route, i int, r dataplane.Rule) {
+	err := c.validated(key, func() error {
+		// Hostnames are checked on their own (validHostname); the rule is
+		// judged without them, so the result depends on the rule alone.
+		tmp := dataplane.Route{Kind: route.Kind, Namespace: route.Namespace, Name: route.Name, Rules: []dataplane.Rule{r}}
+		return dataplane.ValidateRule(&tmp, 0)
+	})
+	if err != nil {
 		rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
 		return
 	}

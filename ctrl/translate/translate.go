@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 
@@ -60,6 +61,10 @@ func Translate(in *Input) *Output {
 		backends:     map[backendKey]resolvedBackend{},
 		policyByObj:  map[*gwv1.BackendTLSPolicy]*policyInfo{},
 	}
+	if in.Cache != nil {
+		in.Cache.begin()
+		defer in.Cache.end()
+	}
 	t.classes()
 	t.gateways()
 	for _, si := range t.setList {
@@ -95,7 +100,7 @@ func (t *translator) routes() {
 	}
 	// Oldest first: attachments per listener keep that order, so conflicts
 	// and precedence ties are settled the way the spec orders them.
-	sort.Slice(all, func(i, j int) bool { return olderThan(all[i].info.meta, all[j].info.meta) })
+	slices.SortFunc(all, func(a, b pending) int { return compareAge(a.info.meta, b.info.meta) })
 	for _, p := range all {
 		t.attach(p.info)
 	}
@@ -109,8 +114,6 @@ func (t *translator) routes() {
 		route := dataplane.Route{Kind: dataplane.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
 			Created: r.meta.CreationTimestamp.Time.UTC()}
 		var anyHost bool
-		seenL := map[string]bool{}
-		seenH := map[string]bool{}
 		var gw *gatewayInfo
 		for _, pi := range r.parents {
 			if !pi.accepted() {
@@ -123,16 +126,14 @@ func (t *translator) routes() {
 				if a.lostTo != "" {
 					continue
 				}
-				if !seenL[a.listener.dpName] {
-					seenL[a.listener.dpName] = true
+				if !slices.Contains(route.Listeners, a.listener.dpName) {
 					route.Listeners = append(route.Listeners, a.listener.dpName)
 				}
 				if a.hosts == nil {
 					anyHost = true
 				}
 				for _, h := range a.hosts {
-					if !seenH[h] {
-						seenH[h] = true
+					if !slices.Contains(route.Hostnames, h) {
 						route.Hostnames = append(route.Hostnames, h)
 					}
 				}
@@ -336,7 +337,6 @@ func (t *translator) assembleConfig() {
 			cfg.Clusters = append(cfg.Clusters, c)
 		}
 	}
-	sort.Slice(cfg.Clusters, func(i, j int) bool { return cfg.Clusters[i].Name < cfg.Clusters[j].Name })
 	sort.Slice(t.out.Hostnames, func(i, j int) bool { return t.out.Hostnames[i].Name < t.out.Hostnames[j].Name })
 }
 

@@ -1,0 +1,100 @@
+package translate
+
+import (
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// Changes names the objects whose status differs between two outputs: the
+// status writes a controller has to make. Each list is sorted.
+type Changes struct {
+	GatewayClasses     []string
+	Gateways           []types.NamespacedName
+	ListenerSets       []types.NamespacedName
+	HTTPRoutes         []types.NamespacedName
+	GRPCRoutes         []types.NamespacedName
+	BackendTLSPolicies []types.NamespacedName
+}
+
+// Empty reports whether nothing changed.
+func (c *Changes) Empty() bool {
+	return len(c.GatewayClasses)+len(c.Gateways)+len(c.ListenerSets)+len(c.HTTPRoutes)+len(c.GRPCRoutes)+len(c.BackendTLSPolicies) == 0
+}
+
+// Diff compares next with prev (nil: everything in next is new). An object
+// present in prev and gone from next is listed too: its entries must be
+// removed from its status.
+func Diff(prev, next *Output) Changes {
+	if prev == nil {
+		prev = &Output{}
+	}
+	var c Changes
+	for k, v := range next.GatewayClasses {
+		if p, ok := prev.GatewayClasses[k]; !ok || p.Finalizer != v.Finalizer || !conditionsEqual(p.Status.Conditions, v.Status.Conditions) {
+			c.GatewayClasses = append(c.GatewayClasses, k)
+		}
+	}
+	for k := range prev.GatewayClasses {
+		if _, ok := next.GatewayClasses[k]; !ok {
+			c.GatewayClasses = append(c.GatewayClasses, k)
+		}
+	}
+	sort.Strings(c.GatewayClasses)
+	c.Gateways = diffMap(prev.Gateways, next.Gateways, func(a, b *gwv1.GatewayStatus) bool { return equality.Semantic.DeepEqual(a, b) })
+	c.ListenerSets = diffMap(prev.ListenerSets, next.ListenerSets, func(a, b *gwv1.ListenerSetStatus) bool { return equality.Semantic.DeepEqual(a, b) })
+	c.HTTPRoutes = diffMap(prev.HTTPRoutes, next.HTTPRoutes, parentsEqual)
+	c.GRPCRoutes = diffMap(prev.GRPCRoutes, next.GRPCRoutes, parentsEqual)
+	c.BackendTLSPolicies = diffMap(prev.BackendTLSPolicies, next.BackendTLSPolicies, func(a, b []gwv1.PolicyAncestorStatus) bool {
+		return equality.Semantic.DeepEqual(a, b)
+	})
+	return c
+}
+
+func diffMap[V any](prev, next map[types.NamespacedName]V, equal func(a, b V) bool) []types.NamespacedName {
+	var out []types.NamespacedName
+	for k, v := range next {
+		if p, ok := prev[k]; !ok || !equal(p, v) {
+			out = append(out, k)
+		}
+	}
+	for k := range prev {
+		if _, ok := next[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return lessNN(out[i].Namespace, out[i].Name, out[j].Namespace, out[j].Name) })
+	return out
+}
+
+// parentsEqual compares route parent statuses without reflection: routes
+// are the many objects, so this is the comparison that must be cheap.
+func parentsEqual(a, b []gwv1.RouteParentStatus) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].ControllerName != b[i].ControllerName || !sameParentRef(&a[i].ParentRef, &b[i].ParentRef) ||
+			!conditionsEqual(a[i].Conditions, b[i].Conditions) {
+			return false
+		}
+	}
+	return true
+}
+
+func conditionsEqual(a, b []metav1.Condition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := &a[i], &b[i]
+		if x.Type != y.Type || x.Status != y.Status || x.Reason != y.Reason || x.Message != y.Message ||
+			x.ObservedGeneration != y.ObservedGeneration || !x.LastTransitionTime.Equal(&y.LastTransitionTime) {
+			return false
+		}
+	}
+	return true
+}
