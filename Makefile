@@ -19,8 +19,8 @@ help: ## list the targets
 build: ## build bin/tunnelgate
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/tunnelgate ./cmd/tunnelgate
 
-run: build ## build and run the demo (standalone mode is not built yet)
-	bin/tunnelgate demo
+run: build ## standalone mode on examples/quickstart/ with demo backends (LISTEN=127.0.0.1:8080)
+	bash examples/quickstart/run.sh bin/tunnelgate
 
 # go test also runs every fuzz target on its seed corpus (testdata/fuzz and
 # f.Add), so fuzz regressions are caught here without fuzzing. Allocation

@@ -1,6 +1,5 @@
 // Command tunnelgate is the one tunnelgate binary. Each role (controller,
-// proxy, standalone) will be a subcommand of it; today it has version, demo
-// and help.
+// proxy, standalone) is a subcommand of it; the controller comes next.
 package main
 
 import (
@@ -21,10 +20,11 @@ Usage:
   tunnelgate <command> [flags]
 
 Commands:
-  proxy     serve a data-plane config file (the proxy without a controller)
-  demo      show how the compiled router picks a rule for sample requests
-  version   print the version
-  help      print this help
+  standalone  serve Gateway API YAML files without a cluster (-check lints them)
+  proxy       serve a data-plane config file (the proxy without a controller)
+  demo        show how the compiled router picks a rule for sample requests
+  version     print the version
+  help        print this help
 
 Run "tunnelgate <command> -h" for a command's flags.
 `
@@ -54,6 +54,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "proxy":
 		return runProxy(rest, stdout, stderr)
+	case "standalone":
+		return runStandalone(rest, stdout, stderr)
 	case "demo":
 		fs := newFlagSet("demo", "compile an embedded route set and show which rule wins each sample request", stderr)
 		if code, done := parse(fs, rest); done {

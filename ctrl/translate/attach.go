@@ -2,7 +2,6 @@ package translate
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,6 +25,10 @@ type parentInfo struct {
 	gw  *gatewayInfo
 	// attachments are the listeners the route serves on through this ref.
 	attachments []*attachment
+	// counts are the listeners whose attachedRoutes count the route if it
+	// ends up accepted: allowed by allowedRoutes, hostnames intersecting,
+	// whether or not the listener itself is valid.
+	counts []*listenerInfo
 	// reason and msg explain Accepted=False; empty when accepted.
 	reason, msg string
 }
@@ -51,7 +54,6 @@ func (t *translator) attach(r *routeInfo) {
 			break
 		}
 	}
-	var counted []*listenerInfo // listeners this route already counts on
 	for _, ref := range r.parentRefs {
 		group, kind := groupGateway, "Gateway"
 		if ref.Group != nil {
@@ -77,6 +79,12 @@ func (t *translator) attach(r *routeInfo) {
 		case "ListenerSet":
 			if si := t.setByKey[nn(ns, string(ref.Name))]; si != nil {
 				gw, cands = si.gw, si.listeners
+				if !si.conds.isTrue(string(gwv1.ListenerSetConditionAccepted)) {
+					pi := &parentInfo{ref: ref, gw: gw, reason: string(gwv1.RouteReasonNoMatchingParent),
+						msg: fmt.Sprintf("ListenerSet %s/%s is not accepted by its Gateway", ns, ref.Name)}
+					r.parents = append(r.parents, pi)
+					continue
+				}
 			}
 		}
 		if gw == nil {
@@ -112,15 +120,17 @@ func (t *translator) attach(r *routeInfo) {
 		}
 		allowed, hostMatch := 0, 0
 		for _, li := range selected {
-			if !li.attachable || !li.allows(r.kind, r.meta.Namespace, t.ix) {
+			if !li.allows(r.kind, r.meta.Namespace, t.ix) {
+				continue
+			}
+			hosts, ok := intersectHostnames(li.hostname, r.hostnames)
+			if ok {
+				pi.counts = append(pi.counts, li)
+			}
+			if !li.attachable {
 				continue
 			}
 			allowed++
-			if !slices.Contains(counted, li) {
-				counted = append(counted, li)
-				li.attached++
-			}
-			hosts, ok := intersectHostnames(li.hostname, r.hostnames)
 			if !ok {
 				continue
 			}

@@ -42,6 +42,9 @@ type backendKey struct {
 type resolvedBackend struct {
 	name    string
 	problem *refProblem
+	// policies are the BackendTLSPolicies that competed for this backend
+	// port; the Gateways whose routes use it become their ancestors.
+	policies []*policyInfo
 }
 
 // backendRef resolves one backendRef of a route into a cluster name, or a
@@ -71,11 +74,6 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 		return "", &refProblem{string(gwv1.RouteReasonRefNotPermitted),
 			fmt.Sprintf("backendRef %s/%s %s/%s: no ReferenceGrant in namespace %s allows it", group, kind, ns, ref.Name, ns)}
 	}
-	if gw != nil {
-		for _, p := range t.ix.policies[policyTarget{group, kind, ns, string(ref.Name)}] {
-			t.policy(p).ancestors[gw] = true
-		}
-	}
 	var port int32
 	if ref.Port != nil {
 		port = int32(*ref.Port)
@@ -85,8 +83,10 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 		k.clientCert = gw.key.String()
 	}
 	if rb, ok := t.backends[k]; ok {
+		t.noteAncestors(rb.policies, gw)
 		return rb.name, rb.problem
 	}
+	t.lastPolicies = nil
 	var c *dataplane.Cluster
 	var p *refProblem
 	switch kind {
@@ -97,7 +97,8 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	default:
 		c, p = t.externalCluster(k)
 	}
-	rb := resolvedBackend{problem: p}
+	rb := resolvedBackend{problem: p, policies: t.lastPolicies}
+	t.noteAncestors(rb.policies, gw)
 	if p == nil {
 		if c.Protocol == dataplane.ProtoTLS && c.TLS != nil && gw != nil && gw.clientCertPEM != nil {
 			c.TLS.ClientCertPEM, c.TLS.ClientKeyPEM = string(gw.clientCertPEM), string(gw.clientKeyPEM)
@@ -107,6 +108,15 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	}
 	t.backends[k] = rb
 	return rb.name, rb.problem
+}
+
+func (t *translator) noteAncestors(ps []*policyInfo, gw *gatewayInfo) {
+	if gw == nil {
+		return
+	}
+	for _, p := range ps {
+		p.ancestors[gw] = true
+	}
 }
 
 // clusterName spells a cluster for logs and metrics: "ns/name:port", with
@@ -167,6 +177,10 @@ func (t *translator) serviceCluster(k backendKey) (*dataplane.Cluster, *refProbl
 		return nil, &refProblem{string(gwv1.RouteReasonUnsupportedProtocol),
 			fmt.Sprintf("Service %s/%s port %d: appProtocol %q is not supported (use kubernetes.io/h2c, kubernetes.io/ws, kubernetes.io/wss or https)", k.namespace, k.name, k.port, appProto)}
 	}
+	if k.grpc && proto == wireHTTP1 && appProto != "" {
+		return nil, &refProblem{string(gwv1.RouteReasonUnsupportedProtocol),
+			fmt.Sprintf("Service %s/%s port %d: appProtocol %q is HTTP/1.1, and gRPC needs HTTP/2 (use kubernetes.io/h2c, or https with a BackendTLSPolicy)", k.namespace, k.name, k.port, appProto)}
+	}
 	sectionName := ""
 	if sp != nil {
 		sectionName = sp.Name
@@ -184,7 +198,15 @@ func (t *translator) serviceCluster(k backendKey) (*dataplane.Cluster, *refProbl
 	c.Name = clusterName(k, c.Protocol, c.TLS != nil && c.TLS.H2)
 
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
-		c.Endpoints = append(c.Endpoints, dataplane.Endpoint{Address: net.JoinHostPort(svc.Spec.ExternalName, strconv.Itoa(int(k.port)))})
+		// ExternalName lets a namespace name any host, including the
+		// proxy's own node or a metadata service (CVE-2021-25740), so in a
+		// cluster it must name a DNS name that is not local, never an IP.
+		name := strings.TrimSuffix(strings.ToLower(svc.Spec.ExternalName), ".")
+		if !t.in.AnyEndpointAddress && (net.ParseIP(name) != nil || name == "localhost" || strings.HasSuffix(name, ".localhost") || !validHostname(name)) {
+			return nil, &refProblem{string(gwv1.RouteReasonUnsupportedProtocol),
+				fmt.Sprintf("Service %s/%s: externalName %q must be a DNS name, not an IP address or localhost", k.namespace, k.name, svc.Spec.ExternalName)}
+		}
+		c.Endpoints = append(c.Endpoints, dataplane.Endpoint{Address: net.JoinHostPort(name, strconv.Itoa(int(k.port)))})
 		return c, nil
 	}
 	c.Endpoints = t.endpoints(t.ix.slices[nn(k.namespace, k.name)], func(p *discoveryv1.EndpointPort) bool {
@@ -201,12 +223,26 @@ func (t *translator) serviceImportCluster(k backendKey) (*dataplane.Cluster, *re
 		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound),
 			fmt.Sprintf("ServiceImport %s/%s has no EndpointSlices (label %s)", k.namespace, k.name, labelMCSService)}
 	}
+	// Without the ServiceImport object, its ports are what the slices
+	// carry: the port named by the backendRef, or the only one.
+	portOK := func(p *discoveryv1.EndpointPort) bool { return p.Port != nil && *p.Port == k.port }
+	found := false
+	for _, s := range slices {
+		for i := range s.Ports {
+			found = found || portOK(&s.Ports[i])
+		}
+	}
+	if !found {
+		if len(slices[0].Ports) != 1 {
+			return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound),
+				fmt.Sprintf("ServiceImport %s/%s: no EndpointSlice port %d", k.namespace, k.name, k.port)}
+		}
+		portOK = func(*discoveryv1.EndpointPort) bool { return true }
+	}
 	c := &dataplane.Cluster{}
 	c.Protocol, c.TLS = clusterProtocol(wireHTTP1, k.grpc, nil, "")
 	c.Name = clusterName(k, c.Protocol, false)
-	c.Endpoints = t.endpoints(slices, func(p *discoveryv1.EndpointPort) bool {
-		return p.Port != nil && *p.Port == k.port || len(slices[0].Ports) == 1
-	})
+	c.Endpoints = t.endpoints(slices, portOK)
 	return c, nil
 }
 

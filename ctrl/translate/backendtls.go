@@ -13,6 +13,11 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane"
 )
 
+// reasonInvalidBackendTLS is the route's ResolvedRefs reason when the
+// BackendTLSPolicy of a backend cannot be met. The spec lists no reason for
+// it; this one names the object to look at.
+const reasonInvalidBackendTLS = "InvalidBackendTLSPolicy"
+
 // maxAncestors caps a policy's ancestor statuses, as the API does.
 const maxAncestors = 16
 
@@ -64,14 +69,18 @@ func (t *translator) backendTLS(group, kind, ns, name, sectionName string) (*dat
 	}
 	sort.Slice(list, func(i, j int) bool { return olderThan(&list[i].ObjectMeta, &list[j].ObjectMeta) })
 	win := t.policy(list[0])
+	t.lastPolicies = append(t.lastPolicies, win)
 	for _, p := range list[1:] {
 		if p != list[0] {
-			t.policy(p).lostTo = list[0].Namespace + "/" + list[0].Name
+			lost := t.policy(p)
+			lost.lostTo = list[0].Namespace + "/" + list[0].Name
+			t.lastPolicies = append(t.lastPolicies, lost)
 		}
 	}
-	t.usedPolicies = append(t.usedPolicies, list...)
 	if !win.accepted {
-		return nil, &refProblem{msg: fmt.Sprintf("BackendTLSPolicy %s/%s is not usable: %s", win.obj.Namespace, win.obj.Name, win.msg)}
+		// The spec: a backend whose BackendTLSPolicy cannot be met is an
+		// invalid reference (ResolvedRefs=False) and its share fails.
+		return nil, &refProblem{reasonInvalidBackendTLS, fmt.Sprintf("BackendTLSPolicy %s/%s cannot be applied: %s", win.obj.Namespace, win.obj.Name, win.msg)}
 	}
 	s := *win.settings
 	return &s, nil

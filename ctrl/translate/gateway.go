@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -43,9 +44,14 @@ type listenerInfo struct {
 	kinds    []gwv1.RouteGroupKind
 	// attachable: routes may attach (accepted, not conflicted).
 	attachable bool
-	attached   int32
-	dpName     string
-	conds      conds
+	// certOK is false when an HTTPS listener's certificates do not
+	// resolve: routes attach, but the listener is not served.
+	certOK bool
+	// conflict is the Conflicted reason, when the listener lost one.
+	conflict string
+	attached int32
+	dpName   string
+	conds    conds
 }
 
 const groupGateway = gwv1.GroupName // gateway.networking.k8s.io
@@ -97,7 +103,7 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 		gen = set.obj.Generation
 	}
 	li := &listenerInfo{gw: gi, set: set, name: name, port: int32(port), protocol: proto, ns: ns,
-		from: gwv1.NamespacesFromSame, conds: newConds(prev, gen, t.now)}
+		from: gwv1.NamespacesFromSame, conds: newConds(prev, gen, t.now), certOK: true}
 	if host != nil {
 		li.hostname = strings.ToLower(string(*host))
 	}
@@ -153,9 +159,12 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 	}
 	if accepted && proto == gwv1.HTTPSProtocolType {
 		if ok, reason, msg := t.listenerTLS(gi, ns, set, tlsCfg); !ok {
+			li.certOK = false
 			if reason == string(gwv1.ListenerReasonUnsupportedValue) {
 				accepted, acceptReason, acceptMsg = false, reason, msg
-			} else if resolved {
+			} else {
+				// A certificate problem outranks a route kind one: it
+				// stops the listener, while bad kinds only narrow it.
 				resolved, refReason, refMsg = false, reason, msg
 			}
 		}
@@ -225,7 +234,7 @@ func checkTLSSecret(s *corev1.Secret, ns, name string) string {
 // certificate, and the Gateway's own conditions.
 func (t *translator) finishGateway(gi *gatewayInfo) {
 	g := gi.obj
-	conflicts(gi.listeners)
+	conflicts(gi.own, gi.listeners[len(gi.own):])
 
 	resolved, refReason, refMsg := true, string(gwv1.GatewayReasonResolvedRefs), "all references resolved"
 	if b := g.Spec.TLS; b != nil && b.Backend != nil && b.Backend.ClientCertificateRef != nil {
@@ -265,23 +274,30 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 	var problem string
 	switch {
 	case !gi.class.accepted:
-		problem = fmt.Sprintf("GatewayClass %s is not accepted", gi.class.obj.Name)
+		problem = fmt.Sprintf("GatewayClass %s is not accepted (see its conditions)", gi.class.obj.Name)
+		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonPending), problem)
+	case g.Spec.Infrastructure != nil && g.Spec.Infrastructure.ParametersRef != nil:
+		ref := g.Spec.Infrastructure.ParametersRef
+		problem = fmt.Sprintf("infrastructure.parametersRef %s/%s %s is not supported: tunnelgate takes no per-Gateway parameters", ref.Group, ref.Kind, ref.Name)
 		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonInvalidParameters), problem)
 	case len(g.Spec.Addresses) > 0:
 		problem = "spec.addresses is not supported: the address is the tunnel's (or the standalone listen address)"
 		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonUnsupportedAddress), problem)
 	default:
-		valid := 0
+		var valid, invalid []string
 		for _, li := range gi.own {
 			if li.attachable {
-				valid++
+				valid = append(valid, li.name)
+			} else {
+				invalid = append(invalid, li.name)
 			}
 		}
-		if valid == 0 && len(gi.own) > 0 {
-			problem = "no listener is valid"
+		if len(valid) == 0 && len(gi.own) > 0 {
+			problem = "no listener is valid: " + strings.Join(invalid, ", ")
 			gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonListenersNotValid), problem)
-		} else if valid < len(gi.own) {
-			gi.conds.set(string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonListenersNotValid), "some listeners are not valid; the others are served")
+		} else if len(invalid) > 0 {
+			gi.conds.set(string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonListenersNotValid),
+				"listeners not valid: "+strings.Join(invalid, ", ")+"; served: "+strings.Join(valid, ", "))
 		} else {
 			gi.conds.set(string(gwv1.GatewayConditionAccepted), true, string(gwv1.GatewayReasonAccepted), "gateway accepted")
 		}
@@ -289,52 +305,90 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 	gi.accepted = problem == ""
 	if !gi.accepted {
 		for _, li := range gi.listeners {
-			li.attachable = false
+			if li.attachable {
+				li.attachable = false
+				li.conds.set(string(gwv1.ListenerConditionAccepted), false, string(gwv1.ListenerReasonPending), "the Gateway is not accepted")
+			}
 		}
 	}
 	gi.conds.set(string(gwv1.GatewayConditionResolvedRefs), resolved, refReason, refMsg)
 }
 
-// conflicts marks listeners that cannot be served beside earlier ones: the
-// same port with another protocol, or the same port and hostname twice. The
-// Gateway's own listeners come first, so a ListenerSet never takes a port
-// or hostname from its Gateway.
-func conflicts(ls []*listenerInfo) {
+// conflicts marks listeners that cannot be served together. Among the
+// Gateway's own listeners no one wins: every listener of a port serving
+// two protocols, and every listener repeating a port and hostname, is
+// conflicted, as the spec requires. A ListenerSet entry then conflicts
+// with whatever came before it (the Gateway, older sets), so a set never
+// takes a port or hostname from its Gateway.
+func conflicts(own, sets []*listenerInfo) {
 	type portUse struct {
 		proto gwv1.ProtocolType
 		hosts map[string]*listenerInfo
 	}
 	ports := map[int32]*portUse{}
-	for _, li := range ls {
-		reason, msg := "", ""
+	mark := func(li *listenerInfo, reason, msg string) {
+		li.attachable = false
+		li.conflict = reason
+		li.conds.set(string(gwv1.ListenerConditionConflicted), true, reason, msg)
+		li.conds.set(string(gwv1.ListenerConditionAccepted), false, reason, msg)
+	}
+	protos := map[int32]map[gwv1.ProtocolType]bool{}
+	hostCount := map[string]int{}
+	hostKey := func(li *listenerInfo) string { return strconv.Itoa(int(li.port)) + "|" + li.hostname }
+	for _, li := range own {
 		if li.attachable {
-			pu := ports[li.port]
-			switch {
-			case pu == nil:
-				ports[li.port] = &portUse{proto: li.protocol, hosts: map[string]*listenerInfo{li.hostname: li}}
-			case pu.proto != li.protocol:
-				reason = string(gwv1.ListenerReasonProtocolConflict)
-				msg = fmt.Sprintf("port %d already serves %s", li.port, pu.proto)
-			case pu.hosts[li.hostname] != nil:
-				reason = string(gwv1.ListenerReasonHostnameConflict)
-				msg = fmt.Sprintf("port %d already has a listener for hostname %q (%s)", li.port, li.hostname, pu.hosts[li.hostname].dpName)
-			default:
-				pu.hosts[li.hostname] = li
+			if protos[li.port] == nil {
+				protos[li.port] = map[gwv1.ProtocolType]bool{}
 			}
+			protos[li.port][li.protocol] = true
+			hostCount[hostKey(li)]++
 		}
-		if reason != "" {
-			li.attachable = false
-			li.conds.set(string(gwv1.ListenerConditionConflicted), true, reason, msg)
-			li.conds.set(string(gwv1.ListenerConditionAccepted), false, reason, msg)
-		} else {
+	}
+	for _, li := range own {
+		if !li.attachable {
+			continue
+		}
+		switch {
+		case len(protos[li.port]) > 1:
+			mark(li, string(gwv1.ListenerReasonProtocolConflict), fmt.Sprintf("port %d is used by listeners of different protocols", li.port))
+		case hostCount[hostKey(li)] > 1:
+			mark(li, string(gwv1.ListenerReasonHostnameConflict), fmt.Sprintf("port %d has more than one listener for hostname %q", li.port, li.hostname))
+		default:
+			pu := ports[li.port]
+			if pu == nil {
+				pu = &portUse{proto: li.protocol, hosts: map[string]*listenerInfo{}}
+				ports[li.port] = pu
+			}
+			pu.hosts[li.hostname] = li
+		}
+	}
+	for _, li := range sets {
+		if !li.attachable {
+			continue
+		}
+		pu := ports[li.port]
+		switch {
+		case pu == nil:
+			ports[li.port] = &portUse{proto: li.protocol, hosts: map[string]*listenerInfo{li.hostname: li}}
+		case len(protos[li.port]) > 1 || pu.proto != li.protocol:
+			mark(li, string(gwv1.ListenerReasonProtocolConflict), fmt.Sprintf("port %d already serves %s", li.port, pu.proto))
+		case pu.hosts[li.hostname] != nil:
+			mark(li, string(gwv1.ListenerReasonHostnameConflict), fmt.Sprintf("port %d already has a listener for hostname %q (%s)", li.port, li.hostname, pu.hosts[li.hostname].dpName))
+		default:
+			pu.hosts[li.hostname] = li
+		}
+	}
+	for _, li := range append(own[:len(own):len(own)], sets...) {
+		if li.conflict == "" {
 			li.conds.set(string(gwv1.ListenerConditionConflicted), false, string(gwv1.ListenerReasonNoConflicts), "no conflicts")
 		}
 	}
 }
 
-// serves reports whether the data plane serves this listener.
+// serves reports whether the data plane serves this listener. Invalid
+// route kinds do not stop it: it serves the kinds that are valid.
 func (li *listenerInfo) serves() bool {
-	return li.attachable && li.conds.isTrue(string(gwv1.ListenerConditionResolvedRefs))
+	return li.attachable && li.certOK && len(li.kinds) > 0
 }
 
 // allows reports whether a route of kind in namespace ns may attach.

@@ -103,8 +103,7 @@ func (t *translator) grpcFilters(fs []gwv1.GRPCRouteFilter, ns string, gw *gatew
 				out = append(out, m)
 			}
 		default:
-			rs.refProblem(unsupportedFilter(string(f.Type), f.ExtensionRef))
-			rule.FailStatus = failClosed
+			rs.unsupportedFilter(string(f.Type), f.ExtensionRef, rule)
 		}
 	}
 	return out

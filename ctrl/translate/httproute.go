@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"time"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -100,8 +101,7 @@ func (t *translator) httpFilters(fs []gwv1.HTTPRouteFilter, ns string, gw *gatew
 				out = append(out, m)
 			}
 		default:
-			rs.refProblem(unsupportedFilter(string(f.Type), f.ExtensionRef))
-			rule.FailStatus = failClosed
+			rs.unsupportedFilter(string(f.Type), f.ExtensionRef, rule)
 		}
 	}
 	return out
@@ -126,7 +126,7 @@ func (t *translator) httpSettings(src *gwv1.HTTPRouteRule, out *dataplane.Rule) 
 			out.Timeouts.BackendRequest = dataplane.Duration(d)
 		}
 		if r, b := out.Timeouts.Request, out.Timeouts.BackendRequest; r != 0 && b > r {
-			return fmt.Errorf("timeouts.backendRequest %v is longer than timeouts.request %v", b, r)
+			return fmt.Errorf("timeouts.backendRequest %v is longer than timeouts.request %v", time.Duration(b), time.Duration(r))
 		}
 	}
 	if rt := src.Retry; rt != nil {

@@ -82,11 +82,12 @@ func (t *translator) finishListenerSet(si *listenerSetInfo) {
 			si.conds.set(string(gwv1.ListenerSetConditionAccepted), true, string(gwv1.ListenerSetReasonAccepted), "listener set accepted")
 		}
 	}
-	ok := si.conds.isTrue(string(gwv1.ListenerSetConditionAccepted))
-	if ok {
+	if a := si.conds.get(string(gwv1.ListenerSetConditionAccepted)); a.Status == metav1.ConditionTrue {
 		si.conds.set(string(gwv1.ListenerSetConditionProgrammed), true, string(gwv1.ListenerSetReasonProgrammed), "listeners are served")
 	} else {
-		si.conds.set(string(gwv1.ListenerSetConditionProgrammed), false, string(gwv1.ListenerSetReasonInvalid), "not served: see Accepted")
+		// Programmed repeats why the set is not accepted, as users and the
+		// conformance suite look for the reason on either condition.
+		si.conds.set(string(gwv1.ListenerSetConditionProgrammed), false, a.Reason, "not served: "+a.Message)
 	}
 }
 

@@ -16,6 +16,9 @@ type ruleSet struct {
 	rules   []dataplane.Rule
 	refs    *refProblem
 	dropped []string
+	// unsupported explains a filter type tunnelgate does not implement:
+	// the route is not Accepted, and its rule fails closed meanwhile.
+	unsupported string
 }
 
 func (rs *ruleSet) refProblem(p *refProblem) {
@@ -138,14 +141,21 @@ func (t *translator) mirror(routeKind, ns string, f *gwv1.HTTPRequestMirrorFilte
 	return dataplane.Filter{Type: dataplane.FilterRequestMirror, RequestMirror: m}, true
 }
 
-// unsupportedFilter reports a filter tunnelgate cannot run; the rule then
-// fails closed.
-func unsupportedFilter(typ string, ext *gwv1.LocalObjectReference) *refProblem {
+// unsupportedFilter records a filter tunnelgate cannot run. Either way
+// the rule fails closed (500), so no request skips a filter meant for it:
+// an ExtensionRef is a reference tunnelgate cannot resolve (ResolvedRefs,
+// InvalidKind, as the spec asks); another type is a value it does not
+// support (Accepted=False, UnsupportedValue).
+func (rs *ruleSet) unsupportedFilter(typ string, ext *gwv1.LocalObjectReference, rule *dataplane.Rule) {
+	rule.FailStatus = failClosed
 	if ext != nil {
-		return &refProblem{string(gwv1.RouteReasonInvalidKind),
-			fmt.Sprintf("filter ExtensionRef %s/%s %s is not supported; the rule answers 500", ext.Group, ext.Kind, ext.Name)}
+		rs.refProblem(&refProblem{string(gwv1.RouteReasonInvalidKind),
+			fmt.Sprintf("filter ExtensionRef %s/%s %s is not supported; the rule answers 500", ext.Group, ext.Kind, ext.Name)})
+		return
 	}
-	return &refProblem{string(gwv1.RouteReasonUnsupportedValue), fmt.Sprintf("filter %s is not supported; the rule answers 500", typ)}
+	if rs.unsupported == "" {
+		rs.unsupported = fmt.Sprintf("filter type %s is not supported; until it is removed, the rule answers 500", typ)
+	}
 }
 
 // backendRefs resolves a rule's weighted backends. An unusable backend

@@ -31,7 +31,7 @@ type translator struct {
 	backends     map[backendKey]resolvedBackend
 	clusters     []dataplane.Cluster
 	policyByObj  map[*gwv1.BackendTLSPolicy]*policyInfo
-	usedPolicies []*gwv1.BackendTLSPolicy
+	lastPolicies []*policyInfo // the policies the last resolved backend met
 	hostIndex    map[string]int
 }
 
@@ -111,51 +111,54 @@ func (t *translator) routes() {
 		if len(r.parents) == 0 {
 			continue // no parent of ours
 		}
-		route := dataplane.Route{Kind: dataplane.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
-			Created: r.meta.CreationTimestamp.Time.UTC()}
-		var anyHost bool
-		var gw *gatewayInfo
+		// A route is emitted once per backend client certificate: its
+		// backends present the certificate of the Gateway the request came
+		// through (spec.tls.backend), so Gateways with different ones need
+		// their own clusters. Usually there is one group.
+		var groups []*certGroup
 		for _, pi := range r.parents {
 			if !pi.accepted() {
 				continue
 			}
-			if gw == nil {
-				gw = pi.gw
+			id := certIdentity(pi.gw)
+			var g *certGroup
+			for _, x := range groups {
+				if x.id == id {
+					g = x
+				}
 			}
-			for _, a := range pi.attachments {
-				if a.lostTo != "" {
-					continue
-				}
-				if !slices.Contains(route.Listeners, a.listener.dpName) {
-					route.Listeners = append(route.Listeners, a.listener.dpName)
-				}
-				if a.hosts == nil {
-					anyHost = true
-				}
-				for _, h := range a.hosts {
-					if !slices.Contains(route.Hostnames, h) {
-						route.Hostnames = append(route.Hostnames, h)
-					}
-				}
-				t.noteHostnames(a, r.kind == kindGRPCRoute)
+			if g == nil {
+				g = &certGroup{id: id, gw: pi.gw}
+				groups = append(groups, g)
 			}
+			g.parents = append(g.parents, pi)
 		}
-		if anyHost {
-			route.Hostnames = nil
-		}
-		if gw == nil {
-			gw = r.parents[0].gw
+		if len(groups) == 0 {
+			groups = []*certGroup{{gw: r.parents[0].gw}} // for ResolvedRefs only
 		}
 		var rs ruleSet
-		if p.http != nil {
-			rs = t.httpRules(p.http, &route, gw)
-		} else {
-			rs = t.grpcRules(p.grpc, &route, gw)
+		var allDropped bool
+		for gi, g := range groups {
+			route := dataplane.Route{Kind: dataplane.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
+				Created: r.meta.CreationTimestamp.Time.UTC()}
+			route.Listeners, route.Hostnames = servedOn(g.parents)
+			var grs ruleSet
+			if p.http != nil {
+				grs = t.httpRules(p.http, &route, g.gw)
+			} else {
+				grs = t.grpcRules(p.grpc, &route, g.gw)
+			}
+			if gi == 0 {
+				rs = grs // the rules' problems are the same in every group
+				allDropped = len(rs.rules) == 0 && len(rs.dropped) > 0
+			}
+			route.Rules = grs.rules
+			if len(route.Listeners) > 0 && !allDropped {
+				t.out.Config.Routes = append(t.out.Config.Routes, route)
+			}
 		}
-		route.Rules = rs.rules
-		allDropped := len(rs.rules) == 0 && len(rs.dropped) > 0
-		if len(route.Listeners) > 0 && !allDropped {
-			t.out.Config.Routes = append(t.out.Config.Routes, route)
+		if !allDropped && rs.unsupported == "" {
+			t.countAttached(r)
 		}
 		statuses := t.routeStatus(r, &rs, allDropped)
 		if p.http != nil {
@@ -164,6 +167,49 @@ func (t *translator) routes() {
 			t.out.GRPCRoutes[nn(r.meta.Namespace, r.meta.Name)] = statuses
 		}
 	}
+}
+
+// certGroup is the parents of a route whose Gateways share a backend
+// client certificate (or have none).
+type certGroup struct {
+	id      string
+	gw      *gatewayInfo
+	parents []*parentInfo
+}
+
+func certIdentity(gw *gatewayInfo) string {
+	if gw.clientCertPEM == nil {
+		return ""
+	}
+	return gw.key.String()
+}
+
+// servedOn lists the listeners and hostnames that parents serve a route
+// on; nil hostnames means any host the listeners take.
+func servedOn(parents []*parentInfo) (listeners, hostnames []string) {
+	anyHost := false
+	for _, pi := range parents {
+		for _, a := range pi.attachments {
+			if a.lostTo != "" {
+				continue
+			}
+			if !slices.Contains(listeners, a.listener.dpName) {
+				listeners = append(listeners, a.listener.dpName)
+			}
+			if a.hosts == nil {
+				anyHost = true
+			}
+			for _, h := range a.hosts {
+				if !slices.Contains(hostnames, h) {
+					hostnames = append(hostnames, h)
+				}
+			}
+		}
+	}
+	if anyHost {
+		hostnames = nil
+	}
+	return listeners, hostnames
 }
 
 // routeStatus writes one route's parent statuses: Accepted per parentRef,
@@ -176,6 +222,8 @@ func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool) []g
 		switch {
 		case !pi.accepted():
 			c.set(string(gwv1.RouteConditionAccepted), false, pi.reason, pi.msg)
+		case rs.unsupported != "":
+			c.set(string(gwv1.RouteConditionAccepted), false, string(gwv1.RouteReasonUnsupportedValue), rs.unsupported)
 		case allDropped:
 			c.set(string(gwv1.RouteConditionAccepted), false, string(gwv1.RouteReasonUnsupportedValue), "every rule is invalid: "+joinLimited(rs.dropped))
 		default:
@@ -226,6 +274,29 @@ func prevParentConds(list []gwv1.RouteParentStatus, ref *gwv1.ParentReference, c
 func sameParentRef(a, b *gwv1.ParentReference) bool {
 	return a.Name == b.Name && ptrEq(a.Namespace, b.Namespace) && ptrEq(a.SectionName, b.SectionName) &&
 		ptrEq(a.Port, b.Port) && ptrEq(a.Kind, b.Kind) && ptrEq(a.Group, b.Group)
+}
+
+// countAttached adds an accepted route to the attachedRoutes of every
+// listener that takes it (once per listener), and records its public
+// hostnames.
+func (t *translator) countAttached(r *routeInfo) {
+	var counted []*listenerInfo
+	for _, pi := range r.parents {
+		if !pi.accepted() {
+			continue
+		}
+		for _, li := range pi.counts {
+			if !slices.Contains(counted, li) {
+				counted = append(counted, li)
+				li.attached++
+			}
+		}
+		for _, a := range pi.attachments {
+			if a.lostTo == "" {
+				t.noteHostnames(a, r.kind == kindGRPCRoute)
+			}
+		}
+	}
 }
 
 // noteHostnames records the public hostnames an attachment serves. An
@@ -297,10 +368,13 @@ func (t *translator) gatewayStatuses() {
 }
 
 func listenerStatus(li *listenerInfo) gwv1.ListenerStatus {
-	if li.serves() {
+	switch {
+	case li.serves():
 		li.conds.set(string(gwv1.ListenerConditionProgrammed), true, string(gwv1.ListenerReasonProgrammed), "listener served")
-	} else {
-		li.conds.set(string(gwv1.ListenerConditionProgrammed), false, string(gwv1.ListenerReasonInvalid), "not served: see Accepted, Conflicted and ResolvedRefs")
+	case li.conflict != "":
+		li.conds.set(string(gwv1.ListenerConditionProgrammed), false, li.conflict, "not served: see Conflicted")
+	default:
+		li.conds.set(string(gwv1.ListenerConditionProgrammed), false, string(gwv1.ListenerReasonInvalid), "not served: see Accepted and ResolvedRefs")
 	}
 	kinds := li.kinds
 	if kinds == nil {
@@ -345,7 +419,7 @@ func (t *translator) assembleConfig() {
 // shows what broke and when, once.
 func (t *translator) warnOnChange(kind string, meta *metav1.ObjectMeta, prev, now []metav1.Condition) {
 	for _, c := range now {
-		if c.Status != metav1.ConditionFalse || c.Type == string(gwv1.ListenerConditionConflicted) {
+		if c.Status != metav1.ConditionFalse || c.Type == string(gwv1.ListenerConditionConflicted) || c.Type == string(gwv1.GatewayConditionProgrammed) {
 			continue
 		}
 		if p := findCond(prev, c.Type); p != nil && p.Status == c.Status && p.Reason == c.Reason {

@@ -1,0 +1,111 @@
+package translate_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+// scaleSnapshot builds a cluster of the benchmark's shape: gateways
+// Gateways with one wildcard HTTP listener each, routes HTTPRoutes spread
+// over them (two rules each: a path-and-header match and a default), and
+// one Service with a three-endpoint EndpointSlice per route.
+func scaleSnapshot(gateways, routes int) *translate.Snapshot {
+	s := &translate.Snapshot{}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	meta := func(ns, name string, i int) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, CreationTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Second))}
+	}
+	s.GatewayClasses = append(s.GatewayClasses, &gwv1.GatewayClass{ObjectMeta: meta("", "tunnelgate", 0),
+		Spec: gwv1.GatewayClassSpec{ControllerName: translate.DefaultControllerName}})
+	from := gwv1.NamespacesFromAll
+	for g := 0; g < gateways; g++ {
+		host := gwv1.Hostname(fmt.Sprintf("*.g%d.example.com", g))
+		s.Gateways = append(s.Gateways, &gwv1.Gateway{ObjectMeta: meta("infra", fmt.Sprintf("gw-%d", g), g),
+			Spec: gwv1.GatewaySpec{GatewayClassName: "tunnelgate", Listeners: []gwv1.Listener{{
+				Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80, Hostname: &host,
+				AllowedRoutes: &gwv1.AllowedRoutes{Namespaces: &gwv1.RouteNamespaces{From: &from}},
+			}}}})
+	}
+	prefix, exact := gwv1.PathMatchPathPrefix, gwv1.HeaderMatchExact
+	for r := 0; r < routes; r++ {
+		ns := fmt.Sprintf("team-%d", r%100)
+		name := fmt.Sprintf("app-%d", r)
+		gwNS := gwv1.Namespace("infra")
+		port := gwv1.PortNumber(80)
+		api := "/api"
+		backend := []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{BackendObjectReference: gwv1.BackendObjectReference{
+			Name: gwv1.ObjectName(name), Port: &port}}}}
+		s.HTTPRoutes = append(s.HTTPRoutes, &gwv1.HTTPRoute{ObjectMeta: meta(ns, name, r),
+			Spec: gwv1.HTTPRouteSpec{
+				CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Namespace: &gwNS, Name: gwv1.ObjectName(fmt.Sprintf("gw-%d", r%gateways))}}},
+				Hostnames:       []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("app-%d.g%d.example.com", r, r%gateways))},
+				Rules: []gwv1.HTTPRouteRule{
+					{Matches: []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: &prefix, Value: &api},
+						Headers: []gwv1.HTTPHeaderMatch{{Type: &exact, Name: "x-canary", Value: "1"}}}}, BackendRefs: backend},
+					{BackendRefs: backend},
+				},
+			}})
+		s.Services = append(s.Services, &corev1.Service{ObjectMeta: meta(ns, name, r),
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)}}}})
+		pname, pnum := "http", int32(8080)
+		sl := &discoveryv1.EndpointSlice{ObjectMeta: meta(ns, name+"-abcde", r), AddressType: discoveryv1.AddressTypeIPv4,
+			Ports: []discoveryv1.EndpointPort{{Name: &pname, Port: &pnum}}}
+		sl.Labels = map[string]string{discoveryv1.LabelServiceName: name}
+		for e := 0; e < 3; e++ {
+			sl.Endpoints = append(sl.Endpoints, discoveryv1.Endpoint{Addresses: []string{fmt.Sprintf("10.%d.%d.%d", 1+r/65000, (r/250)%256, 1+e+(r%250))}})
+		}
+		s.EndpointSlices = append(s.EndpointSlices, sl)
+	}
+	return s
+}
+
+// BenchmarkTranslate is the controller's work on every change: a full
+// translation of the cluster, then the diff that decides the status writes.
+// The objects carry the statuses of a previous translation, as they do in
+// a running cluster, so the diff finds nothing to write.
+func BenchmarkTranslate(b *testing.B) {
+	for _, routes := range []int{500, 5000} {
+		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
+			in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow, Cache: translate.NewCache()}
+			prev := translate.Translate(in)
+			applyStatuses(in, prev)
+			prev = translate.Translate(in)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				out := translate.Translate(in)
+				if ch := translate.Diff(prev, out); !ch.Empty() {
+					b.Fatalf("steady state changed: %+v", ch)
+				}
+				prev = out
+			}
+		})
+	}
+}
+
+// applyStatuses writes an output's statuses onto the input objects, as the
+// controller's status writer would.
+func applyStatuses(in *translate.Input, out *translate.Output) {
+	for _, g := range in.Gateways {
+		if st := out.Gateways[nsName(g.Namespace, g.Name)]; st != nil {
+			g.Status = *st
+		}
+	}
+	for _, r := range in.HTTPRoutes {
+		r.Status.Parents = out.HTTPRoutes[nsName(r.Namespace, r.Name)]
+	}
+	for _, c := range in.GatewayClasses {
+		if st := out.GatewayClasses[c.Name]; st != nil {
+			c.Status = st.Status
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package translate_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/standalone"
+)
+
+// Golden tests: each testdata/golden/NAME.yaml is a snapshot of objects;
+// NAME.out.yaml is what translate decides for it (config, statuses,
+// hostnames, events). Run with -update to rewrite the .out.yaml files after
+// a deliberate change, then read the diff: it is the review.
+var update = flag.Bool("update", false, "rewrite golden outputs")
+
+// goldenNow is the translation time: every new condition carries it.
+var goldenNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func TestGolden(t *testing.T) {
+	inputs, err := filepath.Glob("testdata/golden/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, in := range inputs {
+		if strings.HasSuffix(in, ".out.yaml") {
+			continue
+		}
+		n++
+		name := strings.TrimSuffix(filepath.Base(in), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			data, err := os.ReadFile(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			snap, err := standalone.LoadBytes(in, data)
+			if err != nil {
+				t.Fatalf("load: %v", err)
+			}
+			out := translate.Translate(goldenInput(snap))
+
+			// Whatever translate emits, the proxy must take: a config the
+			// data plane refuses would stop every route, not just a bad one.
+			p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			defer p.Close()
+			if err := p.Load(&out.Config); err != nil {
+				t.Errorf("the data plane refuses the config: %v", err)
+			}
+
+			got := render(t, out)
+			want := strings.TrimSuffix(in, ".yaml") + ".out.yaml"
+			if *update {
+				if err := os.WriteFile(want, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			exp, err := os.ReadFile(want)
+			if err != nil {
+				t.Fatalf("%v (run go test -run TestGolden -update to create it)", err)
+			}
+			if !bytes.Equal(got, exp) {
+				t.Errorf("output differs from %s (run with -update and review the diff):\n%s", want, lineDiff(string(exp), string(got)))
+			}
+		})
+	}
+	if n == 0 {
+		t.Fatal("no golden inputs found")
+	}
+}
+
+func goldenInput(snap *translate.Snapshot) *translate.Input {
+	return &translate.Input{
+		Snapshot:           *snap,
+		ControllerName:     translate.DefaultControllerName,
+		Now:                goldenNow,
+		Addresses:          []gwv1.GatewayStatusAddress{{Type: ptr(gwv1.HostnameAddressType), Value: "tunnel-id.cfargotunnel.com"}},
+		AnyEndpointAddress: true,
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// render prints an Output as YAML with every map keyed by "ns/name", so
+// the file reads top to bottom in a stable order.
+func render(t *testing.T, out *translate.Output) []byte {
+	t.Helper()
+	doc := map[string]any{
+		"config":             out.Config,
+		"gatewayClasses":     out.GatewayClasses,
+		"gateways":           byName(out.Gateways),
+		"listenerSets":       byName(out.ListenerSets),
+		"httpRoutes":         byName(out.HTTPRoutes),
+		"grpcRoutes":         byName(out.GRPCRoutes),
+		"backendTLSPolicies": byName(out.BackendTLSPolicies),
+		"hostnames":          out.Hostnames,
+		"events":             out.Events,
+	}
+	// Round-trip through JSON to get a generic tree, then print every
+	// condition on one line: Type=Status Reason: message. Transition times
+	// and generations are the same everywhere here (unit tests cover them).
+	j, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree any
+	if err := json.Unmarshal(j, &tree); err != nil {
+		t.Fatal(err)
+	}
+	b, err := yaml.Marshal(compactConditions(tree))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func compactConditions(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if _, ok := x["lastTransitionTime"]; ok {
+			return fmt.Sprintf("%v=%v %v: %v", x["type"], x["status"], x["reason"], x["message"])
+		}
+		for k, e := range x {
+			x[k] = compactConditions(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = compactConditions(e)
+		}
+	}
+	return v
+}
+
+func byName[V any](m map[types.NamespacedName]V) map[string]V {
+	out := make(map[string]V, len(m))
+	for k, v := range m {
+		out[k.Namespace+"/"+k.Name] = v
+	}
+	return out
+}
+
+// lineDiff shows the first lines where two texts differ.
+func lineDiff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	var sb strings.Builder
+	shown := 0
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			fmt.Fprintf(&sb, "line %d:\n  want: %s\n  got:  %s\n", i+1, x, y)
+			if shown++; shown == 10 {
+				break
+			}
+		}
+	}
+	return sb.String()
+}
+
+func nsName(ns, name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: ns, Name: name}
+}

@@ -1,0 +1,116 @@
+package translate_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/standalone"
+)
+
+func loadGolden(t *testing.T, name string) *translate.Input {
+	t.Helper()
+	data, err := os.ReadFile("testdata/golden/" + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := standalone.LoadBytes(name, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return goldenInput(snap)
+}
+
+func cond(list []metav1.Condition, typ string) *metav1.Condition {
+	for i := range list {
+		if list[i].Type == typ {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// A resync that changes nothing must write nothing: conditions keep their
+// transition time, Diff is empty, no event is repeated. A change moves the
+// time of the changed condition only, and is an event once.
+func TestSteadyStateAndTransitions(t *testing.T) {
+	in := loadGolden(t, "basic.yaml")
+	first := translate.Translate(in)
+	route := nsName("default", "app")
+
+	in.Now = goldenNow.Add(time.Hour)
+	applyStatuses(in, first)
+	second := translate.Translate(in)
+	if ch := translate.Diff(first, second); !ch.Empty() {
+		t.Fatalf("steady state: Diff = %+v, want nothing", ch)
+	}
+	if len(second.Events) != 0 {
+		t.Fatalf("steady state: events %+v", second.Events)
+	}
+	if c := cond(second.HTTPRoutes[route][0].Conditions, "Accepted"); !c.LastTransitionTime.Time.Equal(goldenNow) {
+		t.Fatalf("Accepted moved to %v on a resync", c.LastTransitionTime)
+	}
+
+	// The backend Service goes away.
+	applyStatuses(in, second)
+	in.Now = goldenNow.Add(2 * time.Hour)
+	in.Services = nil
+	third := translate.Translate(in)
+	ch := translate.Diff(second, third)
+	if len(ch.HTTPRoutes) != 1 || ch.HTTPRoutes[0] != route {
+		t.Fatalf("Diff = %+v, want the route only", ch)
+	}
+	conds := third.HTTPRoutes[route][0].Conditions
+	if c := cond(conds, "ResolvedRefs"); c.Status != metav1.ConditionFalse || c.Reason != string(gwv1.RouteReasonBackendNotFound) || !c.LastTransitionTime.Time.Equal(in.Now) {
+		t.Fatalf("ResolvedRefs = %+v", c)
+	}
+	if c := cond(conds, "Accepted"); !c.LastTransitionTime.Time.Equal(goldenNow) {
+		t.Fatalf("Accepted moved although it did not change: %+v", c)
+	}
+	if len(third.Events) != 1 || third.Events[0].Reason != string(gwv1.RouteReasonBackendNotFound) || third.Events[0].Type != "Warning" {
+		t.Fatalf("events = %+v, want one BackendNotFound warning", third.Events)
+	}
+	// The rule's backend now answers 500 for its share instead of vanishing.
+	b := third.Config.Routes[0].Rules[0].Backends[0]
+	if b.Status != 500 || b.Cluster != "" {
+		t.Fatalf("backend = %+v, want status 500", b)
+	}
+	if len(third.Config.Clusters) != 0 {
+		t.Fatalf("clusters = %+v, want none", third.Config.Clusters)
+	}
+}
+
+// Translate must not depend on the order objects are listed in.
+func TestDeterministicOrder(t *testing.T) {
+	in := loadGolden(t, "basic.yaml")
+	a := render(t, translate.Translate(in))
+	rev := func(s []*gwv1.HTTPRoute) {
+		for i, j := 0, len(s)-1; i < j; i, j = i+1, j-1 {
+			s[i], s[j] = s[j], s[i]
+		}
+	}
+	rev(in.HTTPRoutes)
+	for i, j := 0, len(in.EndpointSlices)-1; i < j; i, j = i+1, j-1 {
+		in.EndpointSlices[i], in.EndpointSlices[j] = in.EndpointSlices[j], in.EndpointSlices[i]
+	}
+	if b := render(t, translate.Translate(in)); string(a) != string(b) {
+		t.Fatalf("output depends on input order:\n%s", lineDiff(string(a), string(b)))
+	}
+}
+
+// The cache is a memo: with or without it, and on a warm run, the output
+// is the same.
+func TestCacheChangesNothing(t *testing.T) {
+	in := translate.Input{Snapshot: *scaleSnapshot(3, 40), ControllerName: translate.DefaultControllerName, Now: goldenNow}
+	want := render(t, translate.Translate(&in))
+	in.Cache = translate.NewCache()
+	for i := 0; i < 2; i++ {
+		if got := render(t, translate.Translate(&in)); string(got) != string(want) {
+			t.Fatalf("run %d with cache differs:\n%s", i, lineDiff(string(want), string(got)))
+		}
+	}
+}

@@ -1,0 +1,372 @@
+package standalone
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+// Load reads the objects in paths into a snapshot. A path is a file, read
+// whatever its name, or a directory, walked recursively for files ending in
+// .yaml, .yml or .json, in path order.
+//
+// A file holds YAML documents separated by "---" lines, or a stream of JSON
+// objects if its name ends in .json. Each document is an object or a List
+// of objects, decoded strictly and defaulted as an API server would (see
+// defaults.go). Errors name the file and the document's number in it,
+// counting from 1 and skipping empty documents, as in "gw.yaml:2
+// (HTTPRoute default/web)". Load reports every error it finds, joined, and
+// then returns no snapshot.
+func Load(paths []string) (*translate.Snapshot, error) {
+	var l loader
+	for _, p := range paths {
+		files, err := filesIn(p)
+		if err != nil {
+			l.errs = append(l.errs, err)
+			continue
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				l.errs = append(l.errs, err)
+				continue
+			}
+			l.file(f, data)
+		}
+	}
+	return l.finish()
+}
+
+// LoadBytes is Load for the contents of one file; name is used in errors
+// and, by its extension, tells JSON from YAML.
+func LoadBytes(name string, data []byte) (*translate.Snapshot, error) {
+	var l loader
+	l.file(name, data)
+	return l.finish()
+}
+
+// filesIn returns path if it is a file, or the files under it with a
+// manifest extension, sorted, if it is a directory.
+func filesIn(path string) ([]string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !info.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && isManifest(p) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	slices.Sort(files)
+	return files, err
+}
+
+func isManifest(path string) bool {
+	switch filepath.Ext(path) {
+	case ".yaml", ".yml", ".json":
+		return true
+	}
+	return false
+}
+
+// loader accumulates the objects and errors of the files it is given.
+type loader struct {
+	objs []loaded
+	errs []error
+	// seen holds where each object was first found.
+	seen map[objectKey]string
+}
+
+type objectKey struct{ kind, namespace, name string }
+
+// loaded is one decoded object and where it came from.
+type loaded struct {
+	kind  *kind
+	obj   object
+	place string // file:document, for errors
+}
+
+// file loads the documents of one file.
+func (l *loader) file(name string, data []byte) {
+	if strings.EqualFold(filepath.Ext(name), ".json") {
+		l.jsonFile(name, data)
+		return
+	}
+	n := 0
+	for _, doc := range splitYAML(data) {
+		j, err := yaml.YAMLToJSONStrict(doc.data)
+		if err != nil {
+			n++
+			l.errs = append(l.errs, fmt.Errorf("%s:%d: invalid YAML: %s", name, n, yamlError(err, doc.line)))
+			continue
+		}
+		if bytes.Equal(j, []byte("null")) {
+			continue // empty or comments only
+		}
+		n++
+		l.document(fmt.Sprintf("%s:%d", name, n), j, "", "")
+	}
+}
+
+// jsonFile loads a stream of JSON documents.
+func (l *loader) jsonFile(name string, data []byte) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	for n := 1; ; n++ {
+		var raw json.RawMessage
+		err := d.Decode(&raw)
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			// A broken stream has no reliable place to resume from.
+			l.errs = append(l.errs, fmt.Errorf("%s:%d: invalid JSON: %v", name, n, err))
+			return
+		}
+		l.document(fmt.Sprintf("%s:%d", name, n), raw, "", "")
+	}
+}
+
+// yamlDoc is one YAML document and the line of the file it starts on.
+type yamlDoc struct {
+	data []byte
+	line int
+}
+
+// splitYAML splits data at document separators: lines that begin with
+// "---" followed by nothing, a space or a tab. What follows the marker on
+// its line belongs to the next document, as in YAML itself.
+func splitYAML(data []byte) []yamlDoc {
+	var docs []yamlDoc
+	start, startLine := 0, 1
+	for off, line := 0, 1; off < len(data); line++ {
+		next := len(data)
+		if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
+			next = off + i + 1
+		}
+		if isSeparator(data[off:next]) {
+			docs = append(docs, yamlDoc{data[start:off], startLine})
+			start, startLine = off+len("---"), line
+		}
+		off = next
+	}
+	return append(docs, yamlDoc{data[start:], startLine})
+}
+
+func isSeparator(line []byte) bool {
+	rest, ok := bytes.CutPrefix(line, []byte("---"))
+	return ok && (len(rest) == 0 || rest[0] == ' ' || rest[0] == '\t' || rest[0] == '\n' || rest[0] == '\r')
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+)`)
+
+// yamlError makes a YAML parser error one line, its line numbers counted
+// in the file rather than in the document, which starts on line first.
+func yamlError(err error, first int) string {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	msg = yamlLine.ReplaceAllStringFunc(msg, func(m string) string {
+		n, err := strconv.Atoi(m[len("line "):])
+		if err != nil {
+			return m
+		}
+		return "line " + strconv.Itoa(n+first-1)
+	})
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+// header is the part of a document that says what it is.
+type header struct {
+	apiVersion, kind, name, namespace string
+}
+
+// peek reads the header of a JSON document leniently: type errors in it
+// are left for the strict decode to report.
+func peek(data []byte) (header, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return header{}, errors.New("not an object")
+	}
+	var md map[string]json.RawMessage
+	json.Unmarshal(top["metadata"], &md)
+	str := func(raw json.RawMessage) string {
+		var s string
+		json.Unmarshal(raw, &s)
+		return s
+	}
+	return header{
+		apiVersion: str(top["apiVersion"]),
+		kind:       str(top["kind"]),
+		name:       str(md["name"]),
+		namespace:  str(md["namespace"]),
+	}, nil
+}
+
+// document loads one JSON document found at place. A List item missing
+// its apiVersion and kind takes them from its typed list (listAPIVersion,
+// listKind), as the items of an HTTPRouteList do.
+func (l *loader) document(place string, data []byte, listAPIVersion, listKind string) {
+	h, err := peek(data)
+	if err != nil {
+		l.errs = append(l.errs, fmt.Errorf("%s: %v", place, err))
+		return
+	}
+	if h.apiVersion == "" && h.kind == "" {
+		h.apiVersion, h.kind = listAPIVersion, listKind
+	}
+	if listKind == "" {
+		if item, ok := listOf(h); ok {
+			l.list(place, h, data, item)
+			return
+		}
+	}
+	k, err := lookup(h.apiVersion, h.kind)
+	if err != nil {
+		l.errs = append(l.errs, fmt.Errorf("%s%s: %v", place, h.label(nil), err))
+		return
+	}
+	if !k.cluster && h.namespace == "" {
+		h.namespace = "default"
+	}
+	obj, err := k.decode(data)
+	if err != nil {
+		l.errs = append(l.errs, fmt.Errorf("%s%s: %v", place, h.label(k), err))
+		return
+	}
+	if obj.GetName() == "" {
+		l.errs = append(l.errs, fmt.Errorf("%s%s: metadata.name is required", place, h.label(k)))
+		return
+	}
+	// Cluster-scoped objects have no namespace; the API server drops one
+	// given by mistake.
+	obj.SetNamespace(h.namespace)
+	if k.cluster {
+		obj.SetNamespace("")
+	}
+	key := objectKey{k.name, obj.GetNamespace(), obj.GetName()}
+	if prev, dup := l.seen[key]; dup {
+		l.errs = append(l.errs, fmt.Errorf("%s (%s): duplicate of the object at %s",
+			place, objectName(key.kind, key.namespace, key.name), prev))
+		return
+	}
+	if l.seen == nil {
+		l.seen = map[objectKey]string{}
+	}
+	l.seen[key] = place
+	l.objs = append(l.objs, loaded{kind: k, obj: obj, place: place})
+}
+
+// label is " (Kind namespace/name)" for errors, with what h has of it.
+func (h header) label(k *kind) string {
+	switch {
+	case h.kind == "":
+		return ""
+	case h.name == "":
+		return " (" + h.kind + ")"
+	case k != nil && k.cluster || h.namespace == "":
+		return " (" + h.kind + " " + h.name + ")"
+	}
+	return " (" + h.kind + " " + h.namespace + "/" + h.name + ")"
+}
+
+// listOf reports whether h is a list, and the apiVersion and kind its
+// items default to: v1 List (kubectl get -o yaml) has none, a typed list
+// such as gateway.networking.k8s.io/v1 HTTPRouteList has its own.
+func listOf(h header) (item header, ok bool) {
+	if h.apiVersion == "v1" && h.kind == "List" {
+		return header{}, true
+	}
+	base, ok := strings.CutSuffix(h.kind, "List")
+	if !ok || base == "" {
+		return header{}, false
+	}
+	if _, err := lookup(h.apiVersion, base); err != nil {
+		return header{}, false
+	}
+	return header{apiVersion: h.apiVersion, kind: base}, true
+}
+
+// list loads the items of a list document.
+func (l *loader) list(place string, h header, data []byte, item header) {
+	var list struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   json.RawMessage   `json:"metadata"`
+		Items      []json.RawMessage `json:"items"`
+	}
+	if err := decodeStrict(data, &list); err != nil {
+		l.errs = append(l.errs, fmt.Errorf("%s (%s): %v", place, h.kind, err))
+		return
+	}
+	for i, it := range list.Items {
+		itemPlace := fmt.Sprintf("%s items[%d]", place, i)
+		ih, err := peek(it)
+		if err != nil {
+			l.errs = append(l.errs, fmt.Errorf("%s: %v", itemPlace, err))
+			continue
+		}
+		if _, nested := listOf(ih); nested {
+			l.errs = append(l.errs, fmt.Errorf("%s (%s): a list cannot hold a list", itemPlace, ih.kind))
+			continue
+		}
+		l.document(itemPlace, it, item.apiVersion, item.kind)
+	}
+}
+
+// finish adds the missing namespaces, applies defaults and builds the
+// snapshot, or reports the errors found.
+func (l *loader) finish() (*translate.Snapshot, error) {
+	if len(l.errs) > 0 {
+		return nil, errors.Join(l.errs...)
+	}
+
+	// A cluster always has the namespaces its objects live in.
+	var missing []string
+	for _, o := range l.objs {
+		ns := o.obj.GetNamespace()
+		key := objectKey{"Namespace", "", ns}
+		if ns != "" && l.seen[key] == "" {
+			l.seen[key] = "added"
+			missing = append(missing, ns)
+		}
+	}
+	slices.Sort(missing)
+	for _, ns := range missing {
+		l.objs = append(l.objs, loaded{kind: kinds[core+"/Namespace"], obj: newNamespace(ns)})
+	}
+
+	snap := &translate.Snapshot{}
+	for i, o := range l.objs {
+		defaultMeta(o.kind, o.obj, i)
+		o.kind.defaults(o.obj)
+		o.kind.add(snap, o.obj)
+	}
+	return snap, nil
+}
+
+// objectName is "Kind namespace/name", or "Kind name" without namespace.
+func objectName(kind, namespace, name string) string {
+	if namespace == "" {
+		return kind + " " + name
+	}
+	return kind + " " + namespace + "/" + name
+}

@@ -1,0 +1,183 @@
+package standalone
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// Options configure Serve.
+type Options struct {
+	// Paths are the YAML files and directories to read.
+	Paths []string
+	// Listen is the address every HTTP listener of the accepted Gateways is
+	// served on, chosen by hostname (default 127.0.0.1:8080).
+	Listen string
+	// Admin serves health, readiness, metrics and pprof; empty disables.
+	Admin string
+	// ControllerName selects the GatewayClasses to serve.
+	ControllerName string
+	// Poll is how often the files are checked for changes (default 1 s).
+	Poll time.Duration
+	Log  *slog.Logger
+	// Ready, if set, is called with the bound addresses once listening.
+	Ready func(dataplane.Bound)
+	// Loaded, if set, is called after every load attempt with its result.
+	Loaded func(*Result, error)
+}
+
+// Result is one load: the objects read and what translate made of them.
+type Result struct {
+	Snapshot *translate.Snapshot
+	Output   *translate.Output
+}
+
+// Build reads paths and translates them as standalone mode does: any
+// EndpointSlice address is accepted (there is no API server to refuse
+// loopback backends), and Gateways report listen as their address.
+func Build(paths []string, controllerName, listen string, now time.Time) (*Result, error) {
+	snap, err := Load(paths)
+	if err != nil {
+		return nil, err
+	}
+	if controllerName == "" {
+		controllerName = translate.DefaultControllerName
+	}
+	out := translate.Translate(&translate.Input{
+		Snapshot:           *snap,
+		ControllerName:     controllerName,
+		Now:                now,
+		Addresses:          listenAddresses(listen),
+		AnyEndpointAddress: true,
+	})
+	out.Config.Version = configVersion(&out.Config)
+	return &Result{Snapshot: snap, Output: out}, nil
+}
+
+// listenAddresses is what standalone Gateways publish in status.addresses.
+func listenAddresses(listen string) []gwv1.GatewayStatusAddress {
+	host, _, err := net.SplitHostPort(listen)
+	if err != nil || host == "" {
+		return nil
+	}
+	typ := gwv1.HostnameAddressType
+	if net.ParseIP(host) != nil {
+		typ = gwv1.IPAddressType
+	}
+	return []gwv1.GatewayStatusAddress{{Type: &typ, Value: host}}
+}
+
+// configVersion is a content hash, so an unchanged reload is recognisable.
+func configVersion(cfg *dataplane.Config) string {
+	b, _ := json.Marshal(cfg)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:6])
+}
+
+// Serve loads the files, serves them until ctx ends, and reloads whenever
+// a file changes. A reload that fails (a YAML error, a config the proxy
+// refuses) is logged and the last good config keeps serving.
+func Serve(ctx context.Context, o Options) error {
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:8080"
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	p := dataplane.New(dataplane.Options{Log: log})
+	defer p.Close()
+
+	load := func() error {
+		res, err := Build(o.Paths, o.ControllerName, o.Listen, time.Now())
+		if err == nil {
+			err = p.Load(&res.Output.Config)
+		}
+		if o.Loaded != nil {
+			o.Loaded(res, err)
+		}
+		if err != nil {
+			return err
+		}
+		for _, line := range NotReady(res.Output) {
+			log.Warn("route not ready", "status", line)
+		}
+		log.Info("config loaded", "version", res.Output.Config.Version,
+			"listeners", len(res.Output.Config.Listeners), "routes", len(res.Output.Config.Routes), "clusters", len(res.Output.Config.Clusters))
+		return nil
+	}
+	if err := load(); err != nil {
+		return err
+	}
+
+	go func() {
+		stamp, _ := filesStamp(o.Paths)
+		t := time.NewTicker(o.Poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			s, err := filesStamp(o.Paths)
+			if err != nil || s == stamp {
+				continue
+			}
+			stamp = s
+			if err := load(); err != nil {
+				log.Error("reload failed; still serving the last good config", "err", err)
+			}
+		}
+	}()
+
+	return p.Serve(ctx, dataplane.Listeners{Plain: o.Listen, Admin: o.Admin, Ready: o.Ready})
+}
+
+// filesStamp summarises the names, sizes and modification times of the
+// files under paths: when it changes, something was edited, added or
+// removed. Polling keeps standalone mode free of platform watch APIs and
+// works the same on every filesystem, bind mounts included.
+func filesStamp(paths []string) (string, error) {
+	var parts []string
+	var errs []error
+	for _, root := range paths {
+		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				return nil
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			parts = append(parts, fmt.Sprintf("%s|%d|%d", path, info.Size(), info.ModTime().UnixNano()))
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "\n"), errors.Join(errs...)
+}

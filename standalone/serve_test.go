@@ -1,0 +1,201 @@
+package standalone
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// echoBackend answers with its name and the request's X-Added header.
+func echoBackend(t *testing.T, name string) (port int) {
+	t.Helper()
+	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s added=%s", name, r.URL.Path, r.Header.Get("X-Added"))
+	}))
+	t.Cleanup(s.Close)
+	return s.Listener.Addr().(*net.TCPAddr).Port
+}
+
+const serveGateway = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: tunnelgate}
+spec: {controllerName: tunnelgate.dev/controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: tunnelgate
+  listeners:
+  - {name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}
+  - {name: other, protocol: HTTP, port: 8080, hostname: "other.test"}
+`
+
+func serveBackends(ports map[string]int) string {
+	var b strings.Builder
+	for name, port := range ports {
+		fmt.Fprintf(&b, `---
+apiVersion: v1
+kind: Service
+metadata: {name: %[1]s}
+spec:
+  ports: [{name: http, port: 80}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: %[1]s
+  labels: {kubernetes.io/service-name: %[1]s}
+addressType: IPv4
+ports: [{name: http, port: %[2]d}]
+endpoints: [{addresses: ["127.0.0.1"]}]
+`, name, port)
+	}
+	return b.String()
+}
+
+const serveRoutes = `
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: app}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [app.example.com]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /v2}}]
+    backendRefs: [{name: two, port: 80}]
+  - filters:
+    - type: RequestHeaderModifier
+      requestHeaderModifier: {set: [{name: X-Added, value: "yes"}]}
+    backendRefs: [{name: one, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: other}
+spec:
+  parentRefs: [{name: gw, sectionName: other}]
+  rules:
+  - backendRefs: [{name: two, port: 80}]
+`
+
+func get(t *testing.T, addr, host, path string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+	req.Host = host
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("GET %s%s: %v", host, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// Standalone mode end to end: YAML files on disk → translate → the data
+// plane on a real socket → real backends; then an edit is picked up, and a
+// broken edit leaves the last good config serving.
+func TestServeEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		// Write then rename, as editors do, so a reload never sees half a file.
+		tmp := filepath.Join(dir, "."+name+".tmp")
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("gateway.yaml", serveGateway)
+	write("backends.yaml", serveBackends(map[string]int{"one": echoBackend(t, "one"), "two": echoBackend(t, "two")}))
+	write("routes.yaml", serveRoutes)
+
+	var mu sync.Mutex
+	var loads []error
+	bound := make(chan dataplane.Bound, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, Options{
+			Paths: []string{dir}, Listen: "127.0.0.1:0", Poll: 20 * time.Millisecond,
+			Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Ready:  func(b dataplane.Bound) { bound <- b },
+			Loaded: func(_ *Result, err error) { mu.Lock(); loads = append(loads, err); mu.Unlock() },
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	var addr string
+	select {
+	case b := <-bound:
+		addr = b.Plain
+	case err := <-done:
+		t.Fatalf("Serve ended: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not listening after 10 s")
+	}
+
+	for _, c := range []struct{ host, path, want string }{
+		{"app.example.com", "/v2/x", "two /v2/x added="},
+		{"app.example.com", "/x", "one /x added=yes"},
+		{"other.test", "/", "two / added="},
+	} {
+		if code, body := get(t, addr, c.host, c.path); code != 200 || body != c.want {
+			t.Errorf("%s%s = %d %q, want 200 %q", c.host, c.path, code, body, c.want)
+		}
+	}
+	if code, _ := get(t, addr, "nope.example.com", "/"); code != 404 {
+		t.Errorf("unknown host: %d, want 404", code)
+	}
+
+	// waitFor polls until cond holds; reloads take a poll interval or two.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+
+	// An edit: /v2 now goes to one.
+	write("routes.yaml", strings.Replace(serveRoutes, "backendRefs: [{name: two, port: 80}]\n  - filters", "backendRefs: [{name: one, port: 80}]\n  - filters", 1))
+	waitFor("the edit to be served", func() bool {
+		_, body := get(t, addr, "app.example.com", "/v2/x")
+		return strings.HasPrefix(body, "one ")
+	})
+
+	// A broken edit: the load fails, the last good config keeps serving.
+	mu.Lock()
+	n := len(loads)
+	mu.Unlock()
+	write("routes.yaml", "kind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: bad}\nspec: {rules: [{bogus: 1}]}\n")
+	waitFor("the broken edit to be tried", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(loads) > n && loads[len(loads)-1] != nil
+	})
+	if code, body := get(t, addr, "app.example.com", "/v2/x"); code != 200 || !strings.HasPrefix(body, "one ") {
+		t.Errorf("after a broken edit: %d %q, want the last good config", code, body)
+	}
+}
