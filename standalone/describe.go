@@ -36,9 +36,10 @@ func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 	}
 
 	for _, name := range slices.Sorted(maps.Keys(out.GatewayClasses)) {
-		st := out.GatewayClasses[name].Status
 		d.object(kindGatewayClass, "", name)
-		d.conditions(1, st.Conditions)
+		if r := out.GatewayClasses[name]; r != nil {
+			d.conditions(1, r.Status.Conditions)
+		}
 	}
 	for _, nn := range sortedNames(out.Gateways) {
 		d.gateway(nn, out.Gateways[nn])
@@ -59,9 +60,11 @@ func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 	tw.Flush()
 
 	// Empty last cells leave the padding of the cell before them.
+	text := make([]byte, 0, buf.Len())
 	for line := range bytes.Lines(buf.Bytes()) {
-		w.Write(append(bytes.TrimRight(line, " \n"), '\n'))
+		text = append(append(text, bytes.TrimRight(line, " \n")...), '\n')
 	}
+	w.Write(text)
 }
 
 type eventKey struct{ kind, namespace, name string }
@@ -103,6 +106,9 @@ func (d *describer) flushEvents() {
 
 func (d *describer) gateway(nn types.NamespacedName, st *gwv1.GatewayStatus) {
 	d.object(kindGateway, nn.Namespace, nn.Name)
+	if st == nil {
+		st = &gwv1.GatewayStatus{}
+	}
 	if len(st.Addresses) > 0 {
 		addrs := make([]string, len(st.Addresses))
 		for i, a := range st.Addresses {
@@ -134,6 +140,9 @@ func (d *describer) gateway(nn types.NamespacedName, st *gwv1.GatewayStatus) {
 
 func (d *describer) listenerSet(nn types.NamespacedName, st *gwv1.ListenerSetStatus) {
 	d.object(kindListenerSet, nn.Namespace, nn.Name)
+	if st == nil {
+		st = &gwv1.ListenerSetStatus{}
+	}
 	d.conditions(1, st.Conditions)
 	spec := map[gwv1.SectionName]string{}
 	if d.snap != nil {
@@ -262,12 +271,12 @@ func NotReady(out *translate.Output) []string {
 						if c.Message != "" {
 							s += ": " + c.Message
 						}
-						bad = append(bad, clean(s))
+						bad = append(bad, s)
 					}
 				}
 				if len(bad) > 0 {
-					lines = append(lines, fmt.Sprintf("%s (parent %s): %s",
-						objectName(kind, nn.Namespace, nn.Name), refString(p.ParentRef, nn.Namespace), strings.Join(bad, "; ")))
+					lines = append(lines, clean(fmt.Sprintf("%s (parent %s): %s",
+						objectName(kind, nn.Namespace, nn.Name), refString(p.ParentRef, nn.Namespace), strings.Join(bad, "; "))))
 				}
 			}
 		}

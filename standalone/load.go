@@ -31,7 +31,7 @@ import (
 // (HTTPRoute default/web)". Load reports every error it finds, joined, and
 // then returns no snapshot.
 func Load(paths []string) (*translate.Snapshot, error) {
-	var l loader
+	l := newLoader()
 	for _, p := range paths {
 		files, err := filesIn(p)
 		if err != nil {
@@ -53,7 +53,7 @@ func Load(paths []string) (*translate.Snapshot, error) {
 // LoadBytes is Load for the contents of one file; name is used in errors
 // and, by its extension, tells JSON from YAML.
 func LoadBytes(name string, data []byte) (*translate.Snapshot, error) {
-	var l loader
+	l := newLoader()
 	l.file(name, data)
 	return l.finish()
 }
@@ -83,7 +83,7 @@ func filesIn(path string) ([]string, error) {
 }
 
 func isManifest(path string) bool {
-	switch filepath.Ext(path) {
+	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml", ".json":
 		return true
 	}
@@ -100,11 +100,14 @@ type loader struct {
 
 type objectKey struct{ kind, namespace, name string }
 
-// loaded is one decoded object and where it came from.
+// loaded is one decoded object and its kind.
 type loaded struct {
-	kind  *kind
-	obj   object
-	place string // file:document, for errors
+	kind *kind
+	obj  object
+}
+
+func newLoader() *loader {
+	return &loader{seen: map[objectKey]string{}}
 }
 
 // file loads the documents of one file.
@@ -125,7 +128,7 @@ func (l *loader) file(name string, data []byte) {
 			continue // empty or comments only
 		}
 		n++
-		l.document(fmt.Sprintf("%s:%d", name, n), j, "", "")
+		l.document(fmt.Sprintf("%s:%d", name, n), j)
 	}
 }
 
@@ -143,7 +146,7 @@ func (l *loader) jsonFile(name string, data []byte) {
 			l.errs = append(l.errs, fmt.Errorf("%s:%d: invalid JSON: %v", name, n, err))
 			return
 		}
-		l.document(fmt.Sprintf("%s:%d", name, n), raw, "", "")
+		l.document(fmt.Sprintf("%s:%d", name, n), raw)
 	}
 }
 
@@ -221,24 +224,23 @@ func peek(data []byte) (header, error) {
 	}, nil
 }
 
-// document loads one JSON document found at place. A List item missing
-// its apiVersion and kind takes them from its typed list (listAPIVersion,
-// listKind), as the items of an HTTPRouteList do.
-func (l *loader) document(place string, data []byte, listAPIVersion, listKind string) {
+// document loads one JSON document found at place: an object, or a list
+// of them.
+func (l *loader) document(place string, data []byte) {
 	h, err := peek(data)
 	if err != nil {
 		l.errs = append(l.errs, fmt.Errorf("%s: %v", place, err))
 		return
 	}
-	if h.apiVersion == "" && h.kind == "" {
-		h.apiVersion, h.kind = listAPIVersion, listKind
+	if item, ok := listOf(h); ok {
+		l.list(place, h, data, item)
+		return
 	}
-	if listKind == "" {
-		if item, ok := listOf(h); ok {
-			l.list(place, h, data, item)
-			return
-		}
-	}
+	l.object(place, data, h)
+}
+
+// object loads one object with header h.
+func (l *loader) object(place string, data []byte, h header) {
 	k, err := lookup(h.apiVersion, h.kind)
 	if err != nil {
 		l.errs = append(l.errs, fmt.Errorf("%s%s: %v", place, h.label(nil), err))
@@ -268,11 +270,8 @@ func (l *loader) document(place string, data []byte, listAPIVersion, listKind st
 			place, objectName(key.kind, key.namespace, key.name), prev))
 		return
 	}
-	if l.seen == nil {
-		l.seen = map[objectKey]string{}
-	}
 	l.seen[key] = place
-	l.objs = append(l.objs, loaded{kind: k, obj: obj, place: place})
+	l.objs = append(l.objs, loaded{kind: k, obj: obj})
 }
 
 // label is " (Kind namespace/name)" for errors, with what h has of it.
@@ -305,7 +304,8 @@ func listOf(h header) (item header, ok bool) {
 	return header{apiVersion: h.apiVersion, kind: base}, true
 }
 
-// list loads the items of a list document.
+// list loads the items of a list document. An item without apiVersion
+// and kind takes them from item, as the items of an HTTPRouteList do.
 func (l *loader) list(place string, h header, data []byte, item header) {
 	var list struct {
 		APIVersion string            `json:"apiVersion"`
@@ -324,11 +324,14 @@ func (l *loader) list(place string, h header, data []byte, item header) {
 			l.errs = append(l.errs, fmt.Errorf("%s: %v", itemPlace, err))
 			continue
 		}
+		if ih.apiVersion == "" && ih.kind == "" {
+			ih.apiVersion, ih.kind = item.apiVersion, item.kind
+		}
 		if _, nested := listOf(ih); nested {
 			l.errs = append(l.errs, fmt.Errorf("%s (%s): a list cannot hold a list", itemPlace, ih.kind))
 			continue
 		}
-		l.document(itemPlace, it, item.apiVersion, item.kind)
+		l.object(itemPlace, it, ih)
 	}
 }
 

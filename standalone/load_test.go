@@ -148,6 +148,11 @@ func TestLoadErrors(t *testing.T) {
 		{"missing-name.yaml", []string{
 			"errors/missing-name.yaml:1 (ConfigMap): metadata.name is required",
 		}},
+		{"missing-kind.yaml", []string{
+			"errors/missing-kind.yaml:1 (ConfigMap a): apiVersion is required",
+			"errors/missing-kind.yaml:2: kind is required",
+			`errors/missing-kind.yaml:3 (List): unknown field "itemz"`,
+		}},
 		{"not-object.yaml", []string{
 			"errors/not-object.yaml:1: not an object",
 		}},
@@ -187,6 +192,7 @@ func TestLoadCollectsAllErrors(t *testing.T) {
 	msg := err.Error()
 	for _, w := range []string{
 		"bad-separator.yaml:2:", "bad-yaml.yaml:2:", "bad-yaml.yaml:3:", "duplicate.yaml:3",
+		"missing-kind.yaml:1", "missing-kind.yaml:2", "missing-kind.yaml:3",
 		"missing-name.yaml:1", "nested-list.yaml:1 items[0]", "nested-list.yaml:1 items[1]",
 		"not-object.yaml:1", "unknown-field.yaml:1", "unknown-kind.yaml:2", "wrong-case.yaml:1",
 		"wrong-type.yaml:1", "wrong-version.yaml:1", "testdata/missing",
@@ -195,8 +201,8 @@ func TestLoadCollectsAllErrors(t *testing.T) {
 			t.Errorf("error lacks %q:\n%s", w, msg)
 		}
 	}
-	if n := strings.Count(msg, "\n") + 1; n != 14 {
-		t.Errorf("got %d errors, want 14:\n%s", n, msg)
+	if n := strings.Count(msg, "\n") + 1; n != 17 {
+		t.Errorf("got %d errors, want 17:\n%s", n, msg)
 	}
 }
 
@@ -302,6 +308,9 @@ func TestDefaults(t *testing.T) {
 			`{"namespaces":{"from":"Same"},"kinds":[{"group":"gateway.networking.k8s.io","kind":"HTTPRoute"}]}`},
 		{"listener tls", gw.Spec.Listeners[1].TLS, `{"mode":"Terminate","certificateRefs":[{"group":"","kind":"Secret","name":"cert"}]}`},
 		{"allowedListeners", gw.Spec.AllowedListeners, `{"namespaces":{"from":"None"}}`},
+		{"gateway tls", gw.Spec.TLS, `{"backend":{"clientCertificateRef":{"group":"","kind":"Secret","name":"client"}},` +
+			`"frontend":{"default":{"validation":{"caCertificateRefs":[{"group":"","kind":"ConfigMap","name":"ca"}],"mode":"AllowValidOnly"}},` +
+			`"perPort":[{"port":8443,"tls":{"validation":{"caCertificateRefs":[{"group":"","kind":"ConfigMap","name":"ca"}],"mode":"AllowInsecureFallback"}}}]}}`},
 		{"listenerset parentRef", ls.Spec.ParentRef, `{"group":"gateway.networking.k8s.io","kind":"Gateway","name":"gw"}`},
 		{"listenerset allowedRoutes", ls.Spec.Listeners[0].AllowedRoutes, `{"namespaces":{"from":"Same"}}`},
 
@@ -325,6 +334,10 @@ func TestDefaults(t *testing.T) {
 		{"grpc matches", grpc.Spec.Rules[0].Matches,
 			`[{"method":{"type":"Exact","service":"echo.Echo"},"headers":[{"type":"Exact","name":"x-env","value":"prod"}]},{}]`},
 		{"grpc backendRef", grpc.Spec.Rules[0].BackendRefs[0].BackendRef, `{"group":"","kind":"Service","name":"echo","port":9090,"weight":1}`},
+		{"grpc mirror", grpc.Spec.Rules[0].Filters[0].RequestMirror.BackendRef, `{"group":"","kind":"Service","name":"mirror","port":80}`},
+		// v1alpha3 decodes into v1; create drops the status.
+		{"policy", snap.BackendTLSPolicies[0].TypeMeta, `{"kind":"BackendTLSPolicy","apiVersion":"gateway.networking.k8s.io/v1"}`},
+		{"policy status", snap.BackendTLSPolicies[0].Status, `{"ancestors":null}`},
 
 		{"service", svc.Spec, `{"ports":[{"protocol":"TCP","port":80,"targetPort":80},{"protocol":"UDP","port":81,"targetPort":"metrics"}],"type":"ClusterIP"}`},
 		{"endpointslice ports", es.Ports, `[{"name":"","protocol":"TCP","port":9000}]`},

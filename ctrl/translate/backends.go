@@ -82,6 +82,7 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	if gw != nil && gw.clientCertPEM != nil {
 		k.clientCert = gw.key.String()
 	}
+	t.noteDep(k)
 	if rb, ok := t.backends[k]; ok {
 		t.noteAncestors(rb.policies, gw)
 		return rb.name, rb.problem
@@ -104,6 +105,10 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 			c.TLS.ClientCertPEM, c.TLS.ClientKeyPEM = string(gw.clientCertPEM), string(gw.clientKeyPEM)
 		}
 		rb.name = c.Name
+		if t.clusterIdx == nil {
+			t.clusterIdx = map[string]int{}
+		}
+		t.clusterIdx[c.Name] = len(t.clusters)
 		t.clusters = append(t.clusters, *c)
 	}
 	t.backends[k] = rb
@@ -111,6 +116,9 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 }
 
 func (t *translator) noteAncestors(ps []*policyInfo, gw *gatewayInfo) {
+	if len(ps) > 0 && t.recording != nil {
+		t.recording.noMemo = true // ancestors are noted per translation
+	}
 	if gw == nil {
 		return
 	}

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"slices"
 	"sync"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -21,19 +22,98 @@ type Cache struct {
 	mu   sync.Mutex
 	prev map[any]error
 	next map[any]error
+
+	// Whole-route memos (see routeMemo), valid only while the epoch, the
+	// objects every route depends on, is unchanged.
+	epoch      []any
+	epochSame  bool
+	routesPrev map[any]*routeMemo
+	routesNext map[any]*routeMemo
+
+	// hits and misses of whole-route memos in the last translation.
+	hits, misses int
+}
+
+// Stats reports how many routes the last translation reused from the cache
+// and how many it translated anew (metrics; tests).
+func (c *Cache) Stats() (reused, translated int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.hits, c.misses
 }
 
 // NewCache returns an empty cache.
 func NewCache() *Cache { return &Cache{} }
 
-func (c *Cache) begin() {
+func (c *Cache) begin(in *Input) {
 	c.mu.Lock()
 	c.next = make(map[any]error, len(c.prev))
+	epoch := epochOf(in)
+	c.epochSame = slices.Equal(epoch, c.epoch)
+	c.epoch = epoch
+	if !c.epochSame {
+		c.routesPrev = nil
+	}
+	c.routesNext = make(map[any]*routeMemo, len(c.routesPrev))
+	c.hits, c.misses = 0, 0
 }
 
 func (c *Cache) end() {
 	c.prev, c.next = c.next, nil
+	c.routesPrev, c.routesNext = c.routesNext, nil
 	c.mu.Unlock()
+}
+
+// epochOf lists what every route's translation may depend on besides its
+// own object and its backends: informers replace an object on every
+// change, so comparing pointers tells whether anything changed.
+func epochOf(in *Input) []any {
+	s := &in.Snapshot
+	out := make([]any, 0, 8+len(s.GatewayClasses)+len(s.Gateways)+len(s.ListenerSets)+len(s.ReferenceGrants)+
+		len(s.BackendTLSPolicies)+len(s.Namespaces)+len(s.Secrets)+len(s.ConfigMaps)+len(s.GatewayClassConfigs))
+	out = append(out, in.ControllerName, in.BundleVersion, in.AnyEndpointAddress)
+	for _, o := range s.GatewayClasses {
+		out = append(out, o)
+	}
+	for _, o := range s.Gateways {
+		out = append(out, o)
+	}
+	for _, o := range s.ListenerSets {
+		out = append(out, o)
+	}
+	for _, o := range s.ReferenceGrants {
+		out = append(out, o)
+	}
+	for _, o := range s.BackendTLSPolicies {
+		out = append(out, o)
+	}
+	for _, o := range s.Namespaces {
+		out = append(out, o)
+	}
+	for _, o := range s.Secrets {
+		out = append(out, o)
+	}
+	for _, o := range s.ConfigMaps {
+		out = append(out, o)
+	}
+	for _, o := range s.GatewayClassConfigs {
+		out = append(out, o)
+	}
+	return out
+}
+
+// memo returns the remembered translation of a route object, if any.
+func (c *Cache) memo(route any) *routeMemo {
+	if c == nil {
+		return nil
+	}
+	return c.routesPrev[route]
+}
+
+func (c *Cache) remember(route any, m *routeMemo) {
+	if c != nil && !m.noMemo {
+		c.routesNext[route] = m
+	}
 }
 
 // validated returns the remembered result for a rule, computing it with

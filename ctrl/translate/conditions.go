@@ -12,6 +12,8 @@ type conds struct {
 	generation int64
 	now        metav1.Time
 	list       []metav1.Condition
+	// fresh is set when a condition took now as its transition time.
+	fresh bool
 }
 
 func newConds(prev []metav1.Condition, generation int64, now metav1.Time) conds {
@@ -36,11 +38,16 @@ func (c *conds) setStatus(typ string, status metav1.ConditionStatus, reason, msg
 		ObservedGeneration: c.generation,
 		LastTransitionTime: c.now,
 	}
+	carried := false
 	for i := range c.prev {
 		if p := &c.prev[i]; p.Type == typ && p.Status == status {
 			nc.LastTransitionTime = p.LastTransitionTime
+			carried = true
 			break
 		}
+	}
+	if !carried {
+		c.fresh = true
 	}
 	for i := range c.list {
 		if c.list[i].Type == typ {

@@ -32,6 +32,8 @@ type translator struct {
 	clusters     []dataplane.Cluster
 	policyByObj  map[*gwv1.BackendTLSPolicy]*policyInfo
 	lastPolicies []*policyInfo // the policies the last resolved backend met
+	recording    *routeMemo    // the memo of the route being translated
+	clusterIdx   map[string]int // cluster name → index in clusters
 	hostIndex    map[string]int
 }
 
@@ -63,7 +65,7 @@ func Translate(in *Input) *Output {
 		policyByObj:  map[*gwv1.BackendTLSPolicy]*policyInfo{},
 	}
 	if in.Cache != nil {
-		in.Cache.begin()
+		in.Cache.begin(in)
 		defer in.Cache.end()
 	}
 	t.classes()
@@ -112,6 +114,21 @@ func (t *translator) routes() {
 		if len(r.parents) == 0 {
 			continue // no parent of ours
 		}
+		var obj any = p.http
+		if p.http == nil {
+			obj = p.grpc
+		}
+		if m := t.in.Cache.memo(obj); m != nil && t.memoValid(m, r) {
+			t.reuse(m, r, p.http != nil)
+			t.in.Cache.remember(obj, m)
+			t.in.Cache.hits++
+			continue
+		}
+		if t.in.Cache != nil {
+			t.in.Cache.misses++
+			t.recording = &routeMemo{parents: r.parents}
+		}
+		firstRoute, events := len(t.out.Config.Routes), len(t.out.Events)
 		// A route is emitted once per backend client certificate: its
 		// backends present the certificate of the Gateway the request came
 		// through (spec.tls.backend), so Gateways with different ones need
@@ -161,11 +178,20 @@ func (t *translator) routes() {
 		if !allDropped && rs.unsupported == "" {
 			t.countAttached(r)
 		}
-		statuses := t.routeStatus(r, &rs, allDropped)
+		statuses, fresh := t.routeStatus(r, &rs, allDropped)
 		if p.http != nil {
 			t.out.HTTPRoutes[nn(r.meta.Namespace, r.meta.Name)] = statuses
 		} else {
 			t.out.GRPCRoutes[nn(r.meta.Namespace, r.meta.Name)] = statuses
+		}
+		if m := t.recording; m != nil {
+			m.routes = slices.Clone(t.out.Config.Routes[firstRoute:])
+			m.clusters = t.clustersOf(m.routes)
+			m.statuses = statuses
+			m.counted = !allDropped && rs.unsupported == ""
+			m.noMemo = m.noMemo || fresh || len(t.out.Events) != events
+			t.in.Cache.remember(obj, m)
+			t.recording = nil
 		}
 	}
 }
@@ -216,7 +242,10 @@ func servedOn(parents []*parentInfo) (listeners, hostnames []string) {
 // routeStatus writes one route's parent statuses: Accepted per parentRef,
 // and ResolvedRefs and PartiallyInvalid, which describe the rules and so
 // are the same on every parent.
-func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool) []gwv1.RouteParentStatus {
+//
+// fresh reports whether a condition got a new transition time (the clock
+// went into the result).
+func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool) (_ []gwv1.RouteParentStatus, fresh bool) {
 	out := make([]gwv1.RouteParentStatus, 0, len(r.parents))
 	for _, pi := range r.parents {
 		c := newConds(prevParentConds(r.prev, &pi.ref, t.in.ControllerName), r.meta.Generation, t.now)
@@ -239,9 +268,10 @@ func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool) []g
 			c.set(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue), "Dropped Rule(s): "+joinLimited(rs.dropped))
 		}
 		t.warnOnChange(r.kind, r.meta, c.prev, c.list)
+		fresh = fresh || c.fresh
 		out = append(out, gwv1.RouteParentStatus{ParentRef: pi.ref, ControllerName: gwv1.GatewayController(t.in.ControllerName), Conditions: c.list})
 	}
-	return out
+	return out, fresh
 }
 
 // joinLimited joins problems for a condition message, keeping it short
@@ -396,20 +426,13 @@ func (t *translator) assembleConfig() {
 	used := map[string]bool{}
 	for i := range cfg.Routes {
 		for j := range cfg.Routes[i].Rules {
-			ru := &cfg.Routes[i].Rules[j]
-			for _, b := range ru.Backends {
-				used[b.Cluster] = true
-			}
-			for _, f := range ru.Filters {
-				if f.RequestMirror != nil {
-					used[f.RequestMirror.Cluster] = true
-				}
-			}
+			forClusters(&cfg.Routes[i].Rules[j], func(name string) { used[name] = true })
 		}
 	}
 	for _, c := range t.clusters {
 		if used[c.Name] {
 			cfg.Clusters = append(cfg.Clusters, c)
+			used[c.Name] = false // once: remembered routes bring their clusters again
 		}
 	}
 	sort.Slice(t.out.Hostnames, func(i, j int) bool { return t.out.Hostnames[i].Name < t.out.Hostnames[j].Name })

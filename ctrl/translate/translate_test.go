@@ -102,15 +102,82 @@ func TestDeterministicOrder(t *testing.T) {
 	}
 }
 
-// The cache is a memo: with or without it, and on a warm run, the output
-// is the same.
+// The cache is a memo: whatever changes between translations, the output
+// with a warm cache is the output of a cold translation. Changes replace
+// objects, as informers do, never edit them.
 func TestCacheChangesNothing(t *testing.T) {
 	in := translate.Input{Snapshot: *scaleSnapshot(3, 40), ControllerName: translate.DefaultControllerName, Now: goldenNow}
-	want := render(t, translate.Translate(&in))
+	// Two routes share a Service, so a shared cluster outlives its first user.
+	shared := in.HTTPRoutes[1].DeepCopy()
+	shared.Name = "shares-app-0"
+	shared.Spec.Rules[1].BackendRefs[0].Name = "app-0"
+	shared.Spec.Rules[1].BackendRefs[0].Namespace = ptr(gwv1.Namespace("team-0"))
+	in.HTTPRoutes = append(in.HTTPRoutes, shared)
+	in.ReferenceGrants = append(in.ReferenceGrants, &gwv1.ReferenceGrant{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-0", Name: "from-team-1"},
+		Spec: gwv1.ReferenceGrantSpec{
+			From: []gwv1.ReferenceGrantFrom{{Group: gwv1.GroupName, Kind: "HTTPRoute", Namespace: "team-1"}},
+			To:   []gwv1.ReferenceGrantTo{{Kind: "Service"}},
+		}})
 	in.Cache = translate.NewCache()
-	for i := 0; i < 2; i++ {
+
+	steps := []struct {
+		name   string
+		change func(s *translate.Snapshot)
+	}{
+		{"unchanged", func(*translate.Snapshot) {}},
+		{"again unchanged", func(*translate.Snapshot) {}},
+		{"status written back", func(s *translate.Snapshot) {
+			out := translate.Translate(&translate.Input{Snapshot: *s, ControllerName: translate.DefaultControllerName, Now: goldenNow})
+			for i, r := range s.HTTPRoutes {
+				c := r.DeepCopy()
+				c.Status.Parents = out.HTTPRoutes[nsName(r.Namespace, r.Name)]
+				s.HTTPRoutes[i] = c
+			}
+		}},
+		{"warm", func(*translate.Snapshot) {}},
+		{"endpoints change", func(s *translate.Snapshot) {
+			c := s.EndpointSlices[5].DeepCopy()
+			c.Endpoints = c.Endpoints[:1]
+			s.EndpointSlices[5] = c
+		}},
+		{"service becomes h2c", func(s *translate.Snapshot) {
+			c := s.Services[7].DeepCopy()
+			c.Spec.Ports[0].AppProtocol = ptr("kubernetes.io/h2c")
+			s.Services[7] = c
+		}},
+		{"service deleted", func(s *translate.Snapshot) { s.Services = append(s.Services[:9:9], s.Services[10:]...) }},
+		{"first user of a shared cluster deleted", func(s *translate.Snapshot) { s.HTTPRoutes = s.HTTPRoutes[1:] }},
+		{"grant deleted", func(s *translate.Snapshot) { s.ReferenceGrants = nil }},
+		{"gateway listener changes", func(s *translate.Snapshot) {
+			c := s.Gateways[1].DeepCopy()
+			h := gwv1.Hostname("*.other.example.com")
+			c.Spec.Listeners[0].Hostname = &h
+			s.Gateways[1] = c
+		}},
+		{"route changes", func(s *translate.Snapshot) {
+			c := s.HTTPRoutes[3].DeepCopy()
+			c.Spec.Rules = c.Spec.Rules[:1]
+			s.HTTPRoutes[3] = c
+		}},
+		{"later", func(s *translate.Snapshot) {}},
+	}
+	for _, st := range steps {
+		st.change(&in.Snapshot)
+		in.Now = in.Now.Add(time.Minute)
+		cold := in
+		cold.Cache = nil
+		want := render(t, translate.Translate(&cold))
 		if got := render(t, translate.Translate(&in)); string(got) != string(want) {
-			t.Fatalf("run %d with cache differs:\n%s", i, lineDiff(string(want), string(got)))
+			t.Fatalf("%s: with cache differs from without:\n%s", st.name, lineDiff(string(want), string(got)))
+		}
+		reused, translated := in.Cache.Stats()
+		t.Logf("%s: %d routes reused, %d translated", st.name, reused, translated)
+		if st.name == "warm" && (reused != len(in.HTTPRoutes) || translated != 0) {
+			t.Errorf("warm: %d reused, %d translated; want every route reused", reused, translated)
+		}
+		if st.name == "endpoints change" && translated != 1 {
+			t.Errorf("endpoints change: %d routes translated, want the one using them", translated)
 		}
 	}
 }

@@ -1,0 +1,162 @@
+package translate
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// routeMemo is one route's translation, remembered by the Cache so the next
+// translation can reuse it when nothing it was made from has changed: the
+// route object itself (the memo's key), the objects every route depends on
+// (the Cache's epoch: Gateways, ListenerSets, grants, policies, ...), how
+// the route attached (attach runs every time; it is cheap and it is where
+// routes affect each other), and the Services and EndpointSlices its
+// backends resolved through.
+type routeMemo struct {
+	parents  []*parentInfo
+	deps     []backendDep
+	routes   []dataplane.Route
+	clusters []dataplane.Cluster
+	statuses []gwv1.RouteParentStatus
+	counted  bool
+	// noMemo marks a translation that must not be reused: it produced
+	// events or new transition times (which depend on the clock), or used
+	// a BackendTLSPolicy (whose ancestors are per translation).
+	noMemo bool
+}
+
+// backendDep is what a backendRef resolved through.
+type backendDep struct {
+	kind, namespace, name string
+	svc                   *corev1.Service
+	slices                []*discoveryv1.EndpointSlice
+	ext                   *v1alpha1.ExternalBackend
+}
+
+func (t *translator) noteDep(k backendKey) {
+	m := t.recording
+	if m == nil {
+		return
+	}
+	for _, d := range m.deps {
+		if d.kind == k.kind && d.namespace == k.namespace && d.name == k.name {
+			return
+		}
+	}
+	m.deps = append(m.deps, t.dep(k.kind, k.namespace, k.name))
+}
+
+func (t *translator) dep(kind, ns, name string) backendDep {
+	d := backendDep{kind: kind, namespace: ns, name: name}
+	key := nn(ns, name)
+	switch kind {
+	case kindService:
+		d.svc, d.slices = t.ix.services[key], t.ix.slices[key]
+	case kindServiceImport:
+		d.slices = t.ix.mcsSlices[key]
+	default:
+		d.ext = t.ix.external[key]
+	}
+	return d
+}
+
+// memoValid reports whether m still describes route r.
+func (t *translator) memoValid(m *routeMemo, r *routeInfo) bool {
+	if m.noMemo || !parentsSame(m.parents, r.parents) {
+		return false
+	}
+	for _, d := range m.deps {
+		now := t.dep(d.kind, d.namespace, d.name)
+		if now.svc != d.svc || now.ext != d.ext || !slices.Equal(now.slices, d.slices) {
+			return false
+		}
+	}
+	return true
+}
+
+// reuse puts a remembered translation into the output.
+func (t *translator) reuse(m *routeMemo, r *routeInfo, http bool) {
+	t.out.Config.Routes = append(t.out.Config.Routes, m.routes...)
+	t.clusters = append(t.clusters, m.clusters...)
+	if m.counted {
+		t.countAttached(r)
+	}
+	key := nn(r.meta.Namespace, r.meta.Name)
+	if http {
+		t.out.HTTPRoutes[key] = m.statuses
+	} else {
+		t.out.GRPCRoutes[key] = m.statuses
+	}
+}
+
+func parentsSame(a, b []*parentInfo) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		x, y := a[i], b[i]
+		if x.reason != y.reason || x.msg != y.msg || x.gw.key != y.gw.key || !sameParentRef(&x.ref, &y.ref) ||
+			len(x.attachments) != len(y.attachments) || len(x.counts) != len(y.counts) {
+			return false
+		}
+		for j := range x.attachments {
+			p, q := x.attachments[j], y.attachments[j]
+			if p.listener.dpName != q.listener.dpName || p.lostTo != q.lostTo || !slices.Equal(p.hosts, q.hosts) ||
+				(p.hosts == nil) != (q.hosts == nil) {
+				return false
+			}
+		}
+		for j := range x.counts {
+			if x.counts[j].dpName != y.counts[j].dpName {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// clustersOf returns the clusters that routes use (backends and mirrors),
+// so a remembered route brings them along even when the route that first
+// resolved a shared cluster is gone.
+func (t *translator) clustersOf(routes []dataplane.Route) []dataplane.Cluster {
+	var out []dataplane.Cluster
+	add := func(name string) {
+		i, ok := t.clusterIdx[name]
+		if !ok || slices.ContainsFunc(out, func(c dataplane.Cluster) bool { return c.Name == name }) {
+			return
+		}
+		out = append(out, t.clusters[i])
+	}
+	for i := range routes {
+		for j := range routes[i].Rules {
+			ru := &routes[i].Rules[j]
+			forClusters(ru, add)
+		}
+	}
+	return out
+}
+
+// forClusters calls fn with every cluster a rule names: its backends', and
+// its mirrors', at rule and backend level.
+func forClusters(ru *dataplane.Rule, fn func(string)) {
+	mirrors := func(fs []dataplane.Filter) {
+		for _, f := range fs {
+			if f.RequestMirror != nil {
+				fn(f.RequestMirror.Cluster)
+			}
+		}
+	}
+	mirrors(ru.Filters)
+	for _, b := range ru.Backends {
+		if b.Cluster != "" {
+			fn(b.Cluster)
+		}
+		mirrors(b.Filters)
+	}
+}
