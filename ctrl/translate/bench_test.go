@@ -109,3 +109,23 @@ func applyStatuses(in *translate.Input, out *translate.Output) {
 		}
 	}
 }
+
+// BenchmarkTranslateCold is BenchmarkTranslate without a Cache: every
+// route translated from scratch, as on the controller's first sync or
+// after a change to a Gateway, grant or policy.
+func BenchmarkTranslateCold(b *testing.B) {
+	for _, routes := range []int{500, 5000} {
+		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
+			in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow}
+			applyStatuses(in, translate.Translate(in))
+			prev := translate.Translate(in)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				out := translate.Translate(in)
+				translate.Diff(prev, out)
+				prev = out
+			}
+		})
+	}
+}

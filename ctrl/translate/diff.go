@@ -76,6 +76,9 @@ func parentsEqual(a, b []gwv1.RouteParentStatus) bool {
 	if len(a) != len(b) {
 		return false
 	}
+	if len(a) > 0 && &a[0] == &b[0] {
+		return true // the same remembered status (see Cache)
+	}
 	for i := range a {
 		if a[i].ControllerName != b[i].ControllerName || !sameParentRef(&a[i].ParentRef, &b[i].ParentRef) ||
 			!conditionsEqual(a[i].Conditions, b[i].Conditions) {

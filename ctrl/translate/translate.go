@@ -2,8 +2,8 @@ package translate
 
 import (
 	"slices"
-	"sort"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,8 +31,8 @@ type translator struct {
 	backends     map[backendKey]resolvedBackend
 	clusters     []dataplane.Cluster
 	policyByObj  map[*gwv1.BackendTLSPolicy]*policyInfo
-	lastPolicies []*policyInfo // the policies the last resolved backend met
-	recording    *routeMemo    // the memo of the route being translated
+	lastPolicies []*policyInfo  // the policies the last resolved backend met
+	recording    *routeMemo     // the memo of the route being translated
 	clusterIdx   map[string]int // cluster name → index in clusters
 	hostIndex    map[string]int
 }
@@ -435,7 +435,7 @@ func (t *translator) assembleConfig() {
 			used[c.Name] = false // once: remembered routes bring their clusters again
 		}
 	}
-	sort.Slice(t.out.Hostnames, func(i, j int) bool { return t.out.Hostnames[i].Name < t.out.Hostnames[j].Name })
+	slices.SortFunc(t.out.Hostnames, func(a, b Hostname) int { return strings.Compare(a.Name, b.Name) })
 }
 
 // warnOnChange records a Warning event for each condition that has just
