@@ -69,34 +69,20 @@ func (c *Cache) end() {
 // change, so comparing pointers tells whether anything changed.
 func epochOf(in *Input) []any {
 	s := &in.Snapshot
-	out := make([]any, 0, 8+len(s.GatewayClasses)+len(s.Gateways)+len(s.ListenerSets)+len(s.ReferenceGrants)+
-		len(s.BackendTLSPolicies)+len(s.Namespaces)+len(s.Secrets)+len(s.ConfigMaps)+len(s.GatewayClassConfigs))
-	out = append(out, in.ControllerName, in.BundleVersion, in.AnyEndpointAddress)
-	for _, o := range s.GatewayClasses {
-		out = append(out, o)
-	}
-	for _, o := range s.Gateways {
-		out = append(out, o)
-	}
-	for _, o := range s.ListenerSets {
-		out = append(out, o)
-	}
-	for _, o := range s.ReferenceGrants {
-		out = append(out, o)
-	}
-	for _, o := range s.BackendTLSPolicies {
-		out = append(out, o)
-	}
-	for _, o := range s.Namespaces {
-		out = append(out, o)
-	}
-	for _, o := range s.Secrets {
-		out = append(out, o)
-	}
-	for _, o := range s.ConfigMaps {
-		out = append(out, o)
-	}
-	for _, o := range s.GatewayClassConfigs {
+	out := []any{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress}
+	out = appendObjects(out, s.GatewayClasses)
+	out = appendObjects(out, s.Gateways)
+	out = appendObjects(out, s.ListenerSets)
+	out = appendObjects(out, s.ReferenceGrants)
+	out = appendObjects(out, s.BackendTLSPolicies)
+	out = appendObjects(out, s.Namespaces)
+	out = appendObjects(out, s.Secrets)
+	out = appendObjects(out, s.ConfigMaps)
+	return appendObjects(out, s.GatewayClassConfigs)
+}
+
+func appendObjects[T any](out []any, objs []*T) []any {
+	for _, o := range objs {
 		out = append(out, o)
 	}
 	return out

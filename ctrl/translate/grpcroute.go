@@ -89,22 +89,17 @@ func grpcPath(m *gwv1.GRPCMethodMatch) *dataplane.PathMatch {
 	return nil
 }
 
+// grpcFilters translates GRPCRoute filters. Their types are a subset of
+// HTTPRoute's, spelled the same and built from the same parts, so they go
+// through httpFilters, with gRPC's mirror protocol.
 func (t *translator) grpcFilters(fs []gwv1.GRPCRouteFilter, ns string, gw *gatewayInfo, rs *ruleSet, rule *dataplane.Rule) []dataplane.Filter {
-	var out []dataplane.Filter
-	for i := range fs {
-		f := &fs[i]
-		switch {
-		case f.Type == gwv1.GRPCRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil:
-			out = append(out, dataplane.Filter{Type: dataplane.FilterRequestHeaderModifier, RequestHeaderModifier: headerModifier(f.RequestHeaderModifier)})
-		case f.Type == gwv1.GRPCRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil:
-			out = append(out, dataplane.Filter{Type: dataplane.FilterResponseHeaderModifier, ResponseHeaderModifier: headerModifier(f.ResponseHeaderModifier)})
-		case f.Type == gwv1.GRPCRouteFilterRequestMirror && f.RequestMirror != nil:
-			if m, ok := t.mirror(kindGRPCRoute, ns, f.RequestMirror, true, gw, rs); ok {
-				out = append(out, m)
-			}
-		default:
-			rs.unsupportedFilter(string(f.Type), f.ExtensionRef, rule)
-		}
+	if len(fs) == 0 {
+		return nil
 	}
-	return out
+	hfs := make([]gwv1.HTTPRouteFilter, len(fs))
+	for i, f := range fs {
+		hfs[i] = gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterType(f.Type), RequestHeaderModifier: f.RequestHeaderModifier,
+			ResponseHeaderModifier: f.ResponseHeaderModifier, RequestMirror: f.RequestMirror, ExtensionRef: f.ExtensionRef}
+	}
+	return t.httpFilters(kindGRPCRoute, hfs, ns, gw, rs, rule)
 }

@@ -27,12 +27,12 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *dataplane.Route, gw *ga
 		for _, m := range src.Matches {
 			out.Matches = append(out.Matches, httpMatch(&m))
 		}
-		out.Filters = t.httpFilters(src.Filters, r.Namespace, gw, &rs, &out)
+		out.Filters = t.httpFilters(kindHTTPRoute, src.Filters, r.Namespace, gw, &rs, &out)
 		for j := range src.BackendRefs {
 			br := &src.BackendRefs[j]
 			b := t.backend(kindHTTPRoute, r.Namespace, &br.BackendRef, false, gw, &rs)
 			var failed dataplane.Rule
-			b.Filters = t.httpFilters(br.Filters, r.Namespace, gw, &rs, &failed)
+			b.Filters = t.httpFilters(kindHTTPRoute, br.Filters, r.Namespace, gw, &rs, &failed)
 			if failed.FailStatus != 0 {
 				b.Status = failed.FailStatus // this backend's share fails closed
 			}
@@ -79,9 +79,9 @@ func httpMatch(m *gwv1.HTTPRouteMatch) dataplane.Match {
 	return out
 }
 
-// httpFilters translates HTTPRoute filters (of a rule or a backendRef).
-// A filter tunnelgate cannot run makes rule fail closed.
-func (t *translator) httpFilters(fs []gwv1.HTTPRouteFilter, ns string, gw *gatewayInfo, rs *ruleSet, rule *dataplane.Rule) []dataplane.Filter {
+// httpFilters translates the filters of a rule or a backendRef of a route
+// of kind routeKind. A filter tunnelgate cannot run makes rule fail closed.
+func (t *translator) httpFilters(routeKind string, fs []gwv1.HTTPRouteFilter, ns string, gw *gatewayInfo, rs *ruleSet, rule *dataplane.Rule) []dataplane.Filter {
 	var out []dataplane.Filter
 	for i := range fs {
 		f := &fs[i]
@@ -97,7 +97,7 @@ func (t *translator) httpFilters(fs []gwv1.HTTPRouteFilter, ns string, gw *gatew
 		case f.Type == gwv1.HTTPRouteFilterCORS && f.CORS != nil:
 			out = append(out, dataplane.Filter{Type: dataplane.FilterCORS, CORS: cors(f.CORS)})
 		case f.Type == gwv1.HTTPRouteFilterRequestMirror && f.RequestMirror != nil:
-			if m, ok := t.mirror(kindHTTPRoute, ns, f.RequestMirror, false, gw, rs); ok {
+			if m, ok := t.mirror(routeKind, ns, f.RequestMirror, routeKind == kindGRPCRoute, gw, rs); ok {
 				out = append(out, m)
 			}
 		default:
