@@ -1,0 +1,42 @@
+// Package translate is where tunnelgate's Gateway API semantics live. One
+// pure function, Translate, turns a snapshot of objects (Input) into
+// everything the rest of the system acts on (Output): the data-plane config
+// the proxies serve, the status of every object tunnelgate manages, the
+// public hostnames the tunnel and DNS must carry, and events. It reads no
+// clock, client or file: the controller feeds it informer caches, and
+// standalone mode feeds it YAML files.
+//
+// A translation runs in dependency order, one file per step:
+//
+//	gatewayclass.go  classes of our controller: parameters, CRD version
+//	gateway.go       Gateways and their listeners: protocols, TLS
+//	                 certificates, allowedRoutes, conflicts
+//	listenerset.go   ListenerSets attached to Gateways that invite them
+//	attach.go        routes bound to listeners: parentRefs, hostname
+//	                 intersection, HTTPRoute/GRPCRoute conflicts
+//	httproute.go     HTTPRoute rules to data-plane rules
+//	grpcroute.go     GRPCRoute rules (methods become paths)
+//	rules.go         what both route kinds share: filters, backends, and
+//	                 dropping a rule the proxy would refuse
+//	backends.go      backendRefs to clusters: Services, EndpointSlices,
+//	                 ServiceImports, ExternalBackends, appProtocol
+//	backendtls.go    BackendTLSPolicy: CA, SANs, conflicts, ancestors
+//	translate.go     the order of the steps, route and Gateway statuses,
+//	                 and the assembled config
+//
+// Every condition is built by conds (conditions.go), which keeps a
+// condition's lastTransitionTime when its status did not change, so a
+// resync of an unchanged cluster produces an identical Output, and Diff
+// (diff.go) finds nothing to write.
+//
+// A problem is reported on the object that has it and stays there. A bad
+// listener, a route that does not attach, an unresolved backendRef or an
+// invalid rule never keeps another object from being served. In the config
+// they become a listener not served, a route left out, a backend answering
+// 500 for its share, or a rule dropped. Translate never emits a config the
+// proxy would refuse: each rule is checked with dataplane.ValidateRule.
+//
+// Cache (cache.go, routememo.go) makes repeated translations cheaper
+// without changing their result. It remembers rule validation, and whole
+// route translations whose inputs are the same objects as last time.
+package translate
