@@ -18,9 +18,10 @@ import (
 type snapshot struct {
 	version string
 	// origin serves the origin listener: every Config listener, chosen by
-	// hostname. ports serves direct listeners: only the listeners of the
-	// port they were opened for.
-	origin *listenerSet
+	// hostname, the HTTP ones (origin[0]) apart from the HTTPS ones
+	// (origin[1]). ports serves direct listeners: only the listeners of
+	// the port they were opened for.
+	origin [2]*listenerSet
 	ports  map[int]*listenerSet
 	// slots are the clusters this config uses, by name.
 	slots   map[string]*clusterSlot
@@ -129,6 +130,8 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 			fail("listener %q: defined twice", l.Name)
 		case l.Port < 0 || l.Port > 65535:
 			fail("listener %q: port %d out of range", l.Name, l.Port)
+		case l.Protocol != "" && l.Protocol != ListenerHTTP && l.Protocol != ListenerHTTPS:
+			fail("listener %q: protocol %q is not HTTP or HTTPS", l.Name, l.Protocol)
 		default:
 			if l.Hostname != "" {
 				if err := (&matcher.Rule[int]{Hostnames: []string{l.Hostname}}).Validate(); err != nil {
@@ -185,8 +188,10 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 	// Group listeners into vhosts: by hostname for the origin listener, by
 	// (port, hostname) for direct listeners.
 	var err error
-	if snap.origin, err = buildListenerSet(cfg.Listeners, routesOf, func(*Listener) bool { return true }); err != nil {
-		return nil, err
+	for i, https := range []bool{false, true} {
+		if snap.origin[i], err = buildListenerSet(cfg.Listeners, routesOf, func(l *Listener) bool { return (l.Protocol == ListenerHTTPS) == https }); err != nil {
+			return nil, err
+		}
 	}
 	ports := map[int]bool{}
 	for _, l := range cfg.Listeners {

@@ -51,7 +51,20 @@ type Listener struct {
 	// in-cluster) serve only the listeners of their port; the origin
 	// listener for cloudflared serves every port, choosing by hostname.
 	Port int `json:"port,omitempty"`
+	// Protocol is HTTP (the default) or HTTPS. Where every port is served
+	// at once (the origin listener, a plain listener for all ports), a
+	// request is first given to the listeners of the scheme the client
+	// used, so the common pair "HTTP on 80 redirects, HTTPS on 443 serves"
+	// works for one hostname; a host with listeners of the other scheme
+	// only is served by those.
+	Protocol string `json:"protocol,omitempty"`
 }
+
+// Listener protocols.
+const (
+	ListenerHTTP  = "HTTP"
+	ListenerHTTPS = "HTTPS"
+)
 
 // RouteKind says whether a route came from an HTTPRoute or a GRPCRoute. It
 // shapes error responses: gRPC clients get a grpc-status, not an HTML body.

@@ -67,15 +67,24 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	path = matcher.NormalizePath(path)
 
-	set := snap.origin
+	scheme := clientScheme(r, h.trusted)
+	var vh *vhost
 	if h.port != 0 {
-		set = snap.ports[h.port]
+		vh = pickListener(snap.ports[h.port], r.Host)
+	} else {
+		// Every port at once: the listeners of the client's scheme first,
+		// then, for a host that has none of that scheme, the others.
+		first, second := snap.origin[0], snap.origin[1]
+		if scheme == "https" {
+			first, second = second, first
+		}
+		if vh = pickListener(first, r.Host); vh == nil {
+			vh = pickListener(second, r.Host)
+		}
 	}
 	var t *target
-	if set != nil {
-		if vh, ok := set.pick.Match(&matcher.Request{Host: r.Host, Path: "/"}); ok && vh.table != nil {
-			t, _ = vh.table.Match(&matcher.Request{Host: r.Host, Path: path, Method: r.Method, Header: r.Header, RawQuery: query})
-		}
+	if vh != nil && vh.table != nil {
+		t, _ = vh.table.Match(&matcher.Request{Host: r.Host, Path: path, Method: r.Method, Header: r.Header, RawQuery: query})
 	}
 	if t == nil {
 		p.stats.NoRoute.Add(1)
@@ -95,7 +104,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	scheme := clientScheme(r, h.trusted)
 	if t.redirect != nil {
 		port := h.port
 		if port == 0 { // behind the tunnel the client used the scheme's port
@@ -329,4 +337,17 @@ func tokenIn(vals []string, tok string) bool {
 		}
 	}
 	return false
+}
+
+// pickListener returns the listener (merged by hostname) of set that takes
+// host, or nil.
+func pickListener(set *listenerSet, host string) *vhost {
+	if set == nil {
+		return nil
+	}
+	vh, ok := set.pick.Match(&matcher.Request{Host: host, Path: "/"})
+	if !ok {
+		return nil
+	}
+	return vh
 }

@@ -420,7 +420,7 @@ func (t *translator) assembleConfig() {
 	cfg := &t.out.Config
 	for _, li := range t.listenerOrder {
 		if li.serves() && li.gw.accepted {
-			cfg.Listeners = append(cfg.Listeners, dataplane.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port)})
+			cfg.Listeners = append(cfg.Listeners, dataplane.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port), Protocol: string(li.protocol)})
 		}
 	}
 	used := map[string]bool{}

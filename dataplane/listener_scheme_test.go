@@ -1,0 +1,77 @@
+package dataplane
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
+
+// Where every port is served at once, the client's scheme picks between
+// HTTP and HTTPS listeners of one hostname: the usual "HTTP redirects to
+// HTTPS, HTTPS serves the app" pair must not loop or shadow each other.
+func TestOriginPicksListenerByScheme(t *testing.T) {
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer p.Close()
+	cfg := &Config{
+		Schema: SchemaVersion,
+		Listeners: []Listener{
+			{Name: "gw/http", Hostname: "app.example.com", Port: 80, Protocol: ListenerHTTP},
+			{Name: "gw/https", Hostname: "app.example.com", Port: 443, Protocol: ListenerHTTPS},
+			{Name: "gw/https-only", Hostname: "secure.example.com", Port: 443, Protocol: ListenerHTTPS},
+			{Name: "gw/plain", Hostname: "plain.example.com", Port: 8080},
+		},
+		Routes: []Route{
+			{Namespace: "ns", Name: "redirect", Listeners: []string{"gw/http"}, Rules: []Rule{{
+				Filters: []Filter{{Type: FilterRequestRedirect, RequestRedirect: &Redirect{Scheme: "https", StatusCode: 301}}},
+			}}},
+			{Namespace: "ns", Name: "app", Listeners: []string{"gw/https", "gw/https-only", "gw/plain"}, Rules: []Rule{{FailStatus: 418}}},
+		},
+	}
+	if err := p.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+	origin := p.Handler(0, true)
+	for _, c := range []struct {
+		host, proto string
+		want        int
+	}{
+		{"app.example.com", "http", 301},    // the HTTP listener's redirect
+		{"app.example.com", "https", 418},   // the HTTPS listener's app
+		{"secure.example.com", "http", 418}, // no HTTP listener for the host: the HTTPS one
+		{"plain.example.com", "https", 418}, // no HTTPS listener for the host: the HTTP one
+		{"other.example.com", "https", 404},
+	} {
+		req := httptest.NewRequest("GET", "/x", nil)
+		req.Host = c.host
+		req.Header.Set("X-Forwarded-Proto", c.proto)
+		rec := httptest.NewRecorder()
+		origin.ServeHTTP(rec, req)
+		if rec.Code != c.want {
+			t.Errorf("%s://%s: %d, want %d", c.proto, c.host, rec.Code, c.want)
+		}
+		if c.want == 301 {
+			if loc := rec.Header().Get("Location"); loc != "https://app.example.com/x" {
+				t.Errorf("redirect to %q", loc)
+			}
+		}
+	}
+	// A direct listener serves its own port only, whatever the scheme.
+	req := httptest.NewRequest("GET", "/x", nil)
+	req.Host = "app.example.com"
+	rec := httptest.NewRecorder()
+	p.Handler(80, false).ServeHTTP(rec, req)
+	if rec.Code != http.StatusMovedPermanently {
+		t.Errorf("port 80 direct: %d, want 301", rec.Code)
+	}
+}
+
+func TestListenerProtocolChecked(t *testing.T) {
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer p.Close()
+	err := p.Load(&Config{Schema: SchemaVersion, Listeners: []Listener{{Name: "l", Protocol: "TCP"}}})
+	if err == nil {
+		t.Fatal("a TCP listener was accepted")
+	}
+}
