@@ -37,7 +37,9 @@ func (rs *ruleSet) keep(c *Cache, key ruleKey, route *dataplane.Route, i int, r 
 		return dataplane.ValidateRule(&tmp, 0)
 	})
 	if err != nil {
-		rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
+		// The proxy names the route and rule; the status is on the route.
+		msg := strings.TrimPrefix(err.Error(), "route "+route.Namespace+"/"+route.Name+" rule 0 ")
+		rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %s", i, msg))
 		return
 	}
 	rs.rules = append(rs.rules, r)
@@ -173,4 +175,3 @@ func (t *translator) backend(routeKind, ns string, ref *gwv1.BackendRef, grpc bo
 	return dataplane.BackendRef{Cluster: name, Weight: w}
 }
 
-func matchesList(values []string) string { return strings.Join(values, ", ") }

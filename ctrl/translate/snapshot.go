@@ -24,8 +24,10 @@ type Input struct {
 	// Now stamps lastTransitionTime on conditions whose status changes.
 	Now time.Time
 	// BundleVersion is the Gateway API CRD bundle version installed in the
-	// cluster (the gateway.networking.k8s.io/bundle-version annotation);
-	// empty means unknown and is taken as supported.
+	// cluster (the gateway.networking.k8s.io/bundle-version annotation).
+	// Empty is taken as supported: standalone mode has no CRDs. A
+	// controller that finds the annotation missing must pass a value that
+	// says so (e.g. "unknown"), which the spec requires be unsupported.
 	BundleVersion string
 	// Addresses are published on every programmed Gateway's status: the
 	// tunnel's hostname in a cluster, the listen address in standalone mode.
