@@ -174,4 +174,3 @@ func (t *translator) backend(routeKind, ns string, ref *gwv1.BackendRef, grpc bo
 	}
 	return dataplane.BackendRef{Cluster: name, Weight: w}
 }
-
