@@ -278,10 +278,11 @@ func dedupe(rules []matcher.Rule[*target]) []matcher.Rule[*target] {
 
 func matcherRule(r *Route, ri, mi int, m Match, t *target) (matcher.Rule[*target], error) {
 	mr := matcher.Rule[*target]{
-		Hostnames: r.Hostnames,
-		Method:    m.Method,
-		Key:       matcher.Key{Created: r.Created, Namespace: r.Namespace, Name: r.Name, Rule: ri, Match: mi},
-		Ref:       t,
+		Hostnames:  r.Hostnames,
+		Method:     m.Method,
+		Precedence: m.Precedence,
+		Key:        matcher.Key{Created: r.Created, Namespace: r.Namespace, Name: r.Name, Rule: ri, Match: mi},
+		Ref:        t,
 	}
 	where := func(err error) error {
 		return fmt.Errorf("route %s/%s rule %d match %d: %w", r.Namespace, r.Name, ri, mi, err)

@@ -116,6 +116,10 @@ type Match struct {
 	Method  string       `json:"method,omitempty"`
 	Headers []ValueMatch `json:"headers,omitempty"`
 	Query   []ValueMatch `json:"query,omitempty"`
+	// Precedence ranks matches that tie on host, path kind and prefix
+	// length, higher first (matcher.Rule.Precedence). 0 for HTTPRoutes;
+	// translate sets it for GRPCRoute method matches.
+	Precedence int `json:"precedence,omitempty"`
 }
 
 // Path match types, spelled as in the Gateway API.

@@ -236,6 +236,11 @@ func (g genSpec) rules() []matcher.Rule[int] {
 			r.Path = matcher.Path{Kind: matcher.PathRegex, Value: diffRegexes[gr.PathIdx]}
 		}
 		r.Method = diffMethods[gr.Method]
+		// Precedence is derived from fields already decoded, so the corpus
+		// keeps its meaning; most rules keep the HTTPRoute value 0.
+		if p := (gr.Created + 2*gr.NS + gr.PathIdx) % 4; p < 3 {
+			r.Precedence = p
+		}
 		for _, h := range gr.Headers {
 			c := diffHdrConds[h[1]]
 			c.Name = diffHdrNames[h[0]]

@@ -37,18 +37,19 @@ const (
 // every field; fields that mean "more is better" are compared reversed in
 // refLess.
 type refKey struct {
-	hostClass int  // refHostExact < refHostWildcard < refHostAny
-	wildLen   int  // length of the wildcard suffix; longer wins
-	pathKind  int  // refPathExact < refPathRegex < refPathPrefix
-	prefixLen int  // normalised prefix length, trailing slashes as one; longer wins
-	hasMethod bool // a method beats no method
-	nHeaders  int  // header conditions after dedupe; more wins
-	nQuery    int  // query conditions after dedupe; more wins
-	created   time.Time
-	nsName    string // Namespace + "/" + Name, compared as one string
-	rule      int
-	match     int
-	input     int // position in the rule slice
+	hostClass  int  // refHostExact < refHostWildcard < refHostAny
+	wildLen    int  // length of the wildcard suffix; longer wins
+	pathKind   int  // refPathExact < refPathRegex < refPathPrefix
+	precedence int  // Rule.Precedence; higher wins
+	prefixLen  int  // normalised prefix length, trailing slashes as one; longer wins
+	hasMethod  bool // a method beats no method
+	nHeaders   int  // header conditions after dedupe; more wins
+	nQuery     int  // query conditions after dedupe; more wins
+	created    time.Time
+	nsName     string // Namespace + "/" + Name, compared as one string
+	rule       int
+	match      int
+	input      int // position in the rule slice
 }
 
 // refLess reports whether a has strictly higher precedence than b.
@@ -64,6 +65,9 @@ func refLess(a, b refKey) bool {
 	}
 	if a.prefixLen != b.prefixLen {
 		return a.prefixLen > b.prefixLen
+	}
+	if a.precedence != b.precedence {
+		return a.precedence > b.precedence
 	}
 	if a.hasMethod != b.hasMethod {
 		return a.hasMethod
@@ -263,6 +267,7 @@ func refRuleKey[T any](i int, rule *matcher.Rule[T], r *matcher.Request) (refKey
 		return k, false
 	}
 	k.hasMethod = rule.Method != ""
+	k.precedence = rule.Precedence
 	headers := refDedupe(rule.Headers, true)
 	for _, h := range headers {
 		v, present := refHeaderValue(r, h.Name)

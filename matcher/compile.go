@@ -141,12 +141,13 @@ func prepare[T any](r *Rule[T], input int, seen *reuse) (*candidate[T], order, p
 	c := &candidate[T]{ref: r.Ref}
 	cond := conditions{method: r.Method}
 	o := order{
-		method:  r.Method != "",
-		created: r.Key.Created,
-		nsName:  seen.routeName(&r.Key),
-		rule:    r.Key.Rule,
-		match:   r.Key.Match,
-		input:   input,
+		precedence: r.Precedence,
+		method:     r.Method != "",
+		created:    r.Key.Created,
+		nsName:     seen.routeName(&r.Key),
+		rule:       r.Key.Rule,
+		match:      r.Key.Match,
+		input:      input,
 	}
 	if r.Method != "" && !isToken(r.Method) {
 		fail("method %q is not a valid HTTP method token", r.Method)

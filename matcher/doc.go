@@ -17,6 +17,8 @@
 //     PathPrefix.
 //  3. Among prefixes, the longer value, normalised, with trailing slashes
 //     counted as one: "/abc/" beats "/abc", and both lose to "/abc/d".
+//     Then the higher Rule.Precedence (0 unless set; GRPCRoute translation
+//     uses it to rank service and method names).
 //  4. A rule with a method beats one without.
 //  5. More header conditions, then more query conditions.
 //  6. The older route (Key.Created), then "{namespace}/{name}" compared as one

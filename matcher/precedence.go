@@ -6,18 +6,20 @@ import (
 )
 
 // order holds what ranks a rule against others that tie on host and path
-// kind: criteria 3 to 6 of the package comment. It exists only while
+// kind: criterion 3 of the package comment, Rule.Precedence, then criteria
+// 4 to 6. It exists only while
 // compiling; Match compares the ranks derived from it.
 type order struct {
-	prefixLen int
-	method    bool
-	headers   int
-	queries   int
-	created   time.Time
-	nsName    string // "{namespace}/{name}", compared as one string
-	rule      int
-	match     int
-	input     int // position in Compile's input: the last tie-breaker
+	prefixLen  int
+	precedence int
+	method     bool
+	headers    int
+	queries    int
+	created    time.Time
+	nsName     string // "{namespace}/{name}", compared as one string
+	rule       int
+	match      int
+	input      int // position in Compile's input: the last tie-breaker
 }
 
 // compare returns a negative number when a takes precedence over b. It
@@ -26,6 +28,8 @@ func (a *order) compare(b *order) int {
 	switch {
 	case a.prefixLen != b.prefixLen:
 		return b.prefixLen - a.prefixLen // longer first
+	case a.precedence != b.precedence:
+		return b.precedence - a.precedence // higher first
 	case a.method != b.method:
 		if a.method {
 			return -1

@@ -73,8 +73,14 @@ type Rule[T any] struct {
 	// Query must all match; names are case-sensitive. Only the first
 	// condition per name counts.
 	Query []ValueMatch
-	Key   Key
-	Ref   T
+	// Precedence ranks rules that tie on host, path kind and prefix length,
+	// before method and conditions: higher first. HTTPRoutes leave it 0.
+	// GRPCRoute translation sets it on regular expressions (whose prefix
+	// length is 0) so that more characters of matched gRPC service, then
+	// of method, win, as the GRPCRoute spec orders them.
+	Precedence int
+	Key        Key
+	Ref        T
 }
 
 // Request is what Match needs to know about a request.

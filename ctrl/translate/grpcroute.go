@@ -23,7 +23,7 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *dataplane.Route, gw *ga
 		for _, m := range src.Matches {
 			dm := dataplane.Match{}
 			if m.Method != nil {
-				dm.Path = grpcPath(m.Method)
+				dm.Path, dm.Precedence = grpcPath(m.Method)
 			}
 			for _, h := range m.Headers {
 				vm := dataplane.ValueMatch{Type: dataplane.MatchExact, Name: string(h.Name), Value: h.Value}
@@ -58,10 +58,19 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *dataplane.Route, gw *ga
 	return rs
 }
 
-// grpcPath maps a method match to a path match: service and method exact
-// → Exact "/svc/method"; service only → the "/svc" prefix; method only or
-// regular expressions → an anchored expression over both segments.
-func grpcPath(m *gwv1.GRPCMethodMatch) *dataplane.PathMatch {
+// grpcPath maps a method match to a path match, and the precedence that
+// orders it as the GRPCRoute spec does: more characters of a matched
+// service first, then of a matched method.
+//
+//   - service and method, Exact: Exact "/svc/method"; nothing can beat it
+//     on its path.
+//   - service only, or method only: an anchored expression over both
+//     segments, ranked by (service length, method length). An expression,
+//     not a "/svc" prefix, because the router ranks expressions above
+//     prefixes: a method-only match must not outrank a service-only one.
+//   - RegularExpression: the expression over both segments, ranked below
+//     literal names (how many characters it matches depends on the call).
+func grpcPath(m *gwv1.GRPCMethodMatch) (*dataplane.PathMatch, int) {
 	svc, method := "", ""
 	if m.Service != nil {
 		svc = *m.Service
@@ -69,24 +78,32 @@ func grpcPath(m *gwv1.GRPCMethodMatch) *dataplane.PathMatch {
 	if m.Method != nil {
 		method = *m.Method
 	}
+	const anySegment = "[^/]+"
 	if m.Type != nil && *m.Type == gwv1.GRPCMethodMatchRegularExpression {
 		if svc == "" {
-			svc = "[^/]+"
+			svc = anySegment
 		}
 		if method == "" {
-			method = "[^/]+"
+			method = anySegment
 		}
-		return &dataplane.PathMatch{Type: dataplane.PathRegex, Value: "/(?:" + svc + ")/(?:" + method + ")"}
+		return &dataplane.PathMatch{Type: dataplane.PathRegex, Value: "/(?:" + svc + ")/(?:" + method + ")"}, 0
 	}
 	switch {
 	case svc != "" && method != "":
-		return &dataplane.PathMatch{Type: dataplane.PathExact, Value: "/" + svc + "/" + method}
+		return &dataplane.PathMatch{Type: dataplane.PathExact, Value: "/" + svc + "/" + method}, 0
 	case svc != "":
-		return &dataplane.PathMatch{Type: dataplane.PathPrefix, Value: "/" + svc}
+		return &dataplane.PathMatch{Type: dataplane.PathRegex, Value: "/" + regexp.QuoteMeta(svc) + "/" + anySegment}, grpcRank(svc, "")
 	case method != "":
-		return &dataplane.PathMatch{Type: dataplane.PathRegex, Value: "/[^/]+/" + regexp.QuoteMeta(method)}
+		return &dataplane.PathMatch{Type: dataplane.PathRegex, Value: "/" + anySegment + "/" + regexp.QuoteMeta(method)}, grpcRank("", method)
 	}
-	return nil
+	return nil, 0
+}
+
+// grpcRank orders literal service and method matches: service length
+// first, method length second (names are at most 1024 bytes by the CRD),
+// all above the 0 of regular expressions.
+func grpcRank(svc, method string) int {
+	return (min(len(svc), 4095)<<12 | min(len(method), 4095)) + 1
 }
 
 // grpcFilters translates GRPCRoute filters. Their types are a subset of
