@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
@@ -19,7 +20,7 @@ import (
 // routes affect each other), and the Services and EndpointSlices its
 // backends resolved through.
 type routeMemo struct {
-	parents  []*parentInfo
+	parents  []parentSummary
 	deps     []backendDep
 	routes   []dataplane.Route
 	clusters []dataplane.Cluster
@@ -29,6 +30,39 @@ type routeMemo struct {
 	// events or new transition times (which depend on the clock), or used
 	// a BackendTLSPolicy (whose ancestors are per translation).
 	noMemo bool
+}
+
+// parentSummary is how a parentRef attached, in plain values: a memo must
+// not hold the translator's graph (Gateways, listeners) of the run that
+// made it, or every run's graph would stay alive as long as its memos.
+type parentSummary struct {
+	ref         gwv1.ParentReference
+	gw          types.NamespacedName
+	reason, msg string
+	attachments []attachmentSummary
+	counts      []string // listener names
+}
+
+type attachmentSummary struct {
+	listener string
+	hosts    []string
+	anyHost  bool
+	lostTo   string
+}
+
+func summarize(ps []*parentInfo) []parentSummary {
+	out := make([]parentSummary, len(ps))
+	for i, p := range ps {
+		s := &out[i]
+		s.ref, s.gw, s.reason, s.msg = p.ref, p.gw.key, p.reason, p.msg
+		for _, a := range p.attachments {
+			s.attachments = append(s.attachments, attachmentSummary{listener: a.listener.dpName, hosts: a.hosts, anyHost: a.hosts == nil, lostTo: a.lostTo})
+		}
+		for _, li := range p.counts {
+			s.counts = append(s.counts, li.dpName)
+		}
+	}
+	return out
 }
 
 // backendDep is what a backendRef resolved through.
@@ -95,25 +129,24 @@ func (t *translator) reuse(m *routeMemo, r *routeInfo, http bool) {
 	}
 }
 
-func parentsSame(a, b []*parentInfo) bool {
+func parentsSame(a []parentSummary, b []*parentInfo) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
-		x, y := a[i], b[i]
-		if x.reason != y.reason || x.msg != y.msg || x.gw.key != y.gw.key || !sameParentRef(&x.ref, &y.ref) ||
+		x, y := &a[i], b[i]
+		if x.reason != y.reason || x.msg != y.msg || x.gw != y.gw.key || !sameParentRef(&x.ref, &y.ref) ||
 			len(x.attachments) != len(y.attachments) || len(x.counts) != len(y.counts) {
 			return false
 		}
 		for j := range x.attachments {
-			p, q := x.attachments[j], y.attachments[j]
-			if p.listener.dpName != q.listener.dpName || p.lostTo != q.lostTo || !slices.Equal(p.hosts, q.hosts) ||
-				(p.hosts == nil) != (q.hosts == nil) {
+			p, q := &x.attachments[j], y.attachments[j]
+			if p.listener != q.listener.dpName || p.lostTo != q.lostTo || p.anyHost != (q.hosts == nil) || !slices.Equal(p.hosts, q.hosts) {
 				return false
 			}
 		}
 		for j := range x.counts {
-			if x.counts[j].dpName != y.counts[j].dpName {
+			if x.counts[j] != y.counts[j].dpName {
 				return false
 			}
 		}

@@ -126,7 +126,7 @@ func (t *translator) routes() {
 		}
 		if t.in.Cache != nil {
 			t.in.Cache.misses++
-			t.recording = &routeMemo{parents: r.parents}
+			t.recording = &routeMemo{}
 		}
 		firstRoute, events := len(t.out.Config.Routes), len(t.out.Events)
 		// A route is emitted once per backend client certificate: its
@@ -185,6 +185,7 @@ func (t *translator) routes() {
 			t.out.GRPCRoutes[nn(r.meta.Namespace, r.meta.Name)] = statuses
 		}
 		if m := t.recording; m != nil {
+			m.parents = summarize(r.parents)
 			m.routes = slices.Clone(t.out.Config.Routes[firstRoute:])
 			m.clusters = t.clustersOf(m.routes)
 			m.statuses = statuses
