@@ -3,16 +3,21 @@ package fuzz
 import (
 	"encoding/json"
 	"io"
+	"log/slog"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/standalone"
 )
 
 // FuzzLoadTranslate feeds bytes to standalone mode as a YAML file: Load,
 // then, for what it accepts, Translate, the config's JSON encoding and
-// the status printers must never panic. Load's strict decoding and
+// the status printers must never panic; the proxy must accept the config;
+// and a warm Cache must not change it. Load's strict decoding and
 // defaults are what stand between user YAML and translate, which, in a
 // cluster, only sees objects an API server validated.
 func FuzzLoadTranslate(f *testing.F) {
@@ -25,17 +30,48 @@ func FuzzLoadTranslate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		out := translate.Translate(&translate.Input{
+		in := &translate.Input{
 			Snapshot:           *snap,
 			ControllerName:     translate.DefaultControllerName,
 			Now:                now,
 			AnyEndpointAddress: true,
-		})
-		if _, err := json.Marshal(out.Config); err != nil {
+		}
+		out := translate.Translate(in)
+		cold, err := json.Marshal(out.Config)
+		if err != nil {
 			t.Fatalf("the config does not marshal: %v", err)
+		}
+		// Whatever the input, the proxy takes what translate emits: a bad
+		// object is reported on its status, never by a refused config.
+		p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		defer p.Close()
+		if err := p.Load(&out.Config); err != nil {
+			t.Fatalf("the proxy refuses the translated config: %v", err)
 		}
 		standalone.Describe(io.Discard, snap, out)
 		standalone.NotReady(out)
+
+		// The Cache changes nothing: write the statuses back (new objects,
+		// as the API server returns them), then a warm translation must
+		// equal a cold one.
+		for i, r := range in.HTTPRoutes {
+			c := r.DeepCopy()
+			c.Status.Parents = out.HTTPRoutes[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}]
+			in.HTTPRoutes[i] = c
+		}
+		for i, r := range in.GRPCRoutes {
+			c := r.DeepCopy()
+			c.Status.Parents = out.GRPCRoutes[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}]
+			in.GRPCRoutes[i] = c
+		}
+		cold, _ = json.Marshal(translate.Translate(in).Config)
+		in.Cache = translate.NewCache()
+		for range 2 {
+			warm, _ := json.Marshal(translate.Translate(in).Config)
+			if string(warm) != string(cold) {
+				t.Fatalf("with a warm cache the config differs:\ncold %s\nwarm %s", cold, warm)
+			}
+		}
 	})
 }
 
