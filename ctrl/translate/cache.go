@@ -1,7 +1,6 @@
 package translate
 
 import (
-	"slices"
 	"sync"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -25,7 +24,7 @@ type Cache struct {
 
 	// Whole-route memos (see routeMemo), valid only while the epoch, the
 	// objects every route depends on, is unchanged.
-	epoch      []any
+	epoch      map[any]bool // a set: listers return objects in any order
 	epochSame  bool
 	routesPrev map[any]*routeMemo
 	routesNext map[any]*routeMemo
@@ -48,8 +47,17 @@ func NewCache() *Cache { return &Cache{} }
 func (c *Cache) begin(in *Input) {
 	c.mu.Lock()
 	c.next = make(map[any]error, len(c.prev))
-	epoch := epochOf(in)
-	c.epochSame = slices.Equal(epoch, c.epoch)
+	epoch := make(map[any]bool, len(c.epoch))
+	for _, o := range epochOf(in) {
+		epoch[o] = true
+	}
+	c.epochSame = len(epoch) == len(c.epoch)
+	for o := range epoch {
+		if !c.epochSame {
+			break
+		}
+		c.epochSame = c.epoch[o]
+	}
 	c.epoch = epoch
 	if !c.epochSame {
 		c.routesPrev = nil
@@ -66,7 +74,8 @@ func (c *Cache) end() {
 
 // epochOf lists what every route's translation may depend on besides its
 // own object and its backends: informers replace an object on every
-// change, so comparing pointers tells whether anything changed.
+// change, so comparing pointers, in any order, tells whether anything
+// changed. (The few non-object values are distinct from any pointer.)
 func epochOf(in *Input) []any {
 	s := &in.Snapshot
 	out := []any{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress}
