@@ -108,7 +108,8 @@ func Serve(ctx context.Context, o Options) error {
 
 	load := func() error {
 		res, err := Build(o.Paths, o.ControllerName, o.Listen, time.Now())
-		if err == nil {
+		unchanged := err == nil && res.Output.Config.Version == p.Version()
+		if err == nil && !unchanged {
 			err = p.Load(&res.Output.Config)
 		}
 		if o.Loaded != nil {
@@ -116,6 +117,11 @@ func Serve(ctx context.Context, o Options) error {
 		}
 		if err != nil {
 			return err
+		}
+		if unchanged {
+			// A save without a change (or one to a comment): nothing to swap.
+			log.Debug("files changed, config did not", "version", p.Version())
+			return nil
 		}
 		for _, line := range NotReady(res.Output) {
 			log.Warn("route not ready", "status", line)
