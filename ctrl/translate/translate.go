@@ -56,12 +56,15 @@ func Translate(in *Input) *Output {
 			HTTPRoutes:         make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.HTTPRoutes)),
 			GRPCRoutes:         make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.GRPCRoutes)),
 			BackendTLSPolicies: map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
+			Hostnames:          make([]Hostname, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)),
 		},
 		classByName:  map[string]*classInfo{},
 		gatewayByKey: map[types.NamespacedName]*gatewayInfo{},
 		setByKey:     map[types.NamespacedName]*listenerSetInfo{},
 		attachments:  map[*listenerInfo][]*attachment{},
 		backends:     make(map[backendKey]resolvedBackend, len(in.Services)),
+		clusters:     make([]dataplane.Cluster, 0, len(in.Services)),
+		hostIndex:    make(map[string]int, len(in.HTTPRoutes)+len(in.GRPCRoutes)),
 		policyByObj:  map[*gwv1.BackendTLSPolicy]*policyInfo{},
 	}
 	if in.Cache != nil {
@@ -92,7 +95,7 @@ func (t *translator) routes() {
 		http *gwv1.HTTPRoute
 		grpc *gwv1.GRPCRoute
 	}
-	var all []pending
+	all := make([]pending, 0, len(t.in.HTTPRoutes)+len(t.in.GRPCRoutes))
 	for _, r := range t.in.HTTPRoutes {
 		all = append(all, pending{info: &routeInfo{kind: kindHTTPRoute, meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs,
 			hostnames: r.Spec.Hostnames, prev: r.Status.Parents}, http: r})
@@ -345,9 +348,6 @@ func (t *translator) noteHostnames(a *attachment, grpc bool) {
 }
 
 func (t *translator) hostNeeds(h string, grpc bool) {
-	if t.hostIndex == nil {
-		t.hostIndex = map[string]int{}
-	}
 	i, ok := t.hostIndex[h]
 	if !ok {
 		i = len(t.out.Hostnames)
@@ -424,12 +424,13 @@ func (t *translator) assembleConfig() {
 			cfg.Listeners = append(cfg.Listeners, dataplane.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port), Protocol: string(li.protocol)})
 		}
 	}
-	used := map[string]bool{}
+	used := make(map[string]bool, len(t.clusters))
 	for i := range cfg.Routes {
 		for j := range cfg.Routes[i].Rules {
 			forClusters(&cfg.Routes[i].Rules[j], func(name string) { used[name] = true })
 		}
 	}
+	cfg.Clusters = make([]dataplane.Cluster, 0, len(used))
 	for _, c := range t.clusters {
 		if used[c.Name] {
 			cfg.Clusters = append(cfg.Clusters, c)
