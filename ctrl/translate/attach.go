@@ -90,7 +90,8 @@ func (t *translator) attach(r *routeInfo) {
 		if gw == nil {
 			continue // another controller's parent, or none at all
 		}
-		pi := &parentInfo{ref: ref, gw: gw}
+		pi := t.newParent()
+		pi.ref, pi.gw = ref, gw
 		r.parents = append(r.parents, pi)
 		if badHost != "" {
 			pi.reason = string(gwv1.RouteReasonUnsupportedValue)
@@ -136,7 +137,8 @@ func (t *translator) attach(r *routeInfo) {
 			}
 			hostMatch++
 			if li.serves() {
-				a := &attachment{route: r, listener: li, hosts: hosts}
+				a := t.newAttachment()
+				a.route, a.listener, a.hosts = r, li, hosts
 				pi.attachments = append(pi.attachments, a)
 				t.attachments[li] = append(t.attachments[li], a)
 			}
@@ -274,4 +276,24 @@ func (p *parentInfo) accepted() bool {
 	p.reason = "Conflicted"
 	p.msg = "the hostnames are served by the older " + p.attachments[0].lostTo + " on every listener"
 	return false
+}
+
+// newParent and newAttachment hand out zeroed values from slabs: one
+// allocation per 256 instead of one each, on the path every route takes.
+func (t *translator) newParent() *parentInfo {
+	if len(t.parentSlab) == 0 {
+		t.parentSlab = make([]parentInfo, 256)
+	}
+	p := &t.parentSlab[0]
+	t.parentSlab = t.parentSlab[1:]
+	return p
+}
+
+func (t *translator) newAttachment() *attachment {
+	if len(t.attachSlab) == 0 {
+		t.attachSlab = make([]attachment, 256)
+	}
+	a := &t.attachSlab[0]
+	t.attachSlab = t.attachSlab[1:]
+	return a
 }

@@ -34,6 +34,8 @@ type translator struct {
 	lastPolicies []*policyInfo  // the policies the last resolved backend met
 	recording    *routeMemo     // the memo of the route being translated
 	clusterIdx   map[string]int // cluster name → index in clusters
+	parentSlab   []parentInfo
+	attachSlab   []attachment
 	hostIndex    map[string]int
 }
 
@@ -95,14 +97,18 @@ func (t *translator) routes() {
 		http *gwv1.HTTPRoute
 		grpc *gwv1.GRPCRoute
 	}
-	all := make([]pending, 0, len(t.in.HTTPRoutes)+len(t.in.GRPCRoutes))
+	n := len(t.in.HTTPRoutes) + len(t.in.GRPCRoutes)
+	all := make([]pending, 0, n)
+	infos := make([]routeInfo, 0, n) // one allocation for every route's working state
 	for _, r := range t.in.HTTPRoutes {
-		all = append(all, pending{info: &routeInfo{kind: kindHTTPRoute, meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs,
-			hostnames: r.Spec.Hostnames, prev: r.Status.Parents}, http: r})
+		infos = append(infos, routeInfo{kind: kindHTTPRoute, meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs,
+			hostnames: r.Spec.Hostnames, prev: r.Status.Parents})
+		all = append(all, pending{info: &infos[len(infos)-1], http: r})
 	}
 	for _, r := range t.in.GRPCRoutes {
-		all = append(all, pending{info: &routeInfo{kind: kindGRPCRoute, meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs,
-			hostnames: r.Spec.Hostnames, prev: r.Status.Parents}, grpc: r})
+		infos = append(infos, routeInfo{kind: kindGRPCRoute, meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs,
+			hostnames: r.Spec.Hostnames, prev: r.Status.Parents})
+		all = append(all, pending{info: &infos[len(infos)-1], grpc: r})
 	}
 	// Oldest first: attachments per listener keep that order, so conflicts
 	// and precedence ties are settled the way the spec orders them.
@@ -315,7 +321,8 @@ func sameParentRef(a, b *gwv1.ParentReference) bool {
 // listener that takes it (once per listener), and records its public
 // hostnames.
 func (t *translator) countAttached(r *routeInfo) {
-	var counted []*listenerInfo
+	var buf [4]*listenerInfo
+	counted := buf[:0] // the listeners counted so far; few, so on the stack
 	for _, pi := range r.parents {
 		if !pi.accepted() {
 			continue
