@@ -90,7 +90,7 @@ func (t *translator) attach(r *routeInfo) {
 		if gw == nil {
 			continue // another controller's parent, or none at all
 		}
-		pi := t.newParent()
+		pi := t.parents.next()
 		pi.ref, pi.gw = ref, gw
 		r.parents = append(r.parents, pi)
 		if badHost != "" {
@@ -137,7 +137,7 @@ func (t *translator) attach(r *routeInfo) {
 			}
 			hostMatch++
 			if li.serves() {
-				a := t.newAttachment()
+				a := t.attachmentSlab.next()
 				a.route, a.listener, a.hosts = r, li, hosts
 				pi.attachments = append(pi.attachments, a)
 				t.attachments[li] = append(t.attachments[li], a)
@@ -278,22 +278,15 @@ func (p *parentInfo) accepted() bool {
 	return false
 }
 
-// newParent and newAttachment hand out zeroed values from slabs: one
-// allocation per 256 instead of one each, on the path every route takes.
-func (t *translator) newParent() *parentInfo {
-	if len(t.parentSlab) == 0 {
-		t.parentSlab = make([]parentInfo, 256)
-	}
-	p := &t.parentSlab[0]
-	t.parentSlab = t.parentSlab[1:]
-	return p
-}
+// slab hands out zeroed values 256 to an allocation instead of one each,
+// for the working state every route needs once per translation.
+type slab[T any] struct{ free []T }
 
-func (t *translator) newAttachment() *attachment {
-	if len(t.attachSlab) == 0 {
-		t.attachSlab = make([]attachment, 256)
+func (s *slab[T]) next() *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, 256)
 	}
-	a := &t.attachSlab[0]
-	t.attachSlab = t.attachSlab[1:]
-	return a
+	v := &s.free[0]
+	s.free = s.free[1:]
+	return v
 }

@@ -3,6 +3,7 @@ package translate
 import (
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
@@ -29,6 +30,11 @@ type Cache struct {
 	routesPrev map[any]*routeMemo
 	routesNext map[any]*routeMemo
 
+	// Key-pair checks by Secret: parsing a certificate and its key costs
+	// far more than the rest of a listener, and Secrets rarely change.
+	keyPairsPrev map[*corev1.Secret]string
+	keyPairsNext map[*corev1.Secret]string
+
 	// hits and misses of whole-route memos in the last translation.
 	hits, misses int
 }
@@ -47,10 +53,7 @@ func NewCache() *Cache { return &Cache{} }
 func (c *Cache) begin(in *Input) {
 	c.mu.Lock()
 	c.next = make(map[any]error, len(c.prev))
-	epoch := make(map[any]bool, len(c.epoch))
-	for _, o := range epochOf(in) {
-		epoch[o] = true
-	}
+	epoch := epochOf(in, len(c.epoch))
 	c.epochSame = len(epoch) == len(c.epoch)
 	for o := range epoch {
 		if !c.epochSame {
@@ -63,38 +66,60 @@ func (c *Cache) begin(in *Input) {
 		c.routesPrev = nil
 	}
 	c.routesNext = make(map[any]*routeMemo, len(c.routesPrev))
+	c.keyPairsNext = make(map[*corev1.Secret]string, len(c.keyPairsPrev))
 	c.hits, c.misses = 0, 0
 }
 
 func (c *Cache) end() {
 	c.prev, c.next = c.next, nil
 	c.routesPrev, c.routesNext = c.routesNext, nil
+	c.keyPairsPrev, c.keyPairsNext = c.keyPairsNext, nil
 	c.mu.Unlock()
 }
 
 // epochOf lists what every route's translation may depend on besides its
 // own object and its backends: informers replace an object on every
 // change, so comparing pointers, in any order, tells whether anything
-// changed. (The few non-object values are distinct from any pointer.)
-func epochOf(in *Input) []any {
+// changed.
+func epochOf(in *Input, sizeHint int) map[any]bool {
 	s := &in.Snapshot
-	out := []any{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress}
-	out = appendObjects(out, s.GatewayClasses)
-	out = appendObjects(out, s.Gateways)
-	out = appendObjects(out, s.ListenerSets)
-	out = appendObjects(out, s.ReferenceGrants)
-	out = appendObjects(out, s.BackendTLSPolicies)
-	out = appendObjects(out, s.Namespaces)
-	out = appendObjects(out, s.Secrets)
-	out = appendObjects(out, s.ConfigMaps)
-	return appendObjects(out, s.GatewayClassConfigs)
+	set := make(map[any]bool, sizeHint)
+	set[epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress}] = true
+	addObjects(set, s.GatewayClasses)
+	addObjects(set, s.Gateways)
+	addObjects(set, s.ListenerSets)
+	addObjects(set, s.ReferenceGrants)
+	addObjects(set, s.BackendTLSPolicies)
+	addObjects(set, s.Namespaces)
+	addObjects(set, s.Secrets)
+	addObjects(set, s.ConfigMaps)
+	addObjects(set, s.GatewayClassConfigs)
+	return set
 }
 
-func appendObjects[T any](out []any, objs []*T) []any {
+// epochFacts are the inputs that are not objects.
+type epochFacts struct {
+	controllerName, bundleVersion string
+	anyEndpointAddress            bool
+}
+
+func addObjects[T any](set map[any]bool, objs []*T) {
 	for _, o := range objs {
-		out = append(out, o)
+		set[o] = true
 	}
-	return out
+}
+
+// keyPairProblem is keyPairProblem remembered per Secret object.
+func (c *Cache) keyPairProblem(s *corev1.Secret) string {
+	if c == nil {
+		return keyPairProblem(s)
+	}
+	msg, ok := c.keyPairsPrev[s]
+	if !ok {
+		msg = keyPairProblem(s)
+	}
+	c.keyPairsNext[s] = msg
+	return msg
 }
 
 // memo returns the remembered translation of a route object, if any.

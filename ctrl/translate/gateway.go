@@ -189,43 +189,68 @@ func (t *translator) listenerTLS(gi *gatewayInfo, ns string, set *listenerSetInf
 		fromKind = "ListenerSet"
 	}
 	for _, ref := range cfg.CertificateRefs {
-		group, kind := "", "Secret"
-		if ref.Group != nil {
-			group = string(*ref.Group)
-		}
-		if ref.Kind != nil {
-			kind = string(*ref.Kind)
-		}
-		refNS := ns
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			refNS = string(*ref.Namespace)
-		}
-		if group != "" || kind != "Secret" {
-			return false, string(gwv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf("certificateRef %s/%s %s: only core Secrets are supported", group, kind, ref.Name)
-		}
-		if !t.ix.granted(groupGateway, fromKind, ns, "", "Secret", refNS, string(ref.Name)) {
-			return false, string(gwv1.ListenerReasonRefNotPermitted),
-				fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows it", refNS, ref.Name)
-		}
-		if msg := checkTLSSecret(t.ix.secrets[nn(refNS, string(ref.Name))], refNS, string(ref.Name)); msg != "" {
-			return false, string(gwv1.ListenerReasonInvalidCertificateRef), msg
+		if _, p := t.tlsSecret(&ref, fromKind, ns); p != nil {
+			switch {
+			case p.notSecret:
+				return false, string(gwv1.ListenerReasonInvalidCertificateRef), "certificateRef " + p.msg + ": only core Secrets are supported"
+			case p.notPermitted:
+				return false, string(gwv1.ListenerReasonRefNotPermitted), p.msg
+			}
+			return false, string(gwv1.ListenerReasonInvalidCertificateRef), p.msg
 		}
 	}
 	return true, "", ""
 }
 
-// checkTLSSecret says what is wrong with a Secret that should hold a
-// certificate and key, or "" when it is usable.
-func checkTLSSecret(s *corev1.Secret, ns, name string) string {
-	if s == nil {
-		return fmt.Sprintf("Secret %s/%s not found", ns, name)
+// secretProblem is why a reference to a certificate Secret cannot be used.
+type secretProblem struct {
+	notSecret    bool // not a core Secret: the caller words it
+	notPermitted bool // in another namespace without a ReferenceGrant
+	msg          string
+}
+
+// tlsSecret resolves a reference, from an object of fromKind in fromNS, to
+// a core Secret holding a usable certificate and key (tls.crt, tls.key):
+// listener certificateRefs and the Gateway's backend client certificate
+// follow the same rules and differ only in the reasons they report.
+func (t *translator) tlsSecret(ref *gwv1.SecretObjectReference, fromKind, fromNS string) (*corev1.Secret, *secretProblem) {
+	group, kind := "", "Secret"
+	if ref.Group != nil {
+		group = string(*ref.Group)
 	}
+	if ref.Kind != nil {
+		kind = string(*ref.Kind)
+	}
+	ns := fromNS
+	if ref.Namespace != nil && *ref.Namespace != "" {
+		ns = string(*ref.Namespace)
+	}
+	if group != "" || kind != "Secret" {
+		return nil, &secretProblem{notSecret: true, msg: fmt.Sprintf("%s/%s %s", group, kind, ref.Name)}
+	}
+	if !t.ix.granted(groupGateway, fromKind, fromNS, "", "Secret", ns, string(ref.Name)) {
+		return nil, &secretProblem{notPermitted: true,
+			msg: fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows it", ns, ref.Name)}
+	}
+	s := t.ix.secrets[nn(ns, string(ref.Name))]
+	if s == nil {
+		return nil, &secretProblem{msg: fmt.Sprintf("Secret %s/%s not found", ns, ref.Name)}
+	}
+	if msg := t.in.Cache.keyPairProblem(s); msg != "" {
+		return nil, &secretProblem{msg: msg}
+	}
+	return s, nil
+}
+
+// keyPairProblem says what is wrong with a Secret's tls.crt and tls.key,
+// or "" when they form a usable pair.
+func keyPairProblem(s *corev1.Secret) string {
 	crt, key := s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
 	if len(crt) == 0 || len(key) == 0 {
-		return fmt.Sprintf("Secret %s/%s needs the keys tls.crt and tls.key", ns, name)
+		return fmt.Sprintf("Secret %s/%s needs the keys tls.crt and tls.key", s.Namespace, s.Name)
 	}
 	if _, err := tls.X509KeyPair(crt, key); err != nil {
-		return fmt.Sprintf("Secret %s/%s: %v", ns, name, err)
+		return fmt.Sprintf("Secret %s/%s: %v", s.Namespace, s.Name, err)
 	}
 	return ""
 }
@@ -238,28 +263,16 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 
 	resolved, refReason, refMsg := true, string(gwv1.GatewayReasonResolvedRefs), "all references resolved"
 	if b := g.Spec.TLS; b != nil && b.Backend != nil && b.Backend.ClientCertificateRef != nil {
-		ref := b.Backend.ClientCertificateRef
-		ns := g.Namespace
-		if ref.Namespace != nil && *ref.Namespace != "" {
-			ns = string(*ref.Namespace)
-		}
-		kind := "Secret"
-		if ref.Kind != nil {
-			kind = string(*ref.Kind)
-		}
-		switch {
-		case (ref.Group != nil && *ref.Group != "") || kind != "Secret":
-			resolved, refReason, refMsg = false, string(gwv1.GatewayReasonInvalidClientCertificateRef), "clientCertificateRef must be a core Secret"
-		case !t.ix.granted(groupGateway, "Gateway", g.Namespace, "", "Secret", ns, string(ref.Name)):
-			resolved, refReason = false, string(gwv1.GatewayReasonRefNotPermitted)
-			refMsg = fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows it", ns, ref.Name)
-		default:
-			s := t.ix.secrets[nn(ns, string(ref.Name))]
-			if msg := checkTLSSecret(s, ns, string(ref.Name)); msg != "" {
-				resolved, refReason, refMsg = false, string(gwv1.GatewayReasonInvalidClientCertificateRef), msg
-			} else {
-				gi.clientCertPEM, gi.clientKeyPEM = s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey]
+		if sec, p := t.tlsSecret(b.Backend.ClientCertificateRef, "Gateway", g.Namespace); p != nil {
+			resolved, refReason, refMsg = false, string(gwv1.GatewayReasonInvalidClientCertificateRef), p.msg
+			switch {
+			case p.notSecret:
+				refMsg = "clientCertificateRef must be a core Secret"
+			case p.notPermitted:
+				refReason = string(gwv1.GatewayReasonRefNotPermitted)
 			}
+		} else {
+			gi.clientCertPEM, gi.clientKeyPEM = sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey]
 		}
 	}
 	if resolved {

@@ -28,15 +28,15 @@ type translator struct {
 	listenerOrder []*listenerInfo
 	attachments   map[*listenerInfo][]*attachment
 
-	backends     map[backendKey]resolvedBackend
-	clusters     []dataplane.Cluster
-	policyByObj  map[*gwv1.BackendTLSPolicy]*policyInfo
-	lastPolicies []*policyInfo  // the policies the last resolved backend met
-	recording    *routeMemo     // the memo of the route being translated
-	clusterIdx   map[string]int // cluster name → index in clusters
-	parentSlab   []parentInfo
-	attachSlab   []attachment
-	hostIndex    map[string]int
+	backends       map[backendKey]resolvedBackend
+	clusters       []dataplane.Cluster
+	policyByObj    map[*gwv1.BackendTLSPolicy]*policyInfo
+	lastPolicies   []*policyInfo  // the policies the last resolved backend met
+	recording      *routeMemo     // the memo of the route being translated
+	clusterIdx     map[string]int // cluster name → index in clusters
+	parents        slab[parentInfo]
+	attachmentSlab slab[attachment]
+	hostIndex      map[string]int
 }
 
 // Translate turns a snapshot into proxy config, statuses, hostnames and
