@@ -184,7 +184,7 @@ func (t *translator) policyStatuses() {
 		for _, g := range gws {
 			ref := gwv1.ParentReference{Group: groupPtr(groupGateway), Kind: kindPtr("Gateway"),
 				Namespace: nsPtr(g.key.Namespace), Name: gwv1.ObjectName(g.key.Name)}
-			c := newConds(prevAncestorConds(p.Status.Ancestors, ref, t.in.ControllerName), p.Generation, t.now)
+			c := t.newConds(prevAncestorConds(p.Status.Ancestors, ref, t.in.ControllerName), p.Generation)
 			switch {
 			case pi.lostTo != "":
 				c.set(string(gwv1.PolicyConditionAccepted), false, string(gwv1.PolicyReasonConflicted), "BackendTLSPolicy "+pi.lostTo+" is older and targets the same backend")

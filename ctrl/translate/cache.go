@@ -9,34 +9,42 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane"
 )
 
-// Cache remembers, between translations, the one costly check that
-// depends on nothing but a rule's own spec: whether the proxy accepts the
-// rule (matches, filters, settings). It is keyed by the rule's address in
-// its route object, which an informer replaces, never edits, when the
-// route changes, so a hit is always for identical input. Each translation
-// keeps only the entries it used, so the cache holds no dead routes.
+// Cache carries work from one translation to the next. It changes how
+// fast Translate is, never what it returns. It remembers:
 //
-// A Cache changes how fast Translate is, never what it returns. It may be
-// shared by sequential translations; Translate locks it for its duration.
+//   - rule validation, keyed by the rule's address in its route object,
+//     which an informer replaces, never edits, when the route changes, so
+//     a hit is always for identical input;
+//   - key-pair checks, per Secret object;
+//   - the whole last translation (lastRun): each route's translation, to
+//     reuse when its inputs are the same objects, and the translator's
+//     working state, so that when only backends changed the next
+//     translation patches the last one (patch.go) instead of redoing it.
+//
+// Each translation keeps only the entries it used, so the cache holds no
+// dead objects. It may be shared by sequential translations; Translate
+// locks it for its duration.
 type Cache struct {
 	mu   sync.Mutex
 	prev map[any]error
 	next map[any]error
 
-	// Whole-route memos (see routeMemo), valid only while the epoch, the
-	// objects every route depends on, is unchanged.
-	epoch      map[any]bool // a set: listers return objects in any order
-	epochSame  bool
-	routesPrev map[any]*routeMemo
-	routesNext map[any]*routeMemo
+	// The objects every route depends on (the epoch), as a set: listers
+	// return objects in any order. Route memos and patches are valid only
+	// while it is unchanged.
+	epoch     map[any]bool
+	epochSame bool
+	last      *lastRun
 
 	// Key-pair checks by Secret: parsing a certificate and its key costs
 	// far more than the rest of a listener, and Secrets rarely change.
 	keyPairsPrev map[*corev1.Secret]string
 	keyPairsNext map[*corev1.Secret]string
 
-	// hits and misses of whole-route memos in the last translation.
+	// What the last translation did: routes reused and translated, and
+	// whether it was a patch.
 	hits, misses int
+	patched      bool
 }
 
 // Stats reports how many routes the last translation reused from the cache
@@ -50,9 +58,10 @@ func (c *Cache) Stats() (reused, translated int) {
 // NewCache returns an empty cache.
 func NewCache() *Cache { return &Cache{} }
 
+// begin locks the cache for one translation and compares the epoch with
+// the last one's.
 func (c *Cache) begin(in *Input) {
 	c.mu.Lock()
-	c.next = make(map[any]error, len(c.prev))
 	epoch := epochOf(in, len(c.epoch))
 	c.epochSame = len(epoch) == len(c.epoch)
 	for o := range epoch {
@@ -62,18 +71,26 @@ func (c *Cache) begin(in *Input) {
 		c.epochSame = c.epoch[o]
 	}
 	c.epoch = epoch
-	if !c.epochSame {
-		c.routesPrev = nil
-	}
-	c.routesNext = make(map[any]*routeMemo, len(c.routesPrev))
-	c.keyPairsNext = make(map[*corev1.Secret]string, len(c.keyPairsPrev))
-	c.hits, c.misses = 0, 0
+	c.hits, c.misses, c.patched = 0, 0, false
 }
 
-func (c *Cache) end() {
+// beginFull prepares a full translation: the entries it uses are carried
+// over, the rest dropped.
+func (c *Cache) beginFull() {
+	c.next = make(map[any]error, len(c.prev))
+	c.keyPairsNext = make(map[*corev1.Secret]string, len(c.keyPairsPrev))
+}
+
+// endFull keeps what a full translation used, and the translation itself.
+func (c *Cache) endFull(t *translator) {
 	c.prev, c.next = c.next, nil
-	c.routesPrev, c.routesNext = c.routesNext, nil
 	c.keyPairsPrev, c.keyPairsNext = c.keyPairsNext, nil
+	c.last = newLastRun(t)
+}
+
+// end unlocks the cache. A patch kept the maps it read (a patch uses few
+// entries, and the next full translation sweeps the unused ones).
+func (c *Cache) end() {
 	c.mu.Unlock()
 }
 
@@ -118,22 +135,21 @@ func (c *Cache) keyPairProblem(s *corev1.Secret) string {
 	if !ok {
 		msg = keyPairProblem(s)
 	}
-	c.keyPairsNext[s] = msg
+	if c.keyPairsNext != nil {
+		c.keyPairsNext[s] = msg
+	}
 	return msg
 }
 
 // memo returns the remembered translation of a route object, if any.
 func (c *Cache) memo(route any) *routeMemo {
-	if c == nil {
+	if c == nil || c.last == nil || !c.epochSame {
 		return nil
 	}
-	return c.routesPrev[route]
-}
-
-func (c *Cache) remember(route any, m *routeMemo) {
-	if c != nil && !m.noMemo {
-		c.routesNext[route] = m
+	if i, ok := c.last.slotOf[route]; ok {
+		return c.last.slots[i].memo
 	}
+	return nil
 }
 
 // validated returns the remembered result for a rule, computing it with
@@ -146,7 +162,11 @@ func (c *Cache) validated(key any, check func() error) error {
 	if !ok {
 		err = check()
 	}
-	c.next[key] = err
+	if c.next != nil {
+		c.next[key] = err
+	} else {
+		c.prev[key] = err // a patch: see end
+	}
 	return err
 }
 

@@ -12,13 +12,22 @@ type conds struct {
 	generation int64
 	now        metav1.Time
 	list       []metav1.Condition
-	// fresh is set when a condition took now as its transition time.
-	fresh bool
+	// Bit i of took is set when list[i] took now as its transition time
+	// (an object has a handful of conditions). A condition may be set
+	// twice (a listener found valid, then in conflict); the last time
+	// counts.
+	took uint64
+	// clock counts, across a translation, the conditions that took now.
+	clock *int
 }
 
-func newConds(prev []metav1.Condition, generation int64, now metav1.Time) conds {
-	return conds{prev: prev, generation: generation, now: now, list: make([]metav1.Condition, 0, 4)}
+func (t *translator) newConds(prev []metav1.Condition, generation int64) conds {
+	return conds{prev: prev, generation: generation, now: t.now, clock: &t.clockUses,
+		list: make([]metav1.Condition, 0, 4)}
 }
+
+// fresh reports whether a condition took now as its transition time.
+func (c *conds) fresh() bool { return c.took != 0 }
 
 // set adds or replaces the condition of type typ.
 func (c *conds) set(typ string, ok bool, reason, msg string) {
@@ -46,16 +55,24 @@ func (c *conds) setStatus(typ string, status metav1.ConditionStatus, reason, msg
 			break
 		}
 	}
+	i := 0
+	for i < len(c.list) && c.list[i].Type != typ {
+		i++
+	}
+	if i == len(c.list) {
+		c.list = append(c.list, nc)
+	} else {
+		c.list[i] = nc
+	}
+	bit := uint64(1) << (i % 64)
+	if c.took&bit != 0 {
+		*c.clock--
+	}
+	c.took &^= bit
 	if !carried {
-		c.fresh = true
+		c.took |= bit
+		*c.clock++
 	}
-	for i := range c.list {
-		if c.list[i].Type == typ {
-			c.list[i] = nc
-			return
-		}
-	}
-	c.list = append(c.list, nc)
 }
 
 // get returns the condition of type typ, if set.

@@ -33,6 +33,12 @@ func Diff(prev, next *Output) Changes {
 		prev = &Output{}
 	}
 	var c Changes
+	if next.patchOf == prev {
+		// Only route statuses were replaced; everything else is shared.
+		c.HTTPRoutes = diffKeys(prev.HTTPRoutes, next.HTTPRoutes, next.touchedHTTP)
+		c.GRPCRoutes = diffKeys(prev.GRPCRoutes, next.GRPCRoutes, next.touchedGRPC)
+		return c
+	}
 	for k, v := range next.GatewayClasses {
 		if p, ok := prev.GatewayClasses[k]; !ok || p.Finalizer != v.Finalizer || !conditionsEqual(p.Status.Conditions, v.Status.Conditions) {
 			c.GatewayClasses = append(c.GatewayClasses, k)
@@ -63,6 +69,18 @@ func diffMap[V any](prev, next map[types.NamespacedName]V, equal func(a, b V) bo
 	}
 	for k := range prev {
 		if _, ok := next[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return lessNN(out[i].Namespace, out[i].Name, out[j].Namespace, out[j].Name) })
+	return out
+}
+
+// diffKeys is diffMap over the keys that may differ.
+func diffKeys(prev, next map[types.NamespacedName][]gwv1.RouteParentStatus, keys []types.NamespacedName) []types.NamespacedName {
+	var out []types.NamespacedName
+	for _, k := range keys {
+		if !parentsEqual(prev[k], next[k]) {
 			out = append(out, k)
 		}
 	}

@@ -36,7 +36,12 @@
 // 500 for its share, or a rule dropped. Translate never emits a config the
 // proxy would refuse: each rule is checked with dataplane.ValidateRule.
 //
-// Cache (cache.go, routememo.go) makes repeated translations cheaper
-// without changing their result. It remembers rule validation, and whole
-// route translations whose inputs are the same objects as last time.
+// Cache (cache.go, routememo.go, patch.go) makes repeated translations
+// cheaper without changing their result. It remembers rule validation,
+// and whole route translations whose inputs are the same objects as last
+// time. When only backends changed since the last translation (an
+// EndpointSlice, the most common change in a cluster), it patches that
+// translation instead: the routes using them are translated again, and
+// the rest of the Output is shared with the last one (so an Output is
+// read-only).
 package translate

@@ -68,7 +68,7 @@ func (t *translator) gateways() {
 		}
 		t.out.GatewayClasses[ci.obj.Name].Finalizer = true
 		gi := &gatewayInfo{obj: g, key: nn(g.Namespace, g.Name), class: ci,
-			conds: newConds(g.Status.Conditions, g.Generation, t.now)}
+			conds: t.newConds(g.Status.Conditions, g.Generation)}
 		t.gatewayByKey[gi.key] = gi
 		t.gatewayList = append(t.gatewayList, gi)
 		for i := range g.Spec.Listeners {
@@ -103,7 +103,7 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 		gen = set.obj.Generation
 	}
 	li := &listenerInfo{gw: gi, set: set, name: name, port: int32(port), protocol: proto, ns: ns,
-		from: gwv1.NamespacesFromSame, conds: newConds(prev, gen, t.now), certOK: true}
+		from: gwv1.NamespacesFromSame, conds: t.newConds(prev, gen), certOK: true}
 	if host != nil {
 		li.hostname = strings.ToLower(string(*host))
 	}

@@ -28,7 +28,7 @@ func (t *translator) classes() {
 		}
 		ci := &classInfo{obj: gc, accepted: true}
 		t.classByName[gc.Name] = ci
-		c := newConds(gc.Status.Conditions, gc.Generation, t.now)
+		c := t.newConds(gc.Status.Conditions, gc.Generation)
 
 		cfg, problem := t.classParameters(gc)
 		ci.config = cfg

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -73,6 +74,8 @@ func TestGolden(t *testing.T) {
 					t.Errorf("with a Cache the output differs:\n%s", lineDiff(string(got), string(warm)))
 				}
 			}
+			checkPatches(t, snap, out)
+
 			want := strings.TrimSuffix(in, ".yaml") + ".out.yaml"
 			if *update {
 				if err := os.WriteFile(want, got, 0o644); err != nil {
@@ -91,6 +94,105 @@ func TestGolden(t *testing.T) {
 	}
 	if n == 0 {
 		t.Fatal("no golden inputs found")
+	}
+}
+
+// checkPatches follows a golden input into a running cluster's life: every
+// status written back, then backends replaced one by one, as informers
+// deliver pods coming and going. A warm translation (which patches the last
+// one when it can) must give what a cold one does each time.
+func checkPatches(t *testing.T, snap *translate.Snapshot, first *translate.Output) {
+	checkPatchesN(t, snap, first, true)
+}
+
+func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Output, mustPatch bool) {
+	t.Helper()
+	s := *snap
+	s.GatewayClasses, s.Gateways, s.ListenerSets = slices.Clone(s.GatewayClasses), slices.Clone(s.Gateways), slices.Clone(s.ListenerSets)
+	s.HTTPRoutes, s.GRPCRoutes, s.BackendTLSPolicies = slices.Clone(s.HTTPRoutes), slices.Clone(s.GRPCRoutes), slices.Clone(s.BackendTLSPolicies)
+	s.Services, s.EndpointSlices, s.ExternalBackends = slices.Clone(s.Services), slices.Clone(s.EndpointSlices), slices.Clone(s.ExternalBackends)
+	writeBackAll(&s, first)
+	in := goldenInput(&s)
+	in.Cache = translate.NewCache()
+	patched := 0
+	check := func(step string) {
+		t.Helper()
+		cold := *in
+		cold.Cache = nil
+		want := render(t, translate.Translate(&cold))
+		if got := render(t, translate.Translate(in)); !bytes.Equal(got, want) {
+			t.Fatalf("%s: with a Cache the output differs:\n%s", step, lineDiff(string(want), string(got)))
+		}
+		if translate.Patched(in.Cache) {
+			patched++
+		}
+	}
+	check("statuses written")
+	writeBackAll(&s, translate.Translate(&translate.Input{Snapshot: s, ControllerName: in.ControllerName, Now: in.Now,
+		Addresses: in.Addresses, AnyEndpointAddress: true}))
+	in.Snapshot = s
+	check("steady")
+	check("steady again")
+	for i := range s.Services {
+		s.Services[i] = s.Services[i].DeepCopy()
+		check("Service " + s.Services[i].Name + " replaced")
+	}
+	for i := range s.ExternalBackends {
+		s.ExternalBackends[i] = s.ExternalBackends[i].DeepCopy()
+		check("ExternalBackend " + s.ExternalBackends[i].Name + " replaced")
+	}
+	for i := range s.EndpointSlices {
+		c := s.EndpointSlices[i].DeepCopy()
+		s.EndpointSlices[i] = c
+		check("EndpointSlice " + c.Name + " replaced")
+		c = c.DeepCopy()
+		c.Endpoints = c.Endpoints[min(1, len(c.Endpoints)):]
+		s.EndpointSlices[i] = c
+		check("EndpointSlice " + c.Name + " loses an endpoint")
+	}
+	if mustPatch && patched == 0 {
+		t.Error("no translation patched the last one: steady and replaced backends should")
+	}
+}
+
+// writeBackAll writes an output's statuses onto new copies of the objects,
+// as the controller's writes come back through informers.
+func writeBackAll(s *translate.Snapshot, out *translate.Output) {
+	for i, o := range s.GatewayClasses {
+		if st := out.GatewayClasses[o.Name]; st != nil {
+			c := o.DeepCopy()
+			c.Status = st.Status
+			s.GatewayClasses[i] = c
+		}
+	}
+	for i, o := range s.Gateways {
+		if st := out.Gateways[nsName(o.Namespace, o.Name)]; st != nil {
+			c := o.DeepCopy()
+			c.Status = *st
+			s.Gateways[i] = c
+		}
+	}
+	for i, o := range s.ListenerSets {
+		if st := out.ListenerSets[nsName(o.Namespace, o.Name)]; st != nil {
+			c := o.DeepCopy()
+			c.Status = *st
+			s.ListenerSets[i] = c
+		}
+	}
+	for i, o := range s.HTTPRoutes {
+		c := o.DeepCopy()
+		c.Status.Parents = out.HTTPRoutes[nsName(o.Namespace, o.Name)]
+		s.HTTPRoutes[i] = c
+	}
+	for i, o := range s.GRPCRoutes {
+		c := o.DeepCopy()
+		c.Status.Parents = out.GRPCRoutes[nsName(o.Namespace, o.Name)]
+		s.GRPCRoutes[i] = c
+	}
+	for i, o := range s.BackendTLSPolicies {
+		c := o.DeepCopy()
+		c.Status.Ancestors = out.BackendTLSPolicies[nsName(o.Namespace, o.Name)]
+		s.BackendTLSPolicies[i] = c
 	}
 }
 

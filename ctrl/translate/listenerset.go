@@ -38,7 +38,7 @@ func (t *translator) listenerSets() {
 			continue // not ours, or no such Gateway: not ours to report on
 		}
 		si := &listenerSetInfo{obj: ls, key: nn(ls.Namespace, ls.Name), gw: gi,
-			conds: newConds(ls.Status.Conditions, ls.Generation, t.now)}
+			conds: t.newConds(ls.Status.Conditions, ls.Generation)}
 		t.setList = append(t.setList, si)
 		for i := range ls.Spec.Listeners {
 			l := &ls.Spec.Listeners[i]

@@ -8,7 +8,8 @@ import (
 )
 
 // Output is everything translate decides. Writers turn it into API calls;
-// nothing in it has been applied yet.
+// nothing in it has been applied yet. An Output is read-only: with a Cache,
+// the next translation shares the parts that did not change.
 type Output struct {
 	// Config is what the proxies serve.
 	Config dataplane.Config
@@ -29,6 +30,12 @@ type Output struct {
 
 	// Events worth telling a user, in a stable order.
 	Events []Event
+
+	// A patched translation (patch.go) names the output it patched and the
+	// route statuses it replaced, so Diff against that output looks at
+	// those alone.
+	patchOf                  *Output
+	touchedHTTP, touchedGRPC []types.NamespacedName
 }
 
 // GatewayClassResult is a GatewayClass's status and whether it must carry

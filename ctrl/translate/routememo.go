@@ -114,15 +114,19 @@ func (t *translator) memoValid(m *routeMemo, r *routeInfo) bool {
 	return true
 }
 
-// reuse puts a remembered translation into the output.
-func (t *translator) reuse(m *routeMemo, r *routeInfo, http bool) {
-	t.out.Config.Routes = append(t.out.Config.Routes, m.routes...)
-	t.clusters = append(t.clusters, m.clusters...)
+// emit puts a route's translation into the output. A remembered one
+// brings its routes and clusters along; a fresh one put them there as it
+// was made.
+func (t *translator) emit(m *routeMemo, r *routeInfo, fresh bool) {
+	if !fresh { // a fresh one is in the config already
+		t.out.Config.Routes = append(t.out.Config.Routes, m.routes...)
+		t.clusters = append(t.clusters, m.clusters...)
+	}
 	if m.counted {
 		t.countAttached(r)
 	}
 	key := nn(r.meta.Namespace, r.meta.Name)
-	if http {
+	if r.kind == kindHTTPRoute {
 		t.out.HTTPRoutes[key] = m.statuses
 	} else {
 		t.out.GRPCRoutes[key] = m.statuses

@@ -37,6 +37,14 @@ type translator struct {
 	parents        slab[parentInfo]
 	attachmentSlab slab[attachment]
 	hostIndex      map[string]int
+
+	// clockUses counts the conditions that took Now as their transition
+	// time: a translation without any is repeatable at any time.
+	clockUses int
+	// slots are the routes in the order translated, with where their
+	// data-plane routes went, kept for the next translation (lastRun).
+	slots  []routeSlot
+	slotOf map[any]int
 }
 
 // Translate turns a snapshot into proxy config, statuses, hostnames and
@@ -45,10 +53,18 @@ type translator struct {
 // classes, then Gateways and their ListenerSets, then routes binding to
 // listeners, then the statuses that count what bound.
 func Translate(in *Input) *Output {
+	if in.Cache != nil {
+		in.Cache.begin(in)
+		defer in.Cache.end()
+		if out := in.Cache.patch(in); out != nil {
+			return out
+		}
+		in.Cache.beginFull()
+	}
 	t := &translator{
 		in:  in,
 		ix:  buildIndex(&in.Snapshot),
-		now: metav1.NewTime(in.Now.UTC().Truncate(1e9)),
+		now: metav1Now(in),
 		out: &Output{
 			Config: dataplane.Config{Schema: dataplane.SchemaVersion, Listeners: []dataplane.Listener{},
 				Routes: make([]dataplane.Route, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)), Clusters: []dataplane.Cluster{}},
@@ -69,10 +85,6 @@ func Translate(in *Input) *Output {
 		hostIndex:    make(map[string]int, len(in.HTTPRoutes)+len(in.GRPCRoutes)),
 		policyByObj:  map[*gwv1.BackendTLSPolicy]*policyInfo{},
 	}
-	if in.Cache != nil {
-		in.Cache.begin(in)
-		defer in.Cache.end()
-	}
 	t.classes()
 	t.gateways()
 	for _, si := range t.setList {
@@ -86,17 +98,19 @@ func Translate(in *Input) *Output {
 	t.gatewayStatuses()
 	t.policyStatuses()
 	t.assembleConfig()
+	if in.Cache != nil {
+		in.Cache.endFull(t)
+	}
 	return t.out
 }
+
+// metav1Now is Now as conditions carry it: UTC, whole seconds (what the API
+// server keeps).
+func metav1Now(in *Input) metav1.Time { return metav1.NewTime(in.Now.UTC().Truncate(1e9)) }
 
 // routes attaches every route, settles HTTPRoute/GRPCRoute conflicts, then
 // translates the rules of each attached route and writes route statuses.
 func (t *translator) routes() {
-	type pending struct {
-		info *routeInfo
-		http *gwv1.HTTPRoute
-		grpc *gwv1.GRPCRoute
-	}
 	n := len(t.in.HTTPRoutes) + len(t.in.GRPCRoutes)
 	all := make([]pending, 0, n)
 	infos := make([]routeInfo, 0, n) // one allocation for every route's working state
@@ -121,89 +135,109 @@ func (t *translator) routes() {
 	for _, p := range all {
 		r := p.info
 		if len(r.parents) == 0 {
+			t.noteSlot(p.obj(), r, nil, 0)
 			continue // no parent of ours
 		}
-		var obj any = p.http
-		if p.http == nil {
-			obj = p.grpc
-		}
+		obj := p.obj()
+		first := len(t.out.Config.Routes)
 		if m := t.in.Cache.memo(obj); m != nil && t.memoValid(m, r) {
-			t.reuse(m, r, p.http != nil)
-			t.in.Cache.remember(obj, m)
+			t.emit(m, r, false)
 			t.in.Cache.hits++
+			t.noteSlot(obj, r, m, first)
 			continue
 		}
 		if t.in.Cache != nil {
 			t.in.Cache.misses++
-			t.recording = &routeMemo{}
 		}
-		firstRoute, events := len(t.out.Config.Routes), len(t.out.Events)
-		// A route is emitted once per backend client certificate: its
-		// backends present the certificate of the Gateway the request came
-		// through (spec.tls.backend), so Gateways with different ones need
-		// their own clusters. Usually there is one group.
-		var groups []*certGroup
-		for _, pi := range r.parents {
-			if !pi.accepted() {
-				continue
-			}
-			id := certIdentity(pi.gw)
-			var g *certGroup
-			for _, x := range groups {
-				if x.id == id {
-					g = x
-				}
-			}
-			if g == nil {
-				g = &certGroup{id: id, gw: pi.gw}
-				groups = append(groups, g)
-			}
-			g.parents = append(g.parents, pi)
+		m := t.translateRoute(r, p.http, p.grpc)
+		t.emit(m, r, true)
+		t.noteSlot(obj, r, m, first)
+	}
+}
+
+// pending is a route waiting for translation: its working state and its
+// object, of one kind or the other.
+type pending struct {
+	info *routeInfo
+	http *gwv1.HTTPRoute
+	grpc *gwv1.GRPCRoute
+}
+
+func (p pending) obj() any {
+	if p.http != nil {
+		return p.http
+	}
+	return p.grpc
+}
+
+// translateRoute translates one attached route: its rules into data-plane
+// routes, which it appends to the config, and its parent statuses. emit
+// puts the rest of the result in the output; a patch (patch.go) takes the
+// result alone.
+func (t *translator) translateRoute(r *routeInfo, http *gwv1.HTTPRoute, grpc *gwv1.GRPCRoute) *routeMemo {
+	m := &routeMemo{}
+	t.recording = m
+	defer func() { t.recording = nil }()
+	events, first := len(t.out.Events), len(t.out.Config.Routes)
+	// A route is emitted once per backend client certificate: its
+	// backends present the certificate of the Gateway the request came
+	// through (spec.tls.backend), so Gateways with different ones need
+	// their own clusters. Usually there is one group.
+	var groups []*certGroup
+	for _, pi := range r.parents {
+		if !pi.accepted() {
+			continue
 		}
-		if len(groups) == 0 {
-			groups = []*certGroup{{gw: r.parents[0].gw}} // for ResolvedRefs only
-		}
-		var rs ruleSet
-		var allDropped bool
-		for gi, g := range groups {
-			route := dataplane.Route{Kind: dataplane.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
-				Created: r.meta.CreationTimestamp.Time.UTC()}
-			route.Listeners, route.Hostnames = servedOn(g.parents)
-			var grs ruleSet
-			if p.http != nil {
-				grs = t.httpRules(p.http, &route, g.gw)
-			} else {
-				grs = t.grpcRules(p.grpc, &route, g.gw)
-			}
-			if gi == 0 {
-				rs = grs // the rules' problems are the same in every group
-				allDropped = len(rs.rules) == 0 && len(rs.dropped) > 0
-			}
-			route.Rules = grs.rules
-			if len(route.Listeners) > 0 && !allDropped {
-				t.out.Config.Routes = append(t.out.Config.Routes, route)
+		id := certIdentity(pi.gw)
+		var g *certGroup
+		for _, x := range groups {
+			if x.id == id {
+				g = x
 			}
 		}
-		if !allDropped && rs.unsupported == "" {
-			t.countAttached(r)
+		if g == nil {
+			g = &certGroup{id: id, gw: pi.gw}
+			groups = append(groups, g)
 		}
-		statuses, fresh := t.routeStatus(r, &rs, allDropped)
-		if p.http != nil {
-			t.out.HTTPRoutes[nn(r.meta.Namespace, r.meta.Name)] = statuses
+		g.parents = append(g.parents, pi)
+	}
+	if len(groups) == 0 {
+		groups = []*certGroup{{gw: r.parents[0].gw}} // for ResolvedRefs only
+	}
+	var rs ruleSet
+	var allDropped bool
+	for gi, g := range groups {
+		route := dataplane.Route{Kind: dataplane.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
+			Created: r.meta.CreationTimestamp.Time.UTC()}
+		route.Listeners, route.Hostnames = servedOn(g.parents)
+		var grs ruleSet
+		if http != nil {
+			grs = t.httpRules(http, &route, g.gw)
 		} else {
-			t.out.GRPCRoutes[nn(r.meta.Namespace, r.meta.Name)] = statuses
+			grs = t.grpcRules(grpc, &route, g.gw)
 		}
-		if m := t.recording; m != nil {
-			m.parents = summarize(r.parents)
-			m.routes = slices.Clone(t.out.Config.Routes[firstRoute:])
-			m.clusters = t.clustersOf(m.routes)
-			m.statuses = statuses
-			m.counted = !allDropped && rs.unsupported == ""
-			m.noMemo = m.noMemo || fresh || len(t.out.Events) != events
-			t.in.Cache.remember(obj, m)
-			t.recording = nil
+		if gi == 0 {
+			rs = grs // the rules' problems are the same in every group
+			allDropped = len(rs.rules) == 0 && len(rs.dropped) > 0
+		}
+		route.Rules = grs.rules
+		if len(route.Listeners) > 0 && !allDropped {
+			t.out.Config.Routes = append(t.out.Config.Routes, route)
 		}
 	}
+	m.routes = t.out.Config.Routes[first:]
+	statuses, fresh := t.routeStatus(r, &rs, allDropped)
+	m.statuses = statuses
+	m.counted = !allDropped && rs.unsupported == ""
+	if t.in.Cache != nil { // what only a later translation reads
+		m.routes = slices.Clone(m.routes)
+		m.clusters = t.clustersOf(m.routes)
+		m.parents = summarize(r.parents)
+	}
+	// The clock went into the result, or it told something once: neither
+	// may be repeated by a later translation.
+	m.noMemo = m.noMemo || fresh || len(t.out.Events) != events
+	return m
 }
 
 // certGroup is the parents of a route whose Gateways share a backend
@@ -258,7 +292,7 @@ func servedOn(parents []*parentInfo) (listeners, hostnames []string) {
 func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool) (_ []gwv1.RouteParentStatus, fresh bool) {
 	out := make([]gwv1.RouteParentStatus, 0, len(r.parents))
 	for _, pi := range r.parents {
-		c := newConds(prevParentConds(r.prev, &pi.ref, t.in.ControllerName), r.meta.Generation, t.now)
+		c := t.newConds(prevParentConds(r.prev, &pi.ref, t.in.ControllerName), r.meta.Generation)
 		switch {
 		case !pi.accepted():
 			c.set(string(gwv1.RouteConditionAccepted), false, pi.reason, pi.msg)
@@ -278,7 +312,7 @@ func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool) (_ 
 			c.set(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue), "Dropped Rule(s): "+joinLimited(rs.dropped))
 		}
 		t.warnOnChange(r.kind, r.meta, c.prev, c.list)
-		fresh = fresh || c.fresh
+		fresh = fresh || c.fresh()
 		out = append(out, gwv1.RouteParentStatus{ParentRef: pi.ref, ControllerName: gwv1.GatewayController(t.in.ControllerName), Conditions: c.list})
 	}
 	return out, fresh

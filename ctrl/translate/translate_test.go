@@ -2,10 +2,12 @@ package translate_test
 
 import (
 	"os"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
 
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -44,7 +46,7 @@ func TestSteadyStateAndTransitions(t *testing.T) {
 	route := nsName("default", "app")
 
 	in.Now = goldenNow.Add(time.Hour)
-	applyStatuses(in, first)
+	writeBackAll(&in.Snapshot, first)
 	second := translate.Translate(in)
 	if ch := translate.Diff(first, second); !ch.Empty() {
 		t.Fatalf("steady state: Diff = %+v, want nothing", ch)
@@ -57,7 +59,7 @@ func TestSteadyStateAndTransitions(t *testing.T) {
 	}
 
 	// The backend Service goes away.
-	applyStatuses(in, second)
+	writeBackAll(&in.Snapshot, second)
 	in.Now = goldenNow.Add(2 * time.Hour)
 	in.Services = nil
 	third := translate.Translate(in)
@@ -122,69 +124,114 @@ func TestCacheChangesNothing(t *testing.T) {
 		}})
 	in.Cache = translate.NewCache()
 
+	writeBack := func(s *translate.Snapshot) {
+		writeBackAll(s, translate.Translate(&translate.Input{Snapshot: *s, ControllerName: translate.DefaultControllerName, Now: goldenNow}))
+	}
+	serviceAppProtocol := func(i int, p string) func(s *translate.Snapshot) {
+		return func(s *translate.Snapshot) {
+			c := s.Services[i].DeepCopy()
+			c.Spec.Ports[0].AppProtocol = ptr(p)
+			s.Services[i] = c
+		}
+	}
+	// Each step changes the snapshot; patched says whether the warm
+	// translation may patch the last one (only backends changed, nothing
+	// deleted, no condition changes status) and translated how many routes
+	// it translates again then.
 	steps := []struct {
-		name   string
-		change func(s *translate.Snapshot)
+		name       string
+		change     func(s *translate.Snapshot)
+		patched    bool
+		translated int
 	}{
-		{"unchanged", func(*translate.Snapshot) {}},
-		{"again unchanged", func(*translate.Snapshot) {}},
-		{"status written back", func(s *translate.Snapshot) {
-			out := translate.Translate(&translate.Input{Snapshot: *s, ControllerName: translate.DefaultControllerName, Now: goldenNow})
-			for i, r := range s.HTTPRoutes {
-				c := r.DeepCopy()
-				c.Status.Parents = out.HTTPRoutes[nsName(r.Namespace, r.Name)]
-				s.HTTPRoutes[i] = c
-			}
-		}},
-		{"warm", func(*translate.Snapshot) {}},
-		{"listed in another order", func(s *translate.Snapshot) {
+		{name: "unchanged", change: func(*translate.Snapshot) {}},
+		// Conditions took the clock: a repeat gives new times.
+		{name: "again unchanged", change: func(*translate.Snapshot) {}},
+		{name: "status written back", change: writeBack},
+		{name: "warm", change: func(*translate.Snapshot) {}, patched: true},
+		{name: "listed in another order", change: func(s *translate.Snapshot) {
 			slices.Reverse(s.Gateways)
 			slices.Reverse(s.HTTPRoutes)
 			slices.Reverse(s.Services)
 			slices.Reverse(s.EndpointSlices)
-		}},
-		{"endpoints change", func(s *translate.Snapshot) {
+		}, patched: true},
+		{name: "endpoints change", change: func(s *translate.Snapshot) {
 			c := s.EndpointSlices[5].DeepCopy()
 			c.Endpoints = c.Endpoints[:1]
 			s.EndpointSlices[5] = c
+		}, patched: true, translated: 1},
+		{name: "endpoints of a shared Service change", change: func(s *translate.Snapshot) {
+			i := slices.IndexFunc(s.EndpointSlices, func(e *discoveryv1.EndpointSlice) bool { return e.Name == "app-0-abcde" })
+			c := s.EndpointSlices[i].DeepCopy()
+			c.Endpoints = c.Endpoints[1:]
+			s.EndpointSlices[i] = c
+		}, patched: true, translated: 2},
+		{name: "a slice added to a Service", change: func(s *translate.Snapshot) {
+			c := s.EndpointSlices[slices.IndexFunc(s.EndpointSlices, func(e *discoveryv1.EndpointSlice) bool { return e.Name == "app-3-abcde" })].DeepCopy()
+			c.Name += "-second"
+			c.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}}
+			s.EndpointSlices = append(s.EndpointSlices, c)
+		}, patched: true, translated: 1},
+		{name: "appProtocol unsupported", change: serviceAppProtocol(11, "example.com/foo")},
+		{name: "status written back again", change: writeBack},
+		// ResolvedRefs stays False for the same reason: only its message
+		// changes, and so does the route's status, without the clock.
+		{name: "appProtocol unsupported otherwise", change: serviceAppProtocol(11, "example.com/bar"), patched: true, translated: 1},
+		{name: "service becomes h2c", change: serviceAppProtocol(7, "kubernetes.io/h2c")}, // a new cluster name
+		{name: "a slice deleted", change: func(s *translate.Snapshot) {
+			s.EndpointSlices = slices.DeleteFunc(slices.Clone(s.EndpointSlices), func(e *discoveryv1.EndpointSlice) bool { return e.Name == "app-3-abcde-second" })
 		}},
-		{"service becomes h2c", func(s *translate.Snapshot) {
-			c := s.Services[7].DeepCopy()
-			c.Spec.Ports[0].AppProtocol = ptr("kubernetes.io/h2c")
-			s.Services[7] = c
+		{name: "a slice moves to another Service", change: func(s *translate.Snapshot) {
+			c := s.EndpointSlices[6].DeepCopy()
+			c.Labels = map[string]string{discoveryv1.LabelServiceName: "app-8"}
+			s.EndpointSlices[6] = c
 		}},
-		{"service deleted", func(s *translate.Snapshot) { s.Services = append(s.Services[:9:9], s.Services[10:]...) }},
-		{"first user of a shared cluster deleted", func(s *translate.Snapshot) { s.HTTPRoutes = s.HTTPRoutes[1:] }},
-		{"grant deleted", func(s *translate.Snapshot) { s.ReferenceGrants = nil }},
-		{"gateway listener changes", func(s *translate.Snapshot) {
+		{name: "warm again", change: func(*translate.Snapshot) {}, patched: true},
+		{name: "service deleted", change: func(s *translate.Snapshot) { s.Services = append(s.Services[:9:9], s.Services[10:]...) }},
+		{name: "first user of a shared cluster deleted", change: func(s *translate.Snapshot) { s.HTTPRoutes = s.HTTPRoutes[1:] }},
+		{name: "grant deleted", change: func(s *translate.Snapshot) { s.ReferenceGrants = nil }},
+		{name: "gateway listener changes", change: func(s *translate.Snapshot) {
 			c := s.Gateways[1].DeepCopy()
 			h := gwv1.Hostname("*.other.example.com")
 			c.Spec.Listeners[0].Hostname = &h
 			s.Gateways[1] = c
 		}},
-		{"route changes", func(s *translate.Snapshot) {
+		{name: "route changes", change: func(s *translate.Snapshot) {
 			c := s.HTTPRoutes[3].DeepCopy()
 			c.Spec.Rules = c.Spec.Rules[:1]
 			s.HTTPRoutes[3] = c
 		}},
-		{"later", func(s *translate.Snapshot) {}},
+		{name: "later", change: func(s *translate.Snapshot) {}},
 	}
+	var prevWarm, prevCold *translate.Output
 	for _, st := range steps {
 		st.change(&in.Snapshot)
 		in.Now = in.Now.Add(time.Minute)
 		cold := in
 		cold.Cache = nil
-		want := render(t, translate.Translate(&cold))
-		if got := render(t, translate.Translate(&in)); string(got) != string(want) {
+		coldOut := translate.Translate(&cold)
+		warmOut := translate.Translate(&in)
+		want := render(t, coldOut)
+		if got := render(t, warmOut); string(got) != string(want) {
 			t.Fatalf("%s: with cache differs from without:\n%s", st.name, lineDiff(string(want), string(got)))
 		}
+		// Diff takes a shortcut when the output patched the previous one:
+		// it must name the same objects a full comparison does.
+		if got, want := translate.Diff(prevWarm, warmOut), translate.Diff(prevCold, coldOut); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: Diff with cache %+v, without %+v", st.name, got, want)
+		}
+		prevWarm, prevCold = warmOut, coldOut
 		reused, translated := in.Cache.Stats()
-		t.Logf("%s: %d routes reused, %d translated", st.name, reused, translated)
+		patched := translate.Patched(in.Cache)
+		t.Logf("%s: patched %v, %d routes reused, %d translated", st.name, patched, reused, translated)
+		if patched != st.patched {
+			t.Errorf("%s: patched %v, want %v", st.name, patched, st.patched)
+		}
+		if patched && translated != st.translated {
+			t.Errorf("%s: %d routes translated, want %d", st.name, translated, st.translated)
+		}
 		if (st.name == "warm" || st.name == "listed in another order") && (reused != len(in.HTTPRoutes) || translated != 0) {
 			t.Errorf("%s: %d reused, %d translated; want every route reused", st.name, reused, translated)
-		}
-		if st.name == "endpoints change" && translated != 1 {
-			t.Errorf("endpoints change: %d routes translated, want the one using them", translated)
 		}
 	}
 }

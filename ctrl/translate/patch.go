@@ -1,0 +1,477 @@
+package translate
+
+import (
+	"reflect"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// The most common change in a cluster is a pod coming or going: one
+// EndpointSlice replaced. Translating 5,000 routes again for it, even from
+// memos, is thousands of map lookups and a full diff. So the Cache keeps
+// the whole last translation (lastRun), and when the only objects that
+// changed since are backends (Services, EndpointSlices, ExternalBackends),
+// patch translates again just the routes that resolved through them, on
+// the last translation's working state (Gateways, listeners,
+// attachments), and copies everything else. The result is exactly what a
+// full translation would give; wherever that is not certain (an object
+// deleted, a route's shape or attachment counts changing, a
+// BackendTLSPolicy involved, the clock needed) patch gives up and
+// Translate does the full translation.
+
+// lastRun is a full or patched translation, kept for the next one.
+type lastRun struct {
+	t      *translator // its working state, read-only once kept
+	out    *Output
+	slots  []routeSlot
+	slotOf map[any]int // route object → index in slots
+
+	// The backend objects it was made from, to tell what changed.
+	services  map[*corev1.Service]struct{}
+	slices    map[*discoveryv1.EndpointSlice]struct{}
+	externals map[*v1alpha1.ExternalBackend]struct{}
+	addresses []gwv1.GatewayStatusAddress
+
+	// patchable is false when a repeat of the translation could differ
+	// from it (a condition took the clock, an event was told) or when its
+	// input named two backends alike.
+	patchable bool
+}
+
+// routeSlot is one route of a translation: its working state, its
+// translation (nil when no parent is ours), and where its data-plane routes
+// start in the config.
+type routeSlot struct {
+	obj   any
+	info  *routeInfo
+	memo  *routeMemo
+	first int
+}
+
+// noteSlot records a route for the next translation.
+func (t *translator) noteSlot(obj any, r *routeInfo, m *routeMemo, first int) {
+	if t.in.Cache == nil {
+		return
+	}
+	if t.slotOf == nil {
+		t.slotOf = make(map[any]int, len(t.in.HTTPRoutes)+len(t.in.GRPCRoutes))
+	}
+	t.slotOf[obj] = len(t.slots)
+	t.slots = append(t.slots, routeSlot{obj: obj, info: r, memo: m, first: first})
+}
+
+func newLastRun(t *translator) *lastRun {
+	s := &t.in.Snapshot
+	l := &lastRun{t: t, out: t.out, slots: t.slots, slotOf: t.slotOf, addresses: t.in.Addresses,
+		services:  setOf(s.Services),
+		slices:    setOf(s.EndpointSlices),
+		externals: setOf(s.ExternalBackends),
+	}
+	l.patchable = t.clockUses == 0 && len(t.out.Events) == 0 &&
+		len(l.services) == len(s.Services) && len(t.ix.services) == len(s.Services) &&
+		len(l.externals) == len(s.ExternalBackends) && len(t.ix.external) == len(s.ExternalBackends) &&
+		len(l.slices) == len(s.EndpointSlices)
+	// The translator is kept for its graph; its output-building state is
+	// not needed, and a patch builds its own.
+	t.backends, t.clusters, t.clusterIdx = nil, nil, nil
+	return l
+}
+
+func setOf[T any](objs []*T) map[*T]struct{} {
+	m := make(map[*T]struct{}, len(objs))
+	for _, o := range objs {
+		m[o] = struct{}{}
+	}
+	return m
+}
+
+// backendChange is one backend object that is new or replaced since the
+// last translation, with the version it replaced (nil if added).
+type backendChange struct {
+	kind     string
+	obj, old any
+}
+
+// patch returns the translation of in made by patching the last one, or
+// nil when only a full translation will do.
+func (c *Cache) patch(in *Input) *Output {
+	l := c.last
+	if l == nil || !l.patchable || !c.epochSame || !addressesEqual(l.addresses, in.Addresses) ||
+		len(in.HTTPRoutes)+len(in.GRPCRoutes) != len(l.slots) {
+		return nil
+	}
+	for _, r := range in.HTTPRoutes {
+		if _, ok := l.slotOf[r]; !ok {
+			return nil
+		}
+	}
+	for _, r := range in.GRPCRoutes {
+		if _, ok := l.slotOf[r]; !ok {
+			return nil
+		}
+	}
+	changes, ok := l.backendChanges(in)
+	if !ok {
+		return nil
+	}
+	affected := l.affected(changes)
+	if len(affected) > len(l.slots)/4+1 {
+		return nil // a full translation costs about the same, and is simpler
+	}
+
+	// From here on the last translation's index describes in; if the patch
+	// still gives up, the full translation builds its own, and the memos
+	// it reuses are checked against that.
+	l.t.ix.apply(changes)
+	l.setsApply(changes)
+
+	t := *l.t // shares the graph; everything it writes is its own
+	t.in, t.now, t.clockUses = in, metav1Now(in), 0
+	t.out = &Output{HTTPRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, GRPCRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{}}
+	t.backends = map[backendKey]resolvedBackend{}
+	t.clusters, t.clusterIdx = nil, nil
+	t.policyByObj = map[*gwv1.BackendTLSPolicy]*policyInfo{}
+	t.slots, t.slotOf = nil, nil
+
+	memos := make([]*routeMemo, len(affected))
+	for i, si := range affected {
+		s := &l.slots[si]
+		http, _ := s.obj.(*gwv1.HTTPRoute)
+		grpc, _ := s.obj.(*gwv1.GRPCRoute)
+		m := t.translateRoute(s.info, http, grpc)
+		if m.noMemo || t.clockUses != 0 || m.counted != s.memo.counted || len(m.routes) != len(s.memo.routes) ||
+			!sameClusterNames(m.clusters, s.memo.clusters) {
+			return nil
+		}
+		memos[i] = m
+	}
+
+	// Copy the last output, replacing what the patched routes changed.
+	// Outputs are read-only, so unchanged parts are shared.
+	out := *l.out
+	out.Events = nil
+	out.Config.Version = ""
+	out.patchOf = l.out
+	out.touchedHTTP, out.touchedGRPC = nil, nil
+	var routesCopied, clustersCopied, httpCopied, grpcCopied bool
+	var clusterAt map[string]int
+	for i, si := range affected {
+		s, m := &l.slots[si], memos[i]
+		for j := range m.routes {
+			at := s.first + j
+			if reflect.DeepEqual(&out.Config.Routes[at], &m.routes[j]) {
+				continue
+			}
+			if !routesCopied {
+				out.Config.Routes, routesCopied = slices.Clone(out.Config.Routes), true
+			}
+			out.Config.Routes[at] = m.routes[j]
+		}
+		for j := range m.clusters {
+			if clusterAt == nil {
+				clusterAt = make(map[string]int, len(out.Config.Clusters))
+				for k := range out.Config.Clusters {
+					clusterAt[out.Config.Clusters[k].Name] = k
+				}
+			}
+			at, ok := clusterAt[m.clusters[j].Name]
+			if !ok {
+				return nil // not in the config: some other route decided it was unused
+			}
+			if reflect.DeepEqual(&out.Config.Clusters[at], &m.clusters[j]) {
+				continue
+			}
+			if !clustersCopied {
+				out.Config.Clusters, clustersCopied = slices.Clone(out.Config.Clusters), true
+			}
+			out.Config.Clusters[at] = m.clusters[j]
+		}
+		if parentsEqual(s.memo.statuses, m.statuses) {
+			m.statuses = s.memo.statuses
+			continue
+		}
+		key := nn(s.info.meta.Namespace, s.info.meta.Name)
+		if s.info.kind == kindHTTPRoute {
+			if !httpCopied {
+				out.HTTPRoutes, httpCopied = cloneMap(out.HTTPRoutes), true
+			}
+			out.HTTPRoutes[key] = m.statuses
+			out.touchedHTTP = append(out.touchedHTTP, key)
+		} else {
+			if !grpcCopied {
+				out.GRPCRoutes, grpcCopied = cloneMap(out.GRPCRoutes), true
+			}
+			out.GRPCRoutes[key] = m.statuses
+			out.touchedGRPC = append(out.touchedGRPC, key)
+		}
+	}
+
+	for i, si := range affected {
+		memos[i].parents = l.slots[si].memo.parents
+		l.slots[si].memo = memos[i]
+	}
+	l.out = &out
+	l.t.in, l.t.now = in, t.now
+	c.patched = true
+	c.misses = len(affected)
+	for i := range l.slots {
+		if l.slots[i].memo != nil {
+			c.hits++
+		}
+	}
+	c.hits -= len(affected)
+	return &out
+}
+
+// backendChanges lists the backend objects of in that the last translation
+// did not have. It fails (false) when an object was deleted or two are
+// named alike: telling those apart costs what a full translation does.
+func (l *lastRun) backendChanges(in *Input) ([]backendChange, bool) {
+	var changes []backendChange
+	hits := 0
+	ix := l.t.ix
+	changes = newObjects(changes, &hits, kindService, in.Services, l.services,
+		func(o *corev1.Service) *corev1.Service { return ix.services[nn(o.Namespace, o.Name)] })
+	changes = newObjects(changes, &hits, v1alpha1.KindExternalBackend, in.ExternalBackends, l.externals,
+		func(o *v1alpha1.ExternalBackend) *v1alpha1.ExternalBackend { return ix.external[nn(o.Namespace, o.Name)] })
+	changes = newObjects(changes, &hits, kindEndpointSlice, in.EndpointSlices, l.slices, ix.sliceNamed)
+	if len(changes) > 64 {
+		return nil, false
+	}
+	replaced := 0
+	for i, ch := range changes {
+		if ch.old == nil {
+			continue
+		}
+		replaced++
+		for _, other := range changes[:i] {
+			if other.old == ch.old {
+				return nil, false // two objects claim one predecessor
+			}
+		}
+	}
+	// Every object the last translation had is either still here or
+	// replaced: none deleted. (A replaced one still listed would be a
+	// second object of that name: checked below.)
+	if hits+replaced != len(l.services)+len(l.slices)+len(l.externals) {
+		return nil, false
+	}
+	for _, ch := range changes {
+		if ch.old != nil && listed(in, ch.kind, ch.old) {
+			return nil, false
+		}
+	}
+	// Services and ExternalBackends are looked up by name: two of one name
+	// would make the result depend on the order of the lists.
+	for i, ch := range changes {
+		for _, other := range changes[:i] {
+			if ch.kind != kindEndpointSlice && ch.kind == other.kind && objName(ch.obj) == objName(other.obj) {
+				return nil, false
+			}
+		}
+	}
+	return changes, true
+}
+
+// newObjects appends to changes the objects not in seen, each with the
+// object of its name it replaces (from before), and counts the others.
+func newObjects[T any](changes []backendChange, hits *int, kind string, objs []*T, seen map[*T]struct{}, before func(*T) *T) []backendChange {
+	for _, o := range objs {
+		if _, ok := seen[o]; ok {
+			*hits++
+			continue
+		}
+		ch := backendChange{kind: kind, obj: o}
+		if old := before(o); old != nil {
+			ch.old = old // not a typed nil: "no predecessor" is a nil any
+		}
+		changes = append(changes, ch)
+	}
+	return changes
+}
+
+// listed reports whether obj, of the given kind, is in in's lists.
+func listed(in *Input, kind string, obj any) bool {
+	switch kind {
+	case kindService:
+		return slices.Contains(in.Services, obj.(*corev1.Service))
+	case v1alpha1.KindExternalBackend:
+		return slices.Contains(in.ExternalBackends, obj.(*v1alpha1.ExternalBackend))
+	default:
+		return slices.Contains(in.EndpointSlices, obj.(*discoveryv1.EndpointSlice))
+	}
+}
+
+func objName(o any) types.NamespacedName {
+	switch o := o.(type) {
+	case *corev1.Service:
+		return nn(o.Namespace, o.Name)
+	case *v1alpha1.ExternalBackend:
+		return nn(o.Namespace, o.Name)
+	case *discoveryv1.EndpointSlice:
+		return nn(o.Namespace, o.Name)
+	}
+	return types.NamespacedName{}
+}
+
+// kindEndpointSlice tags a backendChange; routes depend on a Service or a
+// ServiceImport, which the slice's labels name.
+const kindEndpointSlice = "EndpointSlice"
+
+// depKeys lists the backends (as routes record them in backendDep) that a
+// change affects: a slice affects the Service and the ServiceImport its
+// labels name, before and after.
+func (ch *backendChange) depKeys() []backendDep {
+	switch o := ch.obj.(type) {
+	case *corev1.Service:
+		return []backendDep{{kind: kindService, namespace: o.Namespace, name: o.Name}}
+	case *v1alpha1.ExternalBackend:
+		return []backendDep{{kind: v1alpha1.KindExternalBackend, namespace: o.Namespace, name: o.Name}}
+	}
+	var keys []backendDep
+	for _, s := range []*discoveryv1.EndpointSlice{ch.obj.(*discoveryv1.EndpointSlice), asSlice(ch.old)} {
+		if s == nil {
+			continue
+		}
+		if svc := s.Labels[labelServiceName]; svc != "" {
+			keys = append(keys, backendDep{kind: kindService, namespace: s.Namespace, name: svc})
+		}
+		if svc := s.Labels[labelMCSService]; svc != "" {
+			keys = append(keys, backendDep{kind: kindServiceImport, namespace: s.Namespace, name: svc})
+		}
+	}
+	return keys
+}
+
+func asSlice(o any) *discoveryv1.EndpointSlice {
+	s, _ := o.(*discoveryv1.EndpointSlice)
+	return s
+}
+
+// affected returns the slots (indexes) of routes that resolved through a
+// changed backend, in translation order.
+func (l *lastRun) affected(changes []backendChange) []int {
+	var keys []backendDep
+	for i := range changes {
+		keys = append(keys, changes[i].depKeys()...)
+	}
+	var out []int
+	for i := range l.slots {
+		m := l.slots[i].memo
+		if m == nil {
+			continue
+		}
+	deps:
+		for _, d := range m.deps {
+			for _, k := range keys {
+				if d.name == k.name && d.namespace == k.namespace && d.kind == k.kind {
+					out = append(out, i)
+					break deps
+				}
+			}
+		}
+	}
+	return out
+}
+
+// apply updates the index with changed backends. Slice lists are copied
+// before a change: route memos hold them to compare against.
+func (ix *index) apply(changes []backendChange) {
+	for _, ch := range changes {
+		switch o := ch.obj.(type) {
+		case *corev1.Service:
+			ix.services[nn(o.Namespace, o.Name)] = o
+		case *v1alpha1.ExternalBackend:
+			ix.external[nn(o.Namespace, o.Name)] = o
+		case *discoveryv1.EndpointSlice:
+			old := asSlice(ch.old)
+			replaceSlice(ix.slices, labelServiceName, old, o)
+			replaceSlice(ix.mcsSlices, labelMCSService, old, o)
+		}
+	}
+}
+
+func replaceSlice(by map[types.NamespacedName][]*discoveryv1.EndpointSlice, label string, old, now *discoveryv1.EndpointSlice) {
+	if old != nil {
+		if svc := old.Labels[label]; svc != "" {
+			k := nn(old.Namespace, svc)
+			by[k] = slices.DeleteFunc(slices.Clone(by[k]), func(s *discoveryv1.EndpointSlice) bool { return s == old })
+			if len(by[k]) == 0 {
+				delete(by, k)
+			}
+		}
+	}
+	if svc := now.Labels[label]; svc != "" {
+		k := nn(now.Namespace, svc)
+		by[k] = append(slices.Clip(by[k]), now)
+	}
+}
+
+// sliceNamed returns the indexed slice with o's namespace and name, found
+// through o's labels (a slice that moved to another Service is not found,
+// and counts as deleted and added).
+func (ix *index) sliceNamed(o *discoveryv1.EndpointSlice) *discoveryv1.EndpointSlice {
+	find := func(by map[types.NamespacedName][]*discoveryv1.EndpointSlice, label string) *discoveryv1.EndpointSlice {
+		svc := o.Labels[label]
+		if svc == "" {
+			return nil
+		}
+		for _, s := range by[nn(o.Namespace, svc)] {
+			if s.Name == o.Name {
+				return s
+			}
+		}
+		return nil
+	}
+	if s := find(ix.slices, labelServiceName); s != nil {
+		return s
+	}
+	return find(ix.mcsSlices, labelMCSService)
+}
+
+func (l *lastRun) setsApply(changes []backendChange) {
+	for _, ch := range changes {
+		switch o := ch.obj.(type) {
+		case *corev1.Service:
+			if old, _ := ch.old.(*corev1.Service); old != nil {
+				delete(l.services, old)
+			}
+			l.services[o] = struct{}{}
+		case *v1alpha1.ExternalBackend:
+			if old, _ := ch.old.(*v1alpha1.ExternalBackend); old != nil {
+				delete(l.externals, old)
+			}
+			l.externals[o] = struct{}{}
+		case *discoveryv1.EndpointSlice:
+			if old := asSlice(ch.old); old != nil {
+				delete(l.slices, old)
+			}
+			l.slices[o] = struct{}{}
+		}
+	}
+}
+
+func sameClusterNames(a, b []dataplane.Cluster) bool {
+	return slices.EqualFunc(a, b, func(x, y dataplane.Cluster) bool { return x.Name == y.Name })
+}
+
+func addressesEqual(a, b []gwv1.GatewayStatusAddress) bool {
+	return slices.EqualFunc(a, b, func(x, y gwv1.GatewayStatusAddress) bool {
+		return x.Value == y.Value && ptrEq(x.Type, y.Type)
+	})
+}
+
+func cloneMap[V any](m map[types.NamespacedName]V) map[types.NamespacedName]V {
+	out := make(map[types.NamespacedName]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
