@@ -240,7 +240,9 @@ func (l *lastRun) backendChanges(in *Input) ([]backendChange, bool) {
 	changes = newObjects(changes, &hits, kindService, in.Services, l.services,
 		func(o *corev1.Service) *corev1.Service { return ix.services[nn(o.Namespace, o.Name)] })
 	changes = newObjects(changes, &hits, v1alpha1.KindExternalBackend, in.ExternalBackends, l.externals,
-		func(o *v1alpha1.ExternalBackend) *v1alpha1.ExternalBackend { return ix.external[nn(o.Namespace, o.Name)] })
+		func(o *v1alpha1.ExternalBackend) *v1alpha1.ExternalBackend {
+			return ix.external[nn(o.Namespace, o.Name)]
+		})
 	changes = newObjects(changes, &hits, kindEndpointSlice, in.EndpointSlices, l.slices, ix.sliceNamed)
 	if len(changes) > 64 {
 		return nil, false
