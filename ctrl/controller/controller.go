@@ -1,0 +1,225 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// Publisher takes every translated proxy config (the config server).
+type Publisher interface {
+	Publish(cfg *dataplane.Config) (version string)
+}
+
+// Options configure a Controller.
+type Options struct {
+	Kube    kubernetes.Interface
+	Gateway gwclient.Interface
+	Dynamic dynamic.Interface
+
+	// ControllerName is the GatewayClass controllerName we answer to
+	// (default translate.DefaultControllerName).
+	ControllerName string
+	// Debounce is how long a change waits for others before a sync, so a
+	// burst becomes one translation (default 100ms).
+	Debounce time.Duration
+	// Publisher receives every proxy config; nil publishes nowhere.
+	Publisher Publisher
+	// Addresses are written on every programmed Gateway's status.
+	Addresses []gwv1.GatewayStatusAddress
+	// Events records events on objects; nil records none.
+	Events EventSink
+	Log    *slog.Logger
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// syncKey is the queue's only key: every change leads to one full sync.
+const syncKey = "sync"
+
+// Controller watches the cluster and keeps the proxies' config, the
+// statuses and the events in step with it.
+type Controller struct {
+	opts           Options
+	controllerName string
+	gw             gwclient.Interface
+	w              *watched
+	queue          workqueue.TypedRateLimitingInterface[string]
+	log            *slog.Logger
+
+	leader atomic.Bool
+	synced atomic.Bool // informers synced and a config published
+
+	// The worker's state: one sync at a time.
+	cache   *translate.Cache
+	written *translate.Output // the last output whose statuses were all written; nil: compare everything
+
+	mu   sync.Mutex
+	last *translate.Output // the last translation, for debugging and tests
+
+	Stats Stats
+}
+
+// Stats are the controller's counters, read by metrics and tests.
+type Stats struct {
+	Syncs, SyncErrors, StatusWrites, EventsRecorded atomic.Int64
+	SyncNanos, LastSyncNanos                        atomic.Int64
+}
+
+// New builds a Controller: its informers exist, nothing runs yet.
+func New(opts Options) (*Controller, error) {
+	if opts.Kube == nil || opts.Gateway == nil || opts.Dynamic == nil {
+		return nil, errors.New("controller: Kube, Gateway and Dynamic clients are required")
+	}
+	if opts.ControllerName == "" {
+		opts.ControllerName = translate.DefaultControllerName
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = 100 * time.Millisecond
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	c := &Controller{
+		opts:           opts,
+		controllerName: opts.ControllerName,
+		gw:             opts.Gateway,
+		log:            opts.Log,
+		cache:          translate.NewCache(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tunnelgate"}),
+	}
+	w, err := newWatched(opts.Kube, opts.Gateway, opts.Dynamic, c.changed)
+	if err != nil {
+		return nil, err
+	}
+	c.w = w
+	return c, nil
+}
+
+// changed is every informer's event handler: a sync after the debounce.
+// The queue keeps one pending key, so a burst coalesces.
+func (c *Controller) changed() { c.queue.AddAfter(syncKey, c.opts.Debounce) }
+
+// Run starts the informers, waits for their caches, then syncs on every
+// change until ctx ends. Statuses and events are written only while
+// SetLeader(true); every replica publishes configs.
+func (c *Controller) Run(ctx context.Context) error {
+	defer c.queue.ShutDown()
+	for _, m := range c.w.missing {
+		c.log.Warn("resource not served by the API server; treated as empty (install its CRD and restart)", "resource", m)
+	}
+	c.w.start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.w.synced()...) {
+		return fmt.Errorf("informer caches did not sync: %w", ctx.Err())
+	}
+	c.log.Info("caches synced")
+	c.queue.Add(syncKey)
+	go func() {
+		<-ctx.Done()
+		c.queue.ShutDown()
+	}()
+	for c.processOne(ctx) {
+	}
+	return nil
+}
+
+func (c *Controller) processOne(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	if err := c.sync(ctx); err != nil {
+		c.Stats.SyncErrors.Add(1)
+		c.log.Error("sync failed; retrying", "err", err, "retries", c.queue.NumRequeues(key))
+		c.queue.AddRateLimited(key)
+		return true
+	}
+	c.queue.Forget(key)
+	return true
+}
+
+// sync is one pass: snapshot, translate, publish, and (when leading)
+// write statuses, finalizers and events.
+func (c *Controller) sync(ctx context.Context) error {
+	start := time.Now()
+	defer func() {
+		d := time.Since(start).Nanoseconds()
+		c.Stats.Syncs.Add(1)
+		c.Stats.SyncNanos.Add(d)
+		c.Stats.LastSyncNanos.Store(d)
+	}()
+	out := translate.Translate(&translate.Input{
+		Snapshot:       c.w.snapshot(),
+		ControllerName: c.controllerName,
+		Now:            c.opts.Now(),
+		BundleVersion:  c.w.bundleVersion(),
+		Addresses:      c.opts.Addresses,
+		Cache:          c.cache,
+	})
+	if c.opts.Publisher != nil {
+		v := c.opts.Publisher.Publish(&out.Config)
+		c.log.Debug("config published", "version", v, "routes", len(out.Config.Routes), "clusters", len(out.Config.Clusters))
+	}
+	c.mu.Lock()
+	c.last = out
+	c.mu.Unlock()
+	c.synced.Store(true)
+
+	if !c.leader.Load() {
+		c.written = nil // a future leader compares everything
+		return nil
+	}
+	c.recordEvents(out.Events)
+	n, err := c.writeStatuses(ctx, c.written, out)
+	c.Stats.StatusWrites.Add(int64(n))
+	if err != nil {
+		c.written = nil // compare everything next time: writes that worked are then no-ops
+		return err
+	}
+	c.written = out
+	return nil
+}
+
+// SetLeader says whether this replica leads. Gaining the lead forces a
+// sync that compares every status with the cluster.
+func (c *Controller) SetLeader(leading bool) {
+	if c.leader.Swap(leading) != leading && leading {
+		c.queue.Add(syncKey)
+	}
+}
+
+// Leader reports whether this replica leads.
+func (c *Controller) Leader() bool { return c.leader.Load() }
+
+// Ready reports whether the caches synced and a config was published.
+func (c *Controller) Ready() bool { return c.synced.Load() }
+
+// Last returns the last translation (nil before the first); read-only.
+func (c *Controller) Last() *translate.Output {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.last
+}
+
+// QueueLen is the number of pending syncs (0 or 1, plus a delayed one).
+func (c *Controller) QueueLen() int { return c.queue.Len() }

@@ -1,0 +1,25 @@
+// Package controller is tunnelgate's Kubernetes controller: it watches the
+// cluster and keeps everything that depends on it in step.
+//
+// It is the shape of k8s.io/sample-controller, reduced to one key:
+//
+//	informers ──any change──▶ queue ("sync", debounced) ──▶ worker
+//	worker: snapshot of the listers ─▶ translate.Translate ─▶ writers
+//
+// Every change to any watched object enqueues the same key after a short
+// debounce, so a burst (a Helm install, a rollout) becomes one
+// translation. The worker copies the listers into a translate.Snapshot
+// and runs the pure translation (ctrl/translate), whose Cache makes
+// repeated translations cost what changed. The writers after it are
+// idempotent:
+//
+//   - the proxy config is handed to a Publisher (the config server every
+//     replica runs, so proxies are served whoever leads);
+//   - statuses, the GatewayClass finalizer and events are written by the
+//     leader only (leader.go), and only where the object's current status
+//     differs from the translation (status.go), with conflict retries.
+//
+// Files: informers.go (what is watched), snapshot.go (listers to a
+// Snapshot), controller.go (queue, worker, sync), status.go (status merge
+// and writes), events.go, leader.go, metrics.go.
+package controller

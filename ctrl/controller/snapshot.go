@@ -1,0 +1,95 @@
+package controller
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/client-go/tools/cache"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+// snapshot copies the informer caches into a translate.Snapshot. The
+// objects are the caches' own, shared and read-only: translate never
+// changes its input, and informers replace an object on every change, so
+// translate's Cache can tell what changed by pointer.
+func (w *watched) snapshot() translate.Snapshot {
+	return translate.Snapshot{
+		GatewayClasses:      list[gwv1.GatewayClass](w.classes),
+		Gateways:            list[gwv1.Gateway](w.gateways),
+		ListenerSets:        list[gwv1.ListenerSet](w.listenerSets),
+		HTTPRoutes:          list[gwv1.HTTPRoute](w.httpRoutes),
+		GRPCRoutes:          list[gwv1.GRPCRoute](w.grpcRoutes),
+		ReferenceGrants:     list[gwv1.ReferenceGrant](w.grants),
+		BackendTLSPolicies:  list[gwv1.BackendTLSPolicy](w.policies),
+		Services:            list[corev1.Service](w.services),
+		EndpointSlices:      list[discoveryv1.EndpointSlice](w.slices),
+		Namespaces:          list[corev1.Namespace](w.namespaces),
+		Secrets:             list[corev1.Secret](w.secrets),
+		ConfigMaps:          list[corev1.ConfigMap](w.configMaps),
+		GatewayClassConfigs: list[v1alpha1.GatewayClassConfig](w.classConfigs),
+		ExternalBackends:    list[v1alpha1.ExternalBackend](w.externals),
+	}
+}
+
+// list returns an informer's objects of type T; nil for a kind that is not
+// watched.
+func list[T any](inf cache.SharedIndexInformer) []*T {
+	if inf == nil {
+		return nil
+	}
+	objs := inf.GetStore().List()
+	out := make([]*T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(*T); ok {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// bundleVersion is the Gateway API bundle version installed, from the
+// GatewayClass CRD's annotation; "unknown" when it cannot be read, which
+// translate reports as an unsupported version, as the spec asks.
+func (w *watched) bundleVersion() string {
+	for _, o := range w.crds.GetStore().List() {
+		if a := accessor(o); a != nil && a.GetName() == bundleCRD {
+			if v := a.GetAnnotations()[bundleVersionAnnotate]; v != "" {
+				return v
+			}
+		}
+	}
+	return "unknown"
+}
+
+// lookup finds a watched object by kind, for event references.
+func (w *watched) lookup(kind, namespace, name string) any {
+	var inf cache.SharedIndexInformer
+	switch kind {
+	case "GatewayClass":
+		inf = w.classes
+	case "Gateway":
+		inf = w.gateways
+	case "ListenerSet":
+		inf = w.listenerSets
+	case "HTTPRoute":
+		inf = w.httpRoutes
+	case "GRPCRoute":
+		inf = w.grpcRoutes
+	case "BackendTLSPolicy":
+		inf = w.policies
+	}
+	if inf == nil {
+		return nil
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	o, ok, _ := inf.GetStore().GetByKey(key)
+	if !ok {
+		return nil
+	}
+	return o
+}

@@ -1,0 +1,287 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+// Status writes follow one rule: compare the status the translation wants
+// with the object's current one (from the informer cache, then from the
+// API server on a conflict), and write only when they differ. So a write
+// that failed is simply retried by the next sync, a new leader writes
+// nothing that is already right, and a resync writes nothing at all.
+//
+// Routes and policies are shared with other controllers: their status
+// lists entries per parent (or ancestor) and controller. We replace the
+// entries carrying our controllerName and keep everyone else's.
+
+// writeStatuses writes what changed between the last written output and
+// out (all of out when written is nil), and reports how many objects it
+// wrote. Errors are joined: one object failing does not stop the others.
+func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.Output) (int, error) {
+	ch := translate.Diff(written, out)
+	n := 0
+	var errs []error
+	note := func(wrote bool, err error) {
+		if wrote {
+			n++
+		}
+		if err != nil && !apierrors.IsNotFound(err) { // gone: nothing to write
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range ch.GatewayClasses {
+		note(c.writeGatewayClass(ctx, name, out.GatewayClasses[name]))
+	}
+	for _, k := range ch.Gateways {
+		note(c.writeGateway(ctx, k, out.Gateways[k]))
+	}
+	for _, k := range ch.ListenerSets {
+		note(c.writeListenerSet(ctx, k, out.ListenerSets[k]))
+	}
+	for _, k := range ch.HTTPRoutes {
+		note(c.writeHTTPRoute(ctx, k, out.HTTPRoutes[k]))
+	}
+	for _, k := range ch.GRPCRoutes {
+		note(c.writeGRPCRoute(ctx, k, out.GRPCRoutes[k]))
+	}
+	for _, k := range ch.BackendTLSPolicies {
+		note(c.writePolicy(ctx, k, out.BackendTLSPolicies[k]))
+	}
+	return n, errors.Join(errs...)
+}
+
+// update is one object's read-modify-write: get reads the object (from the
+// cache first, from the API server after a conflict), change makes the
+// wanted copy and says whether it differs, put writes it.
+func update[T any](ctx context.Context, get func(fresh bool) (*T, error), change func(cur *T) (*T, bool), put func(*T) error) (wrote bool, err error) {
+	fresh := false
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := get(fresh)
+		fresh = true
+		if err != nil {
+			return err
+		}
+		want, differs := change(cur)
+		if !differs {
+			return nil
+		}
+		if err := put(want); err != nil {
+			return err
+		}
+		wrote = true
+		return nil
+	})
+	return wrote, err
+}
+
+// cached returns get's object from an informer's store by key, or from
+// the API server when fresh is asked (after a conflict) or the cache has
+// nothing.
+func cached[T any](c *Controller, kind string, k types.NamespacedName, fresh bool, apiGet func() (*T, error)) (*T, error) {
+	if !fresh {
+		if o, ok := c.w.lookup(kind, k.Namespace, k.Name).(*T); ok {
+			return o, nil
+		}
+	}
+	return apiGet()
+}
+
+func (c *Controller) writeGatewayClass(ctx context.Context, name string, res *translate.GatewayClassResult) (bool, error) {
+	api := c.gw.GatewayV1().GatewayClasses()
+	get := func(fresh bool) (*gwv1.GatewayClass, error) {
+		return cached(c, "GatewayClass", types.NamespacedName{Name: name}, fresh, func() (*gwv1.GatewayClass, error) {
+			return api.Get(ctx, name, metav1.GetOptions{})
+		})
+	}
+	if res == nil {
+		return false, nil // no longer ours: its new controller writes it
+	}
+	// The finalizer is metadata: its own write, before the status.
+	wroteFin, err := update(ctx, get, func(cur *gwv1.GatewayClass) (*gwv1.GatewayClass, bool) {
+		has := slices.Contains(cur.Finalizers, translate.GatewayClassFinalizer)
+		if has == res.Finalizer {
+			return nil, false
+		}
+		want := cur.DeepCopy()
+		if res.Finalizer {
+			want.Finalizers = append(want.Finalizers, translate.GatewayClassFinalizer)
+		} else {
+			want.Finalizers = slices.DeleteFunc(want.Finalizers, func(f string) bool { return f == translate.GatewayClassFinalizer })
+		}
+		return want, true
+	}, func(o *gwv1.GatewayClass) error {
+		_, err := api.Update(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	})
+	if err != nil {
+		return wroteFin, fmt.Errorf("GatewayClass %s finalizer: %w", name, err)
+	}
+	wrote, err := update(ctx, func(bool) (*gwv1.GatewayClass, error) {
+		return get(wroteFin) // the cache may not have our finalizer write yet
+	}, func(cur *gwv1.GatewayClass) (*gwv1.GatewayClass, bool) {
+		if equality.Semantic.DeepEqual(cur.Status.Conditions, res.Status.Conditions) {
+			return nil, false
+		}
+		want := cur.DeepCopy()
+		want.Status.Conditions = res.Status.Conditions
+		return want, true
+	}, func(o *gwv1.GatewayClass) error {
+		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("GatewayClass %s status: %w", name, err)
+	}
+	return wrote || wroteFin, err
+}
+
+func (c *Controller) writeGateway(ctx context.Context, k types.NamespacedName, st *gwv1.GatewayStatus) (bool, error) {
+	if st == nil {
+		return false, nil // no longer ours
+	}
+	api := c.gw.GatewayV1().Gateways(k.Namespace)
+	wrote, err := update(ctx, func(fresh bool) (*gwv1.Gateway, error) {
+		return cached(c, "Gateway", k, fresh, func() (*gwv1.Gateway, error) { return api.Get(ctx, k.Name, metav1.GetOptions{}) })
+	}, func(cur *gwv1.Gateway) (*gwv1.Gateway, bool) {
+		if equality.Semantic.DeepEqual(&cur.Status, st) {
+			return nil, false
+		}
+		want := cur.DeepCopy()
+		want.Status = *st.DeepCopy()
+		return want, true
+	}, func(o *gwv1.Gateway) error {
+		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("Gateway %s status: %w", k, err)
+	}
+	return wrote, err
+}
+
+func (c *Controller) writeListenerSet(ctx context.Context, k types.NamespacedName, st *gwv1.ListenerSetStatus) (bool, error) {
+	if st == nil {
+		return false, nil
+	}
+	api := c.gw.GatewayV1().ListenerSets(k.Namespace)
+	wrote, err := update(ctx, func(fresh bool) (*gwv1.ListenerSet, error) {
+		return cached(c, "ListenerSet", k, fresh, func() (*gwv1.ListenerSet, error) { return api.Get(ctx, k.Name, metav1.GetOptions{}) })
+	}, func(cur *gwv1.ListenerSet) (*gwv1.ListenerSet, bool) {
+		if equality.Semantic.DeepEqual(&cur.Status, st) {
+			return nil, false
+		}
+		want := cur.DeepCopy()
+		want.Status = *st.DeepCopy()
+		return want, true
+	}, func(o *gwv1.ListenerSet) error {
+		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("ListenerSet %s status: %w", k, err)
+	}
+	return wrote, err
+}
+
+func (c *Controller) writeHTTPRoute(ctx context.Context, k types.NamespacedName, ours []gwv1.RouteParentStatus) (bool, error) {
+	api := c.gw.GatewayV1().HTTPRoutes(k.Namespace)
+	wrote, err := update(ctx, func(fresh bool) (*gwv1.HTTPRoute, error) {
+		return cached(c, "HTTPRoute", k, fresh, func() (*gwv1.HTTPRoute, error) { return api.Get(ctx, k.Name, metav1.GetOptions{}) })
+	}, func(cur *gwv1.HTTPRoute) (*gwv1.HTTPRoute, bool) {
+		parents, differs := mergeParents(cur.Status.Parents, ours, c.controllerName)
+		if !differs {
+			return nil, false
+		}
+		want := cur.DeepCopy()
+		want.Status.Parents = parents
+		return want, true
+	}, func(o *gwv1.HTTPRoute) error {
+		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("HTTPRoute %s status: %w", k, err)
+	}
+	return wrote, err
+}
+
+func (c *Controller) writeGRPCRoute(ctx context.Context, k types.NamespacedName, ours []gwv1.RouteParentStatus) (bool, error) {
+	api := c.gw.GatewayV1().GRPCRoutes(k.Namespace)
+	wrote, err := update(ctx, func(fresh bool) (*gwv1.GRPCRoute, error) {
+		return cached(c, "GRPCRoute", k, fresh, func() (*gwv1.GRPCRoute, error) { return api.Get(ctx, k.Name, metav1.GetOptions{}) })
+	}, func(cur *gwv1.GRPCRoute) (*gwv1.GRPCRoute, bool) {
+		parents, differs := mergeParents(cur.Status.Parents, ours, c.controllerName)
+		if !differs {
+			return nil, false
+		}
+		want := cur.DeepCopy()
+		want.Status.Parents = parents
+		return want, true
+	}, func(o *gwv1.GRPCRoute) error {
+		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("GRPCRoute %s status: %w", k, err)
+	}
+	return wrote, err
+}
+
+func (c *Controller) writePolicy(ctx context.Context, k types.NamespacedName, ours []gwv1.PolicyAncestorStatus) (bool, error) {
+	api := c.gw.GatewayV1().BackendTLSPolicies(k.Namespace)
+	wrote, err := update(ctx, func(fresh bool) (*gwv1.BackendTLSPolicy, error) {
+		return cached(c, "BackendTLSPolicy", k, fresh, func() (*gwv1.BackendTLSPolicy, error) {
+			return api.Get(ctx, k.Name, metav1.GetOptions{})
+		})
+	}, func(cur *gwv1.BackendTLSPolicy) (*gwv1.BackendTLSPolicy, bool) {
+		others := slices.DeleteFunc(slices.Clone(cur.Status.Ancestors), func(a gwv1.PolicyAncestorStatus) bool {
+			return string(a.ControllerName) == c.controllerName
+		})
+		merged := append(others, ours...)
+		if equality.Semantic.DeepEqual(cur.Status.Ancestors, merged) || (len(cur.Status.Ancestors) == 0 && len(merged) == 0) {
+			return nil, false
+		}
+		want := cur.DeepCopy()
+		want.Status.Ancestors = merged
+		return want, true
+	}, func(o *gwv1.BackendTLSPolicy) error {
+		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("BackendTLSPolicy %s status: %w", k, err)
+	}
+	return wrote, err
+}
+
+// mergeParents replaces our entries in a route's parent statuses with
+// ours, keeping other controllers' entries in place and in order, and
+// reports whether that changes anything.
+func mergeParents(cur, ours []gwv1.RouteParentStatus, controller string) ([]gwv1.RouteParentStatus, bool) {
+	merged := make([]gwv1.RouteParentStatus, 0, len(cur)+len(ours))
+	for _, p := range cur {
+		if string(p.ControllerName) != controller {
+			merged = append(merged, p)
+		}
+	}
+	merged = append(merged, ours...)
+	if len(merged) == len(cur) && (len(cur) == 0 || equality.Semantic.DeepEqual(cur, merged)) {
+		return nil, false
+	}
+	return merged, true
+}
+
+// fieldManager names our writes in managedFields.
+const fieldManager = "tunnelgate-controller"
