@@ -146,6 +146,12 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 	pm.configOK = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "ok")))
 	pm.configRejected = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "rejected")))
 
+	if p.opts.Metrics != nil {
+		if err := p.opts.Metrics(m); err != nil {
+			return nil, fmt.Errorf("metric instruments: %w", err)
+		}
+	}
+
 	if _, err := m.RegisterCallback(pm.observe,
 		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.timeouts,
 		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates,

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/metric"
 )
 
 // Options tune a Proxy. The zero value is usable.
@@ -25,6 +27,11 @@ type Options struct {
 	MaxMirrors int
 	// Log receives config loads and rejections; default slog.Default().
 	Log *slog.Logger
+	// Metrics, when set, registers more instruments on the meter behind
+	// the admin listener's /metrics, so that what runs beside the proxy
+	// (the config watch client) is scraped at the same address. It runs
+	// once, when /metrics is first served; an error fails that endpoint.
+	Metrics func(metric.Meter) error
 }
 
 // Proxy is the data plane: it serves HTTP with the last config that
@@ -206,6 +213,42 @@ func (p *Proxy) Version() string {
 		return s.version
 	}
 	return ""
+}
+
+// Clusters returns the definitions of the clusters being served, by name,
+// as last given to Load or UpdateCluster, so a caller holding a new config
+// can tell which clusters changed. The map is the caller's own; the
+// definitions share slices with the configs they came from and must not
+// be modified.
+func (p *Proxy) Clusters() map[string]Cluster {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]Cluster, len(p.clusters))
+	for name, c := range p.clusters {
+		out[name] = *c
+	}
+	return out
+}
+
+// SetVersion renames the config being served to v. It is for a caller
+// that made the served config equal to version v by UpdateCluster alone
+// (the config watch client after an endpoint change), so that Version,
+// /config and the metrics name what is served. Routes are not touched;
+// before the first Load it does nothing.
+func (p *Proxy) SetVersion(v string) {
+	// Under mu, so a Load in between cannot be overwritten by a copy of
+	// the snapshot it replaced.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cur := p.current.Load()
+	if cur == nil || cur.version == v {
+		return
+	}
+	// Snapshots are immutable once stored; a shallow copy shares the
+	// compiled tables, so requests in flight are unaffected.
+	next := *cur
+	next.version = v
+	p.current.Store(&next)
 }
 
 // Ready reports whether a config has been loaded.

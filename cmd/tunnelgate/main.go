@@ -1,5 +1,5 @@
 // Command tunnelgate is the one tunnelgate binary. Each role (controller,
-// proxy, standalone) is a subcommand of it; the controller comes next.
+// proxy, standalone) is a subcommand of it.
 package main
 
 import (
@@ -20,8 +20,9 @@ Usage:
   tunnelgate <command> [flags]
 
 Commands:
+  controller  watch a cluster: Gateway API statuses, and configs for proxies
   standalone  serve Gateway API YAML files without a cluster (-check lints them)
-  proxy       serve a data-plane config file (the proxy without a controller)
+  proxy       serve traffic: config from a controller (-controller) or a file (-config)
   demo        show how the compiled router picks a rule for sample requests
   version     print the version
   help        print this help
@@ -52,6 +53,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stdout, version)
 		return 0
+	case "controller":
+		return runController(rest, stdout, stderr)
 	case "proxy":
 		return runProxy(rest, stdout, stderr)
 	case "standalone":

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,15 +11,33 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 )
 
-// runProxy serves a data-plane config from a file. It is how the proxy
-// is benchmarked and debugged without a controller; SIGHUP reloads the
-// file, and a config that does not compile is logged and not applied.
+// runProxy serves a data-plane config, from the controller (-controller:
+// the proxy of a deployment) or from a file (-config: how the proxy is
+// benchmarked and debugged without a controller; SIGHUP reloads the
+// file, and a config that does not compile is logged and not applied).
 func runProxy(args []string, stdout, stderr io.Writer) int {
-	fs := newFlagSet("proxy", "serve a data-plane config file (SIGHUP reloads it)", stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return proxyMain(ctx, args, stderr, nil)
+}
+
+// proxyMain is runProxy until ctx ends; ready, if set, is told the bound
+// addresses (tests listen on ":0").
+func proxyMain(ctx context.Context, args []string, stderr io.Writer, ready func(dataplane.Bound)) int {
+	fs := newFlagSet("proxy", "serve a data-plane config from the controller (-controller) or a file (-config; SIGHUP reloads it)", stderr)
 	file := fs.String("config", "", "data-plane config `file` (JSON, dataplane.Config)")
+	controller := fs.String("controller", "", "controller `URL` to watch for config, e.g. https://tunnelgate-controller:9443")
+	tokenFile := fs.String("token-file", "", "`file` with the bearer token for -controller (re-read for every request)")
+	caFile := fs.String("ca-file", "", "PEM `file` of the CA that signed the controller's certificate (default: system roots)")
+	clientCert := fs.String("client-cert", "", "PEM client certificate for a controller that requires one")
+	clientKey := fs.String("client-key", "", "PEM key of -client-cert")
+	cache := fs.String("config-cache", "", "`file` keeping the last config from the controller, served at start before the controller answers")
 	origin := fs.String("listen", "127.0.0.1:8080", "origin listener for cloudflared: host:port or unix:/path")
 	originTLS := fs.String("listen-tls", "", "TLS origin listener (h2 and http/1.1), e.g. 127.0.0.1:8443")
 	certDir := fs.String("cert-dir", "", "directory for the generated TLS origin certificate and its CA")
@@ -34,41 +53,101 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 	if code, done := parse(fs, args); done {
 		return code
 	}
-	if *file == "" {
-		fmt.Fprintln(stderr, "tunnelgate proxy: -config is required")
+	if msg := checkProxySource(fs, *file, *controller, *tokenFile); msg != "" {
+		fmt.Fprintf(stderr, "tunnelgate proxy: %s\n", msg)
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+
+	// The watch client's metrics go on the admin listener with the
+	// proxy's; the meter is made at the first scrape, after watch is set.
+	var watch *configwatch.Client
 	p := dataplane.New(dataplane.Options{Log: log, Pool: dataplane.PoolSettings{
 		MaxIdle: *maxIdle, MaxConns: *maxConns, IdleTimeout: *idleTimeout, DialTimeout: *dialTimeout,
-	}})
-	if err := loadFile(p, *file); err != nil {
-		fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
-		return 1
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		for range hup {
-			if err := loadFile(p, *file); err != nil {
-				log.Error("reload failed; still serving the previous config", "err", err)
-			}
+	}, Metrics: func(m metric.Meter) error {
+		if watch == nil {
+			return nil
 		}
-	}()
+		return watch.RegisterMetrics(m)
+	}})
+
+	watchDone := make(chan struct{})
+	if *controller != "" {
+		var err error
+		watch, err = configwatch.New(p, configwatch.Options{
+			URL: *controller, TokenFile: *tokenFile, CAFile: *caFile,
+			CertFile: *clientCert, KeyFile: *clientKey, CacheFile: *cache, Log: log,
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
+			return 2
+		}
+		// Not ready (/readyz 503, requests 503) until the cache or the
+		// controller gives a config; the listeners open meanwhile.
+		go func() {
+			defer close(watchDone)
+			watch.Run(ctx)
+		}()
+	} else {
+		close(watchDone)
+		if err := loadFile(p, *file); err != nil {
+			fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
+			return 1
+		}
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for range hup {
+				if err := loadFile(p, *file); err != nil {
+					log.Error("reload failed; still serving the previous config", "err", err)
+				}
+			}
+		}()
+	}
 	err := p.Serve(ctx, dataplane.Listeners{
 		Origin: *origin, OriginTLS: *originTLS, CertDir: *certDir,
 		OriginCert: *cert, OriginKey: *key, Plain: *plain, Admin: *admin, OriginNetHTTP: *netHTTP,
 		Ready: func(b dataplane.Bound) {
 			log.Info("listening", "origin", b.Origin, "originTLS", b.OriginTLS, "plain", b.Plain, "admin", b.Admin, "originCA", b.OriginCA)
+			if ready != nil {
+				ready(b)
+			}
 		},
 	})
+	<-watchDone // Serve returns when ctx ends, or on a listener error before that
 	if err != nil {
 		fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
 		return 1
 	}
 	return 0
+}
+
+// checkProxySource says what is wrong with where the config comes from,
+// or "": exactly one of -config and -controller, and the watch flags
+// only with -controller.
+func checkProxySource(fs *flag.FlagSet, file, controller, tokenFile string) string {
+	switch {
+	case file == "" && controller == "":
+		return "-config is required unless -controller is given"
+	case file != "" && controller != "":
+		return "-config and -controller exclude each other"
+	case controller != "" && tokenFile == "":
+		return "-controller needs -token-file: the controller answers only proxies with its token"
+	}
+	if file != "" {
+		var stray []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "token-file", "ca-file", "client-cert", "client-key", "config-cache":
+				stray = append(stray, "-"+f.Name)
+			}
+		})
+		if len(stray) > 0 {
+			return fmt.Sprintf("%v only go with -controller", stray)
+		}
+	}
+	return ""
 }
 
 func loadFile(p *dataplane.Proxy, file string) error {

@@ -1,0 +1,282 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
+	"github.com/tunnelgate/tunnelgate/ctrl/controller"
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+// runController runs the Kubernetes controller: informers, translation,
+// status writes (when leading) and the config server proxies watch.
+func runController(args []string, stdout, stderr io.Writer) int {
+	fs := newFlagSet("controller", "watch the cluster, write Gateway API statuses and serve proxy configs", stderr)
+	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig `file` (default: in-cluster config)")
+	name := fs.String("controller-name", translate.DefaultControllerName, "GatewayClass controllerName to answer to")
+	debounce := fs.Duration("debounce", 100*time.Millisecond, "how long a change waits for others before a sync")
+	admin := fs.String("admin", ":9902", "admin listener (health, readiness, metrics, pprof); empty disables")
+	configListen := fs.String("config-listen", ":8081", "listener proxies watch for configs (GET /v1/config)")
+	tokenFile := fs.String("config-token-file", "", "`file` holding the bearer token proxies present (re-read when it changes; required)")
+	tlsCert := fs.String("config-tls-cert", "", "PEM certificate for the config listener (default: plain HTTP)")
+	tlsKey := fs.String("config-tls-key", "", "PEM key for -config-tls-cert")
+	leaderElect := fs.Bool("leader-elect", true, "elect one replica to write statuses (all replicas serve configs)")
+	leaseNS := fs.String("leader-election-namespace", envOr("POD_NAMESPACE", "tunnelgate-system"), "namespace of the leader Lease")
+	leaseName := fs.String("leader-election-name", "tunnelgate-controller", "name of the leader Lease")
+	identity := fs.String("identity", envOr("POD_NAME", hostname()), "this replica's name in the Lease")
+	address := fs.String("gateway-address", "", "address written on programmed Gateways' status (a hostname or an IP)")
+	qps := fs.Float64("kube-qps", 50, "API requests per second (status writes)")
+	burst := fs.Int("kube-burst", 100, "API request burst")
+	verbose := fs.Bool("v", false, "debug logging")
+	if code, done := parse(fs, args); done {
+		return code
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if *tokenFile == "" {
+		fmt.Fprintln(stderr, "tunnelgate controller: -config-token-file is required (proxies authenticate with it)")
+		return 2
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		fmt.Fprintln(stderr, "tunnelgate controller: -config-tls-cert and -config-tls-key go together")
+		return 2
+	}
+	// client-go logs through klog (leader election, informers): one log
+	// format for the whole process.
+	klog.SetSlogLogger(log)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := controllerMain(ctx, controllerFlags{
+		kubeconfig: *kubeconfig, name: *name, debounce: *debounce, admin: *admin,
+		configListen: *configListen, tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey,
+		leaderElect: *leaderElect, leaseNS: *leaseNS, leaseName: *leaseName, identity: *identity,
+		address: *address, qps: float32(*qps), burst: *burst,
+	}, log); err != nil {
+		fmt.Fprintf(stderr, "tunnelgate controller: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+type controllerFlags struct {
+	kubeconfig, name, admin, configListen, tokenFile, tlsCert, tlsKey string
+	leaseNS, leaseName, identity, address                             string
+	debounce                                                          time.Duration
+	leaderElect                                                       bool
+	qps                                                               float32
+	burst                                                             int
+}
+
+func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) error {
+	cfg, err := kubeConfig(f.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
+	cfg.UserAgent = "tunnelgate-controller/" + version
+	cfg.WarningHandler = apiWarnings{log}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	gw, err := gwclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+
+	meter, metrics, err := controller.MetricsEndpoint()
+	if err != nil {
+		return err
+	}
+	token := &fileToken{path: f.tokenFile, log: log}
+	if _, err := token.read(); err != nil {
+		return err
+	}
+	srv := configserver.New(configserver.Options{TokenFunc: token.get, Log: log, Meter: meter})
+
+	events := record.NewBroadcaster()
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	c, err := controller.New(controller.Options{
+		Kube: kube, Gateway: gw, Dynamic: dyn,
+		ControllerName: f.name, Debounce: f.debounce, Publisher: srv, Log: log,
+		Addresses: gatewayAddresses(f.address),
+		Events:    events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.RegisterMetrics(meter); err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, 4)
+	run := func(what string, fn func() error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
+				errc <- fmt.Errorf("%s: %w", what, err)
+			}
+		}()
+	}
+	ln, err := net.Listen("tcp", f.configListen)
+	if err != nil {
+		return fmt.Errorf("config listener: %w", err)
+	}
+	var tc *tls.Config
+	if f.tlsCert != "" {
+		if tc, err = configserver.TLSConfig(configserver.TLSFiles{CertFile: f.tlsCert, KeyFile: f.tlsKey}, log); err != nil {
+			ln.Close()
+			return err
+		}
+	}
+	log.Info("serving configs to proxies", "addr", ln.Addr().String(), "tls", tc != nil)
+	run("config server", func() error { return srv.Serve(ctx, ln, tc) })
+	if f.admin != "" {
+		aln, err := net.Listen("tcp", f.admin)
+		if err != nil {
+			return fmt.Errorf("admin listener: %w", err)
+		}
+		as := &http.Server{Handler: c.AdminHandler(metrics), ReadHeaderTimeout: 10 * time.Second}
+		log.Info("admin listener", "addr", aln.Addr().String())
+		run("admin", func() error { return as.Serve(aln) })
+		go func() { <-ctx.Done(); as.Close() }()
+	}
+	if f.leaderElect {
+		run("leader election", func() error {
+			return controller.RunLeaderElection(ctx, kube, controller.LeaderOptions{Namespace: f.leaseNS, Name: f.leaseName, Identity: f.identity}, c)
+		})
+	} else {
+		c.SetLeader(true)
+	}
+	run("controller", func() error { return c.Run(ctx) })
+
+	var first error
+	select {
+	case first = <-errc:
+		cancel()
+	case <-ctx.Done():
+	}
+	wg.Wait()
+	return first
+}
+
+// kubeConfig loads a kubeconfig file, or the in-cluster config.
+func kubeConfig(path string) (*rest.Config, error) {
+	if path != "" {
+		return clientcmd.BuildConfigFromFlags("", path)
+	}
+	cfg, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("no -kubeconfig and not in a cluster: %w", err)
+	}
+	return cfg, nil
+}
+
+// gatewayAddresses turns -gateway-address into status addresses.
+func gatewayAddresses(a string) []gwv1.GatewayStatusAddress {
+	if a == "" {
+		return nil
+	}
+	t := gwv1.HostnameAddressType
+	if net.ParseIP(a) != nil {
+		t = gwv1.IPAddressType
+	}
+	return []gwv1.GatewayStatusAddress{{Type: &t, Value: a}}
+}
+
+// fileToken reads the bearer token from a file, again when the file
+// changes (a mounted Secret is updated in place by the kubelet).
+type fileToken struct {
+	path string
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	token   string
+	modTime time.Time
+}
+
+func (t *fileToken) read() (string, error) {
+	b, err := os.ReadFile(t.path)
+	if err != nil {
+		return "", fmt.Errorf("config token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if tok == "" {
+		return "", fmt.Errorf("config token file %s is empty", t.path)
+	}
+	return tok, nil
+}
+
+// get is configserver's TokenFunc: the file's token, re-read when its
+// modification time moves; the last good token when it cannot be read.
+func (t *fileToken) get() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st, err := os.Stat(t.path)
+	if err == nil && !st.ModTime().Equal(t.modTime) {
+		if tok, err := t.read(); err == nil {
+			t.token, t.modTime = tok, st.ModTime()
+		} else {
+			t.log.Error("config token unreadable; keeping the previous one", "err", err)
+		}
+	}
+	return t.token
+}
+
+// apiWarnings logs the API server's warnings at debug level: the one we
+// always get is for the GatewayClass finalizer's name, which the Gateway
+// API spec chose.
+type apiWarnings struct{ log *slog.Logger }
+
+func (w apiWarnings) HandleWarningHeader(code int, agent, text string) {
+	w.log.Debug("API server warning", "code", code, "text", text)
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}
+
+func hostname() string {
+	h, _ := os.Hostname()
+	return h
+}

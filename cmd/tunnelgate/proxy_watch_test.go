@@ -1,0 +1,151 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+func TestProxyCommandConfigSource(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"proxy"}, "-config is required unless -controller is given"},
+		{[]string{"proxy", "-config", "c.json", "-controller", "http://127.0.0.1:1"}, "exclude each other"},
+		{[]string{"proxy", "--controller", "http://127.0.0.1:1"}, "-controller needs -token-file"},
+		{[]string{"proxy", "-config", "c.json", "-token-file", "t"}, "[-token-file] only go with -controller"},
+		{[]string{"proxy", "-config", "c.json", "-config-cache", "x", "-ca-file", "y"}, "only go with -controller"},
+		{[]string{"proxy", "-controller", "ftp://x", "-token-file", filepath.Join(dir, "t")}, "want http:// or https://"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(c.args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, code, stderr.String(), c.want)
+		}
+	}
+}
+
+// syncBuffer is a log sink several goroutines write to.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// runProxyCommand runs "tunnelgate proxy args..." on loopback until the
+// returned stop is called; stop returns the exit code.
+func runProxyCommand(t *testing.T, args ...string) (dataplane.Bound, func() int, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan dataplane.Bound, 1)
+	exit := make(chan int, 1)
+	stderr := &syncBuffer{}
+	args = append([]string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, args...)
+	go func() { exit <- proxyMain(ctx, args, stderr, func(b dataplane.Bound) { ready <- b }) }()
+	var b dataplane.Bound
+	select {
+	case b = <-ready:
+	case code := <-exit:
+		t.Fatalf("proxy exited %d:\n%s", code, stderr)
+	}
+	stop := sync.OnceValue(func() int { cancel(); return <-exit })
+	t.Cleanup(func() { stop() })
+	return b, stop, stderr
+}
+
+// waitGet polls url until it answers want, failing after 10 s.
+func waitGet(t *testing.T, url, host, want string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Host = host
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			b, _ := io.ReadAll(res.Body)
+			res.Body.Close()
+			last = res.Status + " " + string(b)
+			if res.StatusCode == 200 && string(b) == want {
+				return
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s (Host %s) never answered %q; last %q", url, host, want, last)
+}
+
+// The proxy command fed by a controller, then restarted with the
+// controller gone: it serves from its cache file.
+func TestProxyCommandWatchesTheController(t *testing.T) {
+	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "backend") }))
+	defer backend.Close()
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "token")
+	if err := os.WriteFile(tokenFile, []byte("tok\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cache := filepath.Join(dir, "cache.json")
+
+	srv := configserver.New(configserver.Options{Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	srv.Publish(&dataplane.Config{
+		Schema:    dataplane.SchemaVersion,
+		Listeners: []dataplane.Listener{{Name: "l"}},
+		Routes: []dataplane.Route{{Namespace: "n", Name: "r", Listeners: []string{"l"},
+			Rules: []dataplane.Rule{{Backends: []dataplane.BackendRef{{Cluster: "c", Weight: 1}}}}}},
+		Clusters: []dataplane.Cluster{{Name: "c", Endpoints: []dataplane.Endpoint{{Address: backend.Listener.Addr().String()}}}},
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln, nil) }()
+	controller := "http://" + ln.Addr().String()
+
+	b, stop, stderr := runProxyCommand(t, "-controller", controller, "-token-file", tokenFile, "-config-cache", cache)
+	waitGet(t, "http://"+b.Origin+"/", "app.example", "backend")
+	waitGet(t, "http://"+b.Admin+"/readyz", "", "ok\n")
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+
+	// The controller is gone; the cache serves.
+	b, stop, stderr = runProxyCommand(t, "-controller", controller, "-token-file", tokenFile, "-config-cache", cache)
+	waitGet(t, "http://"+b.Origin+"/", "app.example", "backend")
+	if code := stop(); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr.String(), "serving the cached config") {
+		t.Errorf("the log does not say the cache is served:\n%s", stderr)
+	}
+}

@@ -1,0 +1,36 @@
+// Package configserver hands the data-plane config to the proxies.
+//
+// The controller publishes every translation (Publish); each proxy
+// watches with a long poll, GET /v1/config?version=V&wait=D. A request
+// whose V differs from the published version is answered at once with
+// the whole config; one that has it already is held until a new version
+// is published, the wait ends (304 Not Modified) or the proxy goes away.
+// So a proxy learns of a change as soon as it is published, and an idle
+// proxy costs one parked request per wait, not a poll a second.
+//
+// Every controller replica runs a Server and publishes its own
+// translations, which are the same for the same cluster state, so any
+// replica can answer any proxy: a new proxy gets its config on connect
+// and a leader election interrupts nothing. Before the first Publish a
+// request waits as if its version were current, and ends in 304.
+//
+// Cost. At 5,000 routes the config is megabytes of JSON and the
+// controller publishes after every translation, mostly endpoint changes.
+// Publish therefore encodes only what it cannot tell is unchanged:
+// translate's outputs are read-only, a translation that did not touch
+// routes shares the previous Routes slice, and one that changed a route
+// or cluster shares every other one's slices. So a slice seen before is skipped, and
+// in a new one each element that is (by identity) the one at its place
+// last time reuses its JSON and hash; an endpoint change costs one
+// cluster's JSON and a pass of comparisons. The document of a version is
+// assembled once and gzipped once, by the first request for it, and every
+// watcher is sent the same bytes.
+//
+// Files: server.go (options, the long poll), publish.go (Publish and the
+// hashes), encode.go (JSON reused element by element), document.go (a
+// published version's bytes), negotiate.go (Accept-Encoding), auth.go
+// (bearer tokens), tls.go (certificates from files), serve.go (a
+// listener with shutdown), metrics.go. The proxy's side, and the names
+// both sides share, are in dataplane/configwatch; the protocol is
+// described for users in docs/config-distribution.md.
+package configserver

@@ -1,0 +1,220 @@
+package configserver
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+)
+
+// DefaultMaxWait is how long a request is held when Options.MaxWait is
+// zero: under the idle timeouts of common load balancers and meshes
+// (often 60 s or more), so a parked request is not cut by something in
+// between, and long enough that idle proxies cost next to nothing.
+const DefaultMaxWait = 55 * time.Second
+
+// Options configure a Server.
+type Options struct {
+	// Token is the bearer token proxies must present.
+	Token string
+	// TokenFunc, when set, is asked for the token on every request
+	// instead of Token, so a rotated Secret takes effect without a
+	// restart. An empty token refuses every request: the config holds
+	// session secrets and TLS keys, so there is no unauthenticated mode.
+	TokenFunc func() string
+	// MaxWait caps how long a request is held; default DefaultMaxWait.
+	// A proxy may ask for less with the wait parameter.
+	MaxWait time.Duration
+	// Log receives publishes and refused requests; default slog.Default().
+	Log *slog.Logger
+	// Meter records the metrics in metrics.go; default none.
+	Meter metric.Meter
+}
+
+// Server serves published configs to proxies. Its methods are safe for
+// concurrent use.
+type Server struct {
+	log     *slog.Logger
+	token   func() string
+	maxWait time.Duration
+	m       instruments
+	authLog rateLimit
+
+	// pubMu serialises Publish; the encode cache is only touched under it.
+	pubMu sync.Mutex
+	cache encodeCache
+
+	// mu guards doc and changed. Handlers take it for an instant to read
+	// both; Publish to replace them.
+	mu  sync.Mutex
+	doc *document // nil before the first Publish
+	// changed is closed when doc is replaced, waking every held request;
+	// a new channel takes its place.
+	changed chan struct{}
+
+	drainOnce sync.Once
+	drained   chan struct{}
+}
+
+// New returns a server with nothing published yet.
+func New(opts Options) *Server {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	if opts.MaxWait <= 0 {
+		opts.MaxWait = DefaultMaxWait
+	}
+	token := opts.TokenFunc
+	if token == nil {
+		static := opts.Token
+		token = func() string { return static }
+	}
+	if token() == "" {
+		opts.Log.Warn("config server has no token: every proxy request will be refused")
+	}
+	return &Server{
+		log:     opts.Log,
+		token:   token,
+		maxWait: opts.MaxWait,
+		m:       newInstruments(opts.Meter, opts.Log),
+		changed: make(chan struct{}),
+		drained: make(chan struct{}),
+	}
+}
+
+// Version is the version last published, "" before the first Publish.
+func (s *Server) Version() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.doc == nil {
+		return ""
+	}
+	return s.doc.version
+}
+
+// Drain answers every held request at once (304 when nothing changed),
+// and from then on answers without holding. Call it before
+// http.Server.Shutdown, which otherwise waits for parked long polls to
+// end; proxies ask again at once, reaching another replica.
+func (s *Server) Drain() {
+	s.drainOnce.Do(func() { close(s.drained) })
+}
+
+// Handler serves GET (and HEAD) /v1/config. Other paths answer 404 and
+// other methods 405 with Allow (RFC 9110 §15.5.6), by http.ServeMux.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+configwatch.Path, s.serveConfig)
+	return mux
+}
+
+func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	// The config carries session secrets and TLS keys: no cache may keep
+	// it (RFC 9111 §5.2.2.5). A 304 carries the fields a 200 would
+	// (RFC 9110 §15.4.5), so these are set before either.
+	h.Set("Cache-Control", "no-store")
+	h.Set("Vary", "Accept-Encoding")
+
+	if ok, presented := s.authorized(r); !ok {
+		s.refuse(w, r, presented)
+		return
+	}
+	q := r.URL.Query()
+	have := q.Get(configwatch.ParamVersion)
+	wait := s.maxWait
+	if v := q.Get(configwatch.ParamWait); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			s.m.request(r.Context(), resultBadRequest)
+			http.Error(w, "wait must be a non-negative duration such as 30s", http.StatusBadRequest)
+			return
+		}
+		wait = min(wait, d)
+	}
+
+	doc, res := s.await(r.Context(), have, wait)
+	s.m.request(r.Context(), res)
+	switch res {
+	case resultCanceled:
+		// The proxy went away; nobody reads an answer.
+	case resultNotModified:
+		if doc != nil {
+			h.Set("ETag", configwatch.ETag(doc.version))
+		}
+		w.WriteHeader(http.StatusNotModified)
+	case resultChanged:
+		h.Set("ETag", configwatch.ETag(doc.version))
+		h.Set("Content-Type", "application/json")
+		if acceptsGzip(r.Header.Values("Accept-Encoding")) {
+			gz := doc.gzipped()
+			h.Set("Content-Encoding", "gzip")
+			h.Set("Content-Length", strconv.Itoa(len(gz)))
+			w.WriteHeader(http.StatusOK)
+			w.Write(gz)
+			return
+		}
+		body := doc.bytes()
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+		w.WriteHeader(http.StatusOK)
+		w.Write(body) // an error is a proxy gone; it will ask again
+	}
+}
+
+// await returns the document to send for a request that has version
+// have: at once when the published version differs, else when one is
+// published within wait (resultChanged); at the end of the wait, or when
+// draining, the current document, if any, for its ETag
+// (resultNotModified); nothing when the request's context ends first
+// (resultCanceled).
+func (s *Server) await(ctx context.Context, have string, wait time.Duration) (*document, result) {
+	s.mu.Lock()
+	doc, changed := s.doc, s.changed
+	s.mu.Unlock()
+	if doc != nil && doc.version != have {
+		return doc, resultChanged
+	}
+	select {
+	case <-s.drained:
+		return doc, resultNotModified
+	default:
+	}
+	if wait <= 0 {
+		return doc, resultNotModified
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	s.m.watching(ctx, 1)
+	defer s.m.watching(ctx, -1)
+	for {
+		select {
+		case <-changed:
+		case <-timer.C:
+			return s.current(), resultNotModified
+		case <-s.drained:
+			return s.current(), resultNotModified
+		case <-ctx.Done():
+			return nil, resultCanceled
+		}
+		s.mu.Lock()
+		doc, changed = s.doc, s.changed
+		s.mu.Unlock()
+		// A publish that went back to the version the proxy has (A, B,
+		// A within one wait) is no change for it: keep waiting.
+		if doc != nil && doc.version != have {
+			return doc, resultChanged
+		}
+	}
+}
+
+func (s *Server) current() *document {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.doc
+}

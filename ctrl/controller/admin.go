@@ -1,0 +1,101 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/pprof"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/otlptranslator"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// AdminHandler serves the controller's admin listener: /healthz (the
+// process is up), /readyz (caches synced and a config published),
+// /metrics (the handler from MetricsEndpoint, when given) and
+// /debug/pprof/.
+func (c *Controller) AdminHandler(metrics http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if !c.Ready() {
+			http.Error(w, "caches not synced or no config published yet", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	return mux
+}
+
+// MetricsEndpoint returns a meter and the Prometheus text handler that
+// serves its instruments, with a registry and provider of their own
+// (nothing global). The controller and the config server beside it
+// register on the same meter.
+func MetricsEndpoint() (metric.Meter, http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(otelprom.WithRegisterer(reg),
+		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
+		otelprom.WithoutTargetInfo(), otelprom.WithoutScopeInfo())
+	if err != nil {
+		return nil, nil, fmt.Errorf("prometheus exporter: %w", err)
+	}
+	m := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp)).Meter("github.com/tunnelgate/tunnelgate/ctrl/controller")
+	return m, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
+}
+
+// RegisterMetrics adds the controller's instruments to m. They are
+// asynchronous: they read Stats at scrape time, and the worker only bumps
+// atomics.
+func (c *Controller) RegisterMetrics(m metric.Meter) error {
+	var errs []error
+	counter := func(name, unit, desc string, read func() int64) {
+		_, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error { o.Observe(read()); return nil }))
+		errs = append(errs, err)
+	}
+	gauge := func(name, unit, desc string, read func() int64) {
+		_, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error { o.Observe(read()); return nil }))
+		errs = append(errs, err)
+	}
+	fgauge := func(name, unit, desc string, read func() float64) {
+		_, err := m.Float64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc),
+			metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error { o.Observe(read()); return nil }))
+		errs = append(errs, err)
+	}
+	fcounter := func(name, unit, desc string, read func() float64) {
+		_, err := m.Float64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc),
+			metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error { o.Observe(read()); return nil }))
+		errs = append(errs, err)
+	}
+	s := &c.Stats
+	counter("tunnelgate.controller.syncs", "{sync}", "Translations run (every change, debounced).", s.Syncs.Load)
+	counter("tunnelgate.controller.sync.errors", "{sync}", "Syncs whose status writes failed (retried with backoff).", s.SyncErrors.Load)
+	fcounter("tunnelgate.controller.sync.duration", "s", "Time spent in syncs; divide by syncs for the mean.",
+		func() float64 { return float64(s.SyncNanos.Load()) / 1e9 })
+	fgauge("tunnelgate.controller.sync.last.duration", "s", "Duration of the last sync.",
+		func() float64 { return float64(s.LastSyncNanos.Load()) / 1e9 })
+	counter("tunnelgate.controller.status.writes", "{write}", "Status and finalizer writes made (only changed statuses are written).", s.StatusWrites.Load)
+	counter("tunnelgate.controller.events", "{event}", "Kubernetes events recorded.", s.EventsRecorded.Load)
+	gauge("tunnelgate.controller.queue.depth", "{sync}", "Syncs waiting in the queue.", func() int64 { return int64(c.queue.Len()) })
+	gauge("tunnelgate.controller.leader", "", "1 when this replica leads (writes statuses), else 0.", func() int64 {
+		if c.Leader() {
+			return 1
+		}
+		return 0
+	})
+	return errors.Join(errs...)
+}

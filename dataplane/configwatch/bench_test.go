@@ -1,0 +1,73 @@
+package configwatch
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// benchDocument is a document of routes routes, one three-endpoint
+// cluster each (the shape of ctrl/configserver's benchmark), whose
+// cluster 0 has endpoint port.
+func benchDocument(routes, port int) *Document {
+	cfg := dataplane.Config{Schema: dataplane.SchemaVersion, Version: fmt.Sprint("v", port)}
+	for g := range 50 {
+		cfg.Listeners = append(cfg.Listeners, dataplane.Listener{Name: fmt.Sprintf("gw-%d", g), Hostname: fmt.Sprintf("*.g%d.example.com", g)})
+	}
+	for r := range routes {
+		name := fmt.Sprintf("team-%d/app-%d:80", r%100, r)
+		cfg.Routes = append(cfg.Routes, dataplane.Route{
+			Namespace: fmt.Sprintf("team-%d", r%100), Name: fmt.Sprintf("app-%d", r), Created: time.Unix(int64(r), 0),
+			Listeners: []string{fmt.Sprintf("gw-%d", r%50)}, Hostnames: []string{fmt.Sprintf("app-%d.g%d.example.com", r, r%50)},
+			Rules: []dataplane.Rule{
+				{Matches: []dataplane.Match{{Path: &dataplane.PathMatch{Type: dataplane.PathPrefix, Value: "/api"},
+					Headers: []dataplane.ValueMatch{{Name: "x-canary", Value: "1"}}}},
+					Backends: []dataplane.BackendRef{{Cluster: name, Weight: 1}}},
+				{Backends: []dataplane.BackendRef{{Cluster: name, Weight: 1}}},
+			},
+		})
+		c := dataplane.Cluster{Name: name}
+		for e := range 3 {
+			c.Endpoints = append(c.Endpoints, dataplane.Endpoint{Address: fmt.Sprintf("10.%d.%d.%d:8080", 1+r/65000, (r/250)%256, 1+e+(r%250))})
+		}
+		cfg.Clusters = append(cfg.Clusters, c)
+	}
+	cfg.Clusters[0].Endpoints = slices.Clone(cfg.Clusters[0].Endpoints)
+	cfg.Clusters[0].Endpoints[0].Address = fmt.Sprintf("10.255.0.1:%d", port)
+	return &Document{Version: cfg.Version, RoutesHash: "routes", ClustersHash: cfg.Version, Config: cfg}
+}
+
+// BenchmarkApply is the proxy's side of an endpoint change at 5,000
+// routes: a document whose routes hash is the one served, applied with
+// UpdateCluster (clusters), against the same document loaded whole
+// (full), which is what a proxy without the hashes would do.
+func BenchmarkApply(b *testing.B) {
+	docs := [2]*Document{benchDocument(5000, 1), benchDocument(5000, 2)}
+	for _, mode := range []string{"clusters", "full"} {
+		b.Run("routes=5000/"+mode, func(b *testing.B) {
+			p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			defer p.Close()
+			c := &Client{p: p, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			if _, err := c.apply(docs[1]); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if mode == "full" {
+					c.routesHash = "" // as if the hashes said nothing
+				}
+				kind, err := c.apply(docs[i&1])
+				if err != nil || (kind == LoadClusters) != (mode == "clusters") {
+					b.Fatalf("apply: %v, %v", kind, err)
+				}
+				i++
+			}
+		})
+	}
+}

@@ -1,0 +1,264 @@
+package configwatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// Defaults of Options.
+const (
+	// DefaultWait is the wait asked of the server, the same as the
+	// server's own cap (configserver.DefaultMaxWait).
+	DefaultWait = 55 * time.Second
+	// DefaultMinBackoff and DefaultMaxBackoff bound the pause after a
+	// failed request; it doubles from the first to the second.
+	DefaultMinBackoff = 500 * time.Millisecond
+	DefaultMaxBackoff = 30 * time.Second
+)
+
+// Options configure a Client. URL is required.
+type Options struct {
+	// URL is the controller's base URL, http:// or https://, e.g.
+	// https://tunnelgate-controller.tunnelgate-system.svc:9443; Path is
+	// appended.
+	URL string
+	// TokenFile holds the bearer token (a mounted Secret); it is read
+	// for every request. Empty sends no token, which a configserver
+	// refuses.
+	TokenFile string
+	// CAFile verifies the controller's certificate (default: the system
+	// roots). CertFile and KeyFile are the proxy's client certificate,
+	// for a controller that requires one. All are read for every
+	// request, so rotated files take effect without a restart.
+	CAFile, CertFile, KeyFile string
+	// CacheFile, when set, keeps the last applied document; Run loads it
+	// before asking the controller.
+	CacheFile string
+	// Wait is how long the server is asked to hold a request; default
+	// DefaultWait.
+	Wait time.Duration
+	// MinBackoff and MaxBackoff bound the pause after a failure;
+	// defaults DefaultMinBackoff and DefaultMaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
+	// Log receives what the client does; default slog.Default().
+	Log *slog.Logger
+}
+
+// transferAllowance is added to Wait for a request's deadline: the time
+// to send a document of megabytes once the server stops holding. A
+// server that vanished without closing the connection is noticed then.
+const transferAllowance = 15 * time.Second
+
+// Client keeps a proxy's config in step with the controller's.
+type Client struct {
+	p     *dataplane.Proxy
+	opts  Options
+	base  string // URL with Path, without query
+	log   *slog.Logger
+	stats Stats
+	tr    transport
+
+	// Only Run's goroutine touches these.
+	asked      string // the version sent: the last one applied or refused
+	served     string // the version this client made the proxy serve
+	routesHash string // the RoutesHash of served
+	// clusters are the proxy's cluster definitions, as of the last full
+	// load plus the updates since: comparing against them costs a map
+	// lookup per cluster, where asking the proxy would copy them all.
+	clusters map[string]dataplane.Cluster
+}
+
+// New returns a client that will keep p in step with the controller at
+// opts.URL once Run is called.
+func New(p *dataplane.Proxy, opts Options) (*Client, error) {
+	u, err := url.Parse(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("controller URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("controller URL %q: want http:// or https:// with a host and no query, such as https://tunnelgate-controller:9443", opts.URL)
+	}
+	if (opts.CertFile == "") != (opts.KeyFile == "") {
+		return nil, errors.New("a client certificate needs both a certificate and a key file")
+	}
+	if opts.Wait <= 0 {
+		opts.Wait = DefaultWait
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = DefaultMinBackoff
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = DefaultMaxBackoff
+	}
+	opts.MaxBackoff = max(opts.MaxBackoff, opts.MinBackoff)
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	return &Client{
+		p:    p,
+		opts: opts,
+		base: strings.TrimSuffix(u.String(), "/") + Path,
+		log:  opts.Log,
+	}, nil
+}
+
+// Stats are the client's counters, also exported by RegisterMetrics.
+func (c *Client) Stats() *Stats { return &c.stats }
+
+// Run loads the cache file, if any and the proxy has no config yet, then
+// watches the controller until ctx ends. It returns nil then: every
+// failure is retried, since the proxy keeps serving meanwhile.
+func (c *Client) Run(ctx context.Context) error {
+	if c.opts.CacheFile != "" && !c.p.Ready() {
+		c.loadCache()
+	}
+	failures := 0
+	for ctx.Err() == nil {
+		pause, err := c.poll(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if err != nil {
+			failures++
+			pause = max(pause, backoff(failures, c.opts.MinBackoff, c.opts.MaxBackoff))
+			c.log.Warn("config watch failed; still serving the current config", "err", err,
+				"failures", failures, "retryIn", pause.Round(time.Millisecond), "version", c.p.Version())
+		} else if failures > 0 {
+			c.log.Info("config watch: controller answering again", "after", failures)
+			failures = 0
+		}
+		if pause > 0 {
+			t := time.NewTimer(pause)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+			}
+		}
+	}
+	return nil
+}
+
+// poll makes one request and acts on the answer. It returns how long to
+// pause before the next, and an error when the next should back off.
+func (c *Client) poll(ctx context.Context) (time.Duration, error) {
+	token, err := readToken(c.opts.TokenFile)
+	if err != nil {
+		c.stats.fail(FailToken)
+		return 0, err
+	}
+	hc, err := c.tr.client(&c.opts)
+	if err != nil {
+		c.stats.fail(FailTLSFiles)
+		return 0, err
+	}
+	q := url.Values{ParamVersion: {c.asked}, ParamWait: {c.opts.Wait.String()}}
+	rctx, cancel := context.WithTimeout(ctx, c.opts.Wait+transferAllowance)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodGet, c.base+"?"+q.Encode(), nil)
+	if err != nil {
+		return 0, err // New checked the URL
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token) // RFC 6750 §2.1
+	}
+	req.Header.Set("User-Agent", "tunnelgate-proxy")
+	// Accept-Encoding: gzip is added, and the answer decompressed, by
+	// net/http's Transport.
+	start := time.Now()
+	c.stats.Requests.Add(1)
+	res, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return 0, nil // Run is ending, not a failure
+		}
+		c.stats.fail(FailUnreachable)
+		return 0, fmt.Errorf("asking %s: %w", c.base, err)
+	}
+	defer res.Body.Close()
+
+	switch res.StatusCode {
+	case http.StatusNotModified:
+		c.stats.success()
+		// A server answers 304 at once only when it shuts down (or
+		// when asked to wait 0); one that always did would otherwise be
+		// asked in a tight loop. So a 304 faster than MinBackoff is
+		// followed by a pause to MinBackoff.
+		if took := time.Since(start); took < c.opts.MinBackoff {
+			return c.opts.MinBackoff - took, nil
+		}
+		return 0, nil
+	case http.StatusOK:
+		return 0, c.receive(ctx, res)
+	case http.StatusUnauthorized:
+		c.stats.fail(FailUnauthorized)
+		return 0, fmt.Errorf("the controller refused the token from %q (401 %s); is it the controller's current token?",
+			c.opts.TokenFile, res.Header.Get("WWW-Authenticate"))
+	default:
+		c.stats.fail(FailBadAnswer)
+		snippet, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		return 0, fmt.Errorf("the controller answered %s: %q", res.Status, snippet)
+	}
+}
+
+// receive reads a 200 answer and applies its document.
+func (c *Client) receive(ctx context.Context, res *http.Response) error {
+	body, err := io.ReadAll(io.LimitReader(res.Body, maxDocument+1))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil // Run is ending, not a failure
+		}
+		c.stats.fail(FailUnreachable)
+		return fmt.Errorf("reading the config from %s: %w", c.base, err)
+	}
+	doc, err := DecodeDocument(body)
+	if err != nil {
+		c.stats.fail(FailBadAnswer)
+		// Ask with the version it was, if the server named it, so the
+		// next answer is a new version and not these bytes again.
+		if v := VersionFromETag(res.Header.Get("ETag")); v != "" {
+			c.asked = v
+		}
+		return err
+	}
+	if doc.Version == c.asked {
+		c.stats.fail(FailBadAnswer)
+		return fmt.Errorf("the controller answered with version %s, which the proxy said it has", doc.Version)
+	}
+	c.stats.success()
+	c.accept(doc, body)
+	return nil
+}
+
+// accept applies doc and remembers that it was offered, whether the
+// proxy took it or not: the next request asks with its version, so a
+// refused config is not sent again, and the server holds the request
+// until the next one.
+func (c *Client) accept(doc *Document, raw []byte) {
+	c.asked = doc.Version
+	kind, err := c.apply(doc)
+	if err != nil {
+		c.stats.fail(FailRejected)
+		c.log.Error("config refused; still serving the previous one until the controller publishes another",
+			"refused", doc.Version, "serving", c.p.Version(), "err", err)
+		return
+	}
+	c.stats.Loads[kind].Add(1)
+	c.log.Info("config applied", "version", doc.Version, "how", loadKindNames[kind],
+		"routes", len(doc.Config.Routes), "clusters", len(doc.Config.Clusters))
+	if c.opts.CacheFile != "" {
+		if err := writeFileAtomic(c.opts.CacheFile, raw); err != nil {
+			c.stats.fail(FailCache)
+			c.log.Warn("config cache not written; a restart will wait for the controller", "err", err)
+		}
+	}
+}

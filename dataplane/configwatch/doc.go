@@ -1,0 +1,36 @@
+// Package configwatch keeps a proxy's config in step with the
+// controller's, and defines what the two say to each other.
+//
+// The controller (ctrl/configserver) serves the config at GET /v1/config.
+// A Client long-polls it: it sends the version it has, the server holds
+// the request until a different version is published (200 with the
+// Document) or the wait ends (304), and the client asks again at once.
+// So a change reaches every proxy as soon as it is published, and an idle
+// proxy costs the controller one held request a minute.
+//
+// Applying a document costs what changed. Its RoutesHash covers
+// everything the router compiles; when it equals the hash of the config
+// the proxy serves, only the clusters whose definition differs are
+// replaced, with Proxy.UpdateCluster, and routes are not recompiled: an
+// endpoint change at 5,000 routes replaces one endpoint set. Otherwise the
+// document goes to Proxy.Load, which checks it whole.
+//
+// When the controller cannot be reached, or answers with something the
+// proxy cannot use, the proxy keeps serving its last good config and
+// tries again after an exponential backoff with jitter (500 ms doubling
+// to 30 s), so a fleet of proxies does not hammer a controller coming
+// back. A config the proxy refuses is logged and counted, and the client
+// asks again with that version, so the server holds it until the next
+// one: no retry loop on a config that cannot work.
+//
+// With a cache file, every document applied is written there
+// atomically, and Run loads it before asking the controller: a restarted
+// proxy serves its last config at once, before (or without) the
+// controller. The token, CA and client-certificate files are read for
+// each request, so a rotated Secret takes effect without a restart.
+//
+// Files: protocol.go (the wire names and Document), client.go (options
+// and the poll loop), apply.go (full load or clusters only), cache.go
+// (the cache file), transport.go (token and TLS from files), backoff.go,
+// metrics.go.
+package configwatch

@@ -1,0 +1,101 @@
+package configwatch
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+)
+
+// The protocol both ends speak. The controller's side is
+// ctrl/configserver; it imports these names so the two cannot drift.
+const (
+	// Path is where the controller serves the config.
+	Path = "/v1/config"
+	// ParamVersion is the query parameter carrying the version the proxy
+	// has ("" or absent: none). The server answers at once when its
+	// version differs, and otherwise holds the request.
+	ParamVersion = "version"
+	// ParamWait is the query parameter bounding how long the server may
+	// hold the request, as a Go duration ("30s"). The server caps it.
+	ParamWait = "wait"
+)
+
+// Document is what GET /v1/config answers with (JSON, schema of the
+// config inside: dataplane.SchemaVersion), and what the proxy keeps in its
+// cache file.
+//
+// The two hashes let a proxy recompile only what changed. RoutesHash
+// covers everything the router compiles: the schema, listeners, routes,
+// session secret and the set of cluster names (a cluster added or removed
+// changes the slots routes resolve to). ClustersHash covers the clusters'
+// definitions. Version is a hash of both. A proxy already serving
+// RoutesHash applies the new clusters with Proxy.UpdateCluster and never
+// recompiles the router for an endpoint change.
+type Document struct {
+	Version      string           `json:"version"`
+	RoutesHash   string           `json:"routesHash"`
+	ClustersHash string           `json:"clustersHash"`
+	Config       dataplane.Config `json:"config"`
+}
+
+// maxDocument bounds a document (after decompression) so that a broken or
+// hostile server cannot make the proxy allocate without limit. A config
+// of 5,000 routes is about 3 MB.
+const maxDocument = 256 << 20
+
+// DecodeDocument reads a document strictly, as dataplane.DecodeConfig
+// reads a config: an unknown field is an error, since a field this proxy
+// does not know is a setting it would silently ignore. The config inside
+// must carry the document's version, so the proxy reports the version the
+// controller named.
+func DecodeDocument(b []byte) (*Document, error) {
+	if len(b) > maxDocument {
+		return nil, fmt.Errorf("decoding config document: %d bytes is over the limit of %d", len(b), maxDocument)
+	}
+	var doc Document
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("decoding config document: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("decoding config document: data after the JSON object")
+	}
+	var missing []string
+	for _, f := range []struct{ name, v string }{{"version", doc.Version}, {"routesHash", doc.RoutesHash}, {"clustersHash", doc.ClustersHash}} {
+		if f.v == "" {
+			missing = append(missing, f.name)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("decoding config document: %s missing", strings.Join(missing, ", "))
+	}
+	if doc.Config.Version != doc.Version {
+		return nil, fmt.Errorf("decoding config document: config version %q differs from the document's %q", doc.Config.Version, doc.Version)
+	}
+	return &doc, nil
+}
+
+// ETag is the entity tag the server sends with a version (RFC 9110
+// §8.8.3). It is weak because the gzip and identity encodings of one
+// version are different bytes that mean the same config, which is what
+// a weak validator says (RFC 9110 §8.8.1).
+func ETag(version string) string { return `W/"` + version + `"` }
+
+// VersionFromETag is the version an ETag header names, or "" when it is
+// not one ETag made.
+func VersionFromETag(etag string) string {
+	v, ok := strings.CutPrefix(etag, `W/"`)
+	if !ok {
+		return ""
+	}
+	v, ok = strings.CutSuffix(v, `"`)
+	if !ok || strings.ContainsAny(v, `"`) {
+		return ""
+	}
+	return v
+}
