@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/tunnelgate/tunnelgate/test/kubeenv"
+)
+
+// The controller command, against a real API server: it accepts our
+// GatewayClass, reports ready, serves metrics, and serves the config only
+// to a proxy with the token.
+func TestControllerCommand(t *testing.T) {
+	env := kubeenv.StartT(t, kubeenv.Options{})
+	ctx := context.Background()
+	if err := env.Apply(ctx, []byte(`
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: cmd}
+spec: {controllerName: tunnelgate.dev/controller}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	configAddr, adminAddr := freePort(t), freePort(t)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- controllerMain(ctx, controllerFlags{kubeconfig: env.Kubeconfig(), name: "tunnelgate.dev/controller",
+			debounce: 10 * time.Millisecond, admin: adminAddr, configListen: configAddr, tokenFile: token,
+			leaderElect: true, leaseNS: "default", leaseName: "tunnelgate-cmd", identity: "test", qps: 50, burst: 100},
+			testLogger())
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	}()
+
+	gw, err := gwclient.NewForConfig(rest.CopyConfig(env.Config))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the GatewayClass accepted", func() bool {
+		gc, err := gw.GatewayV1().GatewayClasses().Get(ctx, "cmd", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range gc.Status.Conditions {
+			if c.Type == "Accepted" && c.Status == metav1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, "ready", func() bool { code, _ := fetch("http://"+adminAddr+"/readyz", ""); return code == 200 })
+	if code, body := fetch("http://"+adminAddr+"/metrics", ""); code != 200 || !strings.Contains(body, "tunnelgate_controller_syncs_total") ||
+		!strings.Contains(body, "tunnelgate_controller_leader 1") {
+		t.Errorf("metrics: %d\n%s", code, body)
+	}
+	if code, _ := fetch("http://"+configAddr+"/v1/config", "wrong"); code != http.StatusUnauthorized {
+		t.Errorf("config with a wrong token: %d, want 401", code)
+	}
+	if code, body := fetch("http://"+configAddr+"/v1/config", "s3cret"); code != 200 || !strings.Contains(body, `"schema"`) {
+		t.Errorf("config with the token: %d %.200s", code, body)
+	}
+}
+
+func fetch(url, token string) (int, string) {
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("TUNNELGATE_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.DiscardHandler)
+}

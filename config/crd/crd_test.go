@@ -1,0 +1,256 @@
+package crd
+
+import (
+	"bytes"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+)
+
+// crdDoc is the part of a CRD these tests read.
+type crdDoc struct {
+	Kind     string `json:"kind"`
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Group string `json:"group"`
+		Names struct {
+			Kind   string `json:"kind"`
+			Plural string `json:"plural"`
+		} `json:"names"`
+		Scope    string `json:"scope"`
+		Versions []struct {
+			Name         string         `json:"name"`
+			Served       bool           `json:"served"`
+			Storage      bool           `json:"storage"`
+			Subresources map[string]any `json:"subresources"`
+			Schema       struct {
+				OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
+			} `json:"schema"`
+		} `json:"versions"`
+	} `json:"spec"`
+}
+
+func loadCRDs(t *testing.T) map[string]crdDoc {
+	t.Helper()
+	out := map[string]crdDoc{}
+	for doc := range bytes.SplitSeq(YAML(), []byte("\n---\n")) {
+		doc = bytes.TrimPrefix(doc, []byte("---\n"))
+		if len(bytes.TrimSpace(doc)) == 0 {
+			continue
+		}
+		var c crdDoc
+		if err := yaml.Unmarshal(doc, &c); err != nil {
+			t.Fatalf("parse CRD: %v", err)
+		}
+		if c.Kind != "CustomResourceDefinition" {
+			t.Fatalf("document of kind %q in the CRD files", c.Kind)
+		}
+		out[c.Spec.Names.Kind] = c
+	}
+	return out
+}
+
+func TestCRDsMatchGoTypes(t *testing.T) {
+	crds := loadCRDs(t)
+	for _, tc := range []struct {
+		obj        any
+		kind       string
+		plural     string
+		scope      string
+		subresouce bool
+	}{
+		{v1alpha1.GatewayClassConfig{}, v1alpha1.KindGatewayClassConfig, "gatewayclassconfigs", "Cluster", false},
+		{v1alpha1.ExternalBackend{}, v1alpha1.KindExternalBackend, "externalbackends", "Namespaced", true},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			c, ok := crds[tc.kind]
+			if !ok {
+				t.Fatalf("no CRD for kind %s", tc.kind)
+			}
+			if c.Spec.Group != v1alpha1.Group || c.Spec.Names.Plural != tc.plural ||
+				c.Metadata.Name != tc.plural+"."+v1alpha1.Group || c.Spec.Scope != tc.scope {
+				t.Errorf("names: got %s group %s plural %s scope %s", c.Metadata.Name, c.Spec.Group, c.Spec.Names.Plural, c.Spec.Scope)
+			}
+			if len(c.Spec.Versions) != 1 || c.Spec.Versions[0].Name != v1alpha1.Version ||
+				!c.Spec.Versions[0].Served || !c.Spec.Versions[0].Storage {
+				t.Fatalf("want exactly one served storage version %s", v1alpha1.Version)
+			}
+			v := c.Spec.Versions[0]
+			_, hasStatus := reflect.TypeOf(tc.obj).FieldByName("Status")
+			if _, sub := v.Subresources["status"]; sub != hasStatus {
+				t.Errorf("status subresource %v, but the Go type has a Status field: %v", sub, hasStatus)
+			}
+			compareSchema(t, tc.kind, reflect.TypeOf(tc.obj), v.Schema.OpenAPIV3Schema)
+		})
+	}
+}
+
+func TestExternalBackendProtocolEnum(t *testing.T) {
+	s := crdSchema(t, v1alpha1.KindExternalBackend)
+	proto := dig(t, s, "spec", "protocol")
+	var got []string
+	for _, e := range proto["enum"].([]any) {
+		got = append(got, e.(string))
+	}
+	want := []string{v1alpha1.ProtocolHTTP, v1alpha1.ProtocolH2C, v1alpha1.ProtocolHTTPS}
+	if !slices.Equal(got, want) {
+		t.Errorf("protocol enum %v, want %v", got, want)
+	}
+	if proto["default"] != v1alpha1.ProtocolHTTP {
+		t.Errorf("protocol default %v, want %s", proto["default"], v1alpha1.ProtocolHTTP)
+	}
+}
+
+// TestDefaults checks the defaults the Go comments promise.
+func TestDefaults(t *testing.T) {
+	s := crdSchema(t, v1alpha1.KindGatewayClassConfig)
+	for _, tc := range []struct {
+		path []string
+		want any
+	}{
+		{[]string{"spec", "credentialsRef", "key"}, "token"},
+		{[]string{"spec", "dns", "proxied"}, true},
+		{[]string{"spec", "dns", "enabled"}, false},
+		{[]string{"spec", "dns", "takeover"}, false},
+		{[]string{"spec", "origin", "port"}, float64(8080)},
+		{[]string{"spec", "origin", "tlsPort"}, float64(8443)},
+	} {
+		if got := dig(t, s, tc.path...)["default"]; got != tc.want {
+			t.Errorf("%s: default %v, want %v", strings.Join(tc.path, "."), got, tc.want)
+		}
+	}
+}
+
+func crdSchema(t *testing.T, kind string) map[string]any {
+	t.Helper()
+	c, ok := loadCRDs(t)[kind]
+	if !ok {
+		t.Fatalf("no CRD for kind %s", kind)
+	}
+	return c.Spec.Versions[0].Schema.OpenAPIV3Schema
+}
+
+// dig follows properties down a schema.
+func dig(t *testing.T, s map[string]any, path ...string) map[string]any {
+	t.Helper()
+	for _, p := range path {
+		props, _ := s["properties"].(map[string]any)
+		next, ok := props[p].(map[string]any)
+		if !ok {
+			t.Fatalf("schema has no property %s", strings.Join(path, "."))
+		}
+		s = next
+	}
+	return s
+}
+
+var (
+	typeTime       = reflect.TypeOf(metav1.Time{})
+	typeObjectMeta = reflect.TypeOf(metav1.ObjectMeta{})
+)
+
+// compareSchema walks a Go type and its schema together: same property
+// names, same types, every field without omitempty required.
+func compareSchema(t *testing.T, path string, typ reflect.Type, s map[string]any) {
+	t.Helper()
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
+	want := map[reflect.Kind]string{
+		reflect.String: "string", reflect.Bool: "boolean",
+		reflect.Int32: "integer", reflect.Int64: "integer",
+		reflect.Slice: "array", reflect.Struct: "object",
+	}
+	switch {
+	case typ == typeTime:
+		if s["type"] != "string" || s["format"] != "date-time" {
+			t.Errorf("%s: want a date-time string, got type %v format %v", path, s["type"], s["format"])
+		}
+		return
+	case typ == typeObjectMeta:
+		if s["type"] != "object" {
+			t.Errorf("%s: want type object", path)
+		}
+		return
+	}
+	if w, ok := want[typ.Kind()]; !ok {
+		t.Fatalf("%s: Go kind %s has no schema mapping in this test", path, typ.Kind())
+	} else if s["type"] != w {
+		t.Errorf("%s: schema type %v, Go type %s wants %s", path, s["type"], typ, w)
+	}
+	switch typ.Kind() {
+	case reflect.Int32, reflect.Int64:
+		if f := "int" + strings.TrimPrefix(typ.Kind().String(), "int"); s["format"] != f {
+			t.Errorf("%s: format %v, want %s", path, s["format"], f)
+		}
+	case reflect.Slice:
+		items, _ := s["items"].(map[string]any)
+		compareSchema(t, path+"[]", typ.Elem(), items)
+	case reflect.Struct:
+		props, _ := s["properties"].(map[string]any)
+		var required []string
+		for _, r := range asSlice(s["required"]) {
+			required = append(required, r.(string))
+		}
+		fields := jsonFields(typ)
+		for name, f := range fields {
+			sub, ok := props[name].(map[string]any)
+			if !ok {
+				t.Errorf("%s.%s: in the Go type, not in the schema", path, name)
+				continue
+			}
+			if !f.omitempty && !slices.Contains(required, name) {
+				t.Errorf("%s.%s: has no omitempty, so the schema must require it", path, name)
+			}
+			compareSchema(t, path+"."+name, f.typ, sub)
+		}
+		for name := range props {
+			if _, ok := fields[name]; !ok {
+				t.Errorf("%s.%s: in the schema, not in the Go type", path, name)
+			}
+		}
+		for _, r := range required {
+			if _, ok := fields[r]; !ok {
+				t.Errorf("%s: requires %s, which the Go type lacks", path, r)
+			}
+		}
+	}
+}
+
+func asSlice(v any) []any { s, _ := v.([]any); return s }
+
+type jsonField struct {
+	typ       reflect.Type
+	omitempty bool
+}
+
+// jsonFields lists a struct's fields by JSON name, flattening inline ones.
+func jsonFields(typ reflect.Type) map[string]jsonField {
+	out := map[string]jsonField{}
+	for f := range typ.Fields() {
+		tag := f.Tag.Get("json")
+		name, opts, _ := strings.Cut(tag, ",")
+		if name == "-" {
+			continue
+		}
+		if strings.Contains(opts, "inline") {
+			for n, sub := range jsonFields(f.Type) {
+				out[n] = sub
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = jsonField{typ: f.Type, omitempty: strings.Contains(opts, "omitempty")}
+	}
+	return out
+}

@@ -1,0 +1,264 @@
+package integration_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
+	"github.com/tunnelgate/tunnelgate/ctrl/controller"
+	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/test/kubeenv"
+	"github.com/tunnelgate/tunnelgate/test/netns"
+)
+
+// One control plane for the package, inside a network namespace of the
+// test's own (backends listen on netns.Range addresses, which
+// EndpointSlices accept).
+var shared = kubeenv.NewShared(kubeenv.Options{})
+
+func TestMain(m *testing.M) {
+	netns.Run(func() int { shared.Main(m); return 0 })
+}
+
+// clients are the typed clients of an Env.
+type clients struct {
+	kube kubernetes.Interface
+	gw   gwclient.Interface
+	dyn  dynamic.Interface
+}
+
+func newClients(t testing.TB, env *kubeenv.Env) clients {
+	t.Helper()
+	cfg := rest.CopyConfig(env.Config)
+	// client-go's default (5/s) would starve lease renewals behind
+	// status writes, as in the controller command, which raises it too.
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.WarningHandler = rest.NoWarnings{} // the spec's finalizer name draws one
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gwclient.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return clients{kube, gw, dyn}
+}
+
+// running is a controller replica started by a test, with its config
+// server on loopback.
+type running struct {
+	c      *controller.Controller
+	srv    *configserver.Server
+	url    string // the config server's base URL
+	token  string // its bearer token, also in tokenFile
+	tokenF string
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// startController runs a controller replica for controllerName in the
+// test's process, its config server on addr (default: any loopback
+// port). leader: nil runs without election, as the leader; otherwise the
+// replica campaigns with those options.
+func startController(t testing.TB, cl clients, controllerName string, leader *controller.LeaderOptions, addr string) *running {
+	t.Helper()
+	return startControllerWith(t, cl, controllerName, leader, addr, 20*time.Millisecond)
+}
+
+func startControllerWith(t testing.TB, cl clients, controllerName string, leader *controller.LeaderOptions, addr string, debounce time.Duration) *running {
+	t.Helper()
+	log := testLog(slog.LevelInfo)
+	r := &running{token: "token-" + strings.ReplaceAll(t.Name(), "/", "-"), done: make(chan struct{})}
+	fail := t.Errorf
+	r.tokenF = filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(r.tokenF, []byte(r.token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r.srv = configserver.New(configserver.Options{Token: r.token, Log: log, MaxWait: 5 * time.Second})
+	events := record.NewBroadcaster()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.kube.CoreV1().Events("")})
+	c, err := controller.New(controller.Options{
+		Kube: cl.kube, Gateway: cl.gw, Dynamic: cl.dyn, ControllerName: controllerName,
+		Debounce: debounce, Publisher: r.srv, Log: log,
+		Events: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.c = c
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.url = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			<-r.done
+			events.Shutdown()
+		})
+	}
+	go r.srv.Serve(ctx, ln, nil)
+	if leader == nil {
+		c.SetLeader(true)
+	} else {
+		go controller.RunLeaderElection(ctx, cl.kube, *leader, c)
+	}
+	go func() {
+		defer close(r.done)
+		if err := c.Run(ctx); err != nil {
+			fail("controller: %v", err)
+		}
+	}()
+	t.Cleanup(r.stop)
+	return r
+}
+
+// startProxy runs a proxy that watches r's config server and serves
+// Gateway listeners on port 80 through an HTTP server on loopback; it
+// returns the server's base URL.
+func startProxy(t testing.TB, r *running) (*dataplane.Proxy, string) {
+	t.Helper()
+	log := testLog(slog.LevelWarn)
+	p := dataplane.New(dataplane.Options{Log: log})
+	t.Cleanup(p.Close)
+	w, err := configwatch.New(p, configwatch.Options{URL: r.url, TokenFile: r.tokenF, Wait: 5 * time.Second,
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: p.Handler(80, true), ReadHeaderTimeout: 5 * time.Second}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+	return p, "http://" + ln.Addr().String()
+}
+
+// backend serves "<name> <path>" on addr (inside netns.Range).
+func backend(t testing.TB, addr, name string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "%s %s", name, r.URL.Path)
+	})}
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close() })
+}
+
+// get sends a request for host+path through a proxy.
+func get(proxyURL, host, path string) (int, string, http.Header, error) {
+	req, err := http.NewRequest("GET", proxyURL+path, nil)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	req.Host = host
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, "", nil, err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	return res.StatusCode, string(b), res.Header, err
+}
+
+// eventually polls cond until it holds or the timeout passes; it reports
+// the last reason cond gave.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for {
+		ok, why := cond()
+		if ok {
+			return
+		}
+		last = why
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after %v: %s", what, timeout, last)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// namespace creates a namespace for one test, deleted at its end.
+func namespace(t testing.TB, cl clients, name string) string {
+	t.Helper()
+	_, err := cl.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// findCond returns the condition of type typ.
+func findCond(list []metav1.Condition, typ string) *metav1.Condition {
+	for i := range list {
+		if list[i].Type == typ {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// condIs says whether list has typ with status and (when given) reason.
+func condIs(list []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) (bool, string) {
+	c := findCond(list, typ)
+	if c == nil {
+		return false, typ + " not set"
+	}
+	if c.Status != status || (reason != "" && c.Reason != reason) {
+		return false, fmt.Sprintf("%s is %s/%s: %s", typ, c.Status, c.Reason, c.Message)
+	}
+	return true, ""
+}
+
+// testLog logs to stderr when $TUNNELGATE_TEST_LOG is set: controllers
+// and proxies log from goroutines that may outlive a test, where t.Log
+// would panic.
+func testLog(level slog.Level) *slog.Logger {
+	if os.Getenv("TUNNELGATE_TEST_LOG") == "" {
+		return slog.New(slog.DiscardHandler)
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
