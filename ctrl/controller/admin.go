@@ -91,6 +91,7 @@ func (c *Controller) RegisterMetrics(m metric.Meter) error {
 	counter("tunnelgate.controller.status.writes", "{write}", "Status and finalizer writes made (only changed statuses are written).", s.StatusWrites.Load)
 	counter("tunnelgate.controller.events", "{event}", "Kubernetes events recorded.", s.EventsRecorded.Load)
 	gauge("tunnelgate.controller.queue.depth", "{sync}", "Syncs waiting in the queue.", func() int64 { return int64(c.queue.Len()) })
+	counter("tunnelgate.controller.leader.gained", "{transition}", "Times this replica became the leader.", s.LeaderGained.Load)
 	gauge("tunnelgate.controller.leader", "", "1 when this replica leads (writes statuses), else 0.", func() int64 {
 		if c.Leader() {
 			return 1

@@ -77,6 +77,7 @@ type Controller struct {
 // Stats are the controller's counters, read by metrics and tests.
 type Stats struct {
 	Syncs, SyncErrors, StatusWrites, EventsRecorded atomic.Int64
+	LeaderGained                                    atomic.Int64 // times this replica became the leader
 	SyncNanos, LastSyncNanos                        atomic.Int64
 }
 
@@ -204,6 +205,7 @@ func (c *Controller) sync(ctx context.Context) error {
 // sync that compares every status with the cluster.
 func (c *Controller) SetLeader(leading bool) {
 	if c.leader.Swap(leading) != leading && leading {
+		c.Stats.LeaderGained.Add(1)
 		c.queue.Add(syncKey)
 	}
 }

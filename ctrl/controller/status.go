@@ -147,59 +147,57 @@ func (c *Controller) writeGatewayClass(ctx context.Context, name string, res *tr
 	return wrote || wroteFin, err
 }
 
+// statusAPI is the part of a typed client a status write needs.
+type statusAPI[T any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*T, error)
+	UpdateStatus(ctx context.Context, obj *T, opts metav1.UpdateOptions) (*T, error)
+}
+
+// writeStatus is update for a status subresource: change makes the wanted
+// copy of the current object, or says nothing differs.
+func writeStatus[T any](ctx context.Context, c *Controller, kind string, k types.NamespacedName, api statusAPI[T], change func(cur *T) (*T, bool)) (bool, error) {
+	wrote, err := update(ctx, func(fresh bool) (*T, error) {
+		return cached(c, kind, k, fresh, func() (*T, error) { return api.Get(ctx, k.Name, metav1.GetOptions{}) })
+	}, change, func(o *T) error {
+		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("%s %s status: %w", kind, k, err)
+	}
+	return wrote, err
+}
+
 func (c *Controller) writeGateway(ctx context.Context, k types.NamespacedName, st *gwv1.GatewayStatus) (bool, error) {
 	if st == nil {
-		return false, nil // no longer ours
+		return false, nil // no longer ours: its new controller writes it
 	}
-	api := c.gw.GatewayV1().Gateways(k.Namespace)
-	wrote, err := update(ctx, func(fresh bool) (*gwv1.Gateway, error) {
-		return cached(c, "Gateway", k, fresh, func() (*gwv1.Gateway, error) { return api.Get(ctx, k.Name, metav1.GetOptions{}) })
-	}, func(cur *gwv1.Gateway) (*gwv1.Gateway, bool) {
+	return writeStatus(ctx, c, "Gateway", k, c.gw.GatewayV1().Gateways(k.Namespace), func(cur *gwv1.Gateway) (*gwv1.Gateway, bool) {
 		if equality.Semantic.DeepEqual(&cur.Status, st) {
 			return nil, false
 		}
 		want := cur.DeepCopy()
 		want.Status = *st.DeepCopy()
 		return want, true
-	}, func(o *gwv1.Gateway) error {
-		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
-		return err
 	})
-	if err != nil {
-		err = fmt.Errorf("Gateway %s status: %w", k, err)
-	}
-	return wrote, err
 }
 
 func (c *Controller) writeListenerSet(ctx context.Context, k types.NamespacedName, st *gwv1.ListenerSetStatus) (bool, error) {
 	if st == nil {
 		return false, nil
 	}
-	api := c.gw.GatewayV1().ListenerSets(k.Namespace)
-	wrote, err := update(ctx, func(fresh bool) (*gwv1.ListenerSet, error) {
-		return cached(c, "ListenerSet", k, fresh, func() (*gwv1.ListenerSet, error) { return api.Get(ctx, k.Name, metav1.GetOptions{}) })
-	}, func(cur *gwv1.ListenerSet) (*gwv1.ListenerSet, bool) {
+	return writeStatus(ctx, c, "ListenerSet", k, c.gw.GatewayV1().ListenerSets(k.Namespace), func(cur *gwv1.ListenerSet) (*gwv1.ListenerSet, bool) {
 		if equality.Semantic.DeepEqual(&cur.Status, st) {
 			return nil, false
 		}
 		want := cur.DeepCopy()
 		want.Status = *st.DeepCopy()
 		return want, true
-	}, func(o *gwv1.ListenerSet) error {
-		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
-		return err
 	})
-	if err != nil {
-		err = fmt.Errorf("ListenerSet %s status: %w", k, err)
-	}
-	return wrote, err
 }
 
 func (c *Controller) writeHTTPRoute(ctx context.Context, k types.NamespacedName, ours []gwv1.RouteParentStatus) (bool, error) {
-	api := c.gw.GatewayV1().HTTPRoutes(k.Namespace)
-	wrote, err := update(ctx, func(fresh bool) (*gwv1.HTTPRoute, error) {
-		return cached(c, "HTTPRoute", k, fresh, func() (*gwv1.HTTPRoute, error) { return api.Get(ctx, k.Name, metav1.GetOptions{}) })
-	}, func(cur *gwv1.HTTPRoute) (*gwv1.HTTPRoute, bool) {
+	return writeStatus(ctx, c, "HTTPRoute", k, c.gw.GatewayV1().HTTPRoutes(k.Namespace), func(cur *gwv1.HTTPRoute) (*gwv1.HTTPRoute, bool) {
 		parents, differs := mergeParents(cur.Status.Parents, ours, c.controllerName)
 		if !differs {
 			return nil, false
@@ -207,21 +205,11 @@ func (c *Controller) writeHTTPRoute(ctx context.Context, k types.NamespacedName,
 		want := cur.DeepCopy()
 		want.Status.Parents = parents
 		return want, true
-	}, func(o *gwv1.HTTPRoute) error {
-		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
-		return err
 	})
-	if err != nil {
-		err = fmt.Errorf("HTTPRoute %s status: %w", k, err)
-	}
-	return wrote, err
 }
 
 func (c *Controller) writeGRPCRoute(ctx context.Context, k types.NamespacedName, ours []gwv1.RouteParentStatus) (bool, error) {
-	api := c.gw.GatewayV1().GRPCRoutes(k.Namespace)
-	wrote, err := update(ctx, func(fresh bool) (*gwv1.GRPCRoute, error) {
-		return cached(c, "GRPCRoute", k, fresh, func() (*gwv1.GRPCRoute, error) { return api.Get(ctx, k.Name, metav1.GetOptions{}) })
-	}, func(cur *gwv1.GRPCRoute) (*gwv1.GRPCRoute, bool) {
+	return writeStatus(ctx, c, "GRPCRoute", k, c.gw.GatewayV1().GRPCRoutes(k.Namespace), func(cur *gwv1.GRPCRoute) (*gwv1.GRPCRoute, bool) {
 		parents, differs := mergeParents(cur.Status.Parents, ours, c.controllerName)
 		if !differs {
 			return nil, false
@@ -229,41 +217,22 @@ func (c *Controller) writeGRPCRoute(ctx context.Context, k types.NamespacedName,
 		want := cur.DeepCopy()
 		want.Status.Parents = parents
 		return want, true
-	}, func(o *gwv1.GRPCRoute) error {
-		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
-		return err
 	})
-	if err != nil {
-		err = fmt.Errorf("GRPCRoute %s status: %w", k, err)
-	}
-	return wrote, err
 }
 
 func (c *Controller) writePolicy(ctx context.Context, k types.NamespacedName, ours []gwv1.PolicyAncestorStatus) (bool, error) {
-	api := c.gw.GatewayV1().BackendTLSPolicies(k.Namespace)
-	wrote, err := update(ctx, func(fresh bool) (*gwv1.BackendTLSPolicy, error) {
-		return cached(c, "BackendTLSPolicy", k, fresh, func() (*gwv1.BackendTLSPolicy, error) {
-			return api.Get(ctx, k.Name, metav1.GetOptions{})
-		})
-	}, func(cur *gwv1.BackendTLSPolicy) (*gwv1.BackendTLSPolicy, bool) {
+	return writeStatus(ctx, c, "BackendTLSPolicy", k, c.gw.GatewayV1().BackendTLSPolicies(k.Namespace), func(cur *gwv1.BackendTLSPolicy) (*gwv1.BackendTLSPolicy, bool) {
 		others := slices.DeleteFunc(slices.Clone(cur.Status.Ancestors), func(a gwv1.PolicyAncestorStatus) bool {
 			return string(a.ControllerName) == c.controllerName
 		})
 		merged := append(others, ours...)
-		if equality.Semantic.DeepEqual(cur.Status.Ancestors, merged) || (len(cur.Status.Ancestors) == 0 && len(merged) == 0) {
+		if len(cur.Status.Ancestors) == len(merged) && (len(merged) == 0 || equality.Semantic.DeepEqual(cur.Status.Ancestors, merged)) {
 			return nil, false
 		}
 		want := cur.DeepCopy()
 		want.Status.Ancestors = merged
 		return want, true
-	}, func(o *gwv1.BackendTLSPolicy) error {
-		_, err := api.UpdateStatus(ctx, o, metav1.UpdateOptions{FieldManager: fieldManager})
-		return err
 	})
-	if err != nil {
-		err = fmt.Errorf("BackendTLSPolicy %s status: %w", k, err)
-	}
-	return wrote, err
 }
 
 // mergeParents replaces our entries in a route's parent statuses with
