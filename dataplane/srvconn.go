@@ -259,7 +259,12 @@ func (s *h1Server) janitor(stop <-chan struct{}) {
 // shutdown stops new requests: idle connections are closed now, busy
 // ones after their current request; it waits for them until ctx ends.
 func (s *h1Server) shutdown(ctx context.Context) error {
+	// Under mu: serve checks closing under mu before wg.Add, so every Add
+	// happens before the Wait below, or not at all (a WaitGroup must not
+	// see Add from zero while a Wait runs).
+	s.mu.Lock()
 	s.closing.Store(true)
+	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
 	t := time.NewTicker(50 * time.Millisecond)
