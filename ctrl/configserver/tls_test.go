@@ -2,14 +2,8 @@ package configserver
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -18,64 +12,8 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/internal/testpki"
 )
-
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-var serial int64
-
-func newCA(t *testing.T, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// issue makes a leaf certificate for 127.0.0.1 (a server) or a client.
-func (ca *testCA) issue(t *testing.T, server bool) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	serial++
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "leaf"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
-}
 
 func writeFile(t *testing.T, path string, b []byte) string {
 	t.Helper()
@@ -87,9 +25,9 @@ func writeFile(t *testing.T, path string, b []byte) string {
 
 // tlsGet asks for the config over TLS, trusting roots and presenting
 // cert when given, and returns the status or the error.
-func tlsGet(url string, roots *testCA, cert *tls.Certificate) (int, error) {
+func tlsGet(url string, roots *testpki.CA, cert *tls.Certificate) (int, error) {
 	pool := x509.NewCertPool()
-	pool.AddCert(roots.cert)
+	pool.AddCert(roots.Cert)
 	tc := &tls.Config{RootCAs: pool}
 	if cert != nil {
 		tc.Certificates = []tls.Certificate{*cert}
@@ -108,12 +46,12 @@ func tlsGet(url string, roots *testCA, cert *tls.Certificate) (int, error) {
 
 func TestTLSWithClientCertificates(t *testing.T) {
 	dir := t.TempDir()
-	serverCA, clientCA, otherCA := newCA(t, "server CA"), newCA(t, "client CA"), newCA(t, "other CA")
-	certPEM, keyPEM := serverCA.issue(t, true)
+	serverCA, clientCA, otherCA := testpki.NewCA(t, "server CA"), testpki.NewCA(t, "client CA"), testpki.NewCA(t, "other CA")
+	certPEM, keyPEM := serverCA.Issue(t, "leaf", true)
 	files := TLSFiles{
 		CertFile:     writeFile(t, filepath.Join(dir, "tls.crt"), certPEM),
 		KeyFile:      writeFile(t, filepath.Join(dir, "tls.key"), keyPEM),
-		ClientCAFile: writeFile(t, filepath.Join(dir, "client-ca.crt"), clientCA.pem),
+		ClientCAFile: writeFile(t, filepath.Join(dir, "client-ca.crt"), clientCA.PEM),
 	}
 	tc, err := TLSConfig(files, quietLog())
 	if err != nil {
@@ -136,12 +74,12 @@ func TestTLSWithClientCertificates(t *testing.T) {
 	}()
 	url := "https://" + ln.Addr().String()
 
-	ccPEM, ckPEM := clientCA.issue(t, false)
+	ccPEM, ckPEM := clientCA.Issue(t, "leaf", false)
 	good, err := tls.X509KeyPair(ccPEM, ckPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	opPEM, okPEM := otherCA.issue(t, false)
+	opPEM, okPEM := otherCA.Issue(t, "leaf", false)
 	stranger, _ := tls.X509KeyPair(opPEM, okPEM)
 
 	if code, err := tlsGet(url, serverCA, &good); err != nil || code != 200 {
@@ -159,7 +97,7 @@ func TestTLSWithClientCertificates(t *testing.T) {
 
 	// A renewed certificate (here from another CA, to tell them apart)
 	// is served without a restart.
-	newCert, newKey := otherCA.issue(t, true)
+	newCert, newKey := otherCA.Issue(t, "leaf", true)
 	writeFile(t, files.KeyFile, newKey)
 	writeFile(t, files.CertFile, newCert)
 	if code, err := tlsGet(url, otherCA, &good); err != nil || code != 200 {
@@ -174,8 +112,8 @@ func TestTLSWithClientCertificates(t *testing.T) {
 
 func TestTLSConfigRefusesBadFiles(t *testing.T) {
 	dir := t.TempDir()
-	ca := newCA(t, "ca")
-	certPEM, keyPEM := ca.issue(t, true)
+	ca := testpki.NewCA(t, "ca")
+	certPEM, keyPEM := ca.Issue(t, "leaf", true)
 	cert, key := writeFile(t, filepath.Join(dir, "c"), certPEM), writeFile(t, filepath.Join(dir, "k"), keyPEM)
 	junk := writeFile(t, filepath.Join(dir, "junk"), []byte("junk"))
 	for name, f := range map[string]TLSFiles{

@@ -2,13 +2,6 @@ package configwatch_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"path/filepath"
 	"testing"
@@ -16,62 +9,15 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/internal/testpki"
 )
 
-// testCA is a certificate authority made for one test.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  string
-}
-
-func newCA(t *testing.T) *testCA {
+// issueFiles has ca sign a certificate for 127.0.0.1 (server) or a
+// client, and writes it and its key into dir, returning the two files.
+func issueFiles(t *testing.T, ca *testpki.CA, dir, name string, server bool) (certFile, keyFile string) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: "test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))}
-}
-
-// issue writes a certificate for 127.0.0.1 (server) or a client, and its
-// key, into dir, returning the two files.
-func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (certFile, keyFile string) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	if server {
-		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile = writeFile(t, filepath.Join(dir, name+".crt"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
-	keyFile = writeFile(t, filepath.Join(dir, name+".key"), string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})))
-	return certFile, keyFile
+	certPEM, keyPEM := ca.Issue(t, name, server)
+	return writeFile(t, filepath.Join(dir, name+".crt"), string(certPEM)), writeFile(t, filepath.Join(dir, name+".key"), string(keyPEM))
 }
 
 // The whole path over TLS with client certificates: the controller's
@@ -79,10 +25,10 @@ func (ca *testCA) issue(t *testing.T, dir, name string, server bool) (certFile, 
 // controller's client CA, and the bearer token on top.
 func TestWatchOverMutualTLS(t *testing.T) {
 	dir := t.TempDir()
-	serverCA, clientCA := newCA(t), newCA(t)
-	srvCert, srvKey := serverCA.issue(t, dir, "server", true)
+	serverCA, clientCA := testpki.NewCA(t, "test CA"), testpki.NewCA(t, "test CA")
+	srvCert, srvKey := issueFiles(t, serverCA, dir, "server", true)
 	tc, err := configserver.TLSConfig(configserver.TLSFiles{
-		CertFile: srvCert, KeyFile: srvKey, ClientCAFile: writeFile(t, filepath.Join(dir, "client-ca.crt"), clientCA.pem),
+		CertFile: srvCert, KeyFile: srvKey, ClientCAFile: writeFile(t, filepath.Join(dir, "client-ca.crt"), string(clientCA.PEM)),
 	}, quietLog())
 	if err != nil {
 		t.Fatal(err)
@@ -103,13 +49,13 @@ func TestWatchOverMutualTLS(t *testing.T) {
 		}
 	})
 	url := "https://" + ln.Addr().String()
-	caFile := writeFile(t, filepath.Join(dir, "server-ca.crt"), serverCA.pem)
-	cliCert, cliKey := clientCA.issue(t, dir, "proxy", false)
+	caFile := writeFile(t, filepath.Join(dir, "server-ca.crt"), string(serverCA.PEM))
+	cliCert, cliKey := issueFiles(t, clientCA, dir, "proxy", false)
 
 	// Without a client certificate, or trusting another CA: no config.
 	for name, o := range map[string]configwatch.Options{
 		"no client certificate": {CAFile: caFile},
-		"the wrong CA":          {CAFile: writeFile(t, filepath.Join(dir, "other-ca.crt"), newCA(t).pem), CertFile: cliCert, KeyFile: cliKey},
+		"the wrong CA":          {CAFile: writeFile(t, filepath.Join(dir, "other-ca.crt"), string(testpki.NewCA(t, "test CA").PEM)), CertFile: cliCert, KeyFile: cliKey},
 	} {
 		px := startProxy(t, url, o)
 		ws := px.w.Stats()
