@@ -172,77 +172,78 @@ func (c *Controller) writeGateway(ctx context.Context, k types.NamespacedName, s
 	if st == nil {
 		return false, nil // no longer ours: its new controller writes it
 	}
-	return writeStatus(ctx, c, "Gateway", k, c.gw.GatewayV1().Gateways(k.Namespace), func(cur *gwv1.Gateway) (*gwv1.Gateway, bool) {
-		if equality.Semantic.DeepEqual(&cur.Status, st) {
-			return nil, false
-		}
-		want := cur.DeepCopy()
-		want.Status = *st.DeepCopy()
-		return want, true
-	})
+	return writeStatus(ctx, c, "Gateway", k, c.gw.GatewayV1().Gateways(k.Namespace),
+		replaceStatus(st, func(o *gwv1.Gateway) *gwv1.GatewayStatus { return &o.Status }, (*gwv1.Gateway).DeepCopy))
 }
 
 func (c *Controller) writeListenerSet(ctx context.Context, k types.NamespacedName, st *gwv1.ListenerSetStatus) (bool, error) {
 	if st == nil {
 		return false, nil
 	}
-	return writeStatus(ctx, c, "ListenerSet", k, c.gw.GatewayV1().ListenerSets(k.Namespace), func(cur *gwv1.ListenerSet) (*gwv1.ListenerSet, bool) {
-		if equality.Semantic.DeepEqual(&cur.Status, st) {
-			return nil, false
-		}
-		want := cur.DeepCopy()
-		want.Status = *st.DeepCopy()
-		return want, true
-	})
+	return writeStatus(ctx, c, "ListenerSet", k, c.gw.GatewayV1().ListenerSets(k.Namespace),
+		replaceStatus(st, func(o *gwv1.ListenerSet) *gwv1.ListenerSetStatus { return &o.Status }, (*gwv1.ListenerSet).DeepCopy))
 }
 
 func (c *Controller) writeHTTPRoute(ctx context.Context, k types.NamespacedName, ours []gwv1.RouteParentStatus) (bool, error) {
-	return writeStatus(ctx, c, "HTTPRoute", k, c.gw.GatewayV1().HTTPRoutes(k.Namespace), func(cur *gwv1.HTTPRoute) (*gwv1.HTTPRoute, bool) {
-		parents, differs := mergeParents(cur.Status.Parents, ours, c.controllerName)
-		if !differs {
-			return nil, false
-		}
-		want := cur.DeepCopy()
-		want.Status.Parents = parents
-		return want, true
-	})
+	return writeStatus(ctx, c, "HTTPRoute", k, c.gw.GatewayV1().HTTPRoutes(k.Namespace),
+		mergeStatus(ours, c.ourParent, func(o *gwv1.HTTPRoute) *[]gwv1.RouteParentStatus { return &o.Status.Parents }, (*gwv1.HTTPRoute).DeepCopy))
 }
 
 func (c *Controller) writeGRPCRoute(ctx context.Context, k types.NamespacedName, ours []gwv1.RouteParentStatus) (bool, error) {
-	return writeStatus(ctx, c, "GRPCRoute", k, c.gw.GatewayV1().GRPCRoutes(k.Namespace), func(cur *gwv1.GRPCRoute) (*gwv1.GRPCRoute, bool) {
-		parents, differs := mergeParents(cur.Status.Parents, ours, c.controllerName)
-		if !differs {
-			return nil, false
-		}
-		want := cur.DeepCopy()
-		want.Status.Parents = parents
-		return want, true
-	})
+	return writeStatus(ctx, c, "GRPCRoute", k, c.gw.GatewayV1().GRPCRoutes(k.Namespace),
+		mergeStatus(ours, c.ourParent, func(o *gwv1.GRPCRoute) *[]gwv1.RouteParentStatus { return &o.Status.Parents }, (*gwv1.GRPCRoute).DeepCopy))
 }
 
 func (c *Controller) writePolicy(ctx context.Context, k types.NamespacedName, ours []gwv1.PolicyAncestorStatus) (bool, error) {
-	return writeStatus(ctx, c, "BackendTLSPolicy", k, c.gw.GatewayV1().BackendTLSPolicies(k.Namespace), func(cur *gwv1.BackendTLSPolicy) (*gwv1.BackendTLSPolicy, bool) {
-		others := slices.DeleteFunc(slices.Clone(cur.Status.Ancestors), func(a gwv1.PolicyAncestorStatus) bool {
-			return string(a.ControllerName) == c.controllerName
-		})
-		merged := append(others, ours...)
-		if len(cur.Status.Ancestors) == len(merged) && (len(merged) == 0 || equality.Semantic.DeepEqual(cur.Status.Ancestors, merged)) {
-			return nil, false
-		}
-		want := cur.DeepCopy()
-		want.Status.Ancestors = merged
-		return want, true
-	})
+	ourAncestor := func(a gwv1.PolicyAncestorStatus) bool { return string(a.ControllerName) == c.controllerName }
+	return writeStatus(ctx, c, "BackendTLSPolicy", k, c.gw.GatewayV1().BackendTLSPolicies(k.Namespace),
+		mergeStatus(ours, ourAncestor, func(o *gwv1.BackendTLSPolicy) *[]gwv1.PolicyAncestorStatus { return &o.Status.Ancestors }, (*gwv1.BackendTLSPolicy).DeepCopy))
 }
 
-// mergeParents replaces our entries in a route's parent statuses with
-// ours, keeping other controllers' entries in place and in order, and
-// reports whether that changes anything.
+func (c *Controller) ourParent(p gwv1.RouteParentStatus) bool {
+	return string(p.ControllerName) == c.controllerName
+}
+
+// replaceStatus is a change for a status we own whole: the part field
+// points at becomes want when it differs.
+func replaceStatus[T, S any](want *S, field func(*T) *S, deepCopy func(*T) *T) func(*T) (*T, bool) {
+	return func(cur *T) (*T, bool) {
+		if equality.Semantic.DeepEqual(field(cur), want) {
+			return nil, false
+		}
+		out := deepCopy(cur)
+		*field(out) = *want
+		return out, true
+	}
+}
+
+// mergeStatus is a change for a status list shared with other controllers
+// (route parents, policy ancestors): see mergeOurs.
+func mergeStatus[T, E any](ours []E, ourEntry func(E) bool, list func(*T) *[]E, deepCopy func(*T) *T) func(*T) (*T, bool) {
+	return func(cur *T) (*T, bool) {
+		merged, differs := mergeOurs(*list(cur), ours, ourEntry)
+		if !differs {
+			return nil, false
+		}
+		out := deepCopy(cur)
+		*list(out) = merged
+		return out, true
+	}
+}
+
+// mergeParents is mergeOurs for route parent statuses.
 func mergeParents(cur, ours []gwv1.RouteParentStatus, controller string) ([]gwv1.RouteParentStatus, bool) {
-	merged := make([]gwv1.RouteParentStatus, 0, len(cur)+len(ours))
-	for _, p := range cur {
-		if string(p.ControllerName) != controller {
-			merged = append(merged, p)
+	return mergeOurs(cur, ours, func(p gwv1.RouteParentStatus) bool { return string(p.ControllerName) == controller })
+}
+
+// mergeOurs replaces our entries in a shared status list with ours,
+// keeping other controllers' entries in place and in order, and reports
+// whether that changes anything.
+func mergeOurs[E any](cur, ours []E, ourEntry func(E) bool) ([]E, bool) {
+	merged := make([]E, 0, len(cur)+len(ours))
+	for _, e := range cur {
+		if !ourEntry(e) {
+			merged = append(merged, e)
 		}
 	}
 	merged = append(merged, ours...)
