@@ -39,9 +39,21 @@ func (e *Env) startControllerManager() (*process, error) {
 // account controller has created default/default, without which no pod can
 // be admitted.
 func (e *Env) waitControllerManager(ctx context.Context, p *process) error {
-	sa := schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
 	return e.waitFor(ctx, p, "kube-controller-manager to create the default ServiceAccount", func() bool {
-		_, err := e.dyn.Resource(sa).Namespace("default").Get(ctx, "default", metav1.GetOptions{})
-		return err == nil
+		return e.hasDefaultServiceAccount(ctx, "default")
 	})
+}
+
+// waitServiceAccount waits for the default ServiceAccount of a new
+// namespace.
+func (e *Env) waitServiceAccount(ctx context.Context, namespace string) error {
+	return e.waitFor(ctx, e.controllerManager, "the default ServiceAccount of namespace "+namespace, func() bool {
+		return e.hasDefaultServiceAccount(ctx, namespace)
+	})
+}
+
+func (e *Env) hasDefaultServiceAccount(ctx context.Context, namespace string) bool {
+	sa := schema.GroupVersionResource{Version: "v1", Resource: "serviceaccounts"}
+	_, err := e.dyn.Resource(sa).Namespace(namespace).Get(ctx, "default", metav1.GetOptions{})
+	return err == nil
 }

@@ -67,10 +67,12 @@ type Env struct {
 	kubeconfig string
 	procs      []*process // in start order; stopped in reverse
 	apiserver  *process
-	log        io.Writer // shared by the processes; nil for none
-	dyn        dynamic.Interface
-	mapper     *restmapper.DeferredDiscoveryRESTMapper
-	stopOnce   sync.Once
+	// controllerManager runs when Options.ControllerManager.
+	controllerManager *process
+	log               io.Writer // shared by the processes; nil for none
+	dyn               dynamic.Interface
+	mapper            *restmapper.DeferredDiscoveryRESTMapper
+	stopOnce          sync.Once
 }
 
 // Start starts a control plane and returns when it serves requests and
@@ -166,6 +168,7 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 		if cm, err = e.startControllerManager(); err != nil {
 			return nil, err
 		}
+		e.controllerManager = cm
 	}
 	if !opts.NoCRDs {
 		if err := e.installCRDs(ctx); err != nil {

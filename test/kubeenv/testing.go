@@ -75,13 +75,20 @@ func StartT(t testing.TB, opts Options) *Env {
 // Namespace creates a namespace for t, named after the test plus a random
 // suffix, so tests sharing an Env do not see each other's objects. It is
 // not deleted: the Env is thrown away whole, and without the controller
-// manager a deleted namespace would stay Terminating anyway.
+// manager a deleted namespace would stay Terminating anyway. With the
+// controller manager, it returns once the namespace's default
+// ServiceAccount exists, as Pods are refused until then.
 func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
 	name := namespaceName(t.Name())
 	doc := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", name)
 	if err := e.Apply(t.Context(), []byte(doc)); err != nil {
 		t.Fatal(err)
+	}
+	if e.opts.ControllerManager {
+		if err := e.waitServiceAccount(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return name
 }

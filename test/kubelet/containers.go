@@ -1,0 +1,319 @@
+package kubelet
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// insecureTransport runs HTTPS readiness probes, which, as the kubelet's,
+// do not verify the certificate.
+var insecureTransport = &http.Transport{
+	TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+	DisableKeepAlives: true,
+}
+
+// container is one process of a Pod, restarted in place.
+type container struct {
+	spec corev1.Container
+
+	mu        sync.Mutex
+	pid       int
+	startedAt time.Time
+	exitedAt  time.Time // zero while running or never started
+	exitCode  int
+	exitCh    chan struct{} // closed when the current process exits
+	restarts  int32
+	ready     bool
+	waiting   *corev1.ContainerStateWaiting // why it is not running
+}
+
+// startContainer starts c's process in the Pod's sandbox, its output
+// appended to <pod dir>/<container>.log.
+func (p *pod) startContainer(c *container) error {
+	cmd, err := p.command(c.spec)
+	if err != nil {
+		c.mu.Lock()
+		c.waiting = &corev1.ContainerStateWaiting{Reason: reasonOf(err), Message: err.Error()}
+		c.mu.Unlock()
+		return err
+	}
+	out, err := os.OpenFile(filepath.Join(p.dir, c.spec.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Its own process group, so a signal reaches what it starts too; killed
+	// if the test process dies (see sandbox).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := p.sandbox.start(cmd); err != nil {
+		out.Close()
+		c.mu.Lock()
+		c.waiting = &corev1.ContainerStateWaiting{Reason: "RunContainerError", Message: err.Error()}
+		c.mu.Unlock()
+		return err
+	}
+	exited := make(chan struct{})
+	c.mu.Lock()
+	c.pid, c.startedAt, c.exitedAt, c.exitCh, c.waiting, c.ready = cmd.Process.Pid, time.Now(), time.Time{}, exited, nil, false
+	c.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		out.Close()
+		c.mu.Lock()
+		c.exitedAt, c.exitCode, c.ready = time.Now(), cmd.ProcessState.ExitCode(), false
+		c.mu.Unlock()
+		close(exited)
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}()
+	return nil
+}
+
+// errConfig is a container the Kubelet cannot run as specified.
+type errConfig struct{ reason, msg string }
+
+func (e *errConfig) Error() string { return e.msg }
+
+func reasonOf(err error) string {
+	if e, ok := err.(*errConfig); ok {
+		return e.reason
+	}
+	return "RunContainerError"
+}
+
+// command maps the container's image to a program and builds its command
+// line and environment. The program is the image's entrypoint: it gets
+// the container's args; command is ignored.
+func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
+	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+		"HOSTNAME=" + p.name,
+	}
+	var exe string
+	if path, ok := lookupImage(p.k.opts.Images, c.Image); ok {
+		exe = path
+	} else if name, ok := registeredImage(c.Image); ok {
+		exe = p.k.exe
+		env = append(env, envProgram+"="+name)
+	} else {
+		return nil, &errConfig{"ErrImagePull", fmt.Sprintf("image %q is not mapped to a program (kubelet.Options.Images or kubelet.Register)", c.Image)}
+	}
+	for _, e := range c.Env {
+		v, err := p.envValue(e)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	cmd := exec.Command(exe, c.Args...)
+	cmd.Env = env
+	cmd.Dir = p.dir
+	return cmd, nil
+}
+
+// envValue resolves a literal or a downward-API value.
+func (p *pod) envValue(e corev1.EnvVar) (string, error) {
+	if e.ValueFrom == nil {
+		return e.Value, nil
+	}
+	if f := e.ValueFrom.FieldRef; f != nil {
+		switch f.FieldPath {
+		case "metadata.name":
+			return p.name, nil
+		case "metadata.namespace":
+			return p.namespace, nil
+		case "metadata.uid":
+			return string(p.uid), nil
+		case "spec.nodeName":
+			return p.k.opts.NodeName, nil
+		case "spec.serviceAccountName":
+			return p.spec.ServiceAccountName, nil
+		case "status.podIP", "status.podIPs":
+			return p.sandbox.addr.String(), nil
+		case "status.hostIP", "status.hostIPs":
+			return p.k.net.gateway.String(), nil
+		}
+	}
+	return "", &errConfig{"CreateContainerConfigError", fmt.Sprintf("env %s: only literal values and the downward API's pod fields are supported", e.Name)}
+}
+
+func lookupImage(images map[string]string, image string) (string, bool) {
+	if path, ok := images[image]; ok {
+		return path, true
+	}
+	path, ok := images[imageName(image)]
+	return path, ok
+}
+
+// imageName strips an image's digest and tag.
+func imageName(image string) string {
+	if i := strings.IndexByte(image, '@'); i >= 0 {
+		image = image[:i]
+	}
+	if i := strings.LastIndexByte(image, ':'); i > strings.LastIndexByte(image, '/') {
+		image = image[:i]
+	}
+	return image
+}
+
+func (c *container) running() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exitCh != nil && c.exitedAt.IsZero()
+}
+
+// backoff is how long an exited container waits before its restart:
+// doubling from 100 ms up to 10 s, as CrashLoopBackOff does (faster).
+func (c *container) backoff() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d := 100 * time.Millisecond << min(c.restarts, 7)
+	return min(d, 10*time.Second)
+}
+
+// exited reports when the last process exited and whether it did.
+func (c *container) exited() (time.Time, int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.exitedAt, c.exitCode, !c.exitedAt.IsZero()
+}
+
+func (c *container) signal(sig syscall.Signal) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.exitCh != nil && c.exitedAt.IsZero() {
+		_ = syscall.Kill(-c.pid, sig)
+	}
+}
+
+func (c *container) waitUntil(deadline time.Time) {
+	c.mu.Lock()
+	ch := c.exitCh
+	c.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-ch:
+	case <-t.C:
+	}
+}
+
+// probe runs c's readiness probe against the Pod's address; without one,
+// every declared TCP port must accept a connection. Exec probes are not
+// run (they count as passing).
+func (c *container) probe(addr netip.Addr) bool {
+	const timeout = time.Second
+	dial := func(port intstr.IntOrString) bool {
+		n := c.port(port)
+		if n == 0 {
+			return false
+		}
+		conn, err := net.DialTimeout("tcp", netip.AddrPortFrom(addr, uint16(n)).String(), timeout)
+		if err != nil {
+			return false
+		}
+		conn.Close()
+		return true
+	}
+	if pr := c.spec.ReadinessProbe; pr != nil {
+		switch {
+		case pr.HTTPGet != nil:
+			n := c.port(pr.HTTPGet.Port)
+			if n == 0 {
+				return false
+			}
+			scheme := "http"
+			if pr.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+				scheme = "https"
+			}
+			hc := &http.Client{Timeout: timeout, Transport: insecureTransport}
+			res, err := hc.Get(fmt.Sprintf("%s://%s%s", scheme, netip.AddrPortFrom(addr, uint16(n)), pr.HTTPGet.Path))
+			if err != nil {
+				return false
+			}
+			res.Body.Close()
+			return res.StatusCode >= 200 && res.StatusCode < 400
+		case pr.TCPSocket != nil:
+			return dial(pr.TCPSocket.Port)
+		case pr.GRPC != nil:
+			return dial(intstr.FromInt32(pr.GRPC.Port))
+		}
+		return true
+	}
+	for _, p := range c.spec.Ports {
+		if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
+			continue
+		}
+		if !dial(intstr.FromInt32(p.ContainerPort)) {
+			return false
+		}
+	}
+	return true
+}
+
+// port resolves a probe's port, a number or the name of a container port.
+func (c *container) port(p intstr.IntOrString) int {
+	if p.Type == intstr.Int {
+		return p.IntValue()
+	}
+	for _, cp := range c.spec.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort)
+		}
+	}
+	n, _ := strconv.Atoi(p.StrVal)
+	return n
+}
+
+// status is c's ContainerStatus.
+func (c *container) status() corev1.ContainerStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := corev1.ContainerStatus{
+		Name: c.spec.Name, Image: c.spec.Image, ImageID: c.spec.Image,
+		RestartCount: c.restarts, Ready: c.ready,
+	}
+	switch {
+	case c.waiting != nil:
+		w := *c.waiting
+		s.State.Waiting = &w
+	case c.exitCh == nil:
+		s.State.Waiting = &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}
+	case c.exitedAt.IsZero():
+		s.ContainerID = "tunnelgate-test://" + strconv.Itoa(c.pid)
+		s.Started = new(true)
+		s.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(c.startedAt)}
+	default:
+		s.ContainerID = "tunnelgate-test://" + strconv.Itoa(c.pid)
+		s.Started = new(false)
+		reason := "Completed"
+		if c.exitCode != 0 {
+			reason = "Error"
+		}
+		s.State.Terminated = &corev1.ContainerStateTerminated{
+			ExitCode: int32(c.exitCode), Reason: reason,
+			StartedAt: metav1.NewTime(c.startedAt), FinishedAt: metav1.NewTime(c.exitedAt),
+		}
+	}
+	return s
+}

@@ -1,0 +1,278 @@
+// Package kubelet is a kubelet stand-in for tests: it runs a cluster's
+// Pods as local processes, so kube-controller-manager turns Deployments
+// into Pods and Services into EndpointSlices that hold real, reachable
+// addresses.
+//
+// It registers one Node and keeps its Lease fresh, binds every unscheduled
+// Pod to it (there is no scheduler), and gives each Pod what a container
+// runtime would:
+//
+//   - a network namespace of its own, joined to a bridge in the test's
+//     namespace by a veth pair, with an address from PodCIDR (the bridge
+//     takes the first, Pods the ones after 256), so every Pod may bind the
+//     same wildcard port;
+//   - one process per container, mapped from its image (Options.Images, or
+//     a program built into the test binary, see Register), with the
+//     container's environment, restarted as its restartPolicy says;
+//   - a status the controllers act on: Running, the Pod IP, and Ready once
+//     the readiness probe, or else every declared TCP port, answers.
+//
+// Deleting a Pod sends its processes SIGTERM, then SIGKILL after the grace
+// period (at most MaxGrace), and removes the object. Processes die with the
+// test process.
+//
+// Not there: volumes, init containers, exec probes and pod logs. It needs
+// root and is meant to run inside the network namespace of test/netns,
+// whose local 10.244.0.0/16 does not overlap the default PodCIDR.
+package kubelet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// MaxGrace bounds how long a deleted Pod's processes get to stop, whatever
+// its terminationGracePeriodSeconds says (30 s by default), so tests that
+// scale down do not wait.
+const MaxGrace = 5 * time.Second
+
+// Options configure a Kubelet. The zero value works.
+type Options struct {
+	// NodeName is the Node's name; default "tunnelgate-test-node".
+	NodeName string
+	// PodCIDR is the Pods' network; default 10.88.0.0/16.
+	PodCIDR netip.Prefix
+	// Bridge is the name of the bridge device; default "tgpods0".
+	Bridge string
+	// Images maps an image, with or without its tag, to an executable.
+	// An image found neither here nor among the registered programs leaves
+	// its Pod Pending with ErrImagePull, as an unknown image would.
+	Images map[string]string
+	// Dir holds the containers' output (<namespace>_<pod>/<container>.log)
+	// and working directories; default a temporary directory removed by
+	// Stop.
+	Dir string
+	// Log receives the Kubelet's own messages; default discard.
+	Log *slog.Logger
+}
+
+// Kubelet runs the Pods bound to its Node.
+type Kubelet struct {
+	opts   Options
+	kube   kubernetes.Interface
+	net    *podNetwork
+	exe    string // the test binary, for registered programs
+	tmpDir bool
+
+	factory informers.SharedInformerFactory
+	pods    cache.Indexer
+	queue   workqueue.TypedRateLimitingInterface[string]
+
+	mu      sync.Mutex
+	running map[string]*pod // by namespace/name
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the workers and the heartbeat
+}
+
+// Start registers the Node, sets up the bridge and starts running Pods.
+// Stop undoes it.
+func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Kubelet, error) {
+	if opts.NodeName == "" {
+		opts.NodeName = "tunnelgate-test-node"
+	}
+	if !opts.PodCIDR.IsValid() {
+		opts.PodCIDR = netip.MustParsePrefix("10.88.0.0/16")
+	}
+	if opts.Bridge == "" {
+		opts.Bridge = "tgpods0"
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	k := &Kubelet{opts: opts, running: map[string]*pod{}}
+	var err error
+	if k.exe, err = os.Executable(); err != nil {
+		return nil, err
+	}
+	if k.opts.Dir == "" {
+		if k.opts.Dir, err = os.MkdirTemp("", "tunnelgate-kubelet-"); err != nil {
+			return nil, err
+		}
+		k.tmpDir = true
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = 100, 200
+	if k.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return nil, err
+	}
+	if k.net, err = newPodNetwork(opts.Bridge, opts.PodCIDR); err != nil {
+		return nil, err
+	}
+	if err := k.registerNode(ctx); err != nil {
+		k.net.close()
+		return nil, fmt.Errorf("registering node %s: %w", opts.NodeName, err)
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	k.cancel = cancel
+	k.factory = informers.NewSharedInformerFactory(k.kube, 0)
+	podInformer := k.factory.Core().V1().Pods().Informer()
+	k.pods = podInformer.GetIndexer()
+	k.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	enqueue := func(obj any) {
+		if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+			k.queue.Add(key)
+		}
+	}
+	if _, err := podInformer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}); err != nil {
+		cancel()
+		k.net.close()
+		return nil, err
+	}
+	k.factory.Start(runCtx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced) {
+		k.Stop()
+		return nil, errors.New("kubelet: the pod informer did not sync")
+	}
+	k.wg.Add(3)
+	go func() { defer k.wg.Done(); k.heartbeat(runCtx) }()
+	go func() { defer k.wg.Done(); k.worker(runCtx) }()
+	go func() { defer k.wg.Done(); k.worker(runCtx) }()
+	return k, nil
+}
+
+// NodeName is the name of the Kubelet's Node.
+func (k *Kubelet) NodeName() string { return k.opts.NodeName }
+
+// Stop kills every Pod's processes, removes the bridge and stops watching.
+// The Node and Pod objects stay, as they would if a node died.
+func (k *Kubelet) Stop() {
+	k.cancel()
+	k.queue.ShutDown()
+	k.factory.Shutdown()
+	k.wg.Wait()
+	k.mu.Lock()
+	pods := k.running
+	k.running = map[string]*pod{}
+	k.mu.Unlock()
+	for _, p := range pods {
+		p.stop(0)
+	}
+	k.net.close()
+	if k.tmpDir {
+		os.RemoveAll(k.opts.Dir)
+	}
+}
+
+func (k *Kubelet) worker(ctx context.Context) {
+	for {
+		key, quit := k.queue.Get()
+		if quit {
+			return
+		}
+		if err := k.sync(ctx, key); err != nil {
+			k.opts.Log.Warn("pod sync failed, retrying", "pod", key, "err", err)
+			k.queue.AddRateLimited(key)
+		} else {
+			k.queue.Forget(key)
+		}
+		k.queue.Done(key)
+	}
+}
+
+// sync brings the Pod named key to what its object says: bound, running,
+// or stopped and removed.
+func (k *Kubelet) sync(ctx context.Context, key string) error {
+	obj, exists, err := k.pods.GetByKey(key)
+	if err != nil {
+		return err
+	}
+	k.mu.Lock()
+	p := k.running[key]
+	k.mu.Unlock()
+	if !exists {
+		// Removed without us (a forced deletion, or our own final one):
+		// its processes must not outlive it.
+		if p != nil {
+			k.forget(key, p)
+			p.stop(0)
+		}
+		return nil
+	}
+	obj1 := obj.(*corev1.Pod)
+	if p != nil && p.uid != obj1.UID {
+		// Same name, new Pod (a StatefulSet's replacement).
+		k.forget(key, p)
+		p.stop(0)
+		p = nil
+	}
+	switch {
+	case obj1.Spec.NodeName == "":
+		if obj1.DeletionTimestamp != nil {
+			return nil
+		}
+		return k.bind(ctx, obj1)
+	case obj1.Spec.NodeName != k.opts.NodeName:
+		return nil
+	case obj1.DeletionTimestamp != nil:
+		if p == nil {
+			return k.deleteNow(ctx, obj1)
+		}
+		p.terminate(graceOf(obj1), func() {
+			k.forget(key, p)
+			if err := k.deleteNow(context.Background(), obj1); err != nil {
+				k.opts.Log.Warn("removing a stopped pod", "pod", key, "err", err)
+			}
+		})
+		return nil
+	case p == nil && !isTerminal(obj1):
+		p, err := k.newPod(obj1)
+		if err != nil {
+			return err
+		}
+		k.mu.Lock()
+		k.running[key] = p
+		k.mu.Unlock()
+		go p.run() // until p.stop
+	}
+	return nil
+}
+
+func (k *Kubelet) forget(key string, p *pod) {
+	k.mu.Lock()
+	if k.running[key] == p {
+		delete(k.running, key)
+	}
+	k.mu.Unlock()
+}
+
+// graceOf is how long a deleted Pod's processes get, bounded by MaxGrace.
+func graceOf(p *corev1.Pod) time.Duration {
+	g := MaxGrace
+	if s := p.DeletionGracePeriodSeconds; s != nil && time.Duration(*s)*time.Second < g {
+		g = time.Duration(*s) * time.Second
+	}
+	return g
+}
+
+func isTerminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
