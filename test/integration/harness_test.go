@@ -29,15 +29,19 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
+	"github.com/tunnelgate/tunnelgate/test/kubelet"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
 // One control plane for the package, inside a network namespace of the
 // test's own (backends listen on netns.Range addresses, which
 // EndpointSlices accept).
-var shared = kubeenv.NewShared(kubeenv.Options{})
+// The controller manager runs too, so Deployments become Pods, which the
+// kubelet stand-in runs, and EndpointSlices.
+var shared = kubeenv.NewShared(kubeenv.Options{ControllerManager: true})
 
 func TestMain(m *testing.M) {
+	kubelet.RunIfContainer() // a Pod's process: runs its program, exits
 	netns.Run(func() int { shared.Main(m); return 0 })
 }
 
