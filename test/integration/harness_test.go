@@ -54,7 +54,13 @@ type clients struct {
 
 func newClients(t testing.TB, env *kubeenv.Env) clients {
 	t.Helper()
-	cfg := rest.CopyConfig(env.Config)
+	return clientsFor(t, env.Config)
+}
+
+// clientsFor makes the clients of an identity.
+func clientsFor(t testing.TB, cfg *rest.Config) clients {
+	t.Helper()
+	cfg = rest.CopyConfig(cfg)
 	// client-go's default (5/s) would starve lease renewals behind
 	// status writes, as in the controller command, which raises it too.
 	cfg.QPS, cfg.Burst = 100, 200
