@@ -3,6 +3,8 @@ package integration_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -140,4 +142,54 @@ func TestFaultsUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "served with the Gateway back", status(200))
+}
+
+// A proxy restarted while the controller is away serves the last config
+// from its cache file at once, and follows the controller when it comes
+// back.
+func TestProxyRestartsFromItsCache(t *testing.T) {
+	env := shared.Env(t)
+	cl := newClients(t, env)
+	ctx := context.Background()
+	ns := namespace(t, cl, "cache")
+	const controllerName = "tunnelgate.dev/test-cache"
+	addr := netns.Addr(70).String()
+	backend(t, addr+":8080", "ok")
+	objects := basicObjects(ns, "cache", controllerName, addr)
+	if err := env.Apply(ctx, []byte(objects)); err != nil {
+		t.Fatal(err)
+	}
+	r := startController(t, cl, controllerName, nil, "")
+	cache := filepath.Join(t.TempDir(), "config.json")
+	p, proxy, stopProxy := startProxyCached(t, r, cache)
+	serves := func(proxy, host string) func() (bool, string) {
+		return func() (bool, string) {
+			code, body, _, err := get(proxy, host, "/x")
+			return err == nil && code == 200 && body == "ok /x", fmt.Sprint(code, " ", body, " ", err)
+		}
+	}
+	eventually(t, 30*time.Second, "served", serves(proxy, "app.example.com"))
+	version := p.Version()
+
+	configAddr := r.url[len("http://"):]
+	r.stop()
+	stopProxy()
+	p, proxy, _ = startProxyCached(t, r, cache)
+	eventually(t, 2*time.Second, "the restarted proxy ready from its cache", func() (bool, string) {
+		return p.Ready() && p.Version() == version, fmt.Sprintf("ready %v, version %q, want %q", p.Ready(), p.Version(), version)
+	})
+	l := startLoad(proxy, "app.example.com", "ok /load", 2, 100_000)
+	t.Cleanup(l.stop)
+	time.Sleep(time.Second) // served with no controller at all
+
+	r = startController(t, cl, controllerName, nil, configAddr)
+	if err := env.Apply(ctx, []byte(strings.Replace(objects, "hostnames: [app.example.com]", "hostnames: [app.example.com, new.example.com]", 1))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the route change served after the controller came back", serves(proxy, "new.example.com"))
+	l.stop()
+	if l.failed.Load() != 0 {
+		t.Fatalf("%d of %d requests failed; last: %v", l.failed.Load(), l.sent.Load(), l.lastFailure.Load())
+	}
+	t.Logf("%d requests, none failed, from a proxy restarted without its controller", l.sent.Load())
 }

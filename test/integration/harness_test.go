@@ -160,10 +160,17 @@ func startControllerWith(t testing.TB, cl clients, controllerName string, leader
 // returns the server's base URL.
 func startProxy(t testing.TB, r *running) (*dataplane.Proxy, string) {
 	t.Helper()
+	p, url, _ := startProxyCached(t, r, "")
+	return p, url
+}
+
+// startProxyCached is startProxy with a config cache file (none when
+// empty); stop ends the proxy before the test does.
+func startProxyCached(t testing.TB, r *running, cacheFile string) (p *dataplane.Proxy, url string, stop func()) {
+	t.Helper()
 	log := testLog(slog.LevelWarn)
-	p := dataplane.New(dataplane.Options{Log: log})
-	t.Cleanup(p.Close)
-	w, err := configwatch.New(p, configwatch.Options{URL: r.url, TokenFile: r.tokenF, Wait: 5 * time.Second,
+	p = dataplane.New(dataplane.Options{Log: log})
+	w, err := configwatch.New(p, configwatch.Options{URL: r.url, TokenFile: r.tokenF, CacheFile: cacheFile, Wait: 5 * time.Second,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -171,15 +178,23 @@ func startProxy(t testing.TB, r *running) (*dataplane.Proxy, string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); w.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := &http.Server{Handler: p.Handler(80, true), ReadHeaderTimeout: 5 * time.Second}
 	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-	return p, "http://" + ln.Addr().String()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			hs.Close()
+			cancel()
+			<-done
+			p.Close()
+		})
+	}
+	t.Cleanup(stop)
+	return p, "http://" + ln.Addr().String(), stop
 }
 
 // backend serves "<name> <path>" on addr (inside netns.Range).
