@@ -111,6 +111,9 @@ func epochOf(in *Input, sizeHint int) map[any]bool {
 	addObjects(set, s.Secrets)
 	addObjects(set, s.ConfigMaps)
 	addObjects(set, s.GatewayClassConfigs)
+	for _, ts := range in.Tunnels {
+		set[ts] = true
+	}
 	return set
 }
 

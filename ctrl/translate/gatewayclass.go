@@ -32,6 +32,9 @@ func (t *translator) classes() {
 
 		cfg, problem := t.classParameters(gc)
 		ci.config = cfg
+		if ts := t.in.Tunnels[gc.Name]; problem == "" && ts != nil && ts.Problem != "" {
+			problem = ts.Problem
+		}
 		versionOK := t.in.BundleVersion == "" || t.in.BundleVersion == SupportedBundle ||
 			strings.HasPrefix(t.in.BundleVersion, SupportedBundle+".")
 		switch {

@@ -57,6 +57,9 @@ type Hostname struct {
 	GRPC bool `json:"grpc,omitempty"`
 	// HTTP is set when an HTTPRoute serves the hostname.
 	HTTP bool `json:"http,omitempty"`
+	// Classes are the GatewayClasses whose Gateways serve it, sorted: the
+	// tunnels that must route it.
+	Classes []string `json:"classes,omitempty"`
 }
 
 // Event is a Kubernetes event to record on an object.

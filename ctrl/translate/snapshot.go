@@ -32,6 +32,10 @@ type Input struct {
 	// Addresses are published on every programmed Gateway's status: the
 	// tunnel's hostname in a cluster, the listen address in standalone mode.
 	Addresses []gwv1.GatewayStatusAddress
+	// Tunnels are the Cloudflare sync's reports, by GatewayClass name; a
+	// class without one (standalone mode, no GatewayClassConfig) gets no
+	// tunnel address and no DNS condition.
+	Tunnels map[string]*TunnelState
 	// AnyEndpointAddress accepts EndpointSlice addresses the API server
 	// would refuse (loopback): standalone mode has no API server, and its
 	// backends run on 127.0.0.1.

@@ -311,6 +311,11 @@ func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool) (_ 
 		if len(rs.dropped) > 0 && !allDropped && c.isTrue(string(gwv1.RouteConditionAccepted)) {
 			c.set(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue), "Dropped Rule(s): "+joinLimited(rs.dropped))
 		}
+		if c.isTrue(string(gwv1.RouteConditionAccepted)) {
+			if status, reason, msg, ok := dnsCondition(t.tunnelOf(pi.gw), pi); ok {
+				c.setStatus(RouteConditionDNSRecords, status, reason, msg)
+			}
+		}
 		t.warnOnChange(r.kind, r.meta, c.prev, c.list)
 		fresh = fresh || c.fresh()
 		out = append(out, gwv1.RouteParentStatus{ParentRef: pi.ref, ControllerName: gwv1.GatewayController(t.in.ControllerName), Conditions: c.list})
@@ -383,17 +388,25 @@ func (t *translator) noteHostnames(a *attachment, grpc bool) {
 	if hosts == nil && a.listener.hostname != "" {
 		hosts = []string{a.listener.hostname}
 	}
+	class := ""
+	if gi := a.listener.gw; gi != nil && gi.class != nil {
+		class = gi.class.obj.Name
+	}
 	for _, h := range hosts {
-		t.hostNeeds(h, grpc)
+		t.hostNeeds(h, class, grpc)
 	}
 }
 
-func (t *translator) hostNeeds(h string, grpc bool) {
+func (t *translator) hostNeeds(h, class string, grpc bool) {
 	i, ok := t.hostIndex[h]
 	if !ok {
 		i = len(t.out.Hostnames)
 		t.hostIndex[h] = i
 		t.out.Hostnames = append(t.out.Hostnames, Hostname{Name: h})
+	}
+	if hn := &t.out.Hostnames[i]; class != "" && !slices.Contains(hn.Classes, class) {
+		hn.Classes = append(hn.Classes, class)
+		slices.Sort(hn.Classes)
 	}
 	if grpc {
 		t.out.Hostnames[i].GRPC = true
@@ -410,10 +423,19 @@ func (t *translator) gatewayStatuses() {
 		for _, li := range gi.own {
 			st.Listeners = append(st.Listeners, listenerStatus(li))
 		}
-		if gi.accepted {
-			st.Addresses = t.in.Addresses
-			gi.conds.set(string(gwv1.GatewayConditionProgrammed), true, string(gwv1.GatewayReasonProgrammed), "the proxies serve this gateway")
-		} else {
+		ts := t.tunnelOf(gi)
+		switch {
+		case gi.accepted && ts != nil && ts.Pending != "":
+			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
+			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending), ts.Pending)
+		case gi.accepted:
+			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
+			msg := "the proxies serve this gateway"
+			if ts != nil {
+				msg = "the proxies serve this gateway and the tunnel routes its hostnames to them"
+			}
+			gi.conds.set(string(gwv1.GatewayConditionProgrammed), true, string(gwv1.GatewayReasonProgrammed), msg)
+		default:
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonInvalid), "not served: see Accepted")
 		}
 		n := int32(0)

@@ -1,0 +1,115 @@
+package translate
+
+import (
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// TunnelState is what the Cloudflare sync last reported for the tunnel of
+// a GatewayClass. Translate turns it into statuses: the class's Accepted,
+// its Gateways' addresses and Programmed, and the DNS condition of their
+// routes. Like the objects of a Snapshot, a TunnelState is replaced, never
+// edited, when it changes: the Cache compares pointers.
+type TunnelState struct {
+	// ID is the tunnel's ID, once known.
+	ID string
+	// Problem is a configuration error only the user can fix (credentials
+	// refused, no such tunnel or account): the class is not accepted.
+	Problem string
+	// Pending says why the tunnel's ingress document is not applied yet;
+	// empty once it is.
+	Pending string
+	// DNS is the state of each hostname's records; nil when the class does
+	// not manage DNS.
+	DNS map[string]DNSState
+}
+
+// DNSState is the state of one hostname's records.
+type DNSState struct {
+	Ready bool
+	// Reason and Message explain a hostname that is not Ready: a
+	// condition reason (DNSReason*) and what the user can do.
+	Reason, Message string
+}
+
+// The route condition that reports DNS records, and its reasons.
+const (
+	RouteConditionDNSRecords = "tunnelgate.dev/DNSRecords"
+
+	DNSReasonReady         = "RecordsReady"
+	DNSReasonPending       = "Pending"
+	DNSReasonForeignRecord = "ForeignRecord"
+	DNSReasonOwnedByOther  = "OwnedByAnotherOwner"
+	DNSReasonNoZone        = "NoZone"
+	DNSReasonAPIError      = "APIError"
+)
+
+// TunnelHostnameSuffix makes a tunnel's public name from its ID.
+const TunnelHostnameSuffix = ".cfargotunnel.com"
+
+// tunnelOf returns the tunnel state of a Gateway's class, or nil.
+func (t *translator) tunnelOf(gi *gatewayInfo) *TunnelState {
+	if gi == nil || gi.class == nil {
+		return nil
+	}
+	return t.in.Tunnels[gi.class.obj.Name]
+}
+
+// gatewayAddresses are the tunnel's hostname, when known, then the
+// addresses every Gateway gets.
+func gatewayAddresses(ts *TunnelState, common []gwv1.GatewayStatusAddress) []gwv1.GatewayStatusAddress {
+	if ts == nil || ts.ID == "" {
+		return common
+	}
+	out := make([]gwv1.GatewayStatusAddress, 0, 1+len(common))
+	out = append(out, gwv1.GatewayStatusAddress{Type: new(gwv1.HostnameAddressType), Value: ts.ID + TunnelHostnameSuffix})
+	return append(out, common...)
+}
+
+// dnsCondition sums up the records of the hostnames a route publishes
+// through one parent: True when all are ready, False naming the ones that
+// are not, Unknown while the sync has not reported them. ok is false when
+// the class does not manage DNS or the parent publishes nothing.
+func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatus, reason, msg string, ok bool) {
+	if ts == nil || ts.DNS == nil {
+		return "", "", "", false
+	}
+	var hosts []string
+	for _, a := range pi.attachments {
+		if a.lostTo != "" {
+			continue
+		}
+		if a.hosts != nil {
+			hosts = append(hosts, a.hosts...)
+		} else if a.listener.hostname != "" {
+			hosts = append(hosts, a.listener.hostname)
+		}
+	}
+	if len(hosts) == 0 {
+		return "", "", "", false
+	}
+	slices.Sort(hosts)
+	hosts = slices.Compact(hosts)
+	var problems, pending []string
+	for _, h := range hosts {
+		st, known := ts.DNS[h]
+		switch {
+		case !known:
+			pending = append(pending, h)
+		case !st.Ready:
+			if reason == "" {
+				reason = st.Reason
+			}
+			problems = append(problems, h+": "+st.Message)
+		}
+	}
+	switch {
+	case len(problems) > 0:
+		return metav1.ConditionFalse, reason, joinLimited(problems), true
+	case len(pending) > 0:
+		return metav1.ConditionUnknown, DNSReasonPending, "waiting for the DNS sync of " + joinLimited(pending), true
+	}
+	return metav1.ConditionTrue, DNSReasonReady, "CNAME records point " + joinLimited(hosts) + " at the tunnel", true
+}

@@ -1,0 +1,113 @@
+package translate_test
+
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+// The Cloudflare sync's report becomes statuses: the tunnel's hostname on
+// the Gateway, Programmed only once the ingress document is applied, a
+// refused configuration on the class, and the DNS condition on routes.
+func TestTunnelStateInStatuses(t *testing.T) {
+	route, gw := nsName("default", "app"), nsName("default", "web")
+	cases := []struct {
+		name  string
+		state *translate.TunnelState
+		check func(t *testing.T, out *translate.Output)
+	}{
+		{"no tunnel state: no tunnel address, no DNS condition", nil, func(t *testing.T, out *translate.Output) {
+			st := out.Gateways[gw]
+			if len(st.Addresses) != 1 || st.Addresses[0].Value != "tunnel-id.cfargotunnel.com" {
+				t.Errorf("addresses %+v, want only the common one", st.Addresses)
+			}
+			if c := cond(out.HTTPRoutes[route][0].Conditions, translate.RouteConditionDNSRecords); c != nil {
+				t.Errorf("DNS condition %+v without DNS management", c)
+			}
+		}},
+		{"applied, records ready", &translate.TunnelState{ID: "abc", DNS: map[string]translate.DNSState{"app.example.com": {Ready: true}}},
+			func(t *testing.T, out *translate.Output) {
+				st := out.Gateways[gw]
+				if len(st.Addresses) != 2 || st.Addresses[0].Value != "abc.cfargotunnel.com" || *st.Addresses[0].Type != gwv1.HostnameAddressType {
+					t.Errorf("addresses %+v, want the tunnel's hostname first", st.Addresses)
+				}
+				wantCond(t, st.Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
+				wantCond(t, out.HTTPRoutes[route][0].Conditions, translate.RouteConditionDNSRecords, metav1.ConditionTrue, translate.DNSReasonReady)
+			}},
+		{"document not applied yet", &translate.TunnelState{ID: "abc", Pending: "Cloudflare API: 503, retrying in 4s"},
+			func(t *testing.T, out *translate.Output) {
+				c := wantCond(t, out.Gateways[gw].Conditions, "Programmed", metav1.ConditionFalse, "Pending")
+				if c != nil && !strings.Contains(c.Message, "503") {
+					t.Errorf("Programmed message %q does not say why", c.Message)
+				}
+			}},
+		{"credentials refused", &translate.TunnelState{Problem: "the API token was refused (403)"},
+			func(t *testing.T, out *translate.Output) {
+				wantCond(t, out.GatewayClasses["tunnelgate"].Status.Conditions, "Accepted", metav1.ConditionFalse, "InvalidParameters")
+				wantCond(t, out.Gateways[gw].Conditions, "Accepted", metav1.ConditionFalse, "")
+				if len(out.Hostnames) != 0 {
+					t.Errorf("hostnames %+v published by a class that is not accepted", out.Hostnames)
+				}
+			}},
+		{"a foreign record", &translate.TunnelState{ID: "abc", DNS: map[string]translate.DNSState{"app.example.com": {
+			Reason: translate.DNSReasonForeignRecord, Message: "A record app.example.com → 192.0.2.1 is not ours"}}},
+			func(t *testing.T, out *translate.Output) {
+				c := wantCond(t, out.HTTPRoutes[route][0].Conditions, translate.RouteConditionDNSRecords, metav1.ConditionFalse, translate.DNSReasonForeignRecord)
+				if c != nil && !strings.Contains(c.Message, "192.0.2.1") {
+					t.Errorf("message %q does not name the record", c.Message)
+				}
+				wantCond(t, out.HTTPRoutes[route][0].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+			}},
+		{"not synced yet", &translate.TunnelState{ID: "abc", DNS: map[string]translate.DNSState{}},
+			func(t *testing.T, out *translate.Output) {
+				wantCond(t, out.HTTPRoutes[route][0].Conditions, translate.RouteConditionDNSRecords, metav1.ConditionUnknown, translate.DNSReasonPending)
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadGolden(t, "basic.yaml")
+			if tc.state != nil {
+				in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": tc.state}
+			}
+			out := translate.Translate(in)
+			if (tc.state == nil || tc.state.Problem == "") && len(out.Hostnames) != 1 || out.Hostnames[0].Name != "app.example.com" || len(out.Hostnames[0].Classes) != 1 || out.Hostnames[0].Classes[0] != "tunnelgate" {
+				t.Errorf("hostnames %+v, want app.example.com of class tunnelgate", out.Hostnames)
+			}
+			tc.check(t, out)
+		})
+	}
+}
+
+// A new TunnelState invalidates what the Cache kept: the same input with a
+// changed report gives what a cold translation gives.
+func TestTunnelStateAndCache(t *testing.T) {
+	in := loadGolden(t, "basic.yaml")
+	in.Cache = translate.NewCache()
+	in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "abc", Pending: "applying"}}
+	translate.Translate(in)
+	in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "abc"}}
+	warm := translate.Translate(in)
+	in.Cache = nil
+	cold := translate.Translate(in)
+	wantCond(t, warm.Gateways[nsName("default", "web")].Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
+	if d := translate.Diff(cold, warm); !d.Empty() {
+		t.Errorf("warm and cold translations differ: %+v", d)
+	}
+}
+
+func wantCond(t *testing.T, list []metav1.Condition, typ string, status metav1.ConditionStatus, reason string) *metav1.Condition {
+	t.Helper()
+	c := cond(list, typ)
+	if c == nil {
+		t.Errorf("no %s condition in %+v", typ, list)
+		return nil
+	}
+	if c.Status != status || reason != "" && c.Reason != reason {
+		t.Errorf("%s is %s/%s (%s), want %s/%s", typ, c.Status, c.Reason, c.Message, status, reason)
+	}
+	return c
+}
