@@ -74,7 +74,8 @@ func TestTunnelStateInStatuses(t *testing.T) {
 				in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": tc.state}
 			}
 			out := translate.Translate(in)
-			if (tc.state == nil || tc.state.Problem == "") && len(out.Hostnames) != 1 || out.Hostnames[0].Name != "app.example.com" || len(out.Hostnames[0].Classes) != 1 || out.Hostnames[0].Classes[0] != "tunnelgate" {
+			accepted := tc.state == nil || tc.state.Problem == ""
+			if accepted && (len(out.Hostnames) != 1 || out.Hostnames[0].Name != "app.example.com" || len(out.Hostnames[0].Classes) != 1 || out.Hostnames[0].Classes[0] != "tunnelgate") {
 				t.Errorf("hostnames %+v, want app.example.com of class tunnelgate", out.Hostnames)
 			}
 			tc.check(t, out)
