@@ -25,6 +25,10 @@ func (in *GatewayClassConfigSpec) DeepCopy() *GatewayClassConfigSpec {
 	}
 	if in.Tunnel != nil {
 		t := *in.Tunnel
+		if t.TokenSecretRef != nil {
+			r := *t.TokenSecretRef
+			t.TokenSecretRef = &r
+		}
 		out.Tunnel = &t
 	}
 	if in.DNS != nil {

@@ -77,6 +77,10 @@ type SecretKeyRef struct {
 type TunnelRef struct {
 	ID   string `json:"id,omitempty"`
 	Name string `json:"name,omitempty"`
+	// TokenSecretRef, when set, is where the controller keeps the tunnel's
+	// token (the cloudflared sidecars' credential), written whenever it
+	// differs.
+	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
 }
 
 // DNSSettings says which hostnames get records and how ownership is marked.
@@ -103,7 +107,21 @@ type OriginSettings struct {
 	Port int32 `json:"port,omitempty"`
 	// TLSPort of the TLS origin listener used for gRPC (default 8443).
 	TLSPort int32 `json:"tlsPort,omitempty"`
+	// ServerName is the name cloudflared expects in the TLS origin
+	// listener's certificate (default DefaultOriginServerName).
+	ServerName string `json:"serverName,omitempty"`
+	// CAPool is the path, inside the cloudflared container, of the CA that
+	// signed that certificate (default DefaultOriginCAPool).
+	CAPool string `json:"caPool,omitempty"`
 }
+
+// Defaults of OriginSettings.
+const (
+	DefaultOriginPort       = 8080
+	DefaultOriginTLSPort    = 8443
+	DefaultOriginServerName = "origin.tunnelgate.internal"
+	DefaultOriginCAPool     = "/etc/tunnelgate/origin-ca/ca.crt"
+)
 
 // GatewayClassConfigList is a list of GatewayClassConfigs.
 type GatewayClassConfigList struct {

@@ -92,6 +92,12 @@ func validateClassConfig(s *v1alpha1.GatewayClassConfigSpec) string {
 	if s.CredentialsRef != nil && (s.CredentialsRef.Name == "" || s.CredentialsRef.Namespace == "") {
 		return "credentialsRef needs a namespace and a name"
 	}
+	if s.Tunnel != nil && s.Tunnel.TokenSecretRef != nil && (s.Tunnel.TokenSecretRef.Name == "" || s.Tunnel.TokenSecretRef.Namespace == "") {
+		return "tunnel.tokenSecretRef needs a namespace and a name"
+	}
+	if s.DNS != nil && s.DNS.OwnerID != "" && !validOwnerID(s.DNS.OwnerID) {
+		return fmt.Sprintf("dns.ownerID %q: use letters, digits, '-', '.' and '_' (at most 63)", s.DNS.OwnerID)
+	}
 	if o := s.Origin; o != nil {
 		for _, p := range []int32{o.Port, o.TLSPort} {
 			if p < 0 || p > 65535 {
@@ -100,4 +106,19 @@ func validateClassConfig(s *v1alpha1.GatewayClassConfigSpec) string {
 		}
 	}
 	return ""
+}
+
+// validOwnerID keeps an owner ID safe inside the ownership TXT record,
+// whose fields are separated by commas.
+func validOwnerID(id string) bool {
+	if len(id) > 63 {
+		return false
+	}
+	for i, r := range id {
+		alnum := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+		if !alnum && (i == 0 || i == len(id)-1 || r != '-' && r != '.' && r != '_') {
+			return false
+		}
+	}
+	return id != ""
 }
