@@ -1,0 +1,156 @@
+package cloudflare
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+// Record is a DNS record as the planner sees it.
+type Record struct {
+	ID      string
+	Type    string
+	Name    string // fully qualified, lower case
+	Content string
+	Proxied bool
+	Comment string
+}
+
+func (r Record) String() string { return fmt.Sprintf("%s %s → %s", r.Type, r.Name, r.Content) }
+
+// DNSOptions are the class's DNS settings, resolved.
+type DNSOptions struct {
+	Owner    string
+	TunnelID string
+	Proxied  bool
+	Takeover bool
+}
+
+// DNSPlan is what to change in one zone, in the order a batch applies it
+// (deletes, then updates, then creates), and the resulting state of each
+// wanted hostname.
+type DNSPlan struct {
+	Deletes []Record
+	Updates []Record // with ID: the whole record is replaced
+	Creates []Record
+	States  map[string]translate.DNSState
+}
+
+// Empty says the plan changes nothing.
+func (p *DNSPlan) Empty() bool { return len(p.Deletes)+len(p.Updates)+len(p.Creates) == 0 }
+
+// PlanDNS decides the records of one zone: for each wanted hostname a
+// proxied CNAME to the tunnel and an ownership TXT record; for each
+// hostname we own but no longer want, their removal. records is every
+// record of the zone. It never touches a record of a hostname owned by
+// another owner, nor, without takeover, one of a hostname nobody owns.
+func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
+	byName := map[string][]Record{}
+	for _, r := range records {
+		byName[r.Name] = append(byName[r.Name], r)
+	}
+	plan := DNSPlan{States: make(map[string]translate.DNSState, len(want))}
+	target := o.TunnelID + translate.TunnelHostnameSuffix
+	comment := "managed by tunnelgate (owner " + o.Owner + ")"
+	txt := ownershipContent(o.Owner, o.TunnelID)
+	wanted := make(map[string]bool, len(want))
+
+	for _, h := range want {
+		wanted[h] = true
+		ours, others := ownershipRecords(byName[ownershipName(h)], o.Owner)
+		if ours == nil && len(others) > 0 {
+			own, _ := parseOwnership(others[0].Content)
+			plan.States[h] = translate.DNSState{Reason: translate.DNSReasonOwnedByOther, Message: fmt.Sprintf(
+				"owned by tunnelgate owner %q (TXT %s); set a distinct hostname, or remove that owner's records", own.owner, others[0].Name)}
+			continue
+		}
+		var cname *Record
+		var foreign []Record
+		for _, r := range byName[h] {
+			if r.Type == "CNAME" && cname == nil && (ours != nil || o.Takeover) {
+				cname = &r
+			} else {
+				foreign = append(foreign, r)
+			}
+		}
+		if len(foreign) > 0 && !o.Takeover {
+			plan.States[h] = translate.DNSState{Reason: translate.DNSReasonForeignRecord, Message: fmt.Sprintf(
+				"%s exists and is not ours; delete it, or set dns.takeover to replace it", foreign[0])}
+			continue
+		}
+		plan.Deletes = append(plan.Deletes, foreign...)
+		want := Record{Type: "CNAME", Name: h, Content: target, Proxied: o.Proxied, Comment: comment}
+		switch {
+		case cname == nil:
+			plan.Creates = append(plan.Creates, want)
+		case cname.Content != target || cname.Proxied != o.Proxied || cname.Comment != comment:
+			want.ID = cname.ID
+			plan.Updates = append(plan.Updates, want)
+		}
+		wantTXT := Record{Type: "TXT", Name: ownershipName(h), Content: txt, Comment: comment}
+		switch {
+		case ours == nil:
+			plan.Creates = append(plan.Creates, wantTXT)
+		case ours.Content != txt || ours.Comment != comment:
+			wantTXT.ID = ours.ID
+			plan.Updates = append(plan.Updates, wantTXT)
+		}
+		plan.States[h] = translate.DNSState{Ready: true}
+	}
+
+	// Hostnames we own and no longer want: their CNAME to a tunnel and
+	// our ownership record go; anything else there was not ours.
+	for _, r := range records {
+		h, ok := hostnameOfOwnership(r.Name)
+		if !ok || wanted[h] || r.Type != "TXT" {
+			continue
+		}
+		if own, ok := parseOwnership(r.Content); !ok || own.owner != o.Owner {
+			continue
+		}
+		plan.Deletes = append(plan.Deletes, r)
+		for _, c := range byName[h] {
+			if c.Type == "CNAME" && strings.HasSuffix(c.Content, translate.TunnelHostnameSuffix) {
+				plan.Deletes = append(plan.Deletes, c)
+			}
+		}
+	}
+	sortRecords(plan.Deletes)
+	plan.Deletes = slices.CompactFunc(plan.Deletes, func(a, b Record) bool { return a.ID == b.ID })
+	sortRecords(plan.Updates)
+	sortRecords(plan.Creates)
+	return plan
+}
+
+// ownershipRecords splits the TXT records at a hostname's ownership name
+// into ours and other owners'.
+func ownershipRecords(at []Record, owner string) (ours *Record, others []Record) {
+	for _, r := range at {
+		if r.Type != "TXT" {
+			continue
+		}
+		own, ok := parseOwnership(r.Content)
+		switch {
+		case !ok:
+		case own.owner == owner && ours == nil:
+			ours = &r
+		case own.owner != owner:
+			others = append(others, r)
+		}
+	}
+	return ours, others
+}
+
+func sortRecords(rs []Record) {
+	slices.SortFunc(rs, func(a, b Record) int {
+		if c := strings.Compare(a.Name, b.Name); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Type, b.Type); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+}

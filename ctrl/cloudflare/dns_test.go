@@ -1,0 +1,126 @@
+package cloudflare
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+func TestPlanDNS(t *testing.T) {
+	opts := DNSOptions{Owner: "prod", TunnelID: "t1", Proxied: true}
+	comment := "managed by tunnelgate (owner prod)"
+	ourTXT := func(id, host, tunnel string) Record {
+		return Record{ID: id, Type: "TXT", Name: ownershipName(host), Content: ownershipContent("prod", tunnel), Comment: comment}
+	}
+	ourCNAME := func(id, host string) Record {
+		return Record{ID: id, Type: "CNAME", Name: host, Content: "t1.cfargotunnel.com", Proxied: true, Comment: comment}
+	}
+	type want struct {
+		deletes, updates, creates []string // "TYPE name"
+		states                    map[string]string
+	}
+	cases := []struct {
+		name     string
+		hosts    []string
+		records  []Record
+		takeover bool
+		want     want
+	}{
+		{"new hostnames get a CNAME and an ownership record", []string{"a.example.com", "*.w.example.com"}, nil, false, want{
+			creates: []string{"CNAME *.w.example.com", "TXT _tunnelgate-wildcard.w.example.com", "TXT _tunnelgate.a.example.com", "CNAME a.example.com"},
+			states:  map[string]string{"a.example.com": "ready", "*.w.example.com": "ready"}}},
+		{"steady state changes nothing", []string{"a.example.com"}, []Record{ourCNAME("1", "a.example.com"), ourTXT("2", "a.example.com", "t1")}, false, want{
+			states: map[string]string{"a.example.com": "ready"}}},
+		{"a new tunnel rewrites our records", []string{"a.example.com"}, []Record{
+			{ID: "1", Type: "CNAME", Name: "a.example.com", Content: "t0.cfargotunnel.com", Proxied: true, Comment: comment}, ourTXT("2", "a.example.com", "t0")}, false, want{
+			updates: []string{"TXT _tunnelgate.a.example.com", "CNAME a.example.com"},
+			states:  map[string]string{"a.example.com": "ready"}}},
+		{"a foreign record is left alone and reported", []string{"a.example.com"}, []Record{{ID: "9", Type: "A", Name: "a.example.com", Content: "192.0.2.1"}}, false, want{
+			states: map[string]string{"a.example.com": translate.DNSReasonForeignRecord + ":A a.example.com → 192.0.2.1"}}},
+		{"an unowned CNAME is foreign too", []string{"a.example.com"}, []Record{{ID: "9", Type: "CNAME", Name: "a.example.com", Content: "elsewhere.example.net"}}, false, want{
+			states: map[string]string{"a.example.com": translate.DNSReasonForeignRecord}}},
+		{"takeover replaces foreign records", []string{"a.example.com"}, []Record{
+			{ID: "8", Type: "A", Name: "a.example.com", Content: "192.0.2.1"}, {ID: "9", Type: "CNAME", Name: "a.example.com", Content: "elsewhere.example.net"}}, true, want{
+			deletes: []string{"A a.example.com"}, updates: []string{"CNAME a.example.com"}, creates: []string{"TXT _tunnelgate.a.example.com"},
+			states: map[string]string{"a.example.com": "ready"}}},
+		{"another owner's hostname is never touched, even with takeover", []string{"a.example.com"}, []Record{
+			{ID: "1", Type: "CNAME", Name: "a.example.com", Content: "t9.cfargotunnel.com", Proxied: true},
+			{ID: "2", Type: "TXT", Name: "_tunnelgate.a.example.com", Content: ownershipContent("staging", "t9")}}, true, want{
+			states: map[string]string{"a.example.com": translate.DNSReasonOwnedByOther + `:"staging"`}}},
+		{"removed hostnames lose only our records", []string{}, []Record{
+			ourCNAME("1", "gone.example.com"), ourTXT("2", "gone.example.com", "t1"),
+			{ID: "3", Type: "CNAME", Name: "theirs.example.com", Content: "t9.cfargotunnel.com"},
+			{ID: "4", Type: "TXT", Name: "_tunnelgate.theirs.example.com", Content: ownershipContent("staging", "t9")},
+			{ID: "5", Type: "TXT", Name: "_tunnelgate.other.example.com", Content: `"v=spf1 -all"`}}, false, want{
+			deletes: []string{"TXT _tunnelgate.gone.example.com", "CNAME gone.example.com"}, states: map[string]string{}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			o := opts
+			o.Takeover = tc.takeover
+			p := PlanDNS(tc.hosts, tc.records, o)
+			check := func(what string, got []Record, want []string) {
+				t.Helper()
+				var names []string
+				for _, r := range got {
+					names = append(names, r.Type+" "+r.Name)
+				}
+				if strings.Join(names, "|") != strings.Join(want, "|") {
+					t.Errorf("%s: got %v, want %v", what, names, want)
+				}
+			}
+			check("deletes", p.Deletes, tc.want.deletes)
+			check("updates", p.Updates, tc.want.updates)
+			check("creates", p.Creates, tc.want.creates)
+			if len(p.States) != len(tc.want.states) {
+				t.Errorf("states %+v, want %v", p.States, tc.want.states)
+			}
+			for h, w := range tc.want.states {
+				st, ok := p.States[h]
+				switch {
+				case !ok:
+					t.Errorf("%s: no state", h)
+				case w == "ready":
+					if !st.Ready {
+						t.Errorf("%s: %+v, want ready", h, st)
+					}
+				default:
+					reason, inMsg, _ := strings.Cut(w, ":")
+					if st.Ready || st.Reason != reason || !strings.Contains(st.Message, inMsg) {
+						t.Errorf("%s: %+v, want %s mentioning %q", h, st, reason, inMsg)
+					}
+				}
+			}
+			for _, r := range p.Updates {
+				if r.ID == "" {
+					t.Errorf("update without an ID: %+v", r)
+				}
+			}
+			for _, r := range p.Creates {
+				if r.Type == "CNAME" && (r.Content != "t1.cfargotunnel.com" || !r.Proxied) {
+					t.Errorf("CNAME %+v, want proxied to the tunnel", r)
+				}
+			}
+		})
+	}
+}
+
+func TestOwnershipRoundTrip(t *testing.T) {
+	for _, h := range []string{"a.example.com", "*.example.com", "x.y.example.com"} {
+		back, ok := hostnameOfOwnership(ownershipName(h))
+		if !ok || back != h {
+			t.Errorf("%s → %s → %s", h, ownershipName(h), back)
+		}
+	}
+	for _, c := range []string{ownershipContent("o", "t"), strings.Trim(ownershipContent("o", "t"), `"`)} {
+		if own, ok := parseOwnership(c); !ok || own.owner != "o" || own.tunnel != "t" {
+			t.Errorf("parse %s: %+v %v", c, own, ok)
+		}
+	}
+	for _, c := range []string{`"v=spf1 -all"`, `"heritage=external-dns,owner=o"`, `"heritage=tunnelgate"`} {
+		if _, ok := parseOwnership(c); ok {
+			t.Errorf("%s taken as ours", c)
+		}
+	}
+}

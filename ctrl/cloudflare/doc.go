@@ -1,0 +1,24 @@
+// Package cloudflare keeps Cloudflare in step with the cluster: for each
+// GatewayClass whose GatewayClassConfig names a tunnel, the tunnel's
+// ingress document routes every hostname of the class to the proxies, and,
+// when DNS is enabled, each hostname has a proxied CNAME to the tunnel
+// plus a TXT record saying it is ours.
+//
+// The work splits as the rest of the controller does: pure functions
+// decide (BuildDocument and SameDocument for the ingress document,
+// PlanDNS for records), and Syncer does the I/O, through cloudflare-go, as
+// the leader's background loop. Syncer reports what it achieved as
+// translate.TunnelState values, which the next translation turns into
+// statuses; it never writes a status itself.
+//
+// Rules it keeps:
+//   - It writes only when something differs: a steady state costs one GET
+//     of the ingress document per drift check, and no write.
+//   - It touches only records it owns (an ownership TXT record with its
+//     owner ID), unless told to take over unowned ones; a record owned by
+//     another owner is never touched.
+//   - Every failure is retried from the whole desired state, after the
+//     server's Retry-After or an exponential back-off, so nothing is lost
+//     and nothing spins.
+//   - The API token never reaches a log, an event or a status.
+package cloudflare

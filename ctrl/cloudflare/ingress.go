@@ -1,0 +1,177 @@
+package cloudflare
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+// Document is a tunnel's remotely managed ingress configuration, the
+// "config" of PUT /accounts/{account}/cfd_tunnel/{tunnel}/configurations.
+// cloudflared tries its rules in order and takes the first whose hostname
+// (and path) match, so the last must match everything.
+type Document struct {
+	Ingress []Rule `json:"ingress"`
+}
+
+// Rule is one ingress rule.
+type Rule struct {
+	Hostname      string         `json:"hostname,omitempty"`
+	Service       string         `json:"service"`
+	OriginRequest *OriginRequest `json:"originRequest,omitempty"`
+}
+
+// OriginRequest are the settings of a rule's origin connection that we
+// set. Durations would be integer seconds; we set none.
+type OriginRequest struct {
+	// HTTP2Origin makes cloudflared speak HTTP/2 to the origin, which it
+	// does only over TLS with ALPN h2: gRPC needs it.
+	HTTP2Origin      bool   `json:"http2Origin,omitempty"`
+	OriginServerName string `json:"originServerName,omitempty"`
+	CAPool           string `json:"caPool,omitempty"`
+}
+
+// catchAll answers hostnames the tunnel receives but no route serves (a
+// stale DNS record, say). cloudflared requires a last rule with no
+// hostname.
+const catchAll = "http_status:404"
+
+// origin is where the cloudflared sidecar reaches the proxy beside it.
+type origin struct {
+	port, tlsPort int32
+	serverName    string
+	caPool        string
+}
+
+func originOf(s *v1alpha1.OriginSettings) origin {
+	o := origin{v1alpha1.DefaultOriginPort, v1alpha1.DefaultOriginTLSPort, v1alpha1.DefaultOriginServerName, v1alpha1.DefaultOriginCAPool}
+	if s == nil {
+		return o
+	}
+	if s.Port != 0 {
+		o.port = s.Port
+	}
+	if s.TLSPort != 0 {
+		o.tlsPort = s.TLSPort
+	}
+	if s.ServerName != "" {
+		o.serverName = s.ServerName
+	}
+	if s.CAPool != "" {
+		o.caPool = s.CAPool
+	}
+	return o
+}
+
+// BuildDocument is the ingress document of a tunnel serving hostnames:
+// each to the proxy's plain origin listener, or, when a GRPCRoute serves
+// it, to the TLS listener over HTTP/2 (HTTP routes on the same hostname
+// work there too); then the catch-all. Exact hostnames come before
+// wildcards, and a wildcard before any shorter one it contains, so the
+// first match is the most specific, as in Gateway API.
+func BuildDocument(hostnames []translate.Hostname, s *v1alpha1.OriginSettings) Document {
+	o := originOf(s)
+	hs := slices.Clone(hostnames)
+	slices.SortFunc(hs, func(a, b translate.Hostname) int { return compareSpecificity(a.Name, b.Name) })
+	doc := Document{Ingress: make([]Rule, 0, len(hs)+1)}
+	for _, h := range hs {
+		r := Rule{Hostname: h.Name, Service: fmt.Sprintf("http://localhost:%d", o.port)}
+		if h.GRPC {
+			r.Service = fmt.Sprintf("https://localhost:%d", o.tlsPort)
+			r.OriginRequest = &OriginRequest{HTTP2Origin: true, OriginServerName: o.serverName, CAPool: o.caPool}
+		}
+		doc.Ingress = append(doc.Ingress, r)
+	}
+	doc.Ingress = append(doc.Ingress, Rule{Service: catchAll})
+	return doc
+}
+
+// compareSpecificity orders exact hostnames first (by name), then
+// wildcards, longest suffix first.
+func compareSpecificity(a, b string) int {
+	wa, wb := strings.HasPrefix(a, "*."), strings.HasPrefix(b, "*.")
+	switch {
+	case wa != wb:
+		if wa {
+			return 1
+		}
+		return -1
+	case wa && len(a) != len(b):
+		return len(b) - len(a)
+	}
+	return strings.Compare(a, b)
+}
+
+// SameDocument says whether the config Cloudflare holds (raw JSON, as GET
+// returns it) routes exactly as want. Fields at their zero value are
+// ignored on both sides, since Cloudflare may echo defaults we never set
+// (an empty originRequest, warp-routing off); anything else differing,
+// including a setting someone added in the dashboard, means the document
+// must be written again.
+func SameDocument(remote json.RawMessage, want Document) bool {
+	var got map[string]any
+	if len(remote) == 0 || json.Unmarshal(remote, &got) != nil {
+		return false
+	}
+	delete(got, "warp-routing") // deprecated and ignored by cloudflared
+	b, err := json.Marshal(want)
+	if err != nil {
+		return false
+	}
+	var w map[string]any
+	if err := json.Unmarshal(b, &w); err != nil {
+		return false
+	}
+	return reflect.DeepEqual(prune(got), prune(w))
+}
+
+// prune drops zero values (false, 0, "", null, and objects and arrays
+// left empty) from decoded JSON.
+func prune(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			if p := prune(e); p != nil {
+				out[k] = p
+			}
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case []any:
+		out := make([]any, 0, len(x))
+		for _, e := range x {
+			p := prune(e)
+			if p == nil {
+				p = map[string]any{} // keep positions: rule order matters
+			}
+			out = append(out, p)
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		return out
+	case bool:
+		if !x {
+			return nil
+		}
+	case float64:
+		if x == 0 {
+			return nil
+		}
+	case string:
+		if x == "" {
+			return nil
+		}
+	case nil:
+		return nil
+	}
+	return v
+}
