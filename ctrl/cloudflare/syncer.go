@@ -1,0 +1,606 @@
+package cloudflare
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+// Desired is what one GatewayClass wants from Cloudflare. The controller
+// builds it after each translation.
+type Desired struct {
+	Class string
+	// Token is the API token from the credentials Secret.
+	Token string
+	// Problem is a local configuration error (no credentials Secret, say):
+	// reported, and nothing is asked of Cloudflare.
+	Problem string
+	// Hold keeps Cloudflare as it is: the class is not accepted, so its
+	// hostnames are unknown, and an empty list must not read as "remove
+	// everything". The credentials and tunnel are still checked, so a
+	// refusal can clear.
+	Hold      bool
+	Spec      v1alpha1.GatewayClassConfigSpec
+	Hostnames []translate.Hostname // of this class
+}
+
+// SaveTokenFunc stores a tunnel's token in the Secret ref names.
+type SaveTokenFunc func(ctx context.Context, ref v1alpha1.SecretKeyRef, token string) error
+
+// Options configure a Syncer.
+type Options struct {
+	// BaseURL of Cloudflare's API; default the real one. Tests point it at
+	// a fake.
+	BaseURL    string
+	HTTPClient *http.Client
+	// SaveToken writes tunnel tokens to Secrets (tunnel.tokenSecretRef).
+	SaveToken SaveTokenFunc
+	// OnChange is called, without locks held, when a TunnelState changed,
+	// so the controller translates again.
+	OnChange func()
+	// DriftEvery is how often an applied ingress document is read back to
+	// catch a change made elsewhere (default 5 minutes): the steady-state
+	// cost, one GET per tunnel.
+	DriftEvery time.Duration
+	// DNSEvery is how often every allowed zone is listed again to repair
+	// records changed elsewhere (default 30 minutes).
+	DNSEvery time.Duration
+	// MinBackoff and MaxBackoff bound the wait after a failure (defaults
+	// 1 s and 5 minutes); a longer Retry-After wins.
+	MinBackoff, MaxBackoff time.Duration
+	Log                    *slog.Logger
+	Now                    func() time.Time
+}
+
+// Syncer keeps each class's tunnel and DNS records in step with what the
+// controller wants, one class after the other, in its own goroutine (Run),
+// so the controller's sync never waits on Cloudflare.
+type Syncer struct {
+	opts  Options
+	Stats Stats
+
+	mu      sync.Mutex
+	classes map[string]*classSync
+	wake    chan struct{}
+}
+
+// classSync is the Syncer's memory of one class. The fields up to state
+// are guarded by Syncer.mu; learned belongs to Run's goroutine.
+type classSync struct {
+	desired Desired
+	wantKey string // hash of desired
+	doneKey string // wantKey of the last complete sync
+
+	failures  int
+	next      time.Time // no attempt before: the back-off
+	notBefore time.Time // nor before this: the server's Retry-After
+
+	state *translate.TunnelState
+
+	l learned
+}
+
+// learned is what Cloudflare told about a class, reset when the token
+// changes.
+type learned struct {
+	api        *api
+	tokenKey   string
+	account    string
+	tunnelID   string
+	tunnelFor  string // the tunnel spec tunnelID was resolved for
+	savedToken string // hash of ref and token last saved
+	zones      []zone
+	dnsZones   map[string]bool // zones that held our hostnames
+
+	applied   string // hash of the ingress document last applied
+	lastDrift time.Time
+	dnsKey    string // hash of the DNS inputs last applied
+	lastDNS   time.Time
+}
+
+// New returns a Syncer; Run starts it.
+func New(opts Options) *Syncer {
+	if opts.DriftEvery == 0 {
+		opts.DriftEvery = 5 * time.Minute
+	}
+	if opts.DNSEvery == 0 {
+		opts.DNSEvery = 30 * time.Minute
+	}
+	if opts.MinBackoff == 0 {
+		opts.MinBackoff = time.Second
+	}
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = 5 * time.Minute
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Syncer{opts: opts, classes: map[string]*classSync{}, wake: make(chan struct{}, 1)}
+}
+
+// Update replaces what every class wants. Classes left out are forgotten
+// (Cloudflare keeps what they had: a class that disappears is not a
+// request to delete a tunnel's routes). A new class reports Pending at
+// once, so its Gateways do not look programmed before the tunnel is.
+func (s *Syncer) Update(desired []Desired) {
+	changed := false
+	s.mu.Lock()
+	seen := map[string]bool{}
+	for _, d := range desired {
+		seen[d.Class] = true
+		c := s.classes[d.Class]
+		if c == nil {
+			c = &classSync{state: &translate.TunnelState{Pending: "waiting for the first sync with Cloudflare"}}
+			s.classes[d.Class] = c
+			changed = true
+		}
+		c.desired = d
+		if k := desiredKey(d); k != c.wantKey {
+			// A new wish is tried at once, unless Cloudflare asked us to
+			// wait: a burst of changes must not defeat a rate limit.
+			c.wantKey = k
+			c.next = c.notBefore
+		}
+	}
+	for name := range s.classes {
+		if !seen[name] {
+			delete(s.classes, name)
+			changed = true
+		}
+	}
+	s.mu.Unlock()
+	s.poke()
+	if changed && s.opts.OnChange != nil {
+		s.opts.OnChange()
+	}
+}
+
+// States are the classes' last reports, by class. A report that did not
+// change is the same pointer as before.
+func (s *Syncer) States() map[string]*translate.TunnelState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]*translate.TunnelState, len(s.classes))
+	for name, c := range s.classes {
+		out[name] = c.state
+	}
+	return out
+}
+
+func (s *Syncer) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run syncs the classes that need it until ctx ends: a changed wish at
+// once, a failure after its back-off, an applied document every
+// DriftEvery, the zones every DNSEvery.
+func (s *Syncer) Run(ctx context.Context) {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		wait := s.runDue(ctx)
+		timer.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// runDue syncs every class that is due and returns how long until the
+// next one is.
+func (s *Syncer) runDue(ctx context.Context) time.Duration {
+	s.mu.Lock()
+	names := slices.Sorted(maps.Keys(s.classes))
+	s.mu.Unlock()
+	wait := time.Hour
+	for _, name := range names {
+		if ctx.Err() != nil {
+			return wait
+		}
+		s.mu.Lock()
+		c := s.classes[name]
+		if c == nil {
+			s.mu.Unlock()
+			continue
+		}
+		d, key := c.desired, c.wantKey
+		now := s.opts.Now()
+		due := s.dueAt(c, key)
+		s.mu.Unlock()
+		if due.After(now) {
+			wait = min(wait, due.Sub(now))
+			continue
+		}
+		st, err := s.syncClass(ctx, c, d)
+		s.mu.Lock()
+		o := s.finish(name, c, key, st, err)
+		s.mu.Unlock()
+		if o.changed && s.opts.OnChange != nil {
+			s.opts.OnChange()
+		}
+		wait = min(wait, max(o.at.Sub(s.opts.Now()), 0))
+	}
+	return max(wait, 10*time.Millisecond)
+}
+
+// dueAt is when c next needs a sync. Called with s.mu held.
+func (s *Syncer) dueAt(c *classSync, key string) time.Time {
+	if !c.next.IsZero() {
+		return c.next // a back-off runs its course, whatever else is due
+	}
+	if key != c.doneKey {
+		return time.Time{}
+	}
+	due := c.l.lastDrift.Add(s.opts.DriftEvery)
+	if c.l.dnsKey != "" {
+		due = minTime(due, c.l.lastDNS.Add(s.opts.DNSEvery))
+	}
+	return due
+}
+
+// outcome is what finish decided: whether the report changed, and when the
+// class is next due.
+type outcome struct {
+	changed bool
+	at      time.Time
+}
+
+// finish records a sync's outcome: the back-off, and the report, replaced
+// when it changed. Called with s.mu held.
+func (s *Syncer) finish(name string, c *classSync, key string, st *translate.TunnelState, err error) outcome {
+	now := s.opts.Now()
+	if err != nil {
+		c.failures++
+		wait := s.opts.MinBackoff << min(c.failures-1, 20)
+		if wait > s.opts.MaxBackoff || wait <= 0 {
+			wait = s.opts.MaxBackoff
+		}
+		c.notBefore = time.Time{}
+		var ae *apiError
+		if errors.As(err, &ae) && ae.retryAfter > 0 {
+			c.notBefore = now.Add(ae.retryAfter)
+			wait = max(wait, ae.retryAfter)
+		}
+		c.next = now.Add(wait)
+		s.opts.Log.Warn("Cloudflare sync failed; retrying", "class", name, "in", wait.Round(time.Millisecond), "err", err)
+	} else {
+		c.failures, c.next, c.notBefore = 0, time.Time{}, time.Time{}
+		c.doneKey = key
+	}
+	o := outcome{at: s.dueAt(c, c.wantKey)}
+	if st != nil && !reflect.DeepEqual(st, c.state) && s.classes[name] == c {
+		c.state = st
+		o.changed = true
+	}
+	return o
+}
+
+// syncClass does one class's work and returns its report. An error means
+// "try again later"; the report then says what is known so far.
+func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*translate.TunnelState, error) {
+	s.mu.Lock()
+	prev := c.state
+	s.mu.Unlock()
+	st := &translate.TunnelState{ID: c.l.tunnelID, Pending: prev.Pending, DNS: prev.DNS}
+	if d.Problem != "" {
+		return &translate.TunnelState{Problem: d.Problem}, nil
+	}
+	if d.Spec.Tunnel == nil || d.Spec.Tunnel.ID == "" && d.Spec.Tunnel.Name == "" {
+		return &translate.TunnelState{Problem: "the GatewayClassConfig names no tunnel (tunnel.id or tunnel.name)"}, nil
+	}
+	if tk := hash(d.Token); tk != c.l.tokenKey {
+		// A new token: what the old one showed may not hold.
+		c.l = learned{tokenKey: tk, api: newAPI(s.opts.BaseURL, d.Token, s.opts.HTTPClient, &s.Stats)}
+		st.ID = ""
+	}
+	refusal := func(err error) (*translate.TunnelState, error) {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.refused() {
+			return &translate.TunnelState{Problem: "Cloudflare refused the API token: " + ae.msg +
+				"; it needs Account: Cloudflare Tunnel: Edit, and Zone: DNS: Edit for DNS"}, err
+		}
+		st.Pending = "not applied: " + err.Error()
+		return st, err
+	}
+
+	if err := s.resolveAccount(ctx, c, d); err != nil {
+		if p, ok := err.(problem); ok {
+			return &translate.TunnelState{Problem: string(p)}, nil
+		}
+		return refusal(err)
+	}
+	if err := s.resolveTunnel(ctx, c, d); err != nil {
+		if p, ok := err.(problem); ok {
+			return &translate.TunnelState{Problem: string(p)}, nil
+		}
+		return refusal(err)
+	}
+	st.ID = c.l.tunnelID
+	if err := s.saveToken(ctx, c, d); err != nil {
+		return refusal(err)
+	}
+	if d.Hold {
+		st.Problem = ""
+		return st, nil
+	}
+
+	doc := BuildDocument(d.Hostnames, d.Spec.Origin)
+	docKey := hashJSON(doc)
+	now := s.opts.Now()
+	if docKey != c.l.applied || now.Sub(c.l.lastDrift) >= s.opts.DriftEvery {
+		remote, err := c.l.api.getConfig(ctx, c.l.account, c.l.tunnelID)
+		if err != nil {
+			return refusal(err)
+		}
+		if !SameDocument(remote, doc) {
+			if err := c.l.api.putConfig(ctx, c.l.account, c.l.tunnelID, doc); err != nil {
+				return refusal(err)
+			}
+			s.opts.Log.Info("tunnel ingress document written", "class", d.Class, "tunnel", c.l.tunnelID, "rules", len(doc.Ingress))
+		}
+		c.l.applied, c.l.lastDrift = docKey, now
+	}
+	st.Pending = ""
+
+	if d.Spec.DNS == nil || !d.Spec.DNS.Enabled {
+		st.DNS = nil
+		return st, nil
+	}
+	dns, err := s.syncDNS(ctx, c, d)
+	st.DNS = dns
+	return st, err
+}
+
+// problem is a configuration error only the user can fix.
+type problem string
+
+func (p problem) Error() string { return string(p) }
+
+func (s *Syncer) resolveAccount(ctx context.Context, c *classSync, d Desired) error {
+	if d.Spec.AccountID != "" {
+		c.l.account = d.Spec.AccountID
+		return nil
+	}
+	if c.l.account != "" {
+		return nil
+	}
+	ids, err := c.l.api.accountIDs(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		return problem(fmt.Sprintf("the API token sees %d accounts; set accountID in the GatewayClassConfig", len(ids)))
+	}
+	c.l.account = ids[0]
+	return nil
+}
+
+// resolveTunnel finds the tunnel: by ID it must exist; by name it is
+// created when missing. A tunnel is never deleted here.
+func (s *Syncer) resolveTunnel(ctx context.Context, c *classSync, d Desired) error {
+	t := d.Spec.Tunnel
+	want := c.l.account + "/" + t.ID + "/" + t.Name
+	if c.l.tunnelID != "" && c.l.tunnelFor == want {
+		return nil
+	}
+	c.l.tunnelID, c.l.applied, c.l.dnsKey = "", "", ""
+	if t.ID != "" {
+		ok, err := c.l.api.tunnelExists(ctx, c.l.account, t.ID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return problem(fmt.Sprintf("tunnel %s does not exist in account %s (or was deleted)", t.ID, c.l.account))
+		}
+		c.l.tunnelID = t.ID
+	} else {
+		id, err := c.l.api.tunnelByName(ctx, c.l.account, t.Name)
+		if err != nil {
+			return err
+		}
+		if id == "" {
+			if id, err = c.l.api.createTunnel(ctx, c.l.account, t.Name); err != nil {
+				return err
+			}
+			s.opts.Log.Info("tunnel created", "class", d.Class, "name", t.Name, "tunnel", id)
+		}
+		c.l.tunnelID = id
+	}
+	c.l.tunnelFor = want
+	return nil
+}
+
+// saveToken keeps the tunnel's token in tunnel.tokenSecretRef, writing it
+// when the tunnel or the Secret named changes.
+func (s *Syncer) saveToken(ctx context.Context, c *classSync, d Desired) error {
+	ref := d.Spec.Tunnel.TokenSecretRef
+	if ref == nil || s.opts.SaveToken == nil {
+		return nil
+	}
+	key := hash(c.l.tunnelID + "/" + ref.Namespace + "/" + ref.Name + "/" + ref.Key)
+	if key == c.l.savedToken {
+		return nil
+	}
+	tok, err := c.l.api.tunnelToken(ctx, c.l.account, c.l.tunnelID)
+	if err != nil {
+		return err
+	}
+	if err := s.opts.SaveToken(ctx, *ref, tok); err != nil {
+		return fmt.Errorf("storing the tunnel token in Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+	}
+	c.l.savedToken = key
+	return nil
+}
+
+// syncDNS brings the records of every zone that holds, or held, one of
+// the class's hostnames to the plan, and returns each hostname's state.
+func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired) (map[string]translate.DNSState, error) {
+	o := dnsOptions(d, c.l.tunnelID)
+	key := hashJSON(struct {
+		H []translate.Hostname
+		O DNSOptions
+		Z []string
+	}{d.Hostnames, o, d.Spec.DNS.Zones})
+	now := s.opts.Now()
+	full := now.Sub(c.l.lastDNS) >= s.opts.DNSEvery
+	last := c.lastDNSStates()
+	if key == c.l.dnsKey && !full {
+		return last, nil
+	}
+	if c.l.zones == nil || full {
+		zs, err := c.l.api.listZones(ctx, c.l.account)
+		if err != nil {
+			return last, err
+		}
+		c.l.zones = allowedZones(zs, d.Spec.DNS.Zones)
+	}
+	states := map[string]translate.DNSState{}
+	byZone := map[string][]string{}
+	for _, h := range d.Hostnames {
+		z, ok := zoneOf(h.Name, c.l.zones)
+		if !ok {
+			states[h.Name] = translate.DNSState{Reason: translate.DNSReasonNoZone, Message: "no zone the API token can edit (and dns.zones allows) contains it"}
+			continue
+		}
+		byZone[z.id] = append(byZone[z.id], h.Name)
+	}
+	if c.l.dnsZones == nil {
+		c.l.dnsZones = map[string]bool{}
+	}
+	var errs []error
+	for _, z := range c.l.zones {
+		want := byZone[z.id]
+		if len(want) == 0 && !c.l.dnsZones[z.id] && !full {
+			continue // never ours, nothing to clean
+		}
+		records, err := c.l.api.listRecords(ctx, z.id)
+		if err != nil {
+			errs = append(errs, err)
+			keepStates(states, last, want)
+			continue
+		}
+		plan := PlanDNS(want, records, o)
+		if !plan.Empty() {
+			if err := c.l.api.apply(ctx, z.id, plan); err != nil {
+				errs = append(errs, err)
+				keepStates(states, last, want)
+				continue
+			}
+			s.opts.Log.Info("DNS records changed", "class", d.Class, "zone", z.name,
+				"deleted", len(plan.Deletes), "updated", len(plan.Updates), "created", len(plan.Creates))
+		}
+		maps.Copy(states, plan.States)
+		if len(want) > 0 {
+			c.l.dnsZones[z.id] = true
+		} else {
+			delete(c.l.dnsZones, z.id)
+		}
+	}
+	if len(errs) > 0 {
+		return states, errors.Join(errs...)
+	}
+	c.l.dnsKey, c.l.lastDNS = key, now
+	return states, nil
+}
+
+// lastDNSStates is the DNS part of the class's last report.
+func (c *classSync) lastDNSStates() map[string]translate.DNSState {
+	return c.state.DNS // written only by Run's goroutine, which calls this
+}
+
+// keepStates carries the last known state of hosts whose zone failed.
+func keepStates(into, last map[string]translate.DNSState, hosts []string) {
+	for _, h := range hosts {
+		if st, ok := last[h]; ok {
+			into[h] = st
+		}
+	}
+}
+
+func dnsOptions(d Desired, tunnelID string) DNSOptions {
+	o := DNSOptions{Owner: d.Spec.DNS.OwnerID, TunnelID: tunnelID, Proxied: true, Takeover: d.Spec.DNS.Takeover}
+	if o.Owner == "" {
+		o.Owner = d.Class
+	}
+	if d.Spec.DNS.Proxied != nil {
+		o.Proxied = *d.Spec.DNS.Proxied
+	}
+	return o
+}
+
+// allowedZones keeps the zones the allowlist names (all when it is empty).
+func allowedZones(zs []zone, allow []string) []zone {
+	if len(allow) == 0 {
+		return zs
+	}
+	var out []zone
+	for _, z := range zs {
+		if slices.ContainsFunc(allow, func(a string) bool { return strings.EqualFold(strings.TrimSuffix(a, "."), z.name) }) {
+			out = append(out, z)
+		}
+	}
+	return out
+}
+
+// zoneOf finds the zone a hostname belongs to: the longest zone name that
+// is the hostname or a suffix of it at a label boundary.
+func zoneOf(host string, zs []zone) (zone, bool) {
+	host = strings.TrimPrefix(host, "*.")
+	var best zone
+	for _, z := range zs {
+		if (host == z.name || strings.HasSuffix(host, "."+z.name)) && len(z.name) > len(best.name) {
+			best = z
+		}
+	}
+	return best, best.name != ""
+}
+
+func desiredKey(d Desired) string {
+	return hashJSON(struct {
+		T       string
+		P       string
+		H       bool
+		S       v1alpha1.GatewayClassConfigSpec
+		Servers []translate.Hostname
+	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames})
+}
+
+func hash(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
+}
+
+func hashJSON(v any) string {
+	b, _ := json.Marshal(v) // plain data: cannot fail
+	return hash(string(b))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
