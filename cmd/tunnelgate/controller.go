@@ -28,6 +28,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/ctrl/controller"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
@@ -50,6 +51,8 @@ func runController(args []string, stdout, stderr io.Writer) int {
 	leaseName := fs.String("leader-election-name", "tunnelgate-controller", "name of the leader Lease")
 	identity := fs.String("identity", envOr("POD_NAME", hostname()), "this replica's name in the Lease")
 	address := fs.String("gateway-address", "", "address written on programmed Gateways' status (a hostname or an IP)")
+	cfURL := fs.String("cloudflare-api-url", "", "Cloudflare API base `URL` (default: Cloudflare's; for tests and proxies)")
+	noCloudflare := fs.Bool("no-cloudflare", false, "never call Cloudflare: tunnels and DNS stay as they are (statuses say so)")
 	qps := fs.Float64("kube-qps", 50, "API requests per second (status writes)")
 	burst := fs.Int("kube-burst", 100, "API request burst")
 	verbose := fs.Bool("v", false, "debug logging")
@@ -78,7 +81,7 @@ func runController(args []string, stdout, stderr io.Writer) int {
 		kubeconfig: *kubeconfig, name: *name, debounce: *debounce, admin: *admin,
 		configListen: *configListen, tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey,
 		leaderElect: *leaderElect, leaseNS: *leaseNS, leaseName: *leaseName, identity: *identity,
-		address: *address, qps: float32(*qps), burst: *burst,
+		address: *address, qps: float32(*qps), burst: *burst, cloudflareURL: *cfURL, noCloudflare: *noCloudflare,
 	}, log); err != nil {
 		fmt.Fprintf(stderr, "tunnelgate controller: %v\n", err)
 		return 1
@@ -88,9 +91,9 @@ func runController(args []string, stdout, stderr io.Writer) int {
 
 type controllerFlags struct {
 	kubeconfig, name, admin, configListen, tokenFile, tlsCert, tlsKey string
-	leaseNS, leaseName, identity, address                             string
+	leaseNS, leaseName, identity, address, cloudflareURL              string
 	debounce                                                          time.Duration
-	leaderElect                                                       bool
+	leaderElect, noCloudflare                                         bool
 	qps                                                               float32
 	burst                                                             int
 }
@@ -129,11 +132,22 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 	events := record.NewBroadcaster()
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	c, err := controller.New(controller.Options{
+	// The Cloudflare side runs in every replica and acts only on what the
+	// leader's syncs hand it.
+	var c *controller.Controller
+	var cfSync *cloudflare.Syncer
+	if !f.noCloudflare {
+		cfSync = cloudflare.New(cloudflare.Options{
+			BaseURL: f.cloudflareURL, SaveToken: controller.TunnelTokenWriter(kube), Log: log.With("part", "cloudflare"),
+			OnChange: func() { c.Changed() },
+		})
+	}
+	c, err = controller.New(controller.Options{
 		Kube: kube, Gateway: gw, Dynamic: dyn,
 		ControllerName: f.name, Debounce: f.debounce, Publisher: srv, Log: log,
-		Addresses: gatewayAddresses(f.address),
-		Events:    events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
+		Addresses:  gatewayAddresses(f.address),
+		Events:     events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
+		Cloudflare: cfSync,
 	})
 	if err != nil {
 		return err
@@ -145,7 +159,7 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	errc := make(chan error, 4)
+	errc := make(chan error, 8)
 	run := func(what string, fn func() error) {
 		wg.Add(1)
 		go func() {
@@ -184,6 +198,9 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 		})
 	} else {
 		c.SetLeader(true)
+	}
+	if cfSync != nil {
+		run("cloudflare", func() error { cfSync.Run(ctx); return nil })
 	}
 	run("controller", func() error { return c.Run(ctx) })
 

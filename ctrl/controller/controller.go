@@ -16,6 +16,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 )
@@ -43,6 +44,10 @@ type Options struct {
 	Addresses []gwv1.GatewayStatusAddress
 	// Events records events on objects; nil records none.
 	Events EventSink
+	// Cloudflare, when set, gets each class's tunnel wishes while this
+	// replica leads, and its reports feed the statuses. Its OnChange
+	// should call Changed.
+	Cloudflare *cloudflare.Syncer
 	Log    *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
@@ -120,6 +125,10 @@ func New(opts Options) (*Controller, error) {
 // The queue keeps one pending key, so a burst coalesces.
 func (c *Controller) changed() { c.queue.AddAfter(syncKey, c.opts.Debounce) }
 
+// Changed asks for a sync, as an object change does: the Cloudflare
+// syncer calls it when a report changed.
+func (c *Controller) Changed() { c.changed() }
+
 // Run starts the informers, waits for their caches, then syncs on every
 // change until ctx ends. Statuses and events are written only while
 // SetLeader(true); every replica publishes configs.
@@ -169,14 +178,18 @@ func (c *Controller) sync(ctx context.Context) error {
 		c.Stats.SyncNanos.Add(d)
 		c.Stats.LastSyncNanos.Store(d)
 	}()
-	out := translate.Translate(&translate.Input{
+	in := &translate.Input{
 		Snapshot:       c.w.snapshot(),
 		ControllerName: c.controllerName,
 		Now:            c.opts.Now(),
 		BundleVersion:  c.w.bundleVersion(),
 		Addresses:      c.opts.Addresses,
 		Cache:          c.cache,
-	})
+	}
+	if c.opts.Cloudflare != nil {
+		in.Tunnels = c.opts.Cloudflare.States()
+	}
+	out := translate.Translate(in)
 	if c.opts.Publisher != nil {
 		v := c.opts.Publisher.Publish(&out.Config)
 		c.log.Debug("config published", "version", v, "routes", len(out.Config.Routes), "clusters", len(out.Config.Clusters))
@@ -188,7 +201,13 @@ func (c *Controller) sync(ctx context.Context) error {
 
 	if !c.leader.Load() {
 		c.written = nil // a future leader compares everything
+		if c.opts.Cloudflare != nil {
+			c.opts.Cloudflare.Update(nil) // only the leader speaks to Cloudflare
+		}
 		return nil
+	}
+	if c.opts.Cloudflare != nil {
+		c.opts.Cloudflare.Update(desiredTunnels(&in.Snapshot, out, c.controllerName))
 	}
 	c.recordEvents(out.Events)
 	n, err := c.writeStatuses(ctx, c.written, out)
