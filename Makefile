@@ -11,7 +11,7 @@ FUZZTIME  ?= 30s
 # The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
 RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
 
-.PHONY: help build run test testenv bench bench-check bench-load fuzz lint
+.PHONY: help build run test testenv prism bench bench-check bench-load fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
@@ -26,7 +26,7 @@ run: build ## standalone mode on examples/quickstart/ with demo backends (LISTEN
 # f.Add), so fuzz regressions are caught here without fuzzing. Allocation
 # budgets (TestAllocs*, built with !race) need a second pass without -race,
 # because the race detector makes sync.Pool drop items on purpose.
-test: lint testenv ## lint, then run all tests with the race detector, then allocation budgets
+test: lint testenv prism ## lint, then run all tests with the race detector, then allocation budgets
 	@[ -n "$(RACE)" ] || echo "note: cgo is off (no C compiler?), so tests run without -race"
 	go test $(RACE) -count=1 ./...
 	$(if $(RACE),go test -count=1 -run '^TestAllocs' ./...)
@@ -36,6 +36,11 @@ test: lint testenv ## lint, then run all tests with the race detector, then allo
 # then instant. Built here, not inside go test, so test timeouts never include it.
 testenv: ## build the kube-apiserver/etcd test binaries into the cache
 	bash test/tools/build.sh
+
+# test/prism validates our Cloudflare API requests against Cloudflare's OpenAPI
+# spec with Prism (npm): installed once per machine, then instant.
+prism: ## install Prism and extract Cloudflare's OpenAPI spec into the cache
+	bash test/prism/install.sh
 
 bench: ## run all benchmarks (BENCHTIME=1s COUNT=1)
 	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
