@@ -15,6 +15,8 @@ import (
 	"github.com/cloudflare/cloudflare-go/v7/accounts"
 	"github.com/cloudflare/cloudflare-go/v7/dns"
 	"github.com/cloudflare/cloudflare-go/v7/option"
+	"github.com/cloudflare/cloudflare-go/v7/packages/pagination"
+	"github.com/cloudflare/cloudflare-go/v7/shared"
 	"github.com/cloudflare/cloudflare-go/v7/zero_trust"
 	"github.com/cloudflare/cloudflare-go/v7/zones"
 )
@@ -83,12 +85,39 @@ func newAPI(baseURL, token string, hc *http.Client, stats *Stats) *api {
 
 // accountIDs lists the accounts the token sees.
 func (a *api) accountIDs(ctx context.Context) ([]string, error) {
-	var ids []string
-	it := a.accounts.ListAutoPaging(ctx, accounts.AccountListParams{})
-	for it.Next() {
-		ids = append(ids, it.Current().ID)
+	const per = 50
+	list, err := pages(ctx, per, func(page int) (*pagination.V4PagePaginationArray[accounts.Account], error) {
+		return a.accounts.List(ctx, accounts.AccountListParams{Page: cf.F(float64(page)), PerPage: cf.F(float64(per))})
+	})
+	ids := make([]string, 0, len(list))
+	for _, acc := range list {
+		ids = append(ids, acc.ID)
 	}
-	return ids, wrap("listing accounts", it.Err())
+	return ids, wrap("listing accounts", err)
+}
+
+// maxPages bounds a listing, whatever the server says.
+const maxPages = 1000
+
+// pages fetches a listing page after page. A page shorter than asked for
+// is the last: that spares the empty page cloudflare-go's auto-pager asks
+// for, and, unlike it, every page runs under ctx.
+func pages[T any](ctx context.Context, per int, fetch func(page int) (*pagination.V4PagePaginationArray[T], error)) ([]T, error) {
+	var out []T
+	for page := 1; page <= maxPages; page++ {
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		res, err := fetch(page)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, res.Result...)
+		if len(res.Result) < per {
+			break
+		}
+	}
+	return out, nil
 }
 
 // zone is a DNS zone.
@@ -96,16 +125,18 @@ type zone struct{ id, name string }
 
 // listZones lists the account's zones.
 func (a *api) listZones(ctx context.Context, account string) ([]zone, error) {
-	var out []zone
-	it := a.zones.ListAutoPaging(ctx, zones.ZoneListParams{
-		Account: cf.F(zones.ZoneListParamsAccount{ID: cf.F(account)}),
-		PerPage: cf.F(50.0),
+	const per = 50
+	list, err := pages(ctx, per, func(page int) (*pagination.V4PagePaginationArray[zones.Zone], error) {
+		return a.zones.List(ctx, zones.ZoneListParams{
+			Account: cf.F(zones.ZoneListParamsAccount{ID: cf.F(account)}),
+			Page:    cf.F(float64(page)), PerPage: cf.F(float64(per)),
+		})
 	})
-	for it.Next() {
-		z := it.Current()
+	out := make([]zone, 0, len(list))
+	for _, z := range list {
 		out = append(out, zone{id: z.ID, name: strings.ToLower(z.Name)})
 	}
-	return out, wrap("listing zones", it.Err())
+	return out, wrap("listing zones", err)
 }
 
 // tunnelExists says whether the account has the tunnel, not deleted.
@@ -122,15 +153,22 @@ func (a *api) tunnelExists(ctx context.Context, account, id string) (bool, error
 
 // tunnelByName finds a live tunnel by name; "" when there is none.
 func (a *api) tunnelByName(ctx context.Context, account, name string) (string, error) {
-	it := a.tunnels.ListAutoPaging(ctx, zero_trust.TunnelCloudflaredListParams{
-		AccountID: cf.F(account), Name: cf.F(name), IsDeleted: cf.F(false),
+	const per = 100
+	list, err := pages(ctx, per, func(page int) (*pagination.V4PagePaginationArray[shared.CloudflareTunnel], error) {
+		return a.tunnels.List(ctx, zero_trust.TunnelCloudflaredListParams{
+			AccountID: cf.F(account), Name: cf.F(name), IsDeleted: cf.F(false),
+			Page: cf.F(float64(page)), PerPage: cf.F(float64(per)),
+		})
 	})
-	for it.Next() {
-		if t := it.Current(); t.Name == name && t.DeletedAt.IsZero() {
+	if err != nil {
+		return "", wrap("listing tunnels named "+name, err)
+	}
+	for _, t := range list {
+		if t.Name == name && t.DeletedAt.IsZero() {
 			return t.ID, nil
 		}
 	}
-	return "", wrap("listing tunnels named "+name, it.Err())
+	return "", nil
 }
 
 // createTunnel creates a remotely managed tunnel; Cloudflare generates
@@ -194,13 +232,15 @@ func (a *api) putConfig(ctx context.Context, account, id string, doc Document) e
 
 // listRecords lists every record of a zone.
 func (a *api) listRecords(ctx context.Context, zoneID string) ([]Record, error) {
-	var out []Record
-	it := a.records.ListAutoPaging(ctx, dns.RecordListParams{ZoneID: cf.F(zoneID), PerPage: cf.F(1000.0)})
-	for it.Next() {
-		r := it.Current()
+	const per = 1000
+	list, err := pages(ctx, per, func(page int) (*pagination.V4PagePaginationArray[dns.RecordResponse], error) {
+		return a.records.List(ctx, dns.RecordListParams{ZoneID: cf.F(zoneID), Page: cf.F(float64(page)), PerPage: cf.F(float64(per))})
+	})
+	out := make([]Record, 0, len(list))
+	for _, r := range list {
 		out = append(out, Record{ID: r.ID, Type: string(r.Type), Name: strings.ToLower(r.Name), Content: r.Content, Proxied: r.Proxied, Comment: r.Comment})
 	}
-	return out, wrap("listing the records of zone "+zoneID, it.Err())
+	return out, wrap("listing the records of zone "+zoneID, err)
 }
 
 // apply carries out a plan in batches, each applied by Cloudflare all or
@@ -346,13 +386,14 @@ func status(err error) int {
 }
 
 // retryAfter parses a Retry-After header: seconds, or an HTTP date
-// (RFC 9110 §10.2.3).
+// (RFC 9110 §10.2.3). Fractional seconds, which some servers and our
+// fake send, are taken too.
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
-		return time.Duration(s) * time.Second
+	if s, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && s > 0 && s < 86400 {
+		return time.Duration(s * float64(time.Second))
 	}
 	if t, err := http.ParseTime(v); err == nil && t.After(now) {
 		return t.Sub(now)

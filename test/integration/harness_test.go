@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/ctrl/controller"
 	"github.com/tunnelgate/tunnelgate/dataplane"
@@ -103,6 +104,23 @@ func startController(t testing.TB, cl clients, controllerName string, leader *co
 
 func startControllerWith(t testing.TB, cl clients, controllerName string, leader *controller.LeaderOptions, addr string, debounce time.Duration) *running {
 	t.Helper()
+	return startControllerOpts(t, cl, controllerName, ctlOpts{leader: leader, addr: addr, debounce: debounce})
+}
+
+// ctlOpts are a test controller's less common settings.
+type ctlOpts struct {
+	leader   *controller.LeaderOptions
+	addr     string
+	debounce time.Duration
+	// cloudflare, when set, syncs tunnels through this API URL.
+	cloudflare    string
+	cfDriftEvery  time.Duration
+	cloudflareRef **cloudflare.Syncer // receives the syncer
+}
+
+func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlOpts) *running {
+	t.Helper()
+	leader, addr, debounce := o.leader, o.addr, o.debounce
 	log := testLog(slog.LevelInfo)
 	r := &running{token: "token-" + strings.ReplaceAll(t.Name(), "/", "-"), done: make(chan struct{})}
 	fail := t.Errorf
@@ -113,9 +131,19 @@ func startControllerWith(t testing.TB, cl clients, controllerName string, leader
 	r.srv = configserver.New(configserver.Options{Token: r.token, Log: log, MaxWait: 5 * time.Second})
 	events := record.NewBroadcaster()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.kube.CoreV1().Events("")})
+	var c *controller.Controller
+	var cf *cloudflare.Syncer
+	if o.cloudflare != "" {
+		cf = cloudflare.New(cloudflare.Options{BaseURL: o.cloudflare, SaveToken: controller.TunnelTokenWriter(cl.kube),
+			OnChange: func() { c.Changed() }, Log: log, DriftEvery: o.cfDriftEvery,
+			MinBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second})
+		if o.cloudflareRef != nil {
+			*o.cloudflareRef = cf
+		}
+	}
 	c, err := controller.New(controller.Options{
 		Kube: cl.kube, Gateway: cl.gw, Dynamic: cl.dyn, ControllerName: controllerName,
-		Debounce: debounce, Publisher: r.srv, Log: log,
+		Debounce: debounce, Publisher: r.srv, Log: log, Cloudflare: cf,
 		Events: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
 	})
 	if err != nil {
@@ -145,8 +173,16 @@ func startControllerWith(t testing.TB, cl clients, controllerName string, leader
 	} else {
 		go controller.RunLeaderElection(ctx, cl.kube, *leader, c)
 	}
+	cfDone := make(chan struct{})
+	go func() {
+		defer close(cfDone)
+		if cf != nil {
+			cf.Run(ctx)
+		}
+	}()
 	go func() {
 		defer close(r.done)
+		defer func() { <-cfDone }()
 		if err := c.Run(ctx); err != nil {
 			fail("controller: %v", err)
 		}

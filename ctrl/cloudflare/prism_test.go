@@ -1,0 +1,63 @@
+package cloudflare
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/test/prism"
+)
+
+// Every kind of request the Syncer sends, as it sends it, is valid by
+// Cloudflare's own OpenAPI spec (served by Prism; see test/prism for the
+// spec's known defects and how they are handled). Prism's answers are
+// canned, so this checks shapes, not behaviour: the fake (internal/cffake)
+// is for behaviour.
+func TestRequestsMatchCloudflareSpec(t *testing.T) {
+	srv := prism.StartT(t)
+	a := newAPI(srv.URL(), "prism-token", nil, &Stats{})
+	ctx := context.Background()
+	const acc, tunnel, zoneID = "023e105f4ecef8ad9ca31a8372d0c353", "f70ff985-a4ef-4643-bbbc-4a0ed4fc8415", "023e105f4ecef8ad9ca31a8372d0c353"
+
+	calls := []struct {
+		name string
+		do   func() error
+	}{
+		{"list accounts", func() error { _, err := a.accountIDs(ctx); return err }},
+		{"list zones", func() error { _, err := a.listZones(ctx, acc); return err }},
+		{"get tunnel", func() error { _, err := a.tunnelExists(ctx, acc, tunnel); return err }},
+		{"find tunnel by name", func() error { _, err := a.tunnelByName(ctx, acc, "prod"); return err }},
+		{"create tunnel", func() error { _, err := a.createTunnel(ctx, acc, "prod"); return err }},
+		{"get tunnel token", func() error { _, err := a.tunnelToken(ctx, acc, tunnel); return err }},
+		{"get tunnel configuration", func() error { _, err := a.getConfig(ctx, acc, tunnel); return err }},
+		{"put tunnel configuration", func() error {
+			return a.putConfig(ctx, acc, tunnel, BuildDocument([]translate.Hostname{
+				{Name: "app.example.com", HTTP: true}, {Name: "grpc.example.com", GRPC: true}, {Name: "*.example.com", HTTP: true},
+			}, nil))
+		}},
+		{"list records", func() error { _, err := a.listRecords(ctx, zoneID); return err }},
+		{"batch records", func() error {
+			plan := PlanDNS([]string{"new.example.com", "moved.example.com"}, []Record{
+				{ID: "1", Type: "CNAME", Name: "moved.example.com", Content: "old.cfargotunnel.com", Proxied: true},
+				{ID: "2", Type: "TXT", Name: "_tunnelgate.moved.example.com", Content: ownershipContent("prod", "old")},
+				{ID: "3", Type: "TXT", Name: "_tunnelgate.gone.example.com", Content: ownershipContent("prod", "t")},
+				{ID: "4", Type: "CNAME", Name: "gone.example.com", Content: "t.cfargotunnel.com", Proxied: true},
+			}, DNSOptions{Owner: "prod", TunnelID: tunnel, Proxied: true})
+			if len(plan.Deletes) == 0 || len(plan.Updates) == 0 || len(plan.Creates) == 0 {
+				t.Fatalf("the plan must hold every kind of change: %+v", plan)
+			}
+			return a.apply(ctx, zoneID, plan)
+		}},
+	}
+	for _, c := range calls {
+		if err := c.do(); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	for _, x := range srv.Rejected() {
+		t.Errorf("Prism refused %s", x)
+	}
+	if n := len(srv.Exchanges()); n < len(calls) {
+		t.Errorf("Prism saw %d requests for %d calls", n, len(calls))
+	}
+}

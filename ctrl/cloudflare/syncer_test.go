@@ -1,0 +1,362 @@
+package cloudflare_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/internal/cffake"
+)
+
+const (
+	token   = "cf-test-token-must-never-be-logged"
+	account = "acc1"
+)
+
+// world is a fake Cloudflare with one account and two zones, and a
+// Syncer pointed at it.
+type world struct {
+	f      *cffake.Fake
+	s      *cloudflare.Syncer
+	logs   *syncBuffer
+	tokens sync.Map // "ns/name/key" → token saved
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func newWorld(t *testing.T, opts cloudflare.Options) *world {
+	t.Helper()
+	w := &world{f: cffake.New(cffake.Options{Token: token}), logs: &syncBuffer{}, done: make(chan struct{})}
+	t.Cleanup(w.f.Close)
+	w.f.AddAccount(account, "Test account")
+	w.f.AddZone("zone-com", "example.com", account)
+	w.f.AddZone("zone-org", "example.org", account)
+	opts.BaseURL = w.f.URL()
+	opts.Log = slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts.SaveToken = func(_ context.Context, ref v1alpha1.SecretKeyRef, tok string) error {
+		w.tokens.Store(ref.Namespace+"/"+ref.Name+"/"+ref.Key, tok)
+		return nil
+	}
+	if opts.MinBackoff == 0 {
+		opts.MinBackoff = 20 * time.Millisecond
+	}
+	if opts.MaxBackoff == 0 {
+		opts.MaxBackoff = 200 * time.Millisecond
+	}
+	w.s = cloudflare.New(opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	w.cancel = cancel
+	go func() { defer close(w.done); w.s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-w.done
+		if strings.Contains(w.logs.String(), token) {
+			t.Errorf("the API token appears in the logs:\n%s", w.logs.String())
+		}
+	})
+	return w
+}
+
+func desired(hosts ...string) cloudflare.Desired {
+	d := cloudflare.Desired{Class: "prod", Token: token, Spec: v1alpha1.GatewayClassConfigSpec{
+		Tunnel: &v1alpha1.TunnelRef{Name: "prod-tunnel", TokenSecretRef: &v1alpha1.SecretKeyRef{Namespace: "tg", Name: "tunnel", Key: "token"}},
+		DNS:    &v1alpha1.DNSSettings{Enabled: true},
+	}}
+	for _, h := range hosts {
+		grpc := strings.HasPrefix(h, "grpc.")
+		d.Hostnames = append(d.Hostnames, translate.Hostname{Name: h, HTTP: !grpc, GRPC: grpc, Classes: []string{"prod"}})
+	}
+	return d
+}
+
+// waitState waits for the class's report to satisfy ok.
+func (w *world) waitState(t *testing.T, what string, ok func(*translate.TunnelState) bool) *translate.TunnelState {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := w.s.States()["prod"]
+		if st != nil && ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 10s; state %+v; log:\n%s", what, st, w.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// records maps "TYPE name" to content in a zone.
+func (w *world) records(zone string) map[string]string {
+	out := map[string]string{}
+	for _, r := range w.f.Records(zone) {
+		out[r.Type+" "+r.Name] = r.Content
+	}
+	return out
+}
+
+func (w *world) tunnelID(t *testing.T) string {
+	t.Helper()
+	for _, tn := range w.f.Tunnels(account) {
+		if tn.Name == "prod-tunnel" && tn.DeletedAt.IsZero() {
+			return tn.ID
+		}
+	}
+	t.Fatal("no tunnel prod-tunnel")
+	return ""
+}
+
+func (w *world) ingress(t *testing.T, id string) []string {
+	t.Helper()
+	raw, _ := w.f.TunnelConfig(account, id)
+	var doc struct {
+		Ingress []struct{ Hostname, Service string } `json:"ingress"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("tunnel config %s: %v", raw, err)
+	}
+	var out []string
+	for _, r := range doc.Ingress {
+		out = append(out, r.Hostname+"="+r.Service)
+	}
+	return out
+}
+
+// The whole life of a class: a tunnel created by name and its token
+// stored, the ingress document and the records written, foreign records
+// left alone and reported, a steady state that costs one GET per drift
+// check, a removed hostname's records deleted, and a document changed
+// behind our back restored.
+func TestSyncerLifecycle(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{DriftEvery: 300 * time.Millisecond, DNSEvery: time.Hour})
+	foreignID := w.f.AddRecord("zone-com", cffake.Record{Type: "A", Name: "taken.example.com", Content: "192.0.2.1", TTL: 1})
+	d := desired("app.example.com", "grpc.example.com", "taken.example.com", "shop.example.org", "nowhere.example.net")
+	w.s.Update([]cloudflare.Desired{d})
+	st := w.waitState(t, "applied with every hostname's DNS state", func(st *translate.TunnelState) bool {
+		return st.Pending == "" && st.ID != "" && len(st.DNS) == 5
+	})
+
+	id := w.tunnelID(t)
+	if st.ID != id || st.Problem != "" {
+		t.Errorf("state %+v, want tunnel %s", st, id)
+	}
+	tok, _ := w.tokens.Load("tg/tunnel/token")
+	if raw, err := base64.StdEncoding.DecodeString(fmt.Sprint(tok)); err != nil || !strings.Contains(string(raw), id) {
+		t.Errorf("saved tunnel token %v does not name tunnel %s (%v)", tok, id, err)
+	}
+	wantIngress := []string{"app.example.com=http://localhost:8080", "grpc.example.com=https://localhost:8443",
+		"nowhere.example.net=http://localhost:8080", "shop.example.org=http://localhost:8080", "taken.example.com=http://localhost:8080", "=http_status:404"}
+	if got := w.ingress(t, id); strings.Join(got, " ") != strings.Join(wantIngress, " ") {
+		t.Errorf("ingress %v\nwant    %v", got, wantIngress)
+	}
+	com, org := w.records("zone-com"), w.records("zone-org")
+	target := id + ".cfargotunnel.com"
+	for _, h := range []string{"app.example.com", "grpc.example.com"} {
+		if com["CNAME "+h] != target || !strings.Contains(com["TXT _tunnelgate."+h], "owner=prod") {
+			t.Errorf("%s: records %v", h, com)
+		}
+	}
+	if org["CNAME shop.example.org"] != target {
+		t.Errorf("example.org records %v", org)
+	}
+	if com["A taken.example.com"] != "192.0.2.1" || com["CNAME taken.example.com"] != "" {
+		t.Errorf("the foreign record was touched: %v", com)
+	}
+	for h, reason := range map[string]string{"taken.example.com": translate.DNSReasonForeignRecord, "nowhere.example.net": translate.DNSReasonNoZone} {
+		if s := st.DNS[h]; s.Ready || s.Reason != reason {
+			t.Errorf("%s: %+v, want %s", h, s, reason)
+		}
+	}
+	if s := st.DNS["taken.example.com"]; !strings.Contains(s.Message, "192.0.2.1") {
+		t.Errorf("the foreign record is not named: %q", s.Message)
+	}
+
+	// Steady state: the same wish costs nothing; a drift check costs one
+	// GET and writes nothing.
+	w.f.ResetCalls()
+	w.s.Update([]cloudflare.Desired{d})
+	time.Sleep(900 * time.Millisecond) // three drift checks
+	gets := 0
+	for _, c := range w.f.Calls() {
+		if c.Route != "GET /accounts/{account_id}/cfd_tunnel/{tunnel_id}/configurations" {
+			t.Errorf("steady state called %s %s", c.Method, c.Route)
+		}
+		gets++
+	}
+	if gets == 0 || gets > 4 {
+		t.Errorf("%d GETs in three drift checks", gets)
+	}
+	t.Logf("steady state: %d calls in 0.9 s with DriftEvery 300 ms, all GETs of the document", gets)
+
+	// A hostname goes: its records and rule go; the foreign record stays.
+	d = desired("grpc.example.com", "taken.example.com", "shop.example.org", "nowhere.example.net")
+	w.s.Update([]cloudflare.Desired{d})
+	w.waitState(t, "app.example.com forgotten", func(st *translate.TunnelState) bool {
+		_, ok := st.DNS["app.example.com"]
+		return !ok && len(st.DNS) == 4
+	})
+	com = w.records("zone-com")
+	if _, ok := com["CNAME app.example.com"]; ok {
+		t.Errorf("CNAME of a removed hostname kept: %v", com)
+	}
+	if _, ok := com["TXT _tunnelgate.app.example.com"]; ok {
+		t.Errorf("ownership record of a removed hostname kept: %v", com)
+	}
+	if com["A taken.example.com"] != "192.0.2.1" || len(w.f.Records("zone-com")) != 3 {
+		t.Errorf("records %v, want grpc's two and the foreign A (%s)", com, foreignID)
+	}
+
+	// Someone edits the document in the dashboard: the next drift check
+	// puts ours back.
+	put(t, w.f.URL()+"accounts/"+account+"/cfd_tunnel/"+id+"/configurations", `{"config":{"ingress":[{"service":"http_status:503"}]}}`)
+	deadline := time.Now().Add(5 * time.Second)
+	for got := w.ingress(t, id); len(got) != 5; got = w.ingress(t, id) {
+		if time.Now().After(deadline) {
+			t.Fatalf("document not restored: %v", got)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, c := range w.f.Calls() {
+		if c.Method == http.MethodDelete && strings.Contains(c.Route, "cfd_tunnel/{tunnel_id}") && !strings.Contains(c.Route, "dns") {
+			t.Errorf("a tunnel was deleted: %+v", c)
+		}
+	}
+}
+
+// A 429 storm in the middle of changes: the Syncer waits as long as
+// Retry-After says, does not spin, loses no change, and converges on the
+// last wish.
+func TestSyncerRateLimitStorm(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{})
+	w.s.Update([]cloudflare.Desired{desired("a.example.com")})
+	w.waitState(t, "first sync", func(st *translate.TunnelState) bool { return st.Pending == "" && st.DNS["a.example.com"].Ready })
+
+	w.f.ResetCalls()
+	w.f.Fail(cffake.Fault{Status: http.StatusTooManyRequests, RetryAfter: 300 * time.Millisecond, Times: 4})
+	began := time.Now()
+	for i := range 20 { // a burst of changes during the storm
+		hosts := []string{"a.example.com"}
+		for j := range i % 5 {
+			hosts = append(hosts, fmt.Sprintf("h%d.example.com", j))
+		}
+		w.s.Update([]cloudflare.Desired{desired(hosts...)})
+		time.Sleep(10 * time.Millisecond)
+	}
+	final := desired("a.example.com", "b.example.com", "c.example.org")
+	w.s.Update([]cloudflare.Desired{final})
+	st := w.waitState(t, "converged on the last wish", func(st *translate.TunnelState) bool {
+		return len(st.DNS) == 3 && st.DNS["b.example.com"].Ready && st.DNS["c.example.org"].Ready && st.Pending == ""
+	})
+	took := time.Since(began)
+	limited := 0
+	for _, c := range w.f.Calls() {
+		if c.Status == http.StatusTooManyRequests {
+			limited++
+		}
+	}
+	if limited != 4 {
+		t.Errorf("%d requests answered 429, want the 4 of the storm", limited)
+	}
+	// Four 429s, each followed by a wait of at least Retry-After.
+	if took < 1200*time.Millisecond {
+		t.Errorf("converged after %v: Retry-After (4 × 300 ms) was not honoured", took)
+	}
+	if n := len(w.f.Calls()); n > 40 {
+		t.Errorf("%d calls for one storm and 21 wishes: the Syncer spins", n)
+	}
+	com := w.records("zone-com")
+	for _, h := range []string{"h0", "h1", "h2", "h3"} {
+		if _, ok := com["CNAME "+h+".example.com"]; ok {
+			t.Errorf("an intermediate wish's record %s is left", h)
+		}
+	}
+	if st.Problem != "" {
+		t.Errorf("problem %q after a storm", st.Problem)
+	}
+}
+
+// A refused token is the user's problem: reported on the class, retried
+// slowly, and cleared when the token is fixed. A tunnel ID that does not
+// exist is reported too. Neither is a reason to spin.
+func TestSyncerProblems(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{})
+	bad := desired("a.example.com")
+	bad.Token = "wrong-token"
+	w.s.Update([]cloudflare.Desired{bad})
+	st := w.waitState(t, "the refusal reported", func(st *translate.TunnelState) bool { return st.Problem != "" })
+	if !strings.Contains(st.Problem, "refused the API token") || strings.Contains(st.Problem, "wrong-token") {
+		t.Errorf("problem %q", st.Problem)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := len(w.f.Calls()); n > 6 {
+		t.Errorf("%d calls in 0.5 s with a refused token (back-off 20 ms to 200 ms)", n)
+	}
+
+	w.s.Update([]cloudflare.Desired{desired("a.example.com")})
+	w.waitState(t, "the fixed token works", func(st *translate.TunnelState) bool { return st.Problem == "" && st.Pending == "" && st.ID != "" })
+
+	missing := desired("a.example.com")
+	missing.Spec.Tunnel = &v1alpha1.TunnelRef{ID: "00000000-0000-0000-0000-000000000000"}
+	w.s.Update([]cloudflare.Desired{missing})
+	st = w.waitState(t, "the missing tunnel reported", func(st *translate.TunnelState) bool { return st.Problem != "" })
+	if !strings.Contains(st.Problem, "does not exist") {
+		t.Errorf("problem %q", st.Problem)
+	}
+	if len(w.f.Tunnels(account)) != 1 {
+		t.Errorf("tunnels %+v: a tunnel given by ID must never be created", w.f.Tunnels(account))
+	}
+
+	// Hold keeps Cloudflare as it is: no hostnames must not mean "delete".
+	held := desired()
+	held.Hold = true
+	w.s.Update([]cloudflare.Desired{held})
+	w.waitState(t, "held", func(st *translate.TunnelState) bool { return st.Problem == "" && st.ID != "" })
+	time.Sleep(100 * time.Millisecond)
+	if _, ok := w.records("zone-com")["CNAME a.example.com"]; !ok {
+		t.Errorf("a held class lost its records: %v", w.records("zone-com"))
+	}
+}
+
+func put(t *testing.T, url, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, url, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("PUT %s: %s", url, res.Status)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the Syncer's goroutine and the
+// test's.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
