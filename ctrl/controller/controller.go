@@ -48,7 +48,7 @@ type Options struct {
 	// replica leads, and its reports feed the statuses. Its OnChange
 	// should call Changed.
 	Cloudflare *cloudflare.Syncer
-	Log    *slog.Logger
+	Log        *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
