@@ -127,14 +127,19 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 	if _, err := token.read(); err != nil {
 		return err
 	}
-	srv := configserver.New(configserver.Options{TokenFunc: token.get, Log: log, Meter: meter})
+	var c *controller.Controller
+	srv := configserver.New(configserver.Options{TokenFunc: token.get, Log: log, Meter: meter,
+		OnProxies: func() {
+			if c != nil {
+				c.Changed()
+			}
+		}})
 
 	events := record.NewBroadcaster()
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
 	// The Cloudflare side runs in every replica and acts only on what the
 	// leader's syncs hand it.
-	var c *controller.Controller
 	var cfSync *cloudflare.Syncer
 	if !f.noCloudflare {
 		cfSync = cloudflare.New(cloudflare.Options{
@@ -145,9 +150,10 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 	c, err = controller.New(controller.Options{
 		Kube: kube, Gateway: gw, Dynamic: dyn,
 		ControllerName: f.name, Debounce: f.debounce, Publisher: srv, Log: log,
-		Addresses:  gatewayAddresses(f.address),
-		Events:     events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
-		Cloudflare: cfSync,
+		Addresses:      gatewayAddresses(f.address),
+		Events:         events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
+		Cloudflare:     cfSync,
+		ProxyProtocols: srv.Protocols,
 	})
 	if err != nil {
 		return err

@@ -34,6 +34,8 @@ func proxyMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	file := fs.String("config", "", "data-plane config `file` (JSON, dataplane.Config)")
 	controller := fs.String("controller", "", "controller `URL` to watch for config, e.g. https://tunnelgate-controller:9443")
 	tokenFile := fs.String("token-file", "", "`file` with the bearer token for -controller (re-read for every request)")
+	tunnelProtocol := fs.String("tunnel-protocol", os.Getenv("TUNNEL_TRANSPORT_PROTOCOL"),
+		"the `protocol` the cloudflared sidecar runs the tunnel with (http2, quic, auto), reported to -controller: gRPC needs http2")
 	caFile := fs.String("ca-file", "", "PEM `file` of the CA that signed the controller's certificate (default: system roots)")
 	clientCert := fs.String("client-cert", "", "PEM client certificate for a controller that requires one")
 	clientKey := fs.String("client-key", "", "PEM key of -client-cert")
@@ -77,6 +79,7 @@ func proxyMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 		watch, err = configwatch.New(p, configwatch.Options{
 			URL: *controller, TokenFile: *tokenFile, CAFile: *caFile,
 			CertFile: *clientCert, KeyFile: *clientKey, CacheFile: *cache, Log: log,
+			ProxyID: envOr("POD_NAME", hostname()), TunnelProtocol: *tunnelProtocol,
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
@@ -139,7 +142,7 @@ func checkProxySource(fs *flag.FlagSet, file, controller, tokenFile string) stri
 		var stray []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "token-file", "ca-file", "client-cert", "client-key", "config-cache":
+			case "token-file", "ca-file", "client-cert", "client-key", "config-cache", "tunnel-protocol":
 				stray = append(stray, "-"+f.Name)
 			}
 		})

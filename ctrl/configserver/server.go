@@ -35,11 +35,17 @@ type Options struct {
 	Log *slog.Logger
 	// Meter records the metrics in metrics.go; default none.
 	Meter metric.Meter
+	// OnProxies is called when a proxy reports a tunnel protocol not
+	// seen from it before (see Protocols).
+	OnProxies func()
 }
 
 // Server serves published configs to proxies. Its methods are safe for
 // concurrent use.
 type Server struct {
+	proxies   proxies
+	onProxies func()
+
 	log     *slog.Logger
 	token   func() string
 	maxWait time.Duration
@@ -79,12 +85,14 @@ func New(opts Options) *Server {
 		opts.Log.Warn("config server has no token: every proxy request will be refused")
 	}
 	return &Server{
-		log:     opts.Log,
-		token:   token,
-		maxWait: opts.MaxWait,
-		m:       newInstruments(opts.Meter, opts.Log),
-		changed: make(chan struct{}),
-		drained: make(chan struct{}),
+		log:       opts.Log,
+		token:     token,
+		maxWait:   opts.MaxWait,
+		m:         newInstruments(opts.Meter, opts.Log),
+		changed:   make(chan struct{}),
+		drained:   make(chan struct{}),
+		onProxies: opts.OnProxies,
+		proxies:   proxies{ttl: 3 * opts.MaxWait, now: time.Now},
 	}
 }
 
@@ -126,6 +134,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, r, presented)
 		return
 	}
+	s.proxies.seen(r.Header.Get(configwatch.HeaderProxy), r.Header.Get(configwatch.HeaderTunnelProtocol), s.onProxies)
 	q := r.URL.Query()
 	have := q.Get(configwatch.ParamVersion)
 	wait := s.maxWait

@@ -48,7 +48,11 @@ type Options struct {
 	// replica leads, and its reports feed the statuses. Its OnChange
 	// should call Changed.
 	Cloudflare *cloudflare.Syncer
-	Log        *slog.Logger
+	// ProxyProtocols, when set, lists the tunnel protocols the proxies
+	// report (configserver.Server.Protocols); a GRPCRoute through a tunnel
+	// needs http2.
+	ProxyProtocols func() []string
+	Log            *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
 }
@@ -188,6 +192,9 @@ func (c *Controller) sync(ctx context.Context) error {
 	}
 	if c.opts.Cloudflare != nil {
 		in.Tunnels = c.opts.Cloudflare.States()
+	}
+	if c.opts.ProxyProtocols != nil {
+		in.TunnelProtocols = c.opts.ProxyProtocols()
 	}
 	out := translate.Translate(in)
 	if c.opts.Publisher != nil {

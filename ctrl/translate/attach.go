@@ -119,6 +119,11 @@ func (t *translator) attach(r *routeInfo) {
 			pi.msg = fmt.Sprintf("Gateway %s is not accepted", gw.key)
 			continue
 		}
+		if msg := t.grpcThroughTunnel(r, gw); msg != "" {
+			pi.reason = string(gwv1.RouteReasonUnsupportedProtocol)
+			pi.msg = msg
+			continue
+		}
 		allowed, hostMatch := 0, 0
 		for _, li := range selected {
 			if !li.allows(r.kind, r.meta.Namespace, t.ix) {

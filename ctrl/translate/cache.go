@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -101,7 +102,7 @@ func (c *Cache) end() {
 func epochOf(in *Input, sizeHint int) map[any]bool {
 	s := &in.Snapshot
 	set := make(map[any]bool, sizeHint)
-	set[epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress}] = true
+	set[epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress, strings.Join(in.TunnelProtocols, ",")}] = true
 	addObjects(set, s.GatewayClasses)
 	addObjects(set, s.Gateways)
 	addObjects(set, s.ListenerSets)
@@ -121,6 +122,7 @@ func epochOf(in *Input, sizeHint int) map[any]bool {
 type epochFacts struct {
 	controllerName, bundleVersion string
 	anyEndpointAddress            bool
+	tunnelProtocols               string
 }
 
 func addObjects[T any](set map[any]bool, objs []*T) {

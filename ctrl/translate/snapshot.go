@@ -36,6 +36,10 @@ type Input struct {
 	// class without one (standalone mode, no GatewayClassConfig) gets no
 	// tunnel address and no DNS condition.
 	Tunnels map[string]*TunnelState
+	// TunnelProtocols are the protocols the proxies' cloudflared sidecars
+	// report running the tunnel with; a GRPCRoute through a tunnel needs
+	// all of them to be "http2".
+	TunnelProtocols []string
 	// AnyEndpointAddress accepts EndpointSlice addresses the API server
 	// would refuse (loopback): standalone mode has no API server, and its
 	// backends run on 127.0.0.1.

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -112,4 +113,25 @@ func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatu
 		return metav1.ConditionUnknown, DNSReasonPending, "waiting for the DNS sync of " + joinLimited(pending), true
 	}
 	return metav1.ConditionTrue, DNSReasonReady, "CNAME records point " + joinLimited(hosts) + " at the tunnel", true
+}
+
+// grpcThroughTunnel explains why a GRPCRoute cannot be served through the
+// tunnel of gw's class, or returns "". gRPC needs HTTP trailers, which
+// cloudflared carries with the tunnel protocol http2 and drops over QUIC;
+// the proxies report their sidecars' protocol (Input.TunnelProtocols).
+func (t *translator) grpcThroughTunnel(r *routeInfo, gw *gatewayInfo) string {
+	if r.kind != kindGRPCRoute || t.tunnelOf(gw) == nil {
+		return ""
+	}
+	var bad []string
+	for _, p := range t.in.TunnelProtocols {
+		if p != "http2" {
+			bad = append(bad, p)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	return "the proxies' cloudflared runs the tunnel with protocol " + strings.Join(bad, ", ") +
+		", which drops the trailers gRPC needs; run cloudflared with --protocol http2 (the Helm chart's default)"
 }

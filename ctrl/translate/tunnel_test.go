@@ -112,3 +112,39 @@ func wantCond(t *testing.T, list []metav1.Condition, typ string, status metav1.C
 	}
 	return c
 }
+
+// A GRPCRoute through a tunnel whose cloudflared runs another protocol
+// than http2 is not accepted, with the fix in the message; HTTPRoutes and
+// classes without a tunnel are not affected.
+func TestGRPCNeedsHTTP2Tunnel(t *testing.T) {
+	grpcRoute, httpRoute := nsName("default", "methods"), nsName("default", "http-own")
+	for _, tc := range []struct {
+		name      string
+		tunnel    bool
+		protocols []string
+		accepted  bool
+	}{
+		{"http2", true, []string{"http2"}, true},
+		{"no proxy reported yet", true, nil, true},
+		{"one proxy on quic", true, []string{"http2", "quic"}, false},
+		{"no tunnel: protocols do not matter", false, []string{"quic"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadGolden(t, "grpcroute.yaml")
+			if tc.tunnel {
+				in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "abc"}}
+			}
+			in.TunnelProtocols = tc.protocols
+			out := translate.Translate(in)
+			if tc.accepted {
+				wantCond(t, out.GRPCRoutes[grpcRoute][0].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+			} else {
+				c := wantCond(t, out.GRPCRoutes[grpcRoute][0].Conditions, "Accepted", metav1.ConditionFalse, "UnsupportedProtocol")
+				if c != nil && !strings.Contains(c.Message, "--protocol http2") {
+					t.Errorf("message %q does not say the fix", c.Message)
+				}
+			}
+			wantCond(t, out.HTTPRoutes[httpRoute][0].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+		})
+	}
+}

@@ -46,6 +46,10 @@ type Options struct {
 	// Wait is how long the server is asked to hold a request; default
 	// DefaultWait.
 	Wait time.Duration
+	// ProxyID and TunnelProtocol are reported to the controller (see
+	// HeaderProxy): this proxy's name, and the protocol of its
+	// cloudflared sidecar; empty reports nothing.
+	ProxyID, TunnelProtocol string
 	// MinBackoff and MaxBackoff bound the pause after a failure;
 	// defaults DefaultMinBackoff and DefaultMaxBackoff.
 	MinBackoff, MaxBackoff time.Duration
@@ -172,6 +176,10 @@ func (c *Client) poll(ctx context.Context) (time.Duration, error) {
 		req.Header.Set("Authorization", "Bearer "+token) // RFC 6750 §2.1
 	}
 	req.Header.Set("User-Agent", "tunnelgate-proxy")
+	if c.opts.TunnelProtocol != "" {
+		req.Header.Set(HeaderProxy, c.opts.ProxyID)
+		req.Header.Set(HeaderTunnelProtocol, c.opts.TunnelProtocol)
+	}
 	// Accept-Encoding: gzip is added, and the answer decompressed, by
 	// net/http's Transport.
 	start := time.Now()

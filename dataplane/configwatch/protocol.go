@@ -22,6 +22,12 @@ const (
 	// ParamWait is the query parameter bounding how long the server may
 	// hold the request, as a Go duration ("30s"). The server caps it.
 	ParamWait = "wait"
+	// HeaderProxy names the proxy (its pod) in each request, and
+	// HeaderTunnelProtocol the protocol its cloudflared sidecar runs the
+	// tunnel with ("http2", "quic", "auto"). The controller needs the
+	// latter for gRPC: QUIC drops trailers.
+	HeaderProxy          = "Tunnelgate-Proxy"
+	HeaderTunnelProtocol = "Tunnelgate-Tunnel-Protocol"
 )
 
 // Document is what GET /v1/config answers with (JSON, schema of the
