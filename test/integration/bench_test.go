@@ -80,18 +80,12 @@ func BenchmarkApplyToServed(b *testing.B) {
 // applyAndWait changes route app's response header to a value for op and
 // returns when the proxy serves it.
 func applyAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, proxy string, i int) {
-	ctx := context.Background()
-	route, err := gwAPI.HTTPRoutes(ns).Get(ctx, "app", metav1.GetOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
 	value := fmt.Sprint("op-", i)
-	route.Spec.Rules[0].Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterResponseHeaderModifier,
-		ResponseHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-Op", Value: value}}}}}
 	start := time.Now()
-	if _, err := gwAPI.HTTPRoutes(ns).Update(ctx, route, metav1.UpdateOptions{}); err != nil {
-		b.Fatal(err)
-	}
+	updateRoute(b, gwAPI, ns, "app", func(route *gwv1.HTTPRoute) {
+		route.Spec.Rules[0].Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterResponseHeaderModifier,
+			ResponseHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-Op", Value: value}}}}}
+	})
 	for deadline := start.Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
 		_, _, h, err := get(proxy, "app.example.com", "/")
 		if err == nil && h.Get("X-Op") == value {

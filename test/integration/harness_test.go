@@ -22,7 +22,10 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+	gwapiv1 "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
@@ -322,4 +325,25 @@ func testLog(level slog.Level) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// updateRoute changes an HTTPRoute with mutate and writes it, reading it
+// again when a status write of the controller came in between (a
+// conflict), as kubectl edit would. It returns the route as written.
+func updateRoute(t testing.TB, gwAPI gwapiv1.GatewayV1Interface, ns, name string, mutate func(*gwv1.HTTPRoute)) *gwv1.HTTPRoute {
+	t.Helper()
+	var out *gwv1.HTTPRoute
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		route, err := gwAPI.HTTPRoutes(ns).Get(context.Background(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		mutate(route)
+		out, err = gwAPI.HTTPRoutes(ns).Update(context.Background(), route, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -49,16 +49,11 @@ func TestProxyFollowsTheController(t *testing.T) {
 	gwAPI := cl.gw.GatewayV1()
 	setHeader := func(value string) time.Time {
 		t.Helper()
-		route, err := gwAPI.HTTPRoutes(ns).Get(ctx, "app", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		route.Spec.Rules[0].Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterResponseHeaderModifier,
-			ResponseHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-Version", Value: value}}}}}
 		start := time.Now()
-		if _, err := gwAPI.HTTPRoutes(ns).Update(ctx, route, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		updateRoute(t, gwAPI, ns, "app", func(route *gwv1.HTTPRoute) {
+			route.Spec.Rules[0].Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterResponseHeaderModifier,
+				ResponseHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-Version", Value: value}}}}}
+		})
 		return start
 	}
 	start := setHeader("2")

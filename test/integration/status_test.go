@@ -121,14 +121,9 @@ func TestStatusesFollowObjects(t *testing.T) {
 	eventually(t, 20*time.Second, "route refs resolved", routeIs("ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs"))
 
 	// The backend goes away: ResolvedRefs turns False, once, as an event.
-	route, err := gwAPI.HTTPRoutes(ns).Get(ctx, "app", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	route.Spec.Rules[0].BackendRefs[0].Name = "missing"
-	if _, err := gwAPI.HTTPRoutes(ns).Update(ctx, route, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	route := updateRoute(t, gwAPI, ns, "app", func(route *gwv1.HTTPRoute) {
+		route.Spec.Rules[0].BackendRefs[0].Name = "missing"
+	})
 	eventually(t, 20*time.Second, "route reports the missing backend", routeIs("ResolvedRefs", metav1.ConditionFalse, "BackendNotFound"))
 	eventually(t, 20*time.Second, "a Warning event on the route", func() (bool, string) {
 		evs, err := cl.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=app,involvedObject.kind=HTTPRoute"})
@@ -144,20 +139,15 @@ func TestStatusesFollowObjects(t *testing.T) {
 	})
 
 	// A rule the proxy cannot serve is dropped, and said so.
-	route, err = gwAPI.HTTPRoutes(ns).Get(ctx, "app", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	re := gwv1.PathMatchRegularExpression
 	bad := "/(["
-	route.Spec.Rules[0].BackendRefs[0].Name = "app"
-	route.Spec.Rules = append(route.Spec.Rules, gwv1.HTTPRouteRule{
-		Matches:     []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: &re, Value: &bad}}},
-		BackendRefs: route.Spec.Rules[0].BackendRefs,
+	updateRoute(t, gwAPI, ns, "app", func(route *gwv1.HTTPRoute) {
+		route.Spec.Rules[0].BackendRefs[0].Name = "app"
+		route.Spec.Rules = append(route.Spec.Rules, gwv1.HTTPRouteRule{
+			Matches:     []gwv1.HTTPRouteMatch{{Path: &gwv1.HTTPPathMatch{Type: &re, Value: &bad}}},
+			BackendRefs: route.Spec.Rules[0].BackendRefs,
+		})
 	})
-	if _, err := gwAPI.HTTPRoutes(ns).Update(ctx, route, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	eventually(t, 20*time.Second, "route partially invalid", routeIs("PartiallyInvalid", metav1.ConditionTrue, "UnsupportedValue"))
 	eventually(t, 20*time.Second, "route refs resolved again", routeIs("ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs"))
 
