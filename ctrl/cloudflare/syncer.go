@@ -499,14 +499,14 @@ func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired) (map[stri
 		records, err := c.l.api.listRecords(ctx, z.id)
 		if err != nil {
 			errs = append(errs, err)
-			keepStates(states, last, want)
+			keepStates(states, last, want, err)
 			continue
 		}
 		plan := PlanDNS(want, records, o)
 		if !plan.Empty() {
 			if err := c.l.api.apply(ctx, z.id, plan); err != nil {
 				errs = append(errs, err)
-				keepStates(states, last, want)
+				keepStates(states, last, want, err)
 				continue
 			}
 			s.opts.Log.Info("DNS records changed", "class", d.Class, "zone", z.name,
@@ -531,12 +531,21 @@ func (c *classSync) lastDNSStates() map[string]translate.DNSState {
 	return c.state.DNS // written only by Run's goroutine, which calls this
 }
 
-// keepStates carries the last known state of hosts whose zone failed.
-func keepStates(into, last map[string]translate.DNSState, hosts []string) {
+// keepStates carries the last known state of hosts whose zone failed;
+// a host with none gets the failure, so a new hostname in a zone the
+// token may not edit says why rather than stay pending.
+func keepStates(into, last map[string]translate.DNSState, hosts []string, err error) {
 	for _, h := range hosts {
 		if st, ok := last[h]; ok {
 			into[h] = st
+			continue
 		}
+		msg := err.Error() + "; retrying"
+		var ae *apiError
+		if errors.As(err, &ae) && ae.refused() {
+			msg = err.Error() + "; the API token needs Zone: DNS: Edit on this zone"
+		}
+		into[h] = translate.DNSState{Reason: translate.DNSReasonAPIError, Message: msg}
 	}
 }
 

@@ -360,3 +360,20 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A zone whose records the token may not change: its new hostnames say
+// so on their routes; the class stays accepted and the rest is applied.
+func TestSyncerZoneRefused(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{})
+	w.f.Fail(cffake.Fault{Match: func(r *http.Request) bool { return strings.Contains(r.URL.Path, "/zones/zone-org/") }, Status: http.StatusForbidden})
+	w.s.Update([]cloudflare.Desired{desired("a.example.com", "b.example.org")})
+	st := w.waitState(t, "both hostnames reported", func(st *translate.TunnelState) bool {
+		return st.DNS["a.example.com"].Ready && st.DNS["b.example.org"].Reason != ""
+	})
+	if s := st.DNS["b.example.org"]; s.Reason != translate.DNSReasonAPIError || !strings.Contains(s.Message, "DNS: Edit") {
+		t.Errorf("b.example.org: %+v", s)
+	}
+	if st.Problem != "" || st.Pending != "" {
+		t.Errorf("a refused zone made the class %q / %q", st.Problem, st.Pending)
+	}
+}
