@@ -369,7 +369,7 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 		st.DNS = nil
 		return st, nil
 	}
-	dns, err := s.syncDNS(ctx, c, d)
+	dns, err := s.syncDNS(ctx, c, d, prev.DNS)
 	st.DNS = dns
 	return st, err
 }
@@ -456,8 +456,9 @@ func (s *Syncer) saveToken(ctx context.Context, c *classSync, d Desired) error {
 }
 
 // syncDNS brings the records of every zone that holds, or held, one of
-// the class's hostnames to the plan, and returns each hostname's state.
-func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired) (map[string]translate.DNSState, error) {
+// the class's hostnames to the plan, and returns each hostname's state;
+// last is the previous report's.
+func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired, last map[string]translate.DNSState) (map[string]translate.DNSState, error) {
 	o := dnsOptions(d, c.l.tunnelID)
 	key := hashJSON(struct {
 		H []translate.Hostname
@@ -466,7 +467,6 @@ func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired) (map[stri
 	}{d.Hostnames, o, d.Spec.DNS.Zones})
 	now := s.opts.Now()
 	full := now.Sub(c.l.lastDNS) >= s.opts.DNSEvery
-	last := c.lastDNSStates()
 	if key == c.l.dnsKey && !full {
 		return last, nil
 	}
@@ -524,11 +524,6 @@ func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired) (map[stri
 	}
 	c.l.dnsKey, c.l.lastDNS = key, now
 	return states, nil
-}
-
-// lastDNSStates is the DNS part of the class's last report.
-func (c *classSync) lastDNSStates() map[string]translate.DNSState {
-	return c.state.DNS // written only by Run's goroutine, which calls this
 }
 
 // keepStates carries the last known state of hosts whose zone failed;

@@ -44,6 +44,15 @@ type attachment struct {
 	lostTo string
 }
 
+// published are the public hostnames an attachment serves: its own, or,
+// when it takes any host, the listener's (none when that has none).
+func (a *attachment) published() []string {
+	if a.hosts == nil && a.listener.hostname != "" {
+		return []string{a.listener.hostname}
+	}
+	return a.hosts
+}
+
 // attach binds a route to the listeners its parentRefs select, counting
 // attachedRoutes, and records why a parentRef fails.
 func (t *translator) attach(r *routeInfo) {

@@ -384,10 +384,7 @@ func (t *translator) countAttached(r *routeInfo) {
 // attachment that takes any host publishes the listener's hostname; a
 // listener without one has nothing to publish.
 func (t *translator) noteHostnames(a *attachment, grpc bool) {
-	hosts := a.hosts
-	if hosts == nil && a.listener.hostname != "" {
-		hosts = []string{a.listener.hostname}
-	}
+	hosts := a.published()
 	class := ""
 	if gi := a.listener.gw; gi != nil && gi.class != nil {
 		class = gi.class.obj.Name

@@ -82,11 +82,7 @@ func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatu
 		if a.lostTo != "" {
 			continue
 		}
-		if a.hosts != nil {
-			hosts = append(hosts, a.hosts...)
-		} else if a.listener.hostname != "" {
-			hosts = append(hosts, a.listener.hostname)
-		}
+		hosts = append(hosts, a.published()...)
 	}
 	if len(hosts) == 0 {
 		return "", "", "", false

@@ -85,23 +85,7 @@ metadata: {name: gw, namespace: %[1]s}
 spec:
   gatewayClassName: %[1]s
   listeners: [{name: http, protocol: HTTP, port: 80}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: app, namespace: %[1]s}
-spec:
-  ports: [{name: http, port: 80, targetPort: 8080}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: app-1
-  namespace: %[1]s
-  labels: {kubernetes.io/service-name: app}
-addressType: IPv4
-ports: [{name: http, port: 8080, protocol: TCP}]
-endpoints: [{addresses: ["%[4]s"], conditions: {ready: true}}]
-`, ns, controllerName, apiToken, addr)
+%[4]s`, ns, controllerName, apiToken, appBackend(ns, addr))
 	if err := env.Apply(ctx, []byte(objects+routes("app.example.com", "taken.example.com"))); err != nil {
 		t.Fatal(err)
 	}

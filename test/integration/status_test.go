@@ -31,7 +31,23 @@ spec:
   gatewayClassName: %[2]s
   listeners:
   - {name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}
+%[5]s
 ---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: app, namespace: %[1]s}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [app.example.com]
+  rules:
+  - backendRefs: [{name: app, port: 80}]
+`, ns, class, controller, backendAddr, appBackend(ns, backendAddr))
+}
+
+// appBackend is the Service app (port 80) and an EndpointSlice holding
+// addr:8080, as the EndpointSlice controller would write for a Pod.
+func appBackend(ns, addr string) string {
+	return fmt.Sprintf(`---
 apiVersion: v1
 kind: Service
 metadata: {name: app, namespace: %[1]s}
@@ -46,17 +62,8 @@ metadata:
   labels: {kubernetes.io/service-name: app}
 addressType: IPv4
 ports: [{name: http, port: 8080, protocol: TCP}]
-endpoints: [{addresses: ["%[4]s"], conditions: {ready: true}}]
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: app, namespace: %[1]s}
-spec:
-  parentRefs: [{name: gw}]
-  hostnames: [app.example.com]
-  rules:
-  - backendRefs: [{name: app, port: 80}]
-`, ns, class, controller, backendAddr)
+endpoints: [{addresses: ["%[2]s"], conditions: {ready: true}}]
+`, ns, addr)
 }
 
 // A user applies Gateway API objects and reads, with kubectl, what the
