@@ -387,7 +387,9 @@ func status(err error) int {
 
 // retryAfter parses a Retry-After header: seconds, or an HTTP date
 // (RFC 9110 §10.2.3). Fractional seconds, which some servers and our
-// fake send, are taken too.
+// fake send, are taken too. A wait of a day or more is taken for a broken
+// header and ignored (the back-off applies), so no answer can stop the
+// sync for good.
 func retryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
@@ -395,7 +397,7 @@ func retryAfter(v string, now time.Time) time.Duration {
 	if s, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && s > 0 && s < 86400 {
 		return time.Duration(s * float64(time.Second))
 	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+	if t, err := http.ParseTime(v); err == nil && t.After(now) && t.Sub(now) < 24*time.Hour {
 		return t.Sub(now)
 	}
 	return 0

@@ -23,3 +23,18 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRetryAfter: any header value gives a wait between zero and a day,
+// never a panic or a negative wait. (In this package: retryAfter is
+// unexported, as translate's duration parser is fuzzed beside it.)
+func FuzzRetryAfter(f *testing.F) {
+	now := time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC)
+	for _, s := range []string{"", "2", "0.5", "-3", "1e9", "NaN", "Inf", "soon", now.Add(time.Hour).Format(http.TimeFormat)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if d := retryAfter(v, now); d < 0 || d > 24*time.Hour {
+			t.Fatalf("retryAfter(%q) = %v", v, d)
+		}
+	})
+}
