@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // serviceCIDR is the Services' cluster IP range. Nothing routes to it (there
@@ -16,7 +18,7 @@ const serviceCIDR = "10.96.0.0/16"
 // startAPIServer runs kube-apiserver on a free loopback port against etcdURL
 // and waits for /readyz. It returns the server's URL.
 func (e *Env) startAPIServer(ctx context.Context, etcdURL string) (string, error) {
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return "", err
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // TestChildrenDieWithTestProcess runs this test binary again as a test that
@@ -49,16 +51,12 @@ func TestChildrenDieWithTestProcess(t *testing.T) {
 	if len(pids) != 2 || dir == "" {
 		t.Fatalf("helper reported pids %v dir %q; output:\n%s", pids, dir, log.String())
 	}
-	deadline := time.Now().Add(10 * time.Second)
 	for _, pid := range pids {
-		for processAlive(pid) && !isZombie(pid) {
-			if time.Now().After(deadline) {
-				t.Fatalf("child %d outlived the crashed test process", pid)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !testproc.WaitDead(pid, 10*time.Second) {
+			t.Fatalf("child %d outlived the crashed test process", pid)
 		}
 	}
-	removeStaleDirs()
+	testproc.RemoveStaleDirs(dirPrefix)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("stale directory %s not removed: %v", dir, err)
 	}
@@ -79,17 +77,4 @@ func TestCrashingHelper(t *testing.T) {
 	}
 	fmt.Printf("dir %s\n", e.Dir)
 	panic("crash on purpose, without Stop")
-}
-
-// isZombie reports whether pid has exited but is not yet reaped: orphans
-// are reaped by init, which may take a moment.
-func isZombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// The state follows the command name in parentheses.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }

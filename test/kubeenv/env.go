@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"time"
 
@@ -16,6 +15,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // Options say what to start. The zero value starts etcd and kube-apiserver
@@ -101,7 +102,6 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
-	removeStaleDirs()
 	var err error
 	for range 3 {
 		var e *Env
@@ -117,7 +117,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 
 // start makes one attempt; on failure it stops what it started.
 func start(ctx context.Context, opts Options) (_ *Env, err error) {
-	dir, err := os.MkdirTemp("", dirPrefix)
+	dir, err := testproc.OwnedTempDir(dirPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -130,9 +130,6 @@ func start(ctx context.Context, opts Options) (_ *Env, err error) {
 			e.Stop()
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		return nil, err
-	}
 	if e.pki, err = newPKI(filepath.Join(dir, "pki")); err != nil {
 		return nil, err
 	}

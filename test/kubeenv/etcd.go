@@ -5,16 +5,18 @@ import (
 	"net/http"
 	"path/filepath"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // startEtcd runs a single-member etcd on two free loopback ports and waits
 // until it reports healthy. It returns the client URL.
 func (e *Env) startEtcd(ctx context.Context) (string, error) {
-	client, err := freePort()
+	client, err := testproc.FreePort()
 	if err != nil {
 		return "", err
 	}
-	peer, err := freePort()
+	peer, err := testproc.FreePort()
 	if err != nil {
 		return "", err
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // process is one control-plane binary run as a child of the test process.
@@ -41,7 +43,7 @@ func startProcess(name, bin string, args []string, dir string, log io.Writer) (*
 		out = io.MultiWriter(f, &prefixWriter{prefix: name + ": ", w: log})
 	}
 	p.cmd.Stdout, p.cmd.Stderr = out, out
-	p.cmd.SysProcAttr = sysProcAttr()
+	p.cmd.SysProcAttr = testproc.SysProcAttr()
 	// A child that hands its pipe to a grandchild must not block Wait forever.
 	p.cmd.WaitDelay = 5 * time.Second
 	if err := p.cmd.Start(); err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // TestVersions keeps the cache names Start looks for the ones install.sh
@@ -187,14 +189,10 @@ func TestPrismDiesWithTestProcess(t *testing.T) {
 	if pid == 0 || dir == "" {
 		t.Fatalf("helper reported pid %d dir %q; output:\n%s", pid, dir, log.String())
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for processAlive(pid) && !isZombie(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("prism (%d) outlived the crashed test process", pid)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testproc.WaitDead(pid, 10*time.Second) {
+		t.Fatalf("prism (%d) outlived the crashed test process", pid)
 	}
-	removeStaleDirs()
+	testproc.RemoveStaleDirs(dirPrefix)
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("stale directory %s not removed: %v", dir, err)
 	}
@@ -213,17 +211,6 @@ func TestCrashingHelper(t *testing.T) {
 	fmt.Printf("prism pid %d\n", s.cmd.Process.Pid)
 	fmt.Printf("dir %s\n", s.dir)
 	panic("crash on purpose, without Stop")
-}
-
-// isZombie reports whether pid has exited but is not yet reaped.
-func isZombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i > 0 && i+2 < len(s) && s[i+2] == 'Z'
 }
 
 // TestParseViolations reads Prism's sl-violations header, whole and cut.

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // Versions of what `make prism` installs, which name its files in the
@@ -154,13 +156,8 @@ func StartWith(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	removeStaleDirs()
-	dir, err := os.MkdirTemp("", dirPrefix)
+	dir, err := testproc.OwnedTempDir(dirPrefix)
 	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	specPath := filepath.Join(dir, "cloudflare-openapi.json")
@@ -187,7 +184,7 @@ func StartWith(ctx context.Context, opts Options) (*Server, error) {
 var errPortInUse = errors.New("prism: port taken between choosing and binding it")
 
 func start(ctx context.Context, bin, specPath, dir string, log io.Writer) (*Server, error) {
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +210,7 @@ func start(ctx context.Context, bin, specPath, dir string, log io.Writer) (*Serv
 		out = io.MultiWriter(f, log)
 	}
 	s.cmd.Stdout, s.cmd.Stderr = out, out
-	s.cmd.SysProcAttr = sysProcAttr()
+	s.cmd.SysProcAttr = testproc.SysProcAttr()
 	s.cmd.WaitDelay = 5 * time.Second
 	began := time.Now()
 	if err := s.cmd.Start(); err != nil {
@@ -339,16 +336,6 @@ func (s *Server) kill() {
 	}
 }
 
-// freePort asks the kernel for an unused loopback port.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // childEnv is the test's environment less proxies: all traffic is loopback.
 func childEnv() []string {
 	var env []string
@@ -363,23 +350,7 @@ func childEnv() []string {
 	return env
 }
 
-// A Server's directory (spec, log) is named dirPrefix* in the temporary
-// directory and holds the pid of the test process that made it, so that
-// the next Start removes one a crashed test process left.
-const (
-	dirPrefix = "tunnelgate-prism-"
-	ownerFile = "owner.pid"
-)
-
-func removeStaleDirs() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
-	for _, d := range dirs {
-		b, err := os.ReadFile(filepath.Join(d, ownerFile))
-		if err != nil {
-			continue // being made, or not ours
-		}
-		if pid, err := strconv.Atoi(string(b)); err == nil && pid != os.Getpid() && !processAlive(pid) {
-			os.RemoveAll(d)
-		}
-	}
-}
+// dirPrefix names a Server's directory (spec, log) in the temporary
+// directory; the next Start removes one a crashed test process left (see
+// testproc.OwnedTempDir).
+const dirPrefix = "tunnelgate-prism-"

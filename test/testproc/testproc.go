@@ -1,0 +1,79 @@
+// Package testproc holds what the test environments that run child
+// processes (test/kubeenv: etcd and the Kubernetes servers; test/prism:
+// Prism) share: a free loopback port, children that die with the test
+// process, and working directories that a crashed test process's
+// successor cleans up.
+package testproc
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// FreePort asks the kernel for an unused loopback port. Between closing it
+// here and a child binding it another process may take it; callers that
+// care notice the child's "address already in use" and retry.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ownerFile, in each directory OwnedTempDir makes, holds the pid of the
+// test process that made it.
+const ownerFile = "owner.pid"
+
+// OwnedTempDir makes <TMPDIR>/<prefix>*, marked with this process's pid,
+// after removing the directories with that prefix whose process died
+// without cleaning up (a panic, a timeout, a kill: its children died with
+// it, see SysProcAttr, and only the files remain).
+func OwnedTempDir(prefix string) (string, error) {
+	RemoveStaleDirs(prefix)
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o600); err != nil {
+		os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// RemoveStaleDirs deletes the directories OwnedTempDir made with prefix
+// whose process is gone.
+func RemoveStaleDirs(prefix string) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+"*"))
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, ownerFile))
+		if err != nil {
+			continue // being made, or not ours
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil || pid <= 0 || pid == os.Getpid() || ProcessAlive(pid) {
+			continue
+		}
+		_ = os.RemoveAll(d)
+	}
+}
+
+// WaitDead waits up to timeout for pid to have exited (a zombie counts:
+// orphans are reaped by init, which may take a moment), and says whether
+// it did.
+func WaitDead(pid int, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for ProcessAlive(pid) && !IsZombie(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return true
+}
