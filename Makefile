@@ -11,7 +11,7 @@ FUZZTIME  ?= 30s
 # The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
 RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
 
-.PHONY: help build run test testenv prism bench bench-check bench-load fuzz lint
+.PHONY: help build run test testenv prism chart-tools chart-check bench bench-check bench-load fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
@@ -26,9 +26,9 @@ run: build ## standalone mode on examples/quickstart/ with demo backends (LISTEN
 # f.Add), so fuzz regressions are caught here without fuzzing. Allocation
 # budgets (TestAllocs*, built with !race) need a second pass without -race,
 # because the race detector makes sync.Pool drop items on purpose.
-test: lint testenv prism ## lint, then run all tests with the race detector, then allocation budgets
+test: lint testenv prism chart-check ## lint, check the chart, then run all tests with the race detector, then allocation budgets
 	@[ -n "$(RACE)" ] || echo "note: cgo is off (no C compiler?), so tests run without -race"
-	go test $(RACE) -count=1 ./...
+	go test $(RACE) -count=1 $$(go list ./... | grep -v '/test/chart$$')
 	$(if $(RACE),go test -count=1 -run '^TestAllocs' ./...)
 
 # Integration tests (test/kubeenv) run a real kube-apiserver, etcd and
@@ -41,6 +41,18 @@ testenv: ## build the kube-apiserver/etcd test binaries into the cache
 # spec with Prism (npm): installed once per machine, then instant.
 prism: ## install Prism and extract Cloudflare's OpenAPI spec into the cache
 	bash test/prism/install.sh
+
+# helm, built from the Go module proxy (test/tools/chart pins it), and the
+# ServiceMonitor CRD the chart is validated against: once per machine.
+chart-tools: ## build helm and fetch the CRDs chart-check needs into the cache
+	bash test/tools/chart/build.sh
+
+# Lints and renders chart/ with each chart/ci/*-values.yaml, compares the
+# renders with test/chart/testdata, server-side dry-runs them on a real
+# kube-apiserver, and installs, upgrades and uninstalls with helm there.
+# UPDATE=1 rewrites the golden renders.
+chart-check: chart-tools testenv ## lint, render, validate and install the Helm chart (UPDATE=1 rewrites golden files)
+	go test -count=1 ./test/chart $(if $(UPDATE),-args -update)
 
 bench: ## run all benchmarks (BENCHTIME=1s COUNT=1)
 	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...

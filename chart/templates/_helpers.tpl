@@ -1,0 +1,140 @@
+{{/*
+Names. Every object is "<fullname>-<part>"; fullname is the release name,
+with "-tunnelgate" added unless it already says tunnelgate.
+*/}}
+{{- define "tunnelgate.fullname" -}}
+{{- if contains "tunnelgate" .Release.Name -}}
+{{- .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-tunnelgate" .Release.Name | trunc 40 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "tunnelgate.controller.name" -}}{{ include "tunnelgate.fullname" . }}-controller{{- end -}}
+{{- define "tunnelgate.proxy.name" -}}{{ include "tunnelgate.fullname" . }}-proxy{{- end -}}
+{{- define "tunnelgate.internal.secret" -}}{{ .Values.internalTLS.existingSecret | default (printf "%s-internal" (include "tunnelgate.fullname" .)) }}{{- end -}}
+
+{{/* Labels on every object; selectorLabels never change after install. */}}
+{{- define "tunnelgate.labels" -}}
+app.kubernetes.io/name: tunnelgate
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{- define "tunnelgate.selectorLabels" -}}
+app.kubernetes.io/name: tunnelgate
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "tunnelgate.controller.selectorLabels" -}}
+{{ include "tunnelgate.selectorLabels" . }}
+app.kubernetes.io/component: controller
+{{- end -}}
+
+{{- define "tunnelgate.proxy.selectorLabels" -}}
+{{ include "tunnelgate.selectorLabels" . }}
+app.kubernetes.io/component: proxy
+{{- end -}}
+
+{{/* image renders repository:tag or repository@digest of an image value. */}}
+{{- define "tunnelgate.image" -}}
+{{- $img := index . 0 -}}{{- $default := index . 1 -}}
+{{- if $img.digest -}}
+{{- printf "%s@%s" $img.repository $img.digest -}}
+{{- else -}}
+{{- printf "%s:%s" $img.repository ($img.tag | default $default) -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+tunnel decodes the tunnel token given as a value into a dict with the
+account ("a") and the tunnel ID ("t"), or returns an empty dict. A token
+that is not base64 JSON with both fails the install with a clear message.
+*/}}
+{{- define "tunnelgate.tunnelTokenFields" -}}
+{{- $tok := .Values.cloudflare.tunnel.token.value | trim -}}
+{{- if $tok -}}
+{{- $json := b64dec $tok -}}
+{{- if not (hasPrefix "{" $json) -}}
+{{- fail "cloudflare.tunnel.token.value is not a tunnel token: expected base64 of a JSON object (copy it from the dashboard or `cloudflared tunnel token <name>`)" -}}
+{{- end -}}
+{{- $f := fromJson $json -}}
+{{- if or (not $f.a) (not $f.t) -}}
+{{- fail "cloudflare.tunnel.token.value is not a tunnel token: it has no account (a) or tunnel ID (t)" -}}
+{{- end -}}
+{{- dict "a" $f.a "t" $f.t | toJson -}}
+{{- else -}}
+{}
+{{- end -}}
+{{- end -}}
+
+{{/* tunnelTokenSecret is the Secret and key cloudflared reads its token from. */}}
+{{- define "tunnelgate.tunnelTokenSecret" -}}
+{{- $t := .Values.cloudflare.tunnel.token -}}
+{{- if $t.existingSecret -}}
+{{- dict "name" $t.existingSecret "key" $t.key | toJson -}}
+{{- else -}}
+{{- dict "name" (printf "%s-tunnel-token" (include "tunnelgate.fullname" .)) "key" "token" | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/* apiTokenSecret is the Secret and key the controller's API token is in. */}}
+{{- define "tunnelgate.apiTokenSecret" -}}
+{{- $t := .Values.cloudflare.apiToken -}}
+{{- if $t.existingSecret -}}
+{{- dict "name" $t.existingSecret "key" $t.key | toJson -}}
+{{- else -}}
+{{- dict "name" (printf "%s-cloudflare-api" (include "tunnelgate.fullname" .)) "key" "token" | toJson -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+controllerWritesToken: the tunnel is given by id or name, so the controller
+fetches its token and keeps it in the tunnel token Secret.
+*/}}
+{{- define "tunnelgate.controllerWritesToken" -}}
+{{- $t := .Values.cloudflare.tunnel -}}
+{{- if and (not $t.token.value) (not $t.token.existingSecret) -}}true{{- end -}}
+{{- end -}}
+
+{{/*
+topologySpread: the given constraints, or a soft spread over nodes and
+zones for the component's pods.
+*/}}
+{{- define "tunnelgate.topologySpread" -}}
+{{- $root := index . 0 -}}{{- $component := index . 1 -}}{{- $given := index . 2 -}}
+{{- if $given -}}
+{{ toYaml $given }}
+{{- else -}}
+{{- range $key := list "kubernetes.io/hostname" "topology.kubernetes.io/zone" }}
+- maxSkew: 1
+  topologyKey: {{ $key }}
+  whenUnsatisfiable: ScheduleAnyway
+  labelSelector:
+    matchLabels:
+      {{- include "tunnelgate.selectorLabels" $root | nindent 6 }}
+      app.kubernetes.io/component: {{ $component }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/*
+gomemlimit tells the Go runtime the container's memory limit, so it
+collects harder as the heap nears it instead of being OOM-killed.
+*/}}
+{{- define "tunnelgate.gomemlimit" -}}
+{{- $container := index . 0 -}}{{- $res := index . 1 -}}
+{{- if and $res $res.limits $res.limits.memory -}}
+- name: GOMEMLIMIT
+  valueFrom:
+    resourceFieldRef:
+      containerName: {{ $container }}
+      resource: limits.memory
+      divisor: "1"
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,20 @@
+// Package chart checks the Helm chart in chart/ (its tests are the whole
+// package; `make chart-check` runs them):
+//
+//   - helm lints and renders it with every chart/ci/*-values.yaml, and the
+//     renders must equal the golden files in testdata/ (`make chart-check
+//     UPDATE=1` rewrites them after a deliberate change);
+//   - values.schema.json and the chart's own checks refuse bad values with a
+//     message that says what to fix;
+//   - the controller's RBAC equals config/rbac, the chart's CRDs equal
+//     config/crd, and every container runs non-root, read-only, with no
+//     capabilities;
+//   - every rendered object is applied with server-side dry-run and strict
+//     field validation to a real kube-apiserver (test/kubeenv), and helm
+//     installs, upgrades and uninstalls a release there;
+//   - the Dockerfile's build command makes a static binary that runs as the
+//     image's non-root user.
+//
+// helm is built from the Go module proxy by test/tools/chart/build.sh (`make
+// chart-tools`) into a cache; the tests fail, not skip, when it is missing.
+package chart
