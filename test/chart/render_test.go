@@ -340,9 +340,9 @@ func TestControllerRBACMatchesConfig(t *testing.T) {
 	want := map[string][]rbacv1.PolicyRule{}
 	for _, doc := range strings.Split(string(rbac.ControllerYAML), "\n---\n") {
 		var r struct {
-			Kind     string              `json:"kind"`
+			Kind     string                `json:"kind"`
 			Metadata struct{ Name string } `json:"metadata"`
-			Rules    []rbacv1.PolicyRule `json:"rules"`
+			Rules    []rbacv1.PolicyRule   `json:"rules"`
 		}
 		if err := sigsyaml.Unmarshal([]byte(doc), &r); err != nil {
 			t.Fatal(err)
