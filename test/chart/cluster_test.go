@@ -19,13 +19,25 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
+	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
 // One control plane for the package, with the Gateway API CRDs and ours
-// (kubeenv installs them). No controller manager: nothing here needs pods.
+// (kubeenv installs them). No controller manager: TestChartRunsEndToEnd
+// runs the pods itself.
 var shared = kubeenv.NewShared(kubeenv.Options{})
 
-func TestMain(m *testing.M) { shared.Main(m) }
+// The tests run in a network namespace of their own (test/netns), where
+// backends may listen on addresses an EndpointSlice accepts.
+func TestMain(m *testing.M) {
+	netns.Run(func() int {
+		code := shared.Run(m)
+		if binary.path != "" {
+			os.RemoveAll(filepath.Dir(binary.path))
+		}
+		return code
+	})
+}
 
 // clusterEnv returns the shared Env with what every render may refer to:
 // the release namespace and the ServiceMonitor CRD.

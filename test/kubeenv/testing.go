@@ -52,12 +52,16 @@ func (s *Shared) Env(t testing.TB) *Env {
 
 // Main runs the tests, stops the Env if one started, and exits. Call it
 // from TestMain.
-func (s *Shared) Main(m *testing.M) {
+func (s *Shared) Main(m *testing.M) { os.Exit(s.Run(m)) }
+
+// Run is Main without the exit: it returns the tests' exit code, for a
+// TestMain with more to clean up.
+func (s *Shared) Run(m *testing.M) int {
 	code := m.Run()
 	if s.env != nil {
 		s.env.Stop()
 	}
-	os.Exit(code)
+	return code
 }
 
 // StartT starts an Env for one test, which fails at once if it cannot,

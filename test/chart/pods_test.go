@@ -1,0 +1,213 @@
+package chart
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tunnelgate/tunnelgate/test/testproc"
+)
+
+// container runs one tunnelgate container of a pod template read from the
+// API server, the way a kubelet would, on this machine. What a node gives
+// a pod is stood in for, and nothing else is changed:
+//
+//   - Volumes: each Secret volume's items are written, with their modes, to
+//     a directory, and an argument that names a file under a mount path is
+//     pointed into that directory. Like a kubelet, it waits for a Secret
+//     that does not exist yet. emptyDirs are empty directories.
+//   - The pod network: listen addresses are moved to free loopback ports
+//     (listen), and cluster DNS names resolve through an /etc/hosts bind-
+//     mounted in a mount namespace of the container's own (hosts).
+//   - The downward API: POD_NAME, POD_NAMESPACE and limits.memory.
+//
+// extra arguments are appended (a controller outside a cluster needs
+// -kubeconfig). It returns the directory each mount path landed in.
+type container struct {
+	kube      kubernetes.Interface
+	namespace string
+	pod       string
+	spec      corev1.PodSpec
+	c         corev1.Container
+	listen    map[string]string // flag -> new address
+	rewrite   map[string]string // flag -> new value
+	hosts     string            // /etc/hosts lines; empty: the machine's
+	extra     []string
+}
+
+// start runs the container until the test ends and returns where its
+// volumes are.
+func (k container) start(t *testing.T, binary string) map[string]string {
+	t.Helper()
+	mounts := k.volumes(t)
+	args := slicesClone(k.c.Args)
+	for i, a := range args {
+		flag, value, ok := strings.Cut(a, "=")
+		if !ok {
+			continue
+		}
+		if v, ok := k.listen[flag]; ok {
+			value = v
+		}
+		if v, ok := k.rewrite[flag]; ok {
+			value = v
+		}
+		args[i] = flag + "=" + hostPath(mounts, value)
+	}
+	args = append(args, k.extra...)
+
+	env := os.Environ()
+	for _, e := range k.c.Env {
+		v, err := k.envValue(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = append(env, e.Name+"="+v)
+	}
+	name, cmdArgs := binary, args
+	if k.hosts != "" {
+		hosts := filepath.Join(t.TempDir(), "hosts")
+		if err := os.WriteFile(hosts, []byte("127.0.0.1 localhost\n"+k.hosts), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		name = "unshare"
+		cmdArgs = append([]string{"--mount", "--propagation", "private", "sh", "-c",
+			`mount --bind "$0" /etc/hosts && exec "$@"`, hosts, binary}, args...)
+	}
+	log := &bytes.Buffer{}
+	cmd := exec.Command(name, cmdArgs...)
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
+	cmd.SysProcAttr = testproc.SysProcAttr()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+		if t.Failed() {
+			t.Logf("%s/%s log:\n%s", k.pod, k.c.Name, tail(log.String(), 60))
+		}
+	})
+	return mounts
+}
+
+// volumes materialises the container's volume mounts.
+func (k container) volumes(t *testing.T) map[string]string {
+	t.Helper()
+	mounts := map[string]string{}
+	for _, m := range k.c.VolumeMounts {
+		var vol *corev1.Volume
+		for i := range k.spec.Volumes {
+			if k.spec.Volumes[i].Name == m.Name {
+				vol = &k.spec.Volumes[i]
+			}
+		}
+		if vol == nil {
+			t.Fatalf("%s: mount %s names no volume", k.c.Name, m.Name)
+		}
+		dir := t.TempDir()
+		if err := os.Chmod(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case vol.EmptyDir != nil:
+		case vol.Secret != nil:
+			k.writeSecret(t, dir, vol.Secret)
+		default:
+			t.Fatalf("%s: volume %s is of a kind this test does not run", k.c.Name, vol.Name)
+		}
+		mounts[m.MountPath] = dir
+	}
+	return mounts
+}
+
+// writeSecret waits for the Secret, as a kubelet does, and writes its items.
+func (k container) writeSecret(t *testing.T, dir string, src *corev1.SecretVolumeSource) {
+	t.Helper()
+	var s *corev1.Secret
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var err error
+		s, err = k.kube.CoreV1().Secrets(k.namespace).Get(context.Background(), src.SecretName, metav1.GetOptions{})
+		if err == nil {
+			break
+		}
+		if !apierrors.IsNotFound(err) || time.Now().After(deadline) {
+			t.Fatalf("%s: Secret %s for the pod: %v", k.c.Name, src.SecretName, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	mode := os.FileMode(0o644)
+	if src.DefaultMode != nil {
+		mode = os.FileMode(*src.DefaultMode)
+	}
+	for _, it := range src.Items {
+		data, ok := s.Data[it.Key]
+		if !ok {
+			t.Fatalf("%s: Secret %s has no key %s", k.c.Name, src.SecretName, it.Key)
+		}
+		if err := os.WriteFile(filepath.Join(dir, it.Path), data, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// envValue resolves the downward API fields the chart uses.
+func (k container) envValue(e corev1.EnvVar) (string, error) {
+	switch {
+	case e.ValueFrom == nil:
+		return e.Value, nil
+	case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.name":
+		return k.pod, nil
+	case e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
+		return k.namespace, nil
+	case e.ValueFrom.ResourceFieldRef != nil && e.ValueFrom.ResourceFieldRef.Resource == "limits.memory":
+		return strconv.FormatInt(k.c.Resources.Limits.Memory().Value(), 10), nil
+	}
+	return "", fmt.Errorf("%s: env %s comes from a source this test does not run", k.c.Name, e.Name)
+}
+
+// hostPath points a path under a mount path into the mount's directory.
+func hostPath(mounts map[string]string, p string) string {
+	for mountPath, dir := range mounts {
+		if rest, ok := strings.CutPrefix(p, mountPath+"/"); ok {
+			return filepath.Join(dir, rest)
+		}
+	}
+	return p
+}
+
+func slicesClone(s []string) []string { return append([]string(nil), s...) }
+
+// tail returns the last n lines of s.
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// loopback returns a free 127.0.0.1:port.
+func loopback(t *testing.T) string {
+	t.Helper()
+	p, err := testproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(p)
+}
