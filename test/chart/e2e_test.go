@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/internal/cffake"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/netns"
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // The installed chart runs: helm installs a release that manages its tunnel
@@ -61,6 +63,14 @@ func TestChartRunsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	bin := tunnelgateBinary(t)
+	root, err := testproc.OwnedTempDir("tunnelgate-chart-pods-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	deployment := func(name string) *appsv1.Deployment {
 		d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -71,13 +81,13 @@ func TestChartRunsEndToEnd(t *testing.T) {
 
 	// Two controllers, as the chart's ServiceAccount: only its RBAC applies.
 	ctl := deployment("e2e-tunnelgate-controller")
-	kubeconfig := serviceAccountKubeconfig(t, env, ns, ctl.Spec.Template.Spec.ServiceAccountName)
+	kubeconfig := serviceAccountKubeconfig(t, env, root, ns, ctl.Spec.Template.Spec.ServiceAccountName)
 	configAddr := map[string]string{}
 	for _, pod := range []string{"e2e-tunnelgate-controller-a", "e2e-tunnelgate-controller-b"} {
 		configAddr[pod] = loopback(t)
 		container{kube: kube, namespace: ns, pod: pod, spec: ctl.Spec.Template.Spec, c: ctl.Spec.Template.Spec.Containers[0],
 			listen: map[string]string{"-admin": loopback(t), "-config-listen": configAddr[pod]},
-			extra:  []string{"-kubeconfig=" + kubeconfig},
+			extra:  []string{"-kubeconfig=" + kubeconfig}, root: root,
 		}.start(t, bin)
 	}
 
@@ -150,7 +160,7 @@ spec:
 	container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: proxy.InitContainers[0],
 		listen:  map[string]string{"-listen": origin, "-listen-tls": originTLS, "-admin": admin},
 		rewrite: map[string]string{"-controller": "https://e2e-tunnelgate-controller.e2e-system.svc:" + configPort},
-		hosts:   "127.0.0.1 e2e-tunnelgate-controller.e2e-system.svc\n",
+		hosts:   "127.0.0.1 e2e-tunnelgate-controller.e2e-system.svc\n", root: root,
 	}.start(t, bin)
 
 	// As cloudflared: plain HTTP/1.1 to the origin listener...
@@ -177,7 +187,7 @@ spec:
 	// cloudflared's side: the token file it runs with is the tunnel's, and
 	// the ingress document sends the hostname to the proxy's origin port.
 	cfd := proxy.Containers[0]
-	mounts := container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: cfd}.volumes(t)
+	mounts := container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: cfd, root: root}.volumes(t)
 	tokenFile := hostPath(mounts, flags(cfd.Args)["--token-file"])
 	tok, err := os.ReadFile(tokenFile)
 	if err != nil {
@@ -233,7 +243,7 @@ func backend(t *testing.T, addr, name string) {
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as the
 // ServiceAccount (a client certificate with its user name and groups, which
 // RBAC treats as the ServiceAccount).
-func serviceAccountKubeconfig(t *testing.T, env *kubeenv.Env, ns, sa string) string {
+func serviceAccountKubeconfig(t *testing.T, env *kubeenv.Env, dir, ns, sa string) string {
 	t.Helper()
 	cfg, err := env.UserConfig("system:serviceaccount:"+ns+":"+sa,
 		"system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated")
@@ -245,8 +255,11 @@ func serviceAccountKubeconfig(t *testing.T, env *kubeenv.Env, ns, sa string) str
 	kc.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
 	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
 	kc.CurrentContext = "e2e"
-	path := t.TempDir() + "/kubeconfig"
+	path := filepath.Join(dir, "kubeconfig")
 	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil { // for the pod's user
 		t.Fatal(err)
 	}
 	return path

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,6 +33,10 @@ import (
 //     (listen), and cluster DNS names resolve through an /etc/hosts bind-
 //     mounted in a mount namespace of the container's own (hosts).
 //   - The downward API: POD_NAME, POD_NAMESPACE and limits.memory.
+//   - The security context: the process runs as the pod's runAsUser and
+//     runAsGroup, with fsGroup, which owns the volumes' files as a kubelet
+//     makes it; so a file mode the user cannot read, or a write outside the
+//     volumes, fails here as it would in the pod.
 //
 // extra arguments are appended (a controller outside a cluster needs
 // -kubeconfig). It returns the directory each mount path landed in.
@@ -45,6 +50,7 @@ type container struct {
 	rewrite   map[string]string // flag -> new value
 	hosts     string            // /etc/hosts lines; empty: the machine's
 	extra     []string
+	root      string // a directory every user may enter, for the volumes
 }
 
 // start runs the container until the test ends and returns where its
@@ -76,20 +82,26 @@ func (k container) start(t *testing.T, binary string) map[string]string {
 		}
 		env = append(env, e.Name+"="+v)
 	}
+	uid, gid, fsGroup := k.user()
 	name, cmdArgs := binary, args
 	if k.hosts != "" {
-		hosts := filepath.Join(t.TempDir(), "hosts")
+		// Mount as root, then become the pod's user for the exec.
+		hosts := filepath.Join(k.root, k.pod+"-"+k.c.Name+"-hosts")
 		if err := os.WriteFile(hosts, []byte("127.0.0.1 localhost\n"+k.hosts), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		name = "unshare"
 		cmdArgs = append([]string{"--mount", "--propagation", "private", "sh", "-c",
-			`mount --bind "$0" /etc/hosts && exec "$@"`, hosts, binary}, args...)
+			`mount --bind "$0" /etc/hosts && u=$1 g=$2 f=$3 && shift 3 && exec setpriv --reuid="$u" --regid="$g" --groups="$f" --inh-caps=-all -- "$@"`,
+			hosts, strconv.Itoa(uid), strconv.Itoa(gid), strconv.Itoa(fsGroup), binary}, args...)
 	}
 	log := &bytes.Buffer{}
 	cmd := exec.Command(name, cmdArgs...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, log, log
 	cmd.SysProcAttr = testproc.SysProcAttr()
+	if k.hosts == "" {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{uint32(fsGroup)}}
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -119,14 +131,25 @@ func (k container) volumes(t *testing.T) map[string]string {
 		if vol == nil {
 			t.Fatalf("%s: mount %s names no volume", k.c.Name, m.Name)
 		}
-		dir := t.TempDir()
-		if err := os.Chmod(dir, 0o755); err != nil {
+		dir, err := os.MkdirTemp(k.root, k.c.Name+"-"+m.Name+"-")
+		if err != nil {
 			t.Fatal(err)
 		}
+		_, _, fsGroup := k.user()
 		switch {
 		case vol.EmptyDir != nil:
+			// Writable by the fsGroup, new files inheriting it.
+			if err := os.Chown(dir, 0, fsGroup); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(dir, 0o2775); err != nil {
+				t.Fatal(err)
+			}
 		case vol.Secret != nil:
-			k.writeSecret(t, dir, vol.Secret)
+			if err := os.Chmod(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			k.writeSecret(t, dir, vol.Secret, fsGroup)
 		default:
 			t.Fatalf("%s: volume %s is of a kind this test does not run", k.c.Name, vol.Name)
 		}
@@ -136,7 +159,7 @@ func (k container) volumes(t *testing.T) map[string]string {
 }
 
 // writeSecret waits for the Secret, as a kubelet does, and writes its items.
-func (k container) writeSecret(t *testing.T, dir string, src *corev1.SecretVolumeSource) {
+func (k container) writeSecret(t *testing.T, dir string, src *corev1.SecretVolumeSource, fsGroup int) {
 	t.Helper()
 	var s *corev1.Secret
 	deadline := time.Now().Add(30 * time.Second)
@@ -160,10 +183,49 @@ func (k container) writeSecret(t *testing.T, dir string, src *corev1.SecretVolum
 		if !ok {
 			t.Fatalf("%s: Secret %s has no key %s", k.c.Name, src.SecretName, it.Key)
 		}
-		if err := os.WriteFile(filepath.Join(dir, it.Path), data, mode); err != nil {
+		file := filepath.Join(dir, it.Path)
+		if err := os.WriteFile(file, data, mode); err != nil {
+			t.Fatal(err)
+		}
+		// The kubelet gives volume files to root and the fsGroup, with
+		// exactly defaultMode.
+		if err := os.Chown(file, 0, fsGroup); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(file, mode); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// user returns the uid, gid and fsGroup the container runs with, from the
+// pod's and the container's security contexts; the test fails if the pod
+// would run as root.
+func (k container) user() (uid, gid, fsGroup int) {
+	uid, gid, fsGroup = -1, -1, -1
+	if p := k.spec.SecurityContext; p != nil {
+		if p.RunAsUser != nil {
+			uid = int(*p.RunAsUser)
+		}
+		if p.RunAsGroup != nil {
+			gid = int(*p.RunAsGroup)
+		}
+		if p.FSGroup != nil {
+			fsGroup = int(*p.FSGroup)
+		}
+	}
+	if c := k.c.SecurityContext; c != nil {
+		if c.RunAsUser != nil {
+			uid = int(*c.RunAsUser)
+		}
+		if c.RunAsGroup != nil {
+			gid = int(*c.RunAsGroup)
+		}
+	}
+	if uid <= 0 || gid < 0 || fsGroup < 0 {
+		panic(fmt.Sprintf("%s/%s: no non-root runAsUser, runAsGroup and fsGroup", k.pod, k.c.Name))
+	}
+	return uid, gid, fsGroup
 }
 
 // envValue resolves the downward API fields the chart uses.
