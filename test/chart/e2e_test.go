@@ -24,6 +24,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
@@ -112,28 +113,12 @@ func TestChartRunsEndToEnd(t *testing.T) {
 
 	// A backend, and a Gateway and HTTPRoute of the class.
 	backendAddr := netns.Addr(90).String()
-	backend(t, backendAddr+":8080", "e2e backend")
+	fixture.Backend(t, backendAddr+":8080", "e2e backend")
 	if err := env.Apply(ctx, []byte(fmt.Sprintf(`
 apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s}
----
-apiVersion: v1
-kind: Service
-metadata: {name: web, namespace: %[1]s}
-spec:
-  ports: [{name: http, port: 80, targetPort: 8080}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: web-1
-  namespace: %[1]s
-  labels: {kubernetes.io/service-name: web}
-addressType: IPv4
-ports: [{name: http, port: 8080, protocol: TCP}]
-endpoints: [{addresses: ["%[2]s"], conditions: {ready: true}}]
----
+%[4]s---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw, namespace: %[1]s}
@@ -147,8 +132,8 @@ metadata: {name: web, namespace: %[1]s}
 spec:
   parentRefs: [{name: gw}]
   hostnames: [app.example.com]
-  rules: [{backendRefs: [{name: web, port: 80}]}]
-`, app, backendAddr, class))); err != nil {
+  rules: [{backendRefs: [{name: app, port: 80}]}]
+`, app, backendAddr, class, fixture.AppBackend(app, backendAddr)))); err != nil {
 		t.Fatal(err)
 	}
 
@@ -224,20 +209,6 @@ func expectBackend(c *http.Client, url string) error {
 		return fmt.Errorf("%s answered over %s, want HTTP/2", url, res.Proto)
 	}
 	return nil
-}
-
-// backend serves "NAME PATH" on addr until the test ends.
-func backend(t *testing.T, addr, name string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "%s %s", name, r.URL.Path)
-	})}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as the

@@ -11,6 +11,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwapiv1 "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/typed/apis/v1"
 
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
@@ -27,7 +28,7 @@ func BenchmarkApplyToServed(b *testing.B) {
 	ctx := context.Background()
 	ns := namespace(b, cl, "bench")
 	const controllerName = "tunnelgate.dev/bench"
-	backend(b, netns.Addr(40).String()+":8080", "bench")
+	fixture.Backend(b, netns.Addr(40).String()+":8080", "bench")
 	if err := env.Apply(ctx, []byte(basicObjects(ns, "bench", controllerName, netns.Addr(40).String()))); err != nil {
 		b.Fatal(err)
 	}

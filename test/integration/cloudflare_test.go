@@ -16,6 +16,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
@@ -39,7 +40,7 @@ func TestCloudflareFollowsRoutes(t *testing.T) {
 
 	controllerName := "tunnelgate.dev/test-" + ns
 	addr := netns.Addr(80).String()
-	backend(t, addr+":8080", "cf")
+	fixture.Backend(t, addr+":8080", "cf")
 	routes := func(hosts ...string) string {
 		var b strings.Builder
 		for i, h := range hosts {
@@ -85,7 +86,7 @@ metadata: {name: gw, namespace: %[1]s}
 spec:
   gatewayClassName: %[1]s
   listeners: [{name: http, protocol: HTTP, port: 80}]
-%[4]s`, ns, controllerName, apiToken, appBackend(ns, addr))
+%[4]s`, ns, controllerName, apiToken, fixture.AppBackend(ns, addr))
 	if err := env.Apply(ctx, []byte(objects+routes("app.example.com", "taken.example.com"))); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
@@ -64,7 +65,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	ns := namespace(t, cl, "faults")
 	const controllerName = "tunnelgate.dev/test-faults"
 	addr := netns.Addr(50).String()
-	backend(t, addr+":8080", "ok")
+	fixture.Backend(t, addr+":8080", "ok")
 	objects := []byte(basicObjects(ns, "faults", controllerName, addr))
 	if err := env.Apply(ctx, objects); err != nil {
 		t.Fatal(err)
@@ -154,7 +155,7 @@ func TestProxyRestartsFromItsCache(t *testing.T) {
 	ns := namespace(t, cl, "cache")
 	const controllerName = "tunnelgate.dev/test-cache"
 	addr := netns.Addr(70).String()
-	backend(t, addr+":8080", "ok")
+	fixture.Backend(t, addr+":8080", "ok")
 	objects := basicObjects(ns, "cache", controllerName, addr)
 	if err := env.Apply(ctx, []byte(objects)); err != nil {
 		t.Fatal(err)

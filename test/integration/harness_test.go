@@ -236,20 +236,6 @@ func startProxyCached(t testing.TB, r *running, cacheFile string) (p *dataplane.
 	return p, "http://" + ln.Addr().String(), stop
 }
 
-// backend serves "<name> <path>" on addr (inside netns.Range).
-func backend(t testing.TB, addr, name string) {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "%s %s", name, r.URL.Path)
-	})}
-	go hs.Serve(ln)
-	t.Cleanup(func() { hs.Close() })
-}
-
 // get sends a request for host+path through a proxy.
 func get(proxyURL, host, path string) (int, string, http.Header, error) {
 	req, err := http.NewRequest("GET", proxyURL+path, nil)

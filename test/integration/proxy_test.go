@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
@@ -23,8 +24,8 @@ func TestProxyFollowsTheController(t *testing.T) {
 	ns := namespace(t, cl, "proxied")
 	const controllerName = "tunnelgate.dev/test-proxied"
 	v1, v2 := netns.Addr(20).String(), netns.Addr(21).String()
-	backend(t, v1+":8080", "v1")
-	backend(t, v2+":8080", "v2")
+	fixture.Backend(t, v1+":8080", "v1")
+	fixture.Backend(t, v2+":8080", "v2")
 	if err := env.Apply(ctx, []byte(basicObjects(ns, "proxied", controllerName, v1))); err != nil {
 		t.Fatal(err)
 	}

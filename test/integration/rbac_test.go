@@ -13,6 +13,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/config/rbac"
 	"github.com/tunnelgate/tunnelgate/ctrl/controller"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
@@ -64,7 +65,7 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[2]s}]
 	const controllerName = "tunnelgate.dev/test-rbac"
 	r := startController(t, cl, controllerName, &controller.LeaderOptions{Namespace: ns, Name: "tunnelgate", Identity: "only",
 		LeaseDuration: 4 * time.Second, RenewDeadline: 3 * time.Second, RetryPeriod: 300 * time.Millisecond}, "")
-	backend(t, netns.Addr(60).String()+":8080", "rbac")
+	fixture.Backend(t, netns.Addr(60).String()+":8080", "rbac")
 	if err := env.Apply(ctx, []byte(basicObjects(ns, "rbac", controllerName, netns.Addr(60).String())+fmt.Sprintf(`
 ---
 apiVersion: gateway.networking.k8s.io/v1

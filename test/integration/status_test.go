@@ -11,6 +11,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
@@ -41,29 +42,7 @@ spec:
   hostnames: [app.example.com]
   rules:
   - backendRefs: [{name: app, port: 80}]
-`, ns, class, controller, backendAddr, appBackend(ns, backendAddr))
-}
-
-// appBackend is the Service app (port 80) and an EndpointSlice holding
-// addr:8080, as the EndpointSlice controller would write for a Pod.
-func appBackend(ns, addr string) string {
-	return fmt.Sprintf(`---
-apiVersion: v1
-kind: Service
-metadata: {name: app, namespace: %[1]s}
-spec:
-  ports: [{name: http, port: 80, targetPort: 8080}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: app-1
-  namespace: %[1]s
-  labels: {kubernetes.io/service-name: app}
-addressType: IPv4
-ports: [{name: http, port: 8080, protocol: TCP}]
-endpoints: [{addresses: ["%[2]s"], conditions: {ready: true}}]
-`, ns, addr)
+`, ns, class, controller, backendAddr, fixture.AppBackend(ns, backendAddr))
 }
 
 // A user applies Gateway API objects and reads, with kubectl, what the
