@@ -120,9 +120,18 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 		if err != nil {
 			return nil, err
 		}
-		env = append(env, e.Name+"="+v)
+		env = append(env, e.Name+"="+p.hostPath(c, v))
 	}
-	cmd := exec.Command(exe, c.Args...)
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		// -flag=/mount/path/file as well as a bare path.
+		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "-") {
+			args[i] = k + "=" + p.hostPath(c, v)
+		} else {
+			args[i] = p.hostPath(c, a)
+		}
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Env = env
 	cmd.Dir = p.dir
 	return cmd, nil

@@ -14,6 +14,10 @@
 //   - one process per container, mapped from its image (Options.Images, or
 //     a program built into the test binary, see Register), with the
 //     container's environment, restarted as its restartPolicy says;
+//   - Secret, ConfigMap, projected (ServiceAccount token) and emptyDir
+//     volumes, written under the Pod's directory; a container finds them
+//     through the paths in its env and args (see volumes.go), and waits
+//     as ContainerCreating for a Secret or ConfigMap that does not exist;
 //   - a status the controllers act on: Running, the Pod IP, and Ready once
 //     the readiness probe, or else every declared TCP port, answers.
 //
@@ -21,7 +25,7 @@
 // period (at most MaxGrace), and removes the object. Processes die with the
 // test process.
 //
-// Not there: volumes, init containers, exec probes and pod logs. It needs
+// Not there: init containers, exec probes and pod logs. It needs
 // root and is meant to run inside the network namespace of test/netns,
 // whose local 10.244.0.0/16 does not overlap the default PodCIDR.
 package kubelet

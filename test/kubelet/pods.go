@@ -57,6 +57,7 @@ type pod struct {
 	started   metav1.Time
 
 	mu          sync.Mutex
+	volumes     map[string]string // volume name -> directory, once set up
 	containers  []*container
 	ready       bool
 	terminating bool
@@ -93,6 +94,9 @@ func (k *Kubelet) newPod(obj *corev1.Pod) (*pod, error) {
 func (p *pod) run() {
 	defer close(p.done)
 	log := p.k.opts.Log.With("pod", p.namespace+"/"+p.name)
+	if !p.waitVolumes() {
+		return
+	}
 	for _, c := range p.containers {
 		if err := p.startContainer(c); err != nil {
 			log.Warn("starting a container", "container", c.spec.Name, "err", err)
@@ -117,6 +121,40 @@ func (p *pod) run() {
 			probeEvery = time.Second
 		}
 		t.Reset(probeEvery)
+	}
+}
+
+// waitVolumes sets up the volumes, retrying while a Secret or ConfigMap is
+// missing (the containers wait as ContainerCreating, saying why), and says
+// whether to go on: false when the Pod is stopped meanwhile.
+func (p *pod) waitVolumes() bool {
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := p.setupVolumes(ctx)
+		cancel()
+		if err == nil {
+			return true
+		}
+		p.k.opts.Log.Debug("volumes not ready", "pod", p.String(), "err", err)
+		w := &corev1.ContainerStateWaiting{Reason: reasonOf(err), Message: err.Error()}
+		if w.Reason == "RunContainerError" {
+			w.Reason = "ContainerCreating"
+		}
+		p.mu.Lock()
+		for _, c := range p.containers {
+			c.mu.Lock()
+			c.waiting = w
+			c.mu.Unlock()
+		}
+		p.mu.Unlock()
+		if err := p.writeStatus(); err != nil {
+			p.k.opts.Log.Warn("writing the pod status", "pod", p.String(), "err", err)
+		}
+		select {
+		case <-p.quit:
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
 
@@ -338,6 +376,7 @@ func statusEqual(a, b corev1.PodStatus) bool {
 		if x.Ready != y.Ready || x.RestartCount != y.RestartCount || x.ContainerID != y.ContainerID ||
 			(x.State.Running == nil) != (y.State.Running == nil) ||
 			(x.State.Waiting == nil) != (y.State.Waiting == nil) ||
+			x.State.Waiting != nil && (x.State.Waiting.Reason != y.State.Waiting.Reason || x.State.Waiting.Message != y.State.Waiting.Message) ||
 			(x.State.Terminated == nil) != (y.State.Terminated == nil) {
 			return false
 		}
