@@ -34,6 +34,9 @@ func (e *Env) startAPIServer(ctx context.Context, etcdURL string) (string, error
 		"--client-ca-file=" + pki(fileCACert),
 		"--kubelet-client-certificate=" + pki(fileKubeletCert),
 		"--kubelet-client-key=" + pki(fileKubeletKey),
+		// A Node's hostname does not resolve here; test/kubelet's does not
+		// need to, its InternalIP serves pod logs.
+		"--kubelet-preferred-address-types=InternalIP",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + pki(fileSAPublicKey),
 		"--service-account-signing-key-file=" + pki(fileSAPrivateKey),

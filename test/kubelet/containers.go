@@ -43,7 +43,7 @@ type container struct {
 }
 
 // startContainer starts c's process in the Pod's sandbox, its output
-// appended to <pod dir>/<container>.log.
+// appended to <pod dir>/<container>.log (see logs.go).
 func (p *pod) startContainer(c *container) error {
 	cmd, err := p.command(c.spec)
 	if err != nil {
@@ -52,11 +52,13 @@ func (p *pod) startContainer(c *container) error {
 		c.mu.Unlock()
 		return err
 	}
-	out, err := os.OpenFile(filepath.Join(p.dir, c.spec.Name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	out, err := os.OpenFile(p.logPath(c.spec.Name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd.Stdout, cmd.Stderr = out, out
+	lf := &logFile{f: out}
+	stdout, stderr := &lineWriter{log: lf, stream: "stdout"}, &lineWriter{log: lf, stream: "stderr"}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// Its own process group, so a signal reaches what it starts too; killed
 	// if the test process dies (see sandbox).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -72,7 +74,9 @@ func (p *pod) startContainer(c *container) error {
 	c.pid, c.startedAt, c.exitedAt, c.exitCh, c.waiting, c.ready = cmd.Process.Pid, time.Now(), time.Time{}, exited, nil, false
 	c.mu.Unlock()
 	go func() {
-		_ = cmd.Wait()
+		_ = cmd.Wait() // also waits for the output to be copied
+		stdout.Flush()
+		stderr.Flush()
 		out.Close()
 		c.mu.Lock()
 		c.exitedAt, c.exitCode, c.ready = time.Now(), cmd.ProcessState.ExitCode(), false
@@ -85,6 +89,9 @@ func (p *pod) startContainer(c *container) error {
 	}()
 	return nil
 }
+
+// logPath is where a container's output goes.
+func (p *pod) logPath(container string) string { return filepath.Join(p.dir, container+".log") }
 
 // errConfig is a container the Kubelet cannot run as specified.
 type errConfig struct{ reason, msg string }

@@ -25,7 +25,10 @@
 // period (at most MaxGrace), and removes the object. Processes die with the
 // test process.
 //
-// Not there: init containers, exec probes and pod logs. It needs
+//   - container logs, served to the API server as a kubelet serves them
+//     (pods/log, `kubectl logs`).
+//
+// Not there: init containers and exec probes. It needs
 // root and is meant to run inside the network namespace of test/netns,
 // whose local 10.244.0.0/16 does not overlap the default PodCIDR.
 package kubelet
@@ -35,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"sync"
@@ -88,6 +92,8 @@ type Kubelet struct {
 	mu      sync.Mutex
 	running map[string]*pod // by namespace/name
 
+	logServer *http.Server // pod logs for the API server (logs.go)
+
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the workers and the heartbeat
 }
@@ -126,7 +132,13 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Kubelet, error
 	if k.net, err = newPodNetwork(opts.Bridge, opts.PodCIDR); err != nil {
 		return nil, err
 	}
-	if err := k.registerNode(ctx); err != nil {
+	logPort, err := k.serveLogs()
+	if err != nil {
+		k.net.close()
+		return nil, fmt.Errorf("serving pod logs: %w", err)
+	}
+	if err := k.registerNode(ctx, logPort); err != nil {
+		k.logServer.Close()
 		k.net.close()
 		return nil, fmt.Errorf("registering node %s: %w", opts.NodeName, err)
 	}
@@ -180,6 +192,7 @@ func (k *Kubelet) Stop() {
 	for _, p := range pods {
 		p.stop(0)
 	}
+	k.logServer.Close()
 	k.net.close()
 	if k.tmpDir {
 		os.RemoveAll(k.opts.Dir)

@@ -29,6 +29,7 @@ const crashImage = "tunnelgate.test/crash"
 func TestMain(m *testing.M) {
 	kubelet.Register(crashImage, func([]string) int { return 3 })
 	kubelet.Register(filesImage, filesMain)
+	kubelet.Register(talkImage, talkMain)
 	kubelet.RunIfContainer()
 	netns.Run(func() int { shared.Main(m); return 0 })
 }

@@ -22,8 +22,8 @@ const leaseNamespace = "kube-node-lease"
 const heartbeatEvery = 10 * time.Second
 
 // registerNode creates (or takes over) the Node, Ready, with the bridge's
-// address, and its first Lease.
-func (k *Kubelet) registerNode(ctx context.Context) error {
+// address, the port logs are served on, and its first Lease.
+func (k *Kubelet) registerNode(ctx context.Context, logPort int) error {
 	nodes := k.kube.CoreV1().Nodes()
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("8"),
@@ -54,6 +54,7 @@ func (k *Kubelet) registerNode(ctx context.Context) error {
 			{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", LastHeartbeatTime: now, LastTransitionTime: now},
 			{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", LastHeartbeatTime: now, LastTransitionTime: now},
 		},
+		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: int32(logPort)}},
 		Addresses: []corev1.NodeAddress{
 			{Type: corev1.NodeInternalIP, Address: k.net.gateway.String()},
 			{Type: corev1.NodeHostName, Address: k.opts.NodeName},
