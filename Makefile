@@ -11,7 +11,7 @@ FUZZTIME  ?= 30s
 # The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
 RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
 
-.PHONY: help build run test testenv prism chart-tools chart-check bench bench-check bench-load fuzz lint
+.PHONY: help build run test testenv prism chart-tools chart-check conformance bench bench-check bench-load fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
@@ -53,6 +53,17 @@ chart-tools: ## build helm and fetch the CRDs chart-check needs into the cache
 # UPDATE=1 rewrites the golden renders.
 chart-check: chart-tools testenv ## lint, render, validate and install the Helm chart (UPDATE=1 rewrites golden files)
 	go test -count=1 ./test/chart $(if $(UPDATE),-args -update)
+
+# The upstream Gateway API conformance suite (test/conformance, a module of
+# its own) against tunnelgate on the local cluster; the report goes to
+# test/conformance/reports/. Not yet part of `make test` (issue 8).
+CONFORMANCE_REPORT ?= $(CURDIR)/test/conformance/reports/gateway-api-v1.6.3.yaml
+CONFORMANCE_LOG    ?= $(CURDIR)/test/conformance/reports/last-run.log
+conformance: testenv ## run the Gateway API conformance suite, write its report, list the results
+	@echo "conformance: the whole log goes to $(CONFORMANCE_LOG)"
+	cd test/conformance && GOWORK=off TUNNELGATE_CONFORMANCE_REPORT=$(CONFORMANCE_REPORT) \
+		go test -count=1 -timeout 90m -run '^TestConformance$$' -v . > $(CONFORMANCE_LOG) 2>&1; \
+	status=$$?; grep -E '^    --- (PASS|FAIL|SKIP)' $(CONFORMANCE_LOG) || true; exit $$status
 
 bench: ## run all benchmarks (BENCHTIME=1s COUNT=1)
 	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...

@@ -1,0 +1,94 @@
+// Package conformance runs the upstream Gateway API conformance suite,
+// sigs.k8s.io/gateway-api/conformance, against tunnelgate on a local
+// cluster (harness_test.go) and writes its report when
+// $TUNNELGATE_CONFORMANCE_REPORT names a file (`make conformance`).
+package conformance
+
+import (
+	"io/fs"
+	"os"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/gateway-api/apis/v1alpha2"
+	"sigs.k8s.io/gateway-api/apis/v1alpha3"
+	xv1alpha1 "sigs.k8s.io/gateway-api/apisx/v1alpha1"
+	"sigs.k8s.io/gateway-api/conformance"
+	confv1 "sigs.k8s.io/gateway-api/conformance/apis/v1"
+	"sigs.k8s.io/gateway-api/conformance/utils/config"
+	"sigs.k8s.io/gateway-api/conformance/utils/suite"
+	"sigs.k8s.io/gateway-api/pkg/features"
+
+	"github.com/tunnelgate/tunnelgate/test/kubelet"
+	"github.com/tunnelgate/tunnelgate/test/netns"
+)
+
+func TestMain(m *testing.M) {
+	kubelet.Register(corednsImage, idleMain)
+	kubelet.RunIfContainer()
+	netns.Run(func() int { return m.Run() })
+}
+
+// supported are the features tunnelgate declares; the suite runs the
+// extended tests of these and the core tests of each profile.
+var supported = []features.FeatureName{
+	features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant, features.SupportGRPCRoute,
+	features.SupportGatewayHTTPListenerIsolation, features.SupportListenerSet,
+	features.SupportHTTPRouteQueryParamMatching, features.SupportHTTPRouteMethodMatching,
+	features.SupportHTTPRouteResponseHeaderModification, features.SupportHTTPRouteBackendRequestHeaderModification,
+	features.SupportHTTPRoutePortRedirect, features.SupportHTTPRouteSchemeRedirect, features.SupportHTTPRoutePathRedirect,
+	features.SupportHTTPRoute303RedirectStatusCode, features.SupportHTTPRoute307RedirectStatusCode, features.SupportHTTPRoute308RedirectStatusCode,
+	features.SupportHTTPRouteHostRewrite, features.SupportHTTPRoutePathRewrite,
+	features.SupportHTTPRouteRequestMirror, features.SupportHTTPRouteRequestMultipleMirrors, features.SupportHTTPRouteRequestPercentageMirror,
+	features.SupportHTTPRouteRequestTimeout, features.SupportHTTPRouteBackendTimeout,
+	features.SupportHTTPRouteRetry, features.SupportHTTPRouteRetryBackendTimeout, features.SupportHTTPRouteRetryConnectionError,
+	features.SupportHTTPRouteParentRefPort, features.SupportHTTPRouteNamedRouteRule, features.SupportGRPCRouteNamedRouteRule,
+	features.SupportHTTPRouteBackendProtocolH2C, features.SupportHTTPRouteBackendProtocolWebSocket,
+	features.SupportHTTPRouteCORS,
+	features.SupportBackendTLSPolicy, features.SupportBackendTLSPolicySANValidation,
+}
+
+func TestConformance(t *testing.T) {
+	h := startHarness(t)
+	log.SetLogger(zap.New(zap.WriteTo(os.Stdout), zap.UseDevMode(true)))
+
+	cl, err := client.New(h.env.Config, client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, install := range []func(*runtime.Scheme) error{v1alpha3.Install, v1alpha2.Install, xv1alpha1.Install, gwv1.Install, apiextensionsv1.AddToScheme} {
+		if err := install(cl.Scheme()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(h.env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := suite.ConformanceOptions{
+		ConfigurableOptions: suite.ConfigurableOptions{
+			GatewayClassName:     gatewayClass,
+			CleanupBaseResources: true,
+			CleanupTestResources: true,
+			SupportedFeatures:    supported,
+			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
+			TimeoutConfig:        config.DefaultTimeoutConfig(),
+			Mode:                 "default",
+			ReportOutputPath:     os.Getenv("TUNNELGATE_CONFORMANCE_REPORT"),
+			Implementation: confv1.Implementation{
+				Organization: "tunnelgate", Project: "tunnelgate",
+				URL: "https://github.com/tunnelgate/tunnelgate", Version: "dev",
+				Contact: []string{"https://github.com/tunnelgate/tunnelgate/issues"},
+			},
+		},
+		Client: cl, Clientset: cs, RestConfig: h.env.Config,
+		ManifestFS: []fs.FS{&conformance.Manifests},
+	}
+	conformance.RunConformanceWithOptions(t, opts)
+}
