@@ -23,6 +23,9 @@ type snapshot struct {
 	// the port they were opened for.
 	origin [2]*listenerSet
 	ports  map[int]*listenerSet
+	// gateways serves the listeners of each Gateway address and port
+	// (gateways.go), with the certificates of its HTTPS listeners.
+	gateways map[gatewayAddr]*gatewayEndpoint
 	// slots are the clusters this config uses, by name.
 	slots   map[string]*clusterSlot
 	session *SessionCodec
@@ -201,6 +204,9 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 		if snap.ports[port], err = buildListenerSet(cfg.Listeners, routesOf, func(l *Listener) bool { return l.Port == port }); err != nil {
 			return nil, err
 		}
+	}
+	if snap.gateways, err = buildGatewayEndpoints(cfg.Listeners, routesOf); err != nil {
+		return nil, err
 	}
 	return snap, nil
 }

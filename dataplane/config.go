@@ -58,6 +58,22 @@ type Listener struct {
 	// works for one hostname; a host with listeners of the other scheme
 	// only is served by those.
 	Protocol string `json:"protocol,omitempty"`
+	// Address is the Gateway's own IP address, when the controller gives
+	// each Gateway one. A proxy serving gateway addresses
+	// (Listeners.Gateways) opens Address:Port and answers there with the
+	// listeners of that address and port only, so one Gateway's routes
+	// never answer on another's address.
+	Address string `json:"address,omitempty"`
+	// Certificates terminate TLS for an HTTPS listener on its Gateway
+	// address, chosen by the client's SNI (the listener's hostname). The
+	// origin listeners ignore them: there TLS ended at Cloudflare's edge.
+	Certificates []Certificate `json:"certificates,omitempty"`
+}
+
+// Certificate is a PEM certificate chain and its private key.
+type Certificate struct {
+	Cert string `json:"cert"`
+	Key  string `json:"key"`
 }
 
 // Listener protocols.

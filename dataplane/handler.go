@@ -22,6 +22,10 @@ type handler struct {
 	p       *Proxy
 	port    int
 	trusted bool
+	// gateway is the endpoint a gateway address server answers for
+	// (isGateway): only its listeners are considered.
+	gateway   gatewayAddr
+	isGateway bool
 }
 
 // exchange is the state of one request once it is routed.
@@ -69,7 +73,11 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	scheme := clientScheme(r, h.trusted)
 	var vh *vhost
-	if h.port != 0 {
+	if h.isGateway {
+		if ge := snap.gateways[h.gateway]; ge != nil {
+			vh = pickListener(ge.listeners, r.Host)
+		}
+	} else if h.port != 0 {
 		vh = pickListener(snap.ports[h.port], r.Host)
 	} else {
 		// Every port at once: the listeners of the client's scheme first,

@@ -50,6 +50,10 @@ type Proxy struct {
 	// fallbackSession signs session tokens when the config has no secret.
 	fallbackSession *SessionCodec
 
+	// gateways serves the Gateway addresses while Serve runs with
+	// Listeners.Gateways; Load opens and closes them as configs change.
+	gateways atomic.Pointer[gatewayServers]
+
 	mirrorsInFlight atomic.Int32
 	// lastUpstreamLog (unix nanoseconds) rate-limits upstream failure logs.
 	lastUpstreamLog atomic.Int64
@@ -173,6 +177,9 @@ func (p *Proxy) load(cfg *Config) error {
 	p.slots, p.clusters = slots, clusters
 	p.current.Store(snap)
 	p.sweepLocked()
+	if g := p.gateways.Load(); g != nil {
+		g.sync()
+	}
 	return nil
 }
 

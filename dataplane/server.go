@@ -38,6 +38,10 @@ type Listeners struct {
 	// Gateway listener port it serves; 0 serves every listener by hostname.
 	Plain     string
 	PlainPort int
+	// Gateways serves every Gateway address of the config (Listener.Address)
+	// on its own socket, opened and closed as configs change (gateways.go).
+	// The addresses must be local to this machine.
+	Gateways bool
 	// Admin serves health, readiness, metrics and pprof.
 	Admin string
 	// Grace is how long shutdown waits for in-flight requests; default 25 s.
@@ -141,8 +145,19 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 			return fmt.Errorf("admin listener: %w", err)
 		}
 	}
-	if len(servers) == 0 && own == nil {
+	if len(servers) == 0 && own == nil && !l.Gateways {
 		return errors.New("no listener configured")
+	}
+	if l.Gateways {
+		g := &gatewayServers{p: p, grace: l.Grace, servers: map[gatewayAddr]*gatewayServer{}}
+		p.gateways.Store(g)
+		p.mu.Lock()
+		g.sync() // the config loaded before Serve (a cache, a file)
+		p.mu.Unlock()
+		defer func() {
+			p.gateways.Store(nil)
+			g.close()
+		}()
 	}
 	if l.Ready != nil {
 		l.Ready(bound)

@@ -46,6 +46,7 @@ func proxyMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	cert := fs.String("tls-cert", "", "PEM certificate for -listen-tls (default: generated)")
 	key := fs.String("tls-key", "", "PEM key for -listen-tls")
 	plain := fs.String("listen-plain", "", "listener for direct clients (HTTP/1.1 and h2c)")
+	gateways := fs.Bool("listen-gateways", false, "serve each Gateway on the address the controller gave it (its port; HTTPS with its certificates); the addresses must be local")
 	admin := fs.String("admin", "127.0.0.1:9901", "admin listener (health, readiness, metrics, pprof); empty disables")
 	netHTTP := fs.Bool("origin-nethttp", false, "serve the origin listener with net/http's server instead of tunnelgate's own")
 	maxIdle := fs.Int("upstream-max-idle", 256, "idle connections kept per backend endpoint")
@@ -110,7 +111,7 @@ func proxyMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	}
 	err := p.Serve(ctx, dataplane.Listeners{
 		Origin: *origin, OriginTLS: *originTLS, CertDir: *certDir,
-		OriginCert: *cert, OriginKey: *key, Plain: *plain, Admin: *admin, OriginNetHTTP: *netHTTP,
+		OriginCert: *cert, OriginKey: *key, Plain: *plain, Gateways: *gateways, Admin: *admin, OriginNetHTTP: *netHTTP,
 		Ready: func(b dataplane.Bound) {
 			log.Info("listening", "origin", b.Origin, "originTLS", b.OriginTLS, "plain", b.Plain, "admin", b.Admin, "originCA", b.OriginCA)
 			if ready != nil {

@@ -1,0 +1,281 @@
+package dataplane
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/matcher"
+)
+
+// Gateway addresses. When the controller gives each Gateway an IP address
+// (Listener.Address), a proxy started with Listeners.Gateways serves every
+// Gateway where its clients expect it: one socket per address and port,
+// opened and closed as configs come and go, answering with that Gateway's
+// listeners only. HTTPS listeners terminate TLS there with their
+// certificates, chosen by SNI the way requests choose a listener by Host:
+// the exact hostname, then the longest wildcard, then a listener without
+// hostname.
+//
+// The origin listeners (cloudflared's) are unaffected: through the tunnel
+// every Gateway of the class shares the edge, and hostnames tell them apart.
+
+// gatewayAddr is a Gateway address and port.
+type gatewayAddr struct {
+	addr netip.Addr
+	port int
+}
+
+func (e gatewayAddr) String() string { return netip.AddrPortFrom(e.addr, uint16(e.port)).String() }
+
+// gatewayEndpoint is what one Gateway address and port serves.
+type gatewayEndpoint struct {
+	listeners *listenerSet
+	// certs is nil where the listeners are plain HTTP.
+	certs *matcher.Table[*tls.Certificate]
+}
+
+// buildGatewayEndpoints groups the listeners that have an address by
+// address and port. Their listeners must agree on the protocol (the
+// Gateway API calls a mix a conflict, which translate reports).
+func buildGatewayEndpoints(ls []Listener, routesOf map[string][]matcher.Rule[*target]) (map[gatewayAddr]*gatewayEndpoint, error) {
+	protocols := map[gatewayAddr]string{}
+	var errs []error
+	for i := range ls {
+		l := &ls[i]
+		if l.Address == "" {
+			if len(l.Certificates) > 0 && l.Protocol != ListenerHTTPS {
+				errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
+			}
+			continue
+		}
+		addr, err := netip.ParseAddr(l.Address)
+		if err != nil || addr.Zone() != "" {
+			errs = append(errs, fmt.Errorf("listener %q: address %q is not an IP address", l.Name, l.Address))
+			continue
+		}
+		if l.Port < 1 {
+			errs = append(errs, fmt.Errorf("listener %q: an address needs a port", l.Name))
+			continue
+		}
+		proto := l.Protocol
+		if proto == "" {
+			proto = ListenerHTTP
+		}
+		if proto == ListenerHTTPS && len(l.Certificates) == 0 {
+			errs = append(errs, fmt.Errorf("listener %q: HTTPS on address %s needs a certificate", l.Name, l.Address))
+		}
+		if proto != ListenerHTTPS && len(l.Certificates) > 0 {
+			errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
+		}
+		e := gatewayAddr{addr.Unmap(), l.Port}
+		if p, ok := protocols[e]; ok && p != proto {
+			errs = append(errs, fmt.Errorf("listener %q: %s on %s, where another listener is %s", l.Name, proto, e, p))
+		}
+		protocols[e] = proto
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	out := map[gatewayAddr]*gatewayEndpoint{}
+	for e, proto := range protocols {
+		in := func(l *Listener) bool {
+			a, err := netip.ParseAddr(l.Address)
+			return err == nil && a.Unmap() == e.addr && l.Port == e.port
+		}
+		set, err := buildListenerSet(ls, routesOf, in)
+		if err != nil {
+			return nil, err
+		}
+		ge := &gatewayEndpoint{listeners: set}
+		if proto == ListenerHTTPS {
+			if ge.certs, err = buildCertificates(ls, in); err != nil {
+				return nil, err
+			}
+		}
+		out[e] = ge
+	}
+	return out, nil
+}
+
+// buildCertificates parses the certificates of one address's listeners
+// into a table chosen by server name. A listener's first certificate
+// serves it; a listener without hostname is the default.
+func buildCertificates(ls []Listener, in func(*Listener) bool) (*matcher.Table[*tls.Certificate], error) {
+	var rules []matcher.Rule[*tls.Certificate]
+	seen := map[string]bool{}
+	for i := range ls {
+		l := &ls[i]
+		if !in(l) {
+			continue
+		}
+		var first *tls.Certificate
+		for j, c := range l.Certificates {
+			pair, err := tls.X509KeyPair([]byte(c.Cert), []byte(c.Key))
+			if err != nil {
+				return nil, fmt.Errorf("listener %q: certificates[%d]: %w", l.Name, j, err)
+			}
+			if first == nil {
+				first = &pair
+			}
+		}
+		h := strings.ToLower(strings.TrimSuffix(l.Hostname, "."))
+		if seen[h] {
+			continue // merged listeners: the first one's certificate
+		}
+		seen[h] = true
+		r := matcher.Rule[*tls.Certificate]{Ref: first, Key: matcher.Key{Name: h}}
+		if h != "" {
+			r.Hostnames = []string{h}
+		}
+		rules = append(rules, r)
+	}
+	return matcher.Compile(rules)
+}
+
+// certificate picks the certificate for a TLS handshake on address e of
+// the current config.
+func (p *Proxy) certificate(e gatewayAddr, hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	snap := p.current.Load()
+	if snap == nil {
+		return nil, errors.New("no configuration loaded yet")
+	}
+	ge := snap.gateways[e]
+	if ge == nil || ge.certs == nil {
+		return nil, fmt.Errorf("no HTTPS listener on %s", e)
+	}
+	host := hello.ServerName
+	if host == "" {
+		host = "\x00" // matches only a listener without hostname
+	}
+	c, _ := ge.certs.Match(&matcher.Request{Host: host, Path: "/"})
+	if c == nil {
+		return nil, fmt.Errorf("no certificate for server name %q on %s", hello.ServerName, e)
+	}
+	return c, nil
+}
+
+// gatewayServers keeps one server per Gateway address and port of the current config.
+type gatewayServers struct {
+	p     *Proxy
+	grace time.Duration
+
+	mu      sync.Mutex
+	servers map[gatewayAddr]*gatewayServer
+	closed  bool
+}
+
+type gatewayServer struct {
+	https bool
+	srv   *http.Server
+}
+
+// sync opens the endpoints the current config has and this does not, and
+// closes (gracefully, in the background) those it no longer has. An
+// address that cannot be opened (its address is not on this machine, its
+// port is taken) is logged and tried again at the next config.
+func (g *gatewayServers) sync() {
+	snap := g.p.current.Load()
+	if snap == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return
+	}
+	for e, s := range g.servers {
+		ge := snap.gateways[e]
+		if ge != nil && (ge.certs != nil) == s.https {
+			continue
+		}
+		delete(g.servers, e)
+		go shutdown(s.srv, g.grace)
+	}
+	for e, ge := range snap.gateways {
+		if g.servers[e] != nil {
+			continue
+		}
+		s, err := g.open(e, ge.certs != nil)
+		if err != nil {
+			g.p.opts.Log.Error("cannot serve a gateway address; retrying at the next config", "address", e.String(), "err", err)
+			continue
+		}
+		g.servers[e] = s
+	}
+}
+
+func (g *gatewayServers) open(e gatewayAddr, https bool) (*gatewayServer, error) {
+	ln, err := net.Listen("tcp", e.String())
+	if err != nil {
+		return nil, err
+	}
+	var ps http.Protocols
+	ps.SetHTTP1(true)
+	srv := &http.Server{
+		Handler:           &handler{p: g.p, gateway: e, isGateway: true},
+		Protocols:         &ps,
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       150 * time.Second,
+		// Failed handshakes (a client that does not trust the
+		// certificate) are the client's business: logged at debug.
+		ErrorLog: slog.NewLogLogger(g.p.opts.Log.Handler(), slog.LevelDebug),
+	}
+	if https {
+		ps.SetHTTP2(true)
+		srv.TLSConfig = &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) { return g.p.certificate(e, hello) },
+		}
+		go srv.ServeTLS(ln, "", "")
+	} else {
+		ps.SetUnencryptedHTTP2(true) // gRPC clients speak h2c with prior knowledge
+		go srv.Serve(ln)
+	}
+	g.p.opts.Log.Info("serving a gateway address", "address", e.String(), "https", https)
+	return &gatewayServer{https: https, srv: srv}, nil
+}
+
+// close stops every address's server within the grace period.
+func (g *gatewayServers) close() {
+	g.mu.Lock()
+	g.closed = true
+	servers := g.servers
+	g.servers = nil
+	g.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range servers {
+		wg.Add(1)
+		go func() { defer wg.Done(); shutdown(s.srv, g.grace) }()
+	}
+	wg.Wait()
+}
+
+func shutdown(srv *http.Server, grace time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		srv.Close()
+	}
+}
+
+// addresses returns the gateway addresses being served, sorted.
+func (g *gatewayServers) addresses() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for e := range g.servers {
+		out = append(out, e.String())
+	}
+	slices.Sort(out)
+	return out
+}

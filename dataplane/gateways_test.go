@@ -1,0 +1,202 @@
+package dataplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// gatewayConfig is a config with one HTTP Gateway on each of addrs (no
+// hostname, port), each routing everything to its own backend.
+func gatewayConfig(port int, addrs map[string]string) *Config {
+	cfg := &Config{Schema: SchemaVersion, Version: "gateways"}
+	for addr, backend := range addrs {
+		name := "gw-" + addr
+		cfg.Listeners = append(cfg.Listeners, Listener{Name: name + "/http", Port: port, Address: addr})
+		r := route("default/"+name, to(name))
+		r.Namespace, r.Listeners, r.Created = "default", []string{name + "/http"}, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		cfg.Routes = append(cfg.Routes, r)
+		cfg.Clusters = append(cfg.Clusters, cluster(name, backend))
+	}
+	return cfg
+}
+
+// serveGateways runs p with gateway addresses until the test ends.
+func serveGateways(t *testing.T, p *Proxy) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		done <- p.Serve(ctx, Listeners{Gateways: true, Admin: "127.0.0.1:0", Grace: time.Second, Ready: func(Bound) { close(ready) }})
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("Serve: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// Each Gateway answers on its own address with its own routes, even on the
+// same port and with the same (empty) hostname; a Gateway gone from the
+// config stops answering, and one added starts, without a restart.
+func TestGatewayAddresses(t *testing.T) {
+	a, b := startBackend(t, echo("a")), startBackend(t, echo("b"))
+	port := freePort(t)
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Load(gatewayConfig(port, map[string]string{"127.0.0.2": a, "127.0.0.3": b})); err != nil {
+		t.Fatal(err)
+	}
+	serveGateways(t, p)
+	get := func(addr string) (string, error) {
+		res, err := http.Get("http://" + net.JoinHostPort(addr, strconv.Itoa(port)) + "/x")
+		if err != nil {
+			return "", err
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return echoed(string(body), "backend"), nil
+	}
+	for addr, want := range map[string]string{"127.0.0.2": "a", "127.0.0.3": "b"} {
+		if got, err := get(addr); err != nil || got != want {
+			t.Errorf("%s: backend %q, %v; want %q", addr, got, err, want)
+		}
+	}
+
+	if err := p.Load(gatewayConfig(port, map[string]string{"127.0.0.2": a, "127.0.0.4": b})); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "127.0.0.3 closed", func() bool { _, err := get("127.0.0.3"); return err != nil })
+	if got, err := get("127.0.0.4"); err != nil || got != "b" {
+		t.Errorf("the added Gateway: %q, %v", got, err)
+	}
+	if got, err := get("127.0.0.2"); err != nil || got != "a" {
+		t.Errorf("the kept Gateway: %q, %v", got, err)
+	}
+}
+
+// An HTTPS Gateway address terminates TLS with the certificate of the
+// listener the client names in SNI: exact, then wildcard, then the
+// listener without hostname; the certificate follows a config change.
+func TestGatewayHTTPS(t *testing.T) {
+	ca := btlsCA(t, "gateway CA", nil)
+	exact := btlsLeafCN(t, ca, "exact", []string{"a.example.com"}, nil, x509.ExtKeyUsageServerAuth)
+	wild := btlsLeafCN(t, ca, "wild", []string{"*.example.org"}, nil, x509.ExtKeyUsageServerAuth)
+	dflt := btlsLeafCN(t, ca, "default", []string{"other.test"}, nil, x509.ExtKeyUsageServerAuth)
+	backend := startBackend(t, echo("tls"))
+	port := freePort(t)
+	listener := func(name, host string, c *btlsTestCert) Listener {
+		return Listener{Name: name, Hostname: host, Port: port, Protocol: ListenerHTTPS, Address: "127.0.0.5",
+			Certificates: []Certificate{{Cert: c.certPEM(), Key: c.keyPEM(t)}}}
+	}
+	cfg := &Config{Schema: SchemaVersion, Version: "https", Listeners: []Listener{
+		listener("gw/exact", "a.example.com", exact), listener("gw/wild", "*.example.org", wild), listener("gw/any", "", dflt),
+	}, Clusters: []Cluster{cluster("c", backend)}}
+	r := route("default/r", to("c"))
+	r.Namespace, r.Listeners, r.Created = "default", []string{"gw/exact", "gw/wild", "gw/any"}, time.Now()
+	cfg.Routes = []Route{r}
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+	serveGateways(t, p)
+
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	addr := net.JoinHostPort("127.0.0.5", strconv.Itoa(port))
+	served := func(sni string) string {
+		// Which certificate is served, not whether it fits the name.
+		conn, err := tls.Dial("tcp", addr, &tls.Config{ServerName: sni, InsecureSkipVerify: true})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		defer conn.Close()
+		return conn.ConnectionState().PeerCertificates[0].Subject.CommonName
+	}
+	for sni, want := range map[string]string{"a.example.com": "exact", "x.example.org": "wild", "": "default", "b.example.com": "default"} {
+		if got := served(sni); got != want {
+			t.Errorf("SNI %q: certificate %q, want %q", sni, got, want)
+		}
+	}
+	var h2 http.Protocols
+	h2.SetHTTP2(true)
+	c := &http.Client{Transport: &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	res, err := c.Get("https://a.example.com:" + strconv.Itoa(port) + "/")
+	if err == nil {
+		res.Body.Close()
+		t.Fatal("a.example.com resolved: this test dials the address itself")
+	}
+	tr := &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{RootCAs: roots},
+		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}}
+	res, err = (&http.Client{Transport: tr}).Get("https://x.example.org/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.ProtoMajor != 2 || echoed(string(body), "backend") != "tls" || echoed(string(body), "X-Forwarded-Proto") != "https" {
+		t.Errorf("HTTPS request: %s %q", res.Proto, body)
+	}
+
+	// A new certificate for the exact host, without reopening the socket.
+	again := btlsLeafCN(t, ca, "exact-2", []string{"a.example.com"}, nil, x509.ExtKeyUsageServerAuth)
+	cfg.Listeners[0].Certificates = []Certificate{{Cert: again.certPEM(), Key: again.keyPEM(t)}}
+	cfg.Version = "https-2"
+	if err := p.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if got := served("a.example.com"); got != "exact-2" {
+		t.Errorf("after the change: %q", got)
+	}
+}
+
+// Configs a proxy cannot serve on gateway addresses are refused whole.
+func TestGatewayAddressesRefused(t *testing.T) {
+	ca := btlsCA(t, "gateway CA", nil)
+	leaf := btlsLeafCN(t, ca, "x", []string{"x.test"}, nil, x509.ExtKeyUsageServerAuth)
+	cert := []Certificate{{Cert: leaf.certPEM(), Key: leaf.keyPEM(t)}}
+	for name, c := range map[string]struct {
+		ls   []Listener
+		want string
+	}{
+		"not an IP":           {[]Listener{{Name: "l", Port: 80, Address: "gw.example.com"}}, "is not an IP address"},
+		"no port":             {[]Listener{{Name: "l", Address: "10.0.0.1"}}, "needs a port"},
+		"HTTPS without":       {[]Listener{{Name: "l", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1"}}, "needs a certificate"},
+		"certificate on HTTP": {[]Listener{{Name: "l", Port: 80, Address: "10.0.0.1", Certificates: cert}}, "not HTTPS"},
+		"mixed protocols": {[]Listener{{Name: "a", Port: 80, Address: "10.0.0.1"}, {Name: "b", Hostname: "x.test", Port: 80, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: cert}},
+			"HTTPS on 10.0.0.1:80, where another listener is HTTP"},
+		"bad certificate": {[]Listener{{Name: "l", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: []Certificate{{Cert: "junk", Key: "junk"}}}}, "certificates[0]"},
+	} {
+		p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		err := p.Load(&Config{Schema: SchemaVersion, Version: "bad", Listeners: c.ls})
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
+		}
+	}
+}
