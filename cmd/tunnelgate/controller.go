@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strings"
@@ -51,6 +52,7 @@ func runController(args []string, stdout, stderr io.Writer) int {
 	leaseName := fs.String("leader-election-name", "tunnelgate-controller", "name of the leader Lease")
 	identity := fs.String("identity", envOr("POD_NAME", hostname()), "this replica's name in the Lease")
 	address := fs.String("gateway-address", "", "address written on programmed Gateways' status (a hostname or an IP)")
+	pool := fs.String("gateway-address-pool", "", "`CIDR` to give each Gateway an address of its own from, for proxies run with -listen-gateways (in-cluster clients, conformance)")
 	cfURL := fs.String("cloudflare-api-url", "", "Cloudflare API base `URL` (default: Cloudflare's; for tests and proxies)")
 	noCloudflare := fs.Bool("no-cloudflare", false, "never call Cloudflare: tunnels and DNS stay as they are (statuses say so)")
 	qps := fs.Float64("kube-qps", 50, "API requests per second (status writes)")
@@ -68,6 +70,15 @@ func runController(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tunnelgate controller: -config-token-file is required (proxies authenticate with it)")
 		return 2
 	}
+	var addressPool netip.Prefix
+	if *pool != "" {
+		p, err := netip.ParsePrefix(*pool)
+		if err != nil || p.Addr().Zone() != "" || p.Bits() > p.Addr().BitLen()-2 {
+			fmt.Fprintf(stderr, "tunnelgate controller: -gateway-address-pool %q is not a CIDR with room for addresses, e.g. 10.96.200.0/24\n", *pool)
+			return 2
+		}
+		addressPool = p.Masked()
+	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		fmt.Fprintln(stderr, "tunnelgate controller: -config-tls-cert and -config-tls-key go together")
 		return 2
@@ -81,7 +92,7 @@ func runController(args []string, stdout, stderr io.Writer) int {
 		kubeconfig: *kubeconfig, name: *name, debounce: *debounce, admin: *admin,
 		configListen: *configListen, tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey,
 		leaderElect: *leaderElect, leaseNS: *leaseNS, leaseName: *leaseName, identity: *identity,
-		address: *address, qps: float32(*qps), burst: *burst, cloudflareURL: *cfURL, noCloudflare: *noCloudflare,
+		address: *address, addressPool: addressPool, qps: float32(*qps), burst: *burst, cloudflareURL: *cfURL, noCloudflare: *noCloudflare,
 	}, log); err != nil {
 		fmt.Fprintf(stderr, "tunnelgate controller: %v\n", err)
 		return 1
@@ -93,6 +104,7 @@ type controllerFlags struct {
 	kubeconfig, name, admin, configListen, tokenFile, tlsCert, tlsKey string
 	leaseNS, leaseName, identity, address, cloudflareURL              string
 	debounce                                                          time.Duration
+	addressPool                                                       netip.Prefix
 	leaderElect, noCloudflare                                         bool
 	qps                                                               float32
 	burst                                                             int
@@ -151,6 +163,7 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 		Kube: kube, Gateway: gw, Dynamic: dyn,
 		ControllerName: f.name, Debounce: f.debounce, Publisher: srv, Log: log,
 		Addresses:      gatewayAddresses(f.address),
+		AddressPool:    f.addressPool,
 		Events:         events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
 		Cloudflare:     cfSync,
 		ProxyProtocols: srv.Protocols,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,9 @@ type Options struct {
 	Publisher Publisher
 	// Addresses are written on every programmed Gateway's status.
 	Addresses []gwv1.GatewayStatusAddress
+	// AddressPool gives each Gateway an address of its own (translate's
+	// Input.AddressPool); proxies run with -listen-gateways serve them.
+	AddressPool netip.Prefix
 	// Events records events on objects; nil records none.
 	Events EventSink
 	// Cloudflare, when set, gets each class's tunnel wishes while this
@@ -188,6 +192,7 @@ func (c *Controller) sync(ctx context.Context) error {
 		Now:            c.opts.Now(),
 		BundleVersion:  c.w.bundleVersion(),
 		Addresses:      c.opts.Addresses,
+		AddressPool:    c.opts.AddressPool,
 		Cache:          c.cache,
 	}
 	if c.opts.Cloudflare != nil {

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"net/netip"
 	"strings"
 	"sync"
 
@@ -102,7 +103,7 @@ func (c *Cache) end() {
 func epochOf(in *Input, sizeHint int) map[any]bool {
 	s := &in.Snapshot
 	set := make(map[any]bool, sizeHint)
-	set[epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress, strings.Join(in.TunnelProtocols, ",")}] = true
+	set[epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress, strings.Join(in.TunnelProtocols, ","), in.AddressPool}] = true
 	addObjects(set, s.GatewayClasses)
 	addObjects(set, s.Gateways)
 	addObjects(set, s.ListenerSets)
@@ -123,6 +124,7 @@ type epochFacts struct {
 	controllerName, bundleVersion string
 	anyEndpointAddress            bool
 	tunnelProtocols               string
+	addressPool                   netip.Prefix
 }
 
 func addObjects[T any](set map[any]bool, objs []*T) {

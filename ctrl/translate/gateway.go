@@ -3,6 +3,7 @@ package translate
 import (
 	"crypto/tls"
 	"fmt"
+	"net/netip"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
 )
 
 type gatewayInfo struct {
@@ -24,6 +27,9 @@ type gatewayInfo struct {
 	own       []*listenerInfo
 	sets      []*listenerSetInfo
 	accepted  bool
+	// address is the Gateway's own, from Input.AddressPool (addresses.go);
+	// invalid when there is no pool or it is exhausted.
+	address netip.Addr
 	// clientCert is the Gateway's backend client certificate, when valid.
 	clientCertPEM, clientKeyPEM []byte
 	conds                       conds
@@ -47,6 +53,8 @@ type listenerInfo struct {
 	// certOK is false when an HTTPS listener's certificates do not
 	// resolve: routes attach, but the listener is not served.
 	certOK bool
+	// certs are the certificateRefs' pairs, once they all resolve.
+	certs []dataplane.Certificate
 	// conflict is the Conflicted reason, when the listener lost one.
 	conflict string
 	attached int32
@@ -158,7 +166,7 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 		}
 	}
 	if accepted && proto == gwv1.HTTPSProtocolType {
-		if ok, reason, msg := t.listenerTLS(gi, ns, set, tlsCfg); !ok {
+		if ok, reason, msg := t.listenerTLS(li, ns, set, tlsCfg); !ok {
 			li.certOK = false
 			if reason == string(gwv1.ListenerReasonUnsupportedValue) {
 				accepted, acceptReason, acceptMsg = false, reason, msg
@@ -177,7 +185,8 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 
 // listenerTLS checks an HTTPS listener's certificateRefs: Secrets of type
 // kubernetes.io/tls holding a usable pair, cross-namespace only with a grant.
-func (t *translator) listenerTLS(gi *gatewayInfo, ns string, set *listenerSetInfo, cfg *gwv1.ListenerTLSConfig) (bool, string, string) {
+// Their pairs go to li.certs, for proxies serving the Gateway's address.
+func (t *translator) listenerTLS(li *listenerInfo, ns string, set *listenerSetInfo, cfg *gwv1.ListenerTLSConfig) (bool, string, string) {
 	if cfg == nil || len(cfg.CertificateRefs) == 0 {
 		return false, string(gwv1.ListenerReasonInvalidCertificateRef), "HTTPS listener needs tls.certificateRefs"
 	}
@@ -188,16 +197,21 @@ func (t *translator) listenerTLS(gi *gatewayInfo, ns string, set *listenerSetInf
 	if set != nil {
 		fromKind = "ListenerSet"
 	}
+	li.certs = nil
 	for _, ref := range cfg.CertificateRefs {
-		if _, p := t.tlsSecret(&ref, fromKind, ns); p != nil {
-			switch {
-			case p.notSecret:
-				return false, string(gwv1.ListenerReasonInvalidCertificateRef), "certificateRef " + p.msg + ": only core Secrets are supported"
-			case p.notPermitted:
-				return false, string(gwv1.ListenerReasonRefNotPermitted), p.msg
-			}
-			return false, string(gwv1.ListenerReasonInvalidCertificateRef), p.msg
+		s, p := t.tlsSecret(&ref, fromKind, ns)
+		if p == nil {
+			li.certs = append(li.certs, dataplane.Certificate{Cert: string(s.Data[corev1.TLSCertKey]), Key: string(s.Data[corev1.TLSPrivateKeyKey])})
+			continue
 		}
+		li.certs = nil
+		switch {
+		case p.notSecret:
+			return false, string(gwv1.ListenerReasonInvalidCertificateRef), "certificateRef " + p.msg + ": only core Secrets are supported"
+		case p.notPermitted:
+			return false, string(gwv1.ListenerReasonRefNotPermitted), p.msg
+		}
+		return false, string(gwv1.ListenerReasonInvalidCertificateRef), p.msg
 	}
 	return true, "", ""
 }

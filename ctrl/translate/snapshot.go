@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"net/netip"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,12 @@ type Input struct {
 	// Addresses are published on every programmed Gateway's status: the
 	// tunnel's hostname in a cluster, the listen address in standalone mode.
 	Addresses []gwv1.GatewayStatusAddress
+	// AddressPool, when valid, gives every accepted Gateway an IP address of
+	// its own, published first on its status and put on its listeners in
+	// the config, for proxies that serve Gateway addresses (in-cluster
+	// clients, the conformance suite). A Gateway keeps the address its
+	// status holds while it stays in the pool (addresses.go).
+	AddressPool netip.Prefix
 	// Tunnels are the Cloudflare sync's reports, by GatewayClass name; a
 	// class without one (standalone mode, no GatewayClassConfig) gets no
 	// tunnel address and no DNS condition.

@@ -94,6 +94,7 @@ func Translate(in *Input) *Output {
 	for _, gi := range t.gatewayList {
 		t.listenerOrder = append(t.listenerOrder, gi.listeners...)
 	}
+	t.assignAddresses()
 	t.routes()
 	t.gatewayStatuses()
 	t.policyStatuses()
@@ -421,7 +422,12 @@ func (t *translator) gatewayStatuses() {
 			st.Listeners = append(st.Listeners, listenerStatus(li))
 		}
 		ts := t.tunnelOf(gi)
+		pooled := t.in.AddressPool.IsValid()
 		switch {
+		case gi.accepted && pooled && !gi.address.IsValid():
+			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
+			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonAddressNotAssigned),
+				"no free address in the pool "+t.in.AddressPool.String())
 		case gi.accepted && ts != nil && ts.Pending != "":
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending), ts.Pending)
@@ -434,6 +440,9 @@ func (t *translator) gatewayStatuses() {
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), true, string(gwv1.GatewayReasonProgrammed), msg)
 		default:
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonInvalid), "not served: see Accepted")
+		}
+		if gi.accepted && gi.address.IsValid() {
+			st.Addresses = append([]gwv1.GatewayStatusAddress{{Type: new(gwv1.IPAddressType), Value: gi.address.String()}}, st.Addresses...)
 		}
 		n := int32(0)
 		for _, si := range gi.sets {
@@ -481,7 +490,12 @@ func (t *translator) assembleConfig() {
 	cfg := &t.out.Config
 	for _, li := range t.listenerOrder {
 		if li.serves() && li.gw.accepted {
-			cfg.Listeners = append(cfg.Listeners, dataplane.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port), Protocol: string(li.protocol)})
+			l := dataplane.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port), Protocol: string(li.protocol)}
+			if li.gw.address.IsValid() {
+				l.Address = li.gw.address.String()
+				l.Certificates = li.certs
+			}
+			cfg.Listeners = append(cfg.Listeners, l)
 		}
 	}
 	used := make(map[string]bool, len(t.clusters))
