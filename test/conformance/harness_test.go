@@ -22,7 +22,10 @@ import (
 // namespace (test/netns): kube-apiserver, etcd and kube-controller-manager
 // (test/kubeenv), the kubelet stand-in running the suite's backends as
 // processes (test/kubelet, echo-basic built from the suite's module), and
-// tunnelgate's controller and proxy as processes of the real binary.
+// tunnelgate's controller and proxy as processes of the real binary. Each
+// Gateway gets an address of its own from gatewayPool, which the proxy
+// serves (-listen-gateways), so the suite reaches every Gateway on its
+// listener ports as it would behind a load balancer per Gateway.
 const (
 	gatewayClass   = "tunnelgate-conformance"
 	controllerName = "tunnelgate.dev/conformance"
@@ -33,9 +36,10 @@ const (
 	echoImage    = "registry.k8s.io/gateway-api/echo-basic"
 )
 
-// gatewayAddress is where every Gateway is served: an address of
-// netns.Range, which is local inside the namespace.
-var gatewayAddress = netns.Addr(200<<8 | 1)
+// gatewayPool is where each Gateway gets its own address
+// (-gateway-address-pool): a part of netns.Range, which is local inside
+// the namespace, so the proxy can bind every address of it.
+var gatewayPool = netip.PrefixFrom(netns.Addr(200<<8), 24)
 
 // idleMain is the coredns stand-in: it waits to be stopped.
 func idleMain([]string) int {
@@ -73,11 +77,10 @@ func startHarness(t *testing.T) *harness {
 	h.run(t, "controller", tunnelgate, "controller",
 		"-kubeconfig="+env.Kubeconfig(), "-controller-name="+controllerName,
 		"-config-token-file="+token, "-config-listen="+configAddr, "-admin="+loopback(t),
-		"-leader-elect=false", "-no-cloudflare", "-gateway-address="+gatewayAddress.String())
+		"-leader-elect=false", "-no-cloudflare", "-gateway-address-pool="+gatewayPool.String())
 	h.run(t, "proxy", tunnelgate, "proxy",
 		"-controller=http://"+configAddr, "-token-file="+token,
-		"-listen="+loopback(t), "-admin="+loopback(t),
-		"-listen-plain="+netip.AddrPortFrom(gatewayAddress, 80).String())
+		"-listen="+loopback(t), "-admin="+loopback(t), "-listen-gateways")
 
 	if err := env.Apply(t.Context(), fmt.Appendf(nil, `
 apiVersion: gateway.networking.k8s.io/v1
