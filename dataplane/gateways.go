@@ -222,7 +222,7 @@ func (g *gatewayServers) open(e gatewayAddr, https bool) (*gatewayServer, error)
 	var ps http.Protocols
 	ps.SetHTTP1(true)
 	srv := &http.Server{
-		Handler:           &handler{p: g.p, gateway: e, isGateway: true},
+		Handler:           &handler{p: g.p, port: e.port, gateway: e, isGateway: true},
 		Protocols:         &ps,
 		ReadHeaderTimeout: 30 * time.Second,
 		IdleTimeout:       150 * time.Second,
