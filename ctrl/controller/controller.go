@@ -222,6 +222,11 @@ func (c *Controller) sync(ctx context.Context) error {
 		c.opts.Cloudflare.Update(desiredTunnels(&in.Snapshot, out, c.controllerName))
 	}
 	c.recordEvents(out.Events)
+	if c.w.deleted.Swap(false) {
+		// A deleted object may be back under its name, with no status:
+		// compare everything with the cache (unchanged ones write nothing).
+		c.written = nil
+	}
 	n, err := c.writeStatuses(ctx, c.written, out)
 	c.Stats.StatusWrites.Add(int64(n))
 	if err != nil {

@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -54,6 +55,11 @@ type watched struct {
 	classConfigs, externals, crds                                             cache.SharedIndexInformer
 
 	missing []string // resources not served, for the log
+
+	// deleted is set by every delete: an object deleted and made again
+	// under the same name, between two syncs or not, has an empty status
+	// that the last written output cannot tell apart from the old one's.
+	deleted atomic.Bool
 }
 
 // newWatched makes the informers; onChange is called on every add, update
@@ -123,7 +129,7 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 			}
 			onChange()
 		},
-		DeleteFunc: func(any) { onChange() },
+		DeleteFunc: func(any) { w.deleted.Store(true); onChange() },
 	}
 	for _, inf := range w.all() {
 		transform := slim

@@ -137,6 +137,46 @@ func TestStatusesFollowObjects(t *testing.T) {
 	eventually(t, 20*time.Second, "route partially invalid", routeIs("PartiallyInvalid", metav1.ConditionTrue, "UnsupportedValue"))
 	eventually(t, 20*time.Second, "route refs resolved again", routeIs("ResolvedRefs", metav1.ConditionTrue, "ResolvedRefs"))
 
+	// Deleted and made again under its name at once (as the conformance
+	// suite does between tests), with the same spec and generation: the
+	// new object has no status, and the output for it is the one last
+	// written, which must not hide that.
+	twin := func() *gwv1.HTTPRoute {
+		r, err := gwAPI.HTTPRoutes(ns).Get(ctx, "app", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2 := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: "twin", Namespace: ns}, Spec: r.Spec}
+		if r2, err = gwAPI.HTTPRoutes(ns).Create(ctx, r2, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return r2
+	}
+	twinAccepted := func() (bool, string) {
+		r, err := gwAPI.HTTPRoutes(ns).Get(ctx, "twin", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range r.Status.Parents {
+			if string(p.ControllerName) == controllerName {
+				return condIs(p.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+			}
+		}
+		return false, "no parent status of ours"
+	}
+	twin()
+	eventually(t, 20*time.Second, "the twin route accepted", twinAccepted)
+	if err := gwAPI.HTTPRoutes(ns).Delete(ctx, "twin", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if twin().Generation != 1 {
+		t.Fatal("the twin's generation is not 1")
+	}
+	eventually(t, 20*time.Second, "the twin made again has a status", twinAccepted)
+	if err := gwAPI.HTTPRoutes(ns).Delete(ctx, "twin", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
 	// Deleting the route frees the listener; deleting the Gateway frees
 	// the class, whose finalizer goes.
 	if err := gwAPI.HTTPRoutes(ns).Delete(ctx, "app", metav1.DeleteOptions{}); err != nil {
