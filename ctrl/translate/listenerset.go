@@ -63,9 +63,11 @@ func (t *translator) listenerSets() {
 // the conflicts among listeners are decided.
 func (t *translator) finishListenerSet(si *listenerSetInfo) {
 	if si.conds.get(string(gwv1.ListenerSetConditionAccepted)) == nil {
+		// A listener whose certificateRefs do not resolve is not valid
+		// either: a set of only such listeners serves nothing.
 		valid := 0
 		for _, li := range si.listeners {
-			if li.attachable {
+			if li.attachable && li.certOK {
 				valid++
 			}
 		}
@@ -78,6 +80,9 @@ func (t *translator) finishListenerSet(si *listenerSetInfo) {
 			}
 		case valid == 0:
 			si.conds.set(string(gwv1.ListenerSetConditionAccepted), false, string(gwv1.ListenerSetReasonListenersNotValid), "no listener is valid")
+			for _, li := range si.listeners {
+				li.attachable = false // routes attach to accepted sets only
+			}
 		default:
 			si.conds.set(string(gwv1.ListenerSetConditionAccepted), true, string(gwv1.ListenerSetReasonAccepted), "listener set accepted")
 		}
