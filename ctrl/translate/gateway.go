@@ -390,11 +390,23 @@ func conflicts(own, sets []*listenerInfo) {
 		}
 	}
 	for _, li := range sets {
-		if !li.attachable {
+		// A protocol we do not serve (TCP, UDP, TLS) on a port that is
+		// taken is a protocol conflict before it is unsupported: the
+		// port's owner decides, as it would for an implementation that
+		// serves both.
+		unsupported := false
+		if a := li.conds.get(string(gwv1.ListenerConditionAccepted)); a != nil && a.Reason == string(gwv1.ListenerReasonUnsupportedProtocol) {
+			unsupported = true
+		}
+		if !li.attachable && !unsupported {
 			continue
 		}
 		pu := ports[li.port]
 		switch {
+		case unsupported:
+			if pu != nil && pu.proto != li.protocol {
+				mark(li, string(gwv1.ListenerReasonProtocolConflict), fmt.Sprintf("port %d already serves %s", li.port, pu.proto))
+			}
 		case pu == nil:
 			ports[li.port] = &portUse{proto: li.protocol, hosts: map[string]*listenerInfo{li.hostname: li}}
 		case len(protos[li.port]) > 1 || pu.proto != li.protocol:
