@@ -1,12 +1,14 @@
 // Package conformance runs the upstream Gateway API conformance suite,
 // sigs.k8s.io/gateway-api/conformance, against tunnelgate on a local
-// cluster (harness_test.go) and writes its report when
-// $TUNNELGATE_CONFORMANCE_REPORT names a file (`make conformance`).
+// cluster (harness_test.go), writes its report where
+// $TUNNELGATE_CONFORMANCE_REPORT says (`make conformance`), and fails when
+// the run falls behind the committed report (gate.go).
 package conformance
 
 import (
 	"io/fs"
 	"os"
+	"path/filepath"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -71,6 +73,14 @@ func TestConformance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The suite writes its report when the test ends; the gate then
+	// compares it with the committed one (registered first, so it runs
+	// after the suite's own cleanup).
+	reportPath := os.Getenv("TUNNELGATE_CONFORMANCE_REPORT")
+	if reportPath == "" {
+		reportPath = filepath.Join(t.TempDir(), "report.yaml")
+	}
+	t.Cleanup(func() { gate(t, reportPath) })
 	opts := suite.ConformanceOptions{
 		ConfigurableOptions: suite.ConfigurableOptions{
 			GatewayClassName:     gatewayClass,
@@ -80,7 +90,7 @@ func TestConformance(t *testing.T) {
 			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
 			TimeoutConfig:        config.DefaultTimeoutConfig(),
 			Mode:                 "default",
-			ReportOutputPath:     os.Getenv("TUNNELGATE_CONFORMANCE_REPORT"),
+			ReportOutputPath:     reportPath,
 			Implementation: confv1.Implementation{
 				Organization: "tunnelgate", Project: "tunnelgate",
 				URL: "https://github.com/tunnelgate/tunnelgate", Version: "dev",
@@ -91,4 +101,28 @@ func TestConformance(t *testing.T) {
 		ManifestFS: []fs.FS{&conformance.Manifests},
 	}
 	conformance.RunConformanceWithOptions(t, opts)
+}
+
+// committedReport is the report the gate compares runs with.
+const committedReport = "reports/gateway-api-v1.6.3.yaml"
+
+// gate fails the test when the run's report falls behind the committed one.
+func gate(t *testing.T, path string) {
+	got, err := readReport(path)
+	if err != nil {
+		t.Errorf("reading the run's report: %v", err)
+		return
+	}
+	base, err := readReport(committedReport)
+	if os.IsNotExist(err) {
+		t.Logf("no %s to compare with: commit this run's report to set the bar", committedReport)
+		return
+	}
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	for _, r := range regressions(base, got) {
+		t.Errorf("behind %s: %s", committedReport, r)
+	}
 }
