@@ -54,6 +54,7 @@ var supported = []features.FeatureName{
 	features.SupportHTTPRouteBackendProtocolH2C, features.SupportHTTPRouteBackendProtocolWebSocket,
 	features.SupportHTTPRouteCORS,
 	features.SupportBackendTLSPolicy, features.SupportBackendTLSPolicySANValidation,
+	features.SupportGatewayBackendClientCertificate, features.SupportGatewayPort8080,
 }
 
 func TestConformance(t *testing.T) {
