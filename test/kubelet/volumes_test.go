@@ -79,6 +79,7 @@ spec:
   containers:
   - name: c
     image: %[2]s
+    ports: [{containerPort: 8080}] # Ready once it answers there
     args: ["-greeting=/etc/cfg/greeting", "/etc/secret-volume/crt"]
     env:
     - {name: CERT, value: /etc/secret-volume/crt}
