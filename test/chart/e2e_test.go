@@ -85,9 +85,9 @@ func TestChartRunsEndToEnd(t *testing.T) {
 	kubeconfig := serviceAccountKubeconfig(t, env, root, ns, ctl.Spec.Template.Spec.ServiceAccountName)
 	configAddr := map[string]string{}
 	for _, pod := range []string{"e2e-tunnelgate-controller-a", "e2e-tunnelgate-controller-b"} {
-		configAddr[pod] = loopback(t)
+		configAddr[pod] = testproc.FreeLoopback(t)
 		container{kube: kube, namespace: ns, pod: pod, spec: ctl.Spec.Template.Spec, c: ctl.Spec.Template.Spec.Containers[0],
-			listen: map[string]string{"-admin": loopback(t), "-config-listen": configAddr[pod]},
+			listen: map[string]string{"-admin": testproc.FreeLoopback(t), "-config-listen": configAddr[pod]},
 			extra:  []string{"-kubeconfig=" + kubeconfig}, root: root,
 		}.start(t, bin)
 	}
@@ -140,7 +140,7 @@ spec:
 	// A proxy, which finds the controller by its Service's DNS name and
 	// trusts it by the chart's CA.
 	proxy := deployment("e2e-tunnelgate-proxy").Spec.Template.Spec
-	origin, originTLS, admin := loopback(t), loopback(t), loopback(t)
+	origin, originTLS, admin := testproc.FreeLoopback(t), testproc.FreeLoopback(t), testproc.FreeLoopback(t)
 	_, configPort, _ := net.SplitHostPort(configAddr["e2e-tunnelgate-controller-a"])
 	container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: proxy.InitContainers[0],
 		listen:  map[string]string{"-listen": origin, "-listen-tls": originTLS, "-admin": admin},

@@ -263,13 +263,3 @@ func tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// loopback returns a free 127.0.0.1:port.
-func loopback(t *testing.T) string {
-	t.Helper()
-	p, err := testproc.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(p)
-}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -73,14 +72,14 @@ func startHarness(t *testing.T) *harness {
 	if err := os.WriteFile(token, []byte("conformance-token"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	configAddr := loopback(t)
+	configAddr := testproc.FreeLoopback(t)
 	h.run(t, "controller", tunnelgate, "controller",
 		"-kubeconfig="+env.Kubeconfig(), "-controller-name="+controllerName,
-		"-config-token-file="+token, "-config-listen="+configAddr, "-admin="+loopback(t),
+		"-config-token-file="+token, "-config-listen="+configAddr, "-admin="+testproc.FreeLoopback(t),
 		"-leader-elect=false", "-no-cloudflare", "-gateway-address-pool="+gatewayPool.String())
 	h.run(t, "proxy", tunnelgate, "proxy",
 		"-controller=http://"+configAddr, "-token-file="+token,
-		"-listen="+loopback(t), "-admin="+loopback(t), "-listen-gateways")
+		"-listen="+testproc.FreeLoopback(t), "-admin="+testproc.FreeLoopback(t), "-listen-gateways")
 
 	if err := env.Apply(t.Context(), fmt.Appendf(nil, `
 apiVersion: gateway.networking.k8s.io/v1
@@ -157,14 +156,4 @@ func (h *harness) run(t *testing.T, name, exe string, args ...string) {
 			}
 		})
 	})
-}
-
-// loopback returns a free 127.0.0.1:port.
-func loopback(t *testing.T) string {
-	t.Helper()
-	p, err := testproc.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(p)
 }

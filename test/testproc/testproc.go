@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -24,6 +25,17 @@ func FreePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreeLoopback is a free "127.0.0.1:port" for a child to listen on,
+// failing the test when there is none.
+func FreeLoopback(t testing.TB) string {
+	t.Helper()
+	p, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(p)
 }
 
 // ownerFile, in each directory OwnedTempDir makes, holds the pid of the
