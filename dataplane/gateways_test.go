@@ -164,6 +164,34 @@ func TestGatewayHTTPS(t *testing.T) {
 		t.Errorf("HTTPS request: %s %q", res.Proto, body)
 	}
 
+	// A request for a host whose listener is not the one the connection
+	// was made for (SNI) is misdirected: 421, so the client reconnects.
+	// Hosts of the same listener share a connection.
+	for _, c := range []struct {
+		sni, host string
+		want      int
+	}{
+		{"a.example.com", "a.example.com", 200},
+		{"a.example.com", "x.example.org", 421},
+		{"x.example.org", "y.example.org", 200},
+		{"x.example.org", "a.example.com", 421},
+		{"other.test", "elsewhere.test", 200}, // both the listener without hostname
+	} {
+		tr := &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{ServerName: c.sni, InsecureSkipVerify: true},
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			}}
+		req, _ := http.NewRequest("GET", "https://"+c.host+"/", nil)
+		res, err := (&http.Client{Transport: tr}).Do(req)
+		if err != nil {
+			t.Fatalf("SNI %s, Host %s: %v", c.sni, c.host, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != c.want {
+			t.Errorf("SNI %s, Host %s: %d, want %d", c.sni, c.host, res.StatusCode, c.want)
+		}
+	}
+
 	// A new certificate for the exact host, without reopening the socket.
 	again := btlsLeafCN(t, ca, "exact-2", []string{"a.example.com"}, nil, x509.ExtKeyUsageServerAuth)
 	cfg.Listeners[0].Certificates = []Certificate{{Cert: again.certPEM(), Key: again.keyPEM(t)}}

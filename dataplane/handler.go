@@ -76,6 +76,13 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if h.isGateway {
 		if ge := snap.gateways[h.gateway]; ge != nil {
 			vh = pickListener(ge.listeners, r.Host)
+			// A connection made for one listener (its SNI) that asks for a
+			// host of another, as HTTP/2 connection reuse may: the client
+			// must open a connection for that host (RFC 9110 §15.5.20).
+			if r.TLS != nil && r.TLS.ServerName != "" && vh != pickListener(ge.listeners, r.TLS.ServerName) {
+				reply(w, r, &p.stats, http.StatusMisdirectedRequest, "this connection was made for another listener's host")
+				return
+			}
 		}
 	} else if h.port != 0 {
 		vh = pickListener(snap.ports[h.port], r.Host)

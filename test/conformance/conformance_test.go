@@ -55,6 +55,7 @@ var supported = []features.FeatureName{
 	features.SupportHTTPRouteCORS,
 	features.SupportBackendTLSPolicy, features.SupportBackendTLSPolicySANValidation,
 	features.SupportGatewayBackendClientCertificate, features.SupportGatewayPort8080,
+	features.SupportHTTPRouteDestinationPortMatching, features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 }
 
 func TestConformance(t *testing.T) {
