@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +48,7 @@ type gatewayEndpoint struct {
 // Gateway API calls a mix a conflict, which translate reports).
 func buildGatewayEndpoints(ls []Listener, routesOf map[string][]matcher.Rule[*target]) (map[gatewayAddr]*gatewayEndpoint, error) {
 	protocols := map[gatewayAddr]string{}
+	at := map[*Listener]gatewayAddr{} // each listener's, parsed once
 	var errs []error
 	for i := range ls {
 		l := &ls[i]
@@ -78,6 +78,7 @@ func buildGatewayEndpoints(ls []Listener, routesOf map[string][]matcher.Rule[*ta
 			errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
 		}
 		e := gatewayAddr{addr.Unmap(), l.Port}
+		at[l] = e
 		if p, ok := protocols[e]; ok && p != proto {
 			errs = append(errs, fmt.Errorf("listener %q: %s on %s, where another listener is %s", l.Name, proto, e, p))
 		}
@@ -88,10 +89,7 @@ func buildGatewayEndpoints(ls []Listener, routesOf map[string][]matcher.Rule[*ta
 	}
 	out := map[gatewayAddr]*gatewayEndpoint{}
 	for e, proto := range protocols {
-		in := func(l *Listener) bool {
-			a, err := netip.ParseAddr(l.Address)
-			return err == nil && a.Unmap() == e.addr && l.Port == e.port
-		}
+		in := func(l *Listener) bool { a, ok := at[l]; return ok && a == e }
 		set, err := buildListenerSet(ls, routesOf, in)
 		if err != nil {
 			return nil, err
@@ -266,16 +264,4 @@ func shutdown(srv *http.Server, grace time.Duration) {
 	if err := srv.Shutdown(ctx); err != nil {
 		srv.Close()
 	}
-}
-
-// addresses returns the gateway addresses being served, sorted.
-func (g *gatewayServers) addresses() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	var out []string
-	for e := range g.servers {
-		out = append(out, e.String())
-	}
-	slices.Sort(out)
-	return out
 }

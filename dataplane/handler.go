@@ -79,7 +79,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// A connection made for one listener (its SNI) that asks for a
 			// host of another, as HTTP/2 connection reuse may: the client
 			// must open a connection for that host (RFC 9110 §15.5.20).
-			if r.TLS != nil && r.TLS.ServerName != "" && vh != pickListener(ge.listeners, r.TLS.ServerName) {
+			if r.TLS != nil && r.TLS.ServerName != "" && !strings.EqualFold(redirectHost(r.Host), r.TLS.ServerName) &&
+				vh != pickListener(ge.listeners, r.TLS.ServerName) {
 				reply(w, r, &p.stats, http.StatusMisdirectedRequest, "this connection was made for another listener's host")
 				return
 			}

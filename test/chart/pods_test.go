@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -58,7 +59,7 @@ type container struct {
 func (k container) start(t *testing.T, binary string) map[string]string {
 	t.Helper()
 	mounts := k.volumes(t)
-	args := slicesClone(k.c.Args)
+	args := slices.Clone(k.c.Args)
 	for i, a := range args {
 		flag, value, ok := strings.Cut(a, "=")
 		if !ok {
@@ -252,8 +253,6 @@ func hostPath(mounts map[string]string, p string) string {
 	}
 	return p
 }
-
-func slicesClone(s []string) []string { return append([]string(nil), s...) }
 
 // tail returns the last n lines of s.
 func tail(s string, n int) string {
