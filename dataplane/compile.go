@@ -45,6 +45,9 @@ type listenerSet struct {
 type vhost struct {
 	name  string
 	table *matcher.Table[*target]
+	// certRequired: a merged listener requires a valid client
+	// certificate, which only a handshake on its Gateway address checks.
+	certRequired bool
 }
 
 // target is what a route match resolves to: the rule, plus what depends
@@ -238,6 +241,9 @@ func buildListenerSet(ls []Listener, routesOf map[string][]matcher.Rule[*target]
 			v.name += "," + l.Name
 		}
 		rulesOf[h] = append(rulesOf[h], routesOf[l.Name]...)
+		if cv := l.ClientValidation; cv != nil && !cv.AllowInsecureFallback {
+			v.certRequired = true
+		}
 	}
 	var picks []matcher.Rule[*vhost]
 	for _, h := range order {

@@ -68,6 +68,25 @@ type Listener struct {
 	// address, chosen by the client's SNI (the listener's hostname). The
 	// origin listeners ignore them: there TLS ended at Cloudflare's edge.
 	Certificates []Certificate `json:"certificates,omitempty"`
+	// ClientValidation asks the clients of an HTTPS listener on its
+	// Gateway address for a certificate at the handshake (the Gateway's
+	// spec.tls.frontend). The Gateway API sets it per port, so the
+	// listeners of one address and port carry the same one. Where no
+	// handshake with the client happens here (the origin listeners behind
+	// the tunnel, plain direct listeners), a listener that requires a
+	// valid certificate fails closed: 403.
+	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
+}
+
+// ClientValidation is how an HTTPS listener checks client certificates.
+type ClientValidation struct {
+	// CACertificates are the PEM certificates of the CAs a client
+	// certificate must chain to.
+	CACertificates string `json:"caCertificates"`
+	// AllowInsecureFallback admits clients whose certificate is missing
+	// or does not verify (the Gateway API's AllowInsecureFallback mode);
+	// without it the handshake fails for them.
+	AllowInsecureFallback bool `json:"allowInsecureFallback,omitempty"`
 }
 
 // Certificate is a PEM certificate chain and its private key.

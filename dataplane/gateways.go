@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -39,8 +40,10 @@ func (e gatewayAddr) String() string { return netip.AddrPortFrom(e.addr, uint16(
 // gatewayEndpoint is what one Gateway address and port serves.
 type gatewayEndpoint struct {
 	listeners *listenerSet
-	// certs is nil where the listeners are plain HTTP.
-	certs *matcher.Table[*tls.Certificate]
+	// tls is nil where the listeners are plain HTTP. Handshakes take it
+	// from the current config, so new certificates and client CAs apply
+	// without reopening the socket.
+	tls *tls.Config
 }
 
 // buildGatewayEndpoints groups the listeners that have an address by
@@ -77,6 +80,9 @@ func buildGatewayEndpoints(ls []Listener, routesOf map[string][]matcher.Rule[*ta
 		if proto != ListenerHTTPS && len(l.Certificates) > 0 {
 			errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
 		}
+		if proto != ListenerHTTPS && l.ClientValidation != nil {
+			errs = append(errs, fmt.Errorf("listener %q: client certificate validation on a listener that is not HTTPS", l.Name))
+		}
 		e := gatewayAddr{addr.Unmap(), l.Port}
 		at[l] = e
 		if p, ok := protocols[e]; ok && p != proto {
@@ -96,7 +102,7 @@ func buildGatewayEndpoints(ls []Listener, routesOf map[string][]matcher.Rule[*ta
 		}
 		ge := &gatewayEndpoint{listeners: set}
 		if proto == ListenerHTTPS {
-			if ge.certs, err = buildCertificates(ls, in); err != nil {
+			if ge.tls, err = buildServerTLS(ls, in, e); err != nil {
 				return nil, err
 			}
 		}
@@ -140,26 +146,77 @@ func buildCertificates(ls []Listener, in func(*Listener) bool) (*matcher.Table[*
 	return matcher.Compile(rules)
 }
 
-// certificate picks the certificate for a TLS handshake on address e of
-// the current config.
-func (p *Proxy) certificate(e gatewayAddr, hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+// buildServerTLS is the TLS configuration of one HTTPS address and port:
+// its listeners' certificates, chosen by SNI, and the client certificate
+// validation its listeners share.
+func buildServerTLS(ls []Listener, in func(*Listener) bool, e gatewayAddr) (*tls.Config, error) {
+	certs, err := buildCertificates(ls, in)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		NextProtos: []string{"h2", "http/1.1"},
+		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			host := hello.ServerName
+			if host == "" {
+				host = "\x00" // matches only a listener without hostname
+			}
+			c, _ := certs.Match(&matcher.Request{Host: host, Path: "/"})
+			if c == nil {
+				return nil, fmt.Errorf("no certificate for server name %q on %s", hello.ServerName, e)
+			}
+			return c, nil
+		},
+	}
+	var cv *ClientValidation
+	var from string
+	for i := range ls {
+		l := &ls[i]
+		if !in(l) {
+			continue
+		}
+		if from != "" && !sameClientValidation(cv, l.ClientValidation) {
+			return nil, fmt.Errorf("listener %q: client certificate validation differs from listener %q's on %s", l.Name, from, e)
+		}
+		cv, from = l.ClientValidation, l.Name
+	}
+	if cv == nil {
+		return cfg, nil
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(cv.CACertificates)) {
+		return nil, fmt.Errorf("listener %q: client validation CA certificates hold no usable PEM certificate", from)
+	}
+	cfg.ClientCAs = pool
+	cfg.ClientAuth = tls.RequireAndVerifyClientCert
+	if cv.AllowInsecureFallback {
+		// Asked for, so a client may present one, but never required
+		// nor refused.
+		cfg.ClientAuth = tls.RequestClientCert
+	}
+	return cfg, nil
+}
+
+func sameClientValidation(a, b *ClientValidation) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// serverTLS is the TLS configuration for a handshake on address e of the
+// current config.
+func (p *Proxy) serverTLS(e gatewayAddr) (*tls.Config, error) {
 	snap := p.current.Load()
 	if snap == nil {
 		return nil, errors.New("no configuration loaded yet")
 	}
 	ge := snap.gateways[e]
-	if ge == nil || ge.certs == nil {
+	if ge == nil || ge.tls == nil {
 		return nil, fmt.Errorf("no HTTPS listener on %s", e)
 	}
-	host := hello.ServerName
-	if host == "" {
-		host = "\x00" // matches only a listener without hostname
-	}
-	c, _ := ge.certs.Match(&matcher.Request{Host: host, Path: "/"})
-	if c == nil {
-		return nil, fmt.Errorf("no certificate for server name %q on %s", hello.ServerName, e)
-	}
-	return c, nil
+	return ge.tls, nil
 }
 
 // gatewayServers keeps one server per Gateway address and port of the current config.
@@ -193,7 +250,7 @@ func (g *gatewayServers) sync() {
 	}
 	for e, s := range g.servers {
 		ge := snap.gateways[e]
-		if ge != nil && (ge.certs != nil) == s.https {
+		if ge != nil && (ge.tls != nil) == s.https {
 			continue
 		}
 		delete(g.servers, e)
@@ -203,7 +260,7 @@ func (g *gatewayServers) sync() {
 		if g.servers[e] != nil {
 			continue
 		}
-		s, err := g.open(e, ge.certs != nil)
+		s, err := g.open(e, ge.tls != nil)
 		if err != nil {
 			g.p.opts.Log.Error("cannot serve a gateway address; retrying at the next config", "address", e.String(), "err", err)
 			continue
@@ -231,8 +288,8 @@ func (g *gatewayServers) open(e gatewayAddr, https bool) (*gatewayServer, error)
 	if https {
 		ps.SetHTTP2(true)
 		srv.TLSConfig = &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) { return g.p.certificate(e, hello) },
+			MinVersion:         tls.VersionTLS12,
+			GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) { return g.p.serverTLS(e) },
 		}
 		go srv.ServeTLS(ln, "", "")
 	} else {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -219,6 +220,13 @@ func TestGatewayAddressesRefused(t *testing.T) {
 		"certificate on HTTP": {[]Listener{{Name: "l", Port: 80, Address: "10.0.0.1", Certificates: cert}}, "not HTTPS"},
 		"mixed protocols": {[]Listener{{Name: "a", Port: 80, Address: "10.0.0.1"}, {Name: "b", Hostname: "x.test", Port: 80, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: cert}},
 			"HTTPS on 10.0.0.1:80, where another listener is HTTP"},
+		"validation on HTTP": {[]Listener{{Name: "l", Port: 80, Address: "10.0.0.1", ClientValidation: &ClientValidation{CACertificates: leaf.certPEM()}}}, "not HTTPS"},
+		"junk client CA": {[]Listener{{Name: "l", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: cert, ClientValidation: &ClientValidation{CACertificates: "junk"}}},
+			"no usable PEM certificate"},
+		"validations differ on a port": {[]Listener{
+			{Name: "a", Hostname: "a.test", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: cert, ClientValidation: &ClientValidation{CACertificates: leaf.certPEM()}},
+			{Name: "b", Hostname: "b.test", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: cert}},
+			"client certificate validation differs"},
 		"bad certificate": {[]Listener{{Name: "l", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: []Certificate{{Cert: "junk", Key: "junk"}}}}, "certificates[0]"},
 	} {
 		p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -227,4 +235,101 @@ func TestGatewayAddressesRefused(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
 	}
+}
+
+// Client certificate validation on HTTPS Gateway addresses: required, the
+// handshake refuses a missing or foreign certificate; with the insecure
+// fallback every client gets through. New CAs apply without reopening the
+// socket. Where no handshake with the client happens (the origin listener
+// behind the tunnel), a listener that requires a certificate fails closed.
+func TestGatewayClientValidation(t *testing.T) {
+	serverCA, caA, caB := btlsCA(t, "server CA", nil), btlsCA(t, "client CA A", nil), btlsCA(t, "client CA B", nil)
+	srv := btlsLeafCN(t, serverCA, "server", []string{"mtls.test"}, nil, x509.ExtKeyUsageServerAuth)
+	fromA := btlsLeafCN(t, caA, "client-a", nil, nil, x509.ExtKeyUsageClientAuth)
+	fromB := btlsLeafCN(t, caB, "client-b", nil, nil, x509.ExtKeyUsageClientAuth)
+	backend := startBackend(t, echo("mtls"))
+	required, fallback := freePort(t), freePort(t)
+	listener := func(name string, port int, cv *ClientValidation) Listener {
+		return Listener{Name: name, Hostname: "mtls.test", Port: port, Protocol: ListenerHTTPS, Address: "127.0.0.7",
+			Certificates: []Certificate{{Cert: srv.certPEM(), Key: srv.keyPEM(t)}}, ClientValidation: cv}
+	}
+	cfg := &Config{Schema: SchemaVersion, Version: "mtls", Listeners: []Listener{
+		listener("gw/required", required, &ClientValidation{CACertificates: caA.certPEM()}),
+		listener("gw/fallback", fallback, &ClientValidation{CACertificates: caA.certPEM(), AllowInsecureFallback: true}),
+	}, Clusters: []Cluster{cluster("c", backend)}}
+	r := route("default/r", to("c"))
+	r.Namespace, r.Listeners, r.Created = "default", []string{"gw/required", "gw/fallback"}, time.Now()
+	cfg.Routes = []Route{r}
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+	serveGateways(t, p)
+
+	roots := x509.NewCertPool()
+	roots.AddCert(serverCA.cert)
+	get := func(port int, client *btlsTestCert) string {
+		tc := &tls.Config{RootCAs: roots, ServerName: "mtls.test"}
+		if client != nil {
+			tc.Certificates = []tls.Certificate{client.tlsCert()}
+		}
+		addr := net.JoinHostPort("127.0.0.7", strconv.Itoa(port))
+		tr := &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true,
+			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+				return (&net.Dialer{}).DialContext(ctx, network, addr)
+			}}
+		res, err := (&http.Client{Transport: tr}).Get("https://mtls.test/")
+		if err != nil {
+			return "refused"
+		}
+		res.Body.Close()
+		return strconv.Itoa(res.StatusCode)
+	}
+	check := func(when string, port int, want map[*btlsTestCert]string) {
+		t.Helper()
+		for client, w := range want {
+			name := "no certificate"
+			if client != nil {
+				name = client.cert.Subject.CommonName
+			}
+			if got := get(port, client); got != w {
+				t.Errorf("%s, %s: %s, want %s", when, name, got, w)
+			}
+		}
+	}
+	check("required", required, map[*btlsTestCert]string{fromA: "200", fromB: "refused", nil: "refused"})
+	check("fallback", fallback, map[*btlsTestCert]string{fromA: "200", fromB: "200", nil: "200"})
+
+	// Behind the tunnel no client certificate was checked here.
+	for _, c := range []struct {
+		listener string
+		want     int
+	}{{"gw/required", 403}, {"gw/fallback", 200}} {
+		one := *cfg
+		one.Version = "origin-" + c.listener
+		one.Listeners = nil
+		for _, l := range cfg.Listeners {
+			if l.Name == c.listener {
+				one.Listeners = append(one.Listeners, l)
+			}
+		}
+		one.Routes = []Route{r}
+		one.Routes[0].Listeners = []string{c.listener}
+		if err := p.Load(&one); err != nil {
+			t.Fatal(err)
+		}
+		rec := httptest.NewRecorder()
+		p.Handler(0, true).ServeHTTP(rec, httptest.NewRequest("GET", "https://mtls.test/", nil))
+		if rec.Code != c.want {
+			t.Errorf("origin listener, %s: %d, want %d", c.listener, rec.Code, c.want)
+		}
+	}
+
+	// Another CA, on the open socket.
+	cfg.Listeners[0].ClientValidation = &ClientValidation{CACertificates: caB.certPEM()}
+	cfg.Version = "mtls-2"
+	if err := p.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+	check("after the change", required, map[*btlsTestCert]string{fromA: "refused", fromB: "200"})
 }

@@ -98,6 +98,12 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			vh = pickListener(second, r.Host)
 		}
 	}
+	if vh != nil && vh.certRequired && !h.isGateway {
+		// No handshake with the client happened here (behind the tunnel
+		// TLS ended at Cloudflare's edge): fail closed.
+		reply(w, r, &p.stats, http.StatusForbidden, "this listener requires a client certificate, checked only on its Gateway address")
+		return
+	}
 	var t *target
 	if vh != nil && vh.table != nil {
 		t, _ = vh.table.Match(&matcher.Request{Host: r.Host, Path: path, Method: r.Method, Header: r.Header, RawQuery: query})

@@ -190,7 +190,7 @@ func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
 // would be published stale. This fails when a type gains a field.
 func TestSameCoversEveryField(t *testing.T) {
 	for typ, fields := range map[reflect.Type][]string{
-		reflect.TypeFor[dataplane.Listener](): {"Name", "Hostname", "Port", "Protocol", "Address", "Certificates"},
+		reflect.TypeFor[dataplane.Listener](): {"Name", "Hostname", "Port", "Protocol", "Address", "Certificates", "ClientValidation"},
 		reflect.TypeFor[dataplane.Route]():    {"Kind", "Namespace", "Name", "Created", "Listeners", "Hostnames", "Rules"},
 		reflect.TypeFor[dataplane.Cluster]():  {"Name", "Protocol", "Endpoints", "TLS"},
 	} {
