@@ -32,7 +32,10 @@ type gatewayInfo struct {
 	address netip.Addr
 	// clientCert is the Gateway's backend client certificate, when valid.
 	clientCertPEM, clientKeyPEM []byte
-	conds                       conds
+	// insecureFrontend: a served HTTPS listener lets clients in without a
+	// valid certificate (frontendtls.go).
+	insecureFrontend bool
+	conds            conds
 }
 
 // listenerInfo is one listener of a Gateway or a ListenerSet entry.
@@ -55,6 +58,9 @@ type listenerInfo struct {
 	certOK bool
 	// certs are the certificateRefs' pairs, once they all resolve.
 	certs []dataplane.Certificate
+	// clientValidation is the Gateway's frontend validation for this
+	// HTTPS listener's port, nil when there is none.
+	clientValidation *dataplane.ClientValidation
 	// conflict is the Conflicted reason, when the listener lost one.
 	conflict string
 	attached int32
@@ -175,6 +181,25 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 				// stops the listener, while bad kinds only narrow it.
 				resolved, refReason, refMsg = false, reason, msg
 			}
+		}
+	}
+	if accepted && proto == gwv1.HTTPSProtocolType && li.certOK {
+		fc := t.frontendValidation(gi, li.port)
+		if fc.refReason != "" {
+			resolved, refReason, refMsg = false, fc.refReason, fc.refMsg
+		}
+		if fc.noneValid {
+			accepted, acceptReason = false, string(gwv1.ListenerReasonNoValidCACertificate)
+			acceptMsg = "no valid CA certificate for client certificate validation: " + fc.refMsg
+		}
+		li.clientValidation = fc.cv
+		switch {
+		case fc.cv == nil:
+		case fc.insecure:
+			acceptMsg += "; client certificates are asked for but not required (AllowInsecureFallback)"
+			gi.insecureFrontend = true
+		default:
+			acceptMsg += "; clients must present a valid certificate, checked on the Gateway's address (through the tunnel such requests get 403: use mutual TLS at Cloudflare's edge)"
 		}
 	}
 	li.conds.set(string(gwv1.ListenerConditionAccepted), accepted, acceptReason, acceptMsg)
@@ -339,6 +364,10 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 		}
 	}
 	gi.conds.set(string(gwv1.GatewayConditionResolvedRefs), resolved, refReason, refMsg)
+	if gi.accepted && gi.insecureFrontend {
+		gi.conds.set(string(gwv1.GatewayConditionInsecureFrontendValidationMode), true, string(gwv1.GatewayReasonConfigurationChanged),
+			"an HTTPS listener admits clients without a valid certificate (frontend validation mode AllowInsecureFallback)")
+	}
 }
 
 // conflicts marks listeners that cannot be served together. Among the

@@ -490,7 +490,8 @@ func (t *translator) assembleConfig() {
 	cfg := &t.out.Config
 	for _, li := range t.listenerOrder {
 		if li.serves() && li.gw.accepted {
-			l := dataplane.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port), Protocol: string(li.protocol)}
+			l := dataplane.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port), Protocol: string(li.protocol),
+				ClientValidation: li.clientValidation}
 			if li.gw.address.IsValid() {
 				l.Address = li.gw.address.String()
 				l.Certificates = li.certs
