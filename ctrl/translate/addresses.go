@@ -2,6 +2,7 @@ package translate
 
 import (
 	"cmp"
+	"fmt"
 	"net/netip"
 	"slices"
 
@@ -20,13 +21,57 @@ import (
 //   - the others get the lowest free address of the pool (its network
 //     address and, for IPv4, the broadcast address are never given).
 //
-// A Gateway left without one (the pool is exhausted) is not Programmed,
-// reason AddressNotAssigned.
+// A Gateway may ask for an address in spec.addresses: an IPAddress with a
+// value (a static address) or without one (any address of the pool). A
+// static address must be in the pool, and an older Gateway's static
+// address is never given to a younger one; static addresses are placed
+// before the others, so a Gateway asking for an address another holds
+// only from the pool gets it. A Gateway has one address.
+//
+// A Gateway left without the address it needs is not Programmed: reason
+// AddressNotUsable for a static address that cannot be had,
+// AddressNotAssigned when the pool is exhausted or there is none.
 
-// assignAddresses sets gi.address on the accepted Gateways.
+// unsupportedAddress says why a Gateway's spec.addresses cannot be
+// accepted at all (UnsupportedAddress), or "".
+func unsupportedAddress(g *gwv1.Gateway) string {
+	for _, a := range g.Spec.Addresses {
+		if a.Type != nil && *a.Type != gwv1.IPAddressType {
+			return fmt.Sprintf("spec.addresses: type %s is not supported: a Gateway gets an IPAddress from the controller's address pool", *a.Type)
+		}
+		if _, err := netip.ParseAddr(a.Value); a.Value != "" && err != nil {
+			return fmt.Sprintf("spec.addresses: %q is not an IP address", a.Value)
+		}
+	}
+	return ""
+}
+
+// staticAddress is the IP address a Gateway asks for by value, if any.
+func staticAddress(g *gwv1.Gateway) (netip.Addr, bool) {
+	for _, a := range g.Spec.Addresses {
+		if ip, err := netip.ParseAddr(a.Value); err == nil {
+			return ip.Unmap(), true
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// assignAddresses sets gi.address on the accepted Gateways, or why they
+// have none.
 func (t *translator) assignAddresses() {
 	pool := t.in.AddressPool
 	if !pool.IsValid() {
+		for _, gi := range t.gatewayList {
+			switch {
+			case !gi.accepted || len(gi.obj.Spec.Addresses) == 0:
+			case len(gi.obj.Spec.Addresses) > 0 && hasValue(gi.obj):
+				gi.addressReason = string(gwv1.GatewayReasonAddressNotUsable)
+				gi.addressMsg = "spec.addresses asks for an IP address, and the controller has no address pool (-gateway-address-pool) to give it from"
+			default:
+				gi.addressReason = string(gwv1.GatewayReasonAddressNotAssigned)
+				gi.addressMsg = "spec.addresses asks for an IP address, and the controller has no address pool (-gateway-address-pool)"
+			}
+		}
 		return
 	}
 	pool = pool.Masked()
@@ -37,28 +82,67 @@ func (t *translator) assignAddresses() {
 		}
 		return cmp.Or(cmp.Compare(a.key.Namespace, b.key.Namespace), cmp.Compare(a.key.Name, b.key.Name))
 	})
-	taken := map[netip.Addr]bool{}
-	var want []*gatewayInfo
+	taken := map[netip.Addr]*gatewayInfo{}
 	for _, gi := range gws {
 		if !gi.accepted {
 			continue
 		}
-		if a, ok := statusAddress(gi.obj, pool); ok && !taken[a] {
-			gi.address, taken[a] = a, true
+		if len(gi.obj.Spec.Addresses) > 1 {
+			gi.addressReason = string(gwv1.GatewayReasonAddressNotUsable)
+			gi.addressMsg = fmt.Sprintf("spec.addresses lists %d addresses; a Gateway gets one", len(gi.obj.Spec.Addresses))
+			continue
+		}
+		a, ok := staticAddress(gi.obj)
+		switch {
+		case !ok:
+			continue
+		case !usable(a, pool):
+			gi.addressReason = string(gwv1.GatewayReasonAddressNotUsable)
+			gi.addressMsg = fmt.Sprintf("spec.addresses: %s is not a usable address of the pool %s", a, pool)
+		case taken[a] != nil:
+			gi.addressReason = string(gwv1.GatewayReasonAddressNotUsable)
+			gi.addressMsg = fmt.Sprintf("spec.addresses: %s is in use by the older Gateway %s", a, taken[a].key)
+		default:
+			gi.address, taken[a] = a, gi
+		}
+	}
+	var want []*gatewayInfo
+	for _, gi := range gws {
+		if !gi.accepted || gi.address.IsValid() || gi.addressReason != "" {
+			continue
+		}
+		if a, ok := statusAddress(gi.obj, pool); ok && taken[a] == nil {
+			gi.address, taken[a] = a, gi
 			continue
 		}
 		want = append(want, gi)
 	}
 	next := pool.Addr().Next() // never the network address
 	for _, gi := range want {
-		for next.IsValid() && pool.Contains(next) && (taken[next] || isBroadcast(next, pool)) {
+		for next.IsValid() && pool.Contains(next) && (taken[next] != nil || isBroadcast(next, pool)) {
 			next = next.Next()
 		}
 		if !next.IsValid() || !pool.Contains(next) {
-			return // exhausted: the rest stay without an address
+			gi.addressReason = string(gwv1.GatewayReasonAddressNotAssigned)
+			gi.addressMsg = "no free address in the pool " + pool.String()
+			continue
 		}
-		gi.address, taken[next] = next, true
+		gi.address, taken[next] = next, gi
 	}
+}
+
+func hasValue(g *gwv1.Gateway) bool {
+	for _, a := range g.Spec.Addresses {
+		if a.Value != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// usable says whether a is an address of pool the controller may give.
+func usable(a netip.Addr, pool netip.Prefix) bool {
+	return pool.Contains(a) && a != pool.Addr() && !isBroadcast(a, pool)
 }
 
 // statusAddress is the first IP address of the Gateway's status that is
@@ -72,8 +156,7 @@ func statusAddress(gw *gwv1.Gateway, pool netip.Prefix) (netip.Addr, bool) {
 		if err != nil {
 			continue
 		}
-		ip = ip.Unmap()
-		if pool.Contains(ip) && ip != pool.Addr() && !isBroadcast(ip, pool) {
+		if ip = ip.Unmap(); usable(ip, pool) {
 			return ip, true
 		}
 	}

@@ -127,3 +127,71 @@ func TestHTTPSListenerCertificatesInConfig(t *testing.T) {
 		t.Errorf("the listener with a good certificate is not in the config: %+v", out.Config.Listeners)
 	}
 }
+
+// spec.addresses: a Gateway asking for an address by value gets it when
+// it is a usable address of the pool no older Gateway asked for, even if
+// a younger Gateway's status holds it; without a value it gets one from
+// the pool like any other; otherwise it is not Programmed, and says why.
+func TestGatewayStaticAddresses(t *testing.T) {
+	ip := func(v string) gwv1.GatewaySpecAddress {
+		return gwv1.GatewaySpecAddress{Type: new(gwv1.IPAddressType), Value: v}
+	}
+	for _, c := range []struct {
+		name   string
+		claims []string                    // status addresses, by Gateway
+		asks   [][]gwv1.GatewaySpecAddress // spec.addresses, by Gateway
+		want   []string                    // address, or the Programmed=False reason
+	}{
+		{"static", []string{"", ""}, [][]gwv1.GatewaySpecAddress{nil, {ip("10.9.0.5")}}, []string{"10.9.0.1", "10.9.0.5"}},
+		{"static beats a younger claim", []string{"", "10.9.0.1"}, [][]gwv1.GatewaySpecAddress{{ip("10.9.0.1")}, nil}, []string{"10.9.0.1", "10.9.0.2"}},
+		{"static beats an older claim", []string{"10.9.0.3", ""}, [][]gwv1.GatewaySpecAddress{nil, {ip("10.9.0.3")}}, []string{"10.9.0.1", "10.9.0.3"}},
+		{"older static wins", []string{"", ""}, [][]gwv1.GatewaySpecAddress{{ip("10.9.0.4")}, {ip("10.9.0.4")}}, []string{"10.9.0.4", "AddressNotUsable"}},
+		{"outside the pool", []string{""}, [][]gwv1.GatewaySpecAddress{{ip("192.0.2.1")}}, []string{"AddressNotUsable"}},
+		{"the network address", []string{""}, [][]gwv1.GatewaySpecAddress{{ip("10.9.0.0")}}, []string{"AddressNotUsable"}},
+		{"without a value", []string{"", ""}, [][]gwv1.GatewaySpecAddress{nil, {{Type: new(gwv1.IPAddressType)}}}, []string{"10.9.0.1", "10.9.0.2"}},
+		{"two addresses", []string{""}, [][]gwv1.GatewaySpecAddress{{ip("10.9.0.2"), ip("10.9.0.3")}}, []string{"AddressNotUsable"}},
+		{"static before the lowest free", []string{"", ""}, [][]gwv1.GatewaySpecAddress{nil, {ip("10.9.0.1")}}, []string{"10.9.0.2", "10.9.0.1"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := withGateways(t, c.claims...)
+			for i, a := range c.asks {
+				in.Gateways[i].Spec.Addresses = a
+			}
+			in.AddressPool = netip.MustParsePrefix("10.9.0.0/29")
+			out := translate.Translate(in)
+			for i, want := range c.want {
+				name := fmt.Sprintf("g%d", i+1)
+				st := out.Gateways[types.NamespacedName{Namespace: "default", Name: name}]
+				wantCond(t, st.Conditions, "Accepted", metav1.ConditionTrue, "")
+				if _, err := netip.ParseAddr(want); err == nil {
+					if got := addressOf(out, name); got != want {
+						t.Errorf("%s: address %q, want %q", name, got, want)
+					}
+					wantCond(t, st.Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
+					continue
+				}
+				if got := addressOf(out, name); got != "" {
+					t.Errorf("%s: address %q, want none", name, got)
+				}
+				wantCond(t, st.Conditions, "Programmed", metav1.ConditionFalse, want)
+			}
+		})
+	}
+}
+
+// Address types other than IPAddress, and values that are not IP
+// addresses, are not accepted.
+func TestGatewayUnsupportedAddresses(t *testing.T) {
+	for _, a := range []gwv1.GatewaySpecAddress{
+		{Type: new(gwv1.HostnameAddressType), Value: "gw.example.com"},
+		{Type: new(gwv1.AddressType("test/fake-invalid-type")), Value: "fake"},
+		{Value: "not an address"},
+	} {
+		in := withGateways(t, "")
+		in.Gateways[0].Spec.Addresses = []gwv1.GatewaySpecAddress{a}
+		in.AddressPool = netip.MustParsePrefix("10.9.0.0/29")
+		out := translate.Translate(in)
+		st := out.Gateways[types.NamespacedName{Namespace: "default", Name: "g1"}]
+		wantCond(t, st.Conditions, "Accepted", metav1.ConditionFalse, string(gwv1.GatewayReasonUnsupportedAddress))
+	}
+}

@@ -30,6 +30,9 @@ type gatewayInfo struct {
 	// address is the Gateway's own, from Input.AddressPool (addresses.go);
 	// invalid when there is no pool or it is exhausted.
 	address netip.Addr
+	// addressReason and addressMsg say why the Gateway has no address
+	// when it needs one (the Programmed condition's).
+	addressReason, addressMsg string
 	// clientCert is the Gateway's backend client certificate, when valid.
 	clientCertPEM, clientKeyPEM []byte
 	// insecureFrontend: a served HTTPS listener lets clients in without a
@@ -332,8 +335,8 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 		ref := g.Spec.Infrastructure.ParametersRef
 		problem = fmt.Sprintf("infrastructure.parametersRef %s/%s %s is not supported: tunnelgate takes no per-Gateway parameters", ref.Group, ref.Kind, ref.Name)
 		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonInvalidParameters), problem)
-	case len(g.Spec.Addresses) > 0:
-		problem = "spec.addresses is not supported: the address is the tunnel's (or the standalone listen address)"
+	case unsupportedAddress(g) != "":
+		problem = unsupportedAddress(g)
 		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonUnsupportedAddress), problem)
 	default:
 		var valid, invalid []string

@@ -422,12 +422,10 @@ func (t *translator) gatewayStatuses() {
 			st.Listeners = append(st.Listeners, listenerStatus(li))
 		}
 		ts := t.tunnelOf(gi)
-		pooled := t.in.AddressPool.IsValid()
 		switch {
-		case gi.accepted && pooled && !gi.address.IsValid():
+		case gi.accepted && gi.addressReason != "":
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
-			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonAddressNotAssigned),
-				"no free address in the pool "+t.in.AddressPool.String())
+			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, gi.addressReason, gi.addressMsg)
 		case gi.accepted && ts != nil && ts.Pending != "":
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending), ts.Pending)
