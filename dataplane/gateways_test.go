@@ -52,6 +52,25 @@ func serveGateways(t *testing.T, p *Proxy) {
 	})
 }
 
+// serveOneRoute serves, on gateway addresses, listeners and one route on
+// all of them to backend, until the test ends.
+func serveOneRoute(t *testing.T, backend string, listeners ...Listener) (*Config, *Proxy) {
+	t.Helper()
+	cfg := &Config{Schema: SchemaVersion, Version: "one-route", Listeners: listeners, Clusters: []Cluster{cluster("c", backend)}}
+	r := route("default/r", to("c"))
+	r.Namespace, r.Created = "default", time.Now()
+	for _, l := range listeners {
+		r.Listeners = append(r.Listeners, l.Name)
+	}
+	cfg.Routes = []Route{r}
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+	serveGateways(t, p)
+	return cfg, p
+}
+
 func freePort(t *testing.T) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -114,17 +133,8 @@ func TestGatewayHTTPS(t *testing.T) {
 		return Listener{Name: name, Hostname: host, Port: port, Protocol: ListenerHTTPS, Address: "127.0.0.5",
 			Certificates: []Certificate{{Cert: c.certPEM(), Key: c.keyPEM(t)}}}
 	}
-	cfg := &Config{Schema: SchemaVersion, Version: "https", Listeners: []Listener{
-		listener("gw/exact", "a.example.com", exact), listener("gw/wild", "*.example.org", wild), listener("gw/any", "", dflt),
-	}, Clusters: []Cluster{cluster("c", backend)}}
-	r := route("default/r", to("c"))
-	r.Namespace, r.Listeners, r.Created = "default", []string{"gw/exact", "gw/wild", "gw/any"}, time.Now()
-	cfg.Routes = []Route{r}
-	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := p.Load(cfg); err != nil {
-		t.Fatal(err)
-	}
-	serveGateways(t, p)
+	cfg, p := serveOneRoute(t, backend,
+		listener("gw/exact", "a.example.com", exact), listener("gw/wild", "*.example.org", wild), listener("gw/any", "", dflt))
 
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.cert)
@@ -253,18 +263,10 @@ func TestGatewayClientValidation(t *testing.T) {
 		return Listener{Name: name, Hostname: "mtls.test", Port: port, Protocol: ListenerHTTPS, Address: "127.0.0.7",
 			Certificates: []Certificate{{Cert: srv.certPEM(), Key: srv.keyPEM(t)}}, ClientValidation: cv}
 	}
-	cfg := &Config{Schema: SchemaVersion, Version: "mtls", Listeners: []Listener{
+	cfg, p := serveOneRoute(t, backend,
 		listener("gw/required", required, &ClientValidation{CACertificates: caA.certPEM()}),
-		listener("gw/fallback", fallback, &ClientValidation{CACertificates: caA.certPEM(), AllowInsecureFallback: true}),
-	}, Clusters: []Cluster{cluster("c", backend)}}
-	r := route("default/r", to("c"))
-	r.Namespace, r.Listeners, r.Created = "default", []string{"gw/required", "gw/fallback"}, time.Now()
-	cfg.Routes = []Route{r}
-	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := p.Load(cfg); err != nil {
-		t.Fatal(err)
-	}
-	serveGateways(t, p)
+		listener("gw/fallback", fallback, &ClientValidation{CACertificates: caA.certPEM(), AllowInsecureFallback: true}))
+	r := cfg.Routes[0]
 
 	roots := x509.NewCertPool()
 	roots.AddCert(serverCA.cert)
