@@ -2,10 +2,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 )
 
@@ -78,8 +81,24 @@ spec: {controllerName: tunnelgate.dev/controller}
 	if code, _ := fetch("http://"+configAddr+"/v1/config", "wrong"); code != http.StatusUnauthorized {
 		t.Errorf("config with a wrong token: %d, want 401", code)
 	}
-	if code, body := fetch("http://"+configAddr+"/v1/config", "s3cret"); code != 200 || !strings.Contains(body, `"schema"`) {
-		t.Errorf("config with the token: %d %.200s", code, body)
+	code, body := fetch("http://"+configAddr+"/v1/config", "s3cret")
+	if code != 200 || !strings.Contains(body, `"schema"`) {
+		t.Fatalf("config with the token: %d %.200s", code, body)
+	}
+	// A proxy's long poll that ends unchanged, so every metric has been
+	// recorded before the catalogue check.
+	var doc struct{ Version string }
+	if err := json.Unmarshal([]byte(body), &doc); err != nil {
+		t.Fatal(err)
+	}
+	q := url.Values{configwatch.ParamVersion: {doc.Version}, configwatch.ParamWait: {"10ms"}}
+	if code, _ := fetch("http://"+configAddr+"/v1/config?"+q.Encode(), "s3cret"); code != http.StatusNotModified {
+		t.Errorf("long poll for the same version: %d, want 304", code)
+	}
+	if code, body := fetch("http://"+adminAddr+"/metrics", ""); code != 200 {
+		t.Errorf("metrics: %d\n%s", code, body)
+	} else {
+		checkCatalogue(t, "Controller", body)
 	}
 }
 

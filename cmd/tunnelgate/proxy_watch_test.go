@@ -131,6 +131,11 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	b, stop, stderr := runProxyCommand(t, "-controller", controller, "-token-file", tokenFile, "-config-cache", cache)
 	waitGet(t, "http://"+b.Origin+"/", "app.example", "backend")
 	waitGet(t, "http://"+b.Admin+"/readyz", "", "ok\n")
+	if code, body := fetch("http://"+b.Admin+"/metrics", ""); code != 200 {
+		t.Errorf("metrics: %d\n%s", code, body)
+	} else {
+		checkCatalogue(t, "Proxy", body)
+	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
