@@ -17,6 +17,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 func TestProxyCommandConfigSource(t *testing.T) {
@@ -39,32 +40,14 @@ func TestProxyCommandConfigSource(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink several goroutines write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // runProxyCommand runs "tunnelgate proxy args..." on loopback until the
 // returned stop is called; stop returns the exit code.
-func runProxyCommand(t *testing.T, args ...string) (dataplane.Bound, func() int, *syncBuffer) {
+func runProxyCommand(t *testing.T, args ...string) (dataplane.Bound, func() int, *testproc.SyncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan dataplane.Bound, 1)
 	exit := make(chan int, 1)
-	stderr := &syncBuffer{}
+	stderr := &testproc.SyncBuffer{}
 	args = append([]string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, args...)
 	go func() { exit <- proxyMain(ctx, args, stderr, func(b dataplane.Bound) { ready <- b }) }()
 	var b dataplane.Bound

@@ -1,7 +1,6 @@
 package cloudflare_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 const (
@@ -29,7 +29,7 @@ const (
 type world struct {
 	f      *cffake.Fake
 	s      *cloudflare.Syncer
-	logs   *syncBuffer
+	logs   *testproc.SyncBuffer
 	tokens sync.Map // "ns/name/key" → token saved
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -37,7 +37,7 @@ type world struct {
 
 func newWorld(t *testing.T, opts cloudflare.Options) *world {
 	t.Helper()
-	w := &world{f: cffake.New(cffake.Options{Token: token}), logs: &syncBuffer{}, done: make(chan struct{})}
+	w := &world{f: cffake.New(cffake.Options{Token: token}), logs: &testproc.SyncBuffer{}, done: make(chan struct{})}
 	t.Cleanup(w.f.Close)
 	w.f.AddAccount(account, "Test account")
 	w.f.AddZone("zone-com", "example.com", account)
@@ -340,25 +340,6 @@ func put(t *testing.T, url, body string) {
 	if res.StatusCode != http.StatusOK {
 		t.Fatalf("PUT %s: %s", url, res.Status)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for the Syncer's goroutine and the
-// test's.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // A zone whose records the token may not change: its new hostnames say
