@@ -176,7 +176,7 @@ func buildServerTLS(ls []Listener, in func(*Listener) bool, e gatewayAddr) (*tls
 		if !in(l) {
 			continue
 		}
-		if from != "" && !sameClientValidation(cv, l.ClientValidation) {
+		if from != "" && !cv.Equal(l.ClientValidation) {
 			return nil, fmt.Errorf("listener %q: client certificate validation differs from listener %q's on %s", l.Name, from, e)
 		}
 		cv, from = l.ClientValidation, l.Name
@@ -196,13 +196,6 @@ func buildServerTLS(ls []Listener, in func(*Listener) bool, e gatewayAddr) (*tls
 		cfg.ClientAuth = tls.RequestClientCert
 	}
 	return cfg, nil
-}
-
-func sameClientValidation(a, b *ClientValidation) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
 }
 
 // serverTLS is the TLS configuration for a handshake on address e of the

@@ -70,15 +70,7 @@ func (l *list[T]) json() jsonList {
 
 func sameListener(a, b *dataplane.Listener) bool {
 	return a.Name == b.Name && a.Hostname == b.Hostname && a.Port == b.Port && a.Protocol == b.Protocol &&
-		a.Address == b.Address && sameArray(a.Certificates, b.Certificates) && samePointee(a.ClientValidation, b.ClientValidation)
-}
-
-// samePointee says whether a and b are both nil or point to equal values.
-func samePointee[T comparable](a, b *T) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return *a == *b
+		a.Address == b.Address && sameArray(a.Certificates, b.Certificates) && a.ClientValidation.Equal(b.ClientValidation)
 }
 
 func sameRoute(a, b *dataplane.Route) bool {

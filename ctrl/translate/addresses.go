@@ -64,7 +64,7 @@ func (t *translator) assignAddresses() {
 		for _, gi := range t.gatewayList {
 			switch {
 			case !gi.accepted || len(gi.obj.Spec.Addresses) == 0:
-			case len(gi.obj.Spec.Addresses) > 0 && hasValue(gi.obj):
+			case isStatic(gi.obj):
 				gi.addressReason = string(gwv1.GatewayReasonAddressNotUsable)
 				gi.addressMsg = "spec.addresses asks for an IP address, and the controller has no address pool (-gateway-address-pool) to give it from"
 			default:
@@ -131,14 +131,7 @@ func (t *translator) assignAddresses() {
 	}
 }
 
-func hasValue(g *gwv1.Gateway) bool {
-	for _, a := range g.Spec.Addresses {
-		if a.Value != "" {
-			return true
-		}
-	}
-	return false
-}
+func isStatic(g *gwv1.Gateway) bool { _, ok := staticAddress(g); return ok }
 
 // usable says whether a is an address of pool the controller may give.
 func usable(a netip.Addr, pool netip.Prefix) bool {

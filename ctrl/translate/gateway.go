@@ -327,6 +327,7 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 	}
 
 	var problem string
+	badAddress := unsupportedAddress(g)
 	switch {
 	case !gi.class.accepted:
 		problem = fmt.Sprintf("GatewayClass %s is not accepted (see its conditions)", gi.class.obj.Name)
@@ -335,8 +336,8 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 		ref := g.Spec.Infrastructure.ParametersRef
 		problem = fmt.Sprintf("infrastructure.parametersRef %s/%s %s is not supported: tunnelgate takes no per-Gateway parameters", ref.Group, ref.Kind, ref.Name)
 		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonInvalidParameters), problem)
-	case unsupportedAddress(g) != "":
-		problem = unsupportedAddress(g)
+	case badAddress != "":
+		problem = badAddress
 		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonUnsupportedAddress), problem)
 	default:
 		var valid, invalid []string
