@@ -20,6 +20,9 @@ import (
 type clusterSlot struct {
 	name  string
 	state atomic.Pointer[clusterState]
+	// upstream counts the attempts sent to the cluster, whatever its
+	// endpoints at the time.
+	upstream upstreamStats
 }
 
 // clusterState is one version of a cluster: its protocol, endpoints and

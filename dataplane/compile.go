@@ -29,6 +29,9 @@ type snapshot struct {
 	// slots are the clusters this config uses, by name.
 	slots   map[string]*clusterSlot
 	session *SessionCodec
+	// rules are every compiled rule, for Proxy.load to give each its
+	// metrics (rule.stats).
+	rules []*rule
 }
 
 // listenerSet picks the listener for a request's host: the exact hostname,
@@ -63,6 +66,8 @@ type rule struct {
 	route      string // "namespace/name", for errors and metrics
 	kind       RouteKind
 	index      int
+	name       string     // the rule's sectionName, if it has one
+	stats      *ruleStats // set by Proxy.load once the config is accepted
 	failStatus int
 	cors       *cors
 	respPlan   *headerPlan
@@ -165,7 +170,10 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 		}
 		var mrules []matcher.Rule[*target]
 		for i := range r.Rules {
-			_, targets, err := compileRule(r, i, cluster)
+			ru, targets, err := compileRule(r, i, cluster)
+			if ru != nil {
+				snap.rules = append(snap.rules, ru)
+			}
 			if err != nil {
 				fail("%s rules[%d]: %w", where, i, err)
 				continue
@@ -357,7 +365,7 @@ func matchedPrefix(m Match) string {
 // compileRule checks and compiles one rule and returns a target per match.
 func compileRule(r *Route, i int, cluster func(name string) *clusterSlot) (*rule, []*target, error) {
 	src := &r.Rules[i]
-	ru := &rule{route: r.Namespace + "/" + r.Name, kind: r.Kind, index: i, failStatus: src.FailStatus}
+	ru := &rule{route: r.Namespace + "/" + r.Name, kind: r.Kind, index: i, name: src.Name, failStatus: src.FailStatus}
 	if ru.kind == "" {
 		ru.kind = KindHTTP
 	}

@@ -55,8 +55,10 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 		if ep == nil {
 			return
 		}
+		began := x.beginAttempt(ep, attempt)
 		c, head, bodyDone, err := x.send(r.Context(), ep, x.tryDeadline(reqDeadline))
 		if err != nil {
+			x.endAttempt(began, 0, err)
 			ep.inflight.Add(-1)
 			last = ep
 			if x.attemptFailed(w, r, ep, attempt, err, reqDeadline) {
@@ -64,6 +66,7 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+		x.endAttempt(began, head.status, nil)
 		if rp := x.rule.retry; rp != nil && rp.retryable(head.status) && x.mayRetry(attempt, nil, reqDeadline, r) {
 			// Drop this answer and try again; keep the connection if its
 			// body is small enough to read past.
@@ -151,6 +154,7 @@ func (x *exchange) mayRetry(attempt int, err error, reqDeadline time.Time, r *ht
 		}
 	}
 	x.h.p.stats.Retries.Add(1)
+	x.rec.retries++
 	return true
 }
 

@@ -22,8 +22,10 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 		if ep == nil {
 			return
 		}
+		began := x.beginAttempt(ep, attempt)
 		res, cancel, err := x.roundTripH2(r, ep, x.tryDeadline(reqDeadline))
 		if err != nil {
+			x.endAttempt(began, 0, err)
 			cancel()
 			ep.inflight.Add(-1)
 			last = ep
@@ -32,6 +34,7 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+		x.endAttempt(began, res.StatusCode, nil)
 		if rp := x.rule.retry; rp != nil && rp.retryable(res.StatusCode) && x.mayRetry(attempt, nil, reqDeadline, r) {
 			res.Body.Close()
 			cancel()
@@ -121,6 +124,12 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 			if len(op.values) > 0 {
 				h[op.name] = append(h[op.name][:len(h[op.name]):len(h[op.name])], op.values...)
 			}
+		}
+	}
+	if o.traceparent != "" {
+		h["Traceparent"] = []string{o.traceparent}
+		if o.tracestate != "" {
+			h["Tracestate"] = []string{o.tracestate}
 		}
 	}
 	xff := o.peer

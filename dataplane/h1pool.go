@@ -207,11 +207,18 @@ func (p *h1Pool) close() {
 	}
 }
 
-// idleCount is the number of pooled connections, for tests and metrics.
+// idleCount is the number of pooled connections, for tests.
 func (p *h1Pool) idleCount() int {
+	idle, _ := p.counts()
+	return idle
+}
+
+// counts returns the pooled connections and all open ones (busy, idle
+// and being dialled), for metrics.
+func (p *h1Pool) counts() (idle, open int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.idle)
+	return len(p.idle), p.open
 }
 
 // errStale is a reused connection that the server had already closed: the

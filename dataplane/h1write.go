@@ -30,6 +30,9 @@ type outRequest struct {
 	contentLength int64
 	// upgrade is the protocol of a WebSocket handshake, else "".
 	upgrade string
+	// traceparent and tracestate, when tracing, carry the attempt's span
+	// context (W3C Trace Context) in place of the client's.
+	traceparent, tracestate string
 }
 
 // writeHead writes the request line and header section. Headers follow
@@ -72,6 +75,12 @@ func writeHead(bw *bufio.Writer, o *outRequest) {
 			}
 		}
 	}
+	if o.traceparent != "" {
+		writeField(bw, "Traceparent", o.traceparent)
+		if o.tracestate != "" {
+			writeField(bw, "Tracestate", o.tracestate)
+		}
+	}
 	if o.upgrade != "" {
 		writeField(bw, "Connection", "Upgrade")
 		writeField(bw, "Upgrade", o.upgrade)
@@ -95,6 +104,9 @@ func writeHead(bw *bufio.Writer, o *outRequest) {
 func (o *outRequest) forwards(k string, conn []string) bool {
 	if skipOutgoing(k) || (o.untrusted && forgeable(k)) {
 		return false
+	}
+	if o.traceparent != "" && (k == "Traceparent" || k == "Tracestate") {
+		return false // replaced by the attempt's own
 	}
 	if len(conn) > 0 && tokenIn(conn, k) {
 		return false

@@ -47,7 +47,8 @@ type exchange struct {
 	hasBody      bool
 	newSession   bool      // the response starts a session
 	sessionStart time.Time // when the pinned session began
-	start        time.Time // set when the rule has a request timeout or sessions
+	start        time.Time // when the request arrived
+	rec          reqRecord
 	// clientGone, once a watch started, is set if the client left while
 	// the proxy waited. (A pointer: the watch's closure must not capture
 	// the exchange, or every exchange would be heap-allocated.)
@@ -56,9 +57,11 @@ type exchange struct {
 
 func (x *exchange) gone() bool { return x.clientGone != nil && x.clientGone.Load() }
 
-func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// serve runs the pipeline, noting in x.rec what it chose. The rest of
+// x is filled once a rule has matched.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	p := h.p
-	p.stats.Requests.Add(1)
+	rec := &x.rec
 	snap := p.current.Load()
 	if snap == nil {
 		reply(w, r, &p.stats, http.StatusServiceUnavailable, "no configuration loaded yet")
@@ -114,6 +117,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ru := t.rule
+	rec.rule = ru
 	if ru.failStatus != 0 {
 		reply(w, r, &p.stats, ru.failStatus, "this route rule cannot be served; see the route's status conditions")
 		return
@@ -146,10 +150,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	x := exchange{h: h, w: w, r: r, snap: snap, rule: ru, path: path, query: query}
-	if ru.reqTimeout > 0 || ru.session != nil {
-		x.start = time.Now() // a clock read only where something is timed
-	}
+	*x = exchange{h: h, w: w, r: r, snap: snap, rule: ru, path: path, query: query, rec: x.rec, start: rec.start}
 	host := r.Host
 	if t.rewrite != nil {
 		x.path, host = t.rewrite.apply(path, host)
@@ -158,6 +159,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reply(w, r, &p.stats, http.StatusInternalServerError, "this route rule has no backend with weight")
 		return
 	}
+	rec.slot = x.be.slot
 	if x.be.status != 0 {
 		reply(w, r, &p.stats, x.be.status, "this backend cannot be served; see the route's status conditions")
 		return
@@ -190,8 +192,8 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 
 	if len(ru.mirrors) > 0 || len(x.be.mirrors) > 0 {
-		p.mirror(ru.mirrors, &x, r)
-		p.mirror(x.be.mirrors, &x, r)
+		p.mirror(ru.mirrors, x, r)
+		p.mirror(x.be.mirrors, x, r)
 	}
 
 	switch {

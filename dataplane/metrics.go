@@ -55,6 +55,9 @@ type proxyMetrics struct {
 	configLoads    metric.Int64ObservableCounter
 	clusterUpdates metric.Int64ObservableCounter
 
+	accessLogLines metric.Int64ObservableCounter
+
+	inflight         metric.Int64ObservableGauge
 	configInfo       metric.Int64ObservableGauge
 	ready            metric.Int64ObservableGauge
 	clusterEndpoints metric.Int64ObservableGauge
@@ -65,6 +68,8 @@ type proxyMetrics struct {
 	mirrorDropped  metric.ObserveOption
 	configOK       metric.ObserveOption
 	configRejected metric.ObserveOption
+	linesWritten   metric.ObserveOption
+	linesDropped   metric.ObserveOption
 }
 
 // metricsEndpoint serves /metrics, building the registry and meter
@@ -126,6 +131,8 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 	pm.websockets = counter("tunnelgate.websockets", "{connection}", "WebSocket upgrades completed.")
 	pm.configLoads = counter("tunnelgate.config_loads", "{config}", "Configs offered, by whether they were accepted.")
 	pm.clusterUpdates = counter("tunnelgate.cluster_updates", "{update}", "Cluster endpoint updates applied.")
+	pm.accessLogLines = counter("tunnelgate.access_log_lines", "{line}", "Access log lines written, or dropped because the writer fell behind.")
+	pm.inflight = gauge("tunnelgate.inflight_requests", "{request}", "Requests being served.")
 	pm.configInfo = gauge("tunnelgate.config_info", "", "Always 1, labelled with the version of the config being served.")
 	pm.ready = gauge("tunnelgate.ready", "", "1 once a config is loaded, else 0.")
 	pm.clusterEndpoints = gauge("tunnelgate.cluster_endpoints", "{endpoint}", "Endpoints of each cluster in the current config.")
@@ -145,6 +152,8 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 	pm.mirrorDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
 	pm.configOK = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "ok")))
 	pm.configRejected = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "rejected")))
+	pm.linesWritten = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "written")))
+	pm.linesDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
 
 	if p.opts.Metrics != nil {
 		if err := p.opts.Metrics(m); err != nil {
@@ -156,8 +165,13 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.timeouts,
 		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates,
 		pm.configInfo, pm.ready, pm.clusterEndpoints, pm.clusterInflight,
+		pm.accessLogLines, pm.inflight,
 	); err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)
+	}
+
+	if err := reg.Register(newRouteCollector(p)); err != nil {
+		return nil, fmt.Errorf("route metrics: %w", err)
 	}
 
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
@@ -184,6 +198,15 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 	o.ObserveInt64(pm.configLoads, s.ConfigLoaded.Load(), pm.configOK)
 	o.ObserveInt64(pm.configLoads, s.ConfigRejected.Load(), pm.configRejected)
 	o.ObserveInt64(pm.clusterUpdates, s.ClusterUpdates.Load())
+	o.ObserveInt64(pm.inflight, p.inflight.Load())
+	// Served at zero when the access log is off, so alerts on drops need
+	// no special case.
+	var written, dropped int64
+	if l := p.opts.AccessLog; l != nil {
+		written, dropped = l.Written(), l.Dropped()
+	}
+	o.ObserveInt64(pm.accessLogLines, written, pm.linesWritten)
+	o.ObserveInt64(pm.accessLogLines, dropped, pm.linesDropped)
 
 	// Version and readiness come from one snapshot so they agree.
 	if snap := p.current.Load(); snap != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -81,7 +82,11 @@ func (p *Proxy) mirror(ms []*mirror, x *exchange, r *http.Request) {
 		out.in = r.Header.Clone()
 		out.xffPrior = append([]string(nil), out.xffPrior...)
 		out.plan = x.rule.mirrorPlan(x.be)
-		go p.sendMirror(cs, out, x.path, x.query, x.replay)
+		var span trace.Span
+		if p.tracer != nil {
+			span = x.startMirrorSpan(m, &out)
+		}
+		go p.sendMirror(cs, out, x.path, x.query, x.replay, span)
 	}
 }
 
@@ -89,7 +94,7 @@ func (p *Proxy) mirror(ms []*mirror, x *exchange, r *http.Request) {
 // and the chosen backend's, as the original request.
 func (ru *rule) mirrorPlan(b *backend) *headerPlan { return b.reqPlan }
 
-func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string, body []byte) {
+func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string, body []byte, span trace.Span) {
 	defer p.mirrorsInFlight.Add(-1)
 	ep := cs.pick(nil)
 	ok := false
@@ -98,6 +103,7 @@ func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string,
 	} else {
 		ok = sendMirrorH1(ep, &out, body)
 	}
+	endMirrorSpan(span, ep, ok)
 	if ok {
 		p.stats.MirrorsSent.Add(1)
 	} else {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options tune a Proxy. The zero value is usable.
@@ -32,6 +33,11 @@ type Options struct {
 	// (the config watch client) is scraped at the same address. It runs
 	// once, when /metrics is first served; an error fails that endpoint.
 	Metrics func(metric.Meter) error
+	// Tracing, when set, traces every request the sampler it was built
+	// with keeps (tracing.go); nil turns tracing off.
+	Tracing trace.TracerProvider
+	// AccessLog, when set, gets a line for each request (accesslog.go).
+	AccessLog *AccessLog
 }
 
 // Proxy is the data plane: it serves HTTP with the last config that
@@ -53,6 +59,14 @@ type Proxy struct {
 	// gateways serves the Gateway addresses while Serve runs with
 	// Listeners.Gateways; Load opens and closes them as configs change.
 	gateways atomic.Pointer[gatewayServers]
+
+	// tracer is nil when tracing is off.
+	tracer trace.Tracer
+	// inflight counts requests being served, on every listener.
+	inflight atomic.Int64
+	// ruleStats are the metrics of the rules of the current config, by
+	// route and rule label, kept across loads (histogram.go).
+	ruleStats map[[2]string]*ruleStats
 
 	mirrorsInFlight atomic.Int32
 	// lastUpstreamLog (unix nanoseconds) rate-limits upstream failure logs.
@@ -98,13 +112,18 @@ func New(opts Options) *Proxy {
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
-	return &Proxy{
+	p := &Proxy{
 		opts:            opts,
 		slots:           map[string]*clusterSlot{},
 		clusters:        map[string]*Cluster{},
 		transports:      newTransports(opts.Pool),
 		fallbackSession: NewSessionCodec(key),
+		ruleStats:       map[[2]string]*ruleStats{},
 	}
+	if opts.Tracing != nil {
+		p.tracer = opts.Tracing.Tracer(meterName)
+	}
+	return p
 }
 
 // Load compiles cfg and, if it is valid, makes it the config new requests
@@ -175,6 +194,7 @@ func (p *Proxy) load(cfg *Config) error {
 		clusters[c.Name] = &c
 	}
 	p.slots, p.clusters = slots, clusters
+	p.adoptRuleStats(snap.rules)
 	p.current.Store(snap)
 	p.sweepLocked()
 	if g := p.gateways.Load(); g != nil {

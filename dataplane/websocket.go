@@ -26,13 +26,16 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	ep.inflight.Add(1)
 	defer ep.inflight.Add(-1)
+	began := x.beginAttempt(ep, 0)
 	c, head, bodyDone, err := x.send(r.Context(), ep, x.tryDeadline(x.deadline()))
 	if err != nil {
+		x.endAttempt(began, 0, err)
 		status, msg := upstreamFailure(err, stats)
 		reply(w, r, stats, status, msg)
 		return
 	}
 	defer putRespHead(head)
+	x.endAttempt(began, head.status, nil)
 	x.ep = ep
 	if head.status != http.StatusSwitchingProtocols {
 		head.closeConn = true // the handshake's Connection header was ours
@@ -46,6 +49,7 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stats.status(http.StatusSwitchingProtocols)
+	x.rec.status = http.StatusSwitchingProtocols
 	stats.WebSockets.Add(1)
 	// The 101 head goes to the client as the backend sent it: Upgrade,
 	// Connection and Sec-WebSocket-Accept are the handshake itself.
@@ -71,6 +75,7 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 		c.close()
 		return
 	}
+	x.rec.upgraded = time.Now()
 	tunnel(cc, cbuf.Reader, c.nc, c.br, x.h.p.opts.WebSocketIdle)
 	c.close() // give the connection's place back to the pool
 }

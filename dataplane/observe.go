@@ -1,0 +1,182 @@
+package dataplane
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Every request leaves a record behind: which rule and backend served
+// it, the status and size of the answer, how long it took, how many
+// retries. handler.ServeHTTP fills it as the request goes through the
+// pipeline and, once the response is done, finish turns it into the
+// rule's metrics, the end of its trace span and an access log line.
+// With tracing and the access log off this costs two clock reads and a
+// few atomic adds per request, and no allocation.
+
+// reqRecord is what one request leaves for metrics, its trace and the
+// access log.
+type reqRecord struct {
+	start time.Time
+	// upgraded is when a WebSocket handshake completed: the request's
+	// latency ends there, not when the tunnel closes.
+	upgraded time.Time
+	rule     *rule
+	slot     *clusterSlot // the chosen backend's cluster
+	endpoint string       // the endpoint of the last attempt
+	// status is set where the response writer cannot tell: the 101 of a
+	// hijacked connection.
+	status  int
+	retries int
+
+	// span is the request's server span and attempt the current backend
+	// attempt's, when tracing.
+	span, attempt trace.Span
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := h.p
+	p.stats.Requests.Add(1)
+	p.inflight.Add(1)
+	// The record lives in the exchange (on the stack): a record of its
+	// own, pointed to by the exchange, would escape with it.
+	var x exchange
+	x.rec.start = time.Now()
+	// The proxy's own HTTP/1.1 server knows the status and size of what
+	// it sent; net/http's writers are wrapped to learn them.
+	own, _ := w.(*srvResponse)
+	var cw *countingWriter
+	if own == nil {
+		cw = countingWriters.Get().(*countingWriter)
+		cw.ResponseWriter = w
+		w = cw
+	}
+	if p.tracer != nil {
+		r = h.startSpan(r, &x.rec)
+	}
+	// Deferred, so a handler aborted with a panic (http.ErrAbortHandler)
+	// is still counted and its span ended.
+	defer h.finish(&x.rec, r, own, cw)
+	h.serve(w, r, &x)
+}
+
+// finish turns the record into metrics, a span's end and a log line.
+func (h *handler) finish(rec *reqRecord, r *http.Request, own *srvResponse, cw *countingWriter) {
+	p := h.p
+	p.inflight.Add(-1)
+	end := time.Now()
+	status, size := rec.status, int64(0)
+	if own != nil {
+		size = own.written
+		if status == 0 {
+			status = own.status
+		}
+	} else {
+		size = cw.written
+		if status == 0 {
+			status = cw.status
+		}
+		*cw = countingWriter{}
+		countingWriters.Put(cw)
+	}
+	if status == 0 {
+		status = http.StatusOK // nothing written: the server sends an empty 200
+	}
+	if ru := rec.rule; ru != nil && ru.stats != nil {
+		ru.stats.responses[statusClass(status)].Add(1)
+		until := end
+		if !rec.upgraded.IsZero() {
+			until = rec.upgraded
+		}
+		ru.stats.latency.observe(until.Sub(rec.start))
+	}
+	if rec.span != nil {
+		endSpan(rec, r.Method, status, size, end)
+	}
+	if l := p.opts.AccessLog; l != nil {
+		l.log(rec, r, h.trusted, status, size, end)
+	}
+}
+
+// statusClass is the index of status in statusClasses.
+func statusClass(status int) int {
+	c := status / 100
+	if c < 1 || c > 5 {
+		return 0
+	}
+	return c
+}
+
+// countingWriter is a net/http response writer that remembers the status
+// and counts the body bytes. It forwards Flush, and Unwrap lets
+// http.ResponseController reach the connection (WebSocket hijacks).
+type countingWriter struct {
+	http.ResponseWriter
+	status  int
+	written int64
+}
+
+var countingWriters = sync.Pool{New: func() any { return new(countingWriter) }}
+
+func (w *countingWriter) WriteHeader(code int) {
+	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *countingWriter) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.written += int64(n)
+	return n, err
+}
+
+func (w *countingWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		if w.status == 0 {
+			w.status = http.StatusOK
+		}
+		f.Flush()
+	}
+}
+
+func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack is here for callers that assert http.Hijacker instead of using
+// http.ResponseController.
+func (w *countingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+// beginAttempt notes an attempt on ep (the n-th, from 0) and, when
+// tracing, starts its span and has the request carry its context. It
+// returns when the attempt started, for endAttempt.
+func (x *exchange) beginAttempt(ep *endpoint, n int) time.Time {
+	x.rec.endpoint = ep.addr
+	if x.h.p.tracer != nil {
+		x.startAttemptSpan(ep, n)
+	}
+	return time.Now()
+}
+
+// endAttempt counts the attempt's outcome for its cluster: the status of
+// its response head, or err when there was none.
+func (x *exchange) endAttempt(start time.Time, status int, err error) {
+	u := &x.be.slot.upstream
+	if status != 0 {
+		u.latency.observe(time.Since(start))
+	}
+	if err == nil || !isClientBodyError(err) {
+		u.result(status, err)
+	}
+	if x.rec.attempt != nil {
+		attemptOutcome(&x.rec, status, err)
+	}
+}
