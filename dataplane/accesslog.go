@@ -39,6 +39,7 @@ type AccessLog struct {
 	opts   AccessLogOptions
 	out    *bufio.Writer
 	queue  chan *bytebufferpool.ByteBuffer
+	kick   chan struct{} // the queue is filling: write now
 	stop   chan struct{}
 	done   chan struct{}
 	closed atomic.Bool
@@ -59,6 +60,7 @@ func NewAccessLog(w io.Writer, opts AccessLogOptions) *AccessLog {
 		opts:  opts,
 		out:   bufio.NewWriterSize(w, 64<<10),
 		queue: make(chan *bytebufferpool.ByteBuffer, opts.Queue),
+		kick:  make(chan struct{}, 1),
 		stop:  make(chan struct{}),
 		done:  make(chan struct{}),
 	}
@@ -83,41 +85,52 @@ func (l *AccessLog) Close() {
 func (l *AccessLog) Written() int64 { return l.written.Load() }
 func (l *AccessLog) Dropped() int64 { return l.dropped.Load() }
 
-// run writes lines as they come, flushing whenever the queue is empty,
-// so a quiet proxy's last lines are not left in the buffer.
+// run writes the queued lines every flushEvery, or sooner when the queue
+// is half full. Requests never wake it line by line: that would cost each
+// one a goroutine switch.
 func (l *AccessLog) run() {
 	defer close(l.done)
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
+	drain := func() {
+		for {
+			select {
+			case b := <-l.queue:
+				l.out.Write(b.B)
+				bytebufferpool.Put(b)
+				l.written.Add(1)
+			default:
+				l.out.Flush()
+				return
+			}
+		}
+	}
 	for {
 		select {
-		case b := <-l.queue:
-			l.write(b)
+		case <-tick.C:
+			drain()
+		case <-l.kick:
+			drain()
 		case <-l.stop:
-			for {
-				select {
-				case b := <-l.queue:
-					l.write(b)
-				default:
-					l.out.Flush()
-					return
-				}
-			}
+			drain()
+			return
 		}
 	}
 }
 
-func (l *AccessLog) write(b *bytebufferpool.ByteBuffer) {
-	l.out.Write(b.B)
-	bytebufferpool.Put(b)
-	l.written.Add(1)
-	if len(l.queue) == 0 {
-		l.out.Flush()
-	}
-}
+// flushEvery bounds how long a line waits to be written.
+const flushEvery = 100 * time.Millisecond
 
 // offer queues a line, or drops it when the queue is full.
 func (l *AccessLog) offer(b *bytebufferpool.ByteBuffer) {
 	select {
 	case l.queue <- b:
+		if len(l.queue) >= cap(l.queue)/2 {
+			select {
+			case l.kick <- struct{}{}:
+			default:
+			}
+		}
 	default:
 		bytebufferpool.Put(b)
 		l.dropped.Add(1)
@@ -184,12 +197,10 @@ func (l *AccessLog) appendLine(b []byte, rec *reqRecord, r *http.Request, truste
 		b = append(b, `,"retries":`...)
 		b = strconv.AppendInt(b, int64(rec.retries), 10)
 	}
-	if rec.span != nil {
-		if sc := rec.span.SpanContext(); sc.HasTraceID() {
-			b = append(b, `,"trace_id":"`...)
-			b = appendTraceID(b, sc.TraceID())
-			b = append(b, '"')
-		}
+	if rec.sc.HasTraceID() {
+		b = append(b, `,"trace_id":"`...)
+		b = appendTraceID(b, rec.sc.TraceID())
+		b = append(b, '"')
 	}
 	return append(b, "}\n"...)
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,8 @@ type clusterState struct {
 // across endpoint updates.
 type endpoint struct {
 	addr     string
+	host     string // addr's parts, for span attributes
+	port     int
 	inflight atomic.Int32
 	// h1 pools HTTP/1.1 connections. On an h2 cluster it still carries
 	// WebSocket handshakes, which need HTTP/1.1.
@@ -201,6 +204,7 @@ func (ts *transports) state(c *Cluster) (*clusterState, error) {
 		ep := t.eps[e.Address]
 		if ep == nil {
 			ep = &endpoint{addr: e.Address, h1: newH1Pool(e.Address, t.tlsH1, ts.settings)}
+			ep.host, ep.port = splitHostPort(e.Address)
 			if c.TLS != nil {
 				settings := *c.TLS
 				ep.h1.explain = func(err error) error { return backendTLSError(err, &settings) }
@@ -270,4 +274,15 @@ func newH2Transport(tlsConf *tls.Config, s PoolSettings) *http.Transport {
 			PingTimeout:     15 * time.Second,
 		},
 	}
+}
+
+// splitHostPort splits an endpoint address; an address without a port
+// gives port 0.
+func splitHostPort(addr string) (string, int) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, 0
+	}
+	n, _ := strconv.Atoi(port)
+	return host, n
 }

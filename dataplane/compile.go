@@ -63,11 +63,14 @@ type target struct {
 
 // rule is a compiled route rule.
 type rule struct {
-	route      string // "namespace/name", for errors and metrics
-	kind       RouteKind
-	index      int
-	name       string     // the rule's sectionName, if it has one
-	stats      *ruleStats // set by Proxy.load once the config is accepted
+	route string // "namespace/name", for errors and metrics
+	kind  RouteKind
+	index int
+	name  string     // the rule's sectionName, if it has one
+	stats *ruleStats // set by Proxy.load once the config is accepted
+	// spanNames are the server span names of the common methods, made
+	// once when tracing.
+	spanNames  map[string]string
 	failStatus int
 	cors       *cors
 	respPlan   *headerPlan

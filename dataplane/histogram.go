@@ -120,6 +120,12 @@ func (p *Proxy) adoptRuleStats(rules []*rule) {
 			next[key] = st
 		}
 		ru.stats = st
+		if p.tracer != nil {
+			ru.spanNames = map[string]string{}
+			for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
+				ru.spanNames[m] = m + " " + ru.route
+			}
+		}
 	}
 	p.ruleStats = next
 }

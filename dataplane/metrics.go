@@ -56,6 +56,7 @@ type proxyMetrics struct {
 	clusterUpdates metric.Int64ObservableCounter
 
 	accessLogLines metric.Int64ObservableCounter
+	spans          metric.Int64ObservableCounter
 
 	inflight         metric.Int64ObservableGauge
 	configInfo       metric.Int64ObservableGauge
@@ -70,6 +71,7 @@ type proxyMetrics struct {
 	configRejected metric.ObserveOption
 	linesWritten   metric.ObserveOption
 	linesDropped   metric.ObserveOption
+	spanResults    [3]metric.ObserveOption // exported, dropped, failed
 }
 
 // metricsEndpoint serves /metrics, building the registry and meter
@@ -132,6 +134,7 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 	pm.configLoads = counter("tunnelgate.config_loads", "{config}", "Configs offered, by whether they were accepted.")
 	pm.clusterUpdates = counter("tunnelgate.cluster_updates", "{update}", "Cluster endpoint updates applied.")
 	pm.accessLogLines = counter("tunnelgate.access_log_lines", "{line}", "Access log lines written, or dropped because the writer fell behind.")
+	pm.spans = counter("tunnelgate.trace_spans", "{span}", "Spans exported, dropped because the export queue was full, or failed to export.")
 	pm.inflight = gauge("tunnelgate.inflight_requests", "{request}", "Requests being served.")
 	pm.configInfo = gauge("tunnelgate.config_info", "", "Always 1, labelled with the version of the config being served.")
 	pm.ready = gauge("tunnelgate.ready", "", "1 once a config is loaded, else 0.")
@@ -154,6 +157,9 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 	pm.configRejected = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "rejected")))
 	pm.linesWritten = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "written")))
 	pm.linesDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
+	for i, r := range []string{"exported", "dropped", "failed"} {
+		pm.spanResults[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", r)))
+	}
 
 	if p.opts.Metrics != nil {
 		if err := p.opts.Metrics(m); err != nil {
@@ -165,7 +171,7 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.timeouts,
 		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates,
 		pm.configInfo, pm.ready, pm.clusterEndpoints, pm.clusterInflight,
-		pm.accessLogLines, pm.inflight,
+		pm.accessLogLines, pm.spans, pm.inflight,
 	); err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)
 	}
@@ -207,6 +213,13 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 	}
 	o.ObserveInt64(pm.accessLogLines, written, pm.linesWritten)
 	o.ObserveInt64(pm.accessLogLines, dropped, pm.linesDropped)
+	var spans [3]int64
+	if t := p.tracer; t != nil {
+		spans = [3]int64{t.exported.Load(), t.dropped.Load(), t.failed.Load()}
+	}
+	for i, n := range spans {
+		o.ObserveInt64(pm.spans, n, pm.spanResults[i])
+	}
 
 	// Version and readiness come from one snapshot so they agree.
 	if snap := p.current.Load(); snap != nil {

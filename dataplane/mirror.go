@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"go.opentelemetry.io/otel/trace"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -82,7 +81,7 @@ func (p *Proxy) mirror(ms []*mirror, x *exchange, r *http.Request) {
 		out.in = r.Header.Clone()
 		out.xffPrior = append([]string(nil), out.xffPrior...)
 		out.plan = x.rule.mirrorPlan(x.be)
-		var span trace.Span
+		var span *proxySpan
 		if p.tracer != nil {
 			span = x.startMirrorSpan(m, &out)
 		}
@@ -94,7 +93,7 @@ func (p *Proxy) mirror(ms []*mirror, x *exchange, r *http.Request) {
 // and the chosen backend's, as the original request.
 func (ru *rule) mirrorPlan(b *backend) *headerPlan { return b.reqPlan }
 
-func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string, body []byte, span trace.Span) {
+func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string, body []byte, span *proxySpan) {
 	defer p.mirrorsInFlight.Add(-1)
 	ep := cs.pick(nil)
 	ok := false
@@ -103,7 +102,9 @@ func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string,
 	} else {
 		ok = sendMirrorH1(ep, &out, body)
 	}
-	endMirrorSpan(span, ep, ok)
+	if p.tracer != nil {
+		p.tracer.endMirrorSpan(span, ep, ok)
+	}
 	if ok {
 		p.stats.MirrorsSent.Add(1)
 	} else {

@@ -33,9 +33,11 @@ type reqRecord struct {
 	status  int
 	retries int
 
-	// span is the request's server span and attempt the current backend
-	// attempt's, when tracing.
-	span, attempt trace.Span
+	// sc is the request's span context once tracing has started it; span
+	// and attempt are the server span and the current backend attempt's,
+	// nil when the trace is not sampled.
+	sc            trace.SpanContext
+	span, attempt *proxySpan
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -54,9 +56,6 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cw = countingWriters.Get().(*countingWriter)
 		cw.ResponseWriter = w
 		w = cw
-	}
-	if p.tracer != nil {
-		r = h.startSpan(r, &x.rec)
 	}
 	// Deferred, so a handler aborted with a panic (http.ErrAbortHandler)
 	// is still counted and its span ended.
@@ -94,8 +93,11 @@ func (h *handler) finish(rec *reqRecord, r *http.Request, own *srvResponse, cw *
 		}
 		ru.stats.latency.observe(until.Sub(rec.start))
 	}
-	if rec.span != nil {
-		endSpan(rec, r.Method, status, size, end)
+	if t := p.tracer; t != nil {
+		if !rec.sc.IsValid() {
+			h.startSpan(r, rec) // no backend was reached
+		}
+		endSpan(t, rec, status, end)
 	}
 	if l := p.opts.AccessLog; l != nil {
 		l.log(rec, r, h.trusted, status, size, end)
@@ -177,6 +179,6 @@ func (x *exchange) endAttempt(start time.Time, status int, err error) {
 		u.result(status, err)
 	}
 	if x.rec.attempt != nil {
-		attemptOutcome(&x.rec, status, err)
+		attemptOutcome(x.h.p.tracer, &x.rec, status, err)
 	}
 }

@@ -13,20 +13,19 @@ import (
 	"testing"
 	"time"
 
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
-// tracedEnv is a proxy tracing every request into an in-memory exporter
-// (synchronously: a span is there as soon as it ends).
+// tracedEnv is a proxy tracing every request into an in-memory exporter,
+// exporting every few milliseconds.
 func tracedEnv(t *testing.T, cfg *Config, opts ...func(*Options)) (*testEnv, *tracetest.InMemoryExporter) {
 	exp := tracetest.NewInMemoryExporter()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.AlwaysSample())))
-	t.Cleanup(func() { tp.Shutdown(t.Context()) })
-	opts = append(opts, func(o *Options) { o.Tracing = tp })
+	tr := NewTracer(TracerOptions{Exporter: exp, Interval: 5 * time.Millisecond})
+	t.Cleanup(tr.Close)
+	opts = append(opts, func(o *Options) { o.Tracer = tr })
 	return newTestEnv(t, cfg, opts...), exp
 }
 
@@ -137,7 +136,6 @@ func TestTracingSpansAndTraceparent(t *testing.T) {
 		"url.path":                  "/orders",
 		"server.address":            "app.example.com",
 		"http.response.status_code": "200",
-		"http.response.body.size":   "2",
 		"tunnelgate.route":          "default/traced",
 		"tunnelgate.rule":           "main",
 		"tunnelgate.backend":        "app",
@@ -162,7 +160,7 @@ func TestTracingSpansAndTraceparent(t *testing.T) {
 		t.Fatalf("%d attempt spans and mirror %v, want 2 and one", len(attempts), mirror)
 	}
 	// Spans are exported as they end: the first attempt first.
-	wantAttrs(t, attempts[0], map[string]string{"tunnelgate.attempt": "0", "http.response.status_code": "503", "tunnelgate.backend": "app"})
+	wantAttrs(t, attempts[0], map[string]string{"tunnelgate.attempt": "0", "http.response.status_code": "503", "server.address": "127.0.0.1"})
 	wantAttrs(t, attempts[1], map[string]string{"tunnelgate.attempt": "1", "http.response.status_code": "200"})
 	for i, got := range []string{first, second} {
 		want := fmt.Sprintf("00-%s-%s-01", clientTraceID, attempts[i].SpanContext.SpanID())
@@ -174,6 +172,7 @@ func TestTracingSpansAndTraceparent(t *testing.T) {
 		t.Errorf("mirror backend saw traceparent %q, want %q", mirrorParent, want)
 	}
 	wantAttrs(t, *mirror, map[string]string{"tunnelgate.backend": "shadow", "tunnelgate.endpoint": mb})
+	e.scrapeMetrics().want(t, `tunnelgate_trace_spans_total{result="exported"}`, "4")
 }
 
 // An HTTP/2 backend gets the attempt's traceparent too, and a request no

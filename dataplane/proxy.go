@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Options tune a Proxy. The zero value is usable.
@@ -33,9 +32,10 @@ type Options struct {
 	// (the config watch client) is scraped at the same address. It runs
 	// once, when /metrics is first served; an error fails that endpoint.
 	Metrics func(metric.Meter) error
-	// Tracing, when set, traces every request the sampler it was built
-	// with keeps (tracing.go); nil turns tracing off.
-	Tracing trace.TracerProvider
+	// Tracer, when set, traces the requests its sampler keeps
+	// (tracing.go); nil turns tracing off. The caller closes it after
+	// Serve returns.
+	Tracer *Tracer
 	// AccessLog, when set, gets a line for each request (accesslog.go).
 	AccessLog *AccessLog
 }
@@ -61,7 +61,7 @@ type Proxy struct {
 	gateways atomic.Pointer[gatewayServers]
 
 	// tracer is nil when tracing is off.
-	tracer trace.Tracer
+	tracer *Tracer
 	// inflight counts requests being served, on every listener.
 	inflight atomic.Int64
 	// ruleStats are the metrics of the rules of the current config, by
@@ -120,9 +120,7 @@ func New(opts Options) *Proxy {
 		fallbackSession: NewSessionCodec(key),
 		ruleStats:       map[[2]string]*ruleStats{},
 	}
-	if opts.Tracing != nil {
-		p.tracer = opts.Tracing.Tracer(meterName)
-	}
+	p.tracer = opts.Tracer
 	return p
 }
 

@@ -3,171 +3,181 @@ package dataplane
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
-	"strconv"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tunnelgate/tunnelgate/internal/telemetry"
 )
 
-// Tracing (Options.Tracing; off when nil). Each request gets a server
+// Tracing (Options.Tracer; off when nil). Each request gets a server
 // span, continuing the trace of a W3C traceparent the client sent. Each
 // attempt to reach a backend is a client span beneath it, and the
 // traceparent sent to the backend names that attempt, so the backend's
 // own spans hang under the try that reached it. Mirrors get a span each.
-// A WebSocket's server span lasts as long as the tunnel.
+// A WebSocket's server span lasts as long as the tunnel. A trace the
+// sampler leaves out still propagates, marked not sampled, so the
+// backends leave it out too.
 //
 // Attribute names follow OpenTelemetry's HTTP semantic conventions where
-// one fits; what is ours is under "tunnelgate.".
+// one fits; what is ours is under "tunnelgate.". Spans are recorded by
+// spans.go, not the SDK's tracer.
 
-// traceCarrier receives the two W3C fields the propagator writes.
-type traceCarrier struct{ parent, state string }
-
-func (c *traceCarrier) Get(string) string { return "" }
-func (c *traceCarrier) Keys() []string    { return nil }
-func (c *traceCarrier) Set(k, v string) {
-	switch k {
-	case "traceparent":
-		c.parent = v
-	case "tracestate":
-		c.state = v
+// startSpan starts the request's server span, backdated to its arrival.
+// It is started once the route is known, or when the request is over.
+func (h *handler) startSpan(r *http.Request, rec *reqRecord) {
+	var parent trace.SpanContext
+	if len(r.Header["Traceparent"]) > 0 {
+		ctx := telemetry.Propagator.Extract(context.Background(), propagation.HeaderCarrier(r.Header))
+		parent = trace.SpanContextFromContext(ctx)
 	}
-}
-
-// startSpan starts the request's server span and returns the request
-// carrying it.
-func (h *handler) startSpan(r *http.Request, rec *reqRecord) *http.Request {
-	ctx := telemetry.Propagator.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
-	scheme := clientScheme(r, h.trusted)
-	path, _, _ := splitTarget(r)
-	attrs := []attribute.KeyValue{
-		attribute.String("http.request.method", r.Method),
-		attribute.String("url.scheme", scheme),
-		attribute.String("url.path", path),
-		attribute.String("server.address", r.Host),
-		attribute.String("client.address", clientIP(r, h.trusted)),
-		attribute.String("network.protocol.version", protoVersion(r)),
-	}
-	if ua := firstValue(r.Header, "User-Agent"); ua != "" {
-		attrs = append(attrs, attribute.String("user_agent.original", ua))
-	}
-	ctx, rec.span = h.p.tracer.Start(ctx, r.Method,
-		trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithTimestamp(rec.start),
-		trace.WithAttributes(attrs...))
-	return r.WithContext(ctx)
-}
-
-// endSpan names the server span after the route and ends it. Only 5xx
-// answers mark it an error: a 4xx is the client's, not the server's.
-func endSpan(rec *reqRecord, method string, status int, size int64, end time.Time) {
-	s := rec.span
-	if rec.attempt != nil {
-		rec.attempt.End(trace.WithTimestamp(end))
-	}
-	s.SetAttributes(
-		attribute.Int("http.response.status_code", status),
-		attribute.Int64("http.response.body.size", size),
-	)
+	name := r.Method
 	if ru := rec.rule; ru != nil {
-		s.SetName(method + " " + ru.route)
-		s.SetAttributes(
-			attribute.String("tunnelgate.route", ru.route),
-			attribute.String("tunnelgate.rule", ru.label()),
-		)
+		name = ru.spanName(r.Method)
+	}
+	s, sc := h.p.tracer.startServer(parent, name)
+	rec.sc, rec.span = sc, s
+	if s == nil {
+		return
+	}
+	s.start = rec.start
+	s.method = r.Method
+	s.scheme = clientScheme(r, h.trusted)
+	s.path, _, _ = splitTarget(r)
+	s.host = r.Host
+	s.client = clientIP(r, h.trusted)
+	if ru := rec.rule; ru != nil {
+		s.route, s.rule = ru.route, ru.label()
 	}
 	if rec.slot != nil {
-		s.SetAttributes(attribute.String("tunnelgate.backend", rec.slot.name))
+		s.backend = rec.slot.name
 	}
+}
+
+// endSpan ends the server span (and an attempt span still open) with the
+// outcome. Only 5xx answers mark it an error: a 4xx is the client's, not
+// the server's.
+func endSpan(t *Tracer, rec *reqRecord, status int, end time.Time) {
+	if rec.attempt != nil {
+		t.finish(rec.attempt, end)
+		rec.attempt = nil
+	}
+	s := rec.span
+	if s == nil {
+		return
+	}
+	s.status = status
 	if rec.endpoint != "" {
-		s.SetAttributes(
-			attribute.String("tunnelgate.endpoint", rec.endpoint),
-			attribute.Int("tunnelgate.retries", rec.retries),
-		)
+		s.endpoint = rec.endpoint
+		s.retries, s.retriesSet = rec.retries, true
 	}
-	if !rec.upgraded.IsZero() {
-		s.SetAttributes(attribute.Bool("tunnelgate.websocket", true))
-	}
+	s.websocket = !rec.upgraded.IsZero()
 	if status >= 500 {
-		s.SetStatus(codes.Error, http.StatusText(status))
+		s.errText = http.StatusText(status)
 	}
-	s.End(trace.WithTimestamp(end))
+	t.finish(s, end)
+}
+
+// spanName is the server span's name: the method and the route.
+func (ru *rule) spanName(method string) string {
+	if n, ok := ru.spanNames[method]; ok {
+		return n
+	}
+	return method + " " + ru.route
 }
 
 // startAttemptSpan starts the span of attempt n on ep (ending the one
 // before, if it is still open) and puts its context in the request sent.
 func (x *exchange) startAttemptSpan(ep *endpoint, n int) {
 	rec := &x.rec
-	if rec.attempt != nil {
-		rec.attempt.End()
+	t := x.h.p.tracer
+	if !rec.sc.IsValid() {
+		x.h.startSpan(x.r, rec)
 	}
-	host, port, _ := net.SplitHostPort(ep.addr)
-	p, _ := strconv.Atoi(port)
-	var ctx context.Context
-	ctx, rec.attempt = x.h.p.tracer.Start(x.r.Context(), x.r.Method,
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			attribute.String("http.request.method", x.r.Method),
-			attribute.String("server.address", host),
-			attribute.Int("server.port", p),
-			attribute.String("tunnelgate.backend", x.be.slot.name),
-			attribute.Int("tunnelgate.attempt", n),
-		))
-	var c traceCarrier
-	telemetry.Propagator.Inject(ctx, &c)
-	x.out.traceparent, x.out.tracestate = c.parent, c.state
+	if rec.span == nil { // not sampled: say so downstream
+		x.out.traceparent, x.out.tracestate = traceparent(rec.sc)
+		return
+	}
+	if rec.attempt != nil {
+		t.finish(rec.attempt, time.Now())
+	}
+	a := child(rec.span, x.r.Method)
+	a.method, a.serverHost, a.port = x.r.Method, ep.host, ep.port
+	a.attempt, a.attemptSet = n, true
+	rec.attempt = a
+	x.out.traceparent, x.out.tracestate = traceparent(a.sc)
 }
 
 // attemptOutcome records an attempt's answer on its span; an attempt
 // without one ends here.
-func attemptOutcome(rec *reqRecord, status int, err error) {
-	s := rec.attempt
+func attemptOutcome(t *Tracer, rec *reqRecord, status int, err error) {
+	a := rec.attempt
 	if err != nil {
-		s.RecordError(err)
-		s.SetStatus(codes.Error, err.Error())
-		s.End()
+		a.errText, a.errIsException = err.Error(), true
+		t.finish(a, time.Now())
 		rec.attempt = nil
 		return
 	}
-	s.SetAttributes(attribute.Int("http.response.status_code", status))
+	a.status = status
 	if status >= 500 {
-		s.SetStatus(codes.Error, http.StatusText(status))
+		a.errText = http.StatusText(status)
 	}
 }
 
 // startMirrorSpan starts the span of a mirrored copy of the request and
-// puts its context in the copy.
-func (x *exchange) startMirrorSpan(m *mirror, out *outRequest) trace.Span {
-	ctx, s := x.h.p.tracer.Start(x.r.Context(), "mirror "+x.r.Method,
-		trace.WithSpanKind(trace.SpanKindClient),
-		trace.WithAttributes(
-			attribute.String("http.request.method", x.r.Method),
-			attribute.String("tunnelgate.backend", m.slot.name),
-		))
-	var c traceCarrier
-	telemetry.Propagator.Inject(ctx, &c)
-	out.traceparent, out.tracestate = c.parent, c.state
+// puts its context in the copy; nil when the trace is not sampled.
+func (x *exchange) startMirrorSpan(m *mirror, out *outRequest) *proxySpan {
+	rec := &x.rec
+	if !rec.sc.IsValid() {
+		x.h.startSpan(x.r, rec)
+	}
+	if rec.span == nil {
+		out.traceparent, out.tracestate = traceparent(rec.sc)
+		return nil
+	}
+	s := child(rec.span, "mirror "+x.r.Method)
+	s.method, s.backend = x.r.Method, m.slot.name
+	out.traceparent, out.tracestate = traceparent(s.sc)
 	return s
 }
 
 // endMirrorSpan ends a mirror's span, if it has one.
-func endMirrorSpan(s trace.Span, ep *endpoint, ok bool) {
+func (t *Tracer) endMirrorSpan(s *proxySpan, ep *endpoint, ok bool) {
 	if s == nil {
 		return
 	}
 	if ep != nil {
-		s.SetAttributes(attribute.String("tunnelgate.endpoint", ep.addr))
+		s.endpoint = ep.addr
 	}
 	if !ok {
-		s.SetStatus(codes.Error, "mirror not delivered")
+		s.errText = "mirror not delivered"
 	}
-	s.End()
+	t.finish(s, time.Now())
+}
+
+// traceparent formats a span context as W3C Trace Context fields (the
+// propagator's work, without its map and builder).
+func traceparent(sc trace.SpanContext) (parent, state string) {
+	const hex = "0123456789abcdef"
+	var b [55]byte
+	b[0], b[1], b[2] = '0', '0', '-'
+	tid, sid := sc.TraceID(), sc.SpanID()
+	for i, c := range tid {
+		b[3+2*i], b[4+2*i] = hex[c>>4], hex[c&0xf]
+	}
+	b[35] = '-'
+	for i, c := range sid {
+		b[36+2*i], b[37+2*i] = hex[c>>4], hex[c&0xf]
+	}
+	b[52] = '-'
+	f := sc.TraceFlags()
+	b[53], b[54] = hex[f>>4], hex[f&0xf]
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		state = ts.String()
+	}
+	return string(b[:]), state
 }
 
 // isClientBodyError reports a failure caused by the client's body, not
@@ -175,17 +185,6 @@ func endMirrorSpan(s trace.Span, ep *endpoint, ok bool) {
 func isClientBodyError(err error) bool {
 	var cb *errClientBody
 	return errors.As(err, &cb)
-}
-
-// protoVersion is the HTTP version as the semantic conventions write it.
-func protoVersion(r *http.Request) string {
-	switch {
-	case r.ProtoMajor == 2:
-		return "2"
-	case r.ProtoMajor == 1 && r.ProtoMinor == 0:
-		return "1.0"
-	}
-	return "1.1"
 }
 
 // clientIP is the client's address: Cf-Connecting-Ip when the peer is

@@ -87,6 +87,8 @@ func TestClusterChangeDoesNotRecompile(t *testing.T) {
 	// The same endpoints in another config with a changed route.
 	ctl.Publish(config("extra", b))
 	px.waitServes("extra.example", "b")
+	// Load counts a config once it serves: a request may see it first.
+	waitFor(t, "the second load to be counted", func() bool { return st.ConfigLoaded.Load() == 2 })
 	if st.ConfigLoaded.Load() != 2 || st.ClusterUpdates.Load() != 1 {
 		t.Errorf("after a route change: %d loads, %d cluster updates; want 2 and 1", st.ConfigLoaded.Load(), st.ClusterUpdates.Load())
 	}

@@ -48,6 +48,14 @@ type Tracing struct {
 	Describe string
 	// Shutdown flushes spans still buffered and stops the exporter.
 	Shutdown func(context.Context) error
+
+	// Exporter, Sampler and Resource are what Provider was built from, for
+	// a recorder of its own (the proxy's request path records spans
+	// without the SDK's per-span cost); nil when tracing is off. Spans
+	// must be exported before Shutdown, which stops Exporter.
+	Exporter sdktrace.SpanExporter
+	Sampler  sdktrace.Sampler
+	Resource *resource.Resource
 }
 
 // Off is tracing switched off.
@@ -102,7 +110,8 @@ func New(exp sdktrace.SpanExporter, sampler sdktrace.Sampler, service, describe 
 		sdktrace.WithSampler(sampler),
 		sdktrace.WithResource(res),
 	)
-	return &Tracing{Provider: tp, Enabled: true, Describe: describe, Shutdown: tp.Shutdown}, nil
+	return &Tracing{Provider: tp, Enabled: true, Describe: describe, Shutdown: tp.Shutdown,
+		Exporter: exp, Sampler: sampler, Resource: res}, nil
 }
 
 // enabled applies the switch described in the package comment.
