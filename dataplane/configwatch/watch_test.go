@@ -76,6 +76,7 @@ func TestClusterChangeDoesNotRecompile(t *testing.T) {
 	v2 := ctl.Publish(config("", b))
 	px.waitServes("app.example", "b")
 	st, ws := px.p.Stats(), px.w.Stats()
+	waitFor(t, "the cluster update to be counted", func() bool { return st.ClusterUpdates.Load() == 1 })
 	if st.ConfigLoaded.Load() != 1 || st.ClusterUpdates.Load() != 1 {
 		t.Errorf("after an endpoint change: %d loads, %d cluster updates; want 1 and 1", st.ConfigLoaded.Load(), st.ClusterUpdates.Load())
 	}
