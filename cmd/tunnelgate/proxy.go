@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -24,12 +23,12 @@ import (
 func runProxy(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return proxyMain(ctx, args, stderr, nil)
+	return proxyMain(ctx, args, stdout, stderr, nil)
 }
 
 // proxyMain is runProxy until ctx ends; ready, if set, is told the bound
 // addresses (tests listen on ":0").
-func proxyMain(ctx context.Context, args []string, stderr io.Writer, ready func(dataplane.Bound)) int {
+func proxyMain(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(dataplane.Bound)) int {
 	fs := newFlagSet("proxy", "serve a data-plane config from the controller (-controller) or a file (-config; SIGHUP reloads it)", stderr)
 	file := fs.String("config", "", "data-plane config `file` (JSON, dataplane.Config)")
 	controller := fs.String("controller", "", "controller `URL` to watch for config, e.g. https://tunnelgate-controller:9443")
@@ -53,6 +52,8 @@ func proxyMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 	maxConns := fs.Int("upstream-max-conns", 1024, "connections open per backend endpoint; beyond, requests get 503")
 	idleTimeout := fs.Duration("upstream-idle-timeout", 90*time.Second, "close upstream connections idle this long")
 	dialTimeout := fs.Duration("upstream-dial-timeout", 10*time.Second, "bound on connecting to a backend, TLS included")
+	logf := addLogFlags(fs)
+	accessLog := addAccessLogFlags(fs)
 	if code, done := parse(fs, args); done {
 		return code
 	}
@@ -60,12 +61,28 @@ func proxyMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 		fmt.Fprintf(stderr, "tunnelgate proxy: %s\n", msg)
 		return 2
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log, err := logf.logger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
+		return 2
+	}
+	al, closeAccessLog, err := accessLog.open(stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
+		return 2
+	}
+	defer closeAccessLog()
+	tracer, stopTracing, err := proxyTracer(ctx, os.Getenv, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "tunnelgate proxy: tracing: %v\n", err)
+		return 2
+	}
+	defer stopTracing()
 
 	// The watch client's metrics go on the admin listener with the
 	// proxy's; the meter is made at the first scrape, after watch is set.
 	var watch *configwatch.Client
-	p := dataplane.New(dataplane.Options{Log: log, Pool: dataplane.PoolSettings{
+	p := dataplane.New(dataplane.Options{Log: log, AccessLog: al, Tracer: tracer, Pool: dataplane.PoolSettings{
 		MaxIdle: *maxIdle, MaxConns: *maxConns, IdleTimeout: *idleTimeout, DialTimeout: *dialTimeout,
 	}, Metrics: func(m metric.Meter) error {
 		if watch == nil {
@@ -109,7 +126,7 @@ func proxyMain(ctx context.Context, args []string, stderr io.Writer, ready func(
 			}
 		}()
 	}
-	err := p.Serve(ctx, dataplane.Listeners{
+	err = p.Serve(ctx, dataplane.Listeners{
 		Origin: *origin, OriginTLS: *originTLS, CertDir: *certDir,
 		OriginCert: *cert, OriginKey: *key, Plain: *plain, Gateways: *gateways, Admin: *admin, OriginNetHTTP: *netHTTP,
 		Ready: func(b dataplane.Bound) {

@@ -49,7 +49,7 @@ func runProxyCommand(t *testing.T, args ...string) (dataplane.Bound, func() int,
 	exit := make(chan int, 1)
 	stderr := &testproc.SyncBuffer{}
 	args = append([]string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, args...)
-	go func() { exit <- proxyMain(ctx, args, stderr, func(b dataplane.Bound) { ready <- b }) }()
+	go func() { exit <- proxyMain(ctx, args, io.Discard, stderr, func(b dataplane.Bound) { ready <- b }) }()
 	var b dataplane.Bound
 	select {
 	case b = <-ready:
