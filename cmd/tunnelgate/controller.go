@@ -33,6 +33,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/ctrl/controller"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/internal/telemetry"
 )
 
 // runController runs the Kubernetes controller: informers, translation,
@@ -57,15 +58,19 @@ func runController(args []string, stdout, stderr io.Writer) int {
 	noCloudflare := fs.Bool("no-cloudflare", false, "never call Cloudflare: tunnels and DNS stay as they are (statuses say so)")
 	qps := fs.Float64("kube-qps", 50, "API requests per second (status writes)")
 	burst := fs.Int("kube-burst", 100, "API request burst")
-	verbose := fs.Bool("v", false, "debug logging")
+	verbose := fs.Bool("v", false, "debug logging (as -log-level debug)")
+	logf := addLogFlags(fs)
 	if code, done := parse(fs, args); done {
 		return code
 	}
-	level := slog.LevelInfo
 	if *verbose {
-		level = slog.LevelDebug
+		*logf.level = "debug"
 	}
-	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	log, err := logf.logger(stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "tunnelgate controller: %v\n", err)
+		return 2
+	}
 	if *tokenFile == "" {
 		fmt.Fprintln(stderr, "tunnelgate controller: -config-token-file is required (proxies authenticate with it)")
 		return 2
@@ -135,6 +140,19 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 	if err != nil {
 		return err
 	}
+	tracing, err := telemetry.FromEnv(ctx, os.Getenv, "tunnelgate-controller")
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	log.Info("tracing", "config", tracing.Describe)
+	defer func() {
+		// Flush what is buffered, but never hold up a shutdown for long.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(sctx); err != nil {
+			log.Warn("tracing shutdown", "err", err)
+		}
+	}()
 	token := &fileToken{path: f.tokenFile, log: log}
 	if _, err := token.read(); err != nil {
 		return err
@@ -156,7 +174,8 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 	if !f.noCloudflare {
 		cfSync = cloudflare.New(cloudflare.Options{
 			BaseURL: f.cloudflareURL, SaveToken: controller.TunnelTokenWriter(kube), Log: log.With("part", "cloudflare"),
-			OnChange: func() { c.Changed() },
+			OnChange:       func() { c.Changed() },
+			TracerProvider: tracing.Provider, Meter: meter,
 		})
 	}
 	c, err = controller.New(controller.Options{
@@ -167,6 +186,7 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 		Events:         events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
 		Cloudflare:     cfSync,
 		ProxyProtocols: srv.Protocols,
+		TracerProvider: tracing.Provider,
 	})
 	if err != nil {
 		return err

@@ -20,19 +20,43 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
+	"github.com/tunnelgate/tunnelgate/test/prism"
 )
 
 // The controller command, against a real API server: it accepts our
 // GatewayClass, reports ready, serves metrics, and serves the config only
-// to a proxy with the token.
+// to a proxy with the token. A second class with a tunnel makes it call
+// Cloudflare (Prism, answering from Cloudflare's spec), so the API call
+// metrics are served too.
 func TestControllerCommand(t *testing.T) {
 	env := kubeenv.StartT(t, kubeenv.Options{})
+	cf := prism.StartT(t)
 	ctx := context.Background()
 	if err := env.Apply(ctx, []byte(`
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
 metadata: {name: cmd}
 spec: {controllerName: tunnelgate.dev/controller}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: cloudflare, namespace: default}
+stringData: {token: prism-token}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayClassConfig
+metadata: {name: cmd-tunnel}
+spec:
+  credentialsRef: {namespace: default, name: cloudflare}
+  accountID: 023e105f4ecef8ad9ca31a8372d0c353
+  tunnel: {id: f70ff985-a4ef-4643-bbbc-4a0ed4fc8415}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: cmd-tunnel}
+spec:
+  controllerName: tunnelgate.dev/controller
+  parametersRef: {group: tunnelgate.dev, kind: GatewayClassConfig, name: cmd-tunnel}
 `)); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +71,8 @@ spec: {controllerName: tunnelgate.dev/controller}
 	go func() {
 		done <- controllerMain(ctx, controllerFlags{kubeconfig: env.Kubeconfig(), name: "tunnelgate.dev/controller",
 			debounce: 10 * time.Millisecond, admin: adminAddr, configListen: configAddr, tokenFile: token,
-			leaderElect: true, leaseNS: "default", leaseName: "tunnelgate-cmd", identity: "test", qps: 50, burst: 100},
+			leaderElect: true, leaseNS: "default", leaseName: "tunnelgate-cmd", identity: "test", qps: 50, burst: 100,
+			cloudflareURL: cf.URL()},
 			testLogger())
 	}()
 	defer func() {
@@ -95,6 +120,10 @@ spec: {controllerName: tunnelgate.dev/controller}
 	if code, _ := fetch("http://"+configAddr+"/v1/config?"+q.Encode(), "s3cret"); code != http.StatusNotModified {
 		t.Errorf("long poll for the same version: %d, want 304", code)
 	}
+	waitFor(t, "a Cloudflare API call counted", func() bool {
+		_, body := fetch("http://"+adminAddr+"/metrics", "")
+		return strings.Contains(body, `tunnelgate_cloudflare_api_calls_total{operation="tunnel_get"`)
+	})
 	if code, body := fetch("http://"+adminAddr+"/metrics", ""); code != 200 {
 		t.Errorf("metrics: %d\n%s", code, body)
 	} else {

@@ -44,7 +44,11 @@ type Stats struct {
 // Cloudflare's Free plan (paid plans allow more).
 const batchLimit = 200
 
-func newAPI(baseURL, token string, hc *http.Client, stats *Stats) *api {
+// newAPI builds the services; obs (nil: none) observes every call.
+func newAPI(baseURL, token string, hc *http.Client, stats *Stats, obs *observer) *api {
+	if obs == nil {
+		obs = newObserver(nil, nil, nil)
+	}
 	opts := []option.RequestOption{
 		option.WithEnvironmentProduction(),
 		option.WithAPIToken(token),
@@ -67,6 +71,7 @@ func newAPI(baseURL, token string, hc *http.Client, stats *Stats) *api {
 			}
 			return res, err
 		}),
+		option.WithMiddleware(obs.do),
 	}
 	if hc != nil {
 		opts = append(opts, option.WithHTTPClient(hc))
@@ -85,6 +90,7 @@ func newAPI(baseURL, token string, hc *http.Client, stats *Stats) *api {
 
 // accountIDs lists the accounts the token sees.
 func (a *api) accountIDs(ctx context.Context) ([]string, error) {
+	ctx = withOp(ctx, opAccountList)
 	const per = 50
 	list, err := pages(ctx, per, func(page int) (*pagination.V4PagePaginationArray[accounts.Account], error) {
 		return a.accounts.List(ctx, accounts.AccountListParams{Page: cf.F(float64(page)), PerPage: cf.F(float64(per))})
@@ -125,6 +131,7 @@ type zone struct{ id, name string }
 
 // listZones lists the account's zones.
 func (a *api) listZones(ctx context.Context, account string) ([]zone, error) {
+	ctx = withOp(ctx, opZoneList)
 	const per = 50
 	list, err := pages(ctx, per, func(page int) (*pagination.V4PagePaginationArray[zones.Zone], error) {
 		return a.zones.List(ctx, zones.ZoneListParams{
@@ -141,6 +148,7 @@ func (a *api) listZones(ctx context.Context, account string) ([]zone, error) {
 
 // tunnelExists says whether the account has the tunnel, not deleted.
 func (a *api) tunnelExists(ctx context.Context, account, id string) (bool, error) {
+	ctx = withOp(ctx, opTunnelGet)
 	t, err := a.tunnels.Get(ctx, id, zero_trust.TunnelCloudflaredGetParams{AccountID: cf.F(account)})
 	if status(err) == http.StatusNotFound {
 		return false, nil
@@ -153,6 +161,7 @@ func (a *api) tunnelExists(ctx context.Context, account, id string) (bool, error
 
 // tunnelByName finds a live tunnel by name; "" when there is none.
 func (a *api) tunnelByName(ctx context.Context, account, name string) (string, error) {
+	ctx = withOp(ctx, opTunnelList)
 	const per = 100
 	list, err := pages(ctx, per, func(page int) (*pagination.V4PagePaginationArray[shared.CloudflareTunnel], error) {
 		return a.tunnels.List(ctx, zero_trust.TunnelCloudflaredListParams{
@@ -174,6 +183,7 @@ func (a *api) tunnelByName(ctx context.Context, account, name string) (string, e
 // createTunnel creates a remotely managed tunnel; Cloudflare generates
 // its secret.
 func (a *api) createTunnel(ctx context.Context, account, name string) (string, error) {
+	ctx = withOp(ctx, opTunnelCreate)
 	t, err := a.tunnels.New(ctx, zero_trust.TunnelCloudflaredNewParams{
 		AccountID: cf.F(account), Name: cf.F(name),
 		ConfigSrc: cf.F(zero_trust.TunnelCloudflaredNewParamsConfigSrcCloudflare),
@@ -186,6 +196,7 @@ func (a *api) createTunnel(ctx context.Context, account, name string) (string, e
 
 // tunnelToken is the credential cloudflared runs the tunnel with.
 func (a *api) tunnelToken(ctx context.Context, account, id string) (string, error) {
+	ctx = withOp(ctx, opTunnelTokenGet)
 	tok, err := a.tunnels.Token.Get(ctx, id, zero_trust.TunnelCloudflaredTokenGetParams{AccountID: cf.F(account)})
 	if err != nil {
 		return "", wrap("reading the token of tunnel "+id, err)
@@ -195,6 +206,7 @@ func (a *api) tunnelToken(ctx context.Context, account, id string) (string, erro
 
 // getConfig returns the tunnel's remote config as Cloudflare holds it.
 func (a *api) getConfig(ctx context.Context, account, id string) (json.RawMessage, error) {
+	ctx = withOp(ctx, opTunnelConfigGet)
 	res, err := a.tunnels.Configurations.Get(ctx, id, zero_trust.TunnelCloudflaredConfigurationGetParams{AccountID: cf.F(account)})
 	if err != nil {
 		return nil, wrap("reading the configuration of tunnel "+id, err)
@@ -210,6 +222,7 @@ func (a *api) getConfig(ctx context.Context, account, id string) (json.RawMessag
 
 // putConfig replaces the tunnel's ingress document.
 func (a *api) putConfig(ctx context.Context, account, id string, doc Document) error {
+	ctx = withOp(ctx, opTunnelConfigPut)
 	rules := make([]zero_trust.TunnelCloudflaredConfigurationUpdateParamsConfigIngress, 0, len(doc.Ingress))
 	for _, r := range doc.Ingress {
 		p := zero_trust.TunnelCloudflaredConfigurationUpdateParamsConfigIngress{Service: cf.F(r.Service)}
@@ -232,6 +245,7 @@ func (a *api) putConfig(ctx context.Context, account, id string, doc Document) e
 
 // listRecords lists every record of a zone.
 func (a *api) listRecords(ctx context.Context, zoneID string) ([]Record, error) {
+	ctx = withOp(ctx, opDNSList)
 	const per = 1000
 	list, err := pages(ctx, per, func(page int) (*pagination.V4PagePaginationArray[dns.RecordResponse], error) {
 		return a.records.List(ctx, dns.RecordListParams{ZoneID: cf.F(zoneID), Page: cf.F(float64(page)), PerPage: cf.F(float64(per))})
@@ -247,6 +261,7 @@ func (a *api) listRecords(ctx context.Context, zoneID string) ([]Record, error) 
 // nothing. Deletes go first, so a record taken over is gone before its
 // replacement is created.
 func (a *api) apply(ctx context.Context, zoneID string, p DNSPlan) error {
+	ctx = withOp(ctx, opDNSBatch)
 	type op struct {
 		del, put, post *Record
 	}

@@ -20,5 +20,6 @@
 //   - Every failure is retried from the whole desired state, after the
 //     server's Retry-After or an exponential back-off, so nothing is lost
 //     and nothing spins.
-//   - The API token never reaches a log, an event or a status.
+//   - The API token never reaches a log, an event, a status, a span or a
+//     metric; every API call is counted, timed and traced (observe.go).
 package cloudflare

@@ -15,7 +15,7 @@ import (
 // is for behaviour.
 func TestRequestsMatchCloudflareSpec(t *testing.T) {
 	srv := prism.StartT(t)
-	a := newAPI(srv.URL(), "prism-token", nil, &Stats{})
+	a := newAPI(srv.URL(), "prism-token", nil, &Stats{}, nil)
 	ctx := context.Background()
 	const acc, tunnel, zoneID = "023e105f4ecef8ad9ca31a8372d0c353", "f70ff985-a4ef-4643-bbbc-4a0ed4fc8415", "023e105f4ecef8ad9ca31a8372d0c353"
 

@@ -16,6 +16,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
@@ -62,8 +65,13 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the wait after a failure (defaults
 	// 1 s and 5 minutes); a longer Retry-After wins.
 	MinBackoff, MaxBackoff time.Duration
-	Log                    *slog.Logger
-	Now                    func() time.Time
+	// TracerProvider traces each class's sync and every API call in it;
+	// nil traces nothing.
+	TracerProvider trace.TracerProvider
+	// Meter gets the API call metrics; nil records none.
+	Meter metric.Meter
+	Log   *slog.Logger
+	Now   func() time.Time
 }
 
 // Syncer keeps each class's tunnel and DNS records in step with what the
@@ -72,6 +80,7 @@ type Options struct {
 type Syncer struct {
 	opts  Options
 	Stats Stats
+	obs   *observer
 
 	mu      sync.Mutex
 	classes map[string]*classSync
@@ -82,14 +91,18 @@ type Syncer struct {
 // are guarded by Syncer.mu; learned belongs to Run's goroutine.
 type classSync struct {
 	desired Desired
-	wantKey string // hash of desired
-	doneKey string // wantKey of the last complete sync
+	wantKey string    // hash of desired
+	doneKey string    // wantKey of the last complete sync
+	doneAt  time.Time // when that sync ended
 
 	failures  int
 	next      time.Time // no attempt before: the back-off
 	notBefore time.Time // nor before this: the server's Retry-After
 
 	state *translate.TunnelState
+	// cause is the span of the controller sync that made the current
+	// wish, linked from the class syncs that carry it out.
+	cause trace.SpanContext
 
 	l learned
 }
@@ -132,14 +145,20 @@ func New(opts Options) *Syncer {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Syncer{opts: opts, classes: map[string]*classSync{}, wake: make(chan struct{}, 1)}
+	return &Syncer{opts: opts, classes: map[string]*classSync{}, wake: make(chan struct{}, 1),
+		obs: newObserver(opts.TracerProvider, opts.Meter, opts.Log)}
 }
 
 // Update replaces what every class wants. Classes left out are forgotten
 // (Cloudflare keeps what they had: a class that disappears is not a
 // request to delete a tunnel's routes). A new class reports Pending at
 // once, so its Gateways do not look programmed before the tunnel is.
-func (s *Syncer) Update(desired []Desired) {
+func (s *Syncer) Update(desired []Desired) { s.UpdateContext(context.Background(), desired) }
+
+// UpdateContext is Update from within a traced controller sync: the class
+// syncs that carry out a changed wish link to ctx's span.
+func (s *Syncer) UpdateContext(ctx context.Context, desired []Desired) {
+	cause := trace.SpanContextFromContext(ctx)
 	changed := false
 	s.mu.Lock()
 	seen := map[string]bool{}
@@ -157,6 +176,7 @@ func (s *Syncer) Update(desired []Desired) {
 			// wait: a burst of changes must not defeat a rate limit.
 			c.wantKey = k
 			c.next = c.notBefore
+			c.cause = cause
 		}
 	}
 	for name := range s.classes {
@@ -226,7 +246,7 @@ func (s *Syncer) runDue(ctx context.Context) time.Duration {
 			s.mu.Unlock()
 			continue
 		}
-		d, key := c.desired, c.wantKey
+		d, key, cause := c.desired, c.wantKey, c.cause
 		now := s.opts.Now()
 		due := s.dueAt(c, key)
 		s.mu.Unlock()
@@ -234,10 +254,12 @@ func (s *Syncer) runDue(ctx context.Context) time.Duration {
 			wait = min(wait, due.Sub(now))
 			continue
 		}
-		st, err := s.syncClass(ctx, c, d)
+		sctx, span := s.startClassSpan(ctx, name, cause)
+		st, err := s.syncClass(sctx, c, d)
 		s.mu.Lock()
 		o := s.finish(name, c, key, st, err)
 		s.mu.Unlock()
+		endClassSpan(span, st, o.changed, err)
 		if o.changed && s.opts.OnChange != nil {
 			s.opts.OnChange()
 		}
@@ -254,7 +276,14 @@ func (s *Syncer) dueAt(c *classSync, key string) time.Time {
 	if key != c.doneKey {
 		return time.Time{}
 	}
-	due := c.l.lastDrift.Add(s.opts.DriftEvery)
+	// A class whose document was never applied (a problem only the user
+	// can fix, or held) has no drift check to wait for: it is looked at
+	// again DriftEvery after its last sync, not at once and forever.
+	last := c.l.lastDrift
+	if last.IsZero() {
+		last = c.doneAt
+	}
+	due := last.Add(s.opts.DriftEvery)
 	if c.l.dnsKey != "" {
 		due = minTime(due, c.l.lastDNS.Add(s.opts.DNSEvery))
 	}
@@ -288,7 +317,7 @@ func (s *Syncer) finish(name string, c *classSync, key string, st *translate.Tun
 		s.opts.Log.Warn("Cloudflare sync failed; retrying", "class", name, "in", wait.Round(time.Millisecond), "err", err)
 	} else {
 		c.failures, c.next, c.notBefore = 0, time.Time{}, time.Time{}
-		c.doneKey = key
+		c.doneKey, c.doneAt = key, now
 	}
 	o := outcome{at: s.dueAt(c, c.wantKey)}
 	if st != nil && !reflect.DeepEqual(st, c.state) && s.classes[name] == c {
@@ -313,7 +342,7 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 	}
 	if tk := hash(d.Token); tk != c.l.tokenKey {
 		// A new token: what the old one showed may not hold.
-		c.l = learned{tokenKey: tk, api: newAPI(s.opts.BaseURL, d.Token, s.opts.HTTPClient, &s.Stats)}
+		c.l = learned{tokenKey: tk, api: newAPI(s.opts.BaseURL, d.Token, s.opts.HTTPClient, &s.Stats, s.obs)}
 		st.ID = ""
 	}
 	refusal := func(err error) (*translate.TunnelState, error) {

@@ -7,10 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
@@ -315,6 +319,13 @@ func TestSyncerProblems(t *testing.T) {
 	if len(w.f.Tunnels(account)) != 1 {
 		t.Errorf("tunnels %+v: a tunnel given by ID must never be created", w.f.Tunnels(account))
 	}
+	// A problem is no failure to retry: it waits for a new wish (or the
+	// next drift check), without calling Cloudflare in between.
+	w.f.ResetCalls()
+	time.Sleep(300 * time.Millisecond)
+	if n := len(w.f.Calls()); n > 0 {
+		t.Errorf("%d calls in 0.3 s for a tunnel that does not exist", n)
+	}
 
 	// Hold keeps Cloudflare as it is: no hostnames must not mean "delete".
 	held := desired()
@@ -356,5 +367,61 @@ func TestSyncerZoneRefused(t *testing.T) {
 	}
 	if st.Problem != "" || st.Pending != "" {
 		t.Errorf("a refused zone made the class %q / %q", st.Problem, st.Pending)
+	}
+}
+
+// A class's sync is a root span linked to the controller sync that asked
+// for it, and each API call in it is a child span.
+func TestSyncerTraced(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	w := newWorld(t, cloudflare.Options{TracerProvider: tp})
+	ctx, cause := tp.Tracer("test").Start(context.Background(), "tunnelgate.sync")
+	w.s.UpdateContext(ctx, []cloudflare.Desired{desired("app.example.com")})
+	cause.End()
+	st := w.waitState(t, "applied", func(st *translate.TunnelState) bool { return st.Pending == "" && len(st.DNS) == 1 })
+
+	var root tracetest.SpanStub
+	deadline := time.Now().Add(5 * time.Second)
+	for root.Name == "" {
+		for _, s := range spans.GetSpans() {
+			if s.Name == "tunnelgate.cloudflare.sync" {
+				root = s
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no tunnelgate.cloudflare.sync span")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if root.Parent.IsValid() {
+		t.Errorf("the class sync has a parent %v; want a root", root.Parent)
+	}
+	if len(root.Links) != 1 || root.Links[0].SpanContext.SpanID() != cause.SpanContext().SpanID() {
+		t.Errorf("links %+v, want the controller sync %v", root.Links, cause.SpanContext().SpanID())
+	}
+	attrs := map[string]string{}
+	for _, kv := range root.Attributes {
+		attrs[string(kv.Key)] = kv.Value.Emit()
+	}
+	if attrs["tunnelgate.gateway_class"] != "prod" || attrs["tunnelgate.cloudflare.tunnel_id"] != st.ID || attrs["tunnelgate.cloudflare.report_changed"] != "true" {
+		t.Errorf("class sync attributes %v", attrs)
+	}
+	var ops []string
+	for _, s := range spans.GetSpans() {
+		if s.Parent.SpanID() == root.SpanContext.SpanID() {
+			ops = append(ops, s.Name)
+		}
+	}
+	// A tunnel found by name (absent, so created), its token, the
+	// document read and written, the zones and records listed and one
+	// batch of records.
+	want := []string{"cloudflare.account_list", "cloudflare.tunnel_list", "cloudflare.tunnel_create", "cloudflare.tunnel_token_get",
+		"cloudflare.tunnel_config_get", "cloudflare.tunnel_config_put", "cloudflare.zone_list", "cloudflare.dns_list", "cloudflare.dns_batch"}
+	for _, op := range want {
+		if !slices.Contains(ops, op) {
+			t.Errorf("no %s span under the class sync; got %v", op, ops)
+		}
 	}
 }

@@ -56,11 +56,23 @@ func MetricsEndpoint() (metric.Meter, http.Handler, error) {
 	return m, promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), nil
 }
 
-// RegisterMetrics adds the controller's instruments to m. They are
-// asynchronous: they read Stats at scrape time, and the worker only bumps
-// atomics.
+// syncBuckets suit a sync: a millisecond for a small cluster with
+// nothing to write, seconds for a large one writing many statuses.
+var syncBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// RegisterMetrics adds the controller's instruments to m; call it before
+// Run. All but the sync duration histogram are asynchronous: they read
+// Stats at scrape time, and the worker only bumps atomics. The histogram
+// takes one value per sync.
 func (c *Controller) RegisterMetrics(m metric.Meter) error {
 	var errs []error
+	h, err := m.Float64Histogram("tunnelgate.controller.sync.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of syncs (translation, publication and, when leading, status writes)."),
+		metric.WithExplicitBucketBoundaries(syncBuckets...))
+	if err == nil {
+		c.syncDuration = h
+	}
+	errs = append(errs, err)
 	counter := func(name, unit, desc string, read func() int64) {
 		_, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error { o.Observe(read()); return nil }))
@@ -76,16 +88,9 @@ func (c *Controller) RegisterMetrics(m metric.Meter) error {
 			metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error { o.Observe(read()); return nil }))
 		errs = append(errs, err)
 	}
-	fcounter := func(name, unit, desc string, read func() float64) {
-		_, err := m.Float64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc),
-			metric.WithFloat64Callback(func(_ context.Context, o metric.Float64Observer) error { o.Observe(read()); return nil }))
-		errs = append(errs, err)
-	}
 	s := &c.Stats
 	counter("tunnelgate.controller.syncs", "{sync}", "Translations run (every change, debounced).", s.Syncs.Load)
 	counter("tunnelgate.controller.sync.errors", "{sync}", "Syncs whose status writes failed (retried with backoff).", s.SyncErrors.Load)
-	fcounter("tunnelgate.controller.sync.duration", "s", "Time spent in syncs; divide by syncs for the mean.",
-		func() float64 { return float64(s.SyncNanos.Load()) / 1e9 })
 	fgauge("tunnelgate.controller.sync.last.duration", "s", "Duration of the last sync.",
 		func() float64 { return float64(s.LastSyncNanos.Load()) / 1e9 })
 	counter("tunnelgate.controller.status.writes", "{write}", "Status and finalizer writes made (only changed statuses are written).", s.StatusWrites.Load)

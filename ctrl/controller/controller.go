@@ -10,6 +10,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -56,6 +61,8 @@ type Options struct {
 	// report (configserver.Server.Protocols); a GRPCRoute through a tunnel
 	// needs http2.
 	ProxyProtocols func() []string
+	// TracerProvider traces each sync (tracing.go); nil traces nothing.
+	TracerProvider trace.TracerProvider
 	Log            *slog.Logger
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
@@ -73,6 +80,8 @@ type Controller struct {
 	w              *watched
 	queue          workqueue.TypedRateLimitingInterface[string]
 	log            *slog.Logger
+	tracer         trace.Tracer
+	syncDuration   metric.Float64Histogram // set by RegisterMetrics
 
 	leader atomic.Bool
 	synced atomic.Bool // informers synced and a config published
@@ -91,7 +100,7 @@ type Controller struct {
 type Stats struct {
 	Syncs, SyncErrors, StatusWrites, EventsRecorded atomic.Int64
 	LeaderGained                                    atomic.Int64 // times this replica became the leader
-	SyncNanos, LastSyncNanos                        atomic.Int64
+	LastSyncNanos                                   atomic.Int64
 }
 
 // New builds a Controller: its informers exist, nothing runs yet.
@@ -111,7 +120,13 @@ func New(opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.TracerProvider == nil {
+		opts.TracerProvider = tracenoop.NewTracerProvider()
+	}
+	noHistogram, _ := metricnoop.NewMeterProvider().Meter("").Float64Histogram("")
 	c := &Controller{
+		tracer:         opts.TracerProvider.Tracer(tracerName),
+		syncDuration:   noHistogram,
 		opts:           opts,
 		controllerName: opts.ControllerName,
 		gw:             opts.Gateway,
@@ -178,14 +193,19 @@ func (c *Controller) processOne(ctx context.Context) bool {
 
 // sync is one pass: snapshot, translate, publish, and (when leading)
 // write statuses, finalizers and events.
-func (c *Controller) sync(ctx context.Context) error {
+func (c *Controller) sync(ctx context.Context) (err error) {
 	start := time.Now()
+	ctx, span := c.tracer.Start(ctx, spanSync)
 	defer func() {
-		d := time.Since(start).Nanoseconds()
+		d := time.Since(start)
 		c.Stats.Syncs.Add(1)
-		c.Stats.SyncNanos.Add(d)
-		c.Stats.LastSyncNanos.Store(d)
+		c.Stats.LastSyncNanos.Store(d.Nanoseconds())
+		c.syncDuration.Record(context.WithoutCancel(ctx), d.Seconds())
+		endSpan(span, err)
 	}()
+	leading := c.leader.Load()
+
+	_, ts := c.tracer.Start(ctx, spanTranslate)
 	in := &translate.Input{
 		Snapshot:       c.w.snapshot(),
 		ControllerName: c.controllerName,
@@ -202,24 +222,43 @@ func (c *Controller) sync(ctx context.Context) error {
 		in.TunnelProtocols = c.opts.ProxyProtocols()
 	}
 	out := translate.Translate(in)
+	if ts.IsRecording() {
+		ts.SetAttributes(attrRoutes.Int(len(out.Config.Routes)), attrClusters.Int(len(out.Config.Clusters)),
+			attrEvents.Int(len(out.Events)))
+	}
+	ts.End()
+
 	if c.opts.Publisher != nil {
+		_, ps := c.tracer.Start(ctx, spanPublish)
 		v := c.opts.Publisher.Publish(&out.Config)
+		if ps.IsRecording() {
+			ps.SetAttributes(attrConfigVersion.String(v))
+			span.SetAttributes(attrConfigVersion.String(v))
+		}
+		ps.End()
 		c.log.Debug("config published", "version", v, "routes", len(out.Config.Routes), "clusters", len(out.Config.Clusters))
 	}
 	c.mu.Lock()
 	c.last = out
 	c.mu.Unlock()
 	c.synced.Store(true)
+	if span.IsRecording() {
+		span.SetAttributes(attrLeader.Bool(leading))
+	}
 
-	if !c.leader.Load() {
+	if !leading {
 		c.written = nil // a future leader compares everything
 		if c.opts.Cloudflare != nil {
-			c.opts.Cloudflare.Update(nil) // only the leader speaks to Cloudflare
+			c.opts.Cloudflare.UpdateContext(ctx, nil) // only the leader speaks to Cloudflare
 		}
 		return nil
 	}
 	if c.opts.Cloudflare != nil {
-		c.opts.Cloudflare.Update(desiredTunnels(&in.Snapshot, out, c.controllerName))
+		tunnels := desiredTunnels(&in.Snapshot, out, c.controllerName)
+		if span.IsRecording() {
+			span.SetAttributes(attrTunnelClasses.Int(len(tunnels)))
+		}
+		c.opts.Cloudflare.UpdateContext(ctx, tunnels)
 	}
 	c.recordEvents(out.Events)
 	if c.w.deleted.Swap(false) {
@@ -227,8 +266,20 @@ func (c *Controller) sync(ctx context.Context) error {
 		// compare everything with the cache (unchanged ones write nothing).
 		c.written = nil
 	}
-	n, err := c.writeStatuses(ctx, c.written, out)
+	wctx, ws := c.tracer.Start(ctx, spanStatusWrites)
+	compareAll := c.written == nil
+	n, failed, err := c.writeStatuses(wctx, c.written, out)
 	c.Stats.StatusWrites.Add(int64(n))
+	if ws.IsRecording() {
+		ws.SetAttributes(attrStatusWrites.Int(n), attrStatusErrors.Int(failed), attrStatusCompareAll.Bool(compareAll))
+		if err != nil {
+			ws.SetStatus(codes.Error, "status writes failed") // each error is an event of this span
+		}
+	}
+	ws.End()
+	if span.IsRecording() {
+		span.SetAttributes(attrStatusWrites.Int(n), attrStatusErrors.Int(failed))
+	}
 	if err != nil {
 		c.written = nil // compare everything next time: writes that worked are then no-ops
 		return err

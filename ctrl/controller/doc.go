@@ -21,5 +21,6 @@
 //
 // Files: informers.go (what is watched), snapshot.go (listers to a
 // Snapshot), controller.go (queue, worker, sync), status.go (status merge
-// and writes), events.go, leader.go, metrics.go.
+// and writes), events.go, leader.go, admin.go (health, metrics, pprof),
+// tracing.go (the spans of a sync).
 package controller

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,17 +29,19 @@ import (
 
 // writeStatuses writes what changed between the last written output and
 // out (all of out when written is nil), and reports how many objects it
-// wrote. Errors are joined: one object failing does not stop the others.
-func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.Output) (int, error) {
+// wrote and how many failed. Errors are joined: one object failing does
+// not stop the others; each is recorded on ctx's span.
+func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.Output) (wrote, failed int, err error) {
 	ch := translate.Diff(written, out)
-	n := 0
 	var errs []error
-	note := func(wrote bool, err error) {
-		if wrote {
-			n++
+	span := trace.SpanFromContext(ctx)
+	note := func(w bool, err error) {
+		if w {
+			wrote++
 		}
 		if err != nil && !apierrors.IsNotFound(err) { // gone: nothing to write
 			errs = append(errs, err)
+			span.RecordError(err)
 		}
 	}
 	for _, name := range ch.GatewayClasses {
@@ -59,7 +62,7 @@ func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.
 	for _, k := range ch.BackendTLSPolicies {
 		note(c.writePolicy(ctx, k, out.BackendTLSPolicies[k]))
 	}
-	return n, errors.Join(errs...)
+	return wrote, len(errs), errors.Join(errs...)
 }
 
 // update is one object's read-modify-write: get reads the object (from the
