@@ -40,16 +40,19 @@ func TestMain(m *testing.M) {
 }
 
 // clusterEnv returns the shared Env with what every render may refer to:
-// the release namespace and the ServiceMonitor CRD.
+// the release namespace and the ServiceMonitor and PrometheusRule CRDs.
 func clusterEnv(t *testing.T) *kubeenv.Env {
 	t.Helper()
 	env := shared.Env(t)
-	crd, err := os.ReadFile(filepath.Join(toolsDir(t), serviceMonitorCRD))
-	if err != nil {
-		t.Fatal(err)
+	docs := []byte(fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", releaseNS))
+	for _, f := range []string{serviceMonitorCRD, prometheusRuleCRD} {
+		crd, err := os.ReadFile(filepath.Join(toolsDir(t), f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(append(docs, "---\n"...), crd...)
 	}
-	ns := fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", releaseNS)
-	if err := env.Apply(t.Context(), append([]byte(ns+"---\n"), crd...)); err != nil {
+	if err := env.Apply(t.Context(), docs); err != nil {
 		t.Fatal(err)
 	}
 	return env
@@ -89,6 +92,7 @@ func TestRendersPassServerSideDryRun(t *testing.T) {
 func TestServerSideDryRunRefusesBadFields(t *testing.T) {
 	env := clusterEnv(t)
 	objs := decode(t, mustRender(t, valuesFiles(t)["default"]))
+	objs = append(objs, find(t, decode(t, mustRender(t, valuesFiles(t)["ha"])), "PrometheusRule", "tunnelgate"))
 	for _, c := range []struct {
 		kind, suffix string
 		spoil        func(u *unstructured.Unstructured)
@@ -103,6 +107,12 @@ func TestServerSideDryRunRefusesBadFields(t *testing.T) {
 		{"GatewayClassConfig", "tunnelgate", func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, "yes", "spec", "dns", "enabled")
 		}, "spec.dns.enabled"},
+		{"PrometheusRule", "tunnelgate", func(u *unstructured.Unstructured) {
+			groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "groups")
+			rule := groups[0].(map[string]any)["rules"].([]any)[0].(map[string]any)
+			rule["for"] = "soon"
+			_ = unstructured.SetNestedSlice(u.Object, groups, "spec", "groups")
+		}, "spec.groups[0].rules[0].for"},
 	} {
 		u := find(t, objs, c.kind, c.suffix).DeepCopy()
 		c.spoil(u)

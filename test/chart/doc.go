@@ -12,9 +12,13 @@
 //   - every rendered object is applied with server-side dry-run and strict
 //     field validation to a real kube-apiserver (test/kubeenv), and helm
 //     installs, upgrades and uninstalls a release there;
+//   - the Grafana dashboard and the alert rules query only metrics of
+//     docs/metrics.md, and are well formed (unique panel ids, balanced
+//     expressions, a severity and annotations on every alert);
 //   - the Dockerfile's build command makes a static binary that runs as the
 //     image's non-root user.
 //
-// helm is built from the Go module proxy by test/tools/chart/build.sh (`make
-// chart-tools`) into a cache; the tests fail, not skip, when it is missing.
+// helm and the Prometheus Operator CRDs come from the Go module proxy by
+// test/tools/chart/build.sh (`make chart-tools`) into a cache; the tests
+// fail, not skip, when they are missing.
 package chart

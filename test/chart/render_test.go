@@ -453,6 +453,10 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"extra arg without dash", []string{"--set", "controller.extraArgs[0]=v"}, "/controller/extraArgs/0"},
 		{"grace period not a duration", []string{"--set", "cloudflared.gracePeriod=30"}, "/cloudflared/gracePeriod"},
 		{"memory not a quantity", []string{"--set", "proxy.resources.limits.memory=lots"}, "/proxy/resources/limits/memory"},
+		{"5xx ratio over 1", []string{"--set", "metrics.prometheusRule.thresholds.route5xxRatio=5"}, "/metrics/prometheusRule/thresholds/route5xxRatio"},
+		{"5xx ratio not a number", []string{"--set", "metrics.prometheusRule.thresholds.route5xxRatio=5%"}, "/metrics/prometheusRule/thresholds/route5xxRatio"},
+		{"alert threshold misspelt", []string{"--set", "metrics.prometheusRule.thresholds.syncP99=3"}, "additional properties 'syncP99' not allowed"},
+		{"dashboard label not a label key", []string{"--set", "metrics.grafanaDashboard.label=grafana dashboard"}, "/metrics/grafanaDashboard/label"},
 		// templates/_validate.tpl: values that do not fit together.
 		{"no API token", []string{"--set", "cloudflare.apiToken.value="}, "cloudflare.apiToken: the controller needs a Cloudflare API token"},
 		{"API token twice", []string{"--set", "cloudflare.apiToken.existingSecret=cf"}, "give value or existingSecret, not both"},
@@ -489,6 +493,8 @@ func TestGoodValuesRender(t *testing.T) {
 		{"--set", "cloudflared.gracePeriod=1m30s"},
 		{"--set", "controller.extraArgs[0]=-kube-qps=20"},
 		{"--set", "cloudflare.tunnel.token.value=", "--set", "cloudflare.tunnel.name=edge"},
+		{"--set", "metrics.grafanaDashboard.enabled=true", "--set", "metrics.grafanaDashboard.label=example.com/dashboard", "--set", "metrics.grafanaDashboard.namespace=monitoring"},
+		{"--set", "metrics.prometheusRule.configMap=true", "--set", "metrics.prometheusRule.thresholds.syncP99Seconds=2.5", "--set", "metrics.prometheusRule.thresholds.route5xxRatio=.01"},
 	} {
 		if _, err := render(t, def, args...); err != nil {
 			t.Errorf("%v: %v", args, err)

@@ -15,10 +15,14 @@ const (
 	prometheusOperatorVersion = "v0.85.0"
 )
 
-// serviceMonitorCRD is the file name of the ServiceMonitor CRD in toolsDir.
-const serviceMonitorCRD = "monitoring.coreos.com_servicemonitors.yaml"
+// The file names of the Prometheus Operator CRDs in toolsDir, which the
+// renders' ServiceMonitor and PrometheusRule are validated against.
+const (
+	serviceMonitorCRD = "monitoring.coreos.com_servicemonitors.yaml"
+	prometheusRuleCRD = "monitoring.coreos.com_prometheusrules.yaml"
+)
 
-// toolsDir is where test/tools/chart/build.sh puts helm and the CRD.
+// toolsDir is where test/tools/chart/build.sh puts helm and the CRDs.
 func toolsDir(t testing.TB) string {
 	t.Helper()
 	cache := os.Getenv("TUNNELGATE_TOOLS_CACHE")
@@ -30,7 +34,7 @@ func toolsDir(t testing.TB) string {
 		cache = filepath.Join(home, ".cache", "tunnelgate", "tools")
 	}
 	dir := filepath.Join(cache, fmt.Sprintf("helm-%s-prometheus-operator-%s", helmVersion, prometheusOperatorVersion))
-	for _, f := range []string{"helm", serviceMonitorCRD} {
+	for _, f := range []string{"helm", serviceMonitorCRD, prometheusRuleCRD} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Fatalf("%s is not in %s: run `make chart-tools` in the repository root (about 4 minutes once per machine, then cached)", f, dir)
 		}
