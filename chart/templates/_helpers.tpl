@@ -138,3 +138,38 @@ collects harder as the heap nears it instead of being OOM-killed.
       divisor: "1"
 {{- end -}}
 {{- end -}}
+
+{{/*
+logArgs are the log flags both processes take. (The controller's
+-v, if set, wins for the level.)
+*/}}
+{{- define "tunnelgate.logArgs" -}}
+- -log-level={{ .Values.observability.logLevel }}
+- -log-format={{ .Values.observability.logFormat }}
+{{- end -}}
+
+{{/*
+tracingEnv sets the standard OpenTelemetry variables for a container of
+service (list . "tunnelgate-proxy"), when tracing is on. POD_NAME and
+POD_NAMESPACE must be defined before it.
+*/}}
+{{- define "tunnelgate.tracingEnv" -}}
+{{- $root := index . 0 -}}
+{{- $t := $root.Values.observability.tracing -}}
+{{- if $t.enabled -}}
+- name: OTEL_TRACES_EXPORTER
+  value: otlp
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ $t.endpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: {{ $t.protocol | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ $t.sampler | quote }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ $t.samplerArg | toString | quote }}
+- name: OTEL_SERVICE_NAME
+  value: {{ index . 1 }}
+- name: OTEL_RESOURCE_ATTRIBUTES
+  value: k8s.namespace.name=$(POD_NAMESPACE),k8s.pod.name=$(POD_NAME)
+{{- end -}}
+{{- end -}}

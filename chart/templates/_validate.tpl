@@ -4,6 +4,9 @@ that fit the schema but not each other. values.schema.json checks each value
 alone.
 */}}
 {{- define "tunnelgate.validate" -}}
+{{- if and .Values.observability.tracing.enabled (not .Values.observability.tracing.endpoint) -}}
+{{- fail "observability.tracing: set endpoint to the OTLP collector (e.g. http://otel-collector.observability:4318) to enable tracing" -}}
+{{- end -}}
 {{- $cf := .Values.cloudflare -}}
 {{- $t := $cf.tunnel -}}
 {{- if and $cf.apiToken.value $cf.apiToken.existingSecret -}}

@@ -456,6 +456,10 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"5xx ratio over 1", []string{"--set", "metrics.prometheusRule.thresholds.route5xxRatio=5"}, "/metrics/prometheusRule/thresholds/route5xxRatio"},
 		{"5xx ratio not a number", []string{"--set", "metrics.prometheusRule.thresholds.route5xxRatio=5%"}, "/metrics/prometheusRule/thresholds/route5xxRatio"},
 		{"alert threshold misspelt", []string{"--set", "metrics.prometheusRule.thresholds.syncP99=3"}, "additional properties 'syncP99' not allowed"},
+		{"log level misspelt", []string{"--set", "observability.logLevel=verbose"}, "/observability/logLevel"},
+		{"access log sample 0", []string{"--set", "observability.accessLog.sample=0"}, "/observability/accessLog/sample"},
+		{"unknown sampler", []string{"--set", "observability.tracing.sampler=sometimes"}, "/observability/tracing/sampler"},
+		{"tracing without endpoint", []string{"--set", "observability.tracing.enabled=true"}, "observability.tracing: set endpoint"},
 		{"dashboard label not a label key", []string{"--set", "metrics.grafanaDashboard.label=grafana dashboard"}, "/metrics/grafanaDashboard/label"},
 		// templates/_validate.tpl: values that do not fit together.
 		{"no API token", []string{"--set", "cloudflare.apiToken.value="}, "cloudflare.apiToken: the controller needs a Cloudflare API token"},
