@@ -138,7 +138,7 @@ func samplerFrom(getenv func(string) string) (sdktrace.Sampler, string, error) {
 			return 1, nil
 		}
 		v, err := strconv.ParseFloat(arg, 64)
-		if err != nil || v < 0 || v > 1 {
+		if err != nil || !(v >= 0 && v <= 1) { // NaN too
 			return 0, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG %q: want a ratio from 0 to 1", arg)
 		}
 		return v, nil

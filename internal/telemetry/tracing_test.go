@@ -48,6 +48,7 @@ func TestSampler(t *testing.T) {
 		{"traceidratio", "", "TraceIDRatioBased{1}", ""},
 		{"traceidratio", "1.5", "", "want a ratio from 0 to 1"},
 		{"traceidratio", "half", "", "want a ratio from 0 to 1"},
+		{"traceidratio", "NaN", "", "want a ratio from 0 to 1"},
 		{"sometimes", "", "", `OTEL_TRACES_SAMPLER "sometimes"`},
 	} {
 		s, _, err := samplerFrom(env("OTEL_TRACES_SAMPLER", c.name, "OTEL_TRACES_SAMPLER_ARG", c.arg))
