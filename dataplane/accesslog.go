@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -38,12 +37,8 @@ type AccessLogOptions struct {
 type AccessLog struct {
 	opts   AccessLogOptions
 	out    *bufio.Writer
-	queue  chan *bytebufferpool.ByteBuffer
-	kick   chan struct{} // the queue is filling: write now
-	stop   chan struct{}
-	done   chan struct{}
+	queue  *drainQueue[*bytebufferpool.ByteBuffer]
 	closed atomic.Bool
-	close  sync.Once
 
 	written, dropped atomic.Int64
 }
@@ -59,25 +54,17 @@ func NewAccessLog(w io.Writer, opts AccessLogOptions) *AccessLog {
 	l := &AccessLog{
 		opts:  opts,
 		out:   bufio.NewWriterSize(w, 64<<10),
-		queue: make(chan *bytebufferpool.ByteBuffer, opts.Queue),
-		kick:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		queue: newDrainQueue[*bytebufferpool.ByteBuffer](opts.Queue),
 	}
-	go l.run()
+	go l.queue.run(flushEvery, l.write, func() { l.out.Flush() })
 	return l
 }
 
 // Close writes the lines queued and stops the writer; requests served
-// after it are not logged. It is safe to call more than once. (The queue
-// is never closed: a request finishing at that moment must not send on
-// a closed channel.)
+// after it are not logged. It is safe to call more than once.
 func (l *AccessLog) Close() {
-	l.close.Do(func() {
-		l.closed.Store(true)
-		close(l.stop)
-		<-l.done
-	})
+	l.closed.Store(true)
+	l.queue.close()
 }
 
 // Written and Dropped count lines: written out, or dropped because the
@@ -85,56 +72,14 @@ func (l *AccessLog) Close() {
 func (l *AccessLog) Written() int64 { return l.written.Load() }
 func (l *AccessLog) Dropped() int64 { return l.dropped.Load() }
 
-// run writes the queued lines every flushEvery, or sooner when the queue
-// is half full. Requests never wake it line by line: that would cost each
-// one a goroutine switch.
-func (l *AccessLog) run() {
-	defer close(l.done)
-	tick := time.NewTicker(flushEvery)
-	defer tick.Stop()
-	drain := func() {
-		for {
-			select {
-			case b := <-l.queue:
-				l.out.Write(b.B)
-				bytebufferpool.Put(b)
-				l.written.Add(1)
-			default:
-				l.out.Flush()
-				return
-			}
-		}
-	}
-	for {
-		select {
-		case <-tick.C:
-			drain()
-		case <-l.kick:
-			drain()
-		case <-l.stop:
-			drain()
-			return
-		}
-	}
-}
-
 // flushEvery bounds how long a line waits to be written.
 const flushEvery = 100 * time.Millisecond
 
-// offer queues a line, or drops it when the queue is full.
-func (l *AccessLog) offer(b *bytebufferpool.ByteBuffer) {
-	select {
-	case l.queue <- b:
-		if len(l.queue) >= cap(l.queue)/2 {
-			select {
-			case l.kick <- struct{}{}:
-			default:
-			}
-		}
-	default:
-		bytebufferpool.Put(b)
-		l.dropped.Add(1)
-	}
+// write buffers one line; the queue flushes the buffer once drained.
+func (l *AccessLog) write(b *bytebufferpool.ByteBuffer) {
+	l.out.Write(b.B)
+	bytebufferpool.Put(b)
+	l.written.Add(1)
 }
 
 // log formats the request's line, if it is sampled, and queues it.
@@ -147,7 +92,10 @@ func (l *AccessLog) log(rec *reqRecord, r *http.Request, trusted bool, status in
 	}
 	b := bytebufferpool.Get()
 	b.B = l.appendLine(b.B[:0], rec, r, trusted, status, size, end)
-	l.offer(b)
+	if !l.queue.offer(b) {
+		bytebufferpool.Put(b)
+		l.dropped.Add(1)
+	}
 }
 
 // appendLine appends the JSON line of one request. Keys are fixed;

@@ -3,7 +3,6 @@ package dataplane
 import (
 	"context"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,11 +46,8 @@ type TracerOptions struct {
 type Tracer struct {
 	opts  TracerOptions
 	scope instrumentation.Scope
-	queue chan *proxySpan
-	kick  chan struct{} // the queue is filling: export now
-	stop  chan struct{}
-	done  chan struct{}
-	close sync.Once
+	queue *drainQueue[*proxySpan]
+	batch []sdktrace.ReadOnlySpan // spans taken from the queue, not yet exported
 
 	exported, dropped, failed atomic.Int64
 }
@@ -76,23 +72,18 @@ func NewTracer(opts TracerOptions) *Tracer {
 	t := &Tracer{
 		opts:  opts,
 		scope: instrumentation.Scope{Name: meterName},
-		queue: make(chan *proxySpan, opts.Queue),
-		kick:  make(chan struct{}, 1),
-		stop:  make(chan struct{}),
-		done:  make(chan struct{}),
+		queue: newDrainQueue[*proxySpan](opts.Queue),
+		batch: make([]sdktrace.ReadOnlySpan, 0, exportBatch),
 	}
-	go t.run()
+	// Batches go out when full, and whenever the queue has been drained:
+	// every Interval with spans waiting, when it is half full, at Close.
+	go t.queue.run(opts.Interval, t.take, t.export)
 	return t
 }
 
 // Close exports the spans queued and stops. Spans ended after it are
 // dropped.
-func (t *Tracer) Close() {
-	t.close.Do(func() {
-		close(t.stop)
-		<-t.done
-	})
-}
+func (t *Tracer) Close() { t.queue.close() }
 
 // proxySpan is one span as the request path records it. Attributes are
 // plain fields; export turns the ones set into attribute.KeyValues.
@@ -160,70 +151,36 @@ func putUint64(b []byte, v uint64) {
 	}
 }
 
-// finish queues s for export, or drops it when the queue is full. The
-// exporter goroutine is woken only when the queue is half full: waking
-// it for every span would cost the request path a goroutine switch.
+// finish queues s for export, or drops it when the queue is full.
 func (t *Tracer) finish(s *proxySpan, end time.Time) {
 	s.end = end
-	select {
-	case t.queue <- s:
-		if len(t.queue) >= cap(t.queue)/2 {
-			select {
-			case t.kick <- struct{}{}:
-			default:
-			}
-		}
-	default:
+	if !t.queue.offer(s) {
 		t.dropped.Add(1)
 	}
 }
 
-// run exports batches: when one is full, when Interval has passed with
-// spans waiting, and at Close.
-func (t *Tracer) run() {
-	defer close(t.done)
-	tick := time.NewTicker(t.opts.Interval)
-	defer tick.Stop()
-	batch := make([]sdktrace.ReadOnlySpan, 0, exportBatch)
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		if err := t.opts.Exporter.ExportSpans(ctx, batch); err != nil {
-			t.failed.Add(int64(len(batch)))
-		} else {
-			t.exported.Add(int64(len(batch)))
-		}
-		cancel()
-		clear(batch)
-		batch = batch[:0]
+// take adds a span to the batch, exporting the batch once it is full.
+func (t *Tracer) take(s *proxySpan) {
+	t.batch = append(t.batch, t.readOnly(s))
+	if len(t.batch) == exportBatch {
+		t.export()
 	}
-	drain := func() {
-		for {
-			select {
-			case s := <-t.queue:
-				batch = append(batch, t.readOnly(s))
-				if len(batch) == exportBatch {
-					flush()
-				}
-			default:
-				flush()
-				return
-			}
-		}
+}
+
+// export hands the batch to the exporter.
+func (t *Tracer) export() {
+	if len(t.batch) == 0 {
+		return
 	}
-	for {
-		select {
-		case <-tick.C:
-			drain()
-		case <-t.kick:
-			drain()
-		case <-t.stop:
-			drain()
-			return
-		}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := t.opts.Exporter.ExportSpans(ctx, t.batch); err != nil {
+		t.failed.Add(int64(len(t.batch)))
+	} else {
+		t.exported.Add(int64(len(t.batch)))
 	}
+	clear(t.batch)
+	t.batch = t.batch[:0]
 }
 
 // readOnly is s as the SDK's exporters take it.
