@@ -17,6 +17,8 @@ import (
 	"time"
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // BenchmarkProxy measures one proxied GET with a 100-byte answer, in
@@ -132,13 +134,9 @@ func serveOwn(b testing.TB, h http.Handler) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := newH1Server(h, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	go s.serve(ln)
-	b.Cleanup(func() {
-		s.closing.Store(true)
-		ln.Close()
-		s.closeAll()
-	})
+	s := &http1.Server{Handler: h, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), HeadTimeout: headTimeout, IdleTimeout: idleTimeout}
+	go s.Serve(ln)
+	b.Cleanup(s.Close)
 	return ln.Addr().String()
 }
 

@@ -3,8 +3,6 @@ package dataplane
 import (
 	"context"
 	"net/http"
-	"sync/atomic"
-	"time"
 )
 
 // Watching for the client going away. While the proxy waits on a backend
@@ -14,10 +12,11 @@ import (
 // proxy only watches where a wait can be long: a response head that has
 // not come within watchAfter, and a streamed body.
 
-// clientWatcher is implemented by the origin server's response writer,
-// whose connection nothing reads during a request: it watches by reading.
+// clientWatcher is implemented by the origin server's response writer
+// (http1.ResponseWriter), whose connection nothing reads during a
+// request: it watches by reading.
 type clientWatcher interface {
-	watchClient(onGone func()) (stop func() bool)
+	WatchClient(onGone func()) (stop func() bool)
 }
 
 // watchClient arranges for onGone to run if the client goes away, until
@@ -25,37 +24,10 @@ type clientWatcher interface {
 // ran. It returns nil when the client cannot be watched.
 func watchClient(w http.ResponseWriter, r *http.Request, onGone func()) (stop func() bool) {
 	if cw, ok := w.(clientWatcher); ok {
-		return cw.watchClient(onGone)
+		return cw.WatchClient(onGone)
 	}
 	if r.Context().Done() == nil {
 		return nil
 	}
 	return context.AfterFunc(r.Context(), onGone)
-}
-
-// watchClient reads from the client connection in a goroutine: an error
-// (the client closed or reset it) means it is gone. It only watches once
-// the request body has been read whole, since the handler may still be
-// reading it; a client that sends its next request early is alive, and
-// the watch ends there.
-func (w *srvResponse) watchClient(onGone func()) func() bool {
-	c := w.c
-	if w.hijacked || !c.body.done {
-		return nil
-	}
-	var fired atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if _, err := c.br.Peek(1); err != nil && !isTimeout(err) {
-			fired.Store(true)
-			onGone()
-		}
-	}()
-	return func() bool {
-		c.nc.SetReadDeadline(pastDeadline)
-		<-done
-		c.nc.SetReadDeadline(time.Time{})
-		return !fired.Load()
-	}
 }

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // A cluster's endpoints change far more often than routes (every pod
@@ -49,7 +51,7 @@ type endpoint struct {
 	inflight atomic.Int32
 	// h1 pools HTTP/1.1 connections. On an h2 cluster it still carries
 	// WebSocket handshakes, which need HTTP/1.1.
-	h1 *h1Pool
+	h1 *http1.Pool
 	// downUntil (unix nanoseconds) is set when a connection to the
 	// endpoint failed: until then the balancer prefers other endpoints.
 	downUntil atomic.Int64
@@ -125,7 +127,7 @@ type transportKey struct {
 // share one transport; endpoints with the same address in it share one
 // pool. Pools and transports no longer referenced are closed by sweep.
 type transports struct {
-	settings PoolSettings
+	settings http1.PoolSettings
 
 	mu    sync.Mutex
 	byKey map[transportKey]*transport
@@ -139,7 +141,7 @@ type transport struct {
 	eps   map[string]*endpoint
 }
 
-func newTransports(s PoolSettings) *transports {
+func newTransports(s http1.PoolSettings) *transports {
 	return &transports{settings: s, byKey: map[transportKey]*transport{}}
 }
 
@@ -203,12 +205,13 @@ func (ts *transports) state(c *Cluster) (*clusterState, error) {
 		seen[e.Address] = true
 		ep := t.eps[e.Address]
 		if ep == nil {
-			ep = &endpoint{addr: e.Address, h1: newH1Pool(e.Address, t.tlsH1, ts.settings)}
-			ep.host, ep.port = splitHostPort(e.Address)
+			var explain func(error) error
 			if c.TLS != nil {
 				settings := *c.TLS
-				ep.h1.explain = func(err error) error { return backendTLSError(err, &settings) }
+				explain = func(err error) error { return backendTLSError(err, &settings) }
 			}
+			ep = &endpoint{addr: e.Address, h1: http1.NewPool(e.Address, t.tlsH1, ts.settings, explain)}
+			ep.host, ep.port = splitHostPort(e.Address)
 			t.eps[e.Address] = ep
 		}
 		cs.eps = append(cs.eps, ep)
@@ -233,7 +236,7 @@ func (ts *transports) sweep(live []*clusterState) {
 	for key, t := range ts.byKey {
 		for addr, e := range t.eps {
 			if !used[e] {
-				e.h1.close()
+				e.h1.Close()
 				delete(t.eps, addr)
 			}
 		}
@@ -251,7 +254,7 @@ func (ts *transports) close() { ts.sweep(nil) }
 
 // newH2Transport is net/http's transport limited to HTTP/2: prior
 // knowledge over cleartext (h2c), or TLS with ALPN h2.
-func newH2Transport(tlsConf *tls.Config, s PoolSettings) *http.Transport {
+func newH2Transport(tlsConf *tls.Config, s http1.PoolSettings) *http.Transport {
 	var p http.Protocols
 	if tlsConf == nil {
 		p.SetUnencryptedHTTP2(true)

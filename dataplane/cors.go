@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // CORS header names, in canonical form so they index an http.Header
@@ -299,7 +301,7 @@ func corsList(field string, vals []string) (joined []string, wildcard bool, err 
 			wildcard = true
 			continue
 		}
-		if !isToken(v) {
+		if !http1.IsToken(v) {
 			return nil, false, fmt.Errorf("cors: %s entry %q is not a token or \"*\"", field, v)
 		}
 	}
@@ -314,8 +316,8 @@ func corsList(field string, vals []string) (joined []string, wildcard bool, err 
 // RFC 9110's #rule, but at least one token must be there.
 func corsTokenList(s string) bool {
 	seen := false
-	for elem := range listElems(s) {
-		if !isToken(elem) {
+	for elem := range http1.ListElems(s) {
+		if !http1.IsToken(elem) {
 			return false
 		}
 		seen = true
@@ -405,7 +407,7 @@ func (c *cors) handle(reqHeader http.Header, method string, out http.Header) (pr
 		out[corsHdrAllowMethods] = c.methods
 	case c.anyMethod && !c.credentials:
 		out[corsHdrAllowMethods] = corsValStar
-	case c.anyMethod && isToken(reqMethod[0]):
+	case c.anyMethod && http1.IsToken(reqMethod[0]):
 		if v, ok := corsValMethods[reqMethod[0]]; ok {
 			out[corsHdrAllowMethods] = v
 		} else {
@@ -471,7 +473,7 @@ func corsAddVaryOrigin(out http.Header) {
 		out[corsHdrVary] = corsValOrigin
 		return
 	}
-	if tokenIn(vary, "*") || tokenIn(vary, "Origin") {
+	if http1.HasToken(vary, "*") || http1.HasToken(vary, "Origin") {
 		return
 	}
 	out[corsHdrVary] = append(vary, "Origin")

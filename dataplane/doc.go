@@ -4,8 +4,8 @@
 //
 // # How a request goes through
 //
-//	listener (srvconn.go: own HTTP/1.1 server on the origin listener;
-//	          net/http for TLS with HTTP/2, plain h2c, admin)
+//	listener (package http1's server on the origin listener; net/http
+//	          for TLS with HTTP/2, plain h2c, Gateway addresses, admin)
 //	  → handler.ServeHTTP (handler.go): pick the Gateway listener by host,
 //	    match a route rule (package matcher), fail closed, CORS preflight,
 //	    redirect, rewrite, choose a backend (weights, session pin)
@@ -26,13 +26,11 @@
 //   - Wire config: config.go. Compilation: compile.go, headers.go (header
 //     modifier plans), redirect.go, rewrite.go, cors.go, session.go,
 //     retry.go, mirror.go, backendtls.go.
-//   - Upstream HTTP/1.1: h1pool.go (connections), h1write.go (request
-//     head and body), h1read.go (response head), body.go (body copy and
-//     chunked decoding). Connections and TLS identities: cluster.go.
-//   - Origin server: srvconn.go (connections, janitor, shutdown),
-//     srvrequest.go (request heads), srvbody.go (request bodies),
-//     srvresponse.go (the response writer), clientwatch.go (noticing a
-//     client that left).
+//   - HTTP/1.1 on the wire, server and upstream client, is package
+//     http1. Here: the request as it leaves (outrequest.go), the exchange
+//     with retries and timeouts (forward_h1.go), noticing a client that
+//     left (clientwatch.go). Endpoints, pools and TLS identities:
+//     cluster.go.
 //   - Answers the proxy makes itself: reply.go. Forwarding headers:
 //     forwarded.go. Listeners and shutdown: server.go. Admin and metrics:
 //     admin.go, metrics.go. The generated TLS origin certificate:

@@ -98,9 +98,7 @@ func checkNoLeakedConns(t *testing.T, p *Proxy) {
 		defer p.transports.mu.Unlock()
 		for _, tr := range p.transports.byKey {
 			for addr, ep := range tr.eps {
-				ep.h1.mu.Lock()
-				open, idle := ep.h1.open, len(ep.h1.idle)
-				ep.h1.mu.Unlock()
+				idle, open := ep.h1.Counts()
 				if open != idle {
 					return fmt.Sprintf("%s: %d connections open, %d idle", addr, open, idle)
 				}

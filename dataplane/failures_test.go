@@ -240,9 +240,7 @@ func TestConnectionCap(t *testing.T) {
 		}
 	}
 	pool := e.p.slots["a"].state.Load().eps[0].h1
-	pool.mu.Lock()
-	open, idle := pool.open, len(pool.idle)
-	pool.mu.Unlock()
+	idle, open := pool.Counts()
 	if open != idle || open > 2 {
 		t.Errorf("%d connections counted open, %d idle: a place leaked", open, idle)
 	}

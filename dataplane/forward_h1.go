@@ -9,19 +9,11 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
-// inlineBody is the largest request body of known length written by the
-// handler goroutine before it reads the response. Bigger or unknown
-// bodies are written by a goroutine of their own, so that a backend that
-// answers before reading everything (a 413, say) cannot deadlock the
-// exchange.
-const inlineBody = 64 << 10
-
 var chunkedTE = []string{"chunked"}
-
-// pastDeadline unblocks a connection's pending I/O at once.
-var pastDeadline = time.Unix(1, 0)
 
 // deadlines returns when the whole exchange must have its response head
 // (zero for no limit).
@@ -66,16 +58,12 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
-		x.endAttempt(began, head.status, nil)
-		if rp := x.rule.retry; rp != nil && rp.retryable(head.status) && x.mayRetry(attempt, nil, reqDeadline, r) {
+		x.endAttempt(began, head.Status, nil)
+		if rp := x.rule.retry; rp != nil && rp.retryable(head.Status) && x.mayRetry(attempt, nil, reqDeadline, r) {
 			// Drop this answer and try again; keep the connection if its
 			// body is small enough to read past.
-			if <-bodyDone == nil && !head.closeConn && discardBody(c.br, head, r.Method, 64<<10) {
-				c.pool.put(c)
-			} else {
-				c.close()
-			}
-			putRespHead(head)
+			c.Drop(head, r.Method, 64<<10, bodyDone)
+			http1.PutHead(head)
 			ep.inflight.Add(-1)
 			last = ep
 			continue
@@ -108,7 +96,7 @@ func (x *exchange) endpointFor(w http.ResponseWriter, r *http.Request, attempt i
 // connection, and either waits to retry (true) or answers the client.
 func (x *exchange) attemptFailed(w http.ResponseWriter, r *http.Request, ep *endpoint, attempt int, err error, reqDeadline time.Time) (retry bool) {
 	stats := &x.h.p.stats
-	var cb *errClientBody
+	var cb *http1.ClientBodyError
 	if errors.As(err, &cb) {
 		// The client stopped sending (or sent less than it said): nothing
 		// useful can be answered, but try.
@@ -117,7 +105,7 @@ func (x *exchange) attemptFailed(w http.ResponseWriter, r *http.Request, ep *end
 	}
 	status, msg := upstreamFailure(err, stats)
 	x.h.p.logUpstream(x.cs.name, ep.addr, status, err)
-	var dial *errDial
+	var dial *http1.DialError
 	if errors.As(err, &dial) {
 		ep.markDown()
 	}
@@ -136,7 +124,7 @@ func (x *exchange) mayRetry(attempt int, err error, reqDeadline time.Time, r *ht
 	if rp == nil || attempt >= rp.attempts {
 		return false
 	}
-	var dial *errDial
+	var dial *http1.DialError
 	if !x.replayable() && !errors.As(err, &dial) {
 		return false // the body has been (partly) sent and is gone
 	}
@@ -162,97 +150,70 @@ func (x *exchange) mayRetry(attempt int, err error, reqDeadline time.Time, r *ht
 // head. A reused connection that turns out to have been closed by the
 // server is replaced once by a new one, when the request can be replayed.
 // bodyDone delivers the outcome of writing the body.
-func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (*upConn, *respHead, <-chan error, error) {
+func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (*http1.Conn, *http1.Head, <-chan error, error) {
 	for fresh := false; ; fresh = true {
-		var c *upConn
+		var c *http1.Conn
 		var err error
 		if fresh {
-			c, err = ep.h1.fresh(ctx)
+			c, err = ep.h1.Dial(ctx)
 		} else {
-			c, err = ep.h1.get(ctx)
+			c, err = ep.h1.Get(ctx)
 		}
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if c.reused && !x.replayable() && !c.looksAlive() {
-			c.close()
+		if c.Reused() && !x.replayable() && !c.LooksAlive() {
+			c.Close()
 			continue // a new connection: the body must not go into a dead one
 		}
 		if !deadline.IsZero() {
-			c.nc.SetDeadline(deadline)
+			c.SetDeadline(deadline)
 		}
-		head, bodyDone, err := x.exchangeOn(ctx, c, deadline)
+		head, bodyDone, err := x.exchangeOn(c, deadline)
 		if err == nil {
 			if !deadline.IsZero() {
-				c.nc.SetDeadline(time.Time{}) // the timeouts bound the head only
+				c.SetDeadline(time.Time{}) // the timeouts bound the head only
 			}
 			return c, head, bodyDone, nil
 		}
-		c.close()
+		c.Close()
 		if bodyDone != nil {
 			<-bodyDone
-		}
-		if head != nil {
-			putRespHead(head)
 		}
 		if ctx.Err() != nil {
 			return nil, nil, nil, context.Cause(ctx)
 		}
-		if c.reused && !fresh && stale(err) && x.replayable() {
+		if c.Reused() && !fresh && stale(err) && x.replayable() {
 			continue
 		}
 		return nil, nil, nil, err
 	}
 }
 
-// closedBody is a bodyDone channel that has already delivered success.
-var closedBody = func() chan error { c := make(chan error, 1); c <- nil; close(c); return c }()
-
 // exchangeOn writes the request and reads the head on c.
-func (x *exchange) exchangeOn(ctx context.Context, c *upConn, deadline time.Time) (*respHead, <-chan error, error) {
-	writeHead(c.bw, &x.out)
-	bodyDone := (<-chan error)(closedBody)
-	switch {
-	case !x.hasBody:
-	case x.replay != nil:
-		c.bw.Write(x.replay)
-	case x.out.contentLength > 0 && x.out.contentLength <= inlineBody:
-		if _, err := writeBody(c.bw, x.body, x.out.contentLength); err != nil {
-			return nil, nil, err
-		}
-	default:
-		// The head goes now; the writer owns c.bw from here on.
-		if err := c.bw.Flush(); err != nil {
-			return nil, nil, err
-		}
-		ch := make(chan error, 1)
-		go writeBodyAsync(c, x.body, x.out.contentLength, ch)
-		bodyDone = ch
+func (x *exchange) exchangeOn(c *http1.Conn, deadline time.Time) (*http1.Head, <-chan error, error) {
+	writeHead(c.Writer(), &x.out)
+	var body io.Reader
+	if x.hasBody {
+		body = x.body
 	}
-	if bodyDone == (<-chan error)(closedBody) {
-		if err := c.bw.Flush(); err != nil {
-			return nil, nil, err
-		}
+	bodyDone, err := c.Send(body, x.replay, x.out.contentLength)
+	if err != nil {
+		return nil, bodyDone, err
 	}
-	stop, err := x.awaitResponse(c, deadline)
-	if stop != nil {
-		defer func() {
-			if !stop() {
-				c.broken = true // the watch fired and ruined the deadline
-			}
-		}()
+	slow, err := c.WaitFor(time.Now().Add(watchAfter), deadline)
+	if slow {
+		if stop := x.watchClient(c); stop != nil {
+			defer stop()
+		}
 	}
 	if err != nil {
 		return nil, bodyDone, err
 	}
-	head := getRespHead()
-	if err := readHead(c.br, head); err != nil {
-		putRespHead(head)
+	head := http1.GetHead()
+	if err := c.ReadResponse(head, x.out.upgrade != ""); err != nil {
+		http1.PutHead(head)
 		return nil, bodyDone, err
-	}
-	if head.status == http.StatusSwitchingProtocols && x.out.upgrade == "" {
-		putRespHead(head)
-		return nil, bodyDone, protoErr("101 Switching Protocols without an upgrade request")
 	}
 	return head, bodyDone, nil
 }
@@ -263,49 +224,20 @@ func (x *exchange) exchangeOn(ctx context.Context, c *upConn, deadline time.Time
 // one that leaves during a long poll frees the backend connection.
 const watchAfter = 500 * time.Millisecond
 
-// awaitResponse waits for the first byte of the response. If it is slow
-// to come, it arranges for the wait to end when the client goes away, and
-// returns the function that stops that watch.
-func (x *exchange) awaitResponse(c *upConn, deadline time.Time) (stop func() bool, err error) {
-	if c.br.Buffered() > 0 {
-		return nil, nil
-	}
-	early := time.Now().Add(watchAfter)
-	if !deadline.IsZero() && !early.Before(deadline) {
-		return nil, nil // the deadline comes first anyway
-	}
-	c.nc.SetReadDeadline(early)
-	_, err = c.br.Peek(1)
-	c.nc.SetReadDeadline(deadline)
-	if err == nil || !isTimeout(err) {
-		return nil, err
-	}
-	return x.watchClient(c), nil
-}
-
 // watchClient watches for the client leaving while c waits on the
-// backend; if it does, c's pending I/O is cut short.
-func (x *exchange) watchClient(c *upConn) func() bool {
+// backend; if it does, c's pending I/O is cut short and c is not reused.
+func (x *exchange) watchClient(c *http1.Conn) func() bool {
 	gone := new(atomic.Bool)
 	x.clientGone = gone
 	return watchClient(x.w, x.r, func() {
 		gone.Store(true)
-		c.nc.SetDeadline(pastDeadline)
+		c.Interrupt()
 	})
 }
 
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// writeBodyAsync writes a body while the caller reads the response.
-func writeBodyAsync(c *upConn, body io.Reader, n int64, done chan<- error) {
-	_, err := writeBody(c.bw, body, n)
-	if err != nil {
-		c.close() // the backend must not take a truncated body as whole
-	}
-	done <- err
 }
 
 // stale reports whether err means the server closed the connection before
@@ -317,7 +249,7 @@ func stale(err error) bool {
 // upstreamFailure maps a failure to get a response to the status the
 // client gets (502, or 504 for a timeout) and counts it.
 func upstreamFailure(err error, stats *Stats) (int, string) {
-	if errors.Is(err, errOverloaded) {
+	if errors.Is(err, http1.ErrOverloaded) {
 		stats.UpstreamErrors.Add(1)
 		return http.StatusServiceUnavailable, "the backend has as many connections as allowed"
 	}
@@ -326,11 +258,11 @@ func upstreamFailure(err error, stats *Stats) (int, string) {
 		return http.StatusGatewayTimeout, "the backend did not answer in time"
 	}
 	stats.UpstreamErrors.Add(1)
-	var dial *errDial
+	var dial *http1.DialError
 	if errors.As(err, &dial) {
 		return http.StatusBadGateway, "could not connect to the backend"
 	}
-	var pe *errMalformed
+	var pe *http1.ProtocolError
 	if errors.As(err, &pe) {
 		return http.StatusBadGateway, "the backend sent a malformed response"
 	}
@@ -340,20 +272,20 @@ func upstreamFailure(err error, stats *Stats) (int, string) {
 // respondReleasing responds, then releases the head and the endpoint's
 // in-flight count even when respond aborts the handler with a panic. (A
 // function of its own: a defer inside forwardH1's loop would allocate.)
-func (x *exchange) respondReleasing(w http.ResponseWriter, r *http.Request, c *upConn, head *respHead, bodyDone <-chan error) {
+func (x *exchange) respondReleasing(w http.ResponseWriter, r *http.Request, c *http1.Conn, head *http1.Head, bodyDone <-chan error) {
 	defer x.ep.inflight.Add(-1)
-	defer putRespHead(head)
+	defer http1.PutHead(head)
 	x.respond(w, r, c, head, bodyDone)
 }
 
 // respond copies the response head to the client, applies response
 // filters, streams the body, and returns the connection to its pool when
 // the exchange ended cleanly.
-func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *upConn, head *respHead, bodyDone <-chan error) {
+func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn, head *http1.Head, bodyDone <-chan error) {
 	stats := &x.h.p.stats
 	hdr := w.Header()
-	head.copyTo(hdr, "")
-	if head.chunked && r.ProtoMajor == 1 {
+	head.CopyTo(hdr)
+	if head.Chunked && r.ProtoMajor == 1 {
 		// Stay chunked, as the backend was: net/http would otherwise give
 		// a short body a Content-Length and drop the trailers after it.
 		hdr["Transfer-Encoding"] = chunkedTE
@@ -362,61 +294,30 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *upConn, he
 	if _, ok := hdr["Content-Type"]; !ok {
 		hdr["Content-Type"] = nil // keep net/http from sniffing one
 	}
-	stats.status(head.status)
-	w.WriteHeader(head.status)
+	stats.status(head.Status)
+	w.WriteHeader(head.Status)
 
-	var err error
-	bc := bodyCopy{w: w, br: c.br}
-	bc.fl, _ = w.(http.Flusher)
-	if head.hasBody(r.Method) && (head.chunked || head.contentLength > int64(c.br.Buffered())) {
+	fl, _ := w.(http.Flusher)
+	var stop func() bool
+	if c.BodyPending(head, r.Method) {
 		// More is to come: the backend may go quiet for as long as it
 		// likes (a stream, a stalled download).
-		if stop := x.watchClient(c); stop != nil {
-			defer func() {
-				if !stop() {
-					c.broken = true
-				}
-			}()
-		}
+		stop = x.watchClient(c)
 	}
-	if head.hasBody(r.Method) {
-		switch {
-		case head.chunked:
-			tr := getRespHead()
-			if err = bc.chunked(tr); err == nil {
-				tr.copyTo(hdr, http.TrailerPrefix)
-			}
-			putRespHead(tr)
-		case head.contentLength >= 0:
-			err = bc.fixed(head.contentLength)
-		default:
-			err = bc.toEOF()
-		}
+	upErr, downErr := c.CopyBody(w, fl, head, r.Method, hdr)
+	if stop != nil {
+		// Before Finish: a watch firing later would interrupt a
+		// connection already back in its pool.
+		stop()
 	}
-	reuse := err == nil && !head.closeConn
-	if reuse {
-		select {
-		case berr := <-bodyDone:
-			reuse = berr == nil
-		default:
-			reuse = false // still sending a body the backend did not wait for
-		}
-	}
-	if reuse {
-		c.pool.put(c)
-	} else {
-		c.close()
-		// Wait for a body writer still running: it reads the client's
-		// body, which must not happen after the handler returns.
-		<-bodyDone
-	}
-	if err != nil && bc.downErr == nil && !x.gone() {
+	c.Finish(head, upErr == nil && downErr == nil, bodyDone)
+	if upErr != nil && !x.gone() {
 		// The backend failed mid-body. Send what arrived, then abort the
 		// client's response so it sees a truncated message, not a
 		// complete short one.
 		stats.UpstreamErrors.Add(1)
-		if bc.fl != nil {
-			bc.fl.Flush()
+		if fl != nil {
+			fl.Flush()
 		}
 		panic(http.ErrAbortHandler)
 	}

@@ -7,8 +7,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // forwardH2 sends the request through net/http's HTTP/2 transport (h2c or
@@ -115,7 +118,7 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 			h[k] = vs
 		}
 	}
-	if tokenIn(r.Header["Te"], "trailers") {
+	if http1.HasToken(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
 	if o.plan != nil {
@@ -146,6 +149,9 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 	return h
 }
 
+// copyBufPool holds the buffers HTTP/2 response bodies are copied through.
+var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 // respondH2 streams an HTTP/2 response to the client, flushing after
 // every read so gRPC messages are not held back, then sends the trailers.
 func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.Response) {
@@ -154,7 +160,7 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 	hdr := w.Header()
 	conn := res.Header["Connection"]
 	for k, vs := range res.Header {
-		if hopByHop(k) || (len(conn) > 0 && tokenIn(conn, k)) {
+		if http1.HopByHop(k) || (len(conn) > 0 && http1.HasToken(conn, k)) {
 			continue
 		}
 		hdr[k] = vs

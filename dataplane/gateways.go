@@ -272,8 +272,8 @@ func (g *gatewayServers) open(e gatewayAddr, https bool) (*gatewayServer, error)
 	srv := &http.Server{
 		Handler:           &handler{p: g.p, port: e.port, gateway: e, isGateway: true},
 		Protocols:         &ps,
-		ReadHeaderTimeout: 30 * time.Second,
-		IdleTimeout:       150 * time.Second,
+		ReadHeaderTimeout: headTimeout,
+		IdleTimeout:       idleTimeout,
 		// Failed handshakes (a client that does not trust the
 		// certificate) are the client's business: logged at debug.
 		ErrorLog: slog.NewLogLogger(g.p.opts.Log.Handler(), slog.LevelDebug),

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
 
@@ -346,21 +347,7 @@ func isWebSocket(r *http.Request) bool {
 		return false
 	}
 	up := r.Header["Upgrade"]
-	return len(up) > 0 && tokenIn(up, "websocket") && tokenIn(r.Header["Connection"], "upgrade")
-}
-
-// tokenIn reports whether a comma-separated header holds tok, in any
-// case. It also answers whether a field is named in Connection (RFC 9110
-// §7.6.1: such fields are hop-by-hop).
-func tokenIn(vals []string, tok string) bool {
-	for _, v := range vals {
-		for elem := range listElems(v) {
-			if strings.EqualFold(elem, tok) {
-				return true
-			}
-		}
-	}
-	return false
+	return len(up) > 0 && http1.HasToken(up, "websocket") && http1.HasToken(r.Header["Connection"], "upgrade")
 }
 
 // pickListener returns the listener (merged by hostname) of set that takes

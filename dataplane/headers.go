@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/textproto"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // headerPlan is the combined effect of a chain of header modifiers,
@@ -70,14 +72,14 @@ func compileHeaderPlan(mods ...*HeaderModifier) (*headerPlan, error) {
 }
 
 func (p *headerPlan) op(name, value string) (*headerOp, error) {
-	if !isToken(name) {
+	if !http1.IsToken(name) {
 		return nil, fmt.Errorf("header name %q is not a valid field name (RFC 9110 §5.1)", name)
 	}
-	if !validFieldValue([]byte(value)) {
+	if !http1.ValidFieldValue([]byte(value)) {
 		return nil, fmt.Errorf("value of header %q holds a control character or line break", name)
 	}
 	key := textproto.CanonicalMIMEHeaderKey(name)
-	if hopByHop(key) || key == "Host" || key == "Content-Length" || key == "Expect" {
+	if http1.HopByHop(key) || key == "Host" || key == "Content-Length" || key == "Expect" {
 		return nil, fmt.Errorf("header %q is managed by the proxy and cannot be modified", name)
 	}
 	for i := range p.ops {
@@ -133,15 +135,4 @@ func (p *headerPlan) apply(h http.Header) {
 			}
 		}
 	}
-}
-
-// hopByHop reports whether a canonical header name is connection-specific
-// (RFC 9110 §7.6.1) and so never forwarded as is.
-func hopByHop(key string) bool {
-	switch key {
-	case "Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer",
-		"Transfer-Encoding", "Upgrade", "Proxy-Authenticate", "Proxy-Authorization":
-		return true
-	}
-	return false
 }

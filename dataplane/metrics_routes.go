@@ -68,7 +68,7 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 		idle, open := 0, 0
 		if cs := s.state.Load(); cs != nil {
 			for _, e := range cs.eps {
-				i, o := e.h1.counts()
+				i, o := e.h1.Counts()
 				idle += i
 				open += o
 			}

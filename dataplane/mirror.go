@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // mirror is a compiled RequestMirror filter: a share of requests is copied
@@ -115,25 +117,21 @@ func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string,
 func sendMirrorH1(ep *endpoint, out *outRequest, body []byte) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), mirrorTimeout)
 	defer cancel()
-	c, err := ep.h1.get(ctx)
+	c, err := ep.h1.Get(ctx)
 	if err != nil {
 		return false
 	}
-	c.nc.SetDeadline(time.Now().Add(mirrorTimeout))
-	writeHead(c.bw, out)
-	c.bw.Write(body)
-	head := getRespHead()
-	defer putRespHead(head)
-	if c.bw.Flush() != nil || readHead(c.br, head) != nil {
-		c.close()
+	c.SetDeadline(time.Now().Add(mirrorTimeout))
+	writeHead(c.Writer(), out)
+	bodyDone, err := c.Send(nil, body, int64(len(body)))
+	head := http1.GetHead()
+	defer http1.PutHead(head)
+	if err != nil || c.ReadResponse(head, false) != nil {
+		c.Close()
 		return false
 	}
-	if !head.closeConn && discardBody(c.br, head, out.method, 1<<20) {
-		c.nc.SetDeadline(time.Time{})
-		c.pool.put(c)
-	} else {
-		c.close()
-	}
+	c.SetDeadline(time.Time{})
+	c.Drop(head, out.method, 1<<20, bodyDone)
 	return true
 }
 

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // Every request leaves a record behind: which rule and backend served
@@ -50,7 +52,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	x.rec.start = time.Now()
 	// The proxy's own HTTP/1.1 server knows the status and size of what
 	// it sent; net/http's writers are wrapped to learn them.
-	own, _ := w.(*srvResponse)
+	own, _ := w.(*http1.ResponseWriter)
 	var cw *countingWriter
 	if own == nil {
 		cw = countingWriters.Get().(*countingWriter)
@@ -64,15 +66,15 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // finish turns the record into metrics, a span's end and a log line.
-func (h *handler) finish(rec *reqRecord, r *http.Request, own *srvResponse, cw *countingWriter) {
+func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWriter, cw *countingWriter) {
 	p := h.p
 	p.inflight.Add(-1)
 	end := time.Now()
 	status, size := rec.status, int64(0)
 	if own != nil {
-		size = own.written
+		size = own.Written()
 		if status == 0 {
-			status = own.status
+			status = own.Status()
 		}
 	} else {
 		size = cw.written

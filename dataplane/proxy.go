@@ -11,7 +11,13 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
+
+// PoolSettings tune connections to each backend endpoint (see
+// http1.PoolSettings); HTTP/2 backends get the same limits.
+type PoolSettings = http1.PoolSettings
 
 // Options tune a Proxy. The zero value is usable.
 type Options struct {
@@ -87,20 +93,7 @@ func (p *Proxy) logUpstream(cluster, addr string, status int, err error) {
 
 // New returns a proxy with no config: it answers 503 until Load succeeds.
 func New(opts Options) *Proxy {
-	d := defaultPoolSettings
-	if opts.Pool.MaxIdle > 0 {
-		d.MaxIdle = opts.Pool.MaxIdle
-	}
-	if opts.Pool.IdleTimeout > 0 {
-		d.IdleTimeout = opts.Pool.IdleTimeout
-	}
-	if opts.Pool.DialTimeout > 0 {
-		d.DialTimeout = opts.Pool.DialTimeout
-	}
-	if opts.Pool.MaxConns > 0 {
-		d.MaxConns = opts.Pool.MaxConns
-	}
-	opts.Pool = d
+	opts.Pool = opts.Pool.OrDefaults()
 	if opts.WebSocketIdle <= 0 {
 		opts.WebSocketIdle = time.Hour
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // Listeners says where a proxy accepts traffic. Empty addresses are not
@@ -30,7 +32,7 @@ type Listeners struct {
 	CertDir               string
 	UntrustedOrigin       bool
 	// OriginNetHTTP serves the origin listener with net/http's server
-	// instead of the proxy's own HTTP/1.1 server (see srvconn.go); a
+	// instead of the proxy's own HTTP/1.1 server (package http1); a
 	// fallback should the own server misbehave with some client.
 	OriginNetHTTP bool
 	// Plain is a listener for direct clients (standalone mode, tests):
@@ -89,18 +91,16 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 			Handler:           h,
 			Protocols:         &ps,
 			TLSConfig:         tlsConf,
-			ReadHeaderTimeout: 30 * time.Second,
-			// Longer than cloudflared's 90 s keep-alive, so the proxy never
-			// closes a connection cloudflared is about to reuse.
-			IdleTimeout: 150 * time.Second,
-			ErrorLog:    nil,
+			ReadHeaderTimeout: headTimeout,
+			IdleTimeout:       idleTimeout,
+			ErrorLog:          nil,
 		}
 		servers = append(servers, srv)
 		return ln.Addr().String(), nil
 	}
 	h1only := func(ps *http.Protocols) { ps.SetHTTP1(true) }
 	var err error
-	var own *h1Server
+	var own *http1.Server
 	switch {
 	case l.Origin != "" && l.OriginNetHTTP:
 		if bound.Origin, err = open(l.Origin, p.Handler(0, !l.UntrustedOrigin), h1only, nil); err != nil {
@@ -113,7 +113,7 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 			return fmt.Errorf("origin listener: %w", err)
 		}
 		bound.Origin = ownLn.Addr().String()
-		own = newH1Server(p.Handler(0, !l.UntrustedOrigin), p.opts.Log)
+		own = &http1.Server{Handler: p.Handler(0, !l.UntrustedOrigin), Log: p.opts.Log, HeadTimeout: headTimeout, IdleTimeout: idleTimeout}
 	}
 	if l.OriginTLS != "" {
 		conf, ca, err := originTLS(l)
@@ -165,7 +165,7 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 	errc := make(chan error, len(servers)+1)
 	if own != nil {
 		go func() {
-			if err := own.serve(ownLn); !errors.Is(err, http.ErrServerClosed) {
+			if err := own.Serve(ownLn); !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
@@ -204,15 +204,23 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			own.closing.Store(true)
-			ownLn.Close()
-			own.shutdown(sctx)
+			own.Shutdown(sctx)
 		}()
 	}
 	wg.Wait()
 	p.Close()
 	return serveErr
 }
+
+// Timeouts of every listener's connections to its clients.
+const (
+	// headTimeout bounds sending a request head (slowloris).
+	headTimeout = 30 * time.Second
+	// idleTimeout closes a connection idle between requests. It is
+	// longer than cloudflared's 90 s keep-alive, so the proxy never
+	// closes a connection cloudflared is about to reuse.
+	idleTimeout = 150 * time.Second
+)
 
 // listen opens "host:port" or "unix:/path" (a stale socket file is
 // removed first).

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // Session persistence tokens.
@@ -311,7 +313,7 @@ func sessionCheckName(name string) error {
 		return fmt.Errorf("%d characters, more than %d", len(name), sessionMaxNameLen)
 	}
 	for i := 0; i < len(name); i++ {
-		if !tokenChar[name[i]] {
+		if !http1.IsToken(name[i : i+1]) {
 			return fmt.Errorf("%q has character %q at %d; use letters, digits and !#$%%&'*+-.^_`|~", name, name[i], i)
 		}
 	}

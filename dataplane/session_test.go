@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 var (
@@ -42,7 +44,7 @@ func TestSessionRoundTrip(t *testing.T) {
 			t.Errorf("token for %d-byte endpoint is %d characters", len(tc.ep), len(tok))
 		}
 		for i := 0; i < len(tok); i++ {
-			if !sessionB64Char(tok[i]) || !tokenChar[tok[i]] {
+			if !sessionB64Char(tok[i]) || !http1.IsToken(tok[i:i+1]) {
 				t.Fatalf("token %q has character %q, not a cookie-octet/tchar", tok, tok[i])
 			}
 		}

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tunnelgate/tunnelgate/internal/telemetry"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // Tracing (Options.Tracer; off when nil). Each request gets a server
@@ -183,7 +185,7 @@ func traceparent(sc trace.SpanContext) (parent, state string) {
 // isClientBodyError reports a failure caused by the client's body, not
 // the backend.
 func isClientBodyError(err error) bool {
-	var cb *errClientBody
+	var cb *http1.ClientBodyError
 	return errors.As(err, &cb)
 }
 

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // forwardWebSocket carries a WebSocket handshake (RFC 6455 over HTTP/1.1
@@ -34,17 +36,17 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 		reply(w, r, stats, status, msg)
 		return
 	}
-	defer putRespHead(head)
-	x.endAttempt(began, head.status, nil)
+	defer http1.PutHead(head)
+	x.endAttempt(began, head.Status, nil)
 	x.ep = ep
-	if head.status != http.StatusSwitchingProtocols {
-		head.closeConn = true // the handshake's Connection header was ours
+	if head.Status != http.StatusSwitchingProtocols {
+		head.Close = true // the handshake's Connection header was ours
 		x.respond(w, r, c, head, bodyDone)
 		return
 	}
 	cc, cbuf, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		c.close()
+		c.Close()
 		reply(w, r, stats, http.StatusInternalServerError, "cannot take over the connection")
 		return
 	}
@@ -58,26 +60,21 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 	// session cookie) join the handshake answer.
 	hdr := http.Header{}
 	x.responseFilters(r, hdr)
-	for _, f := range head.fields {
-		cbuf.Write(head.bytes(f.name))
-		cbuf.WriteString(": ")
-		cbuf.Write(head.bytes(f.value))
-		cbuf.WriteString("\r\n")
-	}
+	head.WriteFields(cbuf.Writer)
 	for k, vs := range hdr {
 		for _, v := range vs {
-			writeField(cbuf.Writer, k, v)
+			http1.WriteField(cbuf.Writer, k, v)
 		}
 	}
 	cbuf.WriteString("\r\n")
 	if err := cbuf.Flush(); err != nil {
 		cc.Close()
-		c.close()
+		c.Close()
 		return
 	}
 	x.rec.upgraded = time.Now()
-	tunnel(cc, cbuf.Reader, c.nc, c.br, x.h.p.opts.WebSocketIdle)
-	c.close() // give the connection's place back to the pool
+	tunnel(cc, cbuf.Reader, c.NetConn(), c.Reader(), x.h.p.opts.WebSocketIdle)
+	c.Close() // give the connection's place back to the pool
 }
 
 // tunnel copies a ↔ b until both directions end or nothing moves for

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // End-to-end tests of WebSocket tunnels without a WebSocket library: the
@@ -50,9 +52,9 @@ func wsServer(refuse bool, sawEOF chan<- struct{}, push func(net.Conn)) http.Han
 		key := r.Header.Get("Sec-WebSocket-Key")
 		var bad string
 		switch {
-		case !tokenIn(r.Header["Upgrade"], "websocket"):
+		case !http1.HasToken(r.Header["Upgrade"], "websocket"):
 			bad = "no Upgrade: websocket"
-		case !tokenIn(r.Header["Connection"], "upgrade"):
+		case !http1.HasToken(r.Header["Connection"], "upgrade"):
 			bad = "no Connection: upgrade"
 		case r.Header.Get("Sec-WebSocket-Version") != "13":
 			bad = "no Sec-WebSocket-Version: 13"
@@ -134,7 +136,7 @@ func wsHandshake(t *testing.T, addr, host string) (*wsConn, *http.Response) {
 		if got, want := res.Header.Get("Sec-WebSocket-Accept"), wsAccept(key); got != want {
 			t.Fatalf("Sec-WebSocket-Accept %q, want %q", got, want)
 		}
-		if !tokenIn(res.Header["Upgrade"], "websocket") || !tokenIn(res.Header["Connection"], "upgrade") {
+		if !http1.HasToken(res.Header["Upgrade"], "websocket") || !http1.HasToken(res.Header["Connection"], "upgrade") {
 			t.Fatalf("101 without Upgrade/Connection: %v", res.Header)
 		}
 	}
@@ -239,7 +241,7 @@ func TestWebSocketE2ERefused(t *testing.T) {
 	if err != nil || !strings.Contains(string(body), "not you") {
 		t.Errorf("403 body %q, %v", body, err)
 	}
-	if tokenIn(res.Header["Upgrade"], "websocket") {
+	if http1.HasToken(res.Header["Upgrade"], "websocket") {
 		t.Errorf("403 carries Upgrade: %v", res.Header)
 	}
 	if n := e.p.Stats().WebSockets.Load(); n != 0 {

@@ -1,4 +1,4 @@
-package dataplane
+package http1
 
 import (
 	"bufio"
@@ -8,11 +8,11 @@ import (
 	"strings"
 )
 
-// The origin listener's HTTP/1.1 server parses requests itself (see
-// srvconn.go for why). This file turns a request head into the fields of
-// an *http.Request the pipeline reads, refusing what RFC 9112 says a
-// server must refuse, and what would let a client and the proxy disagree
-// about where a request ends (request smuggling).
+// The Server parses requests itself (see doc.go for why). This file turns
+// a request head into the fields of an *http.Request the handler reads,
+// refusing what RFC 9112 says a server must refuse, and what would let a
+// client and the proxy disagree about where a request ends (request
+// smuggling).
 
 // errBadRequest is a request head the server answers 400 (or the status
 // given) and then closes the connection on.
@@ -28,7 +28,7 @@ func badRequest(msg string) error { return &errBadRequest{http.StatusBadRequest,
 // requestHead is a parsed request line and header section, with the
 // framing of its body.
 type requestHead struct {
-	h      respHead // the line and field spans; h.raw owns the bytes
+	h      Head // the line and field spans; h.raw owns the bytes
 	method string
 	target span // in h.raw
 	minor  int
@@ -61,7 +61,7 @@ func readRequestHead(br *bufio.Reader, q *requestHead) error {
 		if err == errHeadTooLarge {
 			return &errBadRequest{http.StatusRequestHeaderFieldsTooLarge, "request head larger than 256 KiB or 512 fields"}
 		}
-		if pe, ok := err.(*errMalformed); ok {
+		if pe, ok := err.(*ProtocolError); ok {
 			return badRequest(pe.msg)
 		}
 		return err
@@ -224,7 +224,7 @@ func (q *requestHead) fill(r *http.Request) {
 // except Host, which is Request.Host, as net/http does. The target and
 // every value are copied into one string, returned, which starts with the
 // target; hostAt is where the host value is in it (-1 for none).
-func (h *respHead) copyRequestHeader(dst http.Header, target, host span) (all string, hostAt int) {
+func (h *Head) copyRequestHeader(dst http.Header, target, host span) (all string, hostAt int) {
 	total := int(target.end - target.start)
 	for _, f := range h.fields {
 		total += int(f.value.end - f.value.start)
@@ -289,27 +289,3 @@ func validTarget(t []byte) bool {
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
-
-// validHost accepts the bytes a Host value may hold (RFC 3986 reg-name,
-// IP literals and a port), as net/http's server does.
-func validHost(h []byte) bool {
-	for _, c := range h {
-		if !hostByte[c] {
-			return false
-		}
-	}
-	return true
-}
-
-var hostByte = func() (t [256]bool) {
-	for c := '0'; c <= '9'; c++ {
-		t[c] = true
-	}
-	for c := 'a'; c <= 'z'; c++ {
-		t[c], t[c-32] = true, true
-	}
-	for _, c := range "-._~!$&'()*+,;=:[]%@" {
-		t[c] = true
-	}
-	return t
-}()

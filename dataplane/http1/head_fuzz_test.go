@@ -1,4 +1,4 @@
-package dataplane
+package http1
 
 import (
 	"bufio"
@@ -34,7 +34,7 @@ func FuzzResponseHead(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		h := &respHead{}
+		h := &Head{}
 		err := readHead(bufio.NewReader(bytes.NewReader(data)), h)
 		if err != nil {
 			return
@@ -50,19 +50,19 @@ func FuzzResponseHead(f *testing.F) {
 		for res.StatusCode >= 100 && res.StatusCode < 200 && res.StatusCode != 101 {
 			return
 		}
-		if res.StatusCode != h.status {
-			t.Fatalf("status %d, net/http %d for %q", h.status, res.StatusCode, data)
+		if res.StatusCode != h.Status {
+			t.Fatalf("status %d, net/http %d for %q", h.Status, res.StatusCode, data)
 		}
-		if h.chunked != (len(res.TransferEncoding) > 0 && res.TransferEncoding[len(res.TransferEncoding)-1] == "chunked") {
-			t.Fatalf("chunked=%v, net/http %v for %q", h.chunked, res.TransferEncoding, data)
+		if h.Chunked != (len(res.TransferEncoding) > 0 && res.TransferEncoding[len(res.TransferEncoding)-1] == "chunked") {
+			t.Fatalf("chunked=%v, net/http %v for %q", h.Chunked, res.TransferEncoding, data)
 		}
-		if !h.chunked && h.contentLength >= 0 && h.hasBody("GET") && res.ContentLength != h.contentLength {
-			t.Fatalf("length %d, net/http %d for %q", h.contentLength, res.ContentLength, data)
+		if !h.Chunked && h.ContentLength >= 0 && h.HasBody("GET") && res.ContentLength != h.ContentLength {
+			t.Fatalf("length %d, net/http %d for %q", h.ContentLength, res.ContentLength, data)
 		}
 		dst := http.Header{}
 		h.copyTo(dst, "")
 		for k := range dst {
-			if hopByHop(k) {
+			if HopByHop(k) {
 				t.Fatalf("hop-by-hop %q copied for %q", k, data)
 			}
 		}
@@ -87,7 +87,7 @@ func FuzzChunked(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rec := httptest.NewRecorder()
 		c := bodyCopy{w: rec, br: bufio.NewReader(bytes.NewReader(data))}
-		tr := &respHead{}
+		tr := &Head{}
 		err := c.chunked(tr)
 		want, werr := io.ReadAll(httputil.NewChunkedReader(bytes.NewReader(data)))
 		if err != nil {

@@ -1,4 +1,4 @@
-package dataplane
+package http1
 
 import (
 	"bufio"
@@ -77,7 +77,7 @@ func (c *bodyCopy) toEOF() error {
 
 // chunked decodes a chunked body (RFC 9112 §7.1) and parses its trailer
 // section into trailers, which must be empty on entry.
-func (c *bodyCopy) chunked(trailers *respHead) error {
+func (c *bodyCopy) chunked(trailers *Head) error {
 	for {
 		size, err := c.chunkSize()
 		if err != nil {
@@ -205,23 +205,23 @@ func unexpected(err error) error {
 // discardBody reads and drops a response body so its connection can be
 // reused (a retried attempt's answer). It gives up beyond limit bytes and
 // reports false: closing is cheaper than draining a large body.
-func discardBody(br *bufio.Reader, h *respHead, method string, limit int64) bool {
-	if !h.hasBody(method) {
+func discardBody(br *bufio.Reader, h *Head, method string, limit int64) bool {
+	if !h.HasBody(method) {
 		return true
 	}
 	c := bodyCopy{w: io.Discard, br: br}
 	switch {
-	case h.chunked:
-		t := getRespHead()
-		defer putRespHead(t)
+	case h.Chunked:
+		t := GetHead()
+		defer PutHead(t)
 		return c.chunkedLimited(t, limit) == nil
-	case h.contentLength >= 0:
-		return h.contentLength <= limit && c.fixed(h.contentLength) == nil
+	case h.ContentLength >= 0:
+		return h.ContentLength <= limit && c.fixed(h.ContentLength) == nil
 	}
 	return false
 }
 
-func (c *bodyCopy) chunkedLimited(t *respHead, limit int64) error {
+func (c *bodyCopy) chunkedLimited(t *Head, limit int64) error {
 	c.w = &limitedDiscard{left: limit}
 	return c.chunked(t)
 }

@@ -1,4 +1,4 @@
-package dataplane
+package http1
 
 import (
 	"bufio"
@@ -6,11 +6,11 @@ import (
 	"io"
 )
 
-// reqBody is a request body read from the client connection: a fixed
+// requestBody is a request body read from the client connection: a fixed
 // length, or chunked. One lives in each connection and is reset per
 // request. Reading it first sends "100 Continue" when the client asked.
-type reqBody struct {
-	c         *srvConn
+type requestBody struct {
+	c         *conn
 	br        *bufio.Reader
 	remaining int64 // bytes left of a fixed body or of the current chunk
 	chunked   bool
@@ -19,8 +19,8 @@ type reqBody struct {
 	continued bool // 100 Continue sent (or not needed)
 }
 
-func (b *reqBody) reset(c *srvConn, q *requestHead) {
-	*b = reqBody{c: c, br: c.br, remaining: q.contentLength, chunked: q.chunked, continued: !q.expect100}
+func (b *requestBody) reset(c *conn, q *requestHead) {
+	*b = requestBody{c: c, br: c.br, remaining: q.contentLength, chunked: q.chunked, continued: !q.expect100}
 	if !q.chunked && q.contentLength == 0 {
 		b.done = true
 	}
@@ -30,7 +30,7 @@ func (b *reqBody) reset(c *srvConn, q *requestHead) {
 // long; the connection is closed.
 var errBodyTooLarge = errors.New("request body framing too large")
 
-func (b *reqBody) Read(p []byte) (int, error) {
+func (b *requestBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
 	}
@@ -75,7 +75,7 @@ func (b *reqBody) Read(p []byte) (int, error) {
 
 // nextChunk reads a chunk-size line; a zero size ends the body after its
 // trailer section, which is read and dropped.
-func (b *reqBody) nextChunk() error {
+func (b *requestBody) nextChunk() error {
 	line, err := b.br.ReadSlice('\n')
 	if err != nil {
 		if err == bufio.ErrBufferFull {
@@ -106,12 +106,12 @@ func (b *reqBody) nextChunk() error {
 	}
 }
 
-func (b *reqBody) Close() error { return nil }
+func (b *requestBody) Close() error { return nil }
 
 // drain reads what the handler left of the body, so the connection can
 // serve the next request; it gives up (and the connection is closed)
 // beyond limit bytes.
-func (b *reqBody) drain(limit int64) bool {
+func (b *requestBody) drain(limit int64) bool {
 	if b.done {
 		return true
 	}

@@ -1,10 +1,9 @@
-package dataplane
+package http1
 
 import (
 	"bufio"
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -14,31 +13,50 @@ import (
 	"time"
 )
 
-// The origin listener serves one client, cloudflared, with kept-alive
-// HTTP/1.1 connections, and carries every request the proxy handles, so it
-// has a server of its own instead of net/http's. net/http's server
-// allocates a request, a URL, a context and a string per header field on
-// every request, and hands each request's connection to a second goroutine
-// that watches for the client going away. This server keeps one request,
-// header map and response writer per connection and reuses them; a
-// request costs two allocations (its header values) and one goroutine for
-// the connection's life. It speaks HTTP/1.1 only; the TLS origin (HTTP/2)
-// and the plain listener stay on net/http.
+// Server serves HTTP/1.1 on kept-alive connections with a handler, as
+// net/http's server does, but reusing one request, header map and
+// response writer per connection: a request costs two allocations (its
+// header values) and one goroutine for the connection's life. Timers are
+// not armed per request either: a janitor looks at every connection once
+// a second (see janitor).
 //
 // What it does not do that net/http does: HTTP/2, TLS, and informational
 // responses other than 100 Continue.
+type Server struct {
+	// Handler serves every request. Its http.ResponseWriter is a
+	// *ResponseWriter.
+	Handler http.Handler
+	// Log receives panics recovered from the handler.
+	Log Logger
+	// HeadTimeout closes a connection that takes longer to send a request
+	// head (slowloris); IdleTimeout one idle for longer between requests.
+	// Zero is no limit.
+	HeadTimeout, IdleTimeout time.Duration
 
-// srvConn is one client connection and everything reused across its
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	ln      net.Listener
+	closing atomic.Bool
+	wg      sync.WaitGroup
+	date    atomic.Pointer[dateText]
+}
+
+// Logger is where a Server reports what goes wrong inside it.
+type Logger interface {
+	Error(msg string, args ...any)
+}
+
+// conn is one client connection and everything reused across its
 // requests.
-type srvConn struct {
-	s    *h1Server
+type conn struct {
+	s    *Server
 	nc   net.Conn
 	br   *bufio.Reader
 	bw   *bufio.Writer
 	q    requestHead
 	req  http.Request
-	body reqBody
-	resp srvResponse
+	body requestBody
+	resp ResponseWriter
 	// phase and seq let the janitor close idle and slow connections
 	// without a timer, or even a clock read, per request: phase is what
 	// the connection waits for, and seq counts phase changes. The janitor
@@ -53,16 +71,16 @@ const (
 	phaseIdle    = iota // between requests
 	phaseHead           // reading a request head
 	phaseBusy           // in the handler
-	phaseClosing        // shutting down
+	phaseClosing        // shutting down, or handed over (hijacked)
 )
 
-func (c *srvConn) setPhase(p int32) {
+func (c *conn) setPhase(p int32) {
 	c.phase.Store(p)
 	c.seq.Add(1)
 }
 
 // serve runs the connection's request loop.
-func (c *srvConn) serve(ctx context.Context) {
+func (c *conn) serve(ctx context.Context) {
 	defer c.s.forget(c)
 	c.req = http.Request{Header: http.Header{}, ProtoMajor: 1, RemoteAddr: c.nc.RemoteAddr().String()}
 	c.req = *c.req.WithContext(ctx)
@@ -107,12 +125,12 @@ func (c *srvConn) serve(ctx context.Context) {
 
 // run calls the handler; it reports false when the connection must not
 // be used again (hijacked, or aborted with http.ErrAbortHandler).
-func (c *srvConn) run() (ok bool) {
+func (c *conn) run() (ok bool) {
 	defer func() {
 		if v := recover(); v != nil {
 			ok = false
 			if v != http.ErrAbortHandler {
-				c.s.log.Error("panic serving a request", "panic", v)
+				c.s.Log.Error("panic serving a request", "panic", v)
 			}
 			if c.resp.hijacked {
 				return
@@ -120,13 +138,13 @@ func (c *srvConn) run() (ok bool) {
 			c.bw.Flush() // what was sent stays sent; the close cuts the rest
 		}
 	}()
-	c.s.handler.ServeHTTP(&c.resp, &c.req)
+	c.s.Handler.ServeHTTP(&c.resp, &c.req)
 	return !c.resp.hijacked
 }
 
 // refuse answers a request head that could not be read, when it makes
 // sense to, and the connection is then closed.
-func (c *srvConn) refuse(err error) {
+func (c *conn) refuse(err error) {
 	var br *errBadRequest
 	if errors.As(err, &br) {
 		c.bw.WriteString("HTTP/1.1 " + strconv.Itoa(br.status) + " " + http.StatusText(br.status) +
@@ -136,14 +154,14 @@ func (c *srvConn) refuse(err error) {
 		c.bw.Flush()
 		return
 	}
-	var pe *errMalformed
+	var pe *ProtocolError
 	if errors.As(err, &pe) { // a head cut short by the client
 		c.bw.WriteString("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
 		c.bw.Flush()
 	}
 }
 
-func (c *srvConn) sendContinue() {
+func (c *conn) sendContinue() {
 	if c.resp.headSent {
 		return
 	}
@@ -151,33 +169,18 @@ func (c *srvConn) sendContinue() {
 	c.bw.Flush()
 }
 
-// h1Server accepts connections and runs them; a janitor closes
-// connections idle too long and clients too slow sending a head.
-type h1Server struct {
-	handler     http.Handler
-	log         logger
-	idleTimeout time.Duration
-	headTimeout time.Duration
-
-	mu      sync.Mutex
-	conns   map[*srvConn]struct{}
-	closing atomic.Bool
-	wg      sync.WaitGroup
-	date    atomic.Pointer[dateText]
-}
-
 var errTooManyFiles = syscall.EMFILE
 
-type logger interface {
-	Error(msg string, args ...any)
-}
-
-func newH1Server(h http.Handler, log logger) *h1Server {
-	return &h1Server{handler: h, log: log, idleTimeout: 150 * time.Second, headTimeout: 30 * time.Second, conns: map[*srvConn]struct{}{}}
-}
-
-// serve accepts until ln is closed.
-func (s *h1Server) serve(ln net.Listener) error {
+// Serve accepts connections on ln until Shutdown or Close, and serves
+// each in a goroutine of its own. It returns http.ErrServerClosed after
+// Shutdown or Close, else the listener's error.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.conns == nil {
+		s.conns = map[*conn]struct{}{}
+	}
+	s.ln = ln
+	s.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	stop := make(chan struct{})
@@ -200,7 +203,7 @@ func (s *h1Server) serve(ln net.Listener) error {
 		}
 		delay = 0
 		rw := newRawIO(nc)
-		c := &srvConn{s: s, nc: nc, br: bufio.NewReaderSize(rw, 4096), bw: bufio.NewWriterSize(rw, 4096)}
+		c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(rw, 4096), bw: bufio.NewWriterSize(rw, 4096)}
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()
@@ -214,7 +217,7 @@ func (s *h1Server) serve(ln net.Listener) error {
 	}
 }
 
-func (s *h1Server) forget(c *srvConn) {
+func (s *Server) forget(c *conn) {
 	c.nc.Close()
 	s.mu.Lock()
 	delete(s.conns, c)
@@ -225,7 +228,7 @@ func (s *h1Server) forget(c *srvConn) {
 // janitor closes idle connections past the idle timeout and connections
 // stuck in a request head past the head timeout (slowloris), checking
 // once a second instead of arming a timer per request.
-func (s *h1Server) janitor(stop <-chan struct{}) {
+func (s *Server) janitor(stop <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -243,11 +246,11 @@ func (s *h1Server) janitor(stop <-chan struct{}) {
 			age := time.Duration(now - c.seenAt)
 			switch c.phase.Load() {
 			case phaseIdle:
-				if age > s.idleTimeout {
+				if s.IdleTimeout > 0 && age > s.IdleTimeout {
 					c.nc.Close()
 				}
 			case phaseHead:
-				if age > s.headTimeout {
+				if s.HeadTimeout > 0 && age > s.HeadTimeout {
 					c.nc.Close()
 				}
 			}
@@ -256,14 +259,18 @@ func (s *h1Server) janitor(stop <-chan struct{}) {
 	}
 }
 
-// shutdown stops new requests: idle connections are closed now, busy
-// ones after their current request; it waits for them until ctx ends.
-func (s *h1Server) shutdown(ctx context.Context) error {
-	// Under mu: serve checks closing under mu before wg.Add, so every Add
+// Shutdown stops accepting, closes idle connections now and busy ones
+// after their current request, and waits for them until ctx ends; then
+// it closes what is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	// Under mu: Serve checks closing under mu before wg.Add, so every Add
 	// happens before the Wait below, or not at all (a WaitGroup must not
 	// see Add from zero while a Wait runs).
 	s.mu.Lock()
 	s.closing.Store(true)
+	if s.ln != nil {
+		s.ln.Close()
+	}
 	s.mu.Unlock()
 	done := make(chan struct{})
 	go func() { s.wg.Wait(); close(done) }()
@@ -281,19 +288,22 @@ func (s *h1Server) shutdown(ctx context.Context) error {
 		case <-done:
 			return nil
 		case <-ctx.Done():
-			s.closeAll()
+			s.Close()
 			return ctx.Err()
 		case <-t.C:
 		}
 	}
 }
 
-func (s *h1Server) closeAll() {
+// Close stops accepting and closes every connection at once.
+func (s *Server) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.closing.Store(true)
+	if s.ln != nil {
+		s.ln.Close()
+	}
 	for c := range s.conns {
 		c.nc.Close()
 	}
 }
-
-var _ io.Reader = (*reqBody)(nil)

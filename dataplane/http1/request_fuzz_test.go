@@ -1,4 +1,4 @@
-package dataplane
+package http1
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package dataplane
+package http1
 
 import (
 	"bufio"
@@ -7,10 +7,11 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
-// srvResponse is the origin server's http.ResponseWriter, reused across a
+// ResponseWriter is the Server's http.ResponseWriter, reused across a
 // connection's requests.
 //
 // Framing: a response with a Content-Length header is sent as is. One
@@ -19,8 +20,8 @@ import (
 // or flushed one is sent chunked, which also carries trailers (keys with
 // http.TrailerPrefix, or names declared in a Trailer header). A handler
 // that sets "Transfer-Encoding: chunked" gets chunked even when short.
-type srvResponse struct {
-	c   *srvConn
+type ResponseWriter struct {
+	c   *conn
 	hdr http.Header
 
 	status     int
@@ -39,17 +40,23 @@ type srvResponse struct {
 // smallBody is the most body held back to compute a Content-Length.
 const smallBody = 4 << 10
 
-func (w *srvResponse) reset(q *requestHead) {
+func (w *ResponseWriter) reset(q *requestHead) {
 	clear(w.hdr)
 	p := w.pending[:0]
-	*w = srvResponse{c: w.c, hdr: w.hdr, pending: p, length: -1, minor: q.minor}
+	*w = ResponseWriter{c: w.c, hdr: w.hdr, pending: p, length: -1, minor: q.minor}
 	w.noBody = q.method == http.MethodHead
 	w.closeAfter = q.closeConn
 }
 
-func (w *srvResponse) Header() http.Header { return w.hdr }
+func (w *ResponseWriter) Header() http.Header { return w.hdr }
 
-func (w *srvResponse) WriteHeader(code int) {
+// Status is the status sent (or to be sent), 0 before WriteHeader.
+func (w *ResponseWriter) Status() int { return w.status }
+
+// Written is the number of body bytes the handler wrote.
+func (w *ResponseWriter) Written() int64 { return w.written }
+
+func (w *ResponseWriter) WriteHeader(code int) {
 	if w.wroteHead || w.hijacked {
 		return
 	}
@@ -71,7 +78,7 @@ func (w *srvResponse) WriteHeader(code int) {
 	}
 }
 
-func (w *srvResponse) Write(p []byte) (int, error) {
+func (w *ResponseWriter) Write(p []byte) (int, error) {
 	if w.hijacked {
 		return 0, http.ErrHijacked
 	}
@@ -103,13 +110,13 @@ func (w *srvResponse) Write(p []byte) (int, error) {
 	return w.c.bw.Write(p)
 }
 
-func (w *srvResponse) forcedChunked() bool {
+func (w *ResponseWriter) forcedChunked() bool {
 	te := w.hdr["Transfer-Encoding"]
 	return len(te) > 0 && te[0] == "chunked"
 }
 
 // Flush sends what is buffered, head included.
-func (w *srvResponse) Flush() {
+func (w *ResponseWriter) Flush() {
 	if w.hijacked {
 		return
 	}
@@ -124,7 +131,7 @@ func (w *srvResponse) Flush() {
 
 // sendHead writes the status line and header fields. final says the
 // handler has returned, so a held body's length is known.
-func (w *srvResponse) sendHead(final bool) {
+func (w *ResponseWriter) sendHead(final bool) {
 	w.headSent = true
 	bw := w.c.bw
 	bw.WriteString("HTTP/1.1 ")
@@ -188,7 +195,7 @@ func (w *srvResponse) sendHead(final bool) {
 	}
 }
 
-func (w *srvResponse) hasTrailers() bool {
+func (w *ResponseWriter) hasTrailers() bool {
 	if _, ok := w.hdr["Trailer"]; ok {
 		return true
 	}
@@ -202,7 +209,7 @@ func (w *srvResponse) hasTrailers() bool {
 
 // finish completes the response after the handler returned and reports
 // whether the connection can serve another request.
-func (w *srvResponse) finish() bool {
+func (w *ResponseWriter) finish() bool {
 	if w.hijacked {
 		return false
 	}
@@ -227,7 +234,7 @@ func (w *srvResponse) finish() bool {
 	return !w.closeAfter
 }
 
-func (w *srvResponse) writeTrailers() {
+func (w *ResponseWriter) writeTrailers() {
 	bw := w.c.bw
 	for k, vs := range w.hdr {
 		if name, ok := strings.CutPrefix(k, http.TrailerPrefix); ok {
@@ -247,7 +254,7 @@ func (w *srvResponse) writeTrailers() {
 }
 
 // Hijack hands the connection to the caller (WebSocket tunnels).
-func (w *srvResponse) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *ResponseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.headSent {
 		return nil, nil, errors.New("hijack after the response head was sent")
 	}
@@ -263,7 +270,7 @@ func writeSafeField(bw *bufio.Writer, k, v string) {
 	if strings.ContainsAny(v, "\r\n") {
 		v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
 	}
-	writeField(bw, k, v)
+	WriteField(bw, k, v)
 }
 
 // statusLine is "200 OK" and so on, without allocating for known codes.
@@ -286,7 +293,7 @@ var statusLines = func() (t [600]string) {
 }()
 
 // httpDate is the current time in IMF-fixdate, made once a second.
-func (s *h1Server) httpDate() string {
+func (s *Server) httpDate() string {
 	now := time.Now().Unix()
 	if d := s.date.Load(); d != nil && d.unix == now {
 		return d.text
@@ -299,4 +306,33 @@ func (s *h1Server) httpDate() string {
 type dateText struct {
 	unix int64
 	text string
+}
+
+// WatchClient arranges for onGone to run if the client closes or resets
+// the connection, until stop is called; stop reports whether it stopped
+// the watch before onGone ran. It returns nil when the client cannot be
+// watched: nothing reads the connection during a request, so the watch
+// reads it in a goroutine, and only once the request body has been read
+// whole (the handler may still be reading it). A client that sends its
+// next request early is alive, and the watch ends there.
+func (w *ResponseWriter) WatchClient(onGone func()) (stop func() bool) {
+	c := w.c
+	if w.hijacked || !c.body.done {
+		return nil
+	}
+	var fired atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := c.br.Peek(1); err != nil && !isTimeout(err) {
+			fired.Store(true)
+			onGone()
+		}
+	}()
+	return func() bool {
+		c.nc.SetReadDeadline(pastDeadline)
+		<-done
+		c.nc.SetReadDeadline(time.Time{})
+		return !fired.Load()
+	}
 }

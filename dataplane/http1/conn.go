@@ -1,0 +1,254 @@
+package http1
+
+import (
+	"bufio"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Conn is one connection to an upstream with its buffers. One exchange
+// at a time runs on it: the caller writes a request head into Writer,
+// then Send, WaitFor, ReadResponse, CopyBody (or Drop), and Finish, which
+// returns it to its pool or closes it.
+type Conn struct {
+	nc     net.Conn
+	br     *bufio.Reader
+	bw     *bufio.Writer
+	pool   *Pool
+	reused bool        // it served an exchange before this one
+	broken atomic.Bool // a deadline was forced into the past: not reusable
+	idleAt time.Time   // when it went back to the pool
+	done   atomic.Bool
+}
+
+// Close closes the connection and gives its place back to the pool. It
+// may be called more than once (a body writer and the response path can
+// both give up on a connection).
+func (c *Conn) Close() {
+	if c.done.Swap(true) {
+		return
+	}
+	c.nc.Close()
+	c.pool.mu.Lock()
+	c.pool.open--
+	c.pool.mu.Unlock()
+}
+
+// Reused reports whether the connection served an exchange before.
+func (c *Conn) Reused() bool { return c.reused }
+
+// Writer is where the caller writes the request head (see
+// WriteRequestLine); Send flushes it.
+func (c *Conn) Writer() *bufio.Writer { return c.bw }
+
+// NetConn and Reader hand the connection over once a protocol switch
+// (101) made it a tunnel: Reader holds bytes already received.
+func (c *Conn) NetConn() net.Conn     { return c.nc }
+func (c *Conn) Reader() *bufio.Reader { return c.br }
+
+// SetDeadline bounds the exchange's I/O; zero clears it.
+func (c *Conn) SetDeadline(t time.Time) { c.nc.SetDeadline(t) }
+
+// pastDeadline unblocks a connection's pending I/O at once.
+var pastDeadline = time.Unix(1, 0)
+
+// Interrupt cuts short whatever I/O is pending on the connection (the
+// client the exchange serves went away), and keeps it from being reused.
+// It may be called from any goroutine.
+func (c *Conn) Interrupt() {
+	c.broken.Store(true)
+	c.nc.SetDeadline(pastDeadline)
+}
+
+// inlineBody is the largest request body of known length written by the
+// caller's goroutine before it reads the response. Bigger or unknown
+// bodies are written by a goroutine of their own, so that a backend that
+// answers before reading everything (a 413, say) cannot deadlock the
+// exchange.
+const inlineBody = 64 << 10
+
+// closedBody is a bodyDone channel that has already delivered success.
+var closedBody = func() chan error { c := make(chan error, 1); c <- nil; close(c); return c }()
+
+// Send flushes the request head written into Writer, with its body:
+// replay when the whole body is in memory, else body with the length the
+// head announced (n > 0, or -1 for chunked); neither for no body. A large
+// or unknown-length body is written by a goroutine of its own while the
+// caller reads the response. bodyDone delivers the outcome of writing the
+// body; it is never nil, and the caller must receive from it before
+// reading the client's body can stop (Finish does).
+func (c *Conn) Send(body io.Reader, replay []byte, n int64) (bodyDone <-chan error, err error) {
+	switch {
+	case replay != nil:
+		c.bw.Write(replay)
+	case body == nil:
+	case n > 0 && n <= inlineBody:
+		if _, err := writeBody(c.bw, body, n); err != nil {
+			return closedBody, err
+		}
+	default:
+		// The head goes now; the writer owns c.bw from here on.
+		if err := c.bw.Flush(); err != nil {
+			return closedBody, err
+		}
+		ch := make(chan error, 1)
+		go c.writeBodyAsync(body, n, ch)
+		return ch, nil
+	}
+	return closedBody, c.bw.Flush()
+}
+
+// writeBodyAsync writes a body while the caller reads the response.
+func (c *Conn) writeBodyAsync(body io.Reader, n int64, done chan<- error) {
+	_, err := writeBody(c.bw, body, n)
+	if err != nil {
+		c.Close() // the backend must not take a truncated body as whole
+	}
+	done <- err
+}
+
+// WaitFor waits until early for the first byte of the response. It
+// reports slow when none came by then, so the caller can start watching
+// its client before waiting on; reads are bounded by deadline from then
+// on (zero for none). If deadline comes first, it does not wait at all.
+func (c *Conn) WaitFor(early, deadline time.Time) (slow bool, err error) {
+	if c.br.Buffered() > 0 {
+		return false, nil
+	}
+	if !deadline.IsZero() && !early.Before(deadline) {
+		return false, nil // the deadline comes first anyway
+	}
+	c.nc.SetReadDeadline(early)
+	_, err = c.br.Peek(1)
+	c.nc.SetReadDeadline(deadline)
+	if err == nil || !isTimeout(err) {
+		return false, err
+	}
+	return true, nil
+}
+
+// ReadResponse reads the response head into h. upgrade says the request
+// asked for a protocol switch; a 101 answer to any other is refused.
+func (c *Conn) ReadResponse(h *Head, upgrade bool) error {
+	if err := readHead(c.br, h); err != nil {
+		return err
+	}
+	if h.Status == http.StatusSwitchingProtocols && !upgrade {
+		return protoErr("101 Switching Protocols without an upgrade request")
+	}
+	return nil
+}
+
+// BodyPending reports whether more of the body of h (the answer to
+// method) is still to arrive: the backend may then go quiet for as long
+// as it likes (a stream, a stalled download).
+func (c *Conn) BodyPending(h *Head, method string) bool {
+	return h.HasBody(method) && (h.Chunked || h.ContentLength > int64(c.br.Buffered()))
+}
+
+// CopyBody relays the body of the response h (the answer to method) to
+// w, as it arrives (see bodyCopy for when it flushes through fl, which may
+// be nil). A chunked body's trailers are added to trailers under
+// http.TrailerPrefix. upErr is a failure of the upstream (an early close,
+// malformed chunking), downErr a failed write to w.
+func (c *Conn) CopyBody(w io.Writer, fl http.Flusher, h *Head, method string, trailers http.Header) (upErr, downErr error) {
+	if !h.HasBody(method) {
+		return nil, nil
+	}
+	bc := bodyCopy{w: w, fl: fl, br: c.br}
+	var err error
+	switch {
+	case h.Chunked:
+		tr := GetHead()
+		if err = bc.chunked(tr); err == nil {
+			tr.copyTo(trailers, http.TrailerPrefix)
+		}
+		PutHead(tr)
+	case h.ContentLength >= 0:
+		err = bc.fixed(h.ContentLength)
+	default:
+		err = bc.toEOF()
+	}
+	if bc.downErr != nil {
+		return nil, bc.downErr
+	}
+	return err, nil
+}
+
+// Finish ends the exchange: the connection goes back to its pool when
+// clean (the response was read whole), the response lets it live on and
+// the request body was written whole; otherwise it is closed. It waits
+// for a body writer still running, which reads the client's body: that
+// must not happen after the request's handler returns.
+func (c *Conn) Finish(h *Head, clean bool, bodyDone <-chan error) {
+	reuse := clean && !h.Close
+	if reuse {
+		select {
+		case berr := <-bodyDone:
+			reuse = berr == nil
+		default:
+			reuse = false // still sending a body the backend did not wait for
+		}
+	}
+	if reuse {
+		c.pool.put(c)
+		return
+	}
+	c.Close()
+	<-bodyDone
+}
+
+// Drop ends an exchange whose response the caller does not pass on (a
+// retried attempt's, a mirror's): the connection is kept when the body is
+// at most limit bytes and can be read past, else closed.
+func (c *Conn) Drop(h *Head, method string, limit int64, bodyDone <-chan error) {
+	if <-bodyDone == nil && !h.Close && discardBody(c.br, h, method, limit) {
+		c.pool.put(c)
+		return
+	}
+	c.Close()
+}
+
+// looksAlive checks, without blocking, that the server has not closed an
+// idle connection: a peek at the socket finds neither data nor the end of
+// the stream. It costs one syscall.
+func (c *Conn) looksAlive() bool {
+	if c.br.Buffered() > 0 {
+		return false // an idle connection has nothing to say
+	}
+	nc := c.nc
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return true
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return true
+	}
+	alive := true
+	var b [1]byte
+	rc.Read(func(fd uintptr) bool {
+		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		alive = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
+		return true // never wait
+	})
+	return alive
+}
+
+// LooksAlive reports whether a reused connection still looks open (see
+// looksAlive), before a request is sent that could not be sent again.
+func (c *Conn) LooksAlive() bool { return c.looksAlive() }
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}

@@ -1,0 +1,87 @@
+// Package http1 is the proxy's HTTP/1.1 on the wire: a server for the
+// origin listener, and the client that carries requests to HTTP/1.1
+// backends over pooled connections. Everything that parses or writes
+// HTTP/1.1 bytes is here, so that it can be audited as one unit; what the
+// proxy decides (routes, filters, retries, which headers a listener
+// trusts) is not.
+//
+// # Why not net/http
+//
+// The origin listener serves one client, cloudflared, with kept-alive
+// connections, and carries every request the proxy handles. net/http's
+// server allocates a request, a URL, a context and a string per header
+// field on every request, and hands each connection to a second goroutine
+// that watches for the client going away; its Transport hands every
+// request to two goroutines of its own and allocates a request clone, a
+// response and a header map per exchange. Here one goroutine per client
+// connection reads the request, and the same goroutine writes it upstream
+// and reads the answer; a proxied request costs four allocations.
+// HTTP/2 (the TLS origin, h2c, gRPC backends) stays on net/http.
+//
+// # Rules enforced
+//
+// Requests, read by the Server (request.go, reqbody.go):
+//   - RFC 9112 §3: a request line is method SP request-target SP
+//     HTTP-version; the method is a token (RFC 9110 §9.1), the target
+//     holds no byte at or below space nor DEL, an origin-form path has
+//     well-formed percent-escapes, the version is HTTP/1.0 or HTTP/1.1
+//     (else 505). A line over 256 KiB is answered 414.
+//   - RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host, whose value
+//     holds only reg-name, IP-literal and port bytes; an absolute-form
+//     target's authority is the host (§3.2.2).
+//   - RFC 9112 §5.1 and §5.2: a field name is a token with no whitespace
+//     before the colon; obs-fold is refused; values hold no control
+//     character other than HTAB (RFC 9110 §5.5). A head over 256 KiB or
+//     512 fields is answered 431.
+//   - RFC 9112 §6.1 and §6.3, stricter than a recipient must be, since
+//     these are the shapes request smuggling takes: Transfer-Encoding
+//     other than "chunked" alone is answered 501; Content-Length with
+//     Transfer-Encoding, repeated or listed lengths, and Transfer-Encoding
+//     in HTTP/1.0 are answered 400.
+//   - RFC 9112 §7.1: chunk-size lines end in CRLF and are at most 4 KiB;
+//     chunk data is followed by CRLF; a trailer section is read and
+//     dropped (at most 64 lines).
+//   - RFC 9110 §10.1.1: Expect other than 100-continue is answered 417;
+//     100 Continue is sent when the handler first reads the body.
+//   - RFC 9112 §9.3 and §9.6: HTTP/1.1 is persistent unless Connection:
+//     close; HTTP/1.0 only with keep-alive. What the handler left of a body
+//     is read (up to 256 KiB) before the next request, else the
+//     connection is closed.
+//
+// Responses, written by the Server (response.go):
+//   - RFC 9112 §6: a body without a declared length is held (up to 4 KiB)
+//     to be given one, else sent chunked (to HTTP/1.0: ended by the
+//     close); HEAD, 1xx, 204 and 304 carry no body (RFC 9110 §6.4.1).
+//   - Field values the handler sets cannot break a line: CR and LF become
+//     spaces.
+//
+// Requests, written upstream (reqwrite.go, conn.go):
+//   - RFC 9112 §3.2: Host comes first. The framing (Content-Length, or
+//     chunked for an unknown length) is always the writer's own.
+//   - A request body larger than 64 KiB or of unknown length is written by
+//     a goroutine of its own, so a backend that answers early cannot
+//     deadlock the exchange; a body cut short closes the connection, so
+//     the backend never takes it as whole.
+//
+// Responses, read from upstream (head.go, body.go):
+//   - RFC 9112 §4: the status line is HTTP/1.0 or HTTP/1.1, a three-digit
+//     status from 100; informational responses other than 101 are skipped.
+//   - RFC 9112 §5: field names are tokens with no whitespace before the
+//     colon, obs-fold is refused (§5.2: a proxy answers 502), values hold
+//     no control characters; the head is at most 256 KiB and 512 fields.
+//   - RFC 9112 §6.3: Transfer-Encoding other than "chunked" alone, and
+//     conflicting or listed Content-Length values, are refused; with both
+//     Transfer-Encoding and Content-Length the first wins and the
+//     connection is not reused; a body without either ends at the close.
+//     HEAD, 1xx, 204 and 304 answers have no body (§6.3 rules 1 and 2).
+//   - RFC 9110 §7.6.1: hop-by-hop fields, and fields named in Connection,
+//     are not passed on; nor is a Content-Length beside chunking.
+//   - RFC 9112 §7.1: chunked bodies are decoded strictly (CRLF line ends,
+//     sizes of at most 15 hex digits, CRLF after chunk data).
+//
+// Connections to backends (pool.go):
+//   - A pooled connection is used for one exchange at a time and goes back
+//     to the pool only when the response was read whole, the request body
+//     was written whole, and the server did not ask to close; bytes left
+//     over after a response close it.
+package http1

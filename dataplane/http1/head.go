@@ -1,0 +1,368 @@
+package http1
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// Limits on a message head, request or response. net/http's Transport
+// allows 10 MB by default; a peer that sends more than this is broken or
+// hostile.
+const (
+	maxHeadBytes  = 256 << 10
+	maxHeadFields = 512
+)
+
+// Head is a parsed message head: a response's (or a chunked trailer
+// section) for the upstream client, the fields of a request for the
+// server. Field names and values point into raw, which owns copies of the
+// bytes: the connection's buffer is reused by the next read.
+type Head struct {
+	// Status is a response's status code.
+	Status int
+	// ContentLength is the body length, -1 when not given.
+	ContentLength int64
+	// Chunked says the body is chunked (Transfer-Encoding: chunked).
+	Chunked bool
+	// Close says the connection ends after this response: the server
+	// said so, the body ends at the close, or the framing was suspect.
+	Close bool
+
+	minor   int // HTTP/1.minor
+	raw     []byte
+	fields  []field
+	upgrade bool // Connection: upgrade was sent
+}
+
+type field struct {
+	name, value span
+}
+
+type span struct{ start, end int32 }
+
+func (h *Head) bytes(s span) []byte { return h.raw[s.start:s.end] }
+
+var headPool = sync.Pool{New: func() any {
+	return &Head{raw: make([]byte, 0, 1024), fields: make([]field, 0, 16)}
+}}
+
+// GetHead returns an empty head from a pool; PutHead gives it back.
+func GetHead() *Head { return headPool.Get().(*Head) }
+
+// PutHead returns h to the pool; h must not be used afterwards.
+func PutHead(h *Head) {
+	if cap(h.raw) > 64<<10 {
+		return
+	}
+	h.raw, h.fields = h.raw[:0], h.fields[:0]
+	headPool.Put(h)
+}
+
+// ProtocolError is an HTTP/1.1 message refused: a backend's response (RFC
+// 9112 asks a proxy to answer 502 rather than pass on a malformed one) or,
+// through the same parser, a client's request head.
+type ProtocolError struct{ msg string }
+
+func (e *ProtocolError) Error() string { return "malformed HTTP/1.1 message: " + e.msg }
+
+// errHeadTooLarge is a head over maxHeadBytes or maxHeadFields.
+var errHeadTooLarge = &ProtocolError{"head larger than 256 KiB or 512 fields"}
+
+func protoErr(format string, a ...any) error {
+	return &ProtocolError{fmt.Sprintf(format, a...)}
+}
+
+// readHead reads one response head. Informational (1xx) responses other
+// than 101 are skipped: the client's server side has already answered its
+// own 100-continue.
+func readHead(br *bufio.Reader, h *Head) error {
+	for {
+		h.raw, h.fields = h.raw[:0], h.fields[:0]
+		line, err := readLine(br, h, true)
+		if err != nil {
+			return err
+		}
+		if err := h.parseStatus(line); err != nil {
+			return err
+		}
+		if err := readFields(br, h); err != nil {
+			return err
+		}
+		if h.Status >= 200 || h.Status == http.StatusSwitchingProtocols {
+			return h.frame()
+		}
+	}
+}
+
+// readLine returns the next line without its CRLF (or LF), as a span of
+// h.raw. first reports whether this is the status line, where an EOF
+// before any byte is io.EOF rather than a protocol error.
+func readLine(br *bufio.Reader, h *Head, first bool) (span, error) {
+	start := len(h.raw)
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(h.raw)+len(frag) > maxHeadBytes {
+			return span{}, errHeadTooLarge
+		}
+		h.raw = append(h.raw, frag...)
+		if err == nil {
+			break
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if first && len(h.raw) == start {
+			return span{}, err
+		}
+		return span{}, protoErr("head ends early: %v", err)
+	}
+	end := len(h.raw) - 1
+	if end > start && h.raw[end-1] == '\r' {
+		end--
+	}
+	return span{int32(start), int32(end)}, nil
+}
+
+func (h *Head) parseStatus(s span) error {
+	line := h.bytes(s)
+	// HTTP-version SP status-code SP [reason-phrase] (RFC 9112 §4).
+	if len(line) < 12 || !bytes.HasPrefix(line, []byte("HTTP/1.")) || line[8] != ' ' || (len(line) > 12 && line[12] != ' ') {
+		return protoErr("bad status line %q", truncate(line))
+	}
+	switch line[7] {
+	case '0':
+		h.minor = 0
+	case '1':
+		h.minor = 1
+	default:
+		return protoErr("unsupported version %q", truncate(line[:8]))
+	}
+	code := 0
+	for _, c := range line[9:12] {
+		if c < '0' || c > '9' {
+			return protoErr("bad status code %q", truncate(line))
+		}
+		code = code*10 + int(c-'0')
+	}
+	if code < 100 {
+		return protoErr("bad status code %d", code)
+	}
+	h.Status = code
+	return nil
+}
+
+func readFields(br *bufio.Reader, h *Head) error {
+	for {
+		s, err := readLine(br, h, false)
+		if err != nil {
+			return err
+		}
+		line := h.bytes(s)
+		if len(line) == 0 {
+			return nil
+		}
+		if line[0] == ' ' || line[0] == '\t' {
+			// RFC 9112 §5.2: obs-fold in a response gets a 502.
+			return protoErr("obsolete line folding")
+		}
+		colon := bytes.IndexByte(line, ':')
+		if colon <= 0 {
+			return protoErr("field without a name: %q", truncate(line))
+		}
+		name := line[:colon]
+		if !validFieldName(name) {
+			// Includes whitespace before the colon, which RFC 9112 §5.1
+			// forbids for the smuggling it enables.
+			return protoErr("invalid field name %q", truncate(name))
+		}
+		value := bytes.Trim(line[colon+1:], " \t")
+		if !ValidFieldValue(value) {
+			return protoErr("invalid value in field %q", truncate(name))
+		}
+		if len(h.fields) >= maxHeadFields {
+			return errHeadTooLarge
+		}
+		vstart := s.start + int32(colon+1) + int32(bytesIndexNonSpace(line[colon+1:]))
+		h.fields = append(h.fields, field{
+			name:  span{s.start, s.start + int32(colon)},
+			value: span{vstart, vstart + int32(len(value))},
+		})
+	}
+}
+
+func bytesIndexNonSpace(b []byte) int {
+	for i, c := range b {
+		if c != ' ' && c != '\t' {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// frame works out how the body is delimited (RFC 9112 §6.3) and whether
+// the connection survives the response.
+func (h *Head) frame() error {
+	h.ContentLength, h.Chunked, h.upgrade = -1, false, false
+	h.Close = h.minor == 0
+	sawTE := false
+	for _, f := range h.fields {
+		name, value := h.bytes(f.name), h.bytes(f.value)
+		switch {
+		case asciiEqualFold(name, "Content-Length"):
+			n, err := parseContentLength(value)
+			if err != nil {
+				return err
+			}
+			if h.ContentLength >= 0 && h.ContentLength != n {
+				return protoErr("conflicting Content-Length values")
+			}
+			h.ContentLength = n
+		case asciiEqualFold(name, "Transfer-Encoding"):
+			// Only "chunked" alone, as net/http: other codings are unused
+			// in practice and each extra case is a smuggling surface.
+			if sawTE || !asciiEqualFold(value, "chunked") {
+				return protoErr("unsupported Transfer-Encoding %q", truncate(value))
+			}
+			sawTE, h.Chunked = true, true
+		case asciiEqualFold(name, "Connection"):
+			eachToken(value, func(tok []byte) {
+				switch {
+				case asciiEqualFold(tok, "close"):
+					h.Close = true
+				case asciiEqualFold(tok, "keep-alive") && h.minor == 0:
+					h.Close = false
+				case asciiEqualFold(tok, "upgrade"):
+					h.upgrade = true
+				}
+			})
+		}
+	}
+	if sawTE {
+		// Transfer-Encoding overrides Content-Length (RFC 9112 §6.3 rule 3);
+		// a message with both may be a smuggling attempt, so the connection
+		// is not reused either.
+		if h.ContentLength >= 0 {
+			h.Close = true
+		}
+		h.ContentLength = -1
+		if h.minor == 0 {
+			return protoErr("Transfer-Encoding in an HTTP/1.0 response")
+		}
+	}
+	if !h.Chunked && h.ContentLength < 0 {
+		h.Close = true // the body ends when the connection does
+	}
+	return nil
+}
+
+// parseContentLength reads a decimal length. A list ("42, 42"), which RFC
+// 9110 §8.6 lets a recipient accept, is refused as net/http refuses it:
+// the proxy and its clients must never disagree on where a body ends.
+func parseContentLength(v []byte) (int64, error) {
+	if len(v) == 0 || len(v) > 18 {
+		return 0, protoErr("bad Content-Length %q", truncate(v))
+	}
+	var n int64
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			return 0, protoErr("bad Content-Length %q", truncate(v))
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, nil
+}
+
+// HasBody reports whether a response to method with this status carries
+// a body at all (RFC 9112 §6.3 rules 1 and 2).
+func (h *Head) HasBody(method string) bool {
+	return method != http.MethodHead && h.Status >= 200 && h.Status != http.StatusNoContent && h.Status != http.StatusNotModified
+}
+
+// CopyTo stores the head's end-to-end fields in dst, a response writer's
+// header map: hop-by-hop fields, those named in Connection, and a
+// Content-Length beside chunking are left out (RFC 9110 §7.6.1).
+func (h *Head) CopyTo(dst http.Header) { h.copyTo(dst, "") }
+
+// WriteFields writes every field of the head as it came, for a 101
+// Switching Protocols answer passed on whole (its Upgrade and Connection
+// fields are the handshake itself).
+func (h *Head) WriteFields(bw *bufio.Writer) {
+	for _, f := range h.fields {
+		bw.Write(h.bytes(f.name))
+		bw.WriteString(": ")
+		bw.Write(h.bytes(f.value))
+		bw.WriteString("\r\n")
+	}
+}
+
+// copyTo stores fields in dst under prefix + canonical name: end-to-end
+// fields with no prefix, trailers with http.TrailerPrefix. All values
+// become substrings of one string and all value slices share one backing
+// array, so a head costs two allocations plus any field name net/http
+// does not already know.
+func (h *Head) copyTo(dst http.Header, prefix string) {
+	if len(h.fields) == 0 {
+		return
+	}
+	hasConn := false
+	for _, f := range h.fields {
+		if asciiEqualFold(h.bytes(f.name), "Connection") {
+			hasConn = true
+		}
+	}
+	n, total := 0, 0
+	for _, f := range h.fields {
+		total += int(f.value.end - f.value.start)
+		n++
+	}
+	var sb strings.Builder
+	sb.Grow(total)
+	for _, f := range h.fields {
+		sb.Write(h.bytes(f.value))
+	}
+	all := sb.String()
+	vals := make([]string, n)
+	off := 0
+	for i, f := range h.fields {
+		l := int(f.value.end - f.value.start)
+		vals[i] = all[off : off+l]
+		off += l
+		name := h.bytes(f.name)
+		key := canonicalKey(name)
+		if prefix == "" {
+			if HopByHop(key) || (h.Chunked && key == "Content-Length") {
+				continue
+			}
+			if hasConn && h.listedInConnection(name) {
+				continue
+			}
+		} else {
+			key = prefix + key
+		}
+		if old, ok := dst[key]; ok {
+			dst[key] = append(old, vals[i])
+		} else {
+			dst[key] = vals[i : i+1 : i+1]
+		}
+	}
+}
+
+// listedInConnection reports whether name appears in any Connection
+// field of the head (RFC 9110 §7.6.1: such fields are hop-by-hop).
+func (h *Head) listedInConnection(name []byte) bool {
+	found := false
+	for _, f := range h.fields {
+		if asciiEqualFold(h.bytes(f.name), "Connection") {
+			eachToken(h.bytes(f.value), func(tok []byte) {
+				if bytes.EqualFold(tok, name) {
+					found = true
+				}
+			})
+		}
+	}
+	return found
+}

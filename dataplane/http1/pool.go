@@ -1,0 +1,202 @@
+package http1
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+)
+
+// Upstream buffer sizes. The reader is sized so one read takes a typical
+// response whole; the writer holds a request head.
+const (
+	upReadBuf  = 8 << 10
+	upWriteBuf = 4 << 10
+)
+
+// PoolSettings tune connection reuse toward each upstream endpoint.
+type PoolSettings struct {
+	// MaxIdle is the most idle connections kept per endpoint.
+	MaxIdle int
+	// IdleTimeout closes a connection idle for longer.
+	IdleTimeout time.Duration
+	// DialTimeout bounds connecting, TLS handshake included.
+	DialTimeout time.Duration
+	// MaxConns caps the connections open to one endpoint, busy and idle:
+	// beyond it a request fails at once with ErrOverloaded instead of
+	// piling onto an overloaded backend, and the proxy cannot run out of
+	// file descriptors.
+	MaxConns int
+}
+
+// DefaultPoolSettings are the settings of a proxy that sets none.
+var DefaultPoolSettings = PoolSettings{MaxIdle: 256, IdleTimeout: 90 * time.Second, DialTimeout: 10 * time.Second, MaxConns: 1024}
+
+// OrDefaults returns s with its zero fields taken from
+// DefaultPoolSettings.
+func (s PoolSettings) OrDefaults() PoolSettings {
+	d := DefaultPoolSettings
+	if s.MaxIdle > 0 {
+		d.MaxIdle = s.MaxIdle
+	}
+	if s.IdleTimeout > 0 {
+		d.IdleTimeout = s.IdleTimeout
+	}
+	if s.DialTimeout > 0 {
+		d.DialTimeout = s.DialTimeout
+	}
+	if s.MaxConns > 0 {
+		d.MaxConns = s.MaxConns
+	}
+	return d
+}
+
+// Pool holds the idle connections to one endpoint address for one
+// (protocol, TLS identity). Most recently used first: a warm connection is
+// less likely to have been closed by the server's idle timer.
+type Pool struct {
+	addr     string
+	tls      *tls.Config // nil for cleartext
+	settings PoolSettings
+	// explain adds advice to a failed TLS handshake.
+	explain func(error) error
+
+	mu     sync.Mutex
+	idle   []*Conn
+	open   int // connections open, busy or idle, and dials under way
+	closed bool
+}
+
+// NewPool returns an empty pool of connections to addr (host:port), over
+// TLS when tlsConf is set. explain, if set, rewrites a failed TLS
+// handshake's error with advice for the user.
+func NewPool(addr string, tlsConf *tls.Config, s PoolSettings, explain func(error) error) *Pool {
+	return &Pool{addr: addr, tls: tlsConf, settings: s, explain: explain}
+}
+
+// Get returns an idle connection or dials a new one. ctx bounds the dial.
+func (p *Pool) Get(ctx context.Context) (*Conn, error) {
+	now := time.Now()
+	p.mu.Lock()
+	for n := len(p.idle); n > 0; n = len(p.idle) {
+		c := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		if now.Sub(c.idleAt) < p.settings.IdleTimeout {
+			p.mu.Unlock()
+			c.reused = true
+			return c, nil
+		}
+		p.mu.Unlock()
+		c.Close()
+		p.mu.Lock()
+	}
+	p.mu.Unlock()
+	return p.Dial(ctx)
+}
+
+// ErrOverloaded is an endpoint at its connection cap.
+var ErrOverloaded = errors.New("the backend endpoint has as many connections open as allowed (upstream-max-conns)")
+
+// Dial dials a new connection, within the cap: when nothing idle is left,
+// or for a request that must not go on a pooled one.
+func (p *Pool) Dial(ctx context.Context) (*Conn, error) {
+	p.mu.Lock()
+	if p.open >= p.settings.MaxConns {
+		p.mu.Unlock()
+		return nil, ErrOverloaded
+	}
+	p.open++ // the place is taken before dialling, so dials cannot overshoot
+	p.mu.Unlock()
+	c, err := p.dial(ctx)
+	if err != nil {
+		p.mu.Lock()
+		p.open--
+		p.mu.Unlock()
+	}
+	return c, err
+}
+
+// DialError is a failure to connect: nothing reached the upstream, so the
+// request can go elsewhere.
+type DialError struct{ Err error }
+
+func (e *DialError) Error() string { return e.Err.Error() }
+func (e *DialError) Unwrap() error { return e.Err }
+
+func (p *Pool) dial(ctx context.Context) (*Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, p.settings.DialTimeout)
+	defer cancel()
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", p.addr)
+	if err != nil {
+		return nil, &DialError{err}
+	}
+	if p.tls != nil {
+		tc := tls.Client(nc, p.tls)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			nc.Close()
+			err = fmt.Errorf("TLS handshake with %s: %w", p.addr, err)
+			if p.explain != nil {
+				err = p.explain(err)
+			}
+			return nil, &DialError{err}
+		}
+		if proto := tc.ConnectionState().NegotiatedProtocol; proto != "" && proto != "http/1.1" {
+			nc.Close()
+			return nil, &DialError{fmt.Errorf("%s negotiated %q, want http/1.1", p.addr, proto)}
+		}
+		nc = tc
+	}
+	rw := newRawIO(nc)
+	return &Conn{
+		nc:   nc,
+		br:   bufio.NewReaderSize(rw, upReadBuf),
+		bw:   bufio.NewWriterSize(rw, upWriteBuf),
+		pool: p,
+	}, nil
+}
+
+// put returns a connection whose last exchange ended cleanly. Whoever set
+// a deadline on it has cleared it.
+func (p *Pool) put(c *Conn) {
+	if c.br.Buffered() > 0 {
+		// The server sent more than the response it owed: whatever it is,
+		// it must not be read as the answer to the next request.
+		c.Close()
+		return
+	}
+	c.idleAt = time.Now()
+	p.mu.Lock()
+	if p.closed || c.broken.Load() || len(p.idle) >= p.settings.MaxIdle {
+		p.mu.Unlock()
+		c.Close()
+		return
+	}
+	p.idle = append(p.idle, c)
+	p.mu.Unlock()
+}
+
+// Close closes idle connections and makes the busy ones close as they
+// come back: the pool's endpoint left the config.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, c := range idle {
+		c.Close()
+	}
+}
+
+// Counts returns the pooled connections and all open ones (busy, idle
+// and being dialled), for metrics and tests.
+func (p *Pool) Counts() (idle, open int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.idle), p.open
+}

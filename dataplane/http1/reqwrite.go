@@ -1,0 +1,99 @@
+package http1
+
+import (
+	"bufio"
+	"io"
+	"strconv"
+	"sync"
+)
+
+// Writing a request to an upstream. The caller composes the head from
+// these pieces (the proxy decides which fields go, and writes them as it
+// filters, without a header map of its own); Conn.Send sends the body.
+
+// WriteRequestLine writes the request line and the Host field, which
+// RFC 9112 §3.2 asks to come first.
+func WriteRequestLine(bw *bufio.Writer, method, target, host string) {
+	bw.WriteString(method)
+	bw.WriteByte(' ')
+	bw.WriteString(target)
+	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.WriteString(host)
+	bw.WriteString("\r\n")
+}
+
+// WriteField writes one field line.
+func WriteField(bw *bufio.Writer, k, v string) {
+	bw.WriteString(k)
+	bw.WriteString(": ")
+	bw.WriteString(v)
+	bw.WriteString("\r\n")
+}
+
+// EndHead writes the framing of a body of n bytes (0 for none, -1 for an
+// unknown length, sent chunked) and the blank line that ends the head.
+// The framing is always the writer's own: a body is re-framed, never
+// passed on with the length or coding it arrived with.
+func EndHead(bw *bufio.Writer, n int64) {
+	switch {
+	case n > 0:
+		bw.WriteString("Content-Length: ")
+		bw.Write(strconv.AppendInt(bw.AvailableBuffer(), n, 10))
+		bw.WriteString("\r\n")
+	case n < 0:
+		bw.WriteString("Transfer-Encoding: chunked\r\n")
+	}
+	bw.WriteString("\r\n")
+}
+
+// copyBufPool holds buffers for bodies too large for the connection's
+// own buffers.
+var copyBufPool = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// writeBody sends a request body with the framing EndHead announced.
+// It returns the number of body bytes sent.
+func writeBody(bw *bufio.Writer, body io.Reader, contentLength int64) (int64, error) {
+	bp := copyBufPool.Get().(*[]byte)
+	defer copyBufPool.Put(bp)
+	buf := *bp
+	var sent int64
+	for {
+		n, rerr := body.Read(buf)
+		if n > 0 {
+			if contentLength < 0 {
+				bw.Write(strconv.AppendUint(bw.AvailableBuffer(), uint64(n), 16))
+				bw.WriteString("\r\n")
+			} else if sent+int64(n) > contentLength {
+				return sent, errBodyLength
+			}
+			if _, err := bw.Write(buf[:n]); err != nil {
+				return sent, err
+			}
+			if contentLength < 0 {
+				bw.WriteString("\r\n")
+			}
+			sent += int64(n)
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			return sent, &ClientBodyError{rerr}
+		}
+	}
+	if contentLength < 0 {
+		bw.WriteString("0\r\n\r\n")
+	} else if sent != contentLength {
+		return sent, errBodyLength
+	}
+	return sent, bw.Flush()
+}
+
+// ClientBodyError is a failure to read the request body from the client:
+// the client's fault (or gone), not the upstream's.
+type ClientBodyError struct{ Err error }
+
+func (e *ClientBodyError) Error() string { return "reading request body: " + e.Err.Error() }
+func (e *ClientBodyError) Unwrap() error { return e.Err }
+
+var errBodyLength = &ClientBodyError{io.ErrUnexpectedEOF}
