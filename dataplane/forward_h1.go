@@ -162,10 +162,6 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		if c.Reused() && !x.replayable() && !c.LooksAlive() {
-			c.Close()
-			continue // a new connection: the body must not go into a dead one
-		}
 		if !deadline.IsZero() {
 			c.SetDeadline(deadline)
 		}
@@ -310,7 +306,7 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn
 		// connection already back in its pool.
 		stop()
 	}
-	c.Finish(head, upErr == nil && downErr == nil, bodyDone)
+	c.Finish(head, upErr == nil && downErr == nil, r.Method, bodyDone)
 	if upErr != nil && !x.gone() {
 		// The backend failed mid-body. Send what arrived, then abort the
 		// client's response so it sees a truncated message, not a

@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -21,6 +20,7 @@ type Conn struct {
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	pool   *Pool
+	peek   *peekQuiet  // looks at the socket under nc; nil if it cannot
 	reused bool        // it served an exchange before this one
 	broken atomic.Bool // a deadline was forced into the past: not reusable
 	idleAt time.Time   // when it went back to the pool
@@ -182,12 +182,13 @@ func (c *Conn) CopyBody(w io.Writer, fl http.Flusher, h *Head, method string, tr
 }
 
 // Finish ends the exchange: the connection goes back to its pool when
-// clean (the response was read whole), the response lets it live on and
+// clean (the response was read whole), the response lets it live on, it
+// was not a bodiless answer that announced a body (see skippedBody), and
 // the request body was written whole; otherwise it is closed. It waits
 // for a body writer still running, which reads the client's body: that
 // must not happen after the request's handler returns.
-func (c *Conn) Finish(h *Head, clean bool, bodyDone <-chan error) {
-	reuse := clean && !h.Close
+func (c *Conn) Finish(h *Head, clean bool, method string, bodyDone <-chan error) {
+	reuse := clean && h.reusable(method)
 	if reuse {
 		select {
 		case berr := <-bodyDone:
@@ -208,45 +209,38 @@ func (c *Conn) Finish(h *Head, clean bool, bodyDone <-chan error) {
 // retried attempt's, a mirror's): the connection is kept when the body is
 // at most limit bytes and can be read past, else closed.
 func (c *Conn) Drop(h *Head, method string, limit int64, bodyDone <-chan error) {
-	if <-bodyDone == nil && !h.Close && discardBody(c.br, h, method, limit) {
+	if <-bodyDone == nil && h.reusable(method) && discardBody(c.br, h, method, limit) {
 		c.pool.put(c)
 		return
 	}
 	c.Close()
 }
 
-// looksAlive checks, without blocking, that the server has not closed an
-// idle connection: a peek at the socket finds neither data nor the end of
-// the stream. It costs one syscall.
-func (c *Conn) looksAlive() bool {
-	if c.br.Buffered() > 0 {
-		return false // an idle connection has nothing to say
-	}
-	nc := c.nc
-	if tc, ok := nc.(*tls.Conn); ok {
-		nc = tc.NetConn()
-	}
-	sc, ok := nc.(syscall.Conn)
+// quiet reports whether an idle connection can carry a new request:
+// nothing is waiting to be read on it and the server has not closed it.
+// Anything an idle connection says is not the answer to a request not yet
+// sent (a late response, a body after one that had none, junk, the end of
+// the stream), and reading it as such would hand one client another's
+// response. It costs one non-blocking syscall.
+func (c *Conn) quiet() bool {
+	return c.br.Buffered() == 0 && (c.peek == nil || c.peek.check())
+}
+
+// tlsDrained reports whether a TLS connection holds no decrypted bytes
+// beyond the response just read: they would be invisible to quiet, which
+// looks at the socket. A read with a deadline in the past returns what
+// crypto/tls holds, or a timeout without touching the socket.
+func (c *Conn) tlsDrained() bool {
+	tc, ok := c.nc.(*tls.Conn)
 	if !ok {
 		return true
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return true
-	}
-	alive := true
+	tc.SetReadDeadline(pastDeadline)
 	var b [1]byte
-	rc.Read(func(fd uintptr) bool {
-		n, _, err := syscall.Recvfrom(int(fd), b[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		alive = n < 0 && (err == syscall.EAGAIN || err == syscall.EWOULDBLOCK)
-		return true // never wait
-	})
-	return alive
+	n, err := tc.Read(b[:])
+	tc.SetReadDeadline(time.Time{})
+	return n == 0 && isTimeout(err)
 }
-
-// LooksAlive reports whether a reused connection still looks open (see
-// looksAlive), before a request is sent that could not be sent again.
-func (c *Conn) LooksAlive() bool { return c.looksAlive() }
 
 func isTimeout(err error) bool {
 	var ne net.Error

@@ -65,7 +65,9 @@
 //
 // Responses, read from upstream (head.go, body.go):
 //   - RFC 9112 §4: the status line is HTTP/1.0 or HTTP/1.1, a three-digit
-//     status from 100; informational responses other than 101 are skipped.
+//     status from 100. Informational responses other than 101 are skipped
+//     (RFC 9110 §15.2), at most 5 of them, and all heads of one response
+//     together are at most 256 KiB, as Go's transports bound them.
 //   - RFC 9112 §5: field names are tokens with no whitespace before the
 //     colon, obs-fold is refused (§5.2: a proxy answers 502), values hold
 //     no control characters; the head is at most 256 KiB and 512 fields.
@@ -79,9 +81,26 @@
 //   - RFC 9112 §7.1: chunked bodies are decoded strictly (CRLF line ends,
 //     sizes of at most 15 hex digits, CRLF after chunk data).
 //
-// Connections to backends (pool.go):
-//   - A pooled connection is used for one exchange at a time and goes back
-//     to the pool only when the response was read whole, the request body
-//     was written whole, and the server did not ask to close; bytes left
-//     over after a response close it.
+// Connections to backends (pool.go, conn.go). HTTP/1.1 has no way to
+// tell which request a response answers but their order (RFC 9112 §9.3),
+// so a byte the server sends that no request asked for would shift every
+// later answer on the connection to the wrong client. Hence:
+//   - A connection carries one exchange at a time and goes back to the
+//     pool only when the response was read whole, the request body was
+//     written whole, and the server did not ask to close (Connection:
+//     close, HTTP/1.0, a body ended by the close).
+//   - Bytes left over after a complete response close it, whether in the
+//     reader's buffer or still inside crypto/tls.
+//   - An answer without a body (to HEAD, 204, 304) that announced one, by
+//     a length or chunking, closes it: a server that gets this wrong sends
+//     the body too, and it may arrive after any check.
+//   - An idle connection is checked before every reuse, and once a second
+//     while idle, with a non-blocking peek at its socket: one that is
+//     readable (a late response, junk) or closed by the server is closed,
+//     never handed out.
+//
+// What no HTTP/1.1 client can catch (nginx and Go's Transport included):
+// stray bytes a server sends after the next request was written are taken
+// as its answer. The checks above close that window everywhere but in the
+// microseconds between a check and the write.
 package http1

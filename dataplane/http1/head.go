@@ -36,6 +36,9 @@ type Head struct {
 	raw     []byte
 	fields  []field
 	upgrade bool // Connection: upgrade was sent
+	// spent is what the informational heads before this one took of
+	// maxHeadBytes.
+	spent int
 }
 
 type field struct {
@@ -58,7 +61,7 @@ func PutHead(h *Head) {
 	if cap(h.raw) > 64<<10 {
 		return
 	}
-	h.raw, h.fields = h.raw[:0], h.fields[:0]
+	h.raw, h.fields, h.spent = h.raw[:0], h.fields[:0], 0
 	headPool.Put(h)
 }
 
@@ -76,11 +79,22 @@ func protoErr(format string, a ...any) error {
 	return &ProtocolError{fmt.Sprintf(format, a...)}
 }
 
+// max1xx is the most informational responses read before a final one, as
+// Go's HTTP/2 transport allows. Each is skipped, and all heads of one
+// response together stay within maxHeadBytes, as net/http's Transport
+// counts them: a backend cannot keep the proxy reading 1xx forever.
+const max1xx = 5
+
 // readHead reads one response head. Informational (1xx) responses other
-// than 101 are skipped: the client's server side has already answered its
-// own 100-continue.
+// than 101 are skipped (at most max1xx of them): the client's server side
+// has already answered its own 100-continue.
 func readHead(br *bufio.Reader, h *Head) error {
-	for {
+	h.spent, h.raw = 0, h.raw[:0]
+	for n1xx := 0; ; n1xx++ {
+		if n1xx > max1xx {
+			return protoErr("more than %d informational (1xx) responses", max1xx)
+		}
+		h.spent += len(h.raw)
 		h.raw, h.fields = h.raw[:0], h.fields[:0]
 		line, err := readLine(br, h, true)
 		if err != nil {
@@ -105,7 +119,7 @@ func readLine(br *bufio.Reader, h *Head, first bool) (span, error) {
 	start := len(h.raw)
 	for {
 		frag, err := br.ReadSlice('\n')
-		if len(h.raw)+len(frag) > maxHeadBytes {
+		if h.spent+len(h.raw)+len(frag) > maxHeadBytes {
 			return span{}, errHeadTooLarge
 		}
 		h.raw = append(h.raw, frag...)
@@ -253,9 +267,6 @@ func (h *Head) frame() error {
 			return protoErr("Transfer-Encoding in an HTTP/1.0 response")
 		}
 	}
-	if !h.Chunked && h.ContentLength < 0 {
-		h.Close = true // the body ends when the connection does
-	}
 	return nil
 }
 
@@ -280,6 +291,27 @@ func parseContentLength(v []byte) (int64, error) {
 // a body at all (RFC 9112 §6.3 rules 1 and 2).
 func (h *Head) HasBody(method string) bool {
 	return method != http.MethodHead && h.Status >= 200 && h.Status != http.StatusNoContent && h.Status != http.StatusNotModified
+}
+
+// endsAtClose reports whether the body of this answer to method is
+// delimited by the server closing the connection (RFC 9112 §6.3 rule 8).
+func (h *Head) endsAtClose(method string) bool {
+	return h.HasBody(method) && !h.Chunked && h.ContentLength < 0
+}
+
+// reusable reports whether the connection may carry another exchange
+// after this answer to method, read whole.
+func (h *Head) reusable(method string) bool {
+	return !h.Close && !h.endsAtClose(method) && !h.skippedBody(method)
+}
+
+// skippedBody reports whether a response without a body (to HEAD, or
+// 204, 304) announced one anyway, with a length or chunking. A server
+// that gets HEAD wrong often sends the body as well, after the head: the
+// connection then cannot be trusted for another exchange, since those
+// bytes may arrive after any check for them.
+func (h *Head) skippedBody(method string) bool {
+	return !h.HasBody(method) && h.Status >= 200 && (h.Chunked || h.ContentLength > 0)
 }
 
 // CopyTo stores the head's end-to-end fields in dst, a response writer's

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -69,6 +70,8 @@ type Pool struct {
 	idle   []*Conn
 	open   int // connections open, busy or idle, and dials under way
 	closed bool
+	// sweeping says a sweep is scheduled (see sweep).
+	sweeping bool
 }
 
 // NewPool returns an empty pool of connections to addr (host:port), over
@@ -79,6 +82,8 @@ func NewPool(addr string, tlsConf *tls.Config, s PoolSettings, explain func(erro
 }
 
 // Get returns an idle connection or dials a new one. ctx bounds the dial.
+// An idle connection is handed out only if it is quiet: one with anything
+// to read, or closed by the server, is closed instead.
 func (p *Pool) Get(ctx context.Context) (*Conn, error) {
 	now := time.Now()
 	p.mu.Lock()
@@ -86,12 +91,11 @@ func (p *Pool) Get(ctx context.Context) (*Conn, error) {
 		c := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
-		if now.Sub(c.idleAt) < p.settings.IdleTimeout {
-			p.mu.Unlock()
+		p.mu.Unlock()
+		if now.Sub(c.idleAt) < p.settings.IdleTimeout && c.quiet() {
 			c.reused = true
 			return c, nil
 		}
-		p.mu.Unlock()
 		c.Close()
 		p.mu.Lock()
 	}
@@ -158,13 +162,31 @@ func (p *Pool) dial(ctx context.Context) (*Conn, error) {
 		br:   bufio.NewReaderSize(rw, upReadBuf),
 		bw:   bufio.NewWriterSize(rw, upWriteBuf),
 		pool: p,
+		peek: socketPeek(nc),
 	}, nil
+}
+
+// socketPeek is the check of nc's socket (under TLS, the TCP socket), or
+// nil for a connection that has no file descriptor.
+func socketPeek(nc net.Conn) *peekQuiet {
+	if tc, ok := nc.(*tls.Conn); ok {
+		nc = tc.NetConn()
+	}
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return newPeekQuiet(rc)
 }
 
 // put returns a connection whose last exchange ended cleanly. Whoever set
 // a deadline on it has cleared it.
 func (p *Pool) put(c *Conn) {
-	if c.br.Buffered() > 0 {
+	if c.br.Buffered() > 0 || !c.tlsDrained() {
 		// The server sent more than the response it owed: whatever it is,
 		// it must not be read as the answer to the next request.
 		c.Close()
@@ -178,7 +200,43 @@ func (p *Pool) put(c *Conn) {
 		return
 	}
 	p.idle = append(p.idle, c)
+	if !p.sweeping {
+		p.sweeping = true
+		time.AfterFunc(sweepEvery, p.sweep)
+	}
 	p.mu.Unlock()
+}
+
+// sweepEvery is how often idle connections are looked at.
+const sweepEvery = time.Second
+
+// sweep closes idle connections past the idle timeout and those that are
+// no longer quiet: the server closed them, or sent something no request
+// asked for. It runs every sweepEvery while the pool holds idle
+// connections. The checks are made under the lock, which Get waits for:
+// a few hundred non-blocking syscalls once a second.
+func (p *Pool) sweep() {
+	now := time.Now()
+	var dead []*Conn
+	p.mu.Lock()
+	keep := p.idle[:0]
+	for _, c := range p.idle {
+		if now.Sub(c.idleAt) >= p.settings.IdleTimeout || !c.quiet() {
+			dead = append(dead, c)
+			continue
+		}
+		keep = append(keep, c)
+	}
+	clear(p.idle[len(keep):])
+	p.idle = keep
+	p.sweeping = len(p.idle) > 0 && !p.closed
+	if p.sweeping {
+		time.AfterFunc(sweepEvery, p.sweep)
+	}
+	p.mu.Unlock()
+	for _, c := range dead {
+		c.Close()
+	}
 }
 
 // Close closes idle connections and makes the busy ones close as they

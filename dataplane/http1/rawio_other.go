@@ -5,8 +5,31 @@ package http1
 import (
 	"io"
 	"net"
+	"syscall"
 )
 
 // newRawIO is the connection itself where raw socket calls are not
 // implemented (see rawio.go).
 func newRawIO(nc net.Conn) io.ReadWriter { return nc }
+
+// peekQuiet reports whether a socket has nothing to read and is still
+// open (see rawio.go); elsewhere than Linux it asks recvfrom through
+// package syscall where that exists (peek_unix.go).
+type peekQuiet struct {
+	rc    syscall.RawConn
+	quiet bool
+	b     [1]byte
+}
+
+func newPeekQuiet(rc syscall.RawConn) *peekQuiet { return &peekQuiet{rc: rc} }
+
+func (p *peekQuiet) check() bool {
+	p.quiet = false
+	if err := p.rc.Read(func(fd uintptr) bool {
+		p.quiet = recvPeekWouldBlock(fd, p.b[:])
+		return true
+	}); err != nil {
+		return false
+	}
+	return p.quiet
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package http1
+
+// recvPeekWouldBlock cannot look at the socket here: a pooled connection
+// is then only checked for bytes its reader already holds.
+func recvPeekWouldBlock(fd uintptr, b []byte) bool { return true }

@@ -1,0 +1,10 @@
+//go:build unix && !linux
+
+package http1
+
+import "syscall"
+
+func recvPeekWouldBlock(fd uintptr, b []byte) bool {
+	_, _, err := syscall.Recvfrom(int(fd), b, syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	return err == syscall.EAGAIN || err == syscall.EWOULDBLOCK
+}

@@ -1,0 +1,281 @@
+package http1
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// backend accepts loopback connections and answers every request head
+// with answer(n), n counting requests on that connection from 0; after
+// that it writes extra(n), if any, after a pause of wait. It counts the
+// connections it accepted.
+type backend struct {
+	addr    string
+	accepts atomic.Int32
+}
+
+func startBackend(t *testing.T, answer func(n int) string, extra func(n int) (string, time.Duration)) *backend {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	b := &backend{addr: ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b.accepts.Add(1)
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					if _, err := http.ReadRequest(br); err != nil {
+						return
+					}
+					io.WriteString(c, answer(n))
+					if extra == nil {
+						continue
+					}
+					if s, wait := extra(n); s != "" {
+						time.Sleep(wait)
+						io.WriteString(c, s)
+					}
+				}
+			}()
+		}
+	}()
+	return b
+}
+
+func testPool(addr string) *Pool {
+	return NewPool(addr, nil, PoolSettings{MaxIdle: 4, IdleTimeout: time.Minute, DialTimeout: time.Second, MaxConns: 8}, nil)
+}
+
+// exchange sends one GET (or method) on a connection from p and returns
+// the answer's status and body, releasing the connection as the proxy
+// does.
+func exchange(t *testing.T, p *Pool, method string) (status int, body string) {
+	t.Helper()
+	c, err := p.Get(context.Background())
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	WriteRequestLine(c.Writer(), method, "/", "h")
+	EndHead(c.Writer(), 0)
+	done, err := c.Send(nil, nil, 0)
+	if err != nil {
+		t.Fatalf("Send: %v", err)
+	}
+	h := GetHead()
+	defer PutHead(h)
+	if err := c.ReadResponse(h, false); err != nil {
+		c.Close()
+		return 0, err.Error()
+	}
+	var sb strings.Builder
+	upErr, downErr := c.CopyBody(&sb, nil, h, method, http.Header{})
+	c.SetDeadline(time.Time{})
+	c.Finish(h, upErr == nil && downErr == nil, method, done)
+	return h.Status, sb.String()
+}
+
+// ok is a complete 200 response with body.
+func ok(body string) string {
+	return "HTTP/1.1 200 OK\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}
+
+// Bytes a server sends after a complete response, in the same write or
+// later while the connection is idle, are never read as the answer to
+// the next request: the connection is closed and a new one dialled.
+func TestPoolNeverReusesAConnectionWithStrayBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		wait time.Duration
+	}{
+		{"in the same write", 0},
+		{"while idle", 50 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := startBackend(t, func(n int) string { return ok("answer") },
+				func(n int) (string, time.Duration) { return ok("stray"), tc.wait })
+			p := testPool(b.addr)
+			for i := range 3 {
+				if _, body := exchange(t, p, "GET"); body != "answer" {
+					t.Fatalf("request %d got %q", i, body)
+				}
+				time.Sleep(2*tc.wait + 20*time.Millisecond)
+			}
+			if n := b.accepts.Load(); n != 3 {
+				t.Errorf("%d connections for 3 requests: a dirty one was reused", n)
+			}
+		})
+	}
+}
+
+// A connection the server closed while it sat in the pool is not handed
+// out: the next request goes on a new one instead of failing.
+func TestPoolSkipsAConnectionTheServerClosed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() { // one answer, then an idle timeout of 20 ms
+				defer c.Close()
+				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					io.WriteString(c, ok("answer"))
+					time.Sleep(20 * time.Millisecond)
+				}
+			}()
+		}
+	}()
+	p := testPool(ln.Addr().String())
+	for i := range 3 {
+		if _, body := exchange(t, p, "GET"); body != "answer" {
+			t.Fatalf("request %d got %q", i, body)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A response to HEAD, 204 or 304 that announced a body (a length, or
+// chunking) closes its connection: a server that gets this wrong usually
+// sends the body too, and it may arrive after any check for it.
+func TestPoolClosesAfterABodilessAnswerThatAnnouncedABody(t *testing.T) {
+	for _, tc := range []struct {
+		name, method, answer string
+		reuse                bool
+	}{
+		{"HEAD with a length", "HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", false},
+		{"HEAD chunked", "HEAD", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n", false},
+		{"HEAD without a length", "HEAD", "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", true},
+		{"204 with a length", "GET", "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n", false},
+		{"304 with a length", "GET", "HTTP/1.1 304 Not Modified\r\nContent-Length: 5\r\n\r\n", false},
+		{"304", "GET", "HTTP/1.1 304 Not Modified\r\nEtag: \"x\"\r\n\r\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := startBackend(t, func(int) string { return tc.answer }, nil)
+			p := testPool(b.addr)
+			exchange(t, p, tc.method)
+			if idle, _ := p.Counts(); (idle == 1) != tc.reuse {
+				t.Errorf("%d idle connections after the answer, want reuse=%v", idle, tc.reuse)
+			}
+		})
+	}
+}
+
+// The sweep closes idle connections that are no longer quiet, without
+// waiting for a request to find them.
+func TestPoolSweepClosesDirtyIdleConnections(t *testing.T) {
+	b := startBackend(t, func(int) string { return ok("x") },
+		func(int) (string, time.Duration) { return "junk", 100 * time.Millisecond })
+	p := testPool(b.addr)
+	exchange(t, p, "GET")
+	if idle, _ := p.Counts(); idle != 1 {
+		t.Fatalf("%d idle after one exchange", idle)
+	}
+	deadline := time.Now().Add(3 * sweepEvery)
+	for {
+		idle, open := p.Counts()
+		if idle == 0 && open == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d idle, %d open %v after the junk arrived", idle, open, 3*sweepEvery)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Informational responses are skipped, at most max1xx of them, and all
+// heads of a response share one size limit.
+func TestReadHeadCapsInformationalResponses(t *testing.T) {
+	final := "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"
+	early := "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n"
+	big := "HTTP/1.1 103 Early Hints\r\nLink: " + strings.Repeat("x", 60<<10) + "\r\n\r\n"
+	for _, tc := range []struct {
+		name, in string
+		ok       bool
+	}{
+		{"five", strings.Repeat(early, 5) + final, true},
+		{"six", strings.Repeat(early, 6) + final, false},
+		{"large ones", strings.Repeat(big, 5) + final, false},
+	} {
+		h := &Head{}
+		err := readHead(bufio.NewReader(strings.NewReader(tc.in)), h)
+		var pe *ProtocolError
+		switch {
+		case tc.ok && (err != nil || h.Status != 200):
+			t.Errorf("%s: %v, status %d", tc.name, err, h.Status)
+		case !tc.ok && !errors.As(err, &pe):
+			t.Errorf("%s: accepted (err %v)", tc.name, err)
+		}
+	}
+}
+
+// Bytes sent in the same TLS record as a response can stay inside
+// crypto/tls, where a look at the socket cannot see them; the connection
+// is closed rather than pooled.
+func TestPoolClosesATLSConnectionHoldingStrayBytes(t *testing.T) {
+	// The second response ends exactly where the reader's first read ends
+	// (its buffer size), in one 16 KiB record with a stray response after
+	// it, which then stays in crypto/tls. (Go's TLS server sends small
+	// records until 128 KiB went out: the first response is that large.)
+	big := ok(strings.Repeat("a", 256<<10))
+	head := "HTTP/1.1 200 OK\r\nContent-Length: 8151\r\n\r\n"
+	body := strings.Repeat("b", upReadBuf-len(head))
+	if len(body) != 8151 {
+		t.Fatalf("body of %d bytes: fix the head's length", len(body))
+	}
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		io.WriteString(c, big) // the answer to the request that was hijacked
+		if _, err := http.ReadRequest(brw.Reader); err != nil {
+			return
+		}
+		io.WriteString(c, head+body+ok("stray")) // one write: one record
+		time.Sleep(200 * time.Millisecond)
+	}))
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	conf := srv.Client().Transport.(*http.Transport).TLSClientConfig.Clone()
+	conf.NextProtos, conf.ServerName = []string{"http/1.1"}, "example.com"
+	p := NewPool(srv.Listener.Addr().String(), conf, PoolSettings{MaxIdle: 4, IdleTimeout: time.Minute, DialTimeout: time.Second, MaxConns: 8}, nil)
+	if _, got := exchange(t, p, "GET"); len(got) != 256<<10 {
+		t.Fatalf("first answer: %d bytes", len(got))
+	}
+	if idle, _ := p.Counts(); idle != 1 {
+		t.Fatalf("the first connection was not pooled")
+	}
+	if _, got := exchange(t, p, "GET"); got != body {
+		t.Fatalf("second answer: %d bytes", len(got))
+	}
+	if idle, _ := p.Counts(); idle != 0 {
+		t.Errorf("a connection with a stray response in its TLS buffer was pooled")
+	}
+}
