@@ -124,7 +124,7 @@ func TestRetries(t *testing.T) {
 
 	// Two 503s, then success: the client sees only the success, with the
 	// request body replayed on each attempt.
-	req, _ := http.NewRequest("POST", e.url("/"), strings.NewReader("payload"))
+	req, _ := http.NewRequest("PUT", e.url("/"), strings.NewReader("payload"))
 	req.Header.Set("X-Fail-Until", "2")
 	res, body := e.do(e.client, req)
 	if res.StatusCode != 200 || echoed(body, "body") != "payload" || hits.Load() != 3 {
@@ -132,6 +132,25 @@ func TestRetries(t *testing.T) {
 	}
 	if got := e.p.Stats().Retries.Load(); got != 2 {
 		t.Errorf("retries = %d", got)
+	}
+
+	// A POST is not idempotent: the backend saw it, so it is not sent
+	// again, unless it carries an Idempotency-Key (RFC 9110 §9.2.2).
+	for _, key := range []string{"", "k-1"} {
+		hits.Store(0)
+		req, _ = http.NewRequest("POST", e.url("/"), strings.NewReader("payload"))
+		req.Header.Set("X-Fail-Until", "2")
+		if key != "" {
+			req.Header.Set("Idempotency-Key", key)
+		}
+		res, _ = e.do(e.client, req)
+		want, wantHits := 503, int32(1)
+		if key != "" {
+			want, wantHits = 200, 3
+		}
+		if res.StatusCode != want || hits.Load() != wantHits {
+			t.Errorf("POST with Idempotency-Key %q: %d after %d hits, want %d after %d", key, res.StatusCode, hits.Load(), want, wantHits)
+		}
 	}
 
 	// Attempts exhausted: the last answer is passed on.

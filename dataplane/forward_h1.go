@@ -124,9 +124,8 @@ func (x *exchange) mayRetry(attempt int, err error, reqDeadline time.Time, r *ht
 	if rp == nil || attempt >= rp.attempts {
 		return false
 	}
-	var dial *http1.DialError
-	if !x.replayable() && !errors.As(err, &dial) {
-		return false // the body has been (partly) sent and is gone
+	if !x.replayable() && !neverSent(err) {
+		return false // it may have reached the backend, which may act on it twice
 	}
 	wait := rp.wait(attempt + 1)
 	if !reqDeadline.IsZero() && time.Now().Add(wait).After(reqDeadline) {
@@ -146,9 +145,18 @@ func (x *exchange) mayRetry(attempt int, err error, reqDeadline time.Time, r *ht
 	return true
 }
 
+// neverSent reports whether err means no byte of the request left the
+// proxy: no connection could be made, or none was free.
+func neverSent(err error) bool {
+	var dial *http1.DialError
+	return errors.As(err, &dial) || errors.Is(err, http1.ErrOverloaded)
+}
+
 // send writes the request on a connection to ep and reads the response
 // head. A reused connection that turns out to have been closed by the
-// server is replaced once by a new one, when the request can be replayed.
+// server is replaced once by a new one, when the request can be replayed
+// (it is idempotent; a server closing as a request arrives may have read
+// it).
 // bodyDone delivers the outcome of writing the body.
 func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (*http1.Conn, *http1.Head, <-chan error, error) {
 	for fresh := false; ; fresh = true {

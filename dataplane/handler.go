@@ -328,8 +328,13 @@ func (x *exchange) bufferBody(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// replayable reports whether the request can be sent again.
-func (x *exchange) replayable() bool { return !x.hasBody || x.replay != nil }
+// bodyKept reports whether the request's body can be sent again: it has
+// none, or it is in memory.
+func (x *exchange) bodyKept() bool { return !x.hasBody || x.replay != nil }
+
+// replayable reports whether the request may be sent again after it may
+// have reached a backend: it is idempotent and its body was kept.
+func (x *exchange) replayable() bool { return x.bodyKept() && idempotent(x.r) }
 
 func isPreflight(r *http.Request) bool {
 	return r.Method == http.MethodOptions && firstValue(r.Header, "Origin") != "" && firstValue(r.Header, "Access-Control-Request-Method") != ""

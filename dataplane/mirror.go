@@ -64,8 +64,8 @@ func (p *Proxy) mirror(ms []*mirror, x *exchange, r *http.Request) {
 		if m.num == 0 || (m.num < m.den && rand.Uint64N(m.den) >= m.num) {
 			continue
 		}
-		if !x.replayable() || int(p.mirrorsInFlight.Add(1)) > p.opts.MaxMirrors {
-			if x.replayable() {
+		if !x.bodyKept() || int(p.mirrorsInFlight.Add(1)) > p.opts.MaxMirrors {
+			if x.bodyKept() {
 				p.mirrorsInFlight.Add(-1)
 			}
 			p.stats.MirrorsDropped.Add(1)

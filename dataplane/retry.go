@@ -3,6 +3,7 @@ package dataplane
 import (
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"time"
 )
 
@@ -10,9 +11,10 @@ import (
 //
 // What is retried: a response whose status is in codes, and a failure to
 // get any response at all (dial error, connection reset or closed before
-// the response head, an attempt timing out). A request whose body was
-// larger than maxReplayBody is retried only if the failure happened
-// before its body was read.
+// the response head, an attempt timing out). A request that may have
+// reached the backend is sent again only if it is idempotent and its body
+// was kept (see exchange.replayable); one that cannot have (the
+// connection was refused, or none was free) always may be.
 type retryPolicy struct {
 	codes    [10]uint64 // bitmap of statuses 0-639
 	attempts int
@@ -54,4 +56,20 @@ func (p *retryPolicy) wait(n int) time.Duration {
 	}
 	d = min(d, 10*p.backoff)
 	return d + time.Duration(rand.Int64N(int64(d)/4+1))
+}
+
+// idempotent reports whether sending r twice has the effect of sending it
+// once, so that it may be sent again after it may have reached a backend.
+// RFC 9110 §9.2.2 names the idempotent methods (§9.2.2: a proxy MUST NOT
+// retry the others automatically); as Go's Transport does, a request
+// carrying Idempotency-Key or X-Idempotency-Key counts as idempotent,
+// since that is what those headers promise.
+func idempotent(r *http.Request) bool {
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions, http.MethodTrace, http.MethodPut, http.MethodDelete:
+		return true
+	}
+	_, key := r.Header["Idempotency-Key"]
+	_, xkey := r.Header["X-Idempotency-Key"]
+	return key || xkey
 }
