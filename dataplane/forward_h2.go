@@ -200,6 +200,8 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 		}
 	}
 	for k, vs := range res.Trailer {
-		hdr[http.TrailerPrefix+k] = vs
+		if http1.TrailerAllowed(k) {
+			hdr[http.TrailerPrefix+k] = vs
+		}
 	}
 }

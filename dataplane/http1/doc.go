@@ -80,6 +80,9 @@
 //     are not passed on; nor is a Content-Length beside chunking.
 //   - RFC 9112 §7.1: chunked bodies are decoded strictly (CRLF line ends,
 //     sizes of at most 15 hex digits, CRLF after chunk data).
+//   - RFC 9110 §6.5.1: trailer fields that frame the message, route it,
+//     authenticate, control caching, describe the content or set cookies
+//     are dropped (TrailerAllowed), as net/http refuses them.
 //
 // Connections to backends (pool.go, conn.go). HTTP/1.1 has no way to
 // tell which request a response answers but their order (RFC 9112 §9.3),

@@ -127,6 +127,23 @@ func HopByHop(key string) bool {
 	return false
 }
 
+// TrailerAllowed reports whether a field (canonical name) may be passed
+// on in a trailer section. RFC 9110 §6.5.1 forbids trailers that frame
+// the message, route it, authenticate, control caching or describe the
+// content, since a recipient acts on those before the body; these are the
+// names net/http refuses as trailers, and the cookie fields, which set
+// state a client must not learn after the fact.
+func TrailerAllowed(key string) bool {
+	switch key {
+	case "Authorization", "Cache-Control", "Connection", "Content-Encoding", "Content-Length",
+		"Content-Range", "Content-Type", "Cookie", "Expect", "Host", "Keep-Alive", "Max-Forwards",
+		"Pragma", "Proxy-Authenticate", "Proxy-Authorization", "Proxy-Connection", "Range", "Realm",
+		"Set-Cookie", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Www-Authenticate":
+		return false
+	}
+	return true
+}
+
 // ListElems yields the elements of a comma-separated field value (RFC
 // 9110 §5.6.1), trimmed of spaces and tabs, skipping empty ones.
 func ListElems(s string) iter.Seq[string] {

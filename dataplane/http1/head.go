@@ -332,7 +332,8 @@ func (h *Head) WriteFields(bw *bufio.Writer) {
 }
 
 // copyTo stores fields in dst under prefix + canonical name: end-to-end
-// fields with no prefix, trailers with http.TrailerPrefix. All values
+// fields with no prefix, trailers with http.TrailerPrefix (those that
+// TrailerAllowed). All values
 // become substrings of one string and all value slices share one backing
 // array, so a head costs two allocations plus any field name net/http
 // does not already know.
@@ -373,6 +374,9 @@ func (h *Head) copyTo(dst http.Header, prefix string) {
 				continue
 			}
 		} else {
+			if !TrailerAllowed(key) {
+				continue
+			}
 			key = prefix + key
 		}
 		if old, ok := dst[key]; ok {
