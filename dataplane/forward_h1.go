@@ -96,6 +96,12 @@ func (x *exchange) endpointFor(w http.ResponseWriter, r *http.Request, attempt i
 // connection, and either waits to retry (true) or answers the client.
 func (x *exchange) attemptFailed(w http.ResponseWriter, r *http.Request, ep *endpoint, attempt int, err error, reqDeadline time.Time) (retry bool) {
 	stats := &x.h.p.stats
+	if errors.Is(err, http1.ErrRequestLine) {
+		// Checked on arrival, so only a rewrite could have made it:
+		// nothing was sent, and no backend is to blame.
+		reply(w, r, stats, http.StatusInternalServerError, "the request cannot be written to the backend")
+		return false
+	}
 	var cb *http1.ClientBodyError
 	if errors.As(err, &cb) {
 		// The client stopped sending (or sent less than it said): nothing
@@ -196,7 +202,9 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 
 // exchangeOn writes the request and reads the head on c.
 func (x *exchange) exchangeOn(c *http1.Conn, deadline time.Time) (*http1.Head, <-chan error, error) {
-	writeHead(c.Writer(), &x.out)
+	if err := writeHead(c.Writer(), &x.out); err != nil {
+		return nil, nil, err
+	}
 	var body io.Reader
 	if x.hasBody {
 		body = x.body
@@ -248,6 +256,14 @@ func isTimeout(err error) bool {
 // reading the request: safe to send again on a new connection.
 func stale(err error) bool {
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
+
+// backendsFault reports whether a failed attempt is the backend's doing,
+// to be counted against it: not when the client's body failed, nor when
+// the request could not be written.
+func backendsFault(err error) bool {
+	var cb *http1.ClientBodyError
+	return !errors.As(err, &cb) && !errors.Is(err, http1.ErrRequestLine)
 }
 
 // upstreamFailure maps a failure to get a response to the status the

@@ -63,6 +63,10 @@ func (x *exchange) gone() bool { return x.clientGone != nil && x.clientGone.Load
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	p := h.p
 	rec := &x.rec
+	if !wellFormed(r) {
+		reply(w, r, &p.stats, http.StatusBadRequest, "malformed request: the method must be a token, the target must not hold spaces or control characters, the host must be a host name or address")
+		return
+	}
 	snap := p.current.Load()
 	if snap == nil {
 		reply(w, r, &p.stats, http.StatusServiceUnavailable, "no configuration loaded yet")
@@ -205,6 +209,16 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	default:
 		x.forwardH1(w, r)
 	}
+}
+
+// wellFormed checks what every listener must before routing, whatever
+// protocol the request came in: its method, target and authority are
+// what an HTTP/1.1 request line and Host field may hold (RFC 9112 §3,
+// §3.2). HTTP/1.1 parsers refuse the rest themselves; HTTP/2 carries them
+// as pseudo-header values, which may hold spaces, and a :method of
+// "GET /admin?" written into a request line would change its target.
+func wellFormed(r *http.Request) bool {
+	return http1.IsToken(r.Method) && http1.ValidTarget(r.RequestURI) && http1.ValidHost(r.Host)
 }
 
 // splitTarget returns the escaped path and raw query of the request

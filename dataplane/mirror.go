@@ -122,7 +122,10 @@ func sendMirrorH1(ep *endpoint, out *outRequest, body []byte) bool {
 		return false
 	}
 	c.SetDeadline(time.Now().Add(mirrorTimeout))
-	writeHead(c.Writer(), out)
+	if err := writeHead(c.Writer(), out); err != nil {
+		c.Close()
+		return false
+	}
 	bodyDone, err := c.Send(nil, body, int64(len(body)))
 	head := http1.GetHead()
 	defer http1.PutHead(head)

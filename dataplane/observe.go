@@ -177,7 +177,7 @@ func (x *exchange) endAttempt(start time.Time, status int, err error) {
 	if status != 0 {
 		u.latency.observe(time.Since(start))
 	}
-	if err == nil || !isClientBodyError(err) {
+	if err == nil || backendsFault(err) {
 		u.result(status, err)
 	}
 	if x.rec.attempt != nil {

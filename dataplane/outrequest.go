@@ -37,9 +37,14 @@ type outRequest struct {
 // writeHead writes the request line and header section. Headers follow
 // RFC 9110 §7.6.1: hop-by-hop fields, and those named in Connection, are
 // not forwarded; framing (Content-Length, Transfer-Encoding) is the proxy's
-// own, since the body is re-framed.
-func writeHead(bw *bufio.Writer, o *outRequest) {
-	http1.WriteRequestLine(bw, o.method, o.target, o.host)
+// own, since the body is re-framed. Field values need no check here: every
+// listener's server refuses control characters in the client's, and
+// compile refuses them in the config's. Nothing is written when the
+// request line is refused (http1.ErrRequestLine).
+func writeHead(bw *bufio.Writer, o *outRequest) error {
+	if err := http1.WriteRequestLine(bw, o.method, o.target, o.host); err != nil {
+		return err
+	}
 	conn := o.in["Connection"]
 	for k, vs := range o.in {
 		if !o.forwards(k, conn) {
@@ -80,6 +85,7 @@ func writeHead(bw *bufio.Writer, o *outRequest) {
 		http1.WriteField(bw, "Upgrade", o.upgrade)
 	}
 	http1.EndHead(bw, o.contentLength)
+	return nil
 }
 
 // forwards reports whether the incoming field k goes out as it came:

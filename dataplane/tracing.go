@@ -2,7 +2,6 @@ package dataplane
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"time"
 
@@ -10,8 +9,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tunnelgate/tunnelgate/internal/telemetry"
-
-	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // Tracing (Options.Tracer; off when nil). Each request gets a server
@@ -180,13 +177,6 @@ func traceparent(sc trace.SpanContext) (parent, state string) {
 		state = ts.String()
 	}
 	return string(b[:]), state
-}
-
-// isClientBodyError reports a failure caused by the client's body, not
-// the backend.
-func isClientBodyError(err error) bool {
-	var cb *http1.ClientBodyError
-	return errors.As(err, &cb)
 }
 
 // clientIP is the client's address: Cf-Connecting-Ip when the peer is

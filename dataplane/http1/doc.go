@@ -56,6 +56,10 @@
 //     spaces.
 //
 // Requests, written upstream (reqwrite.go, conn.go):
+//   - RFC 9112 §3: nothing goes into a request line unchecked, whatever
+//     protocol the request arrived in: the method is a token, the target
+//     is origin-form ("/…", or "*" for OPTIONS) with no byte at or below
+//     space nor DEL, the host holds only host bytes (ErrRequestLine).
 //   - RFC 9112 §3.2: Host comes first. The framing (Content-Length, or
 //     chunked for an unknown length) is always the writer's own.
 //   - A request body larger than 64 KiB or of unknown length is written by

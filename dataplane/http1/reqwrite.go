@@ -2,6 +2,7 @@ package http1
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"strconv"
 	"sync"
@@ -11,15 +12,35 @@ import (
 // these pieces (the proxy decides which fields go, and writes them as it
 // filters, without a header map of its own); Conn.Send sends the body.
 
+// ErrRequestLine refuses to write a request line whose method is not a
+// token, whose target holds a space or control byte or is not in origin
+// form ("/path?query", or "*" for OPTIONS), or whose host holds bytes a
+// host cannot: written as they are, they would end the line early or
+// name another host, and change the request the backend reads (RFC 9112
+// §3, §3.2.2).
+var ErrRequestLine = errors.New("method, target or host cannot be written in a request line")
+
 // WriteRequestLine writes the request line and the Host field, which
-// RFC 9112 §3.2 asks to come first.
-func WriteRequestLine(bw *bufio.Writer, method, target, host string) {
+// RFC 9112 §3.2 asks to come first, after checking them: nothing reaches
+// a request line unchecked, whatever protocol the request came in.
+func WriteRequestLine(bw *bufio.Writer, method, target, host string) error {
+	if !IsToken(method) || !ValidTarget(target) || !ValidHost(host) || !originForm(method, target) {
+		return ErrRequestLine
+	}
 	bw.WriteString(method)
 	bw.WriteByte(' ')
 	bw.WriteString(target)
 	bw.WriteString(" HTTP/1.1\r\nHost: ")
 	bw.WriteString(host)
 	bw.WriteString("\r\n")
+	return nil
+}
+
+// originForm reports whether target is what a request to an origin
+// server carries (RFC 9112 §3.2.1, §3.2.4): a path, or "*" for OPTIONS.
+// An absolute-form target would name a host the Host field does not.
+func originForm(method, target string) bool {
+	return target[0] == '/' || (target == "*" && method == "OPTIONS")
 }
 
 // WriteField writes one field line.
