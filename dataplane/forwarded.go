@@ -17,17 +17,73 @@ import (
 // On a direct listener the peer is the client itself, who could claim any
 // address in those headers, so they are dropped and rebuilt from what the
 // connection shows: X-Forwarded-For is the peer address, X-Forwarded-Proto
-// the listener's scheme.
+// the listener's scheme. Every header Cloudflare's edge vouches for goes
+// too (see forgeable).
 
-// forgeable lists the request headers dropped on an untrusted listener.
+// forgeable reports whether an incoming header, on a listener that does
+// not trust its peer, is one a client could use to pass for Cloudflare's
+// edge or for another client: every Cf-* header (the edge sets them: the
+// visitor's address and location, Cloudflare Access's identity and
+// token, ...), the forwarding headers, and any name that becomes one of
+// those once '_' is read as '-'. Backends do read it so: CGI, WSGI, PHP
+// and nginx with underscores_in_headers fold both into '_', so that
+// Cf_Connecting_Ip would arrive as HTTP_CF_CONNECTING_IP.
 func forgeable(key string) bool {
-	switch key {
-	case "Forwarded", "X-Forwarded-Host", "X-Forwarded-Port", "X-Real-Ip", "True-Client-Ip",
-		"Cf-Connecting-Ip", "Cf-Connecting-Ipv6", "Cf-Ipcountry", "Cf-Ray", "Cf-Visitor", "Cf-Warp-Tag-Id",
-		"Cf-Worker", "Cdn-Loop":
+	if len(key) >= 3 && lowerASCII(key[0]) == 'c' && lowerASCII(key[1]) == 'f' && (key[2] == '-' || key[2] == '_') {
 		return true
 	}
+	for _, name := range forwardingHeaders {
+		if sameFieldName(key, name) {
+			return true
+		}
+	}
 	return false
+}
+
+// forwardingHeaders are what proxies and CDNs set to say where a request
+// came from. X-Forwarded-For and X-Forwarded-Proto are rebuilt by the
+// proxy itself on every listener (see ownAlias).
+var forwardingHeaders = [...]string{
+	"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Port", "X-Forwarded-Proto",
+	"X-Real-Ip", "True-Client-Ip", "Cdn-Loop",
+}
+
+// ownAlias reports whether key is a spelling of a header the proxy writes
+// itself (X-Forwarded-For, X-Forwarded-Proto) with '_' for '-': dropped on
+// every listener, or a backend folding '_' into '-' would see the
+// client's value beside the proxy's. The exact names are replaced, not
+// dropped (skipOutgoing).
+func ownAlias(key string) bool {
+	if len(key) != len("X-Forwarded-For") && len(key) != len("X-Forwarded-Proto") {
+		return false
+	}
+	return key != "X-Forwarded-For" && key != "X-Forwarded-Proto" &&
+		(sameFieldName(key, "X-Forwarded-For") || sameFieldName(key, "X-Forwarded-Proto"))
+}
+
+// sameFieldName reports whether key names the field name (canonical, with
+// '-') when case is ignored and '_' is read as '-'.
+func sameFieldName(key, name string) bool {
+	if len(key) != len(name) {
+		return false
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if c == '_' {
+			c = '-'
+		}
+		if lowerASCII(c) != lowerASCII(name[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // peerIP is the address part of r.RemoteAddr, without allocating.

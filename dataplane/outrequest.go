@@ -94,7 +94,7 @@ func writeHead(bw *bufio.Writer, o *outRequest) error {
 // not set or removed by the header plan. HTTP/1.1 and HTTP/2 forwarding
 // both ask it.
 func (o *outRequest) forwards(k string, conn []string) bool {
-	if skipOutgoing(k) || (o.untrusted && forgeable(k)) {
+	if skipOutgoing(k) || ownAlias(k) || (o.untrusted && forgeable(k)) {
 		return false
 	}
 	if o.traceparent != "" && (k == "Traceparent" || k == "Tracestate") {
