@@ -111,10 +111,7 @@ func (l *AccessLog) appendLine(b []byte, rec *reqRecord, r *http.Request, truste
 	b = append(b, `,"method":`...)
 	b = appendJSONString(b, r.Method)
 	b = append(b, `,"path":`...)
-	path := r.RequestURI
-	if path == "" || path[0] != '/' {
-		path = r.URL.RequestURI() // absolute form, or a request made in a test
-	}
+	path := logPath(r)
 	if l.opts.OmitQuery {
 		if i := strings.IndexByte(path, '?'); i >= 0 {
 			path = path[:i]
@@ -151,6 +148,21 @@ func (l *AccessLog) appendLine(b []byte, rec *reqRecord, r *http.Request, truste
 		b = append(b, '"')
 	}
 	return append(b, "}\n"...)
+}
+
+// logPath is the target a line shows: as the client sent it, except that
+// an absolute-form target shows its path and query, as for every other
+// request. A target that is neither ("*", CONNECT's authority) is shown
+// as it came.
+func logPath(r *http.Request) string {
+	p := r.RequestURI
+	switch {
+	case p == "" && r.URL != nil: // a request made in a test
+		return r.URL.RequestURI()
+	case p != "" && p[0] != '/' && r.URL != nil && r.URL.IsAbs():
+		return r.URL.RequestURI()
+	}
+	return p
 }
 
 func appendTraceID(b []byte, id trace.TraceID) []byte {

@@ -1,10 +1,19 @@
 package dataplane
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
 // Whatever a client puts in a host, path or method, the access log's
@@ -36,6 +45,56 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 		if got != want.String() {
 			t.Fatalf("%q decodes to %q, want %q", s, got, want.String())
+		}
+	})
+}
+
+// FuzzAccessLogRequest drives the request pipeline and the access log
+// with every request head a server of the proxy accepts: net/http's (the
+// TLS origin, plain and Gateway listeners) and the origin listener's own.
+// Whatever the target's form (absolute, "*", CONNECT's authority), the
+// handler answers without panicking and the log line is valid JSON.
+func FuzzAccessLogRequest(f *testing.F) {
+	for _, s := range []string{
+		"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET http://a.example/x?y=1 HTTP/1.1\r\nHost: b\r\n\r\n",
+		"OPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n",
+		"CONNECT a.example:443 HTTP/1.1\r\nHost: a.example:443\r\n\r\n",
+		"GET /%zz HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /\xff\"\\ HTTP/1.0\r\n\r\n",
+		"GET https://[::1]:8443 HTTP/1.1\r\nHost: x\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Load(config([]Route{route("r", to("a"))}, Cluster{Name: "a", Protocol: ProtoHTTP1, Endpoints: []Endpoint{}})); err != nil {
+		f.Fatal(err)
+	}
+	al := NewAccessLog(io.Discard, AccessLogOptions{})
+	f.Cleanup(al.Close)
+	parsers := map[string]func(*bufio.Reader) (*http.Request, error){
+		"net/http": http.ReadRequest,
+		"http1":    http1.ReadRequest,
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for name, parse := range parsers {
+			r, err := parse(bufio.NewReader(bytes.NewReader(data)))
+			if err != nil {
+				continue
+			}
+			r.RemoteAddr = "192.0.2.1:1234"
+			for _, trusted := range []bool{false, true} {
+				rw := httptest.NewRecorder()
+				p.Handler(0, trusted).ServeHTTP(rw, r)
+				if rw.Code < 200 {
+					t.Fatalf("%s %q: status %d", name, data, rw.Code)
+				}
+				now := time.Now()
+				line := al.appendLine(nil, &reqRecord{start: now}, r, trusted, rw.Code, int64(rw.Body.Len()), now)
+				if !json.Valid(line) {
+					t.Fatalf("%s %q: invalid log line %s", name, data, line)
+				}
+			}
 		}
 	})
 }

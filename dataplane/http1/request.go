@@ -195,7 +195,22 @@ func (q *requestHead) frame() error {
 	return nil
 }
 
-// fill sets r's fields from q, reusing r and its header map. Header values
+// ReadRequest reads one request head from br as the Server reads it, into
+// a new *http.Request (the Server reuses one per connection); the body is
+// left unread. It is for tests and fuzzers that compare what is done with
+// a request on each server.
+func ReadRequest(br *bufio.Reader) (*http.Request, error) {
+	var q requestHead
+	if err := readRequestHead(br, &q); err != nil {
+		return nil, err
+	}
+	r := &http.Request{Header: http.Header{}, ProtoMajor: 1, Body: http.NoBody}
+	q.fill(r)
+	return r, nil
+}
+
+// fill sets r's fields from q, reusing r and its header map. r.URL is
+// set only for an absolute-form target. Header values
 // become substrings of one string and share one slice array (two
 // allocations per request); common names cost nothing.
 func (q *requestHead) fill(r *http.Request) {
@@ -207,9 +222,13 @@ func (q *requestHead) fill(r *http.Request) {
 	if hostAt >= 0 {
 		r.Host = all[hostAt : hostAt+int(q.host.end-q.host.start)]
 	}
+	r.URL = nil // origin form: RequestURI says it all, at no cost
 	if q.absHost.end > q.absHost.start {
 		off := int(q.absHost.start - q.target.start)
 		r.Host = r.RequestURI[off : off+int(q.absHost.end-q.absHost.start)]
+		// Absolute form (RFC 9112 §3.2.2), rare: parsed as net/http parses
+		// it, so that handlers see the same request on every server.
+		r.URL, _ = url.ParseRequestURI(r.RequestURI)
 	}
 	r.ProtoMinor = q.minor
 	r.Proto = "HTTP/1.1"
