@@ -104,9 +104,14 @@ func (x *exchange) attemptFailed(w http.ResponseWriter, r *http.Request, ep *end
 	}
 	var cb *http1.ClientBodyError
 	if errors.As(err, &cb) {
-		// The client stopped sending (or sent less than it said): nothing
-		// useful can be answered, but try.
-		reply(w, r, stats, http.StatusBadRequest, "incomplete request body")
+		// The client stopped sending, sent less than it said or sent a
+		// malformed body: its error, not the backend's (RFC 9110 §15.5.1,
+		// §15.5.9).
+		if isTimeout(cb.Err) {
+			reply(w, r, stats, http.StatusRequestTimeout, "the request body did not arrive in time")
+		} else {
+			reply(w, r, stats, http.StatusBadRequest, "incomplete or malformed request body")
+		}
 		return false
 	}
 	status, msg := upstreamFailure(err, stats)
@@ -188,7 +193,13 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		}
 		c.Close()
 		if bodyDone != nil {
-			<-bodyDone
+			// A body writer that failed to read the client's body closed
+			// the connection under the exchange: the client is to blame,
+			// not what the backend then did.
+			var cb *http1.ClientBodyError
+			if berr := <-bodyDone; errors.As(berr, &cb) {
+				err = berr
+			}
 		}
 		if ctx.Err() != nil {
 			return nil, nil, nil, context.Cause(ctx)

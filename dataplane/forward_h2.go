@@ -64,6 +64,38 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// clientBody is a request body streamed from the client to an HTTP/2
+// backend. The transport reads it in a goroutine of its own and reports
+// any failure as its own; clientBody remembers that reading the client
+// failed, so the exchange can tell the client's fault from the backend's.
+type clientBody struct {
+	r      io.Reader
+	failed atomic.Pointer[http1.ClientBodyError]
+}
+
+func (b *clientBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF {
+		cerr := &http1.ClientBodyError{Err: err}
+		b.failed.Store(cerr)
+		return n, cerr
+	}
+	return n, err
+}
+
+func (b *clientBody) Close() error { return nil }
+
+// failure is the client's failure to send the body, or nil; b may be nil.
+func (b *clientBody) failure() error {
+	if b == nil {
+		return nil
+	}
+	if e := b.failed.Load(); e != nil {
+		return e
+	}
+	return nil
+}
+
 // errHeaderTimeout is a deadline that passed before the response head.
 type errHeaderTimeout struct{}
 
@@ -95,12 +127,16 @@ func (x *exchange) roundTripH2(r *http.Request, ep *endpoint, deadline time.Time
 			return io.NopCloser(bytes.NewReader(replay)), nil
 		}
 	case x.hasBody:
-		out.Body = io.NopCloser(x.body)
+		x.h2body = &clientBody{r: x.body}
+		out.Body = x.h2body
 	}
 	res, err := x.cs.h2.RoundTrip(out.WithContext(ctx))
 	if err != nil {
 		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 			err = c
+		}
+		if cerr := x.h2body.failure(); cerr != nil {
+			err = cerr
 		}
 		return nil, func() { cancel(nil) }, err
 	}
@@ -192,7 +228,9 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 			if x.gone() {
 				return
 			}
-			stats.UpstreamErrors.Add(1)
+			if x.h2body.failure() == nil { // else the client's body failed, not the backend
+				stats.UpstreamErrors.Add(1)
+			}
 			if fl != nil {
 				fl.Flush()
 			}

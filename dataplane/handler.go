@@ -43,8 +43,11 @@ type exchange struct {
 	path  string
 	query string
 
-	body         io.Reader
-	replay       []byte // the whole body when it was buffered, else nil
+	body   io.Reader
+	replay []byte // the whole body when it was buffered, else nil
+	// h2body is the body streamed to an HTTP/2 backend, which remembers
+	// whether reading the client failed; nil otherwise.
+	h2body       *clientBody
 	hasBody      bool
 	newSession   bool      // the response starts a session
 	sessionStart time.Time // when the pinned session began
