@@ -226,7 +226,7 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 		if err != nil {
 			return fmt.Errorf("admin listener: %w", err)
 		}
-		as := &http.Server{Handler: c.AdminHandler(metrics), ReadHeaderTimeout: 10 * time.Second}
+		as := &http.Server{Handler: c.AdminHandler(controller.AdminOptions{Metrics: metrics}), ReadHeaderTimeout: 10 * time.Second}
 		log.Info("admin listener", "addr", aln.Addr().String())
 		run("admin", func() error { return as.Serve(aln) })
 		go func() { <-ctx.Done(); as.Close() }()
