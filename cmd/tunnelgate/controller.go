@@ -33,6 +33,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/ctrl/controller"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 	"github.com/tunnelgate/tunnelgate/internal/telemetry"
 )
 
@@ -44,6 +45,7 @@ func runController(args []string, stdout, stderr io.Writer) int {
 	name := fs.String("controller-name", translate.DefaultControllerName, "GatewayClass controllerName to answer to")
 	debounce := fs.Duration("debounce", 100*time.Millisecond, "how long a change waits for others before a sync")
 	admin := fs.String("admin", ":9902", "admin listener (health, readiness, metrics, pprof); empty disables")
+	pprofMode := addPprofFlag(fs)
 	configListen := fs.String("config-listen", ":8081", "listener proxies watch for configs (GET /v1/config)")
 	tokenFile := fs.String("config-token-file", "", "`file` holding the bearer token proxies present (re-read when it changes; required)")
 	tlsCert := fs.String("config-tls-cert", "", "PEM certificate for the config listener (default: plain HTTP)")
@@ -94,7 +96,7 @@ func runController(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := controllerMain(ctx, controllerFlags{
-		kubeconfig: *kubeconfig, name: *name, debounce: *debounce, admin: *admin,
+		kubeconfig: *kubeconfig, name: *name, debounce: *debounce, admin: *admin, pprof: *pprofMode,
 		configListen: *configListen, tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey,
 		leaderElect: *leaderElect, leaseNS: *leaseNS, leaseName: *leaseName, identity: *identity,
 		address: *address, addressPool: addressPool, qps: float32(*qps), burst: *burst, cloudflareURL: *cfURL, noCloudflare: *noCloudflare,
@@ -110,6 +112,7 @@ type controllerFlags struct {
 	leaseNS, leaseName, identity, address, cloudflareURL              string
 	debounce                                                          time.Duration
 	addressPool                                                       netip.Prefix
+	pprof                                                             pprofgate.Mode
 	leaderElect, noCloudflare                                         bool
 	qps                                                               float32
 	burst                                                             int
@@ -226,7 +229,7 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 		if err != nil {
 			return fmt.Errorf("admin listener: %w", err)
 		}
-		as := &http.Server{Handler: c.AdminHandler(controller.AdminOptions{Metrics: metrics}), ReadHeaderTimeout: 10 * time.Second}
+		as := &http.Server{Handler: c.AdminHandler(controller.AdminOptions{Metrics: metrics, Pprof: f.pprof}), ReadHeaderTimeout: 10 * time.Second}
 		log.Info("admin listener", "addr", aln.Addr().String())
 		run("admin", func() error { return as.Serve(aln) })
 		go func() { <-ctx.Done(); as.Close() }()

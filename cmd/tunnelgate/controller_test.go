@@ -103,6 +103,11 @@ spec:
 		!strings.Contains(body, "tunnelgate_controller_leader 1") {
 		t.Errorf("metrics: %d\n%s", code, body)
 	}
+	// pprof by default answers loopback peers, as kubectl port-forward
+	// connects (other peers: test/integration TestAdminPprofOnlyForLoopback).
+	if code, body := fetch("http://"+adminAddr+"/debug/pprof/cmdline", ""); code != 200 || body == "" {
+		t.Errorf("pprof from loopback: %d %q", code, body)
+	}
 	if code, _ := fetch("http://"+configAddr+"/v1/config", "wrong"); code != http.StatusUnauthorized {
 		t.Errorf("config with a wrong token: %d, want 401", code)
 	}
