@@ -3,12 +3,19 @@ package dataplane
 import (
 	"fmt"
 	"net/http"
-	"net/http/pprof"
+
+	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
+
+// PprofMode is Options.Pprof: who may read /debug/pprof/ on the admin
+// listener. The zero value serves loopback peers only (kubectl
+// port-forward) and refuses the rest; see internal/pprofgate.
+type PprofMode = pprofgate.Mode
 
 // AdminHandler serves the admin listener: /healthz (the process is up),
 // /readyz (a config is loaded), /config (the version served and the last
-// rejection), /metrics (Prometheus text, see metrics.go) and /debug/pprof/.
+// rejection), /metrics (Prometheus text, see metrics.go) and /debug/pprof/
+// (to the peers Options.Pprof allows: loopback only by default).
 func (p *Proxy) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
@@ -28,10 +35,6 @@ func (p *Proxy) AdminHandler() http.Handler {
 		}
 	})
 	mux.Handle("GET /metrics", p.metricsEndpoint())
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/debug/pprof/", pprofgate.Handler(p.opts.Pprof))
 	return mux
 }

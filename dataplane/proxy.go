@@ -44,6 +44,7 @@ type Options struct {
 	Tracer *Tracer
 	// AccessLog, when set, gets a line for each request (accesslog.go).
 	AccessLog *AccessLog
+	Pprof     PprofMode // who may read /debug/pprof/ (admin.go)
 }
 
 // Proxy is the data plane: it serves HTTP with the last config that

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
 
 // Options configure Serve.
@@ -30,6 +31,9 @@ type Options struct {
 	Listen string
 	// Admin serves health, readiness, metrics and pprof; empty disables.
 	Admin string
+	// Pprof says who may read /debug/pprof/ on Admin; the zero value
+	// serves loopback peers only.
+	Pprof pprofgate.Mode
 	// ControllerName selects the GatewayClasses to serve.
 	ControllerName string
 	// Poll is how often the files are checked for changes (default 1 s).
@@ -103,7 +107,7 @@ func Serve(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	p := dataplane.New(dataplane.Options{Log: log})
+	p := dataplane.New(dataplane.Options{Log: log, Pprof: o.Pprof})
 	defer p.Close()
 
 	load := func() error {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
 
 // echoBackend answers with its name and the request's X-Added header.
@@ -197,5 +198,45 @@ func TestServeEndToEnd(t *testing.T) {
 	})
 	if code, body := get(t, addr, "app.example.com", "/v2/x"); code != 200 || !strings.HasPrefix(body, "one ") {
 		t.Errorf("after a broken edit: %d %q, want the last good config", code, body)
+	}
+}
+
+// Options.Pprof reaches the admin listener: off turns the profiler off,
+// and leaves health and metrics there.
+func TestServePprofOff(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "gateway.yaml"), []byte(serveGateway), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bound := make(chan dataplane.Bound, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- Serve(ctx, Options{
+			Paths: []string{dir}, Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Pprof: pprofgate.Off,
+			Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Ready: func(b dataplane.Bound) { bound <- b },
+		})
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	}()
+	var admin string
+	select {
+	case b := <-bound:
+		admin = b.Admin
+	case err := <-done:
+		t.Fatalf("Serve ended: %v", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("not listening after 10 s")
+	}
+	if code, body := get(t, admin, "admin", "/debug/pprof/"); code != 404 || body != pprofgate.Disabled {
+		t.Errorf("/debug/pprof/ with Pprof off: %d %q", code, body)
+	}
+	if code, _ := get(t, admin, "admin", "/healthz"); code != 200 {
+		t.Errorf("/healthz: %d", code)
 	}
 }

@@ -33,6 +33,11 @@ alone.
 {{- else if and .Values.gatewayClass.create (eq (empty $t.id) (empty $t.name)) -}}
 {{- fail "cloudflare.tunnel: name the tunnel in exactly one way: token.value, token.existingSecret (with id), id, or name" -}}
 {{- end -}}
+{{- /* A ServiceMonitor whose every scrape the NetworkPolicy drops would
+fail quietly (targets down); say so at install instead. */ -}}
+{{- if and .Values.metrics.serviceMonitor.enabled .Values.networkPolicy.enabled (not .Values.networkPolicy.metricsFrom) -}}
+{{- fail "metrics.serviceMonitor: the NetworkPolicy lets no pod reach the metrics ports while networkPolicy.metricsFrom is empty, so Prometheus could not scrape them; set networkPolicy.metricsFrom to your Prometheus pods (e.g. a namespaceSelector for its namespace)" -}}
+{{- end -}}
 {{- if and .Values.proxy.autoscaling.enabled (lt (int .Values.proxy.autoscaling.maxReplicas) (int .Values.proxy.autoscaling.minReplicas)) -}}
 {{- fail "proxy.autoscaling: maxReplicas is below minReplicas" -}}
 {{- end -}}

@@ -33,21 +33,37 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/ctrl/controller"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 	"github.com/tunnelgate/tunnelgate/internal/telemetry"
 )
 
 // runController runs the Kubernetes controller: informers, translation,
-// status writes (when leading) and the config server proxies watch.
+// status writes (when leading) and the config server proxies watch, until
+// SIGINT or SIGTERM.
 func runController(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// client-go logs through klog (leader election, informers): one log
+	// format for the whole process. klog's logger is a process global that
+	// may be set only before anything logs, so the process sets it, not
+	// tests that run the command beside their own clients.
+	return controllerCommand(ctx, args, stdout, stderr, klog.SetSlogLogger)
+}
+
+// controllerCommand is runController until ctx ends (tests cancel it).
+// setKlog, if set, gets the process log once the flags are checked.
+func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Writer, setKlog func(*slog.Logger)) int {
 	fs := newFlagSet("controller", "watch the cluster, write Gateway API statuses and serve proxy configs", stderr)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig `file` (default: in-cluster config)")
 	name := fs.String("controller-name", translate.DefaultControllerName, "GatewayClass controllerName to answer to")
 	debounce := fs.Duration("debounce", 100*time.Millisecond, "how long a change waits for others before a sync")
 	admin := fs.String("admin", ":9902", "admin listener (health, readiness, metrics, pprof); empty disables")
-	configListen := fs.String("config-listen", ":8081", "listener proxies watch for configs (GET /v1/config)")
+	pprofMode := addPprofFlag(fs)
+	configListen := fs.String("config-listen", "127.0.0.1:8081", "listener proxies watch for configs (GET /v1/config); :8081 for every interface")
 	tokenFile := fs.String("config-token-file", "", "`file` holding the bearer token proxies present (re-read when it changes; required)")
-	tlsCert := fs.String("config-tls-cert", "", "PEM certificate for the config listener (default: plain HTTP)")
+	tlsCert := fs.String("config-tls-cert", "", "PEM certificate for the config listener (required unless -config-insecure-plaintext)")
 	tlsKey := fs.String("config-tls-key", "", "PEM key for -config-tls-cert")
+	plaintext := fs.Bool("config-insecure-plaintext", false, "serve the config API over plain HTTP, without -config-tls-cert: the proxies' token and their configs, private keys included, cross the network readable (tests, a loopback -config-listen)")
 	leaderElect := fs.Bool("leader-elect", true, "elect one replica to write statuses (all replicas serve configs)")
 	leaseNS := fs.String("leader-election-namespace", envOr("POD_NAMESPACE", "tunnelgate-system"), "namespace of the leader Lease")
 	leaseName := fs.String("leader-election-name", "tunnelgate-controller", "name of the leader Lease")
@@ -88,13 +104,22 @@ func runController(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tunnelgate controller: -config-tls-cert and -config-tls-key go together")
 		return 2
 	}
-	// client-go logs through klog (leader election, informers): one log
-	// format for the whole process.
-	klog.SetSlogLogger(log)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// Proxies send the config API their bearer token and get configs
+	// holding private keys: plain HTTP only when asked for by name.
+	switch {
+	case *tlsCert == "" && !*plaintext:
+		fmt.Fprintln(stderr, "tunnelgate controller: the config API serves proxies' tokens and private keys, so it needs TLS: "+
+			"give -config-tls-cert and -config-tls-key (the Helm chart does), or -config-insecure-plaintext to serve plain HTTP anyway (tests, a loopback -config-listen)")
+		return 2
+	case *tlsCert != "" && *plaintext:
+		fmt.Fprintln(stderr, "tunnelgate controller: -config-insecure-plaintext and -config-tls-cert exclude each other: drop one")
+		return 2
+	}
+	if setKlog != nil {
+		setKlog(log)
+	}
 	if err := controllerMain(ctx, controllerFlags{
-		kubeconfig: *kubeconfig, name: *name, debounce: *debounce, admin: *admin,
+		kubeconfig: *kubeconfig, name: *name, debounce: *debounce, admin: *admin, pprof: *pprofMode,
 		configListen: *configListen, tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey,
 		leaderElect: *leaderElect, leaseNS: *leaseNS, leaseName: *leaseName, identity: *identity,
 		address: *address, addressPool: addressPool, qps: float32(*qps), burst: *burst, cloudflareURL: *cfURL, noCloudflare: *noCloudflare,
@@ -110,6 +135,7 @@ type controllerFlags struct {
 	leaseNS, leaseName, identity, address, cloudflareURL              string
 	debounce                                                          time.Duration
 	addressPool                                                       netip.Prefix
+	pprof                                                             pprofgate.Mode
 	leaderElect, noCloudflare                                         bool
 	qps                                                               float32
 	burst                                                             int
@@ -220,13 +246,16 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 		}
 	}
 	log.Info("serving configs to proxies", "addr", ln.Addr().String(), "tls", tc != nil)
+	if tc == nil {
+		log.Warn("the config API is plain HTTP (-config-insecure-plaintext): tokens and configs are readable on the way")
+	}
 	run("config server", func() error { return srv.Serve(ctx, ln, tc) })
 	if f.admin != "" {
 		aln, err := net.Listen("tcp", f.admin)
 		if err != nil {
 			return fmt.Errorf("admin listener: %w", err)
 		}
-		as := &http.Server{Handler: c.AdminHandler(metrics), ReadHeaderTimeout: 10 * time.Second}
+		as := &http.Server{Handler: c.AdminHandler(controller.AdminOptions{Metrics: metrics, Pprof: f.pprof}), ReadHeaderTimeout: 10 * time.Second}
 		log.Info("admin listener", "addr", aln.Addr().String())
 		run("admin", func() error { return as.Serve(aln) })
 		go func() { <-ctx.Done(); as.Close() }()

@@ -1,15 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,13 +22,15 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/prism"
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
-// The controller command, against a real API server: it accepts our
-// GatewayClass, reports ready, serves metrics, and serves the config only
-// to a proxy with the token. A second class with a tunnel makes it call
-// Cloudflare (Prism, answering from Cloudflare's spec), so the API call
-// metrics are served too.
+// The controller command, from its command line, against a real API
+// server: it accepts our GatewayClass, reports ready, serves metrics, and
+// serves the config only to a proxy with the token (in plain HTTP, which
+// it must be told: -config-insecure-plaintext). A second class with a
+// tunnel makes it call Cloudflare (Prism, answering from Cloudflare's
+// spec), so the API call metrics are served too.
 func TestControllerCommand(t *testing.T) {
 	env := kubeenv.StartT(t, kubeenv.Options{})
 	cf := prism.StartT(t)
@@ -67,18 +70,20 @@ spec:
 	}
 	configAddr, adminAddr := freePort(t), freePort(t)
 	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
+	done := make(chan int, 1)
+	stderr := &testproc.SyncBuffer{}
 	go func() {
-		done <- controllerMain(ctx, controllerFlags{kubeconfig: env.Kubeconfig(), name: "tunnelgate.dev/controller",
-			debounce: 10 * time.Millisecond, admin: adminAddr, configListen: configAddr, tokenFile: token,
-			leaderElect: true, leaseNS: "default", leaseName: "tunnelgate-cmd", identity: "test", qps: 50, burst: 100,
-			cloudflareURL: cf.URL()},
-			testLogger())
+		done <- controllerCommand(ctx, []string{"-kubeconfig", env.Kubeconfig(), "-controller-name", "tunnelgate.dev/controller",
+			"-debounce", "10ms", "-admin", adminAddr, "-config-listen", configAddr, "-config-token-file", token,
+			"-config-insecure-plaintext", "-leader-election-namespace", "default", "-leader-election-name", "tunnelgate-cmd",
+			"-identity", "test", "-cloudflare-api-url", cf.URL()}, io.Discard, stderr, nil)
 	}()
 	defer func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller: %v", err)
+		if code := <-done; code != 0 {
+			t.Errorf("controller exited %d:\n%s", code, stderr)
+		} else if t.Failed() {
+			t.Logf("controller log:\n%s", stderr)
 		}
 	}()
 
@@ -102,6 +107,11 @@ spec:
 	if code, body := fetch("http://"+adminAddr+"/metrics", ""); code != 200 || !strings.Contains(body, "tunnelgate_controller_syncs_total") ||
 		!strings.Contains(body, "tunnelgate_controller_leader 1") {
 		t.Errorf("metrics: %d\n%s", code, body)
+	}
+	// pprof by default answers loopback peers, as kubectl port-forward
+	// connects (other peers: test/integration TestAdminPprofOnlyForLoopback).
+	if code, body := fetch("http://"+adminAddr+"/debug/pprof/cmdline", ""); code != 200 || body == "" {
+		t.Errorf("pprof from loopback: %d %q", code, body)
 	}
 	if code, _ := fetch("http://"+configAddr+"/v1/config", "wrong"); code != http.StatusUnauthorized {
 		t.Errorf("config with a wrong token: %d, want 401", code)
@@ -166,9 +176,40 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func testLogger() *slog.Logger {
-	if os.Getenv("TUNNELGATE_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+// The config API carries the proxies' token and configs with private
+// keys, so the controller refuses to serve it in plain HTTP unless told
+// to, before it touches the cluster (the kubeconfig here does not exist).
+// That it starts when told is TestControllerCommand. Without
+// -config-listen it listens on loopback only.
+func TestControllerRefusesPlaintextConfigAPI(t *testing.T) {
+	dir := t.TempDir()
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	return slog.New(slog.DiscardHandler)
+	base := []string{"controller", "-kubeconfig", filepath.Join(dir, "no-kubeconfig"), "-config-token-file", token}
+	for _, c := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"no TLS, no flag", nil, []string{"needs TLS", "-config-tls-cert and -config-tls-key", "-config-insecure-plaintext"}},
+		{"on every interface", []string{"-config-listen", ":8081"}, []string{"needs TLS", "-config-insecure-plaintext"}},
+		{"TLS and plaintext", []string{"-config-tls-cert", token, "-config-tls-key", token, "-config-insecure-plaintext"}, []string{"exclude each other"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(slices.Concat(base, c.args), &stdout, &stderr)
+		if code != 2 {
+			t.Errorf("%s: exit %d, want 2\n%s", c.name, code, stderr.String())
+		}
+		for _, w := range c.want {
+			if !strings.Contains(stderr.String(), w) {
+				t.Errorf("%s: stderr does not say %q:\n%s", c.name, w, stderr.String())
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"controller", "-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), `(default "127.0.0.1:8081")`) {
+		t.Errorf("-h: exit %d; want -config-listen to default to 127.0.0.1:8081:\n%s", code, stderr.String())
+	}
 }

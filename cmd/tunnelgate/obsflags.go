@@ -12,12 +12,23 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 	"github.com/tunnelgate/tunnelgate/internal/telemetry"
 )
 
 // Flags shared by the commands for what they tell operators: the log's
-// level and format, and the proxy's access log. Tracing has no flags: it
-// follows the standard OTEL_* environment variables (internal/telemetry).
+// level and format, the proxy's access log, and who may profile. Tracing
+// has no flags: it follows the standard OTEL_* environment variables
+// (internal/telemetry).
+
+// addPprofFlag adds -pprof: who may read /debug/pprof/ on the admin
+// listener (internal/pprofgate). The default serves loopback peers only,
+// which is how kubectl port-forward arrives.
+func addPprofFlag(fs *flag.FlagSet) *pprofgate.Mode {
+	m := new(pprofgate.Mode)
+	fs.Var(m, "pprof", "who may read /debug/pprof/ on -admin, a `mode`: loopback (the default: peers on this host's loopback, which is how kubectl port-forward connects), all (every peer that reaches -admin) or off")
+	return m
+}
 
 // logFlags choose the process log's level and format.
 type logFlags struct{ level, format *string }

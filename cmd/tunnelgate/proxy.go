@@ -47,6 +47,7 @@ func proxyMain(ctx context.Context, args []string, stdout, stderr io.Writer, rea
 	plain := fs.String("listen-plain", "", "listener for direct clients (HTTP/1.1 and h2c)")
 	gateways := fs.Bool("listen-gateways", false, "serve each Gateway on the address the controller gave it (its port; HTTPS with its certificates); the addresses must be local")
 	admin := fs.String("admin", "127.0.0.1:9901", "admin listener (health, readiness, metrics, pprof); empty disables")
+	pprofMode := addPprofFlag(fs)
 	netHTTP := fs.Bool("origin-nethttp", false, "serve the origin listener with net/http's server instead of tunnelgate's own")
 	maxIdle := fs.Int("upstream-max-idle", 256, "idle connections kept per backend endpoint")
 	maxConns := fs.Int("upstream-max-conns", 1024, "connections open per backend endpoint; beyond, requests get 503")
@@ -82,7 +83,7 @@ func proxyMain(ctx context.Context, args []string, stdout, stderr io.Writer, rea
 	// The watch client's metrics go on the admin listener with the
 	// proxy's; the meter is made at the first scrape, after watch is set.
 	var watch *configwatch.Client
-	p := dataplane.New(dataplane.Options{Log: log, AccessLog: al, Tracer: tracer, Pool: dataplane.PoolSettings{
+	p := dataplane.New(dataplane.Options{Log: log, AccessLog: al, Tracer: tracer, Pprof: *pprofMode, Pool: dataplane.PoolSettings{
 		MaxIdle: *maxIdle, MaxConns: *maxConns, IdleTimeout: *idleTimeout, DialTimeout: *dialTimeout,
 	}, Metrics: func(m metric.Meter) error {
 		if watch == nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
 
 func TestProxyCommandRefusesBadConfig(t *testing.T) {
@@ -54,5 +55,51 @@ func TestExampleProxyConfigLoads(t *testing.T) {
 	p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := p.Load(&cfg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// -pprof reaches the proxy's admin listener: by default pprof answers a
+// loopback peer (as kubectl port-forward connects); off turns it off. The
+// refusal of other peers is tested through a real non-loopback socket in
+// test/integration (TestAdminPprofOnlyForLoopback).
+func TestProxyCommandPprofFlag(t *testing.T) {
+	const cfg = "../../examples/proxy/config.json"
+	for _, c := range []struct {
+		args []string
+		code int
+		body string
+	}{
+		{nil, 200, ""},
+		{[]string{"-pprof", "loopback"}, 200, ""},
+		{[]string{"-pprof", "all"}, 200, ""},
+		{[]string{"-pprof", "off"}, 404, pprofgate.Disabled},
+	} {
+		b, stop, stderr := runProxyCommand(t, append([]string{"-config", cfg}, c.args...)...)
+		code, body := fetch("http://"+b.Admin+"/debug/pprof/cmdline", "")
+		if code != c.code || (c.body != "" && body != c.body) {
+			t.Errorf("%v: /debug/pprof/cmdline %d %q; want %d %q\n%s", c.args, code, body, c.code, c.body, stderr)
+		}
+		if code, _ := fetch("http://"+b.Admin+"/healthz", ""); code != 200 {
+			t.Errorf("%v: /healthz %d", c.args, code)
+		}
+		if code := stop(); code != 0 {
+			t.Errorf("%v: proxy exited %d\n%s", c.args, code, stderr)
+		}
+	}
+}
+
+// Each command that has an admin listener takes -pprof, and refuses a
+// mode it does not know before starting anything.
+func TestPprofFlagRefusesUnknownModes(t *testing.T) {
+	for _, args := range [][]string{
+		{"proxy", "-pprof", "everyone", "-config", "../../examples/proxy/config.json"},
+		{"controller", "-pprof", "everyone", "-config-token-file", "/nonexistent"},
+		{"standalone", "-pprof", "everyone", "-f", "../../examples/quickstart"},
+	} {
+		var stdout, stderr bytes.Buffer
+		want := `invalid value "everyone" for flag -pprof: want loopback, all or off`
+		if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", args, code, stderr.String(), want)
+		}
 	}
 }

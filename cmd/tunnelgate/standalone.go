@@ -28,6 +28,7 @@ func runStandalone(args []string, stdout, stderr io.Writer) int {
 	fs.Var(&paths, "f", "YAML `file or directory` of Gateway API objects, Services and EndpointSlices (repeatable)")
 	listen := fs.String("listen", "127.0.0.1:8080", "address serving every HTTP listener of the accepted Gateways, by hostname")
 	admin := fs.String("admin", "", "admin listener (health, readiness, metrics, pprof); empty disables")
+	pprofMode := addPprofFlag(fs)
 	check := fs.Bool("check", false, "print every object's conditions and exit: 1 if a route is not Accepted with ResolvedRefs")
 	controller := fs.String("controller-name", translate.DefaultControllerName, "GatewayClass controllerName to serve")
 	if code, done := parse(fs, args); done {
@@ -44,7 +45,7 @@ func runStandalone(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := standalone.Serve(ctx, standalone.Options{
-		Paths: paths, Listen: *listen, Admin: *admin, ControllerName: *controller, Log: log,
+		Paths: paths, Listen: *listen, Admin: *admin, Pprof: *pprofMode, ControllerName: *controller, Log: log,
 		Ready: func(b dataplane.Bound) { log.Info("listening", "addr", b.Plain, "admin", b.Admin) },
 	})
 	if err != nil {

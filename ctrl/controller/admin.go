@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/pprof"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -13,13 +12,24 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
+
+// AdminOptions configure the admin listener's handler.
+type AdminOptions struct {
+	// Metrics serves /metrics (the handler from MetricsEndpoint); nil
+	// serves no metrics.
+	Metrics http.Handler
+	// Pprof says who may read /debug/pprof/; the zero value serves
+	// loopback peers only (kubectl port-forward).
+	Pprof pprofgate.Mode
+}
 
 // AdminHandler serves the controller's admin listener: /healthz (the
 // process is up), /readyz (caches synced and a config published),
-// /metrics (the handler from MetricsEndpoint, when given) and
-// /debug/pprof/.
-func (c *Controller) AdminHandler(metrics http.Handler) http.Handler {
+// /metrics and /debug/pprof/, as o says.
+func (c *Controller) AdminHandler(o AdminOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
@@ -29,14 +39,10 @@ func (c *Controller) AdminHandler(metrics http.Handler) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	if metrics != nil {
-		mux.Handle("GET /metrics", metrics)
+	if o.Metrics != nil {
+		mux.Handle("GET /metrics", o.Metrics)
 	}
-	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("/debug/pprof/", pprofgate.Handler(o.Pprof))
 	return mux
 }
 

@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -461,6 +462,7 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"unknown sampler", []string{"--set", "observability.tracing.sampler=sometimes"}, "/observability/tracing/sampler"},
 		{"tracing without endpoint", []string{"--set", "observability.tracing.enabled=true"}, "observability.tracing: set endpoint"},
 		{"dashboard label not a label key", []string{"--set", "metrics.grafanaDashboard.label=grafana dashboard"}, "/metrics/grafanaDashboard/label"},
+		{"pprof mode unknown", []string{"--set", "proxy.pprof=everyone"}, "/proxy/pprof"},
 		// templates/_validate.tpl: values that do not fit together.
 		{"no API token", []string{"--set", "cloudflare.apiToken.value="}, "cloudflare.apiToken: the controller needs a Cloudflare API token"},
 		{"API token twice", []string{"--set", "cloudflare.apiToken.existingSecret=cf"}, "give value or existingSecret, not both"},
@@ -472,6 +474,7 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"tunnel token without tunnel ID", []string{"--set", "cloudflare.tunnel.token.value=" + token(`{"a":"0123456789abcdef0123456789abcdef","s":"x"}`)}, "it has no account (a) or tunnel ID (t)"},
 		{"account differs from the token's", []string{"--set", "cloudflare.accountID=ffffffffffffffffffffffffffffffff"}, "but the tunnel token belongs to account 0123456789abcdef0123456789abcdef"},
 		{"autoscaling max below min", []string{"--set", "proxy.autoscaling.enabled=true", "--set", "proxy.autoscaling.minReplicas=5", "--set", "proxy.autoscaling.maxReplicas=2"}, "maxReplicas is below minReplicas"},
+		{"ServiceMonitor the NetworkPolicy blocks", []string{"--set", "metrics.serviceMonitor.enabled=true"}, "metrics.serviceMonitor: the NetworkPolicy lets no pod reach the metrics ports while networkPolicy.metricsFrom is empty"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := render(t, def, c.args...)
@@ -499,9 +502,100 @@ func TestGoodValuesRender(t *testing.T) {
 		{"--set", "cloudflare.tunnel.token.value=", "--set", "cloudflare.tunnel.name=edge"},
 		{"--set", "metrics.grafanaDashboard.enabled=true", "--set", "metrics.grafanaDashboard.label=example.com/dashboard", "--set", "metrics.grafanaDashboard.namespace=monitoring"},
 		{"--set", "metrics.prometheusRule.configMap=true", "--set", "metrics.prometheusRule.thresholds.syncP99Seconds=2.5", "--set", "metrics.prometheusRule.thresholds.route5xxRatio=.01"},
+		{"--set", "metrics.serviceMonitor.enabled=true", "--set", "networkPolicy.enabled=false"},
+		{"--set", "controller.pprof=off", "--set", "proxy.pprof=all"},
 	} {
 		if _, err := render(t, def, args...); err != nil {
 			t.Errorf("%v: %v", args, err)
 		}
+	}
+}
+
+// The metrics ports serve Go's profiler too (to loopback peers, by
+// default), so the NetworkPolicies open them to networkPolicy.metricsFrom
+// only, and to no pod when it is empty: the default install lets pods
+// reach nothing but the config API, from the proxies.
+func TestMetricsPortsOnlyForMetricsFrom(t *testing.T) {
+	files := valuesFiles(t)
+	type rule struct {
+		Ports []struct{ Port int }
+		From  []map[string]any
+	}
+	ingress := func(objs []*unstructured.Unstructured, suffix string) []rule {
+		var np struct {
+			Spec struct {
+				PolicyTypes []string
+				Ingress     []rule
+			}
+		}
+		b, _ := json.Marshal(find(t, objs, "NetworkPolicy", suffix).Object)
+		if err := json.Unmarshal(b, &np); err != nil {
+			t.Fatal(err)
+		}
+		if len(np.Spec.PolicyTypes) != 1 || np.Spec.PolicyTypes[0] != "Ingress" {
+			t.Errorf("NetworkPolicy %s: policyTypes %v, want [Ingress]", suffix, np.Spec.PolicyTypes)
+		}
+		return np.Spec.Ingress
+	}
+	ports := func(rules []rule) (open []int) {
+		for _, r := range rules {
+			if len(r.From) == 0 {
+				t.Errorf("a rule without from lets every peer in: %+v", r)
+			}
+			for _, p := range r.Ports {
+				open = append(open, p.Port)
+			}
+		}
+		return open
+	}
+
+	objs := decode(t, mustRender(t, files["default"]))
+	if got := ports(ingress(objs, "-controller")); !slices.Equal(got, []int{8081}) {
+		t.Errorf("default install: the controller's pods take connections on %v; want the config API (8081) only", got)
+	}
+	if got := ingress(objs, "-proxy"); len(got) != 0 {
+		t.Errorf("default install: the proxy pods take connections: %+v; want none", got)
+	}
+
+	objs = decode(t, mustRender(t, files["ha"]))
+	ctl, px := ingress(objs, "-controller"), ingress(objs, "-proxy")
+	if got := ports(ctl); !slices.Equal(got, []int{8081, 9902}) {
+		t.Errorf("ha: the controller's pods take connections on %v; want 8081 and 9902", got)
+	}
+	if got := ports(px); !slices.Equal(got, []int{9901, 2000}) {
+		t.Errorf("ha: the proxy pods take connections on %v; want 9901 and 2000", got)
+	}
+	var values struct {
+		NetworkPolicy struct{ MetricsFrom []map[string]any }
+	}
+	b, err := os.ReadFile(files["ha"])
+	if err == nil {
+		err = sigsyaml.Unmarshal(b, &values)
+	}
+	if err != nil || len(values.NetworkPolicy.MetricsFrom) == 0 {
+		t.Fatalf("ha values: %v; want networkPolicy.metricsFrom set", err)
+	}
+	want := values.NetworkPolicy.MetricsFrom
+	for _, r := range []rule{ctl[len(ctl)-1], px[0]} {
+		if !equality.Semantic.DeepEqual(r.From, want) {
+			t.Errorf("ha: metrics ports open to %v; want networkPolicy.metricsFrom %v", r.From, want)
+		}
+	}
+}
+
+// proxy.pprof and controller.pprof become -pprof; loopback by default.
+func TestPprofValues(t *testing.T) {
+	def := valuesFiles(t)["default"]
+	pprof := func(render string) (controller, proxy string) {
+		objs := decode(t, render)
+		ctl := typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-controller"))
+		px := typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-proxy"))
+		return flags(ctl.Spec.Template.Spec.Containers[0].Args)["-pprof"], flags(px.Spec.Template.Spec.InitContainers[0].Args)["-pprof"]
+	}
+	if c, p := pprof(mustRender(t, def)); c != "loopback" || p != "loopback" {
+		t.Errorf("default: controller -pprof=%q, proxy -pprof=%q; want loopback for both", c, p)
+	}
+	if c, p := pprof(mustRender(t, def, "--set", "controller.pprof=off", "--set", "proxy.pprof=all")); c != "off" || p != "all" {
+		t.Errorf("controller.pprof=off, proxy.pprof=all: got -pprof=%q and -pprof=%q", c, p)
 	}
 }

@@ -75,7 +75,7 @@ func startHarness(t *testing.T) *harness {
 	configAddr := testproc.FreeLoopback(t)
 	h.run(t, "controller", tunnelgate, "controller",
 		"-kubeconfig="+env.Kubeconfig(), "-controller-name="+controllerName,
-		"-config-token-file="+token, "-config-listen="+configAddr, "-admin="+testproc.FreeLoopback(t),
+		"-config-token-file="+token, "-config-listen="+configAddr, "-config-insecure-plaintext", "-admin="+testproc.FreeLoopback(t),
 		"-leader-elect=false", "-no-cloudflare", "-gateway-address-pool="+gatewayPool.String())
 	h.run(t, "proxy", tunnelgate, "proxy",
 		"-controller=http://"+configAddr, "-token-file="+token,
