@@ -89,6 +89,8 @@ type env struct {
 	paths   []path
 	// cfg is the config both proxies loaded.
 	cfg *dataplane.Config
+	// admin and adminNet are the admin listeners of p and pNet (/metrics).
+	admin, adminNet string
 }
 
 // setup tunes an env before it starts.
@@ -208,6 +210,7 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	})
 	var bNet dataplane.Bound
 	e.pNet, bNet = start(dataplane.Listeners{Origin: "127.0.0.1:0", OriginNetHTTP: true})
+	e.admin, e.adminNet = b.Admin, bNet.Admin
 	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTP)))
 	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTPS)))
 
