@@ -183,7 +183,10 @@ func TestPOSTRetriedWhenRefused(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 	b := &idBackend{arrivals: map[string][]int{}, answer: func(c net.Conn, r *backendReq) bool {
-		write(c, okFor(r.id)) // and close: the next path must be refused again
+		// Closed, and said so, so that the proxy pools nothing: the next
+		// path's POST must meet a refusal, not a connection closing.
+		body := idBody(r.id)
+		write(c, headFor(http.StatusOK, r.id, contentLength(len(body)), "Connection: close")+body)
 		return false
 	}}
 	e := newEnv(t, addr, withRule(func(r *dataplane.Rule) {

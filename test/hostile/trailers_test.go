@@ -14,6 +14,7 @@ package hostile
 
 import (
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -145,6 +146,7 @@ func TestBackendTrailersAreFiltered(t *testing.T) {
 	})
 	t.Run("h2c backend", func(t *testing.T) {
 		be := httptest.NewUnstartedServer(http.HandlerFunc(trailersHandler))
+		be.Config.ErrorLog = log.New(io.Discard, "", 0) // it says which trailers it drops
 		be.Config.Protocols = new(http.Protocols)
 		be.Config.Protocols.SetUnencryptedHTTP2(true)
 		be.Start()
