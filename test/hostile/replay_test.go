@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -176,12 +177,10 @@ func TestRetryAfterCloseHavingRead(t *testing.T) {
 // backend's address until the proxy's first connection has been refused;
 // then a backend opens there, and the retry must reach it, once.
 func TestPOSTRetriedWhenRefused(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	// A port free on a loopback address of its own: on 127.0.0.1 the
+	// proxies' own listeners, opened next, could take it.
+	ip := freeLoopbackIP(t)
+	addr := net.JoinHostPort(ip, strconv.Itoa(freePort(t, ip)))
 	b := &idBackend{arrivals: map[string][]int{}, answer: func(c net.Conn, r *backendReq) bool {
 		// Closed, and said so, so that the proxy pools nothing: the next
 		// path's POST must meet a refusal, not a connection closing.
@@ -192,6 +191,11 @@ func TestPOSTRetriedWhenRefused(t *testing.T) {
 	e := newEnv(t, addr, withRule(func(r *dataplane.Rule) {
 		r.Retry = &dataplane.Retry{Attempts: 5, Backoff: dataplane.Duration(50 * time.Millisecond)}
 	}))
+	for _, l := range e.cfg.Listeners {
+		if l.Address == ip {
+			t.Fatalf("the gateway address is the backend's, %s: run again", ip)
+		}
+	}
 	e.each(func(t *testing.T, p path) {
 		stats := e.p.Stats()
 		if p.listener == "origin-nethttp" {
