@@ -17,8 +17,10 @@ package hostile
 // Content-Length that announced a body, which the proxy will not reuse a
 // connection after). Answers are padded to the sizes in readBufferSizes
 // so that the extra bytes are sometimes still in the socket rather than in
-// the proxy's read buffer when the answer is complete. Bytes that come
-// while a connection is idle are idle_test.go's business.
+// the proxy's read buffer when the answer is complete. A body sent after
+// a 204 or 304 in a write of its own is idle_test.go's business: with
+// many clients the proxy may have sent the next request before it comes,
+// and then no HTTP/1.1 client can tell it from the answer.
 
 import (
 	"net"
