@@ -1,0 +1,392 @@
+package hostile
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	mrand "math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/internal/testpki"
+)
+
+// path is one way into the proxy: a listener and the protocol a client
+// speaks on it.
+type path struct {
+	// name is "listener/protocol", e.g. "gateway-tls/h2"; tests use it as
+	// the subtest name.
+	name string
+	// listener is origin, origin-nethttp, origin-tls, plain, gateway or
+	// gateway-tls.
+	listener string
+	// proto is h1, h2 (over TLS) or h2c.
+	proto string
+	addr  string // host:port
+	// tls is the client's TLS configuration (root CA, server name, ALPN
+	// for proto), nil for cleartext.
+	tls *tls.Config
+	// trusted says whether the listener trusts forwarding headers from its
+	// peer (the origin listeners, where the peer is cloudflared).
+	trusted bool
+	// client speaks proto to addr, follows no redirect and never
+	// decompresses.
+	client *http.Client
+}
+
+// url is an absolute URL for target (path and query) on p.
+func (p path) url(target string) string {
+	scheme := "http"
+	if p.tls != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + p.addr + target
+}
+
+// dial opens a raw connection to p: for TLS paths the handshake is done
+// and ALPN chose p.proto's protocol. Callers speak HTTP/1.1 bytes on an h1
+// path, and send the HTTP/2 preface themselves on h2 and h2c paths.
+func (p path) dial(t testing.TB) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", p.addr, 5*time.Second)
+	if err != nil {
+		t.Fatalf("%s: dial: %v", p.name, err)
+	}
+	if p.tls == nil {
+		return c
+	}
+	tc := tls.Client(c, p.tls)
+	tc.SetDeadline(time.Now().Add(5 * time.Second))
+	if err := tc.Handshake(); err != nil {
+		c.Close()
+		t.Fatalf("%s: TLS handshake: %v", p.name, err)
+	}
+	tc.SetDeadline(time.Time{})
+	return tc
+}
+
+// env is a proxy under test: every listener open, one route on every
+// listener sending everything to the test's backend.
+type env struct {
+	t *testing.T
+	// p serves the origin (own server), TLS origin, plain and Gateway
+	// listeners; pNet serves an origin listener with net/http's server.
+	p, pNet *dataplane.Proxy
+	paths   []path
+	// cfg is the config both proxies loaded.
+	cfg *dataplane.Config
+	// admin and adminNet are the admin listeners of p and pNet (/metrics).
+	admin, adminNet string
+}
+
+// setup tunes an env before it starts.
+type setup struct {
+	rule      func(*dataplane.Rule)
+	cluster   func(*dataplane.Cluster)
+	options   func(*dataplane.Options)
+	listeners func(*dataplane.Listeners)
+}
+
+// option is one change to the default setup.
+type option func(*setup)
+
+// withRule changes the route's only rule (retries, timeouts, filters).
+func withRule(f func(*dataplane.Rule)) option { return func(s *setup) { s.rule = f } }
+
+// withCluster changes the backend cluster (protocol, pool settings are
+// proxy options).
+func withCluster(f func(*dataplane.Cluster)) option { return func(s *setup) { s.cluster = f } }
+
+// withOptions changes the proxies' options (pool settings, access log).
+func withOptions(f func(*dataplane.Options)) option { return func(s *setup) { s.options = f } }
+
+// withListeners changes what both proxies' Serve is given, after the
+// harness filled it.
+func withListeners(f func(*dataplane.Listeners)) option { return func(s *setup) { s.listeners = f } }
+
+// quiet is a logger for the proxies; set HOSTILE_LOG=1 to see their logs.
+func quiet() *slog.Logger {
+	if os.Getenv("HOSTILE_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newEnv starts two proxies with one route to backend (host:port of an
+// HTTP/1.1 server, or of whatever protocol withCluster sets) and returns
+// the ways in. Both stop when the test ends.
+func newEnv(t *testing.T, backend string, opts ...option) *env {
+	t.Helper()
+	var s setup
+	for _, o := range opts {
+		o(&s)
+	}
+	ca := testpki.NewCA(t, "hostile test CA")
+	gwIP := freeLoopbackIP(t)
+	gwHTTP, gwHTTPS := freePort(t, gwIP), freePort(t, gwIP)
+	certPEM, keyPEM := serverCert(t, ca, gwIP)
+
+	rule := dataplane.Rule{Backends: []dataplane.BackendRef{{Cluster: "backend", Weight: 1}}}
+	if s.rule != nil {
+		s.rule(&rule)
+	}
+	cl := dataplane.Cluster{Name: "backend", Protocol: dataplane.ProtoHTTP1, Endpoints: []dataplane.Endpoint{{Address: backend}}}
+	if s.cluster != nil {
+		s.cluster(&cl)
+	}
+	cfg := &dataplane.Config{
+		Schema:  dataplane.SchemaVersion,
+		Version: "hostile",
+		Listeners: []dataplane.Listener{
+			{Name: "default/gw/http", Port: 80},
+			{Name: "default/gw/addr-http", Port: gwHTTP, Address: gwIP},
+			{Name: "default/gw/addr-https", Port: gwHTTPS, Address: gwIP, Protocol: dataplane.ListenerHTTPS,
+				Certificates: []dataplane.Certificate{{Cert: string(certPEM), Key: string(keyPEM)}}},
+		},
+		Routes: []dataplane.Route{{
+			Namespace: "default", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			Listeners: []string{"default/gw/http", "default/gw/addr-http", "default/gw/addr-https"},
+			Rules:     []dataplane.Rule{rule},
+		}},
+		Clusters: []dataplane.Cluster{cl},
+	}
+	e := &env{t: t, cfg: cfg}
+
+	start := func(l dataplane.Listeners) (*dataplane.Proxy, dataplane.Bound) {
+		o := dataplane.Options{Log: quiet()}
+		if s.options != nil {
+			s.options(&o)
+		}
+		p := dataplane.New(o)
+		if err := p.Load(cfg); err != nil {
+			t.Fatalf("Load: %v", err)
+		}
+		l.Grace, l.Admin = 2*time.Second, "127.0.0.1:0"
+		if s.listeners != nil {
+			s.listeners(&l)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		ready := make(chan dataplane.Bound, 1)
+		l.Ready = func(b dataplane.Bound) { ready <- b }
+		done := make(chan error, 1)
+		go func() { done <- p.Serve(ctx, l) }()
+		var b dataplane.Bound
+		select {
+		case b = <-ready:
+		case err := <-done:
+			t.Fatalf("Serve: %v", err)
+		}
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Serve: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Errorf("Serve did not return within 10 s of shutdown")
+			}
+		})
+		return p, b
+	}
+	var b dataplane.Bound
+	e.p, b = start(dataplane.Listeners{
+		Origin: "127.0.0.1:0", OriginTLS: "127.0.0.1:0", CertDir: t.TempDir(),
+		Plain: "127.0.0.1:0", Gateways: true,
+	})
+	var bNet dataplane.Bound
+	e.pNet, bNet = start(dataplane.Listeners{Origin: "127.0.0.1:0", OriginNetHTTP: true})
+	e.admin, e.adminNet = b.Admin, bNet.Admin
+	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTP)))
+	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTPS)))
+
+	originCA, err := os.ReadFile(b.OriginCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	originRoots, gwRoots := x509.NewCertPool(), x509.NewCertPool()
+	originRoots.AppendCertsFromPEM(originCA)
+	gwRoots.AppendCertsFromPEM(ca.PEM)
+	gwAddr := func(port int) string { return net.JoinHostPort(gwIP, strconv.Itoa(port)) }
+
+	add := func(listener, proto, addr string, roots *x509.CertPool, trusted bool) {
+		p := path{name: listener + "/" + proto, listener: listener, proto: proto, addr: addr, trusted: trusted}
+		if roots != nil {
+			p.tls = &tls.Config{RootCAs: roots, ServerName: "localhost", NextProtos: []string{"http/1.1"}}
+			if proto == "h2" {
+				p.tls.NextProtos = []string{"h2"}
+			}
+		}
+		p.client = newClient(p)
+		t.Cleanup(p.client.CloseIdleConnections)
+		e.paths = append(e.paths, p)
+	}
+	add("origin", "h1", b.Origin, nil, true)
+	add("origin-nethttp", "h1", bNet.Origin, nil, true)
+	add("origin-tls", "h1", b.OriginTLS, originRoots, true)
+	add("origin-tls", "h2", b.OriginTLS, originRoots, true)
+	add("plain", "h1", b.Plain, nil, false)
+	add("plain", "h2c", b.Plain, nil, false)
+	add("gateway", "h1", gwAddr(gwHTTP), nil, false)
+	add("gateway", "h2c", gwAddr(gwHTTP), nil, false)
+	add("gateway-tls", "h1", gwAddr(gwHTTPS), gwRoots, false)
+	add("gateway-tls", "h2", gwAddr(gwHTTPS), gwRoots, false)
+	return e
+}
+
+// newClient is an http.Client that speaks p.proto to p.addr.
+func newClient(p path) *http.Client {
+	var ps http.Protocols
+	switch p.proto {
+	case "h1":
+		ps.SetHTTP1(true)
+	case "h2":
+		ps.SetHTTP2(true)
+	case "h2c":
+		ps.SetUnencryptedHTTP2(true)
+	}
+	tr := &http.Transport{
+		Protocols:           &ps,
+		DisableCompression:  true,
+		MaxIdleConnsPerHost: 64,
+		ForceAttemptHTTP2:   p.proto == "h2",
+	}
+	if p.tls != nil {
+		tr.TLSClientConfig = p.tls.Clone()
+		tr.TLSClientConfig.NextProtos = nil // the transport sets ALPN from Protocols
+	}
+	return &http.Client{
+		Transport:     tr,
+		Timeout:       20 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
+
+// each runs f as a subtest for every path of e (or only those keep
+// accepts, when given).
+func (e *env) each(f func(t *testing.T, p path), keep ...func(path) bool) {
+	e.t.Helper()
+	for _, p := range e.paths {
+		if len(keep) > 0 && !keep[0](p) {
+			continue
+		}
+		e.t.Run(p.name, func(t *testing.T) { f(t, p) })
+	}
+}
+
+// onH1 and onH2 select the paths that speak HTTP/1.1, or HTTP/2 (h2 or
+// h2c), for each.
+func onH1(p path) bool { return p.proto == "h1" }
+func onH2(p path) bool { return p.proto != "h1" }
+
+// untrusted selects the listeners that must not trust forwarding headers.
+func untrusted(p path) bool { return !p.trusted }
+
+// rawServer accepts loopback connections and runs serve on each in a
+// goroutine, closing the connection when serve returns: a backend that
+// sends whatever bytes a test wants. It stops when the test ends.
+func rawServer(t testing.TB, serve func(c net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// freeLoopbackIP picks a 127.0.0.0/8 address other than 127.0.0.1, so a
+// Gateway address of the test never collides with another listener.
+func freeLoopbackIP(t testing.TB) string {
+	t.Helper()
+	for range 20 {
+		ip := fmt.Sprintf("127.0.%d.%d", mrand.IntN(250)+1, mrand.IntN(250)+2)
+		ln, err := net.Listen("tcp", ip+":0")
+		if err == nil {
+			ln.Close()
+			return ip
+		}
+	}
+	t.Fatal("no free loopback address")
+	return ""
+}
+
+// freePort is a TCP port nothing listens on at ip.
+func freePort(t testing.TB, ip string) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", ip+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// waitListening waits for a Gateway address, which the proxy opens after
+// Ready, to accept connections.
+func waitListening(t testing.TB, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gateway address %s never opened: %v", addr, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// serverCert is a certificate for "localhost" and ip signed by ca, and
+// its key, PEM-encoded.
+func serverCert(t testing.TB, ca *testpki.CA, ip string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(mrand.Int64()), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP(ip)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+}
