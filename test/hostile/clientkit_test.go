@@ -321,9 +321,9 @@ func (s *h2stream) String() string {
 	return fmt.Sprintf("%d %q", s.status, truncated(string(s.body)))
 }
 
-// refused reports whether the server turned the stream down without a
-// response: a reset, or a GOAWAY that left it unprocessed.
-func (s *h2stream) refused() bool { return s.status == 0 && (s.wasReset || s.err != nil) }
+// refused reports whether the server reset the stream without a
+// response (a connection that just ends is not a refusal).
+func (s *h2stream) refused() bool { return s.status == 0 && s.wasReset }
 
 func truncated(s string) string {
 	if len(s) > 120 {
