@@ -3,8 +3,10 @@ package hostile
 // Request line and Host injection. The proxy writes an HTTP/1.1 request
 // line and Host field from what the client sent; over HTTP/2 that is
 // :method, :path and :authority, which are not delimited by spaces and
-// which Go's HTTP/2 server checks only loosely (no CTL bytes in values;
-// a :path url.ParseRequestURI accepts; no "@" in :authority). A :method
+// which Go's HTTP/2 server checks only loosely: it resets a stream with a
+// control byte other than tab in any value, a :path url.ParseRequestURI
+// refuses (tab included), or an "@" in :authority, and lets spaces, tabs
+// in :method and :authority, and any printable byte through. A :method
 // of "GET /admin/secret.txt?" with :path "/public/index.txt" becomes the
 // line "GET /admin/secret.txt? /public/index.txt HTTP/1.1": routed as
 // /public, read by the backend as /admin. The proxy must refuse, before
