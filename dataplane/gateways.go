@@ -274,6 +274,9 @@ func (g *gatewayServers) open(e gatewayAddr, https bool) (*gatewayServer, error)
 		Protocols:         &ps,
 		ReadHeaderTimeout: headTimeout,
 		IdleTimeout:       idleTimeout,
+		// "OPTIONS *" goes through the pipeline (a 400, logged and
+		// counted) as on the origin listener, not net/http's 200.
+		DisableGeneralOptionsHandler: true,
 		// Failed handshakes (a client that does not trust the
 		// certificate) are the client's business: logged at debug.
 		ErrorLog: slog.NewLogLogger(g.p.opts.Log.Handler(), slog.LevelDebug),

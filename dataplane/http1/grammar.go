@@ -90,8 +90,9 @@ func ValidTarget(t string) bool {
 }
 
 // ValidHost reports whether h may be a Host value or an :authority: the
-// bytes of an RFC 3986 reg-name, IP literal and port, as net/http's
-// server accepts them.
+// bytes of an RFC 3986 reg-name, IP literal and port, exactly those
+// net/http's server accepts. Not '@': a Host names no userinfo (RFC 9110
+// §7.2), and a backend may read "a@b" as host b.
 func ValidHost(h string) bool { return validHost(h) }
 
 func validHost[T string | []byte](h T) bool {
@@ -110,7 +111,7 @@ var hostByte = func() (t [256]bool) {
 	for c := 'a'; c <= 'z'; c++ {
 		t[c], t[c-32] = true, true
 	}
-	for _, c := range "-._~!$&'()*+,;=:[]%@" {
+	for _, c := range "-._~!$&'()*+,;=:[]%" {
 		t[c] = true
 	}
 	return t

@@ -65,6 +65,20 @@ func PutHead(h *Head) {
 	headPool.Put(h)
 }
 
+// keepHead is the most a head's buffers keep between uses: a usual head
+// fits, a 256 KiB one is let go.
+const keepHead = 8 << 10
+
+// shrink drops the head's buffers if a large head grew them.
+func (h *Head) shrink() {
+	if cap(h.raw) > keepHead {
+		h.raw = nil
+	}
+	if cap(h.fields) > 64 {
+		h.fields = nil
+	}
+}
+
 // ProtocolError is an HTTP/1.1 message refused: a backend's response (RFC
 // 9112 asks a proxy to answer 502 rather than pass on a malformed one) or,
 // through the same parser, a client's request head.

@@ -30,6 +30,10 @@ func (b *requestBody) reset(c *conn, q *requestHead) {
 // long; the connection is closed.
 var errBodyTooLarge = errors.New("request body framing too large")
 
+// Read reads the body. While it waits on the client the connection is in
+// phaseBody, so the janitor can fail a read that gets nothing for the
+// server's BodyTimeout (a timeout error, which the handler may answer with
+// 408).
 func (b *requestBody) Read(p []byte) (int, error) {
 	if b.err != nil {
 		return 0, b.err
@@ -37,6 +41,13 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	if b.done {
 		return 0, io.EOF
 	}
+	b.c.setPhase(phaseBody)
+	n, err := b.read(p)
+	b.c.setPhase(phaseBusy)
+	return n, err
+}
+
+func (b *requestBody) read(p []byte) (int, error) {
 	if !b.continued {
 		b.continued = true
 		b.c.sendContinue()

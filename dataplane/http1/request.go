@@ -33,8 +33,9 @@ type requestHead struct {
 	target span // in h.raw
 	minor  int
 	host   span // in h.raw; empty when absent
-	// absHost is the authority of an absolute-form target.
-	absHost span
+	// url is the parsed target when it is not origin-form (absolute form,
+	// "*"), parsed once as net/http parses it; nil for the usual path.
+	url *url.URL
 	// contentLength is the body length; -1 with chunked.
 	contentLength int64
 	chunked       bool
@@ -97,8 +98,22 @@ func (q *requestHead) parseRequestLine(line []byte, at int32) error {
 			return badRequest("malformed request target")
 		}
 	}
-	if !validTarget(target) {
-		return badRequest("malformed request target")
+	q.url = nil
+	if len(target) > 0 && target[0] == '/' {
+		if !validPath(target) {
+			return badRequest("malformed request target")
+		}
+	} else {
+		u, err := url.ParseRequestURI(string(target))
+		if err != nil {
+			return badRequest("malformed request target")
+		}
+		if u.User != nil {
+			// RFC 9110 §4.2.4: userinfo from an untrusted source is an
+			// error; a backend may take "a@b" for host a or for b.
+			return badRequest("userinfo in the request target")
+		}
+		q.url = u
 	}
 	q.method = internMethod(method)
 	q.target = span{at + int32(sp1+1), at + int32(sp1+1+sp2)}
@@ -121,7 +136,7 @@ func internMethod(b []byte) string {
 // those are the shapes smuggling takes.
 func (q *requestHead) frame() error {
 	h := &q.h
-	q.contentLength, q.chunked, q.expect100, q.host, q.absHost = 0, false, false, span{}, span{}
+	q.contentLength, q.chunked, q.expect100, q.host = 0, false, false, span{}
 	q.closeConn = q.minor == 0
 	hosts, lengths, codings := 0, 0, 0
 	for _, f := range h.fields {
@@ -181,17 +196,6 @@ func (q *requestHead) frame() error {
 	if q.minor == 0 {
 		q.expect100 = false
 	}
-	// Absolute form: the target's authority is the host (RFC 9112 §3.2.2).
-	if t := h.bytes(q.target); len(t) > 0 && t[0] != '/' {
-		if i := bytes.Index(t, []byte("://")); i > 0 {
-			auth := t[i+3:]
-			if j := bytes.IndexByte(auth, '/'); j >= 0 {
-				auth = auth[:j]
-			}
-			start := q.target.start + int32(i+3)
-			q.absHost = span{start, start + int32(len(auth))}
-		}
-	}
 	return nil
 }
 
@@ -210,9 +214,9 @@ func ReadRequest(br *bufio.Reader) (*http.Request, error) {
 }
 
 // fill sets r's fields from q, reusing r and its header map. r.URL is
-// set only for an absolute-form target. Header values
-// become substrings of one string and share one slice array (two
-// allocations per request); common names cost nothing.
+// set only for a target that is not origin-form. Header values become
+// substrings of one string and share one slice array (two allocations per
+// request); common names cost nothing.
 func (q *requestHead) fill(r *http.Request) {
 	clear(r.Header)
 	all, hostAt := q.h.copyRequestHeader(r.Header, q.target, q.host)
@@ -222,13 +226,12 @@ func (q *requestHead) fill(r *http.Request) {
 	if hostAt >= 0 {
 		r.Host = all[hostAt : hostAt+int(q.host.end-q.host.start)]
 	}
-	r.URL = nil // origin form: RequestURI says it all, at no cost
-	if q.absHost.end > q.absHost.start {
-		off := int(q.absHost.start - q.target.start)
-		r.Host = r.RequestURI[off : off+int(q.absHost.end-q.absHost.start)]
-		// Absolute form (RFC 9112 §3.2.2), rare: parsed as net/http parses
-		// it, so that handlers see the same request on every server.
-		r.URL, _ = url.ParseRequestURI(r.RequestURI)
+	// Origin form needs no URL: RequestURI says it all, at no cost. Other
+	// forms (rare) carry the URL net/http would parse, and an absolute
+	// form's authority is the host (RFC 9112 §3.2.2).
+	r.URL = q.url
+	if q.url != nil && q.url.Host != "" {
+		r.Host = q.url.Host
 	}
 	r.ProtoMinor = q.minor
 	r.Proto = "HTTP/1.1"
@@ -281,28 +284,23 @@ func (h *Head) copyRequestHeader(dst http.Header, target, host span) (all string
 	return all, hostAt
 }
 
-// validTarget accepts what net/http's server accepts, so that the origin
-// server and the backends' servers agree: an origin-form path whose
-// percent-escapes are well formed (the query is not checked), or, rarely,
-// whatever url.ParseRequestURI takes (absolute form, "*").
-func validTarget(t []byte) bool {
-	if len(t) > 0 && t[0] == '/' {
-		path := t
-		if i := bytes.IndexByte(t, '?'); i >= 0 {
-			path = t[:i]
-		}
-		for i := 0; i < len(path); i++ {
-			if path[i] == '%' {
-				if i+2 >= len(path) || !isHex(path[i+1]) || !isHex(path[i+2]) {
-					return false
-				}
-				i += 2
-			}
-		}
-		return true
+// validPath accepts the origin-form targets net/http's server accepts, so
+// that the server and the backends' servers agree: a path whose
+// percent-escapes are well formed (the query is not checked).
+func validPath(t []byte) bool {
+	path := t
+	if i := bytes.IndexByte(t, '?'); i >= 0 {
+		path = t[:i]
 	}
-	_, err := url.ParseRequestURI(string(t))
-	return err == nil
+	for i := 0; i < len(path); i++ {
+		if path[i] == '%' {
+			if i+2 >= len(path) || !isHex(path[i+1]) || !isHex(path[i+2]) {
+				return false
+			}
+			i += 2
+		}
+	}
+	return true
 }
 
 func isHex(c byte) bool {

@@ -27,6 +27,9 @@ func FuzzRequestHead(f *testing.F) {
 		"GET  / HTTP/1.1\r\nHost: a\r\n\r\n",
 		"GET / HTTP/2.0\r\nHost: a\r\n\r\n",
 		"G\x00T / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: user@a\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a_b.example\r\n\r\n",
+		"GET http://user@a/ HTTP/1.1\r\nHost: a\r\n\r\n",
 	} {
 		f.Add([]byte(s))
 	}

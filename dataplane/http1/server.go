@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -32,6 +33,14 @@ type Server struct {
 	// head (slowloris); IdleTimeout one idle for longer between requests.
 	// Zero is no limit.
 	HeadTimeout, IdleTimeout time.Duration
+	// BodyTimeout bounds a wait for the client's request body to move:
+	// a read that gets nothing for this long fails with a timeout (the
+	// handler can still answer 408), and the connection closes after.
+	// WriteTimeout bounds a write to a client that does not read: the
+	// connection is closed. Both are inactivity limits, as nginx's
+	// client_body_timeout and send_timeout: a slow but steady upload or
+	// download is never cut. Zero is no limit.
+	BodyTimeout, WriteTimeout time.Duration
 
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
@@ -70,7 +79,9 @@ type conn struct {
 const (
 	phaseIdle    = iota // between requests
 	phaseHead           // reading a request head
-	phaseBusy           // in the handler
+	phaseBusy           // in the handler, waiting on nothing from the client
+	phaseBody           // reading the request body
+	phaseWrite          // writing to the client
 	phaseClosing        // shutting down, or handed over (hijacked)
 )
 
@@ -120,7 +131,32 @@ func (c *conn) serve(ctx context.Context) {
 		if !c.body.drain(256 << 10) {
 			return
 		}
+		c.rest()
 	}
+}
+
+// rest lets go of what the request just served holds, so that a
+// connection waiting for its next request keeps only its buffers: the
+// values of a 256 KiB head, or the map of a 512-field one, must not stay
+// alive for as long as a client keeps an idle connection open.
+func (c *conn) rest() {
+	c.req.Header = restMap(c.req.Header)
+	c.req.RequestURI, c.req.Host, c.req.URL = "", "", nil
+	c.resp.hdr = restMap(c.resp.hdr)
+	c.q.h.shrink()
+	if cap(c.resp.pending) > smallBody {
+		c.resp.pending = nil
+	}
+}
+
+// restMap empties h, or replaces it when it grew large: clearing a map
+// keeps its buckets.
+func restMap(h http.Header) http.Header {
+	if len(h) > 64 {
+		return http.Header{}
+	}
+	clear(h)
+	return h
 }
 
 // run calls the handler; it reports false when the connection must not
@@ -169,6 +205,22 @@ func (c *conn) sendContinue() {
 	c.bw.Flush()
 }
 
+// writeWatch is what a connection's buffered writer writes through: each
+// write to the socket is a phaseWrite the janitor can time, whoever makes
+// it (the handler's writes, a flush, the server's own answers).
+type writeWatch struct {
+	c *conn
+	w io.Writer
+}
+
+func (ww writeWatch) Write(p []byte) (int, error) {
+	prev := ww.c.phase.Load()
+	ww.c.setPhase(phaseWrite)
+	n, err := ww.w.Write(p)
+	ww.c.setPhase(prev)
+	return n, err
+}
+
 var errTooManyFiles = syscall.EMFILE
 
 // Serve accepts connections on ln until Shutdown or Close, and serves
@@ -203,7 +255,8 @@ func (s *Server) Serve(ln net.Listener) error {
 		}
 		delay = 0
 		rw := newRawIO(nc)
-		c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(rw, 4096), bw: bufio.NewWriterSize(rw, 4096)}
+		c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(rw, 4096)}
+		c.bw = bufio.NewWriterSize(writeWatch{c, rw}, 4096)
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()
@@ -225,9 +278,13 @@ func (s *Server) forget(c *conn) {
 	s.wg.Done()
 }
 
-// janitor closes idle connections past the idle timeout and connections
-// stuck in a request head past the head timeout (slowloris), checking
-// once a second instead of arming a timer per request.
+// janitor closes idle connections past the idle timeout, connections
+// stuck in a request head past the head timeout (slowloris) or in a write
+// to a client that does not read past the write timeout, and fails body
+// reads that got nothing past the body timeout. It checks once a second
+// instead of arming a timer per request: a connection's seq moves with
+// every phase change, and every read of a body or write to the socket
+// changes phase, so a wait is measured from the last progress.
 func (s *Server) janitor(stop <-chan struct{}) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -240,7 +297,8 @@ func (s *Server) janitor(stop <-chan struct{}) {
 		now := time.Now().UnixNano()
 		s.mu.Lock()
 		for c := range s.conns {
-			if seq := c.seq.Load(); seq != c.seenSeq || c.seenAt == 0 {
+			seq := c.seq.Load()
+			if seq != c.seenSeq || c.seenAt == 0 {
 				c.seenSeq, c.seenAt = seq, now
 			}
 			age := time.Duration(now - c.seenAt)
@@ -251,6 +309,20 @@ func (s *Server) janitor(stop <-chan struct{}) {
 				}
 			case phaseHead:
 				if s.HeadTimeout > 0 && age > s.HeadTimeout {
+					c.nc.Close()
+				}
+			case phaseBody:
+				if s.BodyTimeout > 0 && age > s.BodyTimeout {
+					// The read fails with a timeout; the handler may still
+					// answer, and the connection closes after. Should the
+					// read have moved on meanwhile, the deadline goes.
+					c.nc.SetReadDeadline(pastDeadline)
+					if c.seq.Load() != seq {
+						c.nc.SetReadDeadline(time.Time{})
+					}
+				}
+			case phaseWrite:
+				if s.WriteTimeout > 0 && age > s.WriteTimeout {
 					c.nc.Close()
 				}
 			}

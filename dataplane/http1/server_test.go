@@ -2,10 +2,12 @@ package http1
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -13,6 +15,7 @@ import (
 // A client that sends a head slowly (slowloris) or sits idle is cut off
 // by the janitor, without a timer per request.
 func TestServerJanitor(t *testing.T) {
+	t.Parallel()
 	s := &Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		HeadTimeout: 500 * time.Millisecond, IdleTimeout: 1500 * time.Millisecond,
@@ -44,5 +47,93 @@ func TestServerJanitor(t *testing.T) {
 	res.Body.Close()
 	if !closedWithin(idle, 5*time.Second) {
 		t.Error("an idle connection was not closed")
+	}
+}
+
+// A client that stops sending its body is noticed: the handler's read
+// fails with a timeout after BodyTimeout without progress, and it can
+// still answer 408. A slow but steady body is never cut.
+func TestServerBodyTimeout(t *testing.T) {
+	t.Parallel()
+	s := &Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					w.WriteHeader(http.StatusRequestTimeout)
+					return
+				}
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+			io.WriteString(w, strconv.Itoa(len(b)))
+		}),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), BodyTimeout: 1500 * time.Millisecond,
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	defer s.Close()
+
+	stalled, _ := net.Dial("tcp", ln.Addr().String())
+	defer stalled.Close()
+	stalled.SetDeadline(time.Now().Add(6 * time.Second))
+	io.WriteString(stalled, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nab")
+	res, err := http.ReadResponse(bufio.NewReader(stalled), nil)
+	if err != nil || res.StatusCode != http.StatusRequestTimeout {
+		t.Fatalf("stalled body: %v %v", res, err)
+	}
+
+	steady, _ := net.Dial("tcp", ln.Addr().String())
+	defer steady.Close()
+	steady.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(steady, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\n")
+	for range 4 { // 2.8 s in all, each byte within the timeout
+		time.Sleep(700 * time.Millisecond)
+		io.WriteString(steady, "x")
+	}
+	res, err = http.ReadResponse(bufio.NewReader(steady), nil)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("steady body: %v %v", res, err)
+	}
+}
+
+// A client that stops reading is cut off after WriteTimeout without
+// progress, and the handler's write fails.
+func TestServerWriteTimeout(t *testing.T) {
+	t.Parallel()
+	werr := make(chan error, 1)
+	s := &Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			chunk := make([]byte, 64<<10)
+			for range 1024 { // 64 MiB: far more than socket buffers hold
+				if _, err := w.Write(chunk); err != nil {
+					werr <- err
+					return
+				}
+			}
+			werr <- nil
+		}),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), WriteTimeout: 1500 * time.Millisecond,
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	defer s.Close()
+	c, _ := net.Dial("tcp", ln.Addr().String())
+	defer c.Close()
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+	select {
+	case err := <-werr:
+		if err == nil {
+			t.Fatal("64 MiB written to a client that reads nothing")
+		}
+	case <-time.After(6 * time.Second):
+		t.Fatal("the write to a client that does not read was not cut within 6 s")
 	}
 }
