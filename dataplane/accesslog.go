@@ -156,13 +156,20 @@ func (l *AccessLog) appendLine(b []byte, rec *reqRecord, r *http.Request, truste
 // as it came.
 func logPath(r *http.Request) string {
 	p := r.RequestURI
-	switch {
-	case p == "" && r.URL != nil: // a request made in a test
-		return r.URL.RequestURI()
-	case p != "" && p[0] != '/' && r.URL != nil && r.URL.IsAbs():
+	if p == "" && r.URL != nil { // a request made in a test
 		return r.URL.RequestURI()
 	}
-	return p
+	if p == "" || p[0] == '/' {
+		return p
+	}
+	path, query, ok := splitTarget(r)
+	switch {
+	case !ok:
+		return p
+	case query != "":
+		return path + "?" + query
+	}
+	return path
 }
 
 func appendTraceID(b []byte, id trace.TraceID) []byte {

@@ -229,7 +229,7 @@ func TestConnectionCap(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)), func(o *Options) { o.Pool.MaxConns = 2 })
+	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)), func(o *Options) { o.Pool.MaxConns, o.Pool.MaxConnsPerClient = 2, 2 })
 	done := make(chan int, 2)
 	for range 2 {
 		go func() {

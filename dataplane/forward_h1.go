@@ -107,15 +107,13 @@ func (x *exchange) attemptFailed(w http.ResponseWriter, r *http.Request, ep *end
 		// The client stopped sending, sent less than it said or sent a
 		// malformed body: its error, not the backend's (RFC 9110 §15.5.1,
 		// §15.5.9).
-		if isTimeout(cb.Err) {
-			reply(w, r, stats, http.StatusRequestTimeout, "the request body did not arrive in time")
-		} else {
-			reply(w, r, stats, http.StatusBadRequest, "incomplete or malformed request body")
-		}
+		replyClientBody(w, r, stats, cb)
 		return false
 	}
 	status, msg := upstreamFailure(err, stats)
-	x.h.p.logUpstream(x.cs.name, ep.addr, status, err)
+	if backendsFault(err) {
+		x.h.p.logUpstream(x.cs.name, ep.addr, status, err)
+	}
 	var dial *http1.DialError
 	if errors.As(err, &dial) {
 		ep.markDown()
@@ -125,6 +123,18 @@ func (x *exchange) attemptFailed(w http.ResponseWriter, r *http.Request, ep *end
 	}
 	reply(w, r, stats, status, msg)
 	return false
+}
+
+// replyClientBody answers a request whose body could not be read: 408
+// when it stopped arriving (RFC 9110 §15.5.9), else 400.
+func replyClientBody(w http.ResponseWriter, r *http.Request, stats *Stats, cb *http1.ClientBodyError) {
+	if isTimeout(cb.Err) {
+		stats.ClientBodyTimeouts.Add(1)
+		reply(w, r, stats, http.StatusRequestTimeout, "the request body did not arrive in time")
+		return
+	}
+	stats.ClientBadBodies.Add(1)
+	reply(w, r, stats, http.StatusBadRequest, "incomplete or malformed request body")
 }
 
 // mayRetry decides whether attempt (0-based) may be followed by another,
@@ -160,7 +170,7 @@ func (x *exchange) mayRetry(attempt int, err error, reqDeadline time.Time, r *ht
 // proxy: no connection could be made, or none was free.
 func neverSent(err error) bool {
 	var dial *http1.DialError
-	return errors.As(err, &dial) || errors.Is(err, http1.ErrOverloaded)
+	return errors.As(err, &dial) || errors.Is(err, http1.ErrOverloaded) || errors.Is(err, http1.ErrClientOverloaded)
 }
 
 // send writes the request on a connection to ep and reads the response
@@ -174,9 +184,9 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		var c *http1.Conn
 		var err error
 		if fresh {
-			c, err = ep.h1.Dial(ctx)
+			c, err = ep.h1.Dial(ctx, x.client)
 		} else {
-			c, err = ep.h1.Get(ctx)
+			c, err = ep.h1.Get(ctx, x.client)
 		}
 		if err != nil {
 			return nil, nil, nil, err
@@ -196,9 +206,11 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 			// A body writer that failed to read the client's body closed
 			// the connection under the exchange: the client is to blame,
 			// not what the backend then did.
+			// (net/http's server also cancels the request's context
+			// when a body read fails, so this comes first.)
 			var cb *http1.ClientBodyError
 			if berr := <-bodyDone; errors.As(berr, &cb) {
-				err = berr
+				return nil, nil, nil, berr
 			}
 		}
 		if ctx.Err() != nil {
@@ -270,11 +282,12 @@ func stale(err error) bool {
 }
 
 // backendsFault reports whether a failed attempt is the backend's doing,
-// to be counted against it: not when the client's body failed, nor when
-// the request could not be written.
+// to be counted against it: not when the client's body failed, when the
+// client is at its share of the endpoint's connections, nor when the
+// request could not be written.
 func backendsFault(err error) bool {
 	var cb *http1.ClientBodyError
-	return !errors.As(err, &cb) && !errors.Is(err, http1.ErrRequestLine)
+	return !errors.As(err, &cb) && !errors.Is(err, http1.ErrRequestLine) && !errors.Is(err, http1.ErrClientOverloaded)
 }
 
 // upstreamFailure maps a failure to get a response to the status the
@@ -283,6 +296,10 @@ func upstreamFailure(err error, stats *Stats) (int, string) {
 	if errors.Is(err, http1.ErrOverloaded) {
 		stats.UpstreamErrors.Add(1)
 		return http.StatusServiceUnavailable, "the backend has as many connections as allowed"
+	}
+	if errors.Is(err, http1.ErrClientOverloaded) {
+		stats.ClientLimited.Add(1)
+		return http.StatusServiceUnavailable, "this client holds as many connections to the backend as one client may"
 	}
 	if isTimeout(err) {
 		stats.Timeouts.Add(1)

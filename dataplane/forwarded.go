@@ -118,3 +118,14 @@ func clientScheme(r *http.Request, trusted bool) string {
 	}
 	return "http"
 }
+
+// clientIP is the client's address: Cf-Connecting-Ip when the peer is
+// trusted (cloudflared sets it to the visitor's address), else the peer.
+func clientIP(r *http.Request, trusted bool) string {
+	if trusted {
+		if ip := firstValue(r.Header, "Cf-Connecting-Ip"); ip != "" {
+			return ip
+		}
+	}
+	return peerIP(r.RemoteAddr)
+}

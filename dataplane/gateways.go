@@ -214,8 +214,9 @@ func (p *Proxy) serverTLS(e gatewayAddr) (*tls.Config, error) {
 
 // gatewayServers keeps one server per Gateway address and port of the current config.
 type gatewayServers struct {
-	p     *Proxy
-	grace time.Duration
+	p        *Proxy
+	grace    time.Duration
+	timeouts clientTimeouts
 
 	mu      sync.Mutex
 	servers map[gatewayAddr]*gatewayServer
@@ -270,7 +271,7 @@ func (g *gatewayServers) open(e gatewayAddr, https bool) (*gatewayServer, error)
 	var ps http.Protocols
 	ps.SetHTTP1(true)
 	srv := &http.Server{
-		Handler:           &handler{p: g.p, port: e.port, gateway: e, isGateway: true},
+		Handler:           &handler{p: g.p, port: e.port, gateway: e, isGateway: true, timeouts: g.timeouts},
 		Protocols:         &ps,
 		ReadHeaderTimeout: headTimeout,
 		IdleTimeout:       idleTimeout,

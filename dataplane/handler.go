@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"bytes"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -23,6 +22,9 @@ type handler struct {
 	p       *Proxy
 	port    int
 	trusted bool
+	// timeouts are the listener's deadlines on its clients, for net/http's
+	// servers (the own server keeps its own); zero for none.
+	timeouts clientTimeouts
 	// gateway is the endpoint a gateway address server answers for
 	// (isGateway): only its listeners are considered.
 	gateway   gatewayAddr
@@ -42,6 +44,9 @@ type exchange struct {
 	out   outRequest
 	path  string
 	query string
+	// client is who the request is for, as the per-client connection
+	// caps count (clientIP).
+	client string
 
 	body   io.Reader
 	replay []byte // the whole body when it was buffered, else nil
@@ -178,6 +183,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 
+	x.client = clientIP(r, h.trusted)
 	x.out = outRequest{
 		method:        r.Method,
 		target:        x.target(r),
@@ -195,7 +201,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	x.hasBody = r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
 	if !x.hasBody {
 		x.out.contentLength = 0
-	} else if !x.bufferBody(w, r) {
+	} else if !x.takeBody(w, r) {
 		return
 	}
 
@@ -234,8 +240,9 @@ func splitTarget(r *http.Request) (path, query string, ok bool) {
 		path, query, _ = strings.Cut(u, "?")
 		return path, query, true
 	}
-	// Absolute form (RFC 9112 §3.2.2), which net/http has parsed.
-	if r.URL != nil && r.URL.IsAbs() {
+	// Absolute form (RFC 9112 §3.2.2), which the server has parsed: an
+	// http or https URI only.
+	if u := r.URL; u != nil && u.Opaque == "" && (strings.EqualFold(u.Scheme, "http") || strings.EqualFold(u.Scheme, "https")) {
 		p := r.URL.EscapedPath()
 		if p == "" {
 			p = "/"
@@ -317,41 +324,6 @@ func (x *exchange) pinned(r *http.Request) bool {
 	}
 	return false
 }
-
-// bufferBody reads a body of at most rule.buffer bytes into memory so a
-// retry or mirror can send it again. Larger bodies stream once.
-func (x *exchange) bufferBody(w http.ResponseWriter, r *http.Request) bool {
-	x.body = r.Body
-	limit := x.rule.buffer
-	if limit == 0 || r.ContentLength > limit {
-		return true
-	}
-	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 512)))
-	n, err := buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-	if err != nil {
-		reply(w, r, &x.h.p.stats, http.StatusBadRequest, "could not read the request body")
-		return false
-	}
-	if n > limit { // unknown length, and too long: stream what is left
-		x.body = io.MultiReader(bytes.NewReader(buf.Bytes()), r.Body)
-		return true
-	}
-	x.replay = buf.Bytes()
-	x.body = nil
-	x.out.contentLength = n
-	if n == 0 {
-		x.hasBody = false
-	}
-	return true
-}
-
-// bodyKept reports whether the request's body can be sent again: it has
-// none, or it is in memory.
-func (x *exchange) bodyKept() bool { return !x.hasBody || x.replay != nil }
-
-// replayable reports whether the request may be sent again after it may
-// have reached a backend: it is idempotent and its body was kept.
-func (x *exchange) replayable() bool { return x.bodyKept() && idempotent(x.r) }
 
 func isPreflight(r *http.Request) bool {
 	return r.Method == http.MethodOptions && firstValue(r.Header, "Origin") != "" && firstValue(r.Header, "Access-Control-Request-Method") != ""

@@ -48,6 +48,7 @@ type proxyMetrics struct {
 	responses      metric.Int64ObservableCounter
 	noRoute        metric.Int64ObservableCounter
 	upstreamErrors metric.Int64ObservableCounter
+	clientErrors   metric.Int64ObservableCounter
 	timeouts       metric.Int64ObservableCounter
 	retries        metric.Int64ObservableCounter
 	mirrors        metric.Int64ObservableCounter
@@ -69,6 +70,7 @@ type proxyMetrics struct {
 	mirrorDropped  metric.ObserveOption
 	configOK       metric.ObserveOption
 	configRejected metric.ObserveOption
+	clientReasons  [3]metric.ObserveOption // body_timeout, bad_body, conn_share
 	linesWritten   metric.ObserveOption
 	linesDropped   metric.ObserveOption
 	spanResults    [3]metric.ObserveOption // exported, dropped, failed
@@ -127,6 +129,7 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 	pm.responses = counter("tunnelgate.responses", "{response}", "Responses sent, by status class.")
 	pm.noRoute = counter("tunnelgate.no_route", "{request}", "Requests no route matched (answered 404).")
 	pm.upstreamErrors = counter("tunnelgate.upstream_errors", "{error}", "Upstream dial failures, resets and malformed answers.")
+	pm.clientErrors = counter("tunnelgate.client_errors", "{request}", "Requests refused for what their client did, by reason: body_timeout (408), bad_body (400), conn_share (503: the client held its share of an endpoint's connections).")
 	pm.timeouts = counter("tunnelgate.upstream_timeouts", "{timeout}", "Upstream requests that timed out.")
 	pm.retries = counter("tunnelgate.retries", "{retry}", "Upstream requests retried.")
 	pm.mirrors = counter("tunnelgate.mirrors", "{request}", "Mirrored requests, sent or dropped.")
@@ -157,6 +160,9 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 	pm.configRejected = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "rejected")))
 	pm.linesWritten = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "written")))
 	pm.linesDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
+	for i, r := range []string{"body_timeout", "bad_body", "conn_share"} {
+		pm.clientReasons[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
+	}
 	for i, r := range []string{"exported", "dropped", "failed"} {
 		pm.spanResults[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", r)))
 	}
@@ -168,7 +174,7 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 	}
 
 	if _, err := m.RegisterCallback(pm.observe,
-		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.timeouts,
+		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.clientErrors, pm.timeouts,
 		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates,
 		pm.configInfo, pm.ready, pm.clusterEndpoints, pm.clusterInflight,
 		pm.accessLogLines, pm.spans, pm.inflight,
@@ -196,6 +202,9 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 	}
 	o.ObserveInt64(pm.noRoute, s.NoRoute.Load())
 	o.ObserveInt64(pm.upstreamErrors, s.UpstreamErrors.Load())
+	o.ObserveInt64(pm.clientErrors, s.ClientBodyTimeouts.Load(), pm.clientReasons[0])
+	o.ObserveInt64(pm.clientErrors, s.ClientBadBodies.Load(), pm.clientReasons[1])
+	o.ObserveInt64(pm.clientErrors, s.ClientLimited.Load(), pm.clientReasons[2])
 	o.ObserveInt64(pm.timeouts, s.Timeouts.Load())
 	o.ObserveInt64(pm.retries, s.Retries.Load())
 	o.ObserveInt64(pm.mirrors, s.MirrorsSent.Load(), pm.mirrorSent)

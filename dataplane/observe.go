@@ -1,10 +1,7 @@
 package dataplane
 
 import (
-	"bufio"
-	"net"
 	"net/http"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -51,22 +48,22 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var x exchange
 	x.rec.start = time.Now()
 	// The proxy's own HTTP/1.1 server knows the status and size of what
-	// it sent; net/http's writers are wrapped to learn them.
+	// it sent, and times its clients itself; net/http's writers are
+	// wrapped to learn the one and do the other (netwriter.go).
 	own, _ := w.(*http1.ResponseWriter)
-	var cw *countingWriter
+	var nw *netWriter
 	if own == nil {
-		cw = countingWriters.Get().(*countingWriter)
-		cw.ResponseWriter = w
-		w = cw
+		nw = newNetWriter(w, r, h.timeouts)
+		w = nw
 	}
 	// Deferred, so a handler aborted with a panic (http.ErrAbortHandler)
 	// is still counted and its span ended.
-	defer h.finish(&x.rec, r, own, cw)
+	defer h.finish(&x.rec, r, own, nw)
 	h.serve(w, r, &x)
 }
 
 // finish turns the record into metrics, a span's end and a log line.
-func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWriter, cw *countingWriter) {
+func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWriter, nw *netWriter) {
 	p := h.p
 	p.inflight.Add(-1)
 	end := time.Now()
@@ -77,12 +74,11 @@ func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWri
 			status = own.Status()
 		}
 	} else {
-		size = cw.written
+		size = nw.written
 		if status == 0 {
-			status = cw.status
+			status = nw.status
 		}
-		*cw = countingWriter{}
-		countingWriters.Put(cw)
+		nw.release()
 	}
 	if status == 0 {
 		status = http.StatusOK // nothing written: the server sends an empty 200
@@ -113,50 +109,6 @@ func statusClass(status int) int {
 		return 0
 	}
 	return c
-}
-
-// countingWriter is a net/http response writer that remembers the status
-// and counts the body bytes. It forwards Flush, and Unwrap lets
-// http.ResponseController reach the connection (WebSocket hijacks).
-type countingWriter struct {
-	http.ResponseWriter
-	status  int
-	written int64
-}
-
-var countingWriters = sync.Pool{New: func() any { return new(countingWriter) }}
-
-func (w *countingWriter) WriteHeader(code int) {
-	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *countingWriter) Write(p []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	n, err := w.ResponseWriter.Write(p)
-	w.written += int64(n)
-	return n, err
-}
-
-func (w *countingWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		if w.status == 0 {
-			w.status = http.StatusOK
-		}
-		f.Flush()
-	}
-}
-
-func (w *countingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// Hijack is here for callers that assert http.Hijacker instead of using
-// http.ResponseController.
-func (w *countingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	return http.NewResponseController(w.ResponseWriter).Hijack()
 }
 
 // beginAttempt notes an attempt on ep (the n-th, from 0) and, when

@@ -305,14 +305,20 @@ type Stats struct {
 	Responses      [6]atomic.Int64 // by status class: [2] is 2xx, [0] unknown
 	NoRoute        atomic.Int64
 	UpstreamErrors atomic.Int64 // dial failures, resets, malformed answers
-	Timeouts       atomic.Int64
-	Retries        atomic.Int64
-	MirrorsSent    atomic.Int64
-	MirrorsDropped atomic.Int64
-	WebSockets     atomic.Int64
-	ConfigLoaded   atomic.Int64
-	ConfigRejected atomic.Int64
-	ClusterUpdates atomic.Int64
+	// What clients did wrong, answered without blaming a backend: a body
+	// that stopped arriving (408), a malformed or short body (400), and a
+	// client holding its share of an endpoint's connections (503).
+	ClientBodyTimeouts atomic.Int64
+	ClientBadBodies    atomic.Int64
+	ClientLimited      atomic.Int64
+	Timeouts           atomic.Int64
+	Retries            atomic.Int64
+	MirrorsSent        atomic.Int64
+	MirrorsDropped     atomic.Int64
+	WebSockets         atomic.Int64
+	ConfigLoaded       atomic.Int64
+	ConfigRejected     atomic.Int64
+	ClusterUpdates     atomic.Int64
 }
 
 func (s *Stats) status(code int) {

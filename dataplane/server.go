@@ -48,6 +48,13 @@ type Listeners struct {
 	Admin string
 	// Grace is how long shutdown waits for in-flight requests; default 25 s.
 	Grace time.Duration
+	// BodyTimeout bounds a wait for the next bytes of a client's request
+	// body (408 when it passes), and WriteTimeout a write to a client
+	// that does not read (the connection is closed, its backend
+	// connection released). Both count from the last progress, as nginx's
+	// client_body_timeout and send_timeout; default 60 s each. They apply
+	// on every listener but the admin one.
+	BodyTimeout, WriteTimeout time.Duration
 	// Ready, if set, is called with the bound addresses once every
 	// listener is open (tests use ":0").
 	Ready func(Bound)
@@ -66,6 +73,16 @@ type Bound struct {
 func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 	if l.Grace <= 0 {
 		l.Grace = 25 * time.Second
+	}
+	if l.BodyTimeout <= 0 {
+		l.BodyTimeout = 60 * time.Second
+	}
+	if l.WriteTimeout <= 0 {
+		l.WriteTimeout = 60 * time.Second
+	}
+	timeouts := clientTimeouts{body: l.BodyTimeout, write: l.WriteTimeout}
+	serve := func(port int, trusted bool) http.Handler {
+		return &handler{p: p, port: port, trusted: trusted, timeouts: timeouts}
 	}
 	var servers []*http.Server
 	var lns []net.Listener
@@ -106,7 +123,7 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 	var own *http1.Server
 	switch {
 	case l.Origin != "" && l.OriginNetHTTP:
-		if bound.Origin, err = open(l.Origin, p.Handler(0, !l.UntrustedOrigin), h1only, nil); err != nil {
+		if bound.Origin, err = open(l.Origin, serve(0, !l.UntrustedOrigin), h1only, nil); err != nil {
 			closeAll()
 			return fmt.Errorf("origin listener: %w", err)
 		}
@@ -116,7 +133,10 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 			return fmt.Errorf("origin listener: %w", err)
 		}
 		bound.Origin = ownLn.Addr().String()
-		own = &http1.Server{Handler: p.Handler(0, !l.UntrustedOrigin), Log: p.opts.Log, HeadTimeout: headTimeout, IdleTimeout: idleTimeout}
+		own = &http1.Server{
+			Handler: p.Handler(0, !l.UntrustedOrigin), Log: p.opts.Log,
+			HeadTimeout: headTimeout, IdleTimeout: idleTimeout, BodyTimeout: l.BodyTimeout, WriteTimeout: l.WriteTimeout,
+		}
 	}
 	if l.OriginTLS != "" {
 		conf, ca, err := originTLS(l)
@@ -125,7 +145,7 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 			return fmt.Errorf("TLS origin listener: %w", err)
 		}
 		bound.OriginCA = ca
-		if bound.OriginTLS, err = open(l.OriginTLS, p.Handler(0, !l.UntrustedOrigin), func(ps *http.Protocols) {
+		if bound.OriginTLS, err = open(l.OriginTLS, serve(0, !l.UntrustedOrigin), func(ps *http.Protocols) {
 			ps.SetHTTP1(true)
 			ps.SetHTTP2(true)
 		}, conf); err != nil {
@@ -134,7 +154,7 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 		}
 	}
 	if l.Plain != "" {
-		if bound.Plain, err = open(l.Plain, p.Handler(l.PlainPort, false), func(ps *http.Protocols) {
+		if bound.Plain, err = open(l.Plain, serve(l.PlainPort, false), func(ps *http.Protocols) {
 			ps.SetHTTP1(true)
 			ps.SetUnencryptedHTTP2(true)
 		}, nil); err != nil {
@@ -152,7 +172,7 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 		return errors.New("no listener configured")
 	}
 	if l.Gateways {
-		g := &gatewayServers{p: p, grace: l.Grace, servers: map[gatewayAddr]*gatewayServer{}}
+		g := &gatewayServers{p: p, grace: l.Grace, timeouts: timeouts, servers: map[gatewayAddr]*gatewayServer{}}
 		p.gateways.Store(g)
 		p.mu.Lock()
 		g.sync() // the config loaded before Serve (a cache, a file)

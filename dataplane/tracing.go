@@ -178,14 +178,3 @@ func traceparent(sc trace.SpanContext) (parent, state string) {
 	}
 	return string(b[:]), state
 }
-
-// clientIP is the client's address: Cf-Connecting-Ip when the peer is
-// trusted (cloudflared sets it to the visitor's address), else the peer.
-func clientIP(r *http.Request, trusted bool) string {
-	if trusted {
-		if ip := firstValue(r.Header, "Cf-Connecting-Ip"); ip != "" {
-			return ip
-		}
-	}
-	return peerIP(r.RemoteAddr)
-}

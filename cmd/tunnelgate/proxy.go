@@ -51,6 +51,9 @@ func proxyMain(ctx context.Context, args []string, stdout, stderr io.Writer, rea
 	netHTTP := fs.Bool("origin-nethttp", false, "serve the origin listener with net/http's server instead of tunnelgate's own")
 	maxIdle := fs.Int("upstream-max-idle", 256, "idle connections kept per backend endpoint")
 	maxConns := fs.Int("upstream-max-conns", 1024, "connections open per backend endpoint; beyond, requests get 503")
+	maxConnsPerClient := fs.Int("upstream-max-conns-per-client", 0, "connections to one backend endpoint the requests of one client (Cf-Connecting-Ip behind the tunnel, else the peer address) may hold; beyond, its requests get 503 (0: a quarter of -upstream-max-conns)")
+	bodyTimeout := fs.Duration("client-body-timeout", 60*time.Second, "a client's request body that sends nothing for this long gets 408")
+	writeTimeout := fs.Duration("client-write-timeout", 60*time.Second, "a client that reads nothing of its response for this long is disconnected, and its backend connection released")
 	idleTimeout := fs.Duration("upstream-idle-timeout", 90*time.Second, "close upstream connections idle this long")
 	dialTimeout := fs.Duration("upstream-dial-timeout", 10*time.Second, "bound on connecting to a backend, TLS included")
 	logf := addLogFlags(fs)
@@ -84,7 +87,7 @@ func proxyMain(ctx context.Context, args []string, stdout, stderr io.Writer, rea
 	// proxy's; the meter is made at the first scrape, after watch is set.
 	var watch *configwatch.Client
 	p := dataplane.New(dataplane.Options{Log: log, AccessLog: al, Tracer: tracer, Pprof: *pprofMode, Pool: dataplane.PoolSettings{
-		MaxIdle: *maxIdle, MaxConns: *maxConns, IdleTimeout: *idleTimeout, DialTimeout: *dialTimeout,
+		MaxIdle: *maxIdle, MaxConns: *maxConns, MaxConnsPerClient: *maxConnsPerClient, IdleTimeout: *idleTimeout, DialTimeout: *dialTimeout,
 	}, Metrics: func(m metric.Meter) error {
 		if watch == nil {
 			return nil
@@ -130,6 +133,7 @@ func proxyMain(ctx context.Context, args []string, stdout, stderr io.Writer, rea
 	err = p.Serve(ctx, dataplane.Listeners{
 		Origin: *origin, OriginTLS: *originTLS, CertDir: *certDir,
 		OriginCert: *cert, OriginKey: *key, Plain: *plain, Gateways: *gateways, Admin: *admin, OriginNetHTTP: *netHTTP,
+		BodyTimeout: *bodyTimeout, WriteTimeout: *writeTimeout,
 		Ready: func(b dataplane.Bound) {
 			log.Info("listening", "origin", b.Origin, "originTLS", b.OriginTLS, "plain", b.Plain, "admin", b.Admin, "originCA", b.OriginCA)
 			if ready != nil {

@@ -22,6 +22,7 @@ type Conn struct {
 	pool   *Pool
 	peek   *peekQuiet  // looks at the socket under nc; nil if it cannot
 	reused bool        // it served an exchange before this one
+	client string      // whose request holds it ("" when idle): changed under pool.mu, or by its sole owner
 	broken atomic.Bool // a deadline was forced into the past: not reusable
 	idleAt time.Time   // when it went back to the pool
 	done   atomic.Bool
@@ -37,6 +38,8 @@ func (c *Conn) Close() {
 	c.nc.Close()
 	c.pool.mu.Lock()
 	c.pool.open--
+	c.pool.release(c.client)
+	c.client = ""
 	c.pool.mu.Unlock()
 }
 

@@ -32,6 +32,12 @@ type PoolSettings struct {
 	// piling onto an overloaded backend, and the proxy cannot run out of
 	// file descriptors.
 	MaxConns int
+	// MaxConnsPerClient caps the connections to one endpoint that the
+	// requests of one client hold at once, so that a few clients (slow
+	// uploads, unread downloads) cannot take all MaxConns and starve the
+	// others: beyond it a request fails with ErrClientOverloaded. Default
+	// a quarter of MaxConns.
+	MaxConnsPerClient int
 }
 
 // DefaultPoolSettings are the settings of a proxy that sets none.
@@ -53,6 +59,10 @@ func (s PoolSettings) OrDefaults() PoolSettings {
 	if s.MaxConns > 0 {
 		d.MaxConns = s.MaxConns
 	}
+	d.MaxConnsPerClient = max(1, d.MaxConns/4)
+	if s.MaxConnsPerClient > 0 {
+		d.MaxConnsPerClient = min(s.MaxConnsPerClient, d.MaxConns)
+	}
 	return d
 }
 
@@ -66,9 +76,12 @@ type Pool struct {
 	// explain adds advice to a failed TLS handshake.
 	explain func(error) error
 
-	mu     sync.Mutex
-	idle   []*Conn
-	open   int // connections open, busy or idle, and dials under way
+	mu   sync.Mutex
+	idle []*Conn
+	open int // connections open, busy or idle, and dials under way
+	// held counts, by client, the connections that client's requests
+	// hold (busy, or being dialled for it).
+	held   map[string]int
 	closed bool
 	// sweeping says a sweep is scheduled (see sweep).
 	sweeping bool
@@ -81,10 +94,15 @@ func NewPool(addr string, tlsConf *tls.Config, s PoolSettings, explain func(erro
 	return &Pool{addr: addr, tls: tlsConf, settings: s, explain: explain}
 }
 
-// Get returns an idle connection or dials a new one. ctx bounds the dial.
-// An idle connection is handed out only if it is quiet: one with anything
-// to read, or closed by the server, is closed instead.
-func (p *Pool) Get(ctx context.Context) (*Conn, error) {
+// Get returns an idle connection or dials a new one, for a request of
+// client (its address; "" for the proxy's own requests, which no
+// client's cap counts). ctx bounds the dial. An idle connection is handed
+// out only if it is quiet: one with anything to read, or closed by the
+// server, is closed instead.
+func (p *Pool) Get(ctx context.Context, client string) (*Conn, error) {
+	if err := p.hold(client); err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	p.mu.Lock()
 	for n := len(p.idle); n > 0; n = len(p.idle) {
@@ -93,24 +111,66 @@ func (p *Pool) Get(ctx context.Context) (*Conn, error) {
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
 		if now.Sub(c.idleAt) < p.settings.IdleTimeout && c.quiet() {
-			c.reused = true
+			c.reused, c.client = true, client
 			return c, nil
 		}
 		c.Close()
 		p.mu.Lock()
 	}
 	p.mu.Unlock()
-	return p.Dial(ctx)
+	return p.dialFor(ctx, client)
 }
 
 // ErrOverloaded is an endpoint at its connection cap.
 var ErrOverloaded = errors.New("the backend endpoint has as many connections open as allowed (upstream-max-conns)")
 
-// Dial dials a new connection, within the cap: when nothing idle is left,
-// or for a request that must not go on a pooled one.
-func (p *Pool) Dial(ctx context.Context) (*Conn, error) {
+// ErrClientOverloaded is a client holding as many of an endpoint's
+// connections as one client may.
+var ErrClientOverloaded = errors.New("this client holds as many connections to the backend endpoint as one client may (upstream-max-conns-per-client)")
+
+// Dial dials a new connection for a request of client (see Get), within
+// the caps: for a request that must not go on a pooled one.
+func (p *Pool) Dial(ctx context.Context, client string) (*Conn, error) {
+	if err := p.hold(client); err != nil {
+		return nil, err
+	}
+	return p.dialFor(ctx, client)
+}
+
+// hold takes one of client's places, or fails at its cap.
+func (p *Pool) hold(client string) error {
+	if client == "" {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.held[client] >= p.settings.MaxConnsPerClient {
+		return ErrClientOverloaded
+	}
+	if p.held == nil {
+		p.held = map[string]int{}
+	}
+	p.held[client]++
+	return nil
+}
+
+// release gives back a place hold took. p.mu is held.
+func (p *Pool) release(client string) {
+	if client == "" {
+		return
+	}
+	if n := p.held[client] - 1; n > 0 {
+		p.held[client] = n
+	} else {
+		delete(p.held, client)
+	}
+}
+
+// dialFor dials within MaxConns for client, whose place is held.
+func (p *Pool) dialFor(ctx context.Context, client string) (*Conn, error) {
 	p.mu.Lock()
 	if p.open >= p.settings.MaxConns {
+		p.release(client)
 		p.mu.Unlock()
 		return nil, ErrOverloaded
 	}
@@ -120,9 +180,12 @@ func (p *Pool) Dial(ctx context.Context) (*Conn, error) {
 	if err != nil {
 		p.mu.Lock()
 		p.open--
+		p.release(client)
 		p.mu.Unlock()
+		return nil, err
 	}
-	return c, err
+	c.client = client
+	return c, nil
 }
 
 // DialError is a failure to connect: nothing reached the upstream, so the
@@ -194,6 +257,8 @@ func (p *Pool) put(c *Conn) {
 	}
 	c.idleAt = time.Now()
 	p.mu.Lock()
+	p.release(c.client)
+	c.client = ""
 	if p.closed || c.broken.Load() || len(p.idle) >= p.settings.MaxIdle {
 		p.mu.Unlock()
 		c.Close()

@@ -70,7 +70,7 @@ func testPool(addr string) *Pool {
 // does.
 func exchange(t *testing.T, p *Pool, method string) (status int, body string) {
 	t.Helper()
-	c, err := p.Get(context.Background())
+	c, err := p.Get(context.Background(), "")
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
@@ -277,5 +277,42 @@ func TestPoolClosesATLSConnectionHoldingStrayBytes(t *testing.T) {
 	}
 	if idle, _ := p.Counts(); idle != 0 {
 		t.Errorf("a connection with a stray response in its TLS buffer was pooled")
+	}
+}
+
+// One client holds at most MaxConnsPerClient of an endpoint's
+// connections; others still get theirs, and a client's place comes back
+// when its connection does.
+func TestPoolCapsConnectionsPerClient(t *testing.T) {
+	b := startBackend(t, func(int) string { return ok("x") }, nil)
+	p := NewPool(b.addr, nil, PoolSettings{MaxConns: 8}.OrDefaults(), nil)
+	var mine []*Conn
+	for range 2 { // a quarter of 8
+		c, err := p.Get(t.Context(), "203.0.113.66")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine = append(mine, c)
+	}
+	if _, err := p.Get(t.Context(), "203.0.113.66"); !errors.Is(err, ErrClientOverloaded) {
+		t.Fatalf("third connection for one client: %v", err)
+	}
+	other, err := p.Get(t.Context(), "203.0.113.7")
+	if err != nil {
+		t.Fatalf("another client: %v", err)
+	}
+	other.Close()
+	mine[0].Close()
+	c, err := p.Get(t.Context(), "203.0.113.66")
+	if err != nil {
+		t.Fatalf("after one came back: %v", err)
+	}
+	c.Close()
+	mine[1].Close()
+	if _, open := p.Counts(); open != 0 {
+		t.Errorf("%d connections counted open", open)
+	}
+	if len(p.held) != 0 {
+		t.Errorf("places still held: %v", p.held)
 	}
 }

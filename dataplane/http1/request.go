@@ -104,7 +104,7 @@ func (q *requestHead) parseRequestLine(line []byte, at int32) error {
 			return badRequest("malformed request target")
 		}
 	} else {
-		u, err := url.ParseRequestURI(string(target))
+		u, err := parseTarget(internMethod(method), string(target))
 		if err != nil {
 			return badRequest("malformed request target")
 		}
@@ -282,6 +282,21 @@ func (h *Head) copyRequestHeader(dst http.Header, target, host span) (all string
 		}
 	}
 	return all, hostAt
+}
+
+// parseTarget parses a target that is not origin-form as net/http's
+// server does: CONNECT's authority form as a host alone (RFC 9112
+// §3.2.3), anything else as a request URI (absolute form, "*").
+func parseTarget(method, target string) (*url.URL, error) {
+	if method != http.MethodConnect {
+		return url.ParseRequestURI(target)
+	}
+	u, err := url.ParseRequestURI("http://" + target)
+	if err != nil {
+		return nil, err
+	}
+	u.Scheme = ""
+	return u, nil
 }
 
 // validPath accepts the origin-form targets net/http's server accepts, so

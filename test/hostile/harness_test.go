@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,6 +25,20 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/internal/testpki"
 )
+
+// TestMain lets the tests that wait out the proxy's deadlines run their
+// subtests side by side: they wait on timers, not on the CPU, so the
+// default parallelism (GOMAXPROCS, 2 here) would only make them slow. An
+// explicit -parallel is kept.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		flag.Set("test.parallel", "16")
+	}
+	os.Exit(m.Run())
+}
 
 // path is one way into the proxy: a listener and the protocol a client
 // speaks on it.
