@@ -237,7 +237,10 @@ func (x *exchange) exchangeOn(c *http1.Conn, deadline time.Time) (*http1.Head, <
 		return nil, bodyDone, err
 	}
 	slow, err := c.WaitFor(time.Now().Add(watchAfter), deadline)
-	if slow {
+	if slow || (err == nil && c.HeadIncomplete()) {
+		// A head slow to start, or started and not complete: the server
+		// may take long (a long poll, a trickle), so the client is
+		// watched meanwhile.
 		if stop := x.watchClient(c); stop != nil {
 			defer stop()
 		}

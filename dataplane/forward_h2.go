@@ -201,6 +201,15 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 		}
 		hdr[k] = vs
 	}
+	switch {
+	case res.StatusCode == http.StatusNoContent || res.StatusCode == http.StatusNotModified:
+		delete(hdr, "Content-Length") // see http1's noContent
+	case len(res.Trailer) > 0 && r.ProtoMajor == 1:
+		// Declared trailers reach an HTTP/1.1 client only in a chunked
+		// body, which a Content-Length would rule out.
+		delete(hdr, "Content-Length")
+		hdr["Transfer-Encoding"] = chunkedTE
+	}
 	x.responseFilters(r, hdr)
 	if _, ok := hdr["Content-Type"]; !ok {
 		hdr["Content-Type"] = nil // keep net/http from sniffing one

@@ -2,6 +2,7 @@ package http1
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -135,6 +136,22 @@ func (c *Conn) WaitFor(early, deadline time.Time) (slow bool, err error) {
 	}
 	return true, nil
 }
+
+// HeadIncomplete reports whether the response head has begun to arrive
+// but not its end, so that ReadResponse will wait on the server: one that
+// sends the first bytes of a head and then trickles or stalls. The caller
+// may want to watch its client meanwhile.
+func (c *Conn) HeadIncomplete() bool {
+	n := c.br.Buffered()
+	if n == 0 {
+		return false
+	}
+	b, _ := c.br.Peek(n)
+	return !bytes.Contains(b, endCRLF) && !bytes.Contains(b, endLF)
+}
+
+// endCRLF and endLF end a head (readLine takes a bare LF as a line end).
+var endCRLF, endLF = []byte("\n\r\n"), []byte("\n\n")
 
 // ReadResponse reads the response head into h. upgrade says the request
 // asked for a protocol switch; a 101 answer to any other is refused.

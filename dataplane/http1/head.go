@@ -307,6 +307,14 @@ func (h *Head) HasBody(method string) bool {
 	return method != http.MethodHead && h.Status >= 200 && h.Status != http.StatusNoContent && h.Status != http.StatusNotModified
 }
 
+// noContent reports whether a status never has content (1xx, 204, 304):
+// a Content-Length beside one is not passed on. RFC 9110 §8.6 forbids it
+// with 1xx and 204; with 304 it describes a representation not sent, and
+// HTTP/2 clients (Go's among them) take it as a promise of a body.
+func noContent(status int) bool {
+	return status < 200 || status == http.StatusNoContent || status == http.StatusNotModified
+}
+
 // endsAtClose reports whether the body of this answer to method is
 // delimited by the server closing the connection (RFC 9112 §6.3 rule 8).
 func (h *Head) endsAtClose(method string) bool {
@@ -329,8 +337,9 @@ func (h *Head) skippedBody(method string) bool {
 }
 
 // CopyTo stores the head's end-to-end fields in dst, a response writer's
-// header map: hop-by-hop fields, those named in Connection, and a
-// Content-Length beside chunking are left out (RFC 9110 §7.6.1).
+// header map: hop-by-hop fields, those named in Connection (RFC 9110
+// §7.6.1), and a Content-Length beside chunking or on a status without
+// content are left out.
 func (h *Head) CopyTo(dst http.Header) { h.copyTo(dst, "") }
 
 // WriteFields writes every field of the head as it came, for a 101
@@ -381,7 +390,7 @@ func (h *Head) copyTo(dst http.Header, prefix string) {
 		name := h.bytes(f.name)
 		key := canonicalKey(name)
 		if prefix == "" {
-			if HopByHop(key) || (h.Chunked && key == "Content-Length") {
+			if HopByHop(key) || (key == "Content-Length" && (h.Chunked || noContent(h.Status))) {
 				continue
 			}
 			if hasConn && h.listedInConnection(name) {
