@@ -48,7 +48,7 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		began := x.beginAttempt(ep, attempt)
-		c, head, bodyDone, err := x.send(r.Context(), ep, x.tryDeadline(reqDeadline))
+		c, head, bodyDone, err := x.send(r.Context(), ep, began, x.tryDeadline(reqDeadline))
 		if err != nil {
 			x.endAttempt(began, 0, err)
 			ep.inflight.Add(-1)
@@ -179,7 +179,7 @@ func neverSent(err error) bool {
 // (it is idempotent; a server closing as a request arrives may have read
 // it).
 // bodyDone delivers the outcome of writing the body.
-func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (*http1.Conn, *http1.Head, <-chan error, error) {
+func (x *exchange) send(ctx context.Context, ep *endpoint, began, deadline time.Time) (*http1.Conn, *http1.Head, <-chan error, error) {
 	for fresh := false; ; fresh = true {
 		var c *http1.Conn
 		var err error
@@ -194,7 +194,7 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		if !deadline.IsZero() {
 			c.SetDeadline(deadline)
 		}
-		head, bodyDone, err := x.exchangeOn(c, deadline)
+		head, bodyDone, err := x.exchangeOn(c, began, deadline)
 		if err == nil {
 			if !deadline.IsZero() {
 				c.SetDeadline(time.Time{}) // the timeouts bound the head only
@@ -224,7 +224,7 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 }
 
 // exchangeOn writes the request and reads the head on c.
-func (x *exchange) exchangeOn(c *http1.Conn, deadline time.Time) (*http1.Head, <-chan error, error) {
+func (x *exchange) exchangeOn(c *http1.Conn, began, deadline time.Time) (*http1.Head, <-chan error, error) {
 	if err := writeHead(c.Writer(), &x.out); err != nil {
 		return nil, nil, err
 	}
@@ -236,7 +236,7 @@ func (x *exchange) exchangeOn(c *http1.Conn, deadline time.Time) (*http1.Head, <
 	if err != nil {
 		return nil, bodyDone, err
 	}
-	slow, err := c.WaitFor(time.Now().Add(watchAfter), deadline)
+	slow, err := c.WaitFor(began.Add(watchAfter), deadline)
 	if slow || (err == nil && c.HeadIncomplete()) {
 		// A head slow to start, or started and not complete: the server
 		// may take long (a long poll, a trickle), so the client is
@@ -256,8 +256,8 @@ func (x *exchange) exchangeOn(c *http1.Conn, deadline time.Time) (*http1.Head, <
 	return head, bodyDone, nil
 }
 
-// watchAfter is how long the proxy waits for a response before it starts
-// watching for the client going away. Watching costs allocations on every
+// watchAfter is how long after an attempt began the proxy waits for a
+// response before it starts watching for the client going away. Watching costs allocations on every
 // request, and a client that leaves during a fast exchange loses nothing;
 // one that leaves during a long poll frees the backend connection.
 const watchAfter = 500 * time.Millisecond

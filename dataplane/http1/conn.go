@@ -25,7 +25,9 @@ type Conn struct {
 	reused bool        // it served an exchange before this one
 	client string      // whose request holds it ("" when idle): changed under pool.mu, or by its sole owner
 	broken atomic.Bool // a deadline was forced into the past: not reusable
-	idleAt time.Time   // when it went back to the pool
+	// idleSince is the pool's sweep count when it went back to the pool:
+	// a clock that costs no clock read (see Pool.sweep).
+	idleSince uint64
 	done   atomic.Bool
 }
 

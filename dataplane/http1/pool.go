@@ -83,8 +83,9 @@ type Pool struct {
 	// hold (busy, or being dialled for it).
 	held   map[string]int
 	closed bool
-	// sweeping says a sweep is scheduled (see sweep).
+	// sweeping says a sweep is scheduled; sweeps counts them (see sweep).
 	sweeping bool
+	sweeps   uint64
 }
 
 // NewPool returns an empty pool of connections to addr (host:port), over
@@ -103,14 +104,13 @@ func (p *Pool) Get(ctx context.Context, client string) (*Conn, error) {
 	if err := p.hold(client); err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	p.mu.Lock()
 	for n := len(p.idle); n > 0; n = len(p.idle) {
 		c := p.idle[n-1]
 		p.idle[n-1] = nil
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
-		if now.Sub(c.idleAt) < p.settings.IdleTimeout && c.quiet() {
+		if c.quiet() { // the sweep closes those idle too long
 			c.reused, c.client = true, client
 			return c, nil
 		}
@@ -255,8 +255,8 @@ func (p *Pool) put(c *Conn) {
 		c.Close()
 		return
 	}
-	c.idleAt = time.Now()
 	p.mu.Lock()
+	c.idleSince = p.sweeps
 	p.release(c.client)
 	c.client = ""
 	if p.closed || c.broken.Load() || len(p.idle) >= p.settings.MaxIdle {
@@ -275,18 +275,22 @@ func (p *Pool) put(c *Conn) {
 // sweepEvery is how often idle connections are looked at.
 const sweepEvery = time.Second
 
-// sweep closes idle connections past the idle timeout and those that are
-// no longer quiet: the server closed them, or sent something no request
-// asked for. It runs every sweepEvery while the pool holds idle
-// connections. The checks are made under the lock, which Get waits for:
+// sweep closes idle connections past the idle timeout (to within a
+// second: idle time is counted in sweeps, so putting a connection back
+// reads no clock) and those that are no longer quiet: the server closed
+// them, or sent something no request asked for. It runs every sweepEvery
+// while the pool holds idle connections. The checks are made under the lock, which Get waits for:
 // a few hundred non-blocking syscalls once a second.
 func (p *Pool) sweep() {
-	now := time.Now()
 	var dead []*Conn
 	p.mu.Lock()
+	p.sweeps++
+	// A connection put back since sweep n has been idle for less than
+	// (sweeps - n) × sweepEvery: the idle timeout is kept to a second.
+	maxAge := uint64(p.settings.IdleTimeout / sweepEvery)
 	keep := p.idle[:0]
 	for _, c := range p.idle {
-		if now.Sub(c.idleAt) >= p.settings.IdleTimeout || !c.quiet() {
+		if p.sweeps-c.idleSince > maxAge || !c.quiet() {
 			dead = append(dead, c)
 			continue
 		}

@@ -267,7 +267,9 @@ func (w *ResponseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 // writeSafeField writes a field, replacing line breaks in a value with
 // spaces so a header value can never start a new field or response.
 func writeSafeField(bw *bufio.Writer, k, v string) {
-	if strings.ContainsAny(v, "\r\n") {
+	// Two IndexByte scans: ContainsAny builds a byte set on every call,
+	// and this runs for every field of every response.
+	if strings.IndexByte(v, '\r') >= 0 || strings.IndexByte(v, '\n') >= 0 {
 		v = strings.NewReplacer("\r", " ", "\n", " ").Replace(v)
 	}
 	WriteField(bw, k, v)
