@@ -28,7 +28,7 @@ type Conn struct {
 	// idleSince is the pool's sweep count when it went back to the pool:
 	// a clock that costs no clock read (see Pool.sweep).
 	idleSince uint64
-	done   atomic.Bool
+	done      atomic.Bool
 }
 
 // Close closes the connection and gives its place back to the pool. It
