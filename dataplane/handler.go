@@ -227,7 +227,11 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 // as pseudo-header values, which may hold spaces, and a :method of
 // "GET /admin?" written into a request line would change its target.
 func wellFormed(r *http.Request) bool {
-	return http1.IsToken(r.Method) && http1.ValidTarget(r.RequestURI) && http1.ValidHost(r.Host)
+	target := r.RequestURI
+	if target == "" && r.URL != nil { // a request made in process, not read by a server
+		target = r.URL.RequestURI()
+	}
+	return http1.IsToken(r.Method) && http1.ValidTarget(target) && http1.ValidHost(r.Host)
 }
 
 // splitTarget returns the escaped path and raw query of the request
