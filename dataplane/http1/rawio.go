@@ -115,37 +115,31 @@ func (r *rawIO) write(fd uintptr) bool {
 	return true
 }
 
-// peekQuiet reports whether the socket under rc has nothing to read and
-// has not been closed by the peer, without reading or waiting: one
-// recvfrom with MSG_PEEK and MSG_DONTWAIT, made as a raw call like the
-// reads above. peek is the call bound once per connection (see
-// Conn.quiet), so a check allocates nothing.
+// peekQuiet reports whether a socket has nothing to read and has not been
+// closed by the peer, without reading or waiting: one recvfrom with
+// MSG_PEEK and MSG_DONTWAIT, made as a raw call on the descriptor itself.
+// Not through rc.Read: that would also take the descriptor's read lock
+// and fail on a read deadline left from the last exchange, which means
+// nothing to an idle connection. Only the connection's sole user may
+// check it (Get, or the sweep under the pool's lock), so the descriptor
+// cannot be closed meanwhile.
 type peekQuiet struct {
-	rc    syscall.RawConn
-	fn    func(fd uintptr) bool
-	quiet bool
-	b     [1]byte
+	fd uintptr
+	b  [1]byte
 }
 
 func newPeekQuiet(rc syscall.RawConn) *peekQuiet {
-	p := &peekQuiet{rc: rc}
-	p.fn = p.peek
+	p := &peekQuiet{}
+	if rc.Control(func(fd uintptr) { p.fd = fd }) != nil {
+		return nil
+	}
 	return p
 }
 
 func (p *peekQuiet) check() bool {
-	p.quiet = false
-	if err := p.rc.Read(p.fn); err != nil {
-		return false
-	}
-	return p.quiet
-}
-
-func (p *peekQuiet) peek(fd uintptr) bool {
-	_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&p.b[0])), 1,
+	_, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, p.fd, uintptr(unsafe.Pointer(&p.b[0])), 1,
 		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
 	// EAGAIN: nothing buffered and the stream is open. A byte, or zero
 	// bytes read (the peer's FIN), or an error (a reset) all end here.
-	p.quiet = e == syscall.EAGAIN
-	return true // never wait
+	return e == syscall.EAGAIN
 }

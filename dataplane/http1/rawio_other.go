@@ -16,20 +16,16 @@ func newRawIO(nc net.Conn) io.ReadWriter { return nc }
 // open (see rawio.go); elsewhere than Linux it asks recvfrom through
 // package syscall where that exists (peek_unix.go).
 type peekQuiet struct {
-	rc    syscall.RawConn
-	quiet bool
-	b     [1]byte
+	rc syscall.RawConn
+	b  [1]byte
 }
 
 func newPeekQuiet(rc syscall.RawConn) *peekQuiet { return &peekQuiet{rc: rc} }
 
 func (p *peekQuiet) check() bool {
-	p.quiet = false
-	if err := p.rc.Read(func(fd uintptr) bool {
-		p.quiet = recvPeekWouldBlock(fd, p.b[:])
-		return true
-	}); err != nil {
+	quiet := false
+	if err := p.rc.Control(func(fd uintptr) { quiet = recvPeekWouldBlock(fd, p.b[:]) }); err != nil {
 		return false
 	}
-	return p.quiet
+	return quiet
 }
