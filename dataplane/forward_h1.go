@@ -6,7 +6,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -48,7 +47,7 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		began := x.beginAttempt(ep, attempt)
-		c, head, bodyDone, err := x.send(r.Context(), ep, began, x.tryDeadline(reqDeadline))
+		c, head, bodyDone, err := x.send(r.Context(), ep, x.tryDeadline(reqDeadline))
 		if err != nil {
 			x.endAttempt(began, 0, err)
 			ep.inflight.Add(-1)
@@ -62,6 +61,7 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 		if rp := x.rule.retry; rp != nil && rp.retryable(head.Status) && x.mayRetry(attempt, nil, reqDeadline, r) {
 			// Drop this answer and try again; keep the connection if its
 			// body is small enough to read past.
+			x.waitOff()
 			c.Drop(head, r.Method, 64<<10, bodyDone)
 			http1.PutHead(head)
 			ep.inflight.Add(-1)
@@ -179,7 +179,7 @@ func neverSent(err error) bool {
 // (it is idempotent; a server closing as a request arrives may have read
 // it).
 // bodyDone delivers the outcome of writing the body.
-func (x *exchange) send(ctx context.Context, ep *endpoint, began, deadline time.Time) (*http1.Conn, *http1.Head, <-chan error, error) {
+func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (*http1.Conn, *http1.Head, <-chan error, error) {
 	for fresh := false; ; fresh = true {
 		var c *http1.Conn
 		var err error
@@ -194,7 +194,7 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, began, deadline time.
 		if !deadline.IsZero() {
 			c.SetDeadline(deadline)
 		}
-		head, bodyDone, err := x.exchangeOn(c, began, deadline)
+		head, bodyDone, err := x.exchangeOn(c)
 		if err == nil {
 			if !deadline.IsZero() {
 				c.SetDeadline(time.Time{}) // the timeouts bound the head only
@@ -223,8 +223,10 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, began, deadline time.
 	}
 }
 
-// exchangeOn writes the request and reads the head on c.
-func (x *exchange) exchangeOn(c *http1.Conn, began, deadline time.Time) (*http1.Head, <-chan error, error) {
+// exchangeOn writes the request and reads the head on c. While it waits
+// for the answer the client is watched (waitOn); on success the watch goes
+// on through the body (respond ends it), on failure it is ended here.
+func (x *exchange) exchangeOn(c *http1.Conn) (*http1.Head, <-chan error, error) {
 	if err := writeHead(c.Writer(), &x.out); err != nil {
 		return nil, nil, err
 	}
@@ -236,41 +238,16 @@ func (x *exchange) exchangeOn(c *http1.Conn, began, deadline time.Time) (*http1.
 	if err != nil {
 		return nil, bodyDone, err
 	}
-	slow, err := c.WaitFor(began.Add(watchAfter), deadline)
-	if slow || (err == nil && c.HeadIncomplete()) {
-		// A head slow to start, or started and not complete: the server
-		// may take long (a long poll, a trickle), so the client is
-		// watched meanwhile.
-		if stop := x.watchClient(c); stop != nil {
-			defer stop()
-		}
-	}
-	if err != nil {
-		return nil, bodyDone, err
+	if !c.Streaming() { // else the client is still sending its body
+		x.waitOn(c)
 	}
 	head := http1.GetHead()
 	if err := c.ReadResponse(head, x.out.upgrade != ""); err != nil {
+		x.waitOff()
 		http1.PutHead(head)
 		return nil, bodyDone, err
 	}
 	return head, bodyDone, nil
-}
-
-// watchAfter is how long after an attempt began the proxy waits for a
-// response before it starts watching for the client going away. Watching costs allocations on every
-// request, and a client that leaves during a fast exchange loses nothing;
-// one that leaves during a long poll frees the backend connection.
-const watchAfter = 500 * time.Millisecond
-
-// watchClient watches for the client leaving while c waits on the
-// backend; if it does, c's pending I/O is cut short and c is not reused.
-func (x *exchange) watchClient(c *http1.Conn) func() bool {
-	gone := new(atomic.Bool)
-	x.clientGone = gone
-	return watchClient(x.w, x.r, func() {
-		gone.Store(true)
-		c.Interrupt()
-	})
 }
 
 func isTimeout(err error) bool {
@@ -349,18 +326,11 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn
 	w.WriteHeader(head.Status)
 
 	fl, _ := w.(http.Flusher)
-	var stop func() bool
-	if c.BodyPending(head, r.Method) {
-		// More is to come: the backend may go quiet for as long as it
-		// likes (a stream, a stalled download).
-		stop = x.watchClient(c)
-	}
+	// The client is still watched while the body streams: the backend may
+	// go quiet for as long as it likes (an event stream, a stalled
+	// download).
 	upErr, downErr := c.CopyBody(w, fl, head, r.Method, hdr)
-	if stop != nil {
-		// Before Finish: a watch firing later would interrupt a
-		// connection already back in its pool.
-		stop()
-	}
+	x.waitOff() // before Finish: a watch firing later would interrupt a pooled connection
 	c.Finish(head, upErr == nil && downErr == nil, r.Method, bodyDone)
 	if upErr != nil && !x.gone() {
 		// The backend failed mid-body. Send what arrived, then abort the

@@ -28,6 +28,7 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 		began := x.beginAttempt(ep, attempt)
 		res, cancel, err := x.roundTripH2(r, ep, x.tryDeadline(reqDeadline))
 		if err != nil {
+			x.waitOff()
 			x.endAttempt(began, 0, err)
 			cancel()
 			ep.inflight.Add(-1)
@@ -39,6 +40,7 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 		}
 		x.endAttempt(began, res.StatusCode, nil)
 		if rp := x.rule.retry; rp != nil && rp.retryable(res.StatusCode) && x.mayRetry(attempt, nil, reqDeadline, r) {
+			x.waitOff()
 			res.Body.Close()
 			cancel()
 			ep.inflight.Add(-1)
@@ -49,15 +51,7 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 		func() {
 			defer ep.inflight.Add(-1) // deferred: respondH2 may abort with a panic
 			defer cancel()
-			if res.ContentLength != 0 && r.Method != http.MethodHead {
-				// A body is to come: the backend may go quiet for as long
-				// as it likes (a stream, a stalled download).
-				gone := new(atomic.Bool)
-				x.clientGone = gone
-				if stop := watchClient(w, r, func() { gone.Store(true); cancel() }); stop != nil {
-					defer stop()
-				}
-			}
+			defer x.waitOff() // the client stays watched while the body streams
 			x.respondH2(w, r, res)
 		}()
 		return
@@ -129,6 +123,9 @@ func (x *exchange) roundTripH2(r *http.Request, ep *endpoint, deadline time.Time
 	case x.hasBody:
 		x.h2body = &clientBody{r: x.body}
 		out.Body = x.h2body
+	}
+	if x.bodyKept() { // else the client is still sending its body
+		x.waitOn(cancelStream(func() { cancel(nil) }))
 	}
 	res, err := x.cs.h2.RoundTrip(out.WithContext(ctx))
 	if err != nil {

@@ -58,20 +58,24 @@ type exchange struct {
 	sessionStart time.Time // when the pinned session began
 	start        time.Time // when the request arrived
 	rec          reqRecord
-	// clientGone, once a watch started, is set if the client left while
-	// the proxy waited. (A pointer: the watch's closure must not capture
-	// the exchange, or every exchange would be heap-allocated.)
+	// What the exchange waits on, for noticing a client that left
+	// (clientwatch.go): waiting says the own server watches; stopWait
+	// ends the watch of net/http's request context, whose clientGone is
+	// set if the client left. (A pointer: the watch's closure must not
+	// capture the exchange, or every exchange would be heap-allocated.)
+	waiting    bool
+	stopWait   func() bool
 	clientGone *atomic.Bool
 }
-
-func (x *exchange) gone() bool { return x.clientGone != nil && x.clientGone.Load() }
 
 // serve runs the pipeline, noting in x.rec what it chose. The rest of
 // x is filled once a rule has matched.
 func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	p := h.p
 	rec := &x.rec
-	if !wellFormed(r) {
+	// The own HTTP/1.1 server's parser has checked an origin-form request
+	// already; every other way in is checked here.
+	if _, own := w.(*http1.ResponseWriter); !(own && r.URL == nil) && !wellFormed(r) {
 		reply(w, r, &p.stats, http.StatusBadRequest, "malformed request: the method must be a token, the target must not hold spaces or control characters, the host must be a host name or address")
 		return
 	}

@@ -29,7 +29,7 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 	ep.inflight.Add(1)
 	defer ep.inflight.Add(-1)
 	began := x.beginAttempt(ep, 0)
-	c, head, bodyDone, err := x.send(r.Context(), ep, began, x.tryDeadline(x.deadline()))
+	c, head, bodyDone, err := x.send(r.Context(), ep, x.tryDeadline(x.deadline()))
 	if err != nil {
 		x.endAttempt(began, 0, err)
 		status, msg := upstreamFailure(err, stats)
@@ -44,6 +44,7 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 		x.respond(w, r, c, head, bodyDone)
 		return
 	}
+	x.waitOff() // the tunnel watches both sides itself
 	cc, cbuf, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		c.Close()

@@ -2,7 +2,6 @@ package http1
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/tls"
 	"errors"
 	"io"
@@ -14,17 +13,21 @@ import (
 
 // Conn is one connection to an upstream with its buffers. One exchange
 // at a time runs on it: the caller writes a request head into Writer,
-// then Send, WaitFor, ReadResponse, CopyBody (or Drop), and Finish, which
-// returns it to its pool or closes it.
+// then Send, ReadResponse, CopyBody (or Drop), and Finish, which returns
+// it to its pool or closes it. Interrupt cuts a wait short from any
+// goroutine (the client left).
 type Conn struct {
 	nc     net.Conn
 	br     *bufio.Reader
 	bw     *bufio.Writer
 	pool   *Pool
-	peek   *peekQuiet  // looks at the socket under nc; nil if it cannot
-	reused bool        // it served an exchange before this one
-	client string      // whose request holds it ("" when idle): changed under pool.mu, or by its sole owner
-	broken atomic.Bool // a deadline was forced into the past: not reusable
+	peek   *peekQuiet // looks at the socket under nc; nil if it cannot
+	reused bool       // it served an exchange before this one
+	// streaming says the current exchange's body is being written by a
+	// goroutine of its own, which reads the client's body meanwhile.
+	streaming bool
+	client    string      // whose request holds it ("" when idle): changed under pool.mu, or by its sole owner
+	broken    atomic.Bool // a deadline was forced into the past: not reusable
 	// idleSince is the pool's sweep count when it went back to the pool:
 	// a clock that costs no clock read (see Pool.sweep).
 	idleSince uint64
@@ -90,6 +93,7 @@ var closedBody = func() chan error { c := make(chan error, 1); c <- nil; close(c
 // body; it is never nil, and the caller must receive from it before
 // reading the client's body can stop (Finish does).
 func (c *Conn) Send(body io.Reader, replay []byte, n int64) (bodyDone <-chan error, err error) {
+	c.streaming = false
 	switch {
 	case replay != nil:
 		c.bw.Write(replay)
@@ -104,11 +108,16 @@ func (c *Conn) Send(body io.Reader, replay []byte, n int64) (bodyDone <-chan err
 			return closedBody, err
 		}
 		ch := make(chan error, 1)
+		c.streaming = true
 		go c.writeBodyAsync(body, n, ch)
 		return ch, nil
 	}
 	return closedBody, c.bw.Flush()
 }
+
+// Streaming reports whether Send left the body to a goroutine of its
+// own, still reading the client's body (and so not to be watched).
+func (c *Conn) Streaming() bool { return c.streaming }
 
 // writeBodyAsync writes a body while the caller reads the response.
 func (c *Conn) writeBodyAsync(body io.Reader, n int64, done chan<- error) {
@@ -118,42 +127,6 @@ func (c *Conn) writeBodyAsync(body io.Reader, n int64, done chan<- error) {
 	}
 	done <- err
 }
-
-// WaitFor waits until early for the first byte of the response. It
-// reports slow when none came by then, so the caller can start watching
-// its client before waiting on; reads are bounded by deadline from then
-// on (zero for none). If deadline comes first, it does not wait at all.
-func (c *Conn) WaitFor(early, deadline time.Time) (slow bool, err error) {
-	if c.br.Buffered() > 0 {
-		return false, nil
-	}
-	if !deadline.IsZero() && !early.Before(deadline) {
-		return false, nil // the deadline comes first anyway
-	}
-	c.nc.SetReadDeadline(early)
-	_, err = c.br.Peek(1)
-	c.nc.SetReadDeadline(deadline)
-	if err == nil || !isTimeout(err) {
-		return false, err
-	}
-	return true, nil
-}
-
-// HeadIncomplete reports whether the response head has begun to arrive
-// but not its end, so that ReadResponse will wait on the server: one that
-// sends the first bytes of a head and then trickles or stalls. The caller
-// may want to watch its client meanwhile.
-func (c *Conn) HeadIncomplete() bool {
-	n := c.br.Buffered()
-	if n == 0 {
-		return false
-	}
-	b, _ := c.br.Peek(n)
-	return !bytes.Contains(b, endCRLF) && !bytes.Contains(b, endLF)
-}
-
-// endCRLF and endLF end a head (readLine takes a bare LF as a line end).
-var endCRLF, endLF = []byte("\n\r\n"), []byte("\n\n")
 
 // ReadResponse reads the response head into h. upgrade says the request
 // asked for a protocol switch; a 101 answer to any other is refused.
@@ -165,13 +138,6 @@ func (c *Conn) ReadResponse(h *Head, upgrade bool) error {
 		return protoErr("101 Switching Protocols without an upgrade request")
 	}
 	return nil
-}
-
-// BodyPending reports whether more of the body of h (the answer to
-// method) is still to arrive: the backend may then go quiet for as long
-// as it likes (a stream, a stalled download).
-func (c *Conn) BodyPending(h *Head, method string) bool {
-	return h.HasBody(method) && (h.Chunked || h.ContentLength > int64(c.br.Buffered()))
 }
 
 // CopyBody relays the body of the response h (the answer to method) to

@@ -101,10 +101,11 @@ func NewPool(addr string, tlsConf *tls.Config, s PoolSettings, explain func(erro
 // out only if it is quiet: one with anything to read, or closed by the
 // server, is closed instead.
 func (p *Pool) Get(ctx context.Context, client string) (*Conn, error) {
-	if err := p.hold(client); err != nil {
+	p.mu.Lock()
+	if err := p.holdLocked(client); err != nil {
+		p.mu.Unlock()
 		return nil, err
 	}
-	p.mu.Lock()
 	for n := len(p.idle); n > 0; n = len(p.idle) {
 		c := p.idle[n-1]
 		p.idle[n-1] = nil
@@ -139,11 +140,16 @@ func (p *Pool) Dial(ctx context.Context, client string) (*Conn, error) {
 
 // hold takes one of client's places, or fails at its cap.
 func (p *Pool) hold(client string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holdLocked(client)
+}
+
+// holdLocked is hold with p.mu held.
+func (p *Pool) holdLocked(client string) error {
 	if client == "" {
 		return nil
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.held[client] >= p.settings.MaxConnsPerClient {
 		return ErrClientOverloaded
 	}

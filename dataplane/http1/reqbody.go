@@ -41,9 +41,10 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	if b.done {
 		return 0, io.EOF
 	}
+	prev := b.c.phase.Load()
 	b.c.setPhase(phaseBody)
 	n, err := b.read(p)
-	b.c.setPhase(phaseBusy)
+	b.c.setPhase(prev)
 	return n, err
 }
 

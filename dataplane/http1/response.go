@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 )
 
@@ -44,6 +43,7 @@ func (w *ResponseWriter) reset(q *requestHead) {
 	clear(w.hdr)
 	p := w.pending[:0]
 	*w = ResponseWriter{c: w.c, hdr: w.hdr, pending: p, length: -1, minor: q.minor}
+	w.c.watch.gone.Store(false)
 	w.noBody = q.method == http.MethodHead
 	w.closeAfter = q.closeConn
 }
@@ -308,33 +308,4 @@ func (s *Server) httpDate() string {
 type dateText struct {
 	unix int64
 	text string
-}
-
-// WatchClient arranges for onGone to run if the client closes or resets
-// the connection, until stop is called; stop reports whether it stopped
-// the watch before onGone ran. It returns nil when the client cannot be
-// watched: nothing reads the connection during a request, so the watch
-// reads it in a goroutine, and only once the request body has been read
-// whole (the handler may still be reading it). A client that sends its
-// next request early is alive, and the watch ends there.
-func (w *ResponseWriter) WatchClient(onGone func()) (stop func() bool) {
-	c := w.c
-	if w.hijacked || !c.body.done {
-		return nil
-	}
-	var fired atomic.Bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if _, err := c.br.Peek(1); err != nil && !isTimeout(err) {
-			fired.Store(true)
-			onGone()
-		}
-	}()
-	return func() bool {
-		c.nc.SetReadDeadline(pastDeadline)
-		<-done
-		c.nc.SetReadDeadline(time.Time{})
-		return !fired.Load()
-	}
 }

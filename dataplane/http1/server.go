@@ -66,6 +66,8 @@ type conn struct {
 	req  http.Request
 	body requestBody
 	resp ResponseWriter
+	// watch is the client watch while the handler waits (waiton.go).
+	watch watch
 	// phase and seq let the janitor close idle and slow connections
 	// without a timer, or even a clock read, per request: phase is what
 	// the connection waits for, and seq counts phase changes. The janitor
@@ -82,6 +84,7 @@ const (
 	phaseBusy           // in the handler, waiting on nothing from the client
 	phaseBody           // reading the request body
 	phaseWrite          // writing to the client
+	phaseWait           // in the handler, which waits on a backend (WaitOn)
 	phaseClosing        // shutting down, or handed over (hijacked)
 )
 
@@ -122,7 +125,9 @@ func (c *conn) serve(ctx context.Context) {
 			c.req.Body = http.NoBody
 		}
 		c.resp.reset(&c.q)
-		if !c.run() {
+		ok := c.run()
+		c.stopWatch() // a handler that panicked while it waited
+		if !ok {
 			return // hijacked, or the handler aborted the response
 		}
 		if !c.resp.finish() || c.q.closeConn || c.resp.closeAfter {
@@ -324,6 +329,10 @@ func (s *Server) janitor(stop <-chan struct{}) {
 			case phaseWrite:
 				if s.WriteTimeout > 0 && age > s.WriteTimeout {
 					c.nc.Close()
+				}
+			case phaseWait:
+				if age > 0 { // waiting since an earlier tick: one to two seconds
+					c.startWatch()
 				}
 			}
 		}

@@ -137,3 +137,48 @@ func TestServerWriteTimeout(t *testing.T) {
 		t.Fatal("the write to a client that does not read was not cut within 6 s")
 	}
 }
+
+// interruptFunc is a function waited on.
+type interruptFunc func()
+
+func (f interruptFunc) Interrupt() { f() }
+
+// A handler that waits (WaitOn) learns that its client left: the server
+// watches the client once the wait has lasted a second, and interrupts
+// what the handler waits on.
+func TestServerWatchesAClientWhileTheHandlerWaits(t *testing.T) {
+	t.Parallel()
+	interrupted := make(chan struct{})
+	gone := make(chan bool, 1)
+	s := &Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rw := w.(*ResponseWriter)
+			rw.WaitOn(interruptFunc(func() { close(interrupted) }))
+			select {
+			case <-interrupted:
+			case <-time.After(5 * time.Second):
+			}
+			rw.WaitOn(nil)
+			gone <- rw.ClientGone()
+		}),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	defer s.Close()
+	c, _ := net.Dial("tcp", ln.Addr().String())
+	io.WriteString(c, "GET /long-poll HTTP/1.1\r\nHost: a\r\n\r\n")
+	time.Sleep(200 * time.Millisecond)
+	c.Close()
+	select {
+	case g := <-gone:
+		if !g {
+			t.Error("the handler was not told its client left")
+		}
+	case <-time.After(6 * time.Second):
+		t.Fatal("the handler was never released")
+	}
+}
