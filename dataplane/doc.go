@@ -6,9 +6,12 @@
 //
 //	listener (package http1's server on the origin listener; net/http
 //	          for TLS with HTTP/2, plain h2c, Gateway addresses, admin)
-//	  → handler.ServeHTTP (handler.go): pick the Gateway listener by host,
-//	    match a route rule (package matcher), fail closed, CORS preflight,
-//	    redirect, rewrite, choose a backend (weights, session pin)
+//	  → handler.ServeHTTP (observe.go, which records the request for
+//	    metrics, traces and the access log) → handler.serve (handler.go):
+//	    refuse what no request line may hold, pick the Gateway listener by
+//	    host, match a route rule (package matcher), fail closed, CORS
+//	    preflight, redirect, rewrite, choose a backend (weights, session
+//	    pin), take the body's start
 //	  → mirrors (mirror.go): copies sent on the side, never waited for
 //	  → forward: HTTP/1.1 on a pooled connection (forward_h1.go, with
 //	    retries and timeouts), HTTP/2 through net/http's Transport
@@ -27,10 +30,13 @@
 //     modifier plans), redirect.go, rewrite.go, cors.go, session.go,
 //     retry.go, mirror.go, backendtls.go.
 //   - HTTP/1.1 on the wire, server and upstream client, is package
-//     http1. Here: the request as it leaves (outrequest.go), the exchange
-//     with retries and timeouts (forward_h1.go), noticing a client that
-//     left (clientwatch.go). Endpoints, pools and TLS identities:
-//     cluster.go.
+//     http1. Here: the request body on its way in, kept or streamed, and
+//     never a backend connection before it started (body.go); the request
+//     as it leaves (outrequest.go); the exchange with retries and timeouts
+//     (forward_h1.go); noticing a client that left (clientwatch.go).
+//     Endpoints, pools and TLS identities: cluster.go.
+//   - What net/http's servers need beside the own one: netwriter.go (the
+//     status and size of an answer, and deadlines on slow clients).
 //   - Answers the proxy makes itself: reply.go. Forwarding headers:
 //     forwarded.go. Listeners and shutdown: server.go. Admin and metrics:
 //     admin.go, metrics.go. The generated TLS origin certificate:

@@ -27,8 +27,11 @@
 //     well-formed percent-escapes, the version is HTTP/1.0 or HTTP/1.1
 //     (else 505). A line over 256 KiB is answered 414.
 //   - RFC 9112 §3.2: an HTTP/1.1 request has exactly one Host, whose value
-//     holds only reg-name, IP-literal and port bytes; an absolute-form
-//     target's authority is the host (§3.2.2).
+//     holds only reg-name, IP-literal and port bytes, as net/http's server
+//     accepts (no '@': a Host names no userinfo, RFC 9110 §7.2); an
+//     absolute-form target is parsed as net/http parses it and its
+//     authority is the host (§3.2.2); userinfo in a target is refused
+//     (RFC 9110 §4.2.4).
 //   - RFC 9112 §5.1 and §5.2: a field name is a token with no whitespace
 //     before the colon; obs-fold is refused; values hold no control
 //     character other than HTAB (RFC 9110 §5.5). A head over 256 KiB or
@@ -47,6 +50,11 @@
 //     close; HTTP/1.0 only with keep-alive. What the handler left of a body
 //     is read (up to 256 KiB) before the next request, else the
 //     connection is closed.
+//   - Every wait on a client has a limit, from its last progress: a head
+//     (HeadTimeout), a body's next bytes (BodyTimeout: the read fails, the
+//     handler may answer 408), a write the client does not read
+//     (WriteTimeout: the connection is closed), an idle connection
+//     (IdleTimeout). Between requests a connection keeps only its buffers.
 //
 // Responses, written by the Server (response.go):
 //   - RFC 9112 §6: a body without a declared length is held (up to 4 KiB)
@@ -88,7 +96,8 @@
 //     authenticate, control caching, describe the content or set cookies
 //     are dropped (TrailerAllowed), as net/http refuses them.
 //
-// Connections to backends (pool.go, conn.go). HTTP/1.1 has no way to
+// Connections to backends (pool.go, conn.go). One client holds at most
+// MaxConnsPerClient of an endpoint's connections (MaxConns/4 by default). HTTP/1.1 has no way to
 // tell which request a response answers but their order (RFC 9112 §9.3),
 // so a byte the server sends that no request asked for would shift every
 // later answer on the connection to the wrong client. Hence:
