@@ -178,6 +178,8 @@ func TestCacheServesWithoutTheController(t *testing.T) {
 	second := startProxy(t, ctl.url, configwatch.Options{CacheFile: cache})
 	second.waitServes("app.example", "a")
 	ws := second.w.Stats()
+	// Counted just after the config is applied, which waitServes sees.
+	waitFor(t, "the cache load counted", func() bool { return ws.Loads[configwatch.LoadCache].Load() > 0 })
 	if ws.Loads[configwatch.LoadCache].Load() != 1 || second.p.Version() != v {
 		t.Errorf("cache loads %d, version %q (want %q)", ws.Loads[configwatch.LoadCache].Load(), second.p.Version(), v)
 	}
