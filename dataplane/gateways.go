@@ -226,6 +226,7 @@ type gatewayServers struct {
 type gatewayServer struct {
 	https bool
 	srv   *http.Server
+	ln    net.Listener
 }
 
 // sync opens the endpoints the current config has and this does not, and
@@ -248,6 +249,9 @@ func (g *gatewayServers) sync() {
 			continue
 		}
 		delete(g.servers, e)
+		// The socket closes now, so that a config that brings the address
+		// back can open it at once; requests in flight finish meanwhile.
+		s.ln.Close()
 		go shutdown(s.srv, g.grace)
 	}
 	for e, ge := range snap.gateways {
@@ -294,7 +298,7 @@ func (g *gatewayServers) open(e gatewayAddr, https bool) (*gatewayServer, error)
 		go srv.Serve(ln)
 	}
 	g.p.opts.Log.Info("serving a gateway address", "address", e.String(), "https", https)
-	return &gatewayServer{https: https, srv: srv}, nil
+	return &gatewayServer{https: https, srv: srv, ln: ln}, nil
 }
 
 // close stops every address's server within the grace period.
