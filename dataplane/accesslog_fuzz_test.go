@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Whatever a client puts in a host, path or method, the access log's
@@ -67,7 +68,7 @@ func FuzzAccessLogRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err := p.Load(config([]Route{route("r", to("a"))}, Cluster{Name: "a", Protocol: ProtoHTTP1, Endpoints: []Endpoint{}})); err != nil {
+	if err := p.Load(config([]proxycfg.Route{route("r", to("a"))}, proxycfg.Cluster{Name: "a", Protocol: proxycfg.ProtoHTTP1, Endpoints: []proxycfg.Endpoint{}})); err != nil {
 		f.Fatal(err)
 	}
 	al := NewAccessLog(io.Discard, AccessLogOptions{})

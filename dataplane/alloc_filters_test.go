@@ -5,6 +5,8 @@ package dataplane
 import (
 	"net/http"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Allocation counts of the filter hot paths. The race detector allocates,
@@ -33,7 +35,7 @@ func TestAllocsReplacePrefixNoChange(t *testing.T) {
 }
 
 func TestAllocsRewriteApply(t *testing.T) {
-	rw, err := compileRewrite(&Rewrite{Hostname: "b.example", Path: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/"}}, "/api")
+	rw, err := compileRewrite(&proxycfg.Rewrite{Hostname: "b.example", Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/"}}, "/api")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +45,7 @@ func TestAllocsRewriteApply(t *testing.T) {
 }
 
 func TestAllocsRedirectLocation(t *testing.T) {
-	rd, err := compileRedirect(&Redirect{Scheme: "https", Port: 8443, Path: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/new"}}, "/old")
+	rd, err := compileRedirect(&proxycfg.Redirect{Scheme: "https", Port: 8443, Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/new"}}, "/old")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +68,7 @@ func TestAllocsOriginMatches(t *testing.T) {
 }
 
 func TestAllocsCORSHandle(t *testing.T) {
-	c, err := compileCORS(&CORS{
+	c, err := compileCORS(&proxycfg.CORS{
 		AllowOrigins:     []string{"https://www.foo.com", "https://*.bar.com"},
 		AllowMethods:     []string{"GET", "OPTIONS"},
 		AllowHeaders:     []string{"x-header-1"},
@@ -76,7 +78,7 @@ func TestAllocsCORSHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	star, err := compileCORS(&CORS{AllowOrigins: []string{"*"}, AllowMethods: []string{"*"}, ExposeHeaders: []string{"X-A"}})
+	star, err := compileCORS(&proxycfg.CORS{AllowOrigins: []string{"*"}, AllowMethods: []string{"*"}, ExposeHeaders: []string{"X-A"}})
 	if err != nil {
 		t.Fatal(err)
 	}

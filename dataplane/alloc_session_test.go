@@ -5,6 +5,8 @@ package dataplane
 import (
 	"net/http"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 func TestAllocsSessionDecode(t *testing.T) {
@@ -38,7 +40,7 @@ func TestAllocsSessionEncode(t *testing.T) {
 }
 
 func TestAllocsSessionToken(t *testing.T) {
-	p, err := compileSession(&SessionPersistence{Name: "tg"})
+	p, err := compileSession(&proxycfg.SessionPersistence{Name: "tg"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestAllocsSessionToken(t *testing.T) {
 	if got != "value" {
 		t.Fatalf("token = %q", got)
 	}
-	hp, err := compileSession(&SessionPersistence{Name: "x-session", Type: SessionHeader})
+	hp, err := compileSession(&proxycfg.SessionPersistence{Name: "x-session", Type: proxycfg.SessionHeader})
 	if err != nil {
 		t.Fatal(err)
 	}

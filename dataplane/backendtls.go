@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // buildBackendTLS makes the client TLS config for a cluster's
@@ -33,7 +35,7 @@ import (
 // byte for byte with the URI as written in the certificate). crypto/tls
 // cannot express that check, so the config sets InsecureSkipVerify and does
 // all of it in VerifyConnection, which runs on resumed sessions too.
-func buildBackendTLS(s *TLSSettings) (*tls.Config, error) {
+func buildBackendTLS(s *proxycfg.TLSSettings) (*tls.Config, error) {
 	if s == nil {
 		return nil, errors.New("backend TLS: no TLS settings; the cluster needs a BackendTLSPolicy")
 	}
@@ -167,7 +169,7 @@ func (v *btlsSANVerifier) verify(cs tls.ConnectionState) error {
 // SAN path's, prefixed "backend TLS:") and errors that are not about the
 // certificate come back unchanged. The transport should pass dial errors
 // through it.
-func backendTLSError(err error, s *TLSSettings) error {
+func backendTLSError(err error, s *proxycfg.TLSSettings) error {
 	if err == nil || s == nil || strings.Contains(err.Error(), "backend TLS:") {
 		return err
 	}
@@ -243,7 +245,7 @@ func btlsURISANs(c *x509.Certificate) []string {
 // each length-prefixed. Connection pools are keyed by it, so clusters with
 // the same settings share connections and a change of any of them starts
 // new ones. It is "" for nil.
-func tlsIdentity(s *TLSSettings) string {
+func tlsIdentity(s *proxycfg.TLSSettings) string {
 	if s == nil {
 		return ""
 	}

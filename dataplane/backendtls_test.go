@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // btlsTestCert is a certificate with its key, for test servers and clients.
@@ -170,7 +172,7 @@ func (s *btlsServer) dial(cfg *tls.Config) (tls.ConnectionState, error) {
 	return c.ConnectionState(), nil
 }
 
-func mustBuildBackendTLS(t *testing.T, s *TLSSettings) *tls.Config {
+func mustBuildBackendTLS(t *testing.T, s *proxycfg.TLSSettings) *tls.Config {
 	t.Helper()
 	cfg, err := buildBackendTLS(s)
 	if err != nil {
@@ -210,33 +212,33 @@ func TestBackendTLSHandshakes(t *testing.T) {
 	cases := []struct {
 		name    string
 		srv     *btlsServer
-		s       TLSSettings
+		s       proxycfg.TLSSettings
 		wantErr string // "" for success
 	}{
-		{"good SNI", srvLeaf, TLSSettings{SNI: "backend.example.com", CAPEM: caPEM}, ""},
-		{"second DNS name as SNI", srvLeaf, TLSSettings{SNI: "alt.example.com", CAPEM: caPEM}, ""},
-		{"wrong SNI", srvLeaf, TLSSettings{SNI: "other.example.com", CAPEM: caPEM}, "not other.example.com; set the BackendTLSPolicy's hostname"},
-		{"untrusted CA", srvUntrusted, TLSSettings{SNI: "backend.example.com", CAPEM: caPEM}, "unknown authority; put the CA that issued it in the BackendTLSPolicy's caCertificateRefs"},
-		{"system roots do not trust the test CA", srvLeaf, TLSSettings{SNI: "backend.example.com"}, "system roots"},
-		{"expired", srvExpired, TLSSettings{SNI: "backend.example.com", CAPEM: caPEM}, "renew"},
-		{"SAN expired", srvExpired, TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"backend.example.com"}}, "renew"},
-		{"chain with intermediate", srvChained, TLSSettings{SNI: "chained.example.com", CAPEM: caPEM}, ""},
+		{"good SNI", srvLeaf, proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: caPEM}, ""},
+		{"second DNS name as SNI", srvLeaf, proxycfg.TLSSettings{SNI: "alt.example.com", CAPEM: caPEM}, ""},
+		{"wrong SNI", srvLeaf, proxycfg.TLSSettings{SNI: "other.example.com", CAPEM: caPEM}, "not other.example.com; set the BackendTLSPolicy's hostname"},
+		{"untrusted CA", srvUntrusted, proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: caPEM}, "unknown authority; put the CA that issued it in the BackendTLSPolicy's caCertificateRefs"},
+		{"system roots do not trust the test CA", srvLeaf, proxycfg.TLSSettings{SNI: "backend.example.com"}, "system roots"},
+		{"expired", srvExpired, proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: caPEM}, "renew"},
+		{"SAN expired", srvExpired, proxycfg.TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"backend.example.com"}}, "renew"},
+		{"chain with intermediate", srvChained, proxycfg.TLSSettings{SNI: "chained.example.com", CAPEM: caPEM}, ""},
 
-		{"SAN DNS match, SNI differs", srvLeaf, TLSSettings{SNI: "svc.ns.svc.cluster.local", CAPEM: caPEM, SANDNSNames: []string{"nope.example.com", "alt.example.com"}}, ""},
-		{"SAN DNS mismatch", srvLeaf, TLSSettings{SNI: "backend.example.com", CAPEM: caPEM, SANDNSNames: []string{"nope.example.com"}}, "none of which matches"},
-		{"SAN DNS wildcard in cert", srvWild, TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"api.wild.example.com"}}, ""},
-		{"SAN DNS wildcard covers one label", srvWild, TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"a.b.wild.example.com"}}, "none of which matches"},
-		{"SAN URI match", srvSpiffe, TLSSettings{SNI: "b.a.svc", CAPEM: caPEM, SANURIs: []string{"spiffe://cluster.local/ns/a/sa/b"}}, ""},
-		{"SAN URI mismatch", srvSpiffe, TLSSettings{SNI: "b.a.svc", CAPEM: caPEM, SANURIs: []string{"spiffe://cluster.local/ns/a/sa/c"}}, "spiffe://cluster.local/ns/a/sa/b"},
-		{"SAN URI is exact, no prefix", srvSpiffe, TLSSettings{SNI: "b.a.svc", CAPEM: caPEM, SANURIs: []string{"spiffe://cluster.local/ns/a/sa"}}, "none of which matches"},
-		{"SAN URI or DNS, URI matches", srvSpiffe, TLSSettings{SNI: "b.a.svc", CAPEM: caPEM, SANDNSNames: []string{"backend.example.com"}, SANURIs: []string{"spiffe://cluster.local/ns/a/sa/b"}}, ""},
-		{"SAN URI untrusted CA", srvUntrusted, TLSSettings{SNI: "b.a.svc", CAPEM: caPEM, SANURIs: []string{"spiffe://cluster.local/ns/a/sa/b"}}, "not trusted"},
-		{"SAN DNS untrusted CA", srvUntrusted, TLSSettings{SNI: "backend.example.com", CAPEM: caPEM, SANDNSNames: []string{"backend.example.com"}}, "caCertificateRefs"},
-		{"SAN with system roots", srvLeaf, TLSSettings{SNI: "backend.example.com", SANDNSNames: []string{"backend.example.com"}}, "system roots"},
-		{"SAN with intermediate from the peer", srvChained, TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"chained.example.com"}}, ""},
-		{"SAN without intermediate", srvChainedNoInter, TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"chained.example.com"}}, "not trusted"},
-		{"SAN leaf without serverAuth", srvClientOnly, TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"backend.example.com"}}, "serverAuth"},
-		{"leaf without serverAuth", srvClientOnly, TLSSettings{SNI: "backend.example.com", CAPEM: caPEM}, "serverAuth"},
+		{"SAN DNS match, SNI differs", srvLeaf, proxycfg.TLSSettings{SNI: "svc.ns.svc.cluster.local", CAPEM: caPEM, SANDNSNames: []string{"nope.example.com", "alt.example.com"}}, ""},
+		{"SAN DNS mismatch", srvLeaf, proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: caPEM, SANDNSNames: []string{"nope.example.com"}}, "none of which matches"},
+		{"SAN DNS wildcard in cert", srvWild, proxycfg.TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"api.wild.example.com"}}, ""},
+		{"SAN DNS wildcard covers one label", srvWild, proxycfg.TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"a.b.wild.example.com"}}, "none of which matches"},
+		{"SAN URI match", srvSpiffe, proxycfg.TLSSettings{SNI: "b.a.svc", CAPEM: caPEM, SANURIs: []string{"spiffe://cluster.local/ns/a/sa/b"}}, ""},
+		{"SAN URI mismatch", srvSpiffe, proxycfg.TLSSettings{SNI: "b.a.svc", CAPEM: caPEM, SANURIs: []string{"spiffe://cluster.local/ns/a/sa/c"}}, "spiffe://cluster.local/ns/a/sa/b"},
+		{"SAN URI is exact, no prefix", srvSpiffe, proxycfg.TLSSettings{SNI: "b.a.svc", CAPEM: caPEM, SANURIs: []string{"spiffe://cluster.local/ns/a/sa"}}, "none of which matches"},
+		{"SAN URI or DNS, URI matches", srvSpiffe, proxycfg.TLSSettings{SNI: "b.a.svc", CAPEM: caPEM, SANDNSNames: []string{"backend.example.com"}, SANURIs: []string{"spiffe://cluster.local/ns/a/sa/b"}}, ""},
+		{"SAN URI untrusted CA", srvUntrusted, proxycfg.TLSSettings{SNI: "b.a.svc", CAPEM: caPEM, SANURIs: []string{"spiffe://cluster.local/ns/a/sa/b"}}, "not trusted"},
+		{"SAN DNS untrusted CA", srvUntrusted, proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: caPEM, SANDNSNames: []string{"backend.example.com"}}, "caCertificateRefs"},
+		{"SAN with system roots", srvLeaf, proxycfg.TLSSettings{SNI: "backend.example.com", SANDNSNames: []string{"backend.example.com"}}, "system roots"},
+		{"SAN with intermediate from the peer", srvChained, proxycfg.TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"chained.example.com"}}, ""},
+		{"SAN without intermediate", srvChainedNoInter, proxycfg.TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"chained.example.com"}}, "not trusted"},
+		{"SAN leaf without serverAuth", srvClientOnly, proxycfg.TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"backend.example.com"}}, "serverAuth"},
+		{"leaf without serverAuth", srvClientOnly, proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: caPEM}, "serverAuth"},
 	}
 	for _, c := range cases {
 		cfg := mustBuildBackendTLS(t, &c.s)
@@ -270,7 +272,7 @@ func TestBackendTLSClientCert(t *testing.T) {
 			ClientCAs:    pool,
 			MaxVersion:   maxVer,
 		})
-		base := TLSSettings{SNI: "backend.example.com", CAPEM: ca.certPEM()}
+		base := proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: ca.certPEM()}
 
 		with := base
 		with.ClientCertPEM, with.ClientKeyPEM = client.certPEM(), client.keyPEM(t)
@@ -299,7 +301,7 @@ func TestBackendTLSALPN(t *testing.T) {
 	srv := btlsListen(t, &tls.Config{Certificates: []tls.Certificate{leaf.tlsCert()}, NextProtos: []string{"h2", "http/1.1"}})
 	for _, h2 := range []bool{true, false} {
 		for _, san := range []bool{false, true} {
-			s := TLSSettings{SNI: "backend.example.com", CAPEM: ca.certPEM(), H2: h2}
+			s := proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: ca.certPEM(), H2: h2}
 			if san {
 				s.SANDNSNames = []string{"backend.example.com"}
 			}
@@ -324,7 +326,7 @@ func TestBackendTLSSessionResumptionStillVerifies(t *testing.T) {
 	ca := btlsCA(t, "test CA", nil)
 	leaf := btlsLeaf(t, ca, []string{"backend.example.com"}, nil, x509.ExtKeyUsageServerAuth)
 	srv := btlsListen(t, &tls.Config{Certificates: []tls.Certificate{leaf.tlsCert()}})
-	cfg := mustBuildBackendTLS(t, &TLSSettings{SNI: "x", CAPEM: ca.certPEM(), SANDNSNames: []string{"backend.example.com"}})
+	cfg := mustBuildBackendTLS(t, &proxycfg.TLSSettings{SNI: "x", CAPEM: ca.certPEM(), SANDNSNames: []string{"backend.example.com"}})
 	cfg.ClientSessionCache = tls.NewLRUClientSessionCache(4)
 	calls := 0
 	inner := cfg.VerifyConnection
@@ -343,7 +345,7 @@ func TestBackendTLSSessionResumptionStillVerifies(t *testing.T) {
 	}
 	// A config that would refuse the certificate, sharing the session
 	// cache, refuses the resumed session too.
-	strict := mustBuildBackendTLS(t, &TLSSettings{SNI: "x", CAPEM: ca.certPEM(), SANDNSNames: []string{"nope.example.com"}})
+	strict := mustBuildBackendTLS(t, &proxycfg.TLSSettings{SNI: "x", CAPEM: ca.certPEM(), SANDNSNames: []string{"nope.example.com"}})
 	strict.ClientSessionCache = cfg.ClientSessionCache
 	if _, err := srv.dial(strict); err == nil || !strings.Contains(err.Error(), "none of which matches") {
 		t.Errorf("resumed session with mismatched SANs: %v", err)
@@ -355,12 +357,12 @@ func TestBuildBackendTLSConfig(t *testing.T) {
 	client := btlsLeaf(t, ca, nil, nil, x509.ExtKeyUsageClientAuth)
 	other := btlsLeaf(t, ca, nil, nil, x509.ExtKeyUsageClientAuth)
 
-	cfg := mustBuildBackendTLS(t, &TLSSettings{SNI: "b.example.com"})
+	cfg := mustBuildBackendTLS(t, &proxycfg.TLSSettings{SNI: "b.example.com"})
 	if cfg.RootCAs != nil || cfg.InsecureSkipVerify || cfg.VerifyConnection != nil || cfg.ServerName != "b.example.com" ||
 		cfg.MinVersion != tls.VersionTLS12 || strings.Join(cfg.NextProtos, ",") != "http/1.1" || len(cfg.Certificates) != 0 {
 		t.Errorf("plain config: %+v", cfg)
 	}
-	cfg = mustBuildBackendTLS(t, &TLSSettings{SNI: "b", CAPEM: "junk\n" + ca.certPEM() + "trailing", H2: true, SANURIs: []string{"spiffe://x/y"},
+	cfg = mustBuildBackendTLS(t, &proxycfg.TLSSettings{SNI: "b", CAPEM: "junk\n" + ca.certPEM() + "trailing", H2: true, SANURIs: []string{"spiffe://x/y"},
 		ClientCertPEM: client.certPEM(), ClientKeyPEM: client.keyPEM(t)})
 	if cfg.RootCAs == nil || !cfg.InsecureSkipVerify || cfg.VerifyConnection == nil || strings.Join(cfg.NextProtos, ",") != "h2,http/1.1" || len(cfg.Certificates) != 1 {
 		t.Errorf("full config: %+v", cfg)
@@ -368,17 +370,17 @@ func TestBuildBackendTLSConfig(t *testing.T) {
 
 	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("x")}))
 	bad := []struct {
-		s    *TLSSettings
+		s    *proxycfg.TLSSettings
 		want string
 	}{
 		{nil, "no TLS settings"},
-		{&TLSSettings{}, "no SNI"},
-		{&TLSSettings{SNI: "b", CAPEM: "not pem"}, "no PEM block"},
-		{&TLSSettings{SNI: "b", CAPEM: keyPEM}, "no \"CERTIFICATE\""},
-		{&TLSSettings{SNI: "b", CAPEM: ca.certPEM() + string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("garbage")}))}, "certificate 2"},
-		{&TLSSettings{SNI: "b", ClientCertPEM: client.certPEM()}, "without its private key"},
-		{&TLSSettings{SNI: "b", ClientKeyPEM: client.keyPEM(t)}, "without its certificate"},
-		{&TLSSettings{SNI: "b", ClientCertPEM: client.certPEM(), ClientKeyPEM: other.keyPEM(t)}, "do not load"},
+		{&proxycfg.TLSSettings{}, "no SNI"},
+		{&proxycfg.TLSSettings{SNI: "b", CAPEM: "not pem"}, "no PEM block"},
+		{&proxycfg.TLSSettings{SNI: "b", CAPEM: keyPEM}, "no \"CERTIFICATE\""},
+		{&proxycfg.TLSSettings{SNI: "b", CAPEM: ca.certPEM() + string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("garbage")}))}, "certificate 2"},
+		{&proxycfg.TLSSettings{SNI: "b", ClientCertPEM: client.certPEM()}, "without its private key"},
+		{&proxycfg.TLSSettings{SNI: "b", ClientKeyPEM: client.keyPEM(t)}, "without its certificate"},
+		{&proxycfg.TLSSettings{SNI: "b", ClientCertPEM: client.certPEM(), ClientKeyPEM: other.keyPEM(t)}, "do not load"},
 	}
 	for _, b := range bad {
 		_, err := buildBackendTLS(b.s)
@@ -405,7 +407,7 @@ func TestTLSIdentity(t *testing.T) {
 	if tlsIdentity(nil) != "" {
 		t.Error("nil identity not empty")
 	}
-	base := TLSSettings{SNI: "b", CAPEM: "ca", SANDNSNames: []string{"x", "y"}, SANURIs: []string{"u1", "u2"}, ClientCertPEM: "c", ClientKeyPEM: "k", H2: true}
+	base := proxycfg.TLSSettings{SNI: "b", CAPEM: "ca", SANDNSNames: []string{"x", "y"}, SANURIs: []string{"u1", "u2"}, ClientCertPEM: "c", ClientKeyPEM: "k", H2: true}
 	id := tlsIdentity(&base)
 	if len(id) != 64 || strings.Trim(id, "0123456789abcdef") != "" {
 		t.Errorf("identity %q is not hex SHA-256", id)
@@ -419,22 +421,22 @@ func TestTLSIdentity(t *testing.T) {
 	if base.SANDNSNames[0] != "x" {
 		t.Error("tlsIdentity sorted the caller's slice")
 	}
-	if tlsIdentity(&TLSSettings{}) == "" {
+	if tlsIdentity(&proxycfg.TLSSettings{}) == "" {
 		t.Error("empty settings have an empty identity")
 	}
-	changes := []func(*TLSSettings){
-		func(s *TLSSettings) { s.SNI = "c" },
-		func(s *TLSSettings) { s.CAPEM = "cb" },
-		func(s *TLSSettings) { s.SANDNSNames = []string{"x"} },
-		func(s *TLSSettings) { s.SANDNSNames = []string{"xy"} },
-		func(s *TLSSettings) { s.SANURIs = nil },
-		func(s *TLSSettings) { s.ClientCertPEM = "" },
-		func(s *TLSSettings) { s.ClientKeyPEM = "k2" },
-		func(s *TLSSettings) { s.H2 = false },
+	changes := []func(*proxycfg.TLSSettings){
+		func(s *proxycfg.TLSSettings) { s.SNI = "c" },
+		func(s *proxycfg.TLSSettings) { s.CAPEM = "cb" },
+		func(s *proxycfg.TLSSettings) { s.SANDNSNames = []string{"x"} },
+		func(s *proxycfg.TLSSettings) { s.SANDNSNames = []string{"xy"} },
+		func(s *proxycfg.TLSSettings) { s.SANURIs = nil },
+		func(s *proxycfg.TLSSettings) { s.ClientCertPEM = "" },
+		func(s *proxycfg.TLSSettings) { s.ClientKeyPEM = "k2" },
+		func(s *proxycfg.TLSSettings) { s.H2 = false },
 		// Moving a name from the DNS list to the URI list is a change.
-		func(s *TLSSettings) { s.SANDNSNames = []string{"x"}; s.SANURIs = []string{"u1", "u2", "y"} },
+		func(s *proxycfg.TLSSettings) { s.SANDNSNames = []string{"x"}; s.SANURIs = []string{"u1", "u2", "y"} },
 		// Moving bytes between adjacent fields is a change.
-		func(s *TLSSettings) { s.SNI = "bc"; s.CAPEM = "a" },
+		func(s *proxycfg.TLSSettings) { s.SNI = "bc"; s.CAPEM = "a" },
 	}
 	seen := map[string]int{id: -1}
 	for i, ch := range changes {

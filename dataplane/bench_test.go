@@ -19,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // BenchmarkProxy measures one proxied GET with a 100-byte answer, in
@@ -71,19 +72,19 @@ type discardSpans struct{}
 func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
 func (discardSpans) Shutdown(context.Context) error                             { return nil }
 
-var benchHeaders = []Header{{"X-Env", "prod"}, {"X-Team", "payments"}, {"X-Request-Source", "edge"}}
+var benchHeaders = []proxycfg.Header{{Name: "X-Env", Value: "prod"}, {Name: "X-Team", Value: "payments"}, {Name: "X-Request-Source", Value: "edge"}}
 
 func tunnelgateHandler(b testing.TB, be string, headers bool, opts ...func(*Options)) http.Handler {
 	rule := to("a")
 	if headers {
-		rule.Filters = []Filter{{Type: FilterRequestHeaderModifier, RequestHeaderModifier: &HeaderModifier{Set: benchHeaders}}}
+		rule.Filters = []proxycfg.Filter{{Type: proxycfg.FilterRequestHeaderModifier, RequestHeaderModifier: &proxycfg.HeaderModifier{Set: benchHeaders}}}
 	}
 	o := Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, f := range opts {
 		f(&o)
 	}
 	p := New(o)
-	if err := p.Load(config([]Route{route("r", rule)}, cluster("a", be))); err != nil {
+	if err := p.Load(config([]proxycfg.Route{route("r", rule)}, cluster("a", be))); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(p.Close)

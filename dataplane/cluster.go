@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // A cluster's endpoints change far more often than routes (every pod
@@ -147,19 +148,19 @@ func newTransports(s http1.PoolSettings) *transports {
 
 // state builds a cluster state, reusing transports and endpoints that
 // already exist so their connections and counters carry over.
-func (ts *transports) state(c *Cluster) (*clusterState, error) {
+func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 	proto := c.Protocol
 	if proto == "" {
-		proto = ProtoHTTP1
+		proto = proxycfg.ProtoHTTP1
 	}
 	key := transportKey{proto: proto}
 	var tlsConf *tls.Config
 	switch proto {
-	case ProtoHTTP1, ProtoH2C:
+	case proxycfg.ProtoHTTP1, proxycfg.ProtoH2C:
 		if c.TLS != nil {
-			return nil, fmt.Errorf("protocol %q is cleartext but TLS settings are given; use %q", proto, ProtoTLS)
+			return nil, fmt.Errorf("protocol %q is cleartext but TLS settings are given; use %q", proto, proxycfg.ProtoTLS)
 		}
-	case ProtoTLS:
+	case proxycfg.ProtoTLS:
 		if c.TLS == nil {
 			return nil, fmt.Errorf("protocol %q needs TLS settings", proto)
 		}
@@ -169,7 +170,7 @@ func (ts *transports) state(c *Cluster) (*clusterState, error) {
 		}
 		key.tlsID = tlsIdentity(c.TLS)
 	default:
-		return nil, fmt.Errorf("unknown protocol %q (want %q, %q or %q)", proto, ProtoHTTP1, ProtoH2C, ProtoTLS)
+		return nil, fmt.Errorf("unknown protocol %q (want %q, %q or %q)", proto, proxycfg.ProtoHTTP1, proxycfg.ProtoH2C, proxycfg.ProtoTLS)
 	}
 	for _, e := range c.Endpoints {
 		if _, port, err := net.SplitHostPort(e.Address); err != nil || port == "" {
@@ -186,9 +187,9 @@ func (ts *transports) state(c *Cluster) (*clusterState, error) {
 			t.tlsH1.NextProtos = []string{"http/1.1"}
 		}
 		switch {
-		case proto == ProtoH2C:
+		case proto == proxycfg.ProtoH2C:
 			t.h2 = newH2Transport(nil, ts.settings)
-		case proto == ProtoTLS && c.TLS.H2:
+		case proto == proxycfg.ProtoTLS && c.TLS.H2:
 			t.h2 = newH2Transport(tlsConf, ts.settings)
 		}
 		ts.byKey[key] = t

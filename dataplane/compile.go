@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
 
@@ -64,7 +65,7 @@ type target struct {
 // rule is a compiled route rule.
 type rule struct {
 	route string // "namespace/name", for errors and metrics
-	kind  RouteKind
+	kind  proxycfg.RouteKind
 	index int
 	name  string     // the rule's sectionName, if it has one
 	stats *ruleStats // set by Proxy.load once the config is accepted
@@ -109,11 +110,11 @@ const maxReplayBody = 64 << 10
 // compile validates cfg and builds a snapshot. slotFor returns the stable
 // slot for a cluster name; compile does not install cluster states (the
 // proxy does that once the whole config has passed).
-func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, error) {
+func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot) (*snapshot, error) {
 	var errs []error
 	fail := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if cfg.Schema != SchemaVersion {
-		return nil, fmt.Errorf("config schema is %q; this proxy reads %q (upgrade the proxy or the controller so they match)", cfg.Schema, SchemaVersion)
+	if cfg.Schema != proxycfg.SchemaVersion {
+		return nil, fmt.Errorf("config schema is %q; this proxy reads %q (upgrade the proxy or the controller so they match)", cfg.Schema, proxycfg.SchemaVersion)
 	}
 	snap := &snapshot{version: cfg.Version, slots: map[string]*clusterSlot{}, ports: map[int]*listenerSet{}}
 	if len(cfg.SessionSecret) > 0 {
@@ -134,7 +135,7 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 	}
 	cluster := func(name string) *clusterSlot { return snap.slots[name] }
 
-	listeners := map[string]*Listener{}
+	listeners := map[string]*proxycfg.Listener{}
 	for i := range cfg.Listeners {
 		l := &cfg.Listeners[i]
 		switch {
@@ -144,7 +145,7 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 			fail("listener %q: defined twice", l.Name)
 		case l.Port < 0 || l.Port > 65535:
 			fail("listener %q: port %d out of range", l.Name, l.Port)
-		case l.Protocol != "" && l.Protocol != ListenerHTTP && l.Protocol != ListenerHTTPS:
+		case l.Protocol != "" && l.Protocol != proxycfg.ListenerHTTP && l.Protocol != proxycfg.ListenerHTTPS:
 			fail("listener %q: protocol %q is not HTTP or HTTPS", l.Name, l.Protocol)
 		default:
 			if l.Hostname != "" {
@@ -168,7 +169,7 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 			fail("routes[%d]: name is empty", ri)
 			continue
 		}
-		if r.Kind != "" && r.Kind != KindHTTP && r.Kind != KindGRPC {
+		if r.Kind != "" && r.Kind != proxycfg.KindHTTP && r.Kind != proxycfg.KindGRPC {
 			fail("%s: unknown kind %q", where, r.Kind)
 		}
 		var mrules []matcher.Rule[*target]
@@ -206,7 +207,7 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 	// (port, hostname) for direct listeners.
 	var err error
 	for i, https := range []bool{false, true} {
-		if snap.origin[i], err = buildListenerSet(cfg.Listeners, routesOf, func(l *Listener) bool { return (l.Protocol == ListenerHTTPS) == https }); err != nil {
+		if snap.origin[i], err = buildListenerSet(cfg.Listeners, routesOf, func(l *proxycfg.Listener) bool { return (l.Protocol == proxycfg.ListenerHTTPS) == https }); err != nil {
 			return nil, err
 		}
 	}
@@ -215,7 +216,7 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 		ports[l.Port] = true
 	}
 	for port := range ports {
-		if snap.ports[port], err = buildListenerSet(cfg.Listeners, routesOf, func(l *Listener) bool { return l.Port == port }); err != nil {
+		if snap.ports[port], err = buildListenerSet(cfg.Listeners, routesOf, func(l *proxycfg.Listener) bool { return l.Port == port }); err != nil {
 			return nil, err
 		}
 	}
@@ -226,14 +227,14 @@ func compile(cfg *Config, slotFor func(name string) *clusterSlot) (*snapshot, er
 }
 
 // ruleMatches returns a rule's matches, or the implied PathPrefix "/".
-func ruleMatches(r *Rule) []Match {
+func ruleMatches(r *proxycfg.Rule) []proxycfg.Match {
 	if len(r.Matches) == 0 {
-		return []Match{{}}
+		return []proxycfg.Match{{}}
 	}
 	return r.Matches
 }
 
-func buildListenerSet(ls []Listener, routesOf map[string][]matcher.Rule[*target], in func(*Listener) bool) (*listenerSet, error) {
+func buildListenerSet(ls []proxycfg.Listener, routesOf map[string][]matcher.Rule[*target], in func(*proxycfg.Listener) bool) (*listenerSet, error) {
 	byHost := map[string]*vhost{}
 	var order []string
 	var rulesOf = map[string][]matcher.Rule[*target]{}
@@ -299,7 +300,7 @@ func dedupe(rules []matcher.Rule[*target]) []matcher.Rule[*target] {
 	return out
 }
 
-func matcherRule(r *Route, ri, mi int, m Match, t *target) (matcher.Rule[*target], error) {
+func matcherRule(r *proxycfg.Route, ri, mi int, m proxycfg.Match, t *target) (matcher.Rule[*target], error) {
 	mr := matcher.Rule[*target]{
 		Hostnames:  r.Hostnames,
 		Method:     m.Method,
@@ -312,11 +313,11 @@ func matcherRule(r *Route, ri, mi int, m Match, t *target) (matcher.Rule[*target
 	}
 	if m.Path != nil {
 		switch m.Path.Type {
-		case PathPrefix, "":
+		case proxycfg.PathPrefix, "":
 			mr.Path = matcher.Path{Kind: matcher.PathPrefix, Value: m.Path.Value}
-		case PathExact:
+		case proxycfg.PathExact:
 			mr.Path = matcher.Path{Kind: matcher.PathExact, Value: m.Path.Value}
-		case PathRegex:
+		case proxycfg.PathRegex:
 			mr.Path = matcher.Path{Kind: matcher.PathRegex, Value: m.Path.Value}
 		default:
 			return mr, where(fmt.Errorf("unknown path match type %q", m.Path.Type))
@@ -332,15 +333,15 @@ func matcherRule(r *Route, ri, mi int, m Match, t *target) (matcher.Rule[*target
 	return mr, mr.Validate()
 }
 
-func valueMatches(vs []ValueMatch) ([]matcher.ValueMatch, error) {
+func valueMatches(vs []proxycfg.ValueMatch) ([]matcher.ValueMatch, error) {
 	if len(vs) == 0 {
 		return nil, nil
 	}
 	out := make([]matcher.ValueMatch, len(vs))
 	for i, v := range vs {
 		switch v.Type {
-		case MatchExact, "":
-		case MatchRegex:
+		case proxycfg.MatchExact, "":
+		case proxycfg.MatchRegex:
 			out[i].Regex = true
 		default:
 			return nil, fmt.Errorf("%q: unknown match type %q", v.Name, v.Type)
@@ -352,11 +353,11 @@ func valueMatches(vs []ValueMatch) ([]matcher.ValueMatch, error) {
 
 // matchedPrefix is the PathPrefix value a match carries, which
 // ReplacePrefixMatch replaces; "" for other path types.
-func matchedPrefix(m Match) string {
+func matchedPrefix(m proxycfg.Match) string {
 	if m.Path == nil {
 		return "/"
 	}
-	if m.Path.Type == PathPrefix || m.Path.Type == "" {
+	if m.Path.Type == proxycfg.PathPrefix || m.Path.Type == "" {
 		if m.Path.Value == "" {
 			return "/"
 		}
@@ -366,11 +367,11 @@ func matchedPrefix(m Match) string {
 }
 
 // compileRule checks and compiles one rule and returns a target per match.
-func compileRule(r *Route, i int, cluster func(name string) *clusterSlot) (*rule, []*target, error) {
+func compileRule(r *proxycfg.Route, i int, cluster func(name string) *clusterSlot) (*rule, []*target, error) {
 	src := &r.Rules[i]
 	ru := &rule{route: r.Namespace + "/" + r.Name, kind: r.Kind, index: i, name: src.Name, failStatus: src.FailStatus}
 	if ru.kind == "" {
-		ru.kind = KindHTTP
+		ru.kind = proxycfg.KindHTTP
 	}
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -381,9 +382,9 @@ func compileRule(r *Route, i int, cluster func(name string) *clusterSlot) (*rule
 	// Rule filters. Header modifiers of the same direction fold into one
 	// plan; a redirect and a rewrite cannot be combined (the spec forbids
 	// it, and it would be ambiguous which path wins).
-	var reqMods, respMods []*HeaderModifier
-	var redirectSpec *Redirect
-	var rewriteSpec *Rewrite
+	var reqMods, respMods []*proxycfg.HeaderModifier
+	var redirectSpec *proxycfg.Redirect
+	var rewriteSpec *proxycfg.Rewrite
 	for fi := range src.Filters {
 		f := &src.Filters[fi]
 		if err := checkFilter(f); err != nil {
@@ -391,28 +392,28 @@ func compileRule(r *Route, i int, cluster func(name string) *clusterSlot) (*rule
 			continue
 		}
 		switch f.Type {
-		case FilterRequestHeaderModifier:
+		case proxycfg.FilterRequestHeaderModifier:
 			reqMods = append(reqMods, f.RequestHeaderModifier)
-		case FilterResponseHeaderModifier:
+		case proxycfg.FilterResponseHeaderModifier:
 			respMods = append(respMods, f.ResponseHeaderModifier)
-		case FilterRequestRedirect:
+		case proxycfg.FilterRequestRedirect:
 			if redirectSpec != nil {
 				bad("filters[%d]: more than one RequestRedirect", fi)
 			}
 			redirectSpec = f.RequestRedirect
-		case FilterURLRewrite:
+		case proxycfg.FilterURLRewrite:
 			if rewriteSpec != nil {
 				bad("filters[%d]: more than one URLRewrite", fi)
 			}
 			rewriteSpec = f.URLRewrite
-		case FilterRequestMirror:
+		case proxycfg.FilterRequestMirror:
 			m, err := compileMirror(f.RequestMirror, cluster)
 			if err != nil {
 				bad("filters[%d]: %w", fi, err)
 				continue
 			}
 			ru.mirrors = append(ru.mirrors, m)
-		case FilterCORS:
+		case proxycfg.FilterCORS:
 			if ru.cors != nil {
 				bad("filters[%d]: more than one CORS filter", fi)
 			}
@@ -468,11 +469,11 @@ func compileRule(r *Route, i int, cluster func(name string) *clusterSlot) (*rule
 				continue
 			}
 			switch f.Type {
-			case FilterRequestHeaderModifier:
+			case proxycfg.FilterRequestHeaderModifier:
 				breq = append(breq, f.RequestHeaderModifier)
-			case FilterResponseHeaderModifier:
+			case proxycfg.FilterResponseHeaderModifier:
 				bresp = append(bresp, f.ResponseHeaderModifier)
-			case FilterRequestMirror:
+			case proxycfg.FilterRequestMirror:
 				m, err := compileMirror(f.RequestMirror, cluster)
 				if err != nil {
 					bad("%s.filters[%d]: %w", where, fi, err)
@@ -554,14 +555,14 @@ func compileRule(r *Route, i int, cluster func(name string) *clusterSlot) (*rule
 }
 
 // checkFilter makes sure exactly the field named by Type is set.
-func checkFilter(f *Filter) error {
+func checkFilter(f *proxycfg.Filter) error {
 	set := map[string]bool{
-		FilterRequestHeaderModifier:  f.RequestHeaderModifier != nil,
-		FilterResponseHeaderModifier: f.ResponseHeaderModifier != nil,
-		FilterRequestRedirect:        f.RequestRedirect != nil,
-		FilterURLRewrite:             f.URLRewrite != nil,
-		FilterRequestMirror:          f.RequestMirror != nil,
-		FilterCORS:                   f.CORS != nil,
+		proxycfg.FilterRequestHeaderModifier:  f.RequestHeaderModifier != nil,
+		proxycfg.FilterResponseHeaderModifier: f.ResponseHeaderModifier != nil,
+		proxycfg.FilterRequestRedirect:        f.RequestRedirect != nil,
+		proxycfg.FilterURLRewrite:             f.URLRewrite != nil,
+		proxycfg.FilterRequestMirror:          f.RequestMirror != nil,
+		proxycfg.FilterCORS:                   f.CORS != nil,
 	}
 	has, known := set[f.Type]
 	if !known {
@@ -585,7 +586,7 @@ func statusText(code int) string { return strconv.Itoa(code) + " " + http.Status
 // own: its matches, filters and settings (cluster names are not checked).
 // translate calls it so that one bad rule is dropped and reported on its
 // route instead of failing the whole config.
-func ValidateRule(r *Route, i int) error {
+func ValidateRule(r *proxycfg.Route, i int) error {
 	anyCluster := func(name string) *clusterSlot { return &clusterSlot{name: name} }
 	_, targets, err := compileRule(r, i, anyCluster)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // CORS header names, in canonical form so they index an http.Header
@@ -239,7 +240,7 @@ type cors struct {
 // RFC 9110 tokens or "*". A "*" among other values (which the Gateway API
 // forbids) makes the list a wildcard. MaxAge 0 means the default of 5
 // seconds.
-func compileCORS(c *CORS) (*cors, error) {
+func compileCORS(c *proxycfg.CORS) (*cors, error) {
 	if c == nil {
 		return nil, errors.New("cors: missing filter body")
 	}

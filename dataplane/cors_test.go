@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 func TestOriginMatches(t *testing.T) {
@@ -101,21 +103,21 @@ func TestOriginMatches(t *testing.T) {
 func TestCompileCORSErrors(t *testing.T) {
 	cases := []struct {
 		name    string
-		c       *CORS
+		c       *proxycfg.CORS
 		wantErr string
 	}{
 		{"nil", nil, "missing"},
-		{"origin without scheme", &CORS{AllowOrigins: []string{"www.foo.com"}}, "allowOrigins"},
-		{"origin with path", &CORS{AllowOrigins: []string{"https://www.foo.com/"}}, "allowOrigins"},
-		{"origin bad scheme", &CORS{AllowOrigins: []string{"ftp://foo.com"}}, "allowOrigins"},
-		{"origin bad port", &CORS{AllowOrigins: []string{"https://foo.com:70000"}}, "allowOrigins"},
-		{"origin inner wildcard", &CORS{AllowOrigins: []string{"https://a.*.com"}}, "allowOrigins"},
-		{"method with space", &CORS{AllowMethods: []string{"GE T"}}, "allowMethods"},
-		{"method empty", &CORS{AllowMethods: []string{""}}, "allowMethods"},
-		{"header with colon", &CORS{AllowHeaders: []string{":authority"}}, "allowHeaders"},
-		{"header with slash", &CORS{AllowHeaders: []string{"/invalid"}}, "allowHeaders"},
-		{"expose with comma", &CORS{ExposeHeaders: []string{"a,b"}}, "exposeHeaders"},
-		{"negative max age", &CORS{MaxAge: -1}, "maxAge"},
+		{"origin without scheme", &proxycfg.CORS{AllowOrigins: []string{"www.foo.com"}}, "allowOrigins"},
+		{"origin with path", &proxycfg.CORS{AllowOrigins: []string{"https://www.foo.com/"}}, "allowOrigins"},
+		{"origin bad scheme", &proxycfg.CORS{AllowOrigins: []string{"ftp://foo.com"}}, "allowOrigins"},
+		{"origin bad port", &proxycfg.CORS{AllowOrigins: []string{"https://foo.com:70000"}}, "allowOrigins"},
+		{"origin inner wildcard", &proxycfg.CORS{AllowOrigins: []string{"https://a.*.com"}}, "allowOrigins"},
+		{"method with space", &proxycfg.CORS{AllowMethods: []string{"GE T"}}, "allowMethods"},
+		{"method empty", &proxycfg.CORS{AllowMethods: []string{""}}, "allowMethods"},
+		{"header with colon", &proxycfg.CORS{AllowHeaders: []string{":authority"}}, "allowHeaders"},
+		{"header with slash", &proxycfg.CORS{AllowHeaders: []string{"/invalid"}}, "allowHeaders"},
+		{"expose with comma", &proxycfg.CORS{ExposeHeaders: []string{"a,b"}}, "exposeHeaders"},
+		{"negative max age", &proxycfg.CORS{MaxAge: -1}, "maxAge"},
 	}
 	for _, c := range cases {
 		_, err := compileCORS(c.c)
@@ -123,7 +125,7 @@ func TestCompileCORSErrors(t *testing.T) {
 			t.Errorf("%s: err = %v, want one containing %q", c.name, err, c.wantErr)
 		}
 	}
-	ok := &CORS{
+	ok := &proxycfg.CORS{
 		AllowOrigins:  []string{"https://a.com", "http://*.b.com:8080", "https://*"},
 		AllowMethods:  []string{"GET", "PATCH", "CUSTOM-METHOD"},
 		AllowHeaders:  []string{"X-A", "content-type"},
@@ -177,7 +179,7 @@ func checkCORS(t *testing.T, name string, c *cors, method string, req http.Heade
 	}
 }
 
-func mustCORS(t *testing.T, c *CORS) *cors {
+func mustCORS(t *testing.T, c *proxycfg.CORS) *cors {
 	t.Helper()
 	cc, err := compileCORS(c)
 	if err != nil {
@@ -188,7 +190,7 @@ func mustCORS(t *testing.T, c *CORS) *cors {
 
 // The routes of conformance test httproute-cors.
 var (
-	corsConf1 = &CORS{
+	corsConf1 = &proxycfg.CORS{
 		AllowOrigins:     []string{"https://www.foo.com", "https://*.bar.com"},
 		AllowMethods:     []string{"GET", "OPTIONS"},
 		AllowHeaders:     []string{"x-header-1", "x-header-2"},
@@ -196,21 +198,21 @@ var (
 		AllowCredentials: true,
 		MaxAge:           3600,
 	}
-	corsConf2 = &CORS{
+	corsConf2 = &proxycfg.CORS{
 		AllowOrigins: []string{"https://www.foo.com"},
 		AllowMethods: []string{"*"},
 	}
-	corsConfWildOrigin = &CORS{
+	corsConfWildOrigin = &proxycfg.CORS{
 		AllowOrigins: []string{"*"},
 		AllowMethods: []string{"PUT"},
 	}
-	corsConfWildAuth = &CORS{
+	corsConfWildAuth = &proxycfg.CORS{
 		AllowOrigins:     []string{"*"},
 		AllowMethods:     []string{"*"},
 		AllowHeaders:     []string{"*"},
 		AllowCredentials: true,
 	}
-	corsConfWildUnauth = &CORS{
+	corsConfWildUnauth = &proxycfg.CORS{
 		AllowOrigins: []string{"*"},
 		AllowMethods: []string{"*"},
 		AllowHeaders: []string{"*"},
@@ -419,7 +421,7 @@ func TestCORSHandle(t *testing.T) {
 	})
 
 	// Without allowMethods or allowHeaders nothing is claimed for them.
-	bare := mustCORS(t, &CORS{AllowOrigins: []string{"https://a.com"}})
+	bare := mustCORS(t, &proxycfg.CORS{AllowOrigins: []string{"https://a.com"}})
 	checkCORS(t, "bare preflight", bare, "OPTIONS", corsReq(
 		"Origin", "https://a.com", "Access-Control-Request-Method", "DELETE", "Access-Control-Request-Headers", "x-a",
 	), true, corsWant{
@@ -427,18 +429,18 @@ func TestCORSHandle(t *testing.T) {
 		"Access-Control-Max-Age":      "5",
 	})
 	// An empty allowOrigins allows no one, but still answers preflights.
-	none := mustCORS(t, &CORS{})
+	none := mustCORS(t, &proxycfg.CORS{})
 	checkCORS(t, "no origins preflight", none, "OPTIONS", corsReq("Origin", "https://a.com", "Access-Control-Request-Method", "GET"), true, corsWant{})
 	checkCORS(t, "no origins request", none, "GET", corsReq("Origin", "https://a.com"), false, corsWant{"Vary": "Origin"})
 
 	// Expose "*": a "*" without credentials, nothing with them.
-	exposeStar := mustCORS(t, &CORS{AllowOrigins: []string{"https://a.com"}, ExposeHeaders: []string{"*"}})
+	exposeStar := mustCORS(t, &proxycfg.CORS{AllowOrigins: []string{"https://a.com"}, ExposeHeaders: []string{"*"}})
 	checkCORS(t, "expose star", exposeStar, "GET", corsReq("Origin", "https://a.com"), false, corsWant{
 		"Access-Control-Allow-Origin":   "https://a.com",
 		"Access-Control-Expose-Headers": "*",
 		"Vary":                          "Origin",
 	})
-	exposeStarCred := mustCORS(t, &CORS{AllowOrigins: []string{"https://a.com"}, ExposeHeaders: []string{"*"}, AllowCredentials: true})
+	exposeStarCred := mustCORS(t, &proxycfg.CORS{AllowOrigins: []string{"https://a.com"}, ExposeHeaders: []string{"*"}, AllowCredentials: true})
 	checkCORS(t, "expose star with credentials", exposeStarCred, "GET", corsReq("Origin", "https://a.com"), false, corsWant{
 		"Access-Control-Allow-Origin":      "https://a.com",
 		"Access-Control-Allow-Credentials": "true",
@@ -447,7 +449,7 @@ func TestCORSHandle(t *testing.T) {
 
 	// A lone "*" without credentials answers every response the same,
 	// Origin or not, with no Vary.
-	star := mustCORS(t, &CORS{AllowOrigins: []string{"*"}, ExposeHeaders: []string{"X-Trace"}})
+	star := mustCORS(t, &proxycfg.CORS{AllowOrigins: []string{"*"}, ExposeHeaders: []string{"X-Trace"}})
 	checkCORS(t, "star no origin", star, "GET", corsReq(), false, corsWant{
 		"Access-Control-Allow-Origin":   "*",
 		"Access-Control-Expose-Headers": "X-Trace",

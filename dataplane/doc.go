@@ -26,9 +26,9 @@
 //
 // # Where things are
 //
-//   - Wire config: config.go. Compilation: compile.go, headers.go (header
-//     modifier plans), redirect.go, rewrite.go, cors.go, session.go,
-//     retry.go, mirror.go, backendtls.go.
+//   - The config a proxy serves is package proxycfg. Compilation:
+//     compile.go, headers.go (header modifier plans), redirect.go,
+//     rewrite.go, cors.go, session.go, retry.go, mirror.go, backendtls.go.
 //   - HTTP/1.1 on the wire, server and upstream client, is package
 //     http1. Here: the request body on its way in, kept or streamed, and
 //     never a backend connection before it started (body.go); the request

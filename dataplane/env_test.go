@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // testEnv is a proxy serving on loopback: an origin listener (trusted,
@@ -28,7 +30,7 @@ type testEnv struct {
 	h2c    *http.Client // HTTP/2 prior knowledge to the plain listener
 }
 
-func newTestEnv(t *testing.T, cfg *Config, opts ...func(*Options)) *testEnv {
+func newTestEnv(t *testing.T, cfg *proxycfg.Config, opts ...func(*Options)) *testEnv {
 	t.Helper()
 	o := Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	for _, f := range opts {
@@ -202,7 +204,7 @@ func echoed(echoed, name string) string {
 }
 
 // config builds a one-listener config with one route per rule set.
-func config(routes []Route, clusters ...Cluster) *Config {
+func config(routes []proxycfg.Route, clusters ...proxycfg.Cluster) *proxycfg.Config {
 	for i := range routes {
 		if routes[i].Namespace == "" {
 			routes[i].Namespace = "default"
@@ -214,26 +216,30 @@ func config(routes []Route, clusters ...Cluster) *Config {
 			routes[i].Created = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		}
 	}
-	return &Config{
-		Schema:    SchemaVersion,
+	return &proxycfg.Config{
+		Schema:    proxycfg.SchemaVersion,
 		Version:   "test",
-		Listeners: []Listener{{Name: "gw/http", Port: 80}},
+		Listeners: []proxycfg.Listener{{Name: "gw/http", Port: 80}},
 		Routes:    routes,
 		Clusters:  clusters,
 	}
 }
 
 // route is a route with the given rules.
-func route(name string, rules ...Rule) Route { return Route{Name: name, Rules: rules} }
+func route(name string, rules ...proxycfg.Rule) proxycfg.Route {
+	return proxycfg.Route{Name: name, Rules: rules}
+}
 
 // to is a rule that sends everything to cluster.
-func to(cluster string) Rule { return Rule{Backends: []BackendRef{{Cluster: cluster, Weight: 1}}} }
+func to(cluster string) proxycfg.Rule {
+	return proxycfg.Rule{Backends: []proxycfg.BackendRef{{Cluster: cluster, Weight: 1}}}
+}
 
 // cluster is an HTTP/1.1 cluster of addrs.
-func cluster(name string, addrs ...string) Cluster {
-	c := Cluster{Name: name, Protocol: ProtoHTTP1, Endpoints: []Endpoint{}}
+func cluster(name string, addrs ...string) proxycfg.Cluster {
+	c := proxycfg.Cluster{Name: name, Protocol: proxycfg.ProtoHTTP1, Endpoints: []proxycfg.Endpoint{}}
 	for _, a := range addrs {
-		c.Endpoints = append(c.Endpoints, Endpoint{Address: a})
+		c.Endpoints = append(c.Endpoints, proxycfg.Endpoint{Address: a})
 	}
 	return c
 }

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 func TestNoConfigAnswers503(t *testing.T) {
@@ -41,19 +43,19 @@ func TestFailureStatuses(t *testing.T) {
 	hangup := rawAnswer(t, "")
 	smuggle := rawAnswer(t, "HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n")
 	split := rawAnswer(t, "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n")
-	timeout := Rule{Backends: []BackendRef{{Cluster: "slow", Weight: 1}}, Timeouts: &Timeouts{Request: Duration(200 * time.Millisecond)}}
-	cfg := config([]Route{
-		{Name: "r", Hostnames: []string{"fail.example"}, Rules: []Rule{{FailStatus: 500, Backends: []BackendRef{{Cluster: "ok", Weight: 1}}}}},
-		{Name: "s", Hostnames: []string{"status.example"}, Rules: []Rule{{Backends: []BackendRef{{Status: 502, Weight: 1}}}}},
-		{Name: "z", Hostnames: []string{"zero.example"}, Rules: []Rule{{Backends: []BackendRef{{Cluster: "ok", Weight: 0}}}}},
-		{Name: "e", Hostnames: []string{"empty.example"}, Rules: []Rule{to("empty")}},
-		{Name: "d", Hostnames: []string{"dial.example"}, Rules: []Rule{to("closed")}},
-		{Name: "t", Hostnames: []string{"timeout.example"}, Rules: []Rule{timeout}},
-		{Name: "g", Hostnames: []string{"garbage.example"}, Rules: []Rule{to("garbage")}},
-		{Name: "h", Hostnames: []string{"hangup.example"}, Rules: []Rule{to("hangup")}},
-		{Name: "m", Hostnames: []string{"smuggle.example"}, Rules: []Rule{to("smuggle")}},
-		{Name: "p", Hostnames: []string{"split.example"}, Rules: []Rule{to("split")}},
-		{Name: "o", Hostnames: []string{"ok.example"}, Rules: []Rule{{Matches: []Match{{Path: &PathMatch{Type: PathExact, Value: "/only"}}}, Backends: []BackendRef{{Cluster: "ok", Weight: 1}}}}},
+	timeout := proxycfg.Rule{Backends: []proxycfg.BackendRef{{Cluster: "slow", Weight: 1}}, Timeouts: &proxycfg.Timeouts{Request: proxycfg.Duration(200 * time.Millisecond)}}
+	cfg := config([]proxycfg.Route{
+		{Name: "r", Hostnames: []string{"fail.example"}, Rules: []proxycfg.Rule{{FailStatus: 500, Backends: []proxycfg.BackendRef{{Cluster: "ok", Weight: 1}}}}},
+		{Name: "s", Hostnames: []string{"status.example"}, Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Status: 502, Weight: 1}}}}},
+		{Name: "z", Hostnames: []string{"zero.example"}, Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "ok", Weight: 0}}}}},
+		{Name: "e", Hostnames: []string{"empty.example"}, Rules: []proxycfg.Rule{to("empty")}},
+		{Name: "d", Hostnames: []string{"dial.example"}, Rules: []proxycfg.Rule{to("closed")}},
+		{Name: "t", Hostnames: []string{"timeout.example"}, Rules: []proxycfg.Rule{timeout}},
+		{Name: "g", Hostnames: []string{"garbage.example"}, Rules: []proxycfg.Rule{to("garbage")}},
+		{Name: "h", Hostnames: []string{"hangup.example"}, Rules: []proxycfg.Rule{to("hangup")}},
+		{Name: "m", Hostnames: []string{"smuggle.example"}, Rules: []proxycfg.Rule{to("smuggle")}},
+		{Name: "p", Hostnames: []string{"split.example"}, Rules: []proxycfg.Rule{to("split")}},
+		{Name: "o", Hostnames: []string{"ok.example"}, Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathExact, Value: "/only"}}}, Backends: []proxycfg.BackendRef{{Cluster: "ok", Weight: 1}}}}},
 	},
 		cluster("ok", ok), cluster("slow", slow), cluster("empty"), cluster("closed", closedAddr(t)),
 		cluster("garbage", garbage), cluster("hangup", hangup), cluster("smuggle", smuggle), cluster("split", split))
@@ -99,8 +101,8 @@ func TestTimeoutDoesNotCutStreams(t *testing.T) {
 		}
 	})
 	rule := to("a")
-	rule.Timeouts = &Timeouts{Request: Duration(150 * time.Millisecond), BackendRequest: Duration(150 * time.Millisecond)}
-	e := newTestEnv(t, config([]Route{route("r", rule)}, cluster("a", be)))
+	rule.Timeouts = &proxycfg.Timeouts{Request: proxycfg.Duration(150 * time.Millisecond), BackendRequest: proxycfg.Duration(150 * time.Millisecond)}
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", rule)}, cluster("a", be)))
 	res, body := e.get("h", "/")
 	if res.StatusCode != 200 || body != "abcde" {
 		t.Fatalf("got %d %q", res.StatusCode, body)
@@ -119,8 +121,8 @@ func TestRetries(t *testing.T) {
 		echo("flaky")(w, r)
 	})
 	rule := to("a")
-	rule.Retry = &Retry{Codes: []int{503}, Attempts: 2, Backoff: Duration(10 * time.Millisecond)}
-	e := newTestEnv(t, config([]Route{route("r", rule)}, cluster("a", flaky)))
+	rule.Retry = &proxycfg.Retry{Codes: []int{503}, Attempts: 2, Backoff: proxycfg.Duration(10 * time.Millisecond)}
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", rule)}, cluster("a", flaky)))
 
 	// Two 503s, then success: the client sees only the success, with the
 	// request body replayed on each attempt.
@@ -164,8 +166,8 @@ func TestRetries(t *testing.T) {
 func TestRetryMovesOffADeadEndpoint(t *testing.T) {
 	good := startBackend(t, echo("good"))
 	rule := to("a")
-	rule.Retry = &Retry{Attempts: 3}
-	e := newTestEnv(t, config([]Route{route("r", rule)}, cluster("a", good, closedAddr(t))))
+	rule.Retry = &proxycfg.Retry{Attempts: 3}
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", rule)}, cluster("a", good, closedAddr(t))))
 	for i := range 20 {
 		res, body := e.get("h", "/")
 		if res.StatusCode != 200 {
@@ -185,7 +187,7 @@ func TestStaleConnectionIsReplaced(t *testing.T) {
 		c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"))
 		time.Sleep(20 * time.Millisecond)
 	})
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", addr)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", addr)))
 	for i := range 5 {
 		res, body := e.get("h", "/")
 		if res.StatusCode != 200 || body != "ok" {
@@ -205,7 +207,7 @@ func TestStreamedBodyAvoidsClosedConnection(t *testing.T) {
 	s.Config.IdleTimeout = 20 * time.Millisecond // like Node.js's 5 s, only shorter
 	s.Start()
 	t.Cleanup(s.Close)
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", s.Listener.Addr().String())))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", s.Listener.Addr().String())))
 	for i := range 5 {
 		req, _ := http.NewRequest("POST", e.url("/"), struct{ io.Reader }{strings.NewReader("payload")})
 		req.ContentLength = -1 // streamed: the proxy cannot keep it for a second try
@@ -229,7 +231,7 @@ func TestConnectionCap(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)), func(o *Options) { o.Pool.MaxConns, o.Pool.MaxConnsPerClient = 2, 2 })
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)), func(o *Options) { o.Pool.MaxConns, o.Pool.MaxConnsPerClient = 2, 2 })
 	done := make(chan int, 2)
 	for range 2 {
 		go func() {

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // feValues returns every value of header name in an echo body, in the
@@ -99,29 +101,31 @@ func feRawBackend(t *testing.T, resp string) string {
 }
 
 // fePrefix is a match list of one PathPrefix match.
-func fePrefix(p string) []Match { return []Match{{Path: &PathMatch{Type: PathPrefix, Value: p}}} }
-
-func feReqMod(m HeaderModifier) Filter {
-	return Filter{Type: FilterRequestHeaderModifier, RequestHeaderModifier: &m}
+func fePrefix(p string) []proxycfg.Match {
+	return []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: p}}}
 }
 
-func feRespMod(m HeaderModifier) Filter {
-	return Filter{Type: FilterResponseHeaderModifier, ResponseHeaderModifier: &m}
+func feReqMod(m proxycfg.HeaderModifier) proxycfg.Filter {
+	return proxycfg.Filter{Type: proxycfg.FilterRequestHeaderModifier, RequestHeaderModifier: &m}
 }
 
-func feHdrs(kv ...string) []Header {
-	var out []Header
+func feRespMod(m proxycfg.HeaderModifier) proxycfg.Filter {
+	return proxycfg.Filter{Type: proxycfg.FilterResponseHeaderModifier, ResponseHeaderModifier: &m}
+}
+
+func feHdrs(kv ...string) []proxycfg.Header {
+	var out []proxycfg.Header
 	for i := 0; i+1 < len(kv); i += 2 {
-		out = append(out, Header{Name: kv[i], Value: kv[i+1]})
+		out = append(out, proxycfg.Header{Name: kv[i], Value: kv[i+1]})
 	}
 	return out
 }
 
 // feCluster makes a cluster of one backend of the given protocol.
-func feCluster(t *testing.T, name, proto string, h http.HandlerFunc) Cluster {
+func feCluster(t *testing.T, name, proto string, h http.HandlerFunc) proxycfg.Cluster {
 	t.Helper()
 	var addr string
-	if proto == ProtoH2C {
+	if proto == proxycfg.ProtoH2C {
 		addr = h2cBackend(t, h)
 	} else {
 		addr = startBackend(t, h)
@@ -132,37 +136,37 @@ func feCluster(t *testing.T, name, proto string, h http.HandlerFunc) Cluster {
 }
 
 func TestE2ERequestHeaderModifier(t *testing.T) {
-	for _, proto := range []string{ProtoHTTP1, ProtoH2C} {
+	for _, proto := range []string{proxycfg.ProtoHTTP1, proxycfg.ProtoH2C} {
 		t.Run(proto, func(t *testing.T) {
-			rule := func(path string, filters ...Filter) Rule {
+			rule := func(path string, filters ...proxycfg.Filter) proxycfg.Rule {
 				r := to("a")
 				r.Matches = fePrefix(path)
 				r.Filters = filters
 				return r
 			}
 			backendRule := rule("/backend",
-				feReqMod(HeaderModifier{Set: feHdrs("X-Order", "rule"), Remove: []string{"X-Z"}, Add: feHdrs("X-Both", "rule")}))
-			backendRule.Backends[0].Filters = []Filter{
-				feReqMod(HeaderModifier{Set: feHdrs("X-Order", "backend"), Add: feHdrs("X-Z", "backend", "X-Both", "backend")}),
+				feReqMod(proxycfg.HeaderModifier{Set: feHdrs("X-Order", "rule"), Remove: []string{"X-Z"}, Add: feHdrs("X-Both", "rule")}))
+			backendRule.Backends[0].Filters = []proxycfg.Filter{
+				feReqMod(proxycfg.HeaderModifier{Set: feHdrs("X-Order", "backend"), Add: feHdrs("X-Z", "backend", "X-Both", "backend")}),
 			}
-			cfg := config([]Route{route("r",
-				rule("/set", feReqMod(HeaderModifier{Set: feHdrs("X-Set", "new")})),
-				rule("/add", feReqMod(HeaderModifier{Add: feHdrs("X-Add", "added")})),
-				rule("/remove", feReqMod(HeaderModifier{Remove: []string{"X-Rm"}})),
+			cfg := config([]proxycfg.Route{route("r",
+				rule("/set", feReqMod(proxycfg.HeaderModifier{Set: feHdrs("X-Set", "new")})),
+				rule("/add", feReqMod(proxycfg.HeaderModifier{Add: feHdrs("X-Add", "added")})),
+				rule("/remove", feReqMod(proxycfg.HeaderModifier{Remove: []string{"X-Rm"}})),
 				// Within one modifier: Set, then Add, then Remove.
-				rule("/within", feReqMod(HeaderModifier{
+				rule("/within", feReqMod(proxycfg.HeaderModifier{
 					Set:    feHdrs("X-Sa", "set", "X-Sr", "set"),
 					Add:    feHdrs("X-Sa", "add", "X-Sr", "add"),
 					Remove: []string{"X-Sr"},
 				})),
 				// Several modifiers, applied in order.
 				rule("/compose",
-					feReqMod(HeaderModifier{Set: feHdrs("X-C", "first"), Add: feHdrs("X-D", "d1")}),
-					feReqMod(HeaderModifier{Set: feHdrs("X-C", "second"), Remove: []string{"X-D"}}),
-					feReqMod(HeaderModifier{Add: feHdrs("X-D", "d3", "X-C", "third")}),
+					feReqMod(proxycfg.HeaderModifier{Set: feHdrs("X-C", "first"), Add: feHdrs("X-D", "d1")}),
+					feReqMod(proxycfg.HeaderModifier{Set: feHdrs("X-C", "second"), Remove: []string{"X-D"}}),
+					feReqMod(proxycfg.HeaderModifier{Add: feHdrs("X-D", "d3", "X-C", "third")}),
 				),
 				backendRule,
-				rule("/case", feReqMod(HeaderModifier{
+				rule("/case", feReqMod(proxycfg.HeaderModifier{
 					Set:    feHdrs("x-mixed-CASE", "set"),
 					Add:    feHdrs("X-ADD-case", "added"),
 					Remove: []string{"x-REMOVE-me"},
@@ -211,29 +215,29 @@ func TestE2EHeaderModifierRejectsManagedHeaders(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		header string
-		filter func(name string) Filter
+		filter func(name string) proxycfg.Filter
 		onBE   bool
 	}{
-		{"set Host", "Host", func(n string) Filter { return feReqMod(HeaderModifier{Set: feHdrs(n, "evil")}) }, false},
-		{"set host lower case", "host", func(n string) Filter { return feReqMod(HeaderModifier{Set: feHdrs(n, "evil")}) }, false},
-		{"add Content-Length", "Content-Length", func(n string) Filter { return feReqMod(HeaderModifier{Add: feHdrs(n, "5")}) }, false},
-		{"remove content-length", "content-length", func(n string) Filter { return feReqMod(HeaderModifier{Remove: []string{n}}) }, false},
-		{"set Connection", "Connection", func(n string) Filter { return feReqMod(HeaderModifier{Set: feHdrs(n, "close")}) }, false},
-		{"remove CONNECTION", "CONNECTION", func(n string) Filter { return feReqMod(HeaderModifier{Remove: []string{n}}) }, false},
-		{"response set Content-Length", "Content-Length", func(n string) Filter { return feRespMod(HeaderModifier{Set: feHdrs(n, "1")}) }, false},
-		{"response add Connection", "Connection", func(n string) Filter { return feRespMod(HeaderModifier{Add: feHdrs(n, "close")}) }, false},
-		{"backend set Host", "Host", func(n string) Filter { return feReqMod(HeaderModifier{Set: feHdrs(n, "evil")}) }, true},
-		{"backend response remove Connection", "Connection", func(n string) Filter { return feRespMod(HeaderModifier{Remove: []string{n}}) }, true},
+		{"set Host", "Host", func(n string) proxycfg.Filter { return feReqMod(proxycfg.HeaderModifier{Set: feHdrs(n, "evil")}) }, false},
+		{"set host lower case", "host", func(n string) proxycfg.Filter { return feReqMod(proxycfg.HeaderModifier{Set: feHdrs(n, "evil")}) }, false},
+		{"add Content-Length", "Content-Length", func(n string) proxycfg.Filter { return feReqMod(proxycfg.HeaderModifier{Add: feHdrs(n, "5")}) }, false},
+		{"remove content-length", "content-length", func(n string) proxycfg.Filter { return feReqMod(proxycfg.HeaderModifier{Remove: []string{n}}) }, false},
+		{"set Connection", "Connection", func(n string) proxycfg.Filter { return feReqMod(proxycfg.HeaderModifier{Set: feHdrs(n, "close")}) }, false},
+		{"remove CONNECTION", "CONNECTION", func(n string) proxycfg.Filter { return feReqMod(proxycfg.HeaderModifier{Remove: []string{n}}) }, false},
+		{"response set Content-Length", "Content-Length", func(n string) proxycfg.Filter { return feRespMod(proxycfg.HeaderModifier{Set: feHdrs(n, "1")}) }, false},
+		{"response add Connection", "Connection", func(n string) proxycfg.Filter { return feRespMod(proxycfg.HeaderModifier{Add: feHdrs(n, "close")}) }, false},
+		{"backend set Host", "Host", func(n string) proxycfg.Filter { return feReqMod(proxycfg.HeaderModifier{Set: feHdrs(n, "evil")}) }, true},
+		{"backend response remove Connection", "Connection", func(n string) proxycfg.Filter { return feRespMod(proxycfg.HeaderModifier{Remove: []string{n}}) }, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := to("a")
 			if tc.onBE {
-				r.Backends[0].Filters = []Filter{tc.filter(tc.header)}
+				r.Backends[0].Filters = []proxycfg.Filter{tc.filter(tc.header)}
 			} else {
-				r.Filters = []Filter{tc.filter(tc.header)}
+				r.Filters = []proxycfg.Filter{tc.filter(tc.header)}
 			}
 			p := New(Options{Log: feQuietLog()})
-			err := p.Load(config([]Route{route("r", r)}, cluster("a", "127.0.0.1:1")))
+			err := p.Load(config([]proxycfg.Route{route("r", r)}, cluster("a", "127.0.0.1:1")))
 			if err == nil {
 				t.Fatalf("Load accepted a modifier of %s", tc.header)
 			}
@@ -248,8 +252,8 @@ func TestE2EHeaderModifierRejectsManagedHeaders(t *testing.T) {
 	}
 	// The same modifiers of an ordinary header are accepted.
 	r := to("a")
-	r.Filters = []Filter{feReqMod(HeaderModifier{Set: feHdrs("X-Host", "h"), Remove: []string{"X-Content-Length"}})}
-	if err := New(Options{Log: feQuietLog()}).Load(config([]Route{route("r", r)}, cluster("a", "127.0.0.1:1"))); err != nil {
+	r.Filters = []proxycfg.Filter{feReqMod(proxycfg.HeaderModifier{Set: feHdrs("X-Host", "h"), Remove: []string{"X-Content-Length"}})}
+	if err := New(Options{Log: feQuietLog()}).Load(config([]proxycfg.Route{route("r", r)}, cluster("a", "127.0.0.1:1"))); err != nil {
 		t.Errorf("Load rejected ordinary headers: %v", err)
 	}
 }
@@ -263,22 +267,22 @@ func TestE2EResponseHeaderModifier(t *testing.T) {
 		}
 		io.WriteString(w, "hello")
 	}
-	for _, proto := range []string{ProtoHTTP1, ProtoH2C} {
+	for _, proto := range []string{proxycfg.ProtoHTTP1, proxycfg.ProtoH2C} {
 		t.Run(proto, func(t *testing.T) {
-			rule := func(path string, filters ...Filter) Rule {
+			rule := func(path string, filters ...proxycfg.Filter) proxycfg.Rule {
 				r := to("a")
 				r.Matches = fePrefix(path)
 				r.Filters = filters
 				return r
 			}
-			beRule := rule("/backend", feRespMod(HeaderModifier{Set: feHdrs("X-Order", "rule"), Add: feHdrs("X-Be-Rm", "rule")}))
-			beRule.Backends[0].Filters = []Filter{
-				feRespMod(HeaderModifier{Set: feHdrs("X-Order", "backend-filter"), Remove: []string{"x-be-rm"}, Add: feHdrs("X-New", "be")}),
+			beRule := rule("/backend", feRespMod(proxycfg.HeaderModifier{Set: feHdrs("X-Order", "rule"), Add: feHdrs("X-Be-Rm", "rule")}))
+			beRule.Backends[0].Filters = []proxycfg.Filter{
+				feRespMod(proxycfg.HeaderModifier{Set: feHdrs("X-Order", "backend-filter"), Remove: []string{"x-be-rm"}, Add: feHdrs("X-New", "be")}),
 			}
-			cfg := config([]Route{route("r",
+			cfg := config([]proxycfg.Route{route("r",
 				rule("/filters",
-					feRespMod(HeaderModifier{Set: feHdrs("x-set", "proxy", "X-Fresh", "fresh"), Add: feHdrs("X-Add", "proxy"), Remove: []string{"X-RM"}}),
-					feRespMod(HeaderModifier{Add: feHdrs("X-Fresh", "second")}),
+					feRespMod(proxycfg.HeaderModifier{Set: feHdrs("x-set", "proxy", "X-Fresh", "fresh"), Add: feHdrs("X-Add", "proxy"), Remove: []string{"X-RM"}}),
+					feRespMod(proxycfg.HeaderModifier{Add: feHdrs("X-Fresh", "second")}),
 				),
 				beRule,
 			)}, feCluster(t, "a", proto, backend))
@@ -317,7 +321,7 @@ func TestE2EResponseHeaderModifier(t *testing.T) {
 
 func TestE2EForwardingHeaders(t *testing.T) {
 	be := startBackend(t, echo("a"))
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)))
 	sent := []string{
 		"X-Forwarded-For", "203.0.113.7",
 		"X-Forwarded-Proto", "https",
@@ -373,7 +377,7 @@ func TestE2EForwardingHeaders(t *testing.T) {
 
 func TestE2EHopByHopRequestHeaders(t *testing.T) {
 	be := startBackend(t, echo("a"))
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)))
 	for _, addr := range []string{e.bound.Origin, e.bound.Plain} {
 		res, body := feRaw(t, addr, "GET /hop HTTP/1.1\r\n"+
 			"Host: app.example.com\r\n"+
@@ -415,7 +419,7 @@ func TestE2EHopByHopResponseHeaders(t *testing.T) {
 		"X-Public: p\r\n"+
 		"Content-Length: 2\r\n"+
 		"\r\nok")
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)))
 	for range 2 { // the second goes over a pooled connection
 		res, body := e.get("app.example.com", "/")
 		if res.StatusCode != 200 || body != "ok" {
@@ -450,7 +454,7 @@ func TestE2EResponseConnectionEveryField(t *testing.T) {
 		"X-Public: p\r\n"+
 		"Content-Length: 2\r\n"+
 		"\r\nok")
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)))
 	res, body := e.get("app.example.com", "/")
 	if res.StatusCode != 200 || body != "ok" {
 		t.Fatalf("status %d, body %q", res.StatusCode, body)
@@ -466,34 +470,38 @@ func TestE2EResponseConnectionEveryField(t *testing.T) {
 }
 
 func TestE2ERequestRedirect(t *testing.T) {
-	redirectRule := func(path string, rd Redirect, more ...Filter) Rule {
-		return Rule{
+	redirectRule := func(path string, rd proxycfg.Redirect, more ...proxycfg.Filter) proxycfg.Rule {
+		return proxycfg.Rule{
 			Matches: fePrefix(path),
-			Filters: append([]Filter{{Type: FilterRequestRedirect, RequestRedirect: &rd}}, more...),
+			Filters: append([]proxycfg.Filter{{Type: proxycfg.FilterRequestRedirect, RequestRedirect: &rd}}, more...),
 		}
 	}
-	full := func(p string) *PathModifier { return &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: p} }
-	prefix := func(p string) *PathModifier { return &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: p} }
+	full := func(p string) *proxycfg.PathModifier {
+		return &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: p}
+	}
+	prefix := func(p string) *proxycfg.PathModifier {
+		return &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: p}
+	}
 	hits := atomic.Int64{}
 	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
-	cfg := config([]Route{route("r",
-		redirectRule("/keep", Redirect{}),
-		redirectRule("/to-https", Redirect{Scheme: "https"}),
-		redirectRule("/to-http", Redirect{Scheme: "HTTP"}),
-		redirectRule("/host", Redirect{Hostname: "other.example.com"}),
-		redirectRule("/port", Redirect{Scheme: "https", Port: 8443}),
-		redirectRule("/port-only", Redirect{Port: 8080}),
-		redirectRule("/port-default", Redirect{Scheme: "http", Port: 80}),
-		redirectRule("/full", Redirect{Path: full("/new/place")}),
-		redirectRule("/prefix", Redirect{Path: prefix("/moved")}),
-		redirectRule("/strip", Redirect{Path: prefix("/")}),
-		redirectRule("/all", Redirect{Scheme: "https", Hostname: "new.example.com", Port: 9443, Path: prefix("/v2"), StatusCode: 301}),
-		redirectRule("/s301", Redirect{StatusCode: 301}),
-		redirectRule("/s302", Redirect{StatusCode: 302}),
-		redirectRule("/s303", Redirect{StatusCode: 303}),
-		redirectRule("/s307", Redirect{StatusCode: 307}),
-		redirectRule("/s308", Redirect{StatusCode: 308}),
-		redirectRule("/with-header", Redirect{}, feRespMod(HeaderModifier{Set: feHdrs("X-Redirected", "yes")})),
+	cfg := config([]proxycfg.Route{route("r",
+		redirectRule("/keep", proxycfg.Redirect{}),
+		redirectRule("/to-https", proxycfg.Redirect{Scheme: "https"}),
+		redirectRule("/to-http", proxycfg.Redirect{Scheme: "HTTP"}),
+		redirectRule("/host", proxycfg.Redirect{Hostname: "other.example.com"}),
+		redirectRule("/port", proxycfg.Redirect{Scheme: "https", Port: 8443}),
+		redirectRule("/port-only", proxycfg.Redirect{Port: 8080}),
+		redirectRule("/port-default", proxycfg.Redirect{Scheme: "http", Port: 80}),
+		redirectRule("/full", proxycfg.Redirect{Path: full("/new/place")}),
+		redirectRule("/prefix", proxycfg.Redirect{Path: prefix("/moved")}),
+		redirectRule("/strip", proxycfg.Redirect{Path: prefix("/")}),
+		redirectRule("/all", proxycfg.Redirect{Scheme: "https", Hostname: "new.example.com", Port: 9443, Path: prefix("/v2"), StatusCode: 301}),
+		redirectRule("/s301", proxycfg.Redirect{StatusCode: 301}),
+		redirectRule("/s302", proxycfg.Redirect{StatusCode: 302}),
+		redirectRule("/s303", proxycfg.Redirect{StatusCode: 303}),
+		redirectRule("/s307", proxycfg.Redirect{StatusCode: 307}),
+		redirectRule("/s308", proxycfg.Redirect{StatusCode: 308}),
+		redirectRule("/with-header", proxycfg.Redirect{}, feRespMod(proxycfg.HeaderModifier{Set: feHdrs("X-Redirected", "yes")})),
 	)}, cluster("a", be))
 	e := newTestEnv(t, cfg)
 
@@ -566,23 +574,23 @@ func TestE2ERequestRedirect(t *testing.T) {
 
 func TestE2EURLRewrite(t *testing.T) {
 	be := startBackend(t, echo("a"))
-	rewriteRule := func(matches []Match, rw Rewrite) Rule {
+	rewriteRule := func(matches []proxycfg.Match, rw proxycfg.Rewrite) proxycfg.Rule {
 		r := to("a")
 		r.Matches = matches
-		r.Filters = []Filter{{Type: FilterURLRewrite, URLRewrite: &rw}}
+		r.Filters = []proxycfg.Filter{{Type: proxycfg.FilterURLRewrite, URLRewrite: &rw}}
 		return r
 	}
-	multi := []Match{
-		{Path: &PathMatch{Type: PathPrefix, Value: "/one"}},
-		{Path: &PathMatch{Type: PathPrefix, Value: "/two/deep/"}},
-		{Path: &PathMatch{Type: PathPrefix, Value: "/three"}, Method: "POST"},
+	multi := []proxycfg.Match{
+		{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/one"}},
+		{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/two/deep/"}},
+		{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/three"}, Method: "POST"},
 	}
-	cfg := config([]Route{route("r",
-		rewriteRule(fePrefix("/host"), Rewrite{Hostname: "internal.svc.local"}),
-		rewriteRule(fePrefix("/full"), Rewrite{Path: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "/replaced"}}),
-		rewriteRule(multi, Rewrite{Path: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/backend"}}),
-		rewriteRule(fePrefix("/strip"), Rewrite{Path: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/"}}),
-		rewriteRule(fePrefix("/both"), Rewrite{Hostname: "both.example.com", Path: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/b"}}),
+	cfg := config([]proxycfg.Route{route("r",
+		rewriteRule(fePrefix("/host"), proxycfg.Rewrite{Hostname: "internal.svc.local"}),
+		rewriteRule(fePrefix("/full"), proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "/replaced"}}),
+		rewriteRule(multi, proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/backend"}}),
+		rewriteRule(fePrefix("/strip"), proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/"}}),
+		rewriteRule(fePrefix("/both"), proxycfg.Rewrite{Hostname: "both.example.com", Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/b"}}),
 	)}, cluster("a", be))
 	e := newTestEnv(t, cfg)
 	for _, tc := range []struct {
@@ -635,13 +643,13 @@ func TestE2ECORS(t *testing.T) {
 		hits.Add(1)
 		io.WriteString(w, "plain")
 	})
-	corsRule := func(path, cl string, c CORS) Rule {
+	corsRule := func(path, cl string, c proxycfg.CORS) proxycfg.Rule {
 		r := to(cl)
 		r.Matches = fePrefix(path)
-		r.Filters = []Filter{{Type: FilterCORS, CORS: &c}, feRespMod(HeaderModifier{Set: feHdrs("X-Rule", "r")})}
+		r.Filters = []proxycfg.Filter{{Type: proxycfg.FilterCORS, CORS: &c}, feRespMod(proxycfg.HeaderModifier{Set: feHdrs("X-Rule", "r")})}
 		return r
 	}
-	strict := CORS{
+	strict := proxycfg.CORS{
 		AllowOrigins:     []string{"https://app.example.com", "https://*.trusted.example"},
 		AllowCredentials: true,
 		AllowMethods:     []string{"GET", "POST", "PUT"},
@@ -649,10 +657,10 @@ func TestE2ECORS(t *testing.T) {
 		ExposeHeaders:    []string{"X-Exposed"},
 		MaxAge:           600,
 	}
-	cfg := config([]Route{route("r",
+	cfg := config([]proxycfg.Route{route("r",
 		corsRule("/api", "a", strict),
 		corsRule("/plain", "p", strict),
-		corsRule("/star", "a", CORS{AllowOrigins: []string{"*"}, AllowMethods: []string{"*"}, AllowHeaders: []string{"*"}, ExposeHeaders: []string{"*"}}),
+		corsRule("/star", "a", proxycfg.CORS{AllowOrigins: []string{"*"}, AllowMethods: []string{"*"}, AllowHeaders: []string{"*"}, ExposeHeaders: []string{"*"}}),
 	)}, cluster("a", be), cluster("p", plain))
 	e := newTestEnv(t, cfg)
 
@@ -781,15 +789,15 @@ func TestE2EWeightedBackends(t *testing.T) {
 	a := startBackend(t, count(&nA, "a"))
 	b := startBackend(t, count(&nB, "b"))
 	z := startBackend(t, count(&nZ, "z"))
-	weighted := func(path string, refs ...BackendRef) Rule {
-		return Rule{Matches: fePrefix(path), Backends: refs}
+	weighted := func(path string, refs ...proxycfg.BackendRef) proxycfg.Rule {
+		return proxycfg.Rule{Matches: fePrefix(path), Backends: refs}
 	}
-	cfg := config([]Route{route("r",
-		weighted("/split", BackendRef{Cluster: "a", Weight: 1}, BackendRef{Cluster: "b", Weight: 3}, BackendRef{Cluster: "z", Weight: 0}),
-		weighted("/status", BackendRef{Cluster: "a", Weight: 1}, BackendRef{Status: 500, Weight: 1}),
-		weighted("/zero", BackendRef{Cluster: "a", Weight: 0}, BackendRef{Cluster: "b", Weight: 0}),
+	cfg := config([]proxycfg.Route{route("r",
+		weighted("/split", proxycfg.BackendRef{Cluster: "a", Weight: 1}, proxycfg.BackendRef{Cluster: "b", Weight: 3}, proxycfg.BackendRef{Cluster: "z", Weight: 0}),
+		weighted("/status", proxycfg.BackendRef{Cluster: "a", Weight: 1}, proxycfg.BackendRef{Status: 500, Weight: 1}),
+		weighted("/zero", proxycfg.BackendRef{Cluster: "a", Weight: 0}, proxycfg.BackendRef{Cluster: "b", Weight: 0}),
 		weighted("/none"),
-		weighted("/only-status", BackendRef{Status: 503, Weight: 5}),
+		weighted("/only-status", proxycfg.BackendRef{Status: 503, Weight: 5}),
 	)}, cluster("a", a), cluster("b", b), cluster("z", z))
 	e := newTestEnv(t, cfg)
 
@@ -851,11 +859,11 @@ func feQuietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard,
 // before the filters ran, so removing Content-Type removed it too, and
 // plain text beginning with "<html>" went out as text/html.)
 func TestE2EResponseHeaderModifierRemoveContentType(t *testing.T) {
-	for _, proto := range []string{ProtoHTTP1, ProtoH2C} {
+	for _, proto := range []string{proxycfg.ProtoHTTP1, proxycfg.ProtoH2C} {
 		t.Run(proto, func(t *testing.T) {
 			r := to("a")
-			r.Filters = []Filter{feRespMod(HeaderModifier{Remove: []string{"Content-Type"}})}
-			e := newTestEnv(t, config([]Route{route("r", r)}, feCluster(t, "a", proto, func(w http.ResponseWriter, r *http.Request) {
+			r.Filters = []proxycfg.Filter{feRespMod(proxycfg.HeaderModifier{Remove: []string{"Content-Type"}})}
+			e := newTestEnv(t, config([]proxycfg.Route{route("r", r)}, feCluster(t, "a", proto, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/plain")
 				io.WriteString(w, "<html><script>alert('not markup')</script>")
 			})))
@@ -876,15 +884,15 @@ func TestE2EResponseHeaderModifierRemoveContentType(t *testing.T) {
 // and HTTP/2 alike. (It was a bug: over HTTP/1.1 the backend got both
 // values, over HTTP/2 the filter's was dropped.)
 func TestE2ERequestHeaderModifierOnForwardingHeaders(t *testing.T) {
-	for _, proto := range []string{ProtoHTTP1, ProtoH2C} {
+	for _, proto := range []string{proxycfg.ProtoHTTP1, proxycfg.ProtoH2C} {
 		t.Run(proto, func(t *testing.T) {
 			set := to("a")
 			set.Matches = fePrefix("/set")
-			set.Filters = []Filter{feReqMod(HeaderModifier{Set: feHdrs("x-forwarded-for", "192.0.2.1", "X-Forwarded-Proto", "https")})}
+			set.Filters = []proxycfg.Filter{feReqMod(proxycfg.HeaderModifier{Set: feHdrs("x-forwarded-for", "192.0.2.1", "X-Forwarded-Proto", "https")})}
 			rm := to("a")
 			rm.Matches = fePrefix("/remove")
-			rm.Filters = []Filter{feReqMod(HeaderModifier{Remove: []string{"X-Forwarded-For", "x-forwarded-proto"}})}
-			e := newTestEnv(t, config([]Route{route("r", set, rm)}, feCluster(t, "a", proto, echo("a"))))
+			rm.Filters = []proxycfg.Filter{feReqMod(proxycfg.HeaderModifier{Remove: []string{"X-Forwarded-For", "x-forwarded-proto"}})}
+			e := newTestEnv(t, config([]proxycfg.Route{route("r", set, rm)}, feCluster(t, "a", proto, echo("a"))))
 			for _, via := range []struct {
 				name string
 				c    *http.Client

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
 
@@ -49,14 +50,14 @@ type gatewayEndpoint struct {
 // buildGatewayEndpoints groups the listeners that have an address by
 // address and port. Their listeners must agree on the protocol (the
 // Gateway API calls a mix a conflict, which translate reports).
-func buildGatewayEndpoints(ls []Listener, routesOf map[string][]matcher.Rule[*target]) (map[gatewayAddr]*gatewayEndpoint, error) {
+func buildGatewayEndpoints(ls []proxycfg.Listener, routesOf map[string][]matcher.Rule[*target]) (map[gatewayAddr]*gatewayEndpoint, error) {
 	protocols := map[gatewayAddr]string{}
-	at := map[*Listener]gatewayAddr{} // each listener's, parsed once
+	at := map[*proxycfg.Listener]gatewayAddr{} // each listener's, parsed once
 	var errs []error
 	for i := range ls {
 		l := &ls[i]
 		if l.Address == "" {
-			if len(l.Certificates) > 0 && l.Protocol != ListenerHTTPS {
+			if len(l.Certificates) > 0 && l.Protocol != proxycfg.ListenerHTTPS {
 				errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
 			}
 			continue
@@ -72,15 +73,15 @@ func buildGatewayEndpoints(ls []Listener, routesOf map[string][]matcher.Rule[*ta
 		}
 		proto := l.Protocol
 		if proto == "" {
-			proto = ListenerHTTP
+			proto = proxycfg.ListenerHTTP
 		}
-		if proto == ListenerHTTPS && len(l.Certificates) == 0 {
+		if proto == proxycfg.ListenerHTTPS && len(l.Certificates) == 0 {
 			errs = append(errs, fmt.Errorf("listener %q: HTTPS on address %s needs a certificate", l.Name, l.Address))
 		}
-		if proto != ListenerHTTPS && len(l.Certificates) > 0 {
+		if proto != proxycfg.ListenerHTTPS && len(l.Certificates) > 0 {
 			errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
 		}
-		if proto != ListenerHTTPS && l.ClientValidation != nil {
+		if proto != proxycfg.ListenerHTTPS && l.ClientValidation != nil {
 			errs = append(errs, fmt.Errorf("listener %q: client certificate validation on a listener that is not HTTPS", l.Name))
 		}
 		e := gatewayAddr{addr.Unmap(), l.Port}
@@ -95,13 +96,13 @@ func buildGatewayEndpoints(ls []Listener, routesOf map[string][]matcher.Rule[*ta
 	}
 	out := map[gatewayAddr]*gatewayEndpoint{}
 	for e, proto := range protocols {
-		in := func(l *Listener) bool { a, ok := at[l]; return ok && a == e }
+		in := func(l *proxycfg.Listener) bool { a, ok := at[l]; return ok && a == e }
 		set, err := buildListenerSet(ls, routesOf, in)
 		if err != nil {
 			return nil, err
 		}
 		ge := &gatewayEndpoint{listeners: set}
-		if proto == ListenerHTTPS {
+		if proto == proxycfg.ListenerHTTPS {
 			if ge.tls, err = buildServerTLS(ls, in, e); err != nil {
 				return nil, err
 			}
@@ -114,7 +115,7 @@ func buildGatewayEndpoints(ls []Listener, routesOf map[string][]matcher.Rule[*ta
 // buildCertificates parses the certificates of one address's listeners
 // into a table chosen by server name. A listener's first certificate
 // serves it; a listener without hostname is the default.
-func buildCertificates(ls []Listener, in func(*Listener) bool) (*matcher.Table[*tls.Certificate], error) {
+func buildCertificates(ls []proxycfg.Listener, in func(*proxycfg.Listener) bool) (*matcher.Table[*tls.Certificate], error) {
 	var rules []matcher.Rule[*tls.Certificate]
 	seen := map[string]bool{}
 	for i := range ls {
@@ -149,7 +150,7 @@ func buildCertificates(ls []Listener, in func(*Listener) bool) (*matcher.Table[*
 // buildServerTLS is the TLS configuration of one HTTPS address and port:
 // its listeners' certificates, chosen by SNI, and the client certificate
 // validation its listeners share.
-func buildServerTLS(ls []Listener, in func(*Listener) bool, e gatewayAddr) (*tls.Config, error) {
+func buildServerTLS(ls []proxycfg.Listener, in func(*proxycfg.Listener) bool, e gatewayAddr) (*tls.Config, error) {
 	certs, err := buildCertificates(ls, in)
 	if err != nil {
 		return nil, err
@@ -169,7 +170,7 @@ func buildServerTLS(ls []Listener, in func(*Listener) bool, e gatewayAddr) (*tls
 			return c, nil
 		},
 	}
-	var cv *ClientValidation
+	var cv *proxycfg.ClientValidation
 	var from string
 	for i := range ls {
 		l := &ls[i]

@@ -13,15 +13,17 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // gatewayConfig is a config with one HTTP Gateway on each of addrs (no
 // hostname, port), each routing everything to its own backend.
-func gatewayConfig(port int, addrs map[string]string) *Config {
-	cfg := &Config{Schema: SchemaVersion, Version: "gateways"}
+func gatewayConfig(port int, addrs map[string]string) *proxycfg.Config {
+	cfg := &proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: "gateways"}
 	for addr, backend := range addrs {
 		name := "gw-" + addr
-		cfg.Listeners = append(cfg.Listeners, Listener{Name: name + "/http", Port: port, Address: addr})
+		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{Name: name + "/http", Port: port, Address: addr})
 		r := route("default/"+name, to(name))
 		r.Namespace, r.Listeners, r.Created = "default", []string{name + "/http"}, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		cfg.Routes = append(cfg.Routes, r)
@@ -54,15 +56,15 @@ func serveGateways(t *testing.T, p *Proxy) {
 
 // serveOneRoute serves, on gateway addresses, listeners and one route on
 // all of them to backend, until the test ends.
-func serveOneRoute(t *testing.T, backend string, listeners ...Listener) (*Config, *Proxy) {
+func serveOneRoute(t *testing.T, backend string, listeners ...proxycfg.Listener) (*proxycfg.Config, *Proxy) {
 	t.Helper()
-	cfg := &Config{Schema: SchemaVersion, Version: "one-route", Listeners: listeners, Clusters: []Cluster{cluster("c", backend)}}
+	cfg := &proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: "one-route", Listeners: listeners, Clusters: []proxycfg.Cluster{cluster("c", backend)}}
 	r := route("default/r", to("c"))
 	r.Namespace, r.Created = "default", time.Now()
 	for _, l := range listeners {
 		r.Listeners = append(r.Listeners, l.Name)
 	}
-	cfg.Routes = []Route{r}
+	cfg.Routes = []proxycfg.Route{r}
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := p.Load(cfg); err != nil {
 		t.Fatal(err)
@@ -129,9 +131,9 @@ func TestGatewayHTTPS(t *testing.T) {
 	dflt := btlsLeafCN(t, ca, "default", []string{"other.test"}, nil, x509.ExtKeyUsageServerAuth)
 	backend := startBackend(t, echo("tls"))
 	port := freePort(t)
-	listener := func(name, host string, c *btlsTestCert) Listener {
-		return Listener{Name: name, Hostname: host, Port: port, Protocol: ListenerHTTPS, Address: "127.0.0.5",
-			Certificates: []Certificate{{Cert: c.certPEM(), Key: c.keyPEM(t)}}}
+	listener := func(name, host string, c *btlsTestCert) proxycfg.Listener {
+		return proxycfg.Listener{Name: name, Hostname: host, Port: port, Protocol: proxycfg.ListenerHTTPS, Address: "127.0.0.5",
+			Certificates: []proxycfg.Certificate{{Cert: c.certPEM(), Key: c.keyPEM(t)}}}
 	}
 	cfg, p := serveOneRoute(t, backend,
 		listener("gw/exact", "a.example.com", exact), listener("gw/wild", "*.example.org", wild), listener("gw/any", "", dflt))
@@ -205,7 +207,7 @@ func TestGatewayHTTPS(t *testing.T) {
 
 	// A new certificate for the exact host, without reopening the socket.
 	again := btlsLeafCN(t, ca, "exact-2", []string{"a.example.com"}, nil, x509.ExtKeyUsageServerAuth)
-	cfg.Listeners[0].Certificates = []Certificate{{Cert: again.certPEM(), Key: again.keyPEM(t)}}
+	cfg.Listeners[0].Certificates = []proxycfg.Certificate{{Cert: again.certPEM(), Key: again.keyPEM(t)}}
 	cfg.Version = "https-2"
 	if err := p.Load(cfg); err != nil {
 		t.Fatal(err)
@@ -219,28 +221,28 @@ func TestGatewayHTTPS(t *testing.T) {
 func TestGatewayAddressesRefused(t *testing.T) {
 	ca := btlsCA(t, "gateway CA", nil)
 	leaf := btlsLeafCN(t, ca, "x", []string{"x.test"}, nil, x509.ExtKeyUsageServerAuth)
-	cert := []Certificate{{Cert: leaf.certPEM(), Key: leaf.keyPEM(t)}}
+	cert := []proxycfg.Certificate{{Cert: leaf.certPEM(), Key: leaf.keyPEM(t)}}
 	for name, c := range map[string]struct {
-		ls   []Listener
+		ls   []proxycfg.Listener
 		want string
 	}{
-		"not an IP":           {[]Listener{{Name: "l", Port: 80, Address: "gw.example.com"}}, "is not an IP address"},
-		"no port":             {[]Listener{{Name: "l", Address: "10.0.0.1"}}, "needs a port"},
-		"HTTPS without":       {[]Listener{{Name: "l", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1"}}, "needs a certificate"},
-		"certificate on HTTP": {[]Listener{{Name: "l", Port: 80, Address: "10.0.0.1", Certificates: cert}}, "not HTTPS"},
-		"mixed protocols": {[]Listener{{Name: "a", Port: 80, Address: "10.0.0.1"}, {Name: "b", Hostname: "x.test", Port: 80, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: cert}},
+		"not an IP":           {[]proxycfg.Listener{{Name: "l", Port: 80, Address: "gw.example.com"}}, "is not an IP address"},
+		"no port":             {[]proxycfg.Listener{{Name: "l", Address: "10.0.0.1"}}, "needs a port"},
+		"HTTPS without":       {[]proxycfg.Listener{{Name: "l", Port: 443, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1"}}, "needs a certificate"},
+		"certificate on HTTP": {[]proxycfg.Listener{{Name: "l", Port: 80, Address: "10.0.0.1", Certificates: cert}}, "not HTTPS"},
+		"mixed protocols": {[]proxycfg.Listener{{Name: "a", Port: 80, Address: "10.0.0.1"}, {Name: "b", Hostname: "x.test", Port: 80, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1", Certificates: cert}},
 			"HTTPS on 10.0.0.1:80, where another listener is HTTP"},
-		"validation on HTTP": {[]Listener{{Name: "l", Port: 80, Address: "10.0.0.1", ClientValidation: &ClientValidation{CACertificates: leaf.certPEM()}}}, "not HTTPS"},
-		"junk client CA": {[]Listener{{Name: "l", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: cert, ClientValidation: &ClientValidation{CACertificates: "junk"}}},
+		"validation on HTTP": {[]proxycfg.Listener{{Name: "l", Port: 80, Address: "10.0.0.1", ClientValidation: &proxycfg.ClientValidation{CACertificates: leaf.certPEM()}}}, "not HTTPS"},
+		"junk client CA": {[]proxycfg.Listener{{Name: "l", Port: 443, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1", Certificates: cert, ClientValidation: &proxycfg.ClientValidation{CACertificates: "junk"}}},
 			"no usable PEM certificate"},
-		"validations differ on a port": {[]Listener{
-			{Name: "a", Hostname: "a.test", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: cert, ClientValidation: &ClientValidation{CACertificates: leaf.certPEM()}},
-			{Name: "b", Hostname: "b.test", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: cert}},
+		"validations differ on a port": {[]proxycfg.Listener{
+			{Name: "a", Hostname: "a.test", Port: 443, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1", Certificates: cert, ClientValidation: &proxycfg.ClientValidation{CACertificates: leaf.certPEM()}},
+			{Name: "b", Hostname: "b.test", Port: 443, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1", Certificates: cert}},
 			"client certificate validation differs"},
-		"bad certificate": {[]Listener{{Name: "l", Port: 443, Protocol: ListenerHTTPS, Address: "10.0.0.1", Certificates: []Certificate{{Cert: "junk", Key: "junk"}}}}, "certificates[0]"},
+		"bad certificate": {[]proxycfg.Listener{{Name: "l", Port: 443, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1", Certificates: []proxycfg.Certificate{{Cert: "junk", Key: "junk"}}}}, "certificates[0]"},
 	} {
 		p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		err := p.Load(&Config{Schema: SchemaVersion, Version: "bad", Listeners: c.ls})
+		err := p.Load(&proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: "bad", Listeners: c.ls})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", name, err, c.want)
 		}
@@ -259,13 +261,13 @@ func TestGatewayClientValidation(t *testing.T) {
 	fromB := btlsLeafCN(t, caB, "client-b", nil, nil, x509.ExtKeyUsageClientAuth)
 	backend := startBackend(t, echo("mtls"))
 	required, fallback := freePort(t), freePort(t)
-	listener := func(name string, port int, cv *ClientValidation) Listener {
-		return Listener{Name: name, Hostname: "mtls.test", Port: port, Protocol: ListenerHTTPS, Address: "127.0.0.7",
-			Certificates: []Certificate{{Cert: srv.certPEM(), Key: srv.keyPEM(t)}}, ClientValidation: cv}
+	listener := func(name string, port int, cv *proxycfg.ClientValidation) proxycfg.Listener {
+		return proxycfg.Listener{Name: name, Hostname: "mtls.test", Port: port, Protocol: proxycfg.ListenerHTTPS, Address: "127.0.0.7",
+			Certificates: []proxycfg.Certificate{{Cert: srv.certPEM(), Key: srv.keyPEM(t)}}, ClientValidation: cv}
 	}
 	cfg, p := serveOneRoute(t, backend,
-		listener("gw/required", required, &ClientValidation{CACertificates: caA.certPEM()}),
-		listener("gw/fallback", fallback, &ClientValidation{CACertificates: caA.certPEM(), AllowInsecureFallback: true}))
+		listener("gw/required", required, &proxycfg.ClientValidation{CACertificates: caA.certPEM()}),
+		listener("gw/fallback", fallback, &proxycfg.ClientValidation{CACertificates: caA.certPEM(), AllowInsecureFallback: true}))
 	r := cfg.Routes[0]
 
 	roots := x509.NewCertPool()
@@ -315,7 +317,7 @@ func TestGatewayClientValidation(t *testing.T) {
 				one.Listeners = append(one.Listeners, l)
 			}
 		}
-		one.Routes = []Route{r}
+		one.Routes = []proxycfg.Route{r}
 		one.Routes[0].Listeners = []string{c.listener}
 		if err := p.Load(&one); err != nil {
 			t.Fatal(err)
@@ -328,7 +330,7 @@ func TestGatewayClientValidation(t *testing.T) {
 	}
 
 	// Another CA, on the open socket.
-	cfg.Listeners[0].ClientValidation = &ClientValidation{CACertificates: caB.certPEM()}
+	cfg.Listeners[0].ClientValidation = &proxycfg.ClientValidation{CACertificates: caB.certPEM()}
 	cfg.Version = "mtls-2"
 	if err := p.Load(cfg); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // End-to-end tests of gRPC-shaped traffic without a gRPC library: the
@@ -105,21 +107,21 @@ func grpcRequest(ctx context.Context, e *testEnv, method string, body []byte) *h
 
 // grpcTLSBackend serves h over TLS with h2 and returns its address and the
 // cluster TLS settings that reach it.
-func grpcTLSBackend(t *testing.T, h http.HandlerFunc) (string, TLSSettings) {
+func grpcTLSBackend(t *testing.T, h http.HandlerFunc) (string, proxycfg.TLSSettings) {
 	t.Helper()
 	ca := ptCA(t, "grpc CA")
 	leaf := ptLeaf(t, ca, "grpc", []string{"grpc.internal"}, nil, x509.ExtKeyUsageServerAuth)
 	addr := ptTLSBackend(t, &tls.Config{Certificates: []tls.Certificate{leaf.tlsCert()}}, true, h)
-	return addr, TLSSettings{SNI: "grpc.internal", CAPEM: ca.certPEM(), H2: true}
+	return addr, proxycfg.TLSSettings{SNI: "grpc.internal", CAPEM: ca.certPEM(), H2: true}
 }
 
 // grpcClusters starts h behind each kind of HTTP/2 cluster.
-func grpcClusters(t *testing.T, h http.HandlerFunc) map[string]Cluster {
+func grpcClusters(t *testing.T, h http.HandlerFunc) map[string]proxycfg.Cluster {
 	t.Helper()
 	h2c := cluster("b", h2cBackend(t, h))
-	h2c.Protocol = ProtoH2C
+	h2c.Protocol = proxycfg.ProtoH2C
 	addr, s := grpcTLSBackend(t, h)
-	return map[string]Cluster{"h2c": h2c, "tls": ptTLSCluster("b", addr, s)}
+	return map[string]proxycfg.Cluster{"h2c": h2c, "tls": ptTLSCluster("b", addr, s)}
 }
 
 func TestGRPCE2EUnary(t *testing.T) {
@@ -127,7 +129,7 @@ func TestGRPCE2EUnary(t *testing.T) {
 	for kind, c := range grpcClusters(t, grpcEcho("svc")) {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			e := ptEnv(t, config([]Route{{Name: "g", Kind: KindGRPC, Rules: []Rule{to("b")}}}, c))
+			e := ptEnv(t, config([]proxycfg.Route{{Name: "g", Kind: proxycfg.KindGRPC, Rules: []proxycfg.Rule{to("b")}}}, c))
 			for i := range 3 { // the later calls reuse the connections
 				msg := "hello-" + strconv.Itoa(i)
 				res, body := e.do(e.h2, grpcRequest(t.Context(), e, "/echo.Echo/Say", grpcFrame(msg)))
@@ -200,7 +202,7 @@ func TestGRPCE2EServerStreaming(t *testing.T) {
 	}
 	for kind, c := range grpcClusters(t, h) {
 		t.Run(kind, func(t *testing.T) {
-			e := ptEnv(t, config([]Route{{Name: "g", Kind: KindGRPC, Rules: []Rule{to("b")}}}, c))
+			e := ptEnv(t, config([]proxycfg.Route{{Name: "g", Kind: proxycfg.KindGRPC, Rules: []proxycfg.Rule{to("b")}}}, c))
 			s := stream{next: make(chan struct{}), abort: make(chan struct{}), done: make(chan error, 1)}
 			t.Cleanup(func() { close(s.abort) }) // before the servers close
 			streams <- s
@@ -248,12 +250,12 @@ func TestGRPCE2EServerStreaming(t *testing.T) {
 func TestGRPCE2EProxyErrors(t *testing.T) {
 	t.Parallel()
 	empty := cluster("empty")
-	empty.Protocol = ProtoH2C
+	empty.Protocol = proxycfg.ProtoH2C
 	down := cluster("down", closedAddr(t))
-	down.Protocol = ProtoH2C
-	cfg := config([]Route{{Name: "g", Kind: KindGRPC, Rules: []Rule{
-		{Matches: []Match{{Path: &PathMatch{Type: PathPrefix, Value: "/empty.Svc/"}}}, Backends: []BackendRef{{Cluster: "empty", Weight: 1}}},
-		{Matches: []Match{{Path: &PathMatch{Type: PathPrefix, Value: "/down.Svc/"}}}, Backends: []BackendRef{{Cluster: "down", Weight: 1}}},
+	down.Protocol = proxycfg.ProtoH2C
+	cfg := config([]proxycfg.Route{{Name: "g", Kind: proxycfg.KindGRPC, Rules: []proxycfg.Rule{
+		{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/empty.Svc/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "empty", Weight: 1}}},
+		{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/down.Svc/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "down", Weight: 1}}},
 	}}}, empty, down)
 	e := ptEnv(t, cfg)
 	for _, c := range []struct {

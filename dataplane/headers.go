@@ -6,6 +6,7 @@ import (
 	"net/textproto"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // headerPlan is the combined effect of a chain of header modifiers,
@@ -32,7 +33,7 @@ type headerOp struct {
 
 // compileHeaderPlan folds modifiers, in order, into one plan. Names are
 // canonicalised; values are checked as RFC 9110 field values.
-func compileHeaderPlan(mods ...*HeaderModifier) (*headerPlan, error) {
+func compileHeaderPlan(mods ...*proxycfg.HeaderModifier) (*headerPlan, error) {
 	p := &headerPlan{}
 	for _, m := range mods {
 		if m == nil {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Where every port is served at once, the client's scheme picks between
@@ -14,19 +16,19 @@ import (
 func TestOriginPicksListenerByScheme(t *testing.T) {
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer p.Close()
-	cfg := &Config{
-		Schema: SchemaVersion,
-		Listeners: []Listener{
-			{Name: "gw/http", Hostname: "app.example.com", Port: 80, Protocol: ListenerHTTP},
-			{Name: "gw/https", Hostname: "app.example.com", Port: 443, Protocol: ListenerHTTPS},
-			{Name: "gw/https-only", Hostname: "secure.example.com", Port: 443, Protocol: ListenerHTTPS},
+	cfg := &proxycfg.Config{
+		Schema: proxycfg.SchemaVersion,
+		Listeners: []proxycfg.Listener{
+			{Name: "gw/http", Hostname: "app.example.com", Port: 80, Protocol: proxycfg.ListenerHTTP},
+			{Name: "gw/https", Hostname: "app.example.com", Port: 443, Protocol: proxycfg.ListenerHTTPS},
+			{Name: "gw/https-only", Hostname: "secure.example.com", Port: 443, Protocol: proxycfg.ListenerHTTPS},
 			{Name: "gw/plain", Hostname: "plain.example.com", Port: 8080},
 		},
-		Routes: []Route{
-			{Namespace: "ns", Name: "redirect", Listeners: []string{"gw/http"}, Rules: []Rule{{
-				Filters: []Filter{{Type: FilterRequestRedirect, RequestRedirect: &Redirect{Scheme: "https", StatusCode: 301}}},
+		Routes: []proxycfg.Route{
+			{Namespace: "ns", Name: "redirect", Listeners: []string{"gw/http"}, Rules: []proxycfg.Rule{{
+				Filters: []proxycfg.Filter{{Type: proxycfg.FilterRequestRedirect, RequestRedirect: &proxycfg.Redirect{Scheme: "https", StatusCode: 301}}},
 			}}},
-			{Namespace: "ns", Name: "app", Listeners: []string{"gw/https", "gw/https-only", "gw/plain"}, Rules: []Rule{{FailStatus: 418}}},
+			{Namespace: "ns", Name: "app", Listeners: []string{"gw/https", "gw/https-only", "gw/plain"}, Rules: []proxycfg.Rule{{FailStatus: 418}}},
 		},
 	}
 	if err := p.Load(cfg); err != nil {
@@ -70,7 +72,7 @@ func TestOriginPicksListenerByScheme(t *testing.T) {
 func TestListenerProtocolChecked(t *testing.T) {
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer p.Close()
-	err := p.Load(&Config{Schema: SchemaVersion, Listeners: []Listener{{Name: "l", Protocol: "TCP"}}})
+	err := p.Load(&proxycfg.Config{Schema: proxycfg.SchemaVersion, Listeners: []proxycfg.Listener{{Name: "l", Protocol: "TCP"}}})
 	if err == nil {
 		t.Fatal("a TCP listener was accepted")
 	}

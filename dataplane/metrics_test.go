@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // scrape is one /metrics answer: the text, and each sample line's value
@@ -117,15 +119,15 @@ func TestAdminAndMetrics(t *testing.T) {
 		<-release
 		io.WriteString(w, "slow")
 	})
-	cfg := config([]Route{
-		{Name: "fast", Hostnames: []string{"app.example"}, Rules: []Rule{to("a")}},
-		{Name: "slow", Hostnames: []string{"slow.example"}, Rules: []Rule{to("b")}},
+	cfg := config([]proxycfg.Route{
+		{Name: "fast", Hostnames: []string{"app.example"}, Rules: []proxycfg.Rule{to("a")}},
+		{Name: "slow", Hostnames: []string{"slow.example"}, Rules: []proxycfg.Rule{to("b")}},
 	}, cluster("a", fast), cluster("b", slow))
 	cfg.Version = "v1"
 	if err := e.p.Load(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.p.Load(&Config{Schema: "nonsense"}); err == nil {
+	if err := e.p.Load(&proxycfg.Config{Schema: "nonsense"}); err == nil {
 		t.Fatal("a config with the wrong schema was accepted")
 	}
 
@@ -225,7 +227,7 @@ func TestAdminAndMetrics(t *testing.T) {
 	s.want(t, "tunnelgate_cluster_updates_total", "1")
 
 	// A new config replaces the version and drops the removed cluster.
-	cfg = config([]Route{{Name: "fast", Hostnames: []string{"app.example"}, Rules: []Rule{to("a")}}}, cluster("a", fast))
+	cfg = config([]proxycfg.Route{{Name: "fast", Hostnames: []string{"app.example"}, Rules: []proxycfg.Rule{to("a")}}}, cluster("a", fast))
 	cfg.Version = "v2"
 	if err := e.p.Load(cfg); err != nil {
 		t.Fatal(err)

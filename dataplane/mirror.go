@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // mirror is a compiled RequestMirror filter: a share of requests is copied
@@ -29,7 +30,7 @@ type mirror struct {
 // cannot hold a slot for ever.
 const mirrorTimeout = 30 * time.Second
 
-func compileMirror(m *Mirror, cluster func(name string) *clusterSlot) (*mirror, error) {
+func compileMirror(m *proxycfg.Mirror, cluster func(name string) *clusterSlot) (*mirror, error) {
 	if m.Cluster == "" {
 		return nil, fmt.Errorf("RequestMirror needs a cluster")
 	}

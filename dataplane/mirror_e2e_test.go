@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // mirrorHit is what a mirror backend saw of one request.
@@ -46,7 +48,7 @@ func startMirrorSink(t *testing.T, proto string, gate <-chan struct{}, hold time
 		}
 		io.WriteString(w, "mirror answer, ignored")
 	}
-	if proto == ProtoH2C {
+	if proto == proxycfg.ProtoH2C {
 		s.addr = h2cBackend(t, h)
 	} else {
 		s.addr = startBackend(t, h)
@@ -54,7 +56,7 @@ func startMirrorSink(t *testing.T, proto string, gate <-chan struct{}, hold time
 	return s
 }
 
-func (s *mirrorSink) cluster(name, proto string) Cluster {
+func (s *mirrorSink) cluster(name, proto string) proxycfg.Cluster {
 	c := cluster(name, s.addr)
 	c.Protocol = proto
 	return c
@@ -84,22 +86,22 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func mirrorFilter(cl string, percent *int) Filter {
-	return Filter{Type: FilterRequestMirror, RequestMirror: &Mirror{Cluster: cl, Percent: percent}}
+func mirrorFilter(cl string, percent *int) proxycfg.Filter {
+	return proxycfg.Filter{Type: proxycfg.FilterRequestMirror, RequestMirror: &proxycfg.Mirror{Cluster: cl, Percent: percent}}
 }
 
 func TestE2EMirrorCopiesRequest(t *testing.T) {
-	for _, proto := range []string{ProtoHTTP1, ProtoH2C} {
+	for _, proto := range []string{proxycfg.ProtoHTTP1, proxycfg.ProtoH2C} {
 		t.Run(proto, func(t *testing.T) {
 			be := startBackend(t, echo("primary"))
 			sink := startMirrorSink(t, proto, nil, 0)
 			r := to("a")
-			r.Filters = []Filter{
-				feReqMod(HeaderModifier{Set: feHdrs("X-Filtered", "yes"), Remove: []string{"X-Secret"}}),
+			r.Filters = []proxycfg.Filter{
+				feReqMod(proxycfg.HeaderModifier{Set: feHdrs("X-Filtered", "yes"), Remove: []string{"X-Secret"}}),
 				mirrorFilter("m", nil),
 			}
-			r.Backends[0].Filters = []Filter{feReqMod(HeaderModifier{Add: feHdrs("X-Backend-Filter", "b")})}
-			e := newTestEnv(t, config([]Route{route("r", r)}, cluster("a", be), sink.cluster("m", proto)))
+			r.Backends[0].Filters = []proxycfg.Filter{feReqMod(proxycfg.HeaderModifier{Add: feHdrs("X-Backend-Filter", "b")})}
+			e := newTestEnv(t, config([]proxycfg.Route{route("r", r)}, cluster("a", be), sink.cluster("m", proto)))
 
 			const payload = "hello mirror"
 			res, body := feSend(t, e.client, "POST", e.bound.Origin, "app.example.com", "/mirror/path?q=1&r=%20", strings.NewReader(payload),
@@ -146,17 +148,17 @@ func TestE2EMirrorCopiesRequest(t *testing.T) {
 
 func TestE2EMirrorPercentZeroNeverMirrors(t *testing.T) {
 	be := startBackend(t, echo("primary"))
-	never := startMirrorSink(t, ProtoHTTP1, nil, 0)
-	never2 := startMirrorSink(t, ProtoHTTP1, nil, 0)
-	always := startMirrorSink(t, ProtoHTTP1, nil, 0)
+	never := startMirrorSink(t, proxycfg.ProtoHTTP1, nil, 0)
+	never2 := startMirrorSink(t, proxycfg.ProtoHTTP1, nil, 0)
+	always := startMirrorSink(t, proxycfg.ProtoHTTP1, nil, 0)
 	zero, hundred := 0, 100
 	r := to("a")
-	r.Filters = []Filter{
+	r.Filters = []proxycfg.Filter{
 		mirrorFilter("never", &zero),
-		{Type: FilterRequestMirror, RequestMirror: &Mirror{Cluster: "never2", Fraction: &Fraction{Numerator: 0, Denominator: 1000}}},
+		{Type: proxycfg.FilterRequestMirror, RequestMirror: &proxycfg.Mirror{Cluster: "never2", Fraction: &proxycfg.Fraction{Numerator: 0, Denominator: 1000}}},
 		mirrorFilter("always", &hundred),
 	}
-	e := newTestEnv(t, config([]Route{route("r", r)},
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", r)},
 		cluster("a", be), cluster("never", never.addr), cluster("never2", never2.addr), cluster("always", always.addr)))
 	const n = 50
 	for range n {
@@ -180,11 +182,11 @@ func TestE2EMirrorPercentZeroNeverMirrors(t *testing.T) {
 func TestE2EMirrorDoesNotSlowClient(t *testing.T) {
 	be := startBackend(t, echo("primary"))
 	gate := make(chan struct{})
-	sink := startMirrorSink(t, ProtoHTTP1, gate, 2*time.Second)
+	sink := startMirrorSink(t, proxycfg.ProtoHTTP1, gate, 2*time.Second)
 	t.Cleanup(func() { close(gate) }) // runs before the sink's server closes
 	r := to("a")
-	r.Filters = []Filter{mirrorFilter("m", nil)}
-	e := newTestEnv(t, config([]Route{route("r", r)}, cluster("a", be), sink.cluster("m", ProtoHTTP1)))
+	r.Filters = []proxycfg.Filter{mirrorFilter("m", nil)}
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", r)}, cluster("a", be), sink.cluster("m", proxycfg.ProtoHTTP1)))
 
 	for _, method := range []string{"GET", "POST"} {
 		var body io.Reader
@@ -210,7 +212,7 @@ func TestE2EMirrorDoesNotSlowClient(t *testing.T) {
 func TestE2EMirrorLimitDropsExtra(t *testing.T) {
 	be := startBackend(t, echo("primary"))
 	gate := make(chan struct{})
-	sink := startMirrorSink(t, ProtoHTTP1, gate, 30*time.Second)
+	sink := startMirrorSink(t, proxycfg.ProtoHTTP1, gate, 30*time.Second)
 	var once atomic.Bool
 	release := func() {
 		if once.CompareAndSwap(false, true) {
@@ -219,8 +221,8 @@ func TestE2EMirrorLimitDropsExtra(t *testing.T) {
 	}
 	t.Cleanup(release)
 	r := to("a")
-	r.Filters = []Filter{mirrorFilter("m", nil)}
-	e := newTestEnv(t, config([]Route{route("r", r)}, cluster("a", be), sink.cluster("m", ProtoHTTP1)),
+	r.Filters = []proxycfg.Filter{mirrorFilter("m", nil)}
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", r)}, cluster("a", be), sink.cluster("m", proxycfg.ProtoHTTP1)),
 		func(o *Options) { o.MaxMirrors = 1 })
 	stats := e.p.Stats()
 
@@ -266,10 +268,10 @@ func TestE2EMirrorLimitDropsExtra(t *testing.T) {
 
 func TestE2EMirrorLargeBodyNotMirrored(t *testing.T) {
 	be := startBackend(t, echo("primary"))
-	sink := startMirrorSink(t, ProtoHTTP1, nil, 0)
+	sink := startMirrorSink(t, proxycfg.ProtoHTTP1, nil, 0)
 	r := to("a")
-	r.Filters = []Filter{mirrorFilter("m", nil)}
-	e := newTestEnv(t, config([]Route{route("r", r)}, cluster("a", be), sink.cluster("m", ProtoHTTP1)))
+	r.Filters = []proxycfg.Filter{mirrorFilter("m", nil)}
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", r)}, cluster("a", be), sink.cluster("m", proxycfg.ProtoHTTP1)))
 	stats := e.p.Stats()
 
 	big := strings.Repeat("b", maxReplayBody+1)

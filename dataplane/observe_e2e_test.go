@@ -16,12 +16,13 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // tracedEnv is a proxy tracing every request into an in-memory exporter,
 // exporting every few milliseconds.
-func tracedEnv(t *testing.T, cfg *Config, opts ...func(*Options)) (*testEnv, *tracetest.InMemoryExporter) {
+func tracedEnv(t *testing.T, cfg *proxycfg.Config, opts ...func(*Options)) (*testEnv, *tracetest.InMemoryExporter) {
 	exp := tracetest.NewInMemoryExporter()
 	tr := NewTracer(TracerOptions{Exporter: exp, Interval: 5 * time.Millisecond})
 	t.Cleanup(tr.Close)
@@ -104,9 +105,9 @@ func TestTracingSpansAndTraceparent(t *testing.T) {
 
 	rule := to("app")
 	rule.Name = "main"
-	rule.Retry = &Retry{Codes: []int{503}, Attempts: 1}
-	rule.Filters = []Filter{mirrorFilter("shadow", nil)}
-	e, exp := tracedEnv(t, config([]Route{route("traced", rule)}, cluster("app", be), cluster("shadow", mb)))
+	rule.Retry = &proxycfg.Retry{Codes: []int{503}, Attempts: 1}
+	rule.Filters = []proxycfg.Filter{mirrorFilter("shadow", nil)}
+	e, exp := tracedEnv(t, config([]proxycfg.Route{route("traced", rule)}, cluster("app", be), cluster("shadow", mb)))
 
 	res, body := e.get("app.example.com", "/orders?id=7",
 		"Traceparent", "00-"+clientTraceID+"-"+clientSpanID+"-01", "Tracestate", "vendor=x")
@@ -181,8 +182,8 @@ func TestTracingH2AndUnrouted(t *testing.T) {
 	seen := make(chan string, 1)
 	be := h2cBackend(t, func(w http.ResponseWriter, r *http.Request) { seen <- r.Header.Get("Traceparent") })
 	c := cluster("grpc", be)
-	c.Protocol = ProtoH2C
-	e, exp := tracedEnv(t, config([]Route{route("h2", to("grpc"))}, c))
+	c.Protocol = proxycfg.ProtoH2C
+	e, exp := tracedEnv(t, config([]proxycfg.Route{route("h2", to("grpc"))}, c))
 
 	if res, _ := e.get("x", "/"); res.StatusCode != 200 {
 		t.Fatalf("status %d", res.StatusCode)
@@ -221,7 +222,7 @@ func TestTracingWebSocket(t *testing.T) {
 		seen <- r.Header.Get("Traceparent")
 		ws(w, r)
 	})
-	e, exp := tracedEnv(t, config([]Route{route("chat", to("ws"))}, cluster("ws", be)))
+	e, exp := tracedEnv(t, config([]proxycfg.Route{route("chat", to("ws"))}, cluster("ws", be)))
 	c, res := wsHandshake(t, e.bound.Origin, "chat.example.com")
 	if res.StatusCode != 101 {
 		t.Fatalf("handshake: status %d", res.StatusCode)
@@ -243,7 +244,7 @@ func TestTracingWebSocket(t *testing.T) {
 func TestTraceparentPassesThroughWhenTracingIsOff(t *testing.T) {
 	seen := make(chan string, 1)
 	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) { seen <- r.Header.Get("Traceparent") })
-	e := newTestEnv(t, config([]Route{route("r", to("c"))}, cluster("c", be)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", be)))
 	tp := "00-" + clientTraceID + "-" + clientSpanID + "-01"
 	e.get("x", "/", "Traceparent", tp)
 	if got := <-seen; got != tp {
@@ -293,7 +294,7 @@ func TestAccessLogLines(t *testing.T) {
 	var out testproc.SyncBuffer
 	al := NewAccessLog(&out, AccessLogOptions{})
 	rule := to("app")
-	e, _ := tracedEnv(t, config([]Route{route("shop", rule)}, cluster("app", be)), func(o *Options) { o.AccessLog = al })
+	e, _ := tracedEnv(t, config([]proxycfg.Route{route("shop", rule)}, cluster("app", be)), func(o *Options) { o.AccessLog = al })
 
 	e.get("shop.example.com", "/cart?token=secret", "Cf-Connecting-Ip", "203.0.113.9")
 	// A target net/http's client would not send: quotes, a backslash and
@@ -351,14 +352,14 @@ func TestAccessLogOptions(t *testing.T) {
 	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) {})
 	var out testproc.SyncBuffer
 	al := NewAccessLog(&out, AccessLogOptions{OmitQuery: true})
-	e := newTestEnv(t, config([]Route{route("r", to("c"))}, cluster("c", be)), func(o *Options) { o.AccessLog = al })
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", be)), func(o *Options) { o.AccessLog = al })
 	e.get("x", "/p?q=1")
 	closeAfter(t, al, 1)
 	parseAccessLog(t, out.String())[0].want(t, "path", "/p")
 
 	var sampled testproc.SyncBuffer
 	half := NewAccessLog(&sampled, AccessLogOptions{Sample: 0.5})
-	e = newTestEnv(t, config([]Route{route("r", to("c"))}, cluster("c", be)), func(o *Options) { o.AccessLog = half })
+	e = newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", be)), func(o *Options) { o.AccessLog = half })
 	const n = 200
 	for range n {
 		e.get("x", "/")
@@ -394,7 +395,7 @@ func TestAccessLogDropsWhenTheWriterIsStuck(t *testing.T) {
 	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) {})
 	bw := &blockedWriter{release: make(chan struct{})}
 	al := NewAccessLog(bw, AccessLogOptions{Queue: 2})
-	e := newTestEnv(t, config([]Route{route("r", to("c"))}, cluster("c", be)), func(o *Options) { o.AccessLog = al })
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", be)), func(o *Options) { o.AccessLog = al })
 	const n = 20
 	for range n {
 		if res, _ := e.get("x", "/"); res.StatusCode != 200 {
@@ -427,9 +428,9 @@ func TestRouteAndUpstreamMetrics(t *testing.T) {
 	})
 	rule := to("app")
 	rule.Name = "main"
-	rule.Retry = &Retry{Codes: []int{503}, Attempts: 1}
+	rule.Retry = &proxycfg.Retry{Codes: []int{503}, Attempts: 1}
 	down := to("gone")
-	e := newTestEnv(t, config([]Route{route("shop", rule), {Name: "dead", Hostnames: []string{"dead.example.com"}, Rules: []Rule{down}}},
+	e := newTestEnv(t, config([]proxycfg.Route{route("shop", rule), {Name: "dead", Hostnames: []string{"dead.example.com"}, Rules: []proxycfg.Rule{down}}},
 		cluster("app", be), cluster("gone", closedAddr(t))))
 	e.get("x", "/")
 	e.get("x", "/")
@@ -451,7 +452,7 @@ func TestRouteAndUpstreamMetrics(t *testing.T) {
 
 	// A new config keeps the counts of the rules it keeps and drops the
 	// others.
-	if err := e.p.Load(config([]Route{route("shop", rule)}, cluster("app", be))); err != nil {
+	if err := e.p.Load(config([]proxycfg.Route{route("shop", rule)}, cluster("app", be))); err != nil {
 		t.Fatal(err)
 	}
 	s = e.scrapeMetrics()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // rawExchange writes req on a new connection to addr and returns what the
@@ -37,7 +39,7 @@ func rawExchange(t *testing.T, addr, req string) string {
 }
 
 func TestOriginServerRefusesAmbiguousRequests(t *testing.T) {
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", startBackend(t, echo("a")))))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", startBackend(t, echo("a")))))
 	for _, c := range []struct{ name, req, want string }{
 		{"length and chunked", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "400"},
 		{"two lengths", "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd", "400"},
@@ -69,7 +71,7 @@ func firstLine(s string) string {
 }
 
 func TestOriginServerPipeliningHeadAndHTTP10(t *testing.T) {
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", startBackend(t, echo("a")))))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", startBackend(t, echo("a")))))
 	// Two requests in one write, the second a HEAD: two answers, in order,
 	// the HEAD one with a length and no body.
 	got := rawExchange(t, e.bound.Origin,
@@ -89,7 +91,7 @@ func TestOriginServerPipeliningHeadAndHTTP10(t *testing.T) {
 }
 
 func TestOriginServerExpectContinueAndChunkedBody(t *testing.T) {
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", startBackend(t, echo("a")))))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", startBackend(t, echo("a")))))
 	c, err := net.Dial("tcp", e.bound.Origin)
 	if err != nil {
 		t.Fatal(err)
@@ -132,7 +134,7 @@ func TestOriginServerGracefulShutdown(t *testing.T) {
 		io.WriteString(w, "finished")
 	})
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	mustLoad(t, p, config([]Route{route("r", to("a"))}, cluster("a", be)))
+	mustLoad(t, p, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)))
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan Bound, 1)
 	done := make(chan error, 1)
@@ -184,7 +186,7 @@ func TestOriginOverUnixSocket(t *testing.T) {
 		ln.Close() // leaves a stale socket file behind
 	}
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	mustLoad(t, p, config([]Route{route("r", to("a"))}, cluster("a", startBackend(t, echo("a")))))
+	mustLoad(t, p, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", startBackend(t, echo("a")))))
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan Bound, 1)
 	done := make(chan error, 1)

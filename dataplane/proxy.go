@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // PoolSettings tune connections to each backend endpoint (see
@@ -57,7 +58,7 @@ type Proxy struct {
 	// mu serialises Load and UpdateCluster; requests never take it.
 	mu         sync.Mutex
 	slots      map[string]*clusterSlot
-	clusters   map[string]*Cluster // last accepted definition, by name
+	clusters   map[string]*proxycfg.Cluster // last accepted definition, by name
 	transports *transports
 	lastErr    error
 	// fallbackSession signs session tokens when the config has no secret.
@@ -109,7 +110,7 @@ func New(opts Options) *Proxy {
 	p := &Proxy{
 		opts:            opts,
 		slots:           map[string]*clusterSlot{},
-		clusters:        map[string]*Cluster{},
+		clusters:        map[string]*proxycfg.Cluster{},
 		transports:      newTransports(opts.Pool),
 		fallbackSession: NewSessionCodec(key),
 		ruleStats:       map[[2]string]*ruleStats{},
@@ -121,7 +122,7 @@ func New(opts Options) *Proxy {
 // Load compiles cfg and, if it is valid, makes it the config new requests
 // use. An invalid config is rejected whole, with every problem listed in
 // the error, and the previous config keeps serving.
-func (p *Proxy) Load(cfg *Config) error {
+func (p *Proxy) Load(cfg *proxycfg.Config) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	err := p.load(cfg)
@@ -137,7 +138,7 @@ func (p *Proxy) Load(cfg *Config) error {
 	return nil
 }
 
-func (p *Proxy) load(cfg *Config) error {
+func (p *Proxy) load(cfg *proxycfg.Config) error {
 	if cfg == nil {
 		return errors.New("no config")
 	}
@@ -176,7 +177,7 @@ func (p *Proxy) load(cfg *Config) error {
 	if snap.session == nil {
 		snap.session = p.fallbackSession
 	}
-	clusters := map[string]*Cluster{}
+	clusters := map[string]*proxycfg.Cluster{}
 	slots := map[string]*clusterSlot{}
 	for i := range cfg.Clusters {
 		c := cfg.Clusters[i]
@@ -197,7 +198,7 @@ func (p *Proxy) load(cfg *Config) error {
 
 // UpdateCluster replaces one cluster's definition (usually its endpoints)
 // without recompiling routes. The cluster must be in the current config.
-func (p *Proxy) UpdateCluster(c Cluster) error {
+func (p *Proxy) UpdateCluster(c proxycfg.Cluster) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := p.slots[c.Name]
@@ -239,10 +240,10 @@ func (p *Proxy) Version() string {
 // can tell which clusters changed. The map is the caller's own; the
 // definitions share slices with the configs they came from and must not
 // be modified.
-func (p *Proxy) Clusters() map[string]Cluster {
+func (p *Proxy) Clusters() map[string]proxycfg.Cluster {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make(map[string]Cluster, len(p.clusters))
+	out := make(map[string]proxycfg.Cluster, len(p.clusters))
 	for name, c := range p.clusters {
 		out[name] = *c
 	}

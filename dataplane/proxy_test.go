@@ -4,11 +4,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 func TestProxyForwardsRequestAndResponse(t *testing.T) {
 	be := startBackend(t, echo("a"))
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)))
 	res, body := e.get("app.example.com", "/x/../y/%7euser?q=1&q=2", "Connection", "X-Drop", "X-Drop", "gone", "X-Keep", "kept")
 	if res.StatusCode != 200 {
 		t.Fatalf("status %d, body %q", res.StatusCode, body)
@@ -35,7 +37,7 @@ func TestProxyDoesNotInventContentType(t *testing.T) {
 		w.Header()["Content-Type"] = nil
 		w.Write([]byte("<html>not sniffed</html>"))
 	})
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)))
 	res, _ := e.get("h", "/")
 	if v, ok := res.Header["Content-Type"]; ok {
 		t.Errorf("Content-Type %q added", v)
@@ -44,7 +46,7 @@ func TestProxyDoesNotInventContentType(t *testing.T) {
 
 func TestProxyPostBodies(t *testing.T) {
 	be := startBackend(t, echo("a"))
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)))
 	for _, size := range []int{1, 1000, 100_000, 1 << 20} {
 		payload := strings.Repeat("x", size)
 		// Known length.

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // RedirectLocation builds the absolute URL of a Location header from its
@@ -121,7 +123,7 @@ type redirect struct {
 // defaults to 302; the scheme must be http or https (any case; it is
 // stored lower-case), the port 1–65535, the hostname a DNS name without
 // port.
-func compileRedirect(r *Redirect, matchedPrefix string) (*redirect, error) {
+func compileRedirect(r *proxycfg.Redirect, matchedPrefix string) (*redirect, error) {
 	if r == nil {
 		return nil, errors.New("requestRedirect: missing filter body")
 	}

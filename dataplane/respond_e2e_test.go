@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // A 204 or 304 that carries a Content-Length reaches clients without it:
@@ -22,7 +24,7 @@ func TestNoContentLengthOnStatusesWithoutContent(t *testing.T) {
 		brw.WriteString("HTTP/1.1 " + status + "\r\nContent-Length: 5\r\nEtag: \"v1\"\r\n\r\n")
 		brw.Flush()
 	})
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)))
 	for _, path := range []string{"/204", "/304"} {
 		for name, c := range map[string]*http.Client{"HTTP/1.1": e.client, "HTTP/2": e.h2} {
 			url := e.url(path)
@@ -54,8 +56,8 @@ func TestDeclaredTrailersFromHTTP2ReachHTTP1Clients(t *testing.T) {
 		w.Header().Set("X-Checksum", "5d41402a")
 	})
 	c := cluster("a", be)
-	c.Protocol = ProtoH2C
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, c))
+	c.Protocol = proxycfg.ProtoH2C
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, c))
 	req, _ := http.NewRequest("GET", e.url("/"), nil)
 	req.Host = "h"
 	res, err := e.client.Do(req)
@@ -83,7 +85,7 @@ func TestStalledHeadFreedWhenTheClientLeaves(t *testing.T) {
 			close(freed) // the proxy closed its side
 		}
 	})
-	e := newTestEnv(t, config([]Route{route("r", to("a"))}, cluster("a", be)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)))
 	client, err := net.Dial("tcp", e.bound.Origin)
 	if err != nil {
 		t.Fatal(err)

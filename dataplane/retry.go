@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // retryPolicy is a compiled HTTPRouteRetry.
@@ -24,7 +26,7 @@ type retryPolicy struct {
 // maxRetries caps attempts: retries multiply load on a struggling backend.
 const maxRetries = 10
 
-func compileRetry(r *Retry) (*retryPolicy, error) {
+func compileRetry(r *proxycfg.Retry) (*retryPolicy, error) {
 	p := &retryPolicy{attempts: r.Attempts, backoff: time.Duration(r.Backoff)}
 	if r.Attempts < 0 || r.Attempts > maxRetries {
 		return nil, fmt.Errorf("attempts %d out of range 0-%d", r.Attempts, maxRetries)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // This file holds the path and hostname edits shared by the URLRewrite and
@@ -105,12 +107,12 @@ type pathEdit struct {
 // a URL path (space, '?', '#', control and non-ASCII bytes, a '%' that does
 // not start an escape) is percent-encoded, so a replacement can never turn
 // part of the path into a query or fragment.
-func compilePathEdit(pm *PathModifier, matchedPrefix string) (pathEdit, error) {
+func compilePathEdit(pm *proxycfg.PathModifier, matchedPrefix string) (pathEdit, error) {
 	if pm == nil {
 		return pathEdit{}, nil
 	}
 	switch pm.Type {
-	case ReplaceFullPath:
+	case proxycfg.ReplaceFullPath:
 		if pm.ReplacePrefixMatch != "" {
 			return pathEdit{}, errors.New("path modifier: replacePrefixMatch is set but type is ReplaceFullPath")
 		}
@@ -118,7 +120,7 @@ func compilePathEdit(pm *PathModifier, matchedPrefix string) (pathEdit, error) {
 			return pathEdit{}, fmt.Errorf("path modifier: replaceFullPath %q must begin with \"/\"", pm.ReplaceFullPath)
 		}
 		return pathEdit{kind: pathFull, value: escapePathValue(pm.ReplaceFullPath)}, nil
-	case ReplacePrefixPath:
+	case proxycfg.ReplacePrefixPath:
 		if pm.ReplaceFullPath != "" {
 			return pathEdit{}, errors.New("path modifier: replaceFullPath is set but type is ReplacePrefixMatch")
 		}
@@ -246,7 +248,7 @@ type rewrite struct {
 // compileRewrite validates r and compiles it for the match whose PathPrefix
 // value is matchedPrefix ("" when the match is not a PathPrefix match; that
 // is an error only for ReplacePrefixMatch).
-func compileRewrite(r *Rewrite, matchedPrefix string) (*rewrite, error) {
+func compileRewrite(r *proxycfg.Rewrite, matchedPrefix string) (*rewrite, error) {
 	if r == nil {
 		return nil, errors.New("urlRewrite: missing filter body")
 	}

@@ -3,6 +3,8 @@ package dataplane
 import (
 	"strings"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 func TestReplacePrefix(t *testing.T) {
@@ -74,31 +76,31 @@ func TestReplacePrefix(t *testing.T) {
 func TestCompilePathEdit(t *testing.T) {
 	cases := []struct {
 		name    string
-		pm      *PathModifier
+		pm      *proxycfg.PathModifier
 		prefix  string
 		path    string
 		want    string
 		wantErr string
 	}{
 		{name: "nil keeps", pm: nil, path: "/a/b", want: "/a/b"},
-		{name: "full", pm: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "/one"}, prefix: "/full/one", path: "/full/one/two", want: "/one"},
-		{name: "full without match prefix", pm: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "/x"}, path: "/anything", want: "/x"},
-		{name: "full root", pm: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "/"}, path: "/a", want: "/"},
-		{name: "full escapes", pm: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "/a b?c#d%zz%41é"}, path: "/x", want: "/a%20b%3Fc%23d%25zz%41%C3%A9"},
-		{name: "full keeps sub-delims", pm: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "/a:b@c!$&'()*+,;=-._~"}, path: "/x", want: "/a:b@c!$&'()*+,;=-._~"},
-		{name: "prefix", pm: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/xyz/"}, prefix: "/foo/", path: "/foo/bar", want: "/xyz/bar"},
-		{name: "prefix empty replacement", pm: &PathModifier{Type: ReplacePrefixPath}, prefix: "/foo", path: "/foo", want: "/"},
-		{name: "prefix escapes", pm: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/a b/"}, prefix: "/foo", path: "/foo/c", want: "/a%20b/c"},
+		{name: "full", pm: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "/one"}, prefix: "/full/one", path: "/full/one/two", want: "/one"},
+		{name: "full without match prefix", pm: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "/x"}, path: "/anything", want: "/x"},
+		{name: "full root", pm: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "/"}, path: "/a", want: "/"},
+		{name: "full escapes", pm: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "/a b?c#d%zz%41é"}, path: "/x", want: "/a%20b%3Fc%23d%25zz%41%C3%A9"},
+		{name: "full keeps sub-delims", pm: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "/a:b@c!$&'()*+,;=-._~"}, path: "/x", want: "/a:b@c!$&'()*+,;=-._~"},
+		{name: "prefix", pm: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/xyz/"}, prefix: "/foo/", path: "/foo/bar", want: "/xyz/bar"},
+		{name: "prefix empty replacement", pm: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath}, prefix: "/foo", path: "/foo", want: "/"},
+		{name: "prefix escapes", pm: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/a b/"}, prefix: "/foo", path: "/foo/c", want: "/a%20b/c"},
 
-		{name: "full relative", pm: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "one"}, wantErr: "must begin with"},
-		{name: "full empty", pm: &PathModifier{Type: ReplaceFullPath}, wantErr: "must begin with"},
-		{name: "full with prefix field", pm: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "/a", ReplacePrefixMatch: "/b"}, wantErr: "replacePrefixMatch is set"},
-		{name: "prefix with full field", pm: &PathModifier{Type: ReplacePrefixPath, ReplaceFullPath: "/a"}, prefix: "/p", wantErr: "replaceFullPath is set"},
-		{name: "prefix without PathPrefix match", pm: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/x"}, wantErr: "needs a PathPrefix match"},
-		{name: "prefix relative match", pm: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/x"}, prefix: "foo", wantErr: "matched prefix"},
-		{name: "prefix relative replacement", pm: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "x"}, prefix: "/foo", wantErr: "must be empty or begin"},
-		{name: "no type", pm: &PathModifier{ReplaceFullPath: "/a"}, wantErr: "type is required"},
-		{name: "unknown type", pm: &PathModifier{Type: "ReplaceRegex"}, wantErr: "unsupported type"},
+		{name: "full relative", pm: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "one"}, wantErr: "must begin with"},
+		{name: "full empty", pm: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath}, wantErr: "must begin with"},
+		{name: "full with prefix field", pm: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "/a", ReplacePrefixMatch: "/b"}, wantErr: "replacePrefixMatch is set"},
+		{name: "prefix with full field", pm: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplaceFullPath: "/a"}, prefix: "/p", wantErr: "replaceFullPath is set"},
+		{name: "prefix without PathPrefix match", pm: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/x"}, wantErr: "needs a PathPrefix match"},
+		{name: "prefix relative match", pm: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/x"}, prefix: "foo", wantErr: "matched prefix"},
+		{name: "prefix relative replacement", pm: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "x"}, prefix: "/foo", wantErr: "must be empty or begin"},
+		{name: "no type", pm: &proxycfg.PathModifier{ReplaceFullPath: "/a"}, wantErr: "type is required"},
+		{name: "unknown type", pm: &proxycfg.PathModifier{Type: "ReplaceRegex"}, wantErr: "unsupported type"},
 	}
 	for _, c := range cases {
 		pe, err := compilePathEdit(c.pm, c.prefix)
@@ -150,29 +152,29 @@ func TestIsPreciseHostname(t *testing.T) {
 func TestRewrite(t *testing.T) {
 	cases := []struct {
 		name             string
-		r                Rewrite
+		r                proxycfg.Rewrite
 		prefix           string
 		path, host       string
 		wantPath, wantHs string
 		wantErr          string
 	}{
 		// Conformance: httproute-rewrite-host.
-		{name: "host one", r: Rewrite{Hostname: "one.example.org"}, prefix: "/one", path: "/one", host: "rewrite.example", wantPath: "/one", wantHs: "one.example.org"},
-		{name: "host two", r: Rewrite{Hostname: "example.org"}, prefix: "/", path: "/two", host: "rewrite.example", wantPath: "/two", wantHs: "example.org"},
-		{name: "host keeps path", r: Rewrite{Hostname: "test.example.org"}, prefix: "/rewrite-host-and-modify-headers", path: "/rewrite-host-and-modify-headers", host: "rewrite.example:8080", wantPath: "/rewrite-host-and-modify-headers", wantHs: "test.example.org"},
+		{name: "host one", r: proxycfg.Rewrite{Hostname: "one.example.org"}, prefix: "/one", path: "/one", host: "rewrite.example", wantPath: "/one", wantHs: "one.example.org"},
+		{name: "host two", r: proxycfg.Rewrite{Hostname: "example.org"}, prefix: "/", path: "/two", host: "rewrite.example", wantPath: "/two", wantHs: "example.org"},
+		{name: "host keeps path", r: proxycfg.Rewrite{Hostname: "test.example.org"}, prefix: "/rewrite-host-and-modify-headers", path: "/rewrite-host-and-modify-headers", host: "rewrite.example:8080", wantPath: "/rewrite-host-and-modify-headers", wantHs: "test.example.org"},
 		// Conformance: httproute-rewrite-path.
-		{name: "prefix", r: Rewrite{Path: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/one"}}, prefix: "/prefix/one", path: "/prefix/one/two", host: "h", wantPath: "/one/two", wantHs: "h"},
-		{name: "strip", r: Rewrite{Path: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/"}}, prefix: "/strip-prefix", path: "/strip-prefix/three", host: "h", wantPath: "/three", wantHs: "h"},
-		{name: "strip all", r: Rewrite{Path: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/"}}, prefix: "/strip-prefix", path: "/strip-prefix", host: "h", wantPath: "/", wantHs: "h"},
-		{name: "full", r: Rewrite{Path: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "/one"}}, prefix: "/full/one", path: "/full/one/two", host: "h", wantPath: "/one", wantHs: "h"},
-		{name: "full test", r: Rewrite{Path: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "/test"}}, prefix: "/full/rewrite-path-and-modify-headers", path: "/full/rewrite-path-and-modify-headers/test", host: "h", wantPath: "/test", wantHs: "h"},
-		{name: "both", r: Rewrite{Hostname: "b.example", Path: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/v2"}}, prefix: "/v1", path: "/v1/x", host: "a.example", wantPath: "/v2/x", wantHs: "b.example"},
-		{name: "empty filter", r: Rewrite{}, prefix: "/", path: "/x", host: "h:1", wantPath: "/x", wantHs: "h:1"},
+		{name: "prefix", r: proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/one"}}, prefix: "/prefix/one", path: "/prefix/one/two", host: "h", wantPath: "/one/two", wantHs: "h"},
+		{name: "strip", r: proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/"}}, prefix: "/strip-prefix", path: "/strip-prefix/three", host: "h", wantPath: "/three", wantHs: "h"},
+		{name: "strip all", r: proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/"}}, prefix: "/strip-prefix", path: "/strip-prefix", host: "h", wantPath: "/", wantHs: "h"},
+		{name: "full", r: proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "/one"}}, prefix: "/full/one", path: "/full/one/two", host: "h", wantPath: "/one", wantHs: "h"},
+		{name: "full test", r: proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "/test"}}, prefix: "/full/rewrite-path-and-modify-headers", path: "/full/rewrite-path-and-modify-headers/test", host: "h", wantPath: "/test", wantHs: "h"},
+		{name: "both", r: proxycfg.Rewrite{Hostname: "b.example", Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/v2"}}, prefix: "/v1", path: "/v1/x", host: "a.example", wantPath: "/v2/x", wantHs: "b.example"},
+		{name: "empty filter", r: proxycfg.Rewrite{}, prefix: "/", path: "/x", host: "h:1", wantPath: "/x", wantHs: "h:1"},
 
-		{name: "host with port", r: Rewrite{Hostname: "example.org:80"}, wantErr: "not a DNS name"},
-		{name: "wildcard host", r: Rewrite{Hostname: "*.example.org"}, wantErr: "not a DNS name"},
-		{name: "prefix on exact match", r: Rewrite{Path: &PathModifier{Type: ReplacePrefixPath, ReplacePrefixMatch: "/x"}}, prefix: "", wantErr: "needs a PathPrefix match"},
-		{name: "relative full path", r: Rewrite{Path: &PathModifier{Type: ReplaceFullPath, ReplaceFullPath: "x"}}, wantErr: "must begin with"},
+		{name: "host with port", r: proxycfg.Rewrite{Hostname: "example.org:80"}, wantErr: "not a DNS name"},
+		{name: "wildcard host", r: proxycfg.Rewrite{Hostname: "*.example.org"}, wantErr: "not a DNS name"},
+		{name: "prefix on exact match", r: proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/x"}}, prefix: "", wantErr: "needs a PathPrefix match"},
+		{name: "relative full path", r: proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "x"}}, wantErr: "must begin with"},
 	}
 	for _, c := range cases {
 		rw, err := compileRewrite(&c.r, c.prefix)

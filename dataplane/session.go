@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Session persistence tokens.
@@ -259,17 +260,17 @@ type sessionPolicy struct {
 // Max-Age), and a cookie lifetime applies to Cookie sessions only, so
 // Permanent with Header is refused. A Header session may not use a name
 // the HTTP machinery owns (Host, Cookie, Connection and the like).
-func compileSession(sp *SessionPersistence) (*sessionPolicy, error) {
+func compileSession(sp *proxycfg.SessionPersistence) (*sessionPolicy, error) {
 	if sp == nil {
 		return nil, nil
 	}
 	p := &sessionPolicy{name: sp.Name, absolute: time.Duration(sp.AbsoluteTimeout), idle: time.Duration(sp.IdleTimeout)}
 	switch sp.Type {
-	case "", SessionCookie:
-	case SessionHeader:
+	case "", proxycfg.SessionCookie:
+	case proxycfg.SessionHeader:
 		p.header = true
 	default:
-		return nil, fmt.Errorf("session persistence: type %q is not %q or %q", sp.Type, SessionCookie, SessionHeader)
+		return nil, fmt.Errorf("session persistence: type %q is not %q or %q", sp.Type, proxycfg.SessionCookie, proxycfg.SessionHeader)
 	}
 	kind := "cookie"
 	if p.header {
@@ -285,17 +286,17 @@ func compileSession(sp *SessionPersistence) (*sessionPolicy, error) {
 		}
 	}
 	switch sp.Lifetime {
-	case "", LifetimeSession:
-	case LifetimePermanent:
+	case "", proxycfg.LifetimeSession:
+	case proxycfg.LifetimePermanent:
 		if p.header {
-			return nil, fmt.Errorf("session persistence: lifetime %q applies to cookies only; remove it or use type %q", LifetimePermanent, SessionCookie)
+			return nil, fmt.Errorf("session persistence: lifetime %q applies to cookies only; remove it or use type %q", proxycfg.LifetimePermanent, proxycfg.SessionCookie)
 		}
 		if p.absolute <= 0 {
-			return nil, fmt.Errorf("session persistence: lifetime %q needs an absoluteTimeout (it becomes the cookie's Max-Age)", LifetimePermanent)
+			return nil, fmt.Errorf("session persistence: lifetime %q needs an absoluteTimeout (it becomes the cookie's Max-Age)", proxycfg.LifetimePermanent)
 		}
 		p.permanent = true
 	default:
-		return nil, fmt.Errorf("session persistence: lifetime %q is not %q or %q", sp.Lifetime, LifetimeSession, LifetimePermanent)
+		return nil, fmt.Errorf("session persistence: lifetime %q is not %q or %q", sp.Lifetime, proxycfg.LifetimeSession, proxycfg.LifetimePermanent)
 	}
 	if p.absolute < 0 || p.idle < 0 {
 		return nil, errors.New("session persistence: timeouts must not be negative")

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // End-to-end tests of session persistence: a rule pins a client to one
@@ -14,7 +16,7 @@ import (
 
 // sessPool starts n HTTP/1.1 (or h2c) backends "be0".."be<n-1>" and
 // returns the cluster and each backend's name by address.
-func sessPool(t *testing.T, name, proto string, n int) (Cluster, map[string]string) {
+func sessPool(t *testing.T, name, proto string, n int) (proxycfg.Cluster, map[string]string) {
 	t.Helper()
 	c := cluster(name)
 	c.Protocol = proto
@@ -22,12 +24,12 @@ func sessPool(t *testing.T, name, proto string, n int) (Cluster, map[string]stri
 	for i := range n {
 		be := name + "-be" + strconv.Itoa(i)
 		var addr string
-		if proto == ProtoH2C {
+		if proto == proxycfg.ProtoH2C {
 			addr = h2cBackend(t, echo(be))
 		} else {
 			addr = startBackend(t, echo(be))
 		}
-		c.Endpoints = append(c.Endpoints, Endpoint{Address: addr})
+		c.Endpoints = append(c.Endpoints, proxycfg.Endpoint{Address: addr})
 		names[addr] = be
 	}
 	return c, names
@@ -35,13 +37,13 @@ func sessPool(t *testing.T, name, proto string, n int) (Cluster, map[string]stri
 
 // sessEnv serves one rule with sp over the clusters; the rule sends to
 // each cluster with weight 1.
-func sessEnv(t *testing.T, sp SessionPersistence, clusters ...Cluster) *testEnv {
+func sessEnv(t *testing.T, sp proxycfg.SessionPersistence, clusters ...proxycfg.Cluster) *testEnv {
 	t.Helper()
-	ru := Rule{SessionPersistence: &sp}
+	ru := proxycfg.Rule{SessionPersistence: &sp}
 	for _, c := range clusters {
-		ru.Backends = append(ru.Backends, BackendRef{Cluster: c.Name, Weight: 1})
+		ru.Backends = append(ru.Backends, proxycfg.BackendRef{Cluster: c.Name, Weight: 1})
 	}
-	return ptEnv(t, config([]Route{route("sticky", ru)}, clusters...))
+	return ptEnv(t, config([]proxycfg.Route{route("sticky", ru)}, clusters...))
 }
 
 // sessAnswer is what one request showed.
@@ -53,10 +55,10 @@ type sessAnswer struct {
 
 // sessGet sends a request carrying tok (when not "") the way sp says and
 // reports which backend answered and what token came back.
-func sessGet(t *testing.T, e *testEnv, sp SessionPersistence, tok string, hdr ...string) sessAnswer {
+func sessGet(t *testing.T, e *testEnv, sp proxycfg.SessionPersistence, tok string, hdr ...string) sessAnswer {
 	t.Helper()
 	if tok != "" {
-		if sp.Type == SessionHeader {
+		if sp.Type == proxycfg.SessionHeader {
 			hdr = append(hdr, sp.Name, tok)
 		} else {
 			hdr = append(hdr, "Cookie", "theme=dark; "+sp.Name+"="+tok+"; lang=en")
@@ -70,7 +72,7 @@ func sessGet(t *testing.T, e *testEnv, sp SessionPersistence, tok string, hdr ..
 	if a.backend == "" {
 		t.Fatalf("no backend in %q", body)
 	}
-	if sp.Type == SessionHeader {
+	if sp.Type == proxycfg.SessionHeader {
 		a.token = res.Header.Get(sp.Name)
 		if sc := res.Header["Set-Cookie"]; len(sc) > 0 {
 			t.Errorf("a header session set a cookie: %q", sc)
@@ -101,7 +103,7 @@ func sessStart(t *testing.T, tok string) time.Time {
 
 // sessSticky sends n requests with tok and checks they all reach want,
 // and, without an idle timeout to refresh it, that none sets a new token.
-func sessSticky(t *testing.T, e *testEnv, sp SessionPersistence, tok, want string, n int) {
+func sessSticky(t *testing.T, e *testEnv, sp proxycfg.SessionPersistence, tok, want string, n int) {
 	t.Helper()
 	for i := range n {
 		a := sessGet(t, e, sp, tok)
@@ -116,7 +118,7 @@ func sessSticky(t *testing.T, e *testEnv, sp SessionPersistence, tok, want strin
 
 // sessSpread sends n requests without a session and returns a token per
 // backend reached; each response must start a session.
-func sessSpread(t *testing.T, e *testEnv, sp SessionPersistence, n int) map[string]string {
+func sessSpread(t *testing.T, e *testEnv, sp proxycfg.SessionPersistence, n int) map[string]string {
 	t.Helper()
 	seen := map[string]string{}
 	for i := range n {
@@ -131,10 +133,10 @@ func sessSpread(t *testing.T, e *testEnv, sp SessionPersistence, n int) map[stri
 
 func TestSessionE2ECookie(t *testing.T) {
 	t.Parallel()
-	for _, proto := range []string{ProtoHTTP1, ProtoH2C} {
+	for _, proto := range []string{proxycfg.ProtoHTTP1, proxycfg.ProtoH2C} {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
-			sp := SessionPersistence{Name: "tg-session", Type: SessionCookie}
+			sp := proxycfg.SessionPersistence{Name: "tg-session", Type: proxycfg.SessionCookie}
 			pool, _ := sessPool(t, "pool", proto, 3)
 			e := sessEnv(t, sp, pool)
 
@@ -163,8 +165,8 @@ func TestSessionE2ECookie(t *testing.T) {
 
 func TestSessionE2EHeader(t *testing.T) {
 	t.Parallel()
-	sp := SessionPersistence{Name: "X-Session", Type: SessionHeader}
-	pool, _ := sessPool(t, "pool", ProtoHTTP1, 3)
+	sp := proxycfg.SessionPersistence{Name: "X-Session", Type: proxycfg.SessionHeader}
+	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
 	if first.token == "" {
@@ -188,9 +190,9 @@ func TestSessionE2EHeader(t *testing.T) {
 // names the cluster as well as the endpoint.
 func TestSessionE2ETwoClusters(t *testing.T) {
 	t.Parallel()
-	sp := SessionPersistence{Name: "tg-session"}
-	blue, _ := sessPool(t, "blue", ProtoHTTP1, 2)
-	green, _ := sessPool(t, "green", ProtoH2C, 2)
+	sp := proxycfg.SessionPersistence{Name: "tg-session"}
+	blue, _ := sessPool(t, "blue", proxycfg.ProtoHTTP1, 2)
+	green, _ := sessPool(t, "green", proxycfg.ProtoH2C, 2)
 	e := sessEnv(t, sp, blue, green)
 	seen := sessSpread(t, e, sp, 60)
 	if len(seen) < 3 {
@@ -203,8 +205,8 @@ func TestSessionE2ETwoClusters(t *testing.T) {
 
 func TestSessionE2ETamperedCookie(t *testing.T) {
 	t.Parallel()
-	sp := SessionPersistence{Name: "tg-session"}
-	pool, _ := sessPool(t, "pool", ProtoHTTP1, 3)
+	sp := proxycfg.SessionPersistence{Name: "tg-session"}
+	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
 	tampered := []byte(first.token)
@@ -230,8 +232,8 @@ func TestSessionE2ETamperedCookie(t *testing.T) {
 // endpoint that left the cluster moves to another and is re-issued.
 func TestSessionE2EEndpointRemoved(t *testing.T) {
 	t.Parallel()
-	sp := SessionPersistence{Name: "tg-session"}
-	pool, names := sessPool(t, "pool", ProtoHTTP1, 3)
+	sp := proxycfg.SessionPersistence{Name: "tg-session"}
+	pool, names := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
 	sessSticky(t, e, sp, first.token, first.backend, 5)
@@ -264,8 +266,8 @@ func TestSessionE2EEndpointRemoved(t *testing.T) {
 // seconds, stay in one session.
 func TestSessionE2EIdleRefresh(t *testing.T) {
 	t.Parallel()
-	sp := SessionPersistence{Name: "tg-session", IdleTimeout: Duration(time.Second)}
-	pool, _ := sessPool(t, "pool", ProtoHTTP1, 3)
+	sp := proxycfg.SessionPersistence{Name: "tg-session", IdleTimeout: proxycfg.Duration(time.Second)}
+	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
 	start := sessStart(t, first.token)
@@ -294,8 +296,8 @@ func TestSessionE2EIdleRefresh(t *testing.T) {
 func TestSessionE2EIdleExpiry(t *testing.T) {
 	t.Parallel()
 	const idle = time.Second
-	sp := SessionPersistence{Name: "tg-session", IdleTimeout: Duration(idle)}
-	pool, _ := sessPool(t, "pool", ProtoHTTP1, 3)
+	sp := proxycfg.SessionPersistence{Name: "tg-session", IdleTimeout: proxycfg.Duration(idle)}
+	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
 	lastUse := time.Now() // the token's last use is no later than this
@@ -316,8 +318,8 @@ func TestSessionE2EIdleExpiry(t *testing.T) {
 func TestSessionE2EAbsoluteTimeout(t *testing.T) {
 	t.Parallel()
 	const absolute = 2 * time.Second
-	sp := SessionPersistence{Name: "tg-session", AbsoluteTimeout: Duration(absolute)}
-	pool, _ := sessPool(t, "pool", ProtoHTTP1, 3)
+	sp := proxycfg.SessionPersistence{Name: "tg-session", AbsoluteTimeout: proxycfg.Duration(absolute)}
+	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	before := time.Now()
 	first := sessGet(t, e, sp, "")
@@ -352,8 +354,8 @@ func TestSessionE2EAbsoluteTimeout(t *testing.T) {
 
 func TestSessionE2EPermanentCookie(t *testing.T) {
 	t.Parallel()
-	sp := SessionPersistence{Name: "tg-session", Lifetime: LifetimePermanent, AbsoluteTimeout: Duration(time.Hour)}
-	pool, _ := sessPool(t, "pool", ProtoHTTP1, 3)
+	sp := proxycfg.SessionPersistence{Name: "tg-session", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)}
+	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	a := sessGet(t, e, sp, "")
 	res := http.Response{Header: http.Header{"Set-Cookie": {a.setCookie}}}
@@ -371,8 +373,8 @@ func TestSessionE2EPermanentCookie(t *testing.T) {
 // client's scheme: TLS to the proxy, or https as cloudflared reports it.
 func TestSessionE2ESecureCookie(t *testing.T) {
 	t.Parallel()
-	sp := SessionPersistence{Name: "tg-session"}
-	pool, _ := sessPool(t, "pool", ProtoHTTP1, 2)
+	sp := proxycfg.SessionPersistence{Name: "tg-session"}
+	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 2)
 	e := sessEnv(t, sp, pool)
 	a := sessGet(t, e, sp, "", "X-Forwarded-Proto", "https")
 	if !strings.Contains(a.setCookie, "; Secure") {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 var (
@@ -195,7 +196,7 @@ func TestSessionConcurrent(t *testing.T) {
 	}
 }
 
-func mustCompileSession(t *testing.T, sp *SessionPersistence) *sessionPolicy {
+func mustCompileSession(t *testing.T, sp *proxycfg.SessionPersistence) *sessionPolicy {
 	t.Helper()
 	p, err := compileSession(sp)
 	if err != nil {
@@ -208,41 +209,41 @@ func TestCompileSession(t *testing.T) {
 	if p, err := compileSession(nil); p != nil || err != nil {
 		t.Errorf("nil: %v, %v", p, err)
 	}
-	p := mustCompileSession(t, &SessionPersistence{Name: "sess"})
+	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "sess"})
 	if p.header || p.permanent {
 		t.Errorf("defaults: %+v", p)
 	}
-	p = mustCompileSession(t, &SessionPersistence{Name: "x-session-id", Type: SessionHeader})
+	p = mustCompileSession(t, &proxycfg.SessionPersistence{Name: "x-session-id", Type: proxycfg.SessionHeader})
 	if !p.header || p.headerKey != "X-Session-Id" {
 		t.Errorf("header: %+v", p)
 	}
-	p = mustCompileSession(t, &SessionPersistence{Name: "s", Lifetime: LifetimePermanent, AbsoluteTimeout: Duration(time.Hour)})
+	p = mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)})
 	if !p.permanent || p.absolute != time.Hour {
 		t.Errorf("permanent: %+v", p)
 	}
-	mustCompileSession(t, &SessionPersistence{Name: "s", Type: SessionHeader, Lifetime: LifetimeSession})
-	mustCompileSession(t, &SessionPersistence{Name: "!#$%&'*+-.^_`|~09azAZ"})
-	mustCompileSession(t, &SessionPersistence{Name: strings.Repeat("n", 128)})
+	mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s", Type: proxycfg.SessionHeader, Lifetime: proxycfg.LifetimeSession})
+	mustCompileSession(t, &proxycfg.SessionPersistence{Name: "!#$%&'*+-.^_`|~09azAZ"})
+	mustCompileSession(t, &proxycfg.SessionPersistence{Name: strings.Repeat("n", 128)})
 
 	bad := []struct {
-		sp   SessionPersistence
+		sp   proxycfg.SessionPersistence
 		want string
 	}{
-		{SessionPersistence{}, "empty"},
-		{SessionPersistence{Name: "a b"}, "character"},
-		{SessionPersistence{Name: "a=b"}, "character"},
-		{SessionPersistence{Name: "a;b"}, "character"},
-		{SessionPersistence{Name: "sess\"id"}, "character"},
-		{SessionPersistence{Name: "sé"}, "character"},
-		{SessionPersistence{Name: "a:b", Type: SessionHeader}, "character"},
-		{SessionPersistence{Name: strings.Repeat("n", 129)}, "more than 128"},
-		{SessionPersistence{Name: "s", Type: "Query"}, "type"},
-		{SessionPersistence{Name: "s", Lifetime: "Forever"}, "lifetime"},
-		{SessionPersistence{Name: "s", Lifetime: LifetimePermanent}, "absoluteTimeout"},
-		{SessionPersistence{Name: "s", Type: SessionHeader, Lifetime: LifetimePermanent, AbsoluteTimeout: Duration(time.Hour)}, "cookies only"},
-		{SessionPersistence{Name: "cookie", Type: SessionHeader}, "reserved"},
-		{SessionPersistence{Name: "host", Type: SessionHeader}, "reserved"},
-		{SessionPersistence{Name: "s", IdleTimeout: Duration(-time.Second)}, "negative"},
+		{proxycfg.SessionPersistence{}, "empty"},
+		{proxycfg.SessionPersistence{Name: "a b"}, "character"},
+		{proxycfg.SessionPersistence{Name: "a=b"}, "character"},
+		{proxycfg.SessionPersistence{Name: "a;b"}, "character"},
+		{proxycfg.SessionPersistence{Name: "sess\"id"}, "character"},
+		{proxycfg.SessionPersistence{Name: "sé"}, "character"},
+		{proxycfg.SessionPersistence{Name: "a:b", Type: proxycfg.SessionHeader}, "character"},
+		{proxycfg.SessionPersistence{Name: strings.Repeat("n", 129)}, "more than 128"},
+		{proxycfg.SessionPersistence{Name: "s", Type: "Query"}, "type"},
+		{proxycfg.SessionPersistence{Name: "s", Lifetime: "Forever"}, "lifetime"},
+		{proxycfg.SessionPersistence{Name: "s", Lifetime: proxycfg.LifetimePermanent}, "absoluteTimeout"},
+		{proxycfg.SessionPersistence{Name: "s", Type: proxycfg.SessionHeader, Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)}, "cookies only"},
+		{proxycfg.SessionPersistence{Name: "cookie", Type: proxycfg.SessionHeader}, "reserved"},
+		{proxycfg.SessionPersistence{Name: "host", Type: proxycfg.SessionHeader}, "reserved"},
+		{proxycfg.SessionPersistence{Name: "s", IdleTimeout: proxycfg.Duration(-time.Second)}, "negative"},
 	}
 	for _, b := range bad {
 		_, err := compileSession(&b.sp)
@@ -253,7 +254,7 @@ func TestCompileSession(t *testing.T) {
 }
 
 func TestSessionValid(t *testing.T) {
-	p := mustCompileSession(t, &SessionPersistence{Name: "s", AbsoluteTimeout: Duration(time.Hour), IdleTimeout: Duration(10 * time.Minute)})
+	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s", AbsoluteTimeout: proxycfg.Duration(time.Hour), IdleTimeout: proxycfg.Duration(10 * time.Minute)})
 	s := sessT0
 	cases := []struct {
 		name             string
@@ -275,7 +276,7 @@ func TestSessionValid(t *testing.T) {
 		}
 	}
 	// No timeouts: only the sanity checks apply.
-	q := mustCompileSession(t, &SessionPersistence{Name: "s"})
+	q := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s"})
 	if !q.valid(s, s, s.Add(10*365*24*time.Hour)) {
 		t.Error("session without timeouts expired")
 	}
@@ -288,7 +289,7 @@ func TestSessionSetCookie(t *testing.T) {
 	c := NewSessionCodec(sessTestKey)
 	tok := sessEncode(t, c, sessTestScope, "10.0.0.7:8080", sessT0, sessT0)
 
-	p := mustCompileSession(t, &SessionPersistence{Name: "tg-sess", AbsoluteTimeout: Duration(time.Hour)})
+	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg-sess", AbsoluteTimeout: proxycfg.Duration(time.Hour)})
 	got := p.setCookie(tok, sessT0, false)
 	want := "tg-sess=" + tok + "; Path=/; HttpOnly; SameSite=Lax"
 	if got != want {
@@ -298,7 +299,7 @@ func TestSessionSetCookie(t *testing.T) {
 		t.Errorf("secure cookie: %s", got)
 	}
 
-	perm := mustCompileSession(t, &SessionPersistence{Name: "tg-sess", Lifetime: LifetimePermanent, AbsoluteTimeout: Duration(time.Hour)})
+	perm := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg-sess", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)})
 	for _, tc := range []struct {
 		now  time.Time
 		want string
@@ -331,7 +332,7 @@ func TestSessionSetCookie(t *testing.T) {
 }
 
 func TestSessionTokenFromRequest(t *testing.T) {
-	p := mustCompileSession(t, &SessionPersistence{Name: "tg"})
+	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg"})
 	cases := []struct {
 		cookies []string
 		want    string
@@ -367,7 +368,7 @@ func TestSessionTokenFromRequest(t *testing.T) {
 		t.Errorf("cookie policy read a header: %q", got)
 	}
 
-	hp := mustCompileSession(t, &SessionPersistence{Name: "x-tg-session", Type: SessionHeader})
+	hp := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "x-tg-session", Type: proxycfg.SessionHeader})
 	for _, c := range []struct {
 		vals []string
 		want string
@@ -392,7 +393,7 @@ func TestSessionTokenFromRequest(t *testing.T) {
 // it as a cookie, read it back from the next request, check it.
 func TestSessionEndToEnd(t *testing.T) {
 	c := NewSessionCodec(sessTestKey)
-	p := mustCompileSession(t, &SessionPersistence{Name: "tg", Lifetime: LifetimePermanent, AbsoluteTimeout: Duration(time.Hour), IdleTimeout: Duration(5 * time.Minute)})
+	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour), IdleTimeout: proxycfg.Duration(5 * time.Minute)})
 	tok := string(c.Encode(nil, sessTestScope, "10.1.2.3:80", sessT0, sessT0))
 	resp := http.Response{Header: http.Header{"Set-Cookie": {p.setCookie(tok, sessT0, false)}}}
 	req, _ := http.NewRequest("GET", "http://example.com/", nil)

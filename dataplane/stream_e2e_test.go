@@ -15,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // End-to-end tests of response streaming over HTTP/1.1: events flushed as
@@ -23,7 +25,7 @@ import (
 // streamEnv is a proxy in front of one HTTP/1.1 backend.
 func streamEnv(t *testing.T, h http.HandlerFunc) *testEnv {
 	t.Helper()
-	return ptEnv(t, config([]Route{route("r", to("b"))}, cluster("b", startBackend(t, h))))
+	return ptEnv(t, config([]proxycfg.Route{route("r", to("b"))}, cluster("b", startBackend(t, h))))
 }
 
 // TestStreamE2EServerSentEvents checks that an event reaches the client
@@ -162,7 +164,7 @@ func checkTrailer(t *testing.T, e *testEnv, size int, declared, flush bool) {
 func TestStreamE2EClientGoneCancelsUpstream(t *testing.T) {
 	t.Parallel()
 	for _, listener := range []string{"origin", "plain"} {
-		for _, proto := range []string{ProtoHTTP1, ProtoH2C} {
+		for _, proto := range []string{proxycfg.ProtoHTTP1, proxycfg.ProtoH2C} {
 			t.Run(listener+"/"+proto, func(t *testing.T) {
 				t.Parallel()
 				gone := make(chan struct{}, 1)
@@ -178,14 +180,14 @@ func TestStreamE2EClientGoneCancelsUpstream(t *testing.T) {
 					}
 				}
 				var addr string
-				if proto == ProtoH2C {
+				if proto == proxycfg.ProtoH2C {
 					addr = h2cBackend(t, h)
 				} else {
 					addr = startBackend(t, h)
 				}
 				c := cluster("b", addr)
 				c.Protocol = proto
-				e := ptEnv(t, config([]Route{route("r", to("b"))}, c))
+				e := ptEnv(t, config([]proxycfg.Route{route("r", to("b"))}, c))
 				t.Cleanup(func() { close(abort) }) // before the servers close
 				url := e.url("/events")
 				if listener == "plain" {
@@ -337,11 +339,11 @@ func TestStreamE2EBackendDiesMidBody(t *testing.T) {
 // zero after the backend failed mid-body.
 func TestStreamE2EBackendDiesMidBodyReleasesInflight(t *testing.T) {
 	t.Parallel()
-	for _, proto := range []string{ProtoHTTP1, ProtoH2C} {
+	for _, proto := range []string{proxycfg.ProtoHTTP1, proxycfg.ProtoH2C} {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
 			var addr string
-			if proto == ProtoH2C {
+			if proto == proxycfg.ProtoH2C {
 				// An h2 backend that fails mid-body: it resets the stream.
 				addr = h2cBackend(t, func(w http.ResponseWriter, r *http.Request) {
 					w.Header().Set("Content-Length", "1000")
@@ -354,7 +356,7 @@ func TestStreamE2EBackendDiesMidBodyReleasesInflight(t *testing.T) {
 			}
 			c := cluster("b", addr)
 			c.Protocol = proto
-			e := ptEnv(t, config([]Route{route("r", to("b"))}, c))
+			e := ptEnv(t, config([]proxycfg.Route{route("r", to("b"))}, c))
 			for range 3 {
 				req, _ := http.NewRequest("GET", e.url("/die"), nil)
 				res, err := e.client.Do(req)

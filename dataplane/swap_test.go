@@ -11,17 +11,18 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Configs and endpoints swapped while requests are in flight: not one
 // request may fail, and a rejected config must change nothing.
 func TestSwapUnderLoad(t *testing.T) {
 	a, b := startBackend(t, echo("a")), startBackend(t, echo("b"))
-	v1 := config([]Route{route("r", to("a"))}, cluster("a", a), cluster("b", b))
+	v1 := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", a), cluster("b", b))
 	v1.Version = "v1"
-	v2 := config([]Route{route("r", to("b")), {Name: "extra", Hostnames: []string{"extra.example"}, Rules: []Rule{to("a")}}}, cluster("a", a), cluster("b", b))
+	v2 := config([]proxycfg.Route{route("r", to("b")), {Name: "extra", Hostnames: []string{"extra.example"}, Rules: []proxycfg.Rule{to("a")}}}, cluster("a", a), cluster("b", b))
 	v2.Version = "v2"
-	bad := config([]Route{route("r", to("missing"))}, cluster("a", a))
+	bad := config([]proxycfg.Route{route("r", to("missing"))}, cluster("a", a))
 	bad.Version = "bad"
 	e := newTestEnv(t, v1)
 
@@ -91,7 +92,7 @@ func TestSwapUnderLoad(t *testing.T) {
 	}
 }
 
-func mustLoad(t *testing.T, p *Proxy, cfg *Config) {
+func mustLoad(t *testing.T, p *Proxy, cfg *proxycfg.Config) {
 	t.Helper()
 	if err := p.Load(cfg); err != nil {
 		t.Fatal(err)
@@ -100,13 +101,13 @@ func mustLoad(t *testing.T, p *Proxy, cfg *Config) {
 
 func TestInvalidConfigKeepsServing(t *testing.T) {
 	a := startBackend(t, echo("a"))
-	good := config([]Route{route("r", to("a"))}, cluster("a", a))
+	good := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", a))
 	e := newTestEnv(t, good)
-	bad := config([]Route{
+	bad := config([]proxycfg.Route{
 		route("r1", to("nope")),
-		{Name: "r2", Rules: []Rule{{Filters: []Filter{{Type: "Mystery"}}, Backends: []BackendRef{{Cluster: "a", Weight: 1}}}}},
-		{Name: "r3", Rules: []Rule{{Matches: []Match{{Path: &PathMatch{Type: PathRegex, Value: "("}}}, Backends: []BackendRef{{Cluster: "a", Weight: 1}}}}},
-	}, cluster("a", a), Cluster{Name: "t", Protocol: ProtoTLS, TLS: &TLSSettings{SNI: "x", CAPEM: "garbage"}})
+		{Name: "r2", Rules: []proxycfg.Rule{{Filters: []proxycfg.Filter{{Type: "Mystery"}}, Backends: []proxycfg.BackendRef{{Cluster: "a", Weight: 1}}}}},
+		{Name: "r3", Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathRegex, Value: "("}}}, Backends: []proxycfg.BackendRef{{Cluster: "a", Weight: 1}}}}},
+	}, cluster("a", a), proxycfg.Cluster{Name: "t", Protocol: proxycfg.ProtoTLS, TLS: &proxycfg.TLSSettings{SNI: "x", CAPEM: "garbage"}})
 	bad.Version = "bad"
 	err := e.p.Load(bad)
 	if err == nil {
@@ -137,7 +138,7 @@ func TestInvalidConfigKeepsServing(t *testing.T) {
 // Endpoints removed from a cluster lose their pooled connections.
 func TestUpdateClusterClosesRemovedEndpoints(t *testing.T) {
 	a, b := startBackend(t, echo("a")), startBackend(t, echo("b"))
-	e := newTestEnv(t, config([]Route{route("r", to("c"))}, cluster("c", a)))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", a)))
 	e.get("h", "/")
 	old := e.p.slots["c"].state.Load().eps[0]
 	if idleCount(old.h1) != 1 {

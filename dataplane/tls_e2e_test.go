@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // End-to-end tests of backend TLS (BackendTLSPolicy): the proxy on real
@@ -66,9 +68,9 @@ func ptTLSBackend(t *testing.T, conf *tls.Config, h2 bool, h http.Handler) strin
 // tests cause on purpose).
 func ptQuietLog() *log.Logger { return log.New(io.Discard, "", 0) }
 
-func ptTLSCluster(name, addr string, s TLSSettings) Cluster {
+func ptTLSCluster(name, addr string, s proxycfg.TLSSettings) proxycfg.Cluster {
 	c := cluster(name, addr)
-	c.Protocol = ProtoTLS
+	c.Protocol = proxycfg.ProtoTLS
 	c.TLS = &s
 	return c
 }
@@ -78,7 +80,7 @@ func ptTLSCluster(name, addr string, s TLSSettings) Cluster {
 const ptClientTimeout = 10 * time.Second
 
 // ptEnv is newTestEnv with a time limit on the env's clients.
-func ptEnv(t *testing.T, cfg *Config, opts ...func(*Options)) *testEnv {
+func ptEnv(t *testing.T, cfg *proxycfg.Config, opts ...func(*Options)) *testEnv {
 	t.Helper()
 	e := newTestEnv(t, cfg, opts...)
 	for _, c := range []*http.Client{e.client, e.h2, e.h2c} {
@@ -145,40 +147,40 @@ func TestTLSE2EBackend(t *testing.T) {
 	cases := []struct {
 		name   string
 		addr   string
-		tls    TLSSettings
+		tls    proxycfg.TLSSettings
 		status int
 		// want are echo lines the backend must have reported.
 		want map[string]string
 	}{
-		{"sni and CA", plain, TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM()}, 200,
+		{"sni and CA", plain, proxycfg.TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM()}, 200,
 			map[string]string{"backend": "tls", "sni": "backend.test", "proto": "1"}},
-		{"wrong CA", plain, TLSSettings{SNI: "backend.test", CAPEM: otherCA.certPEM()}, 502, nil},
-		{"SNI not in certificate", plain, TLSSettings{SNI: "elsewhere.test", CAPEM: ca.certPEM()}, 502, nil},
+		{"wrong CA", plain, proxycfg.TLSSettings{SNI: "backend.test", CAPEM: otherCA.certPEM()}, 502, nil},
+		{"SNI not in certificate", plain, proxycfg.TLSSettings{SNI: "elsewhere.test", CAPEM: ca.certPEM()}, 502, nil},
 		{"SAN DNS matches while SNI differs", plain,
-			TLSSettings{SNI: "frontdoor.test", CAPEM: ca.certPEM(), SANDNSNames: []string{"nope.test", "backend.test"}}, 200,
+			proxycfg.TLSSettings{SNI: "frontdoor.test", CAPEM: ca.certPEM(), SANDNSNames: []string{"nope.test", "backend.test"}}, 200,
 			map[string]string{"backend": "tls", "sni": "frontdoor.test"}},
 		{"SAN DNS mismatch", plain,
-			TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM(), SANDNSNames: []string{"nope.test"}}, 502, nil},
+			proxycfg.TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM(), SANDNSNames: []string{"nope.test"}}, 502, nil},
 		{"SAN URI matches", plain,
-			TLSSettings{SNI: "frontdoor.test", CAPEM: ca.certPEM(), SANURIs: []string{spiffe}}, 200,
+			proxycfg.TLSSettings{SNI: "frontdoor.test", CAPEM: ca.certPEM(), SANURIs: []string{spiffe}}, 200,
 			map[string]string{"backend": "tls"}},
 		{"SAN URI mismatch", plain,
-			TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM(), SANURIs: []string{"spiffe://cluster.local/ns/shop/sa/billing"}}, 502, nil},
+			proxycfg.TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM(), SANURIs: []string{"spiffe://cluster.local/ns/shop/sa/billing"}}, 502, nil},
 		{"SAN URI right but CA wrong", plain,
-			TLSSettings{SNI: "backend.test", CAPEM: otherCA.certPEM(), SANURIs: []string{spiffe}}, 502, nil},
+			proxycfg.TLSSettings{SNI: "backend.test", CAPEM: otherCA.certPEM(), SANURIs: []string{spiffe}}, 502, nil},
 		{"client certificate", mtls,
-			TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM(), ClientCertPEM: client.certPEM(), ClientKeyPEM: client.keyPEM(t)}, 200,
+			proxycfg.TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM(), ClientCertPEM: client.certPEM(), ClientKeyPEM: client.keyPEM(t)}, 200,
 			map[string]string{"backend": "mtls", "client": "tunnelgate-proxy"}},
-		{"client certificate missing", mtls, TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM()}, 502, nil},
-		{"h2", h2, TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM(), H2: true}, 200,
+		{"client certificate missing", mtls, proxycfg.TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM()}, 502, nil},
+		{"h2", h2, proxycfg.TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM(), H2: true}, 200,
 			map[string]string{"backend": "h2", "proto": "2", "alpn": "h2"}},
-		{"h2 backend without H2", h2, TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM()}, 200,
+		{"h2 backend without H2", h2, proxycfg.TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM()}, 200,
 			map[string]string{"backend": "h2", "proto": "1", "alpn": "http/1.1"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			e := ptEnv(t, config([]Route{route("r", to("b"))}, ptTLSCluster("b", c.addr, c.tls)))
+			e := ptEnv(t, config([]proxycfg.Route{route("r", to("b"))}, ptTLSCluster("b", c.addr, c.tls)))
 			// Two requests: the second may reuse the connection (or, on
 			// failure, must fail the same way again).
 			for i := range 2 {
@@ -203,8 +205,8 @@ func TestTLSE2EBackendH2Client(t *testing.T) {
 	ca := ptCA(t, "backend CA")
 	leaf := ptLeaf(t, ca, "backend", []string{"backend.test"}, nil, x509.ExtKeyUsageServerAuth)
 	be := ptTLSBackend(t, &tls.Config{Certificates: []tls.Certificate{leaf.tlsCert()}}, true, ptTLSInfo("h2"))
-	e := ptEnv(t, config([]Route{route("r", to("b"))},
-		ptTLSCluster("b", be, TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM(), H2: true})))
+	e := ptEnv(t, config([]proxycfg.Route{route("r", to("b"))},
+		ptTLSCluster("b", be, proxycfg.TLSSettings{SNI: "backend.test", CAPEM: ca.certPEM(), H2: true})))
 	req, _ := http.NewRequest("GET", "https://"+e.bound.OriginTLS+"/x", nil)
 	res, body := e.do(e.h2, req)
 	if res.StatusCode != 200 || res.ProtoMajor != 2 {

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // What the config watch client (dataplane/configwatch) needs from a Proxy
@@ -20,7 +22,7 @@ func TestClustersReportsServedDefinitions(t *testing.T) {
 	if got := p.Clusters(); len(got) != 0 {
 		t.Fatalf("Clusters before Load = %v", got)
 	}
-	cfg := config([]Route{route("r", to("a"))}, cluster("a", "127.0.0.1:1"), cluster("b", "127.0.0.1:2"))
+	cfg := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:1"), cluster("b", "127.0.0.1:2"))
 	mustLoad(t, p, cfg)
 	got := p.Clusters()
 	if len(got) != 2 || !reflect.DeepEqual(got["a"], cfg.Clusters[0]) || !reflect.DeepEqual(got["b"], cfg.Clusters[1]) {
@@ -39,7 +41,7 @@ func TestClustersReportsServedDefinitions(t *testing.T) {
 		t.Fatalf("Clusters after UpdateCluster: a has %+v", eps)
 	}
 	// A rejected config changes nothing.
-	if err := p.Load(config([]Route{route("r", to("missing"))})); err == nil {
+	if err := p.Load(config([]proxycfg.Route{route("r", to("missing"))})); err == nil {
 		t.Fatal("bad config accepted")
 	}
 	if got := p.Clusters(); len(got) != 2 {
@@ -53,7 +55,7 @@ func TestSetVersionRenamesWithoutRecompiling(t *testing.T) {
 	if p.Ready() || p.Version() != "" {
 		t.Fatalf("SetVersion before Load: ready %v, version %q", p.Ready(), p.Version())
 	}
-	cfg := config([]Route{route("r", to("a"))}, cluster("a", "127.0.0.1:1"))
+	cfg := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:1"))
 	cfg.Version = "v1"
 	mustLoad(t, p, cfg)
 	before := p.current.Load()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // End-to-end tests of WebSocket tunnels without a WebSocket library: the
@@ -195,7 +196,7 @@ func TestWebSocketE2E(t *testing.T) {
 	t.Parallel()
 	sawEOF := make(chan struct{}, 1)
 	be := startBackend(t, wsBackend(false, sawEOF))
-	e := ptEnv(t, config([]Route{route("r", to("ws"))}, cluster("ws", be)))
+	e := ptEnv(t, config([]proxycfg.Route{route("r", to("ws"))}, cluster("ws", be)))
 	c, res := wsHandshake(t, e.bound.Origin, "chat.example.com")
 	if res.StatusCode != 101 {
 		t.Fatalf("handshake: status %d", res.StatusCode)
@@ -217,8 +218,8 @@ func TestWebSocketE2ETLS(t *testing.T) {
 	for _, h2 := range []bool{false, true} {
 		t.Run(fmt.Sprintf("h2=%v", h2), func(t *testing.T) {
 			// An h2 cluster still carries the handshake over HTTP/1.1.
-			e := ptEnv(t, config([]Route{route("r", to("ws"))},
-				ptTLSCluster("ws", be, TLSSettings{SNI: "ws.internal", CAPEM: ca.certPEM(), H2: h2})))
+			e := ptEnv(t, config([]proxycfg.Route{route("r", to("ws"))},
+				ptTLSCluster("ws", be, proxycfg.TLSSettings{SNI: "ws.internal", CAPEM: ca.certPEM(), H2: h2})))
 			c, res := wsHandshake(t, e.bound.Origin, "chat.example.com")
 			if res.StatusCode != 101 {
 				t.Fatalf("handshake: status %d", res.StatusCode)
@@ -232,7 +233,7 @@ func TestWebSocketE2ETLS(t *testing.T) {
 func TestWebSocketE2ERefused(t *testing.T) {
 	t.Parallel()
 	be := startBackend(t, wsBackend(true, nil))
-	e := ptEnv(t, config([]Route{route("r", to("ws"))}, cluster("ws", be)))
+	e := ptEnv(t, config([]proxycfg.Route{route("r", to("ws"))}, cluster("ws", be)))
 	_, res := wsHandshake(t, e.bound.Origin, "chat.example.com")
 	if res.StatusCode != 403 {
 		t.Fatalf("handshake: status %d, want 403", res.StatusCode)
@@ -255,7 +256,7 @@ func TestWebSocketE2EIdle(t *testing.T) {
 	t.Parallel()
 	const idle = 300 * time.Millisecond
 	be := startBackend(t, wsBackend(false, nil))
-	e := ptEnv(t, config([]Route{route("r", to("ws"))}, cluster("ws", be)),
+	e := ptEnv(t, config([]proxycfg.Route{route("r", to("ws"))}, cluster("ws", be)),
 		func(o *Options) { o.WebSocketIdle = idle })
 
 	t.Run("quiet", func(t *testing.T) {
@@ -286,7 +287,7 @@ func TestWebSocketE2EIdle(t *testing.T) {
 		// Traffic in one direction keeps the tunnel open: the quiet
 		// direction's timer is renewed while the other one moves.
 		const n = 10
-		pe := ptEnv(t, config([]Route{route("r", to("ws"))}, cluster("ws", startBackend(t, wsServer(false, nil, func(c net.Conn) {
+		pe := ptEnv(t, config([]proxycfg.Route{route("r", to("ws"))}, cluster("ws", startBackend(t, wsServer(false, nil, func(c net.Conn) {
 			tick := time.NewTicker(idle / 3)
 			defer tick.Stop()
 			for i := range n {

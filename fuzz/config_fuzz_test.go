@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // FuzzConfigDecodeCompile feeds bytes to the proxy as a wire config:
@@ -29,9 +30,9 @@ func quietProxy() *dataplane.Proxy {
 
 // loadConfig decodes and loads data on a fresh proxy. It returns the
 // decoded config and the first error, if any.
-func loadConfig(data []byte) (*dataplane.Config, error) {
-	var cfg dataplane.Config
-	if err := dataplane.DecodeConfig(data, &cfg); err != nil {
+func loadConfig(data []byte) (*proxycfg.Config, error) {
+	var cfg proxycfg.Config
+	if err := proxycfg.DecodeConfig(data, &cfg); err != nil {
 		return nil, err
 	}
 	p := quietProxy()
@@ -42,8 +43,8 @@ func loadConfig(data []byte) (*dataplane.Config, error) {
 func FuzzConfigDecodeCompile(f *testing.F) {
 	f.Add([]byte(`{"schema":"tunnelgate.dev/dataplane/v1","listeners":[],"routes":[],"clusters":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var cfg dataplane.Config
-		if dataplane.DecodeConfig(data, &cfg) != nil {
+		var cfg proxycfg.Config
+		if proxycfg.DecodeConfig(data, &cfg) != nil {
 			return
 		}
 		p := quietProxy()
@@ -58,8 +59,8 @@ func FuzzConfigDecodeCompile(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted config does not marshal: %v", err)
 		}
-		var again dataplane.Config
-		if err := dataplane.DecodeConfig(b, &again); err != nil {
+		var again proxycfg.Config
+		if err := proxycfg.DecodeConfig(b, &again); err != nil {
 			t.Fatalf("an accepted config does not decode after a round trip: %v\n%s", err, b)
 		}
 		p2 := quietProxy()

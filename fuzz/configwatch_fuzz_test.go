@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
-	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // FuzzConfigDocument feeds bytes to the proxy's config watch client as
@@ -43,8 +43,8 @@ func FuzzConfigDocument(f *testing.F) {
 	}
 	files, _ := filepath.Glob("testdata/fuzz/FuzzConfigDecodeCompile/valid-*")
 	for _, path := range files {
-		var cfg dataplane.Config
-		if data, ok := corpusValue(path); !ok || dataplane.DecodeConfig(data, &cfg) != nil {
+		var cfg proxycfg.Config
+		if data, ok := corpusValue(path); !ok || proxycfg.DecodeConfig(data, &cfg) != nil {
 			continue
 		}
 		cfg.Version = "v"
@@ -94,8 +94,8 @@ func servedDocument(f *testing.F) []byte {
 	if err != nil {
 		f.Fatal(err)
 	}
-	var cfg dataplane.Config
-	if err := dataplane.DecodeConfig(b, &cfg); err != nil {
+	var cfg proxycfg.Config
+	if err := proxycfg.DecodeConfig(b, &cfg); err != nil {
 		f.Fatal(err)
 	}
 	s := configserver.New(configserver.Options{Token: "t", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // FuzzHeaderFilters builds a rule whose RequestHeaderModifier and
@@ -56,14 +56,14 @@ type hdrOp struct {
 	name, value string
 }
 
-func hdrModifier(ops []hdrOp) *dataplane.HeaderModifier {
-	m := &dataplane.HeaderModifier{}
+func hdrModifier(ops []hdrOp) *proxycfg.HeaderModifier {
+	m := &proxycfg.HeaderModifier{}
 	for _, o := range ops {
 		switch o.kind {
 		case 's':
-			m.Set = append(m.Set, dataplane.Header{Name: o.name, Value: o.value})
+			m.Set = append(m.Set, proxycfg.Header{Name: o.name, Value: o.value})
 		case 'a':
-			m.Add = append(m.Add, dataplane.Header{Name: o.name, Value: o.value})
+			m.Add = append(m.Add, proxycfg.Header{Name: o.name, Value: o.value})
 		case 'r':
 			m.Remove = append(m.Remove, o.name)
 		}
@@ -165,23 +165,23 @@ func FuzzHeaderFilters(f *testing.F) {
 	f.Fuzz(func(t *testing.T, onBackend bool, reqSet, reqSetV, reqAdd, reqAddV, reqRm, respSet, respSetV, respAdd, respAddV, respRm string) {
 		reqOps := hdrOps(reqSet, reqSetV, reqAdd, reqAddV, reqRm)
 		respOps := hdrOps(respSet, respSetV, respAdd, respAddV, respRm)
-		filters := []dataplane.Filter{
-			{Type: dataplane.FilterRequestHeaderModifier, RequestHeaderModifier: hdrModifier(reqOps)},
-			{Type: dataplane.FilterResponseHeaderModifier, ResponseHeaderModifier: hdrModifier(respOps)},
+		filters := []proxycfg.Filter{
+			{Type: proxycfg.FilterRequestHeaderModifier, RequestHeaderModifier: hdrModifier(reqOps)},
+			{Type: proxycfg.FilterResponseHeaderModifier, ResponseHeaderModifier: hdrModifier(respOps)},
 		}
-		rule := dataplane.Rule{Backends: []dataplane.BackendRef{{Cluster: "be", Weight: 1}}}
+		rule := proxycfg.Rule{Backends: []proxycfg.BackendRef{{Cluster: "be", Weight: 1}}}
 		if onBackend {
 			rule.Backends[0].Filters = filters
 		} else {
 			rule.Filters = filters
 		}
-		cfg := &dataplane.Config{
-			Schema:    dataplane.SchemaVersion,
+		cfg := &proxycfg.Config{
+			Schema:    proxycfg.SchemaVersion,
 			Version:   "fuzz",
-			Listeners: []dataplane.Listener{{Name: "gw/http", Port: 80}},
-			Routes: []dataplane.Route{{Namespace: "ns", Name: "r", Listeners: []string{"gw/http"},
-				Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Rules: []dataplane.Rule{rule}}},
-			Clusters: []dataplane.Cluster{{Name: "be", Protocol: dataplane.ProtoHTTP1, Endpoints: []dataplane.Endpoint{{Address: backendAddr}}}},
+			Listeners: []proxycfg.Listener{{Name: "gw/http", Port: 80}},
+			Routes: []proxycfg.Route{{Namespace: "ns", Name: "r", Listeners: []string{"gw/http"},
+				Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Rules: []proxycfg.Rule{rule}}},
+			Clusters: []proxycfg.Cluster{{Name: "be", Protocol: proxycfg.ProtoHTTP1, Endpoints: []proxycfg.Endpoint{{Address: backendAddr}}}},
 		}
 		err := p.Load(cfg)
 		valid := hdrValid(reqOps) && hdrValid(respOps)

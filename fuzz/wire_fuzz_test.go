@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // The proxy's HTTP/1.1 parsers are fuzzed twice: against net/http's in
@@ -67,13 +68,13 @@ func startWire(t testing.TB) *wireEnv {
 			}
 		}()
 		p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		cfg := &dataplane.Config{
-			Schema:    dataplane.SchemaVersion,
-			Listeners: []dataplane.Listener{{Name: "l"}},
-			Routes: []dataplane.Route{{Namespace: "n", Name: "r", Listeners: []string{"l"},
-				Rules: []dataplane.Rule{{Backends: []dataplane.BackendRef{{Cluster: "c", Weight: 1}},
-					Timeouts: &dataplane.Timeouts{Request: dataplane.Duration(2 * time.Second)}}}}},
-			Clusters: []dataplane.Cluster{{Name: "c", Endpoints: []dataplane.Endpoint{{Address: ln.Addr().String()}}}},
+		cfg := &proxycfg.Config{
+			Schema:    proxycfg.SchemaVersion,
+			Listeners: []proxycfg.Listener{{Name: "l"}},
+			Routes: []proxycfg.Route{{Namespace: "n", Name: "r", Listeners: []string{"l"},
+				Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}},
+					Timeouts: &proxycfg.Timeouts{Request: proxycfg.Duration(2 * time.Second)}}}}},
+			Clusters: []proxycfg.Cluster{{Name: "c", Endpoints: []proxycfg.Endpoint{{Address: ln.Addr().String()}}}},
 		}
 		if err := p.Load(cfg); err != nil {
 			t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
 
@@ -87,7 +88,7 @@ func listenAddresses(listen string) []gwv1.GatewayStatusAddress {
 }
 
 // configVersion is a content hash, so an unchanged reload is recognisable.
-func configVersion(cfg *dataplane.Config) string {
+func configVersion(cfg *proxycfg.Config) string {
 	b, _ := json.Marshal(cfg)
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:6])

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // runProxy serves a data-plane config, from the controller (-controller:
@@ -30,7 +31,7 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 // addresses (tests listen on ":0").
 func proxyMain(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(dataplane.Bound)) int {
 	fs := newFlagSet("proxy", "serve a data-plane config from the controller (-controller) or a file (-config; SIGHUP reloads it)", stderr)
-	file := fs.String("config", "", "data-plane config `file` (JSON, dataplane.Config)")
+	file := fs.String("config", "", "data-plane config `file` (JSON, proxycfg.Config)")
 	controller := fs.String("controller", "", "controller `URL` to watch for config, e.g. https://tunnelgate-controller:9443")
 	tokenFile := fs.String("token-file", "", "`file` with the bearer token for -controller (re-read for every request)")
 	tunnelProtocol := fs.String("tunnel-protocol", os.Getenv("TUNNEL_TRANSPORT_PROTOCOL"),
@@ -181,8 +182,8 @@ func loadFile(p *dataplane.Proxy, file string) error {
 	if err != nil {
 		return err
 	}
-	var cfg dataplane.Config
-	if err := dataplane.DecodeConfig(b, &cfg); err != nil {
+	var cfg proxycfg.Config
+	if err := proxycfg.DecodeConfig(b, &cfg); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	if err := p.Load(&cfg); err != nil {

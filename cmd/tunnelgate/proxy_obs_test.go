@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // The proxy command with its access log on and tracing asked for by the
@@ -37,13 +37,13 @@ func TestProxyCommandAccessLogAndTracing(t *testing.T) {
 	}))
 	defer backend.Close()
 	dir := t.TempDir()
-	cfg := dataplane.Config{
-		Schema: dataplane.SchemaVersion, Version: "obs",
-		Listeners: []dataplane.Listener{{Name: "gw/http", Port: 80}},
-		Routes: []dataplane.Route{{Namespace: "shop", Name: "storefront", Listeners: []string{"gw/http"},
-			Rules: []dataplane.Rule{{Backends: []dataplane.BackendRef{{Cluster: "web", Weight: 1}}}}}},
-		Clusters: []dataplane.Cluster{{Name: "web", Protocol: dataplane.ProtoHTTP1,
-			Endpoints: []dataplane.Endpoint{{Address: strings.TrimPrefix(backend.URL, "http://")}}}},
+	cfg := proxycfg.Config{
+		Schema: proxycfg.SchemaVersion, Version: "obs",
+		Listeners: []proxycfg.Listener{{Name: "gw/http", Port: 80}},
+		Routes: []proxycfg.Route{{Namespace: "shop", Name: "storefront", Listeners: []string{"gw/http"},
+			Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "web", Weight: 1}}}}}},
+		Clusters: []proxycfg.Cluster{{Name: "web", Protocol: proxycfg.ProtoHTTP1,
+			Endpoints: []proxycfg.Endpoint{{Address: strings.TrimPrefix(backend.URL, "http://")}}}},
 	}
 	raw, _ := json.Marshal(cfg)
 	cfgFile, logFile := filepath.Join(dir, "config.json"), filepath.Join(dir, "access.log")

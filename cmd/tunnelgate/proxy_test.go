@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
 
@@ -48,8 +49,8 @@ func TestExampleProxyConfigLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cfg dataplane.Config
-	if err := dataplane.DecodeConfig(b, &cfg); err != nil {
+	var cfg proxycfg.Config
+	if err := proxycfg.DecodeConfig(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
 	p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
@@ -95,12 +96,12 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	cache := filepath.Join(dir, "cache.json")
 
 	srv := configserver.New(configserver.Options{Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	srv.Publish(&dataplane.Config{
-		Schema:    dataplane.SchemaVersion,
-		Listeners: []dataplane.Listener{{Name: "l"}},
-		Routes: []dataplane.Route{{Namespace: "n", Name: "r", Listeners: []string{"l"},
-			Rules: []dataplane.Rule{{Backends: []dataplane.BackendRef{{Cluster: "c", Weight: 1}}}}}},
-		Clusters: []dataplane.Cluster{{Name: "c", Endpoints: []dataplane.Endpoint{{Address: backend.Listener.Addr().String()}}}},
+	srv.Publish(&proxycfg.Config{
+		Schema:    proxycfg.SchemaVersion,
+		Listeners: []proxycfg.Listener{{Name: "l"}},
+		Routes: []proxycfg.Route{{Namespace: "n", Name: "r", Listeners: []string{"l"},
+			Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}}}}}},
+		Clusters: []proxycfg.Cluster{{Name: "c", Endpoints: []proxycfg.Endpoint{{Address: backend.Listener.Addr().String()}}}},
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

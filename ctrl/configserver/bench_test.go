@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // BenchmarkPublish is the controller's cost of publishing a translation
@@ -27,16 +27,16 @@ func BenchmarkPublish(b *testing.B) {
 	const routes = 5000
 	base := scaleConfig(routes)
 	b.Run(fmt.Sprintf("routes=%d/endpoints", routes), func(b *testing.B) {
-		cfgs := [2]*dataplane.Config{withEndpoint(base, 100, "10.200.0.1:8080"), withEndpoint(base, 100, "10.200.0.2:8080")}
+		cfgs := [2]*proxycfg.Config{withEndpoint(base, 100, "10.200.0.1:8080"), withEndpoint(base, 100, "10.200.0.2:8080")}
 		benchPublish(b, cfgs)
 	})
 	b.Run(fmt.Sprintf("routes=%d/route", routes), func(b *testing.B) {
-		var cfgs [2]*dataplane.Config
+		var cfgs [2]*proxycfg.Config
 		for i, v := range []string{"/v1", "/v2"} {
 			c := *base
 			c.Routes = slices.Clone(base.Routes)
 			c.Routes[100].Rules = slices.Clone(c.Routes[100].Rules)
-			c.Routes[100].Rules[0].Matches = []dataplane.Match{{Path: &dataplane.PathMatch{Type: dataplane.PathPrefix, Value: v}}}
+			c.Routes[100].Rules[0].Matches = []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: v}}}
 			c.Clusters = slices.Clone(base.Clusters)
 			cfgs[i] = &c
 		}
@@ -45,14 +45,14 @@ func BenchmarkPublish(b *testing.B) {
 	b.Run(fmt.Sprintf("routes=%d/everything", routes), func(b *testing.B) {
 		x, y := scaleConfig(routes), scaleConfig(routes)
 		y.Clusters[100].Endpoints[0].Address = "10.200.0.2:8080"
-		benchPublish(b, [2]*dataplane.Config{x, y})
+		benchPublish(b, [2]*proxycfg.Config{x, y})
 	})
 	b.Run(fmt.Sprintf("routes=%d/unchanged", routes), func(b *testing.B) {
-		benchPublish(b, [2]*dataplane.Config{base, base})
+		benchPublish(b, [2]*proxycfg.Config{base, base})
 	})
 }
 
-func benchPublish(b *testing.B, cfgs [2]*dataplane.Config) {
+func benchPublish(b *testing.B, cfgs [2]*proxycfg.Config) {
 	s := New(Options{Token: testToken, Log: quietLog()})
 	s.Publish(cfgs[1])
 	b.ReportAllocs()

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"sync"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // document is one published version: the JSON of a configwatch.Document,
@@ -69,7 +69,7 @@ const (
 // lists. It writes what json.Marshal would write for a
 // configwatch.Document holding cfg with Version set (a test holds it to
 // that), without encoding the lists again.
-func newDocument(version, routesHash, clustersHash string, cfg *dataplane.Config, listeners, routes, clusters jsonList) (*document, error) {
+func newDocument(version, routesHash, clustersHash string, cfg *proxycfg.Config, listeners, routes, clusters jsonList) (*document, error) {
 	var head []byte
 	for _, f := range [][2]string{
 		{`{"version":`, version},

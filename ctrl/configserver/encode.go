@@ -4,7 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // list is one slice of a config (listeners, routes or clusters) as JSON,
@@ -68,18 +68,18 @@ func (l *list[T]) json() jsonList {
 // TestSameCoversEveryField fails when a field is added, so that it is
 // added here too.
 
-func sameListener(a, b *dataplane.Listener) bool {
+func sameListener(a, b *proxycfg.Listener) bool {
 	return a.Name == b.Name && a.Hostname == b.Hostname && a.Port == b.Port && a.Protocol == b.Protocol &&
 		a.Address == b.Address && sameArray(a.Certificates, b.Certificates) && a.ClientValidation.Equal(b.ClientValidation)
 }
 
-func sameRoute(a, b *dataplane.Route) bool {
+func sameRoute(a, b *proxycfg.Route) bool {
 	return a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name && a.Created.Equal(b.Created) &&
 		a.Created.Location() == b.Created.Location() &&
 		sameArray(a.Listeners, b.Listeners) && sameArray(a.Hostnames, b.Hostnames) && sameArray(a.Rules, b.Rules)
 }
 
-func sameCluster(a, b *dataplane.Cluster) bool {
+func sameCluster(a, b *proxycfg.Cluster) bool {
 	return a.Name == b.Name && a.Protocol == b.Protocol && a.TLS == b.TLS && sameArray(a.Endpoints, b.Endpoints)
 }
 

@@ -15,8 +15,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 const testToken = "s3cret-token"
@@ -27,32 +27,32 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // benchmark cluster in ctrl/translate/bench_test.go: routes HTTPRoutes
 // over 50 wildcard listeners, two rules each (a path-and-header match
 // and a default), one three-endpoint cluster per route.
-func scaleConfig(routes int) *dataplane.Config {
-	cfg := &dataplane.Config{Schema: dataplane.SchemaVersion, SessionSecret: []byte("0123456789abcdef0123456789abcdef")}
+func scaleConfig(routes int) *proxycfg.Config {
+	cfg := &proxycfg.Config{Schema: proxycfg.SchemaVersion, SessionSecret: []byte("0123456789abcdef0123456789abcdef")}
 	const gateways = 50
 	for g := range gateways {
-		cfg.Listeners = append(cfg.Listeners, dataplane.Listener{
-			Name: fmt.Sprintf("infra/gw-%d/http", g), Hostname: fmt.Sprintf("*.g%d.example.com", g), Port: 80, Protocol: dataplane.ListenerHTTP,
+		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{
+			Name: fmt.Sprintf("infra/gw-%d/http", g), Hostname: fmt.Sprintf("*.g%d.example.com", g), Port: 80, Protocol: proxycfg.ListenerHTTP,
 		})
 	}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for r := range routes {
 		ns, name := fmt.Sprintf("team-%d", r%100), fmt.Sprintf("app-%d", r)
 		cl := fmt.Sprintf("%s/%s:80", ns, name)
-		backends := []dataplane.BackendRef{{Cluster: cl, Weight: 1}}
-		cfg.Routes = append(cfg.Routes, dataplane.Route{
-			Kind: dataplane.KindHTTP, Namespace: ns, Name: name, Created: base.Add(time.Duration(r) * time.Second),
+		backends := []proxycfg.BackendRef{{Cluster: cl, Weight: 1}}
+		cfg.Routes = append(cfg.Routes, proxycfg.Route{
+			Kind: proxycfg.KindHTTP, Namespace: ns, Name: name, Created: base.Add(time.Duration(r) * time.Second),
 			Listeners: []string{cfg.Listeners[r%gateways].Name},
 			Hostnames: []string{fmt.Sprintf("app-%d.g%d.example.com", r, r%gateways)},
-			Rules: []dataplane.Rule{
-				{Matches: []dataplane.Match{{Path: &dataplane.PathMatch{Type: dataplane.PathPrefix, Value: "/api"},
-					Headers: []dataplane.ValueMatch{{Type: dataplane.MatchExact, Name: "x-canary", Value: "1"}}}}, Backends: backends},
+			Rules: []proxycfg.Rule{
+				{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/api"},
+					Headers: []proxycfg.ValueMatch{{Type: proxycfg.MatchExact, Name: "x-canary", Value: "1"}}}}, Backends: backends},
 				{Backends: backends},
 			},
 		})
-		c := dataplane.Cluster{Name: cl, Protocol: dataplane.ProtoHTTP1}
+		c := proxycfg.Cluster{Name: cl, Protocol: proxycfg.ProtoHTTP1}
 		for e := range 3 {
-			c.Endpoints = append(c.Endpoints, dataplane.Endpoint{Address: fmt.Sprintf("10.%d.%d.%d:8080", 1+r/65000, (r/250)%256, 1+e+(r%250))})
+			c.Endpoints = append(c.Endpoints, proxycfg.Endpoint{Address: fmt.Sprintf("10.%d.%d.%d:8080", 1+r/65000, (r/250)%256, 1+e+(r%250))})
 		}
 		cfg.Clusters = append(cfg.Clusters, c)
 	}
@@ -62,10 +62,10 @@ func scaleConfig(routes int) *dataplane.Config {
 // withEndpoint returns cfg with cluster i's endpoints replaced, the way
 // translate's patch does it: a new Clusters slice, everything else
 // (Listeners, Routes) shared.
-func withEndpoint(cfg *dataplane.Config, i int, addr string) *dataplane.Config {
+func withEndpoint(cfg *proxycfg.Config, i int, addr string) *proxycfg.Config {
 	next := *cfg
-	next.Clusters = append([]dataplane.Cluster(nil), cfg.Clusters...)
-	next.Clusters[i].Endpoints = []dataplane.Endpoint{{Address: addr}}
+	next.Clusters = append([]proxycfg.Cluster(nil), cfg.Clusters...)
+	next.Clusters[i].Endpoints = []proxycfg.Endpoint{{Address: addr}}
 	return &next
 }
 
@@ -174,12 +174,12 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // smallConfig is a config with one route to one cluster at addr.
-func smallConfig(addr string) *dataplane.Config {
-	return &dataplane.Config{
-		Schema:    dataplane.SchemaVersion,
-		Listeners: []dataplane.Listener{{Name: "l"}},
-		Routes: []dataplane.Route{{Namespace: "n", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			Listeners: []string{"l"}, Rules: []dataplane.Rule{{Backends: []dataplane.BackendRef{{Cluster: "c", Weight: 1}}}}}},
-		Clusters: []dataplane.Cluster{{Name: "c", Endpoints: []dataplane.Endpoint{{Address: addr}}}},
+func smallConfig(addr string) *proxycfg.Config {
+	return &proxycfg.Config{
+		Schema:    proxycfg.SchemaVersion,
+		Listeners: []proxycfg.Listener{{Name: "l"}},
+		Routes: []proxycfg.Route{{Namespace: "n", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			Listeners: []string{"l"}, Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}}}}}},
+		Clusters: []proxycfg.Cluster{{Name: "c", Endpoints: []proxycfg.Endpoint{{Address: addr}}}},
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"hash"
 	"slices"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Publish makes cfg the config served to proxies and returns its
@@ -24,7 +24,7 @@ import (
 // patch leaves every route and cluster it did not change) is not encoded
 // again (encode.go). cfg.Version is ignored; the version is a content
 // hash.
-func (s *Server) Publish(cfg *dataplane.Config) string {
+func (s *Server) Publish(cfg *proxycfg.Config) string {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
 	doc, err := s.cache.encode(cfg)
@@ -52,14 +52,14 @@ func (s *Server) Publish(cfg *dataplane.Config) string {
 
 // encodeCache is what Publish remembers of the last config it encoded.
 type encodeCache struct {
-	listeners list[dataplane.Listener]
-	routes    list[dataplane.Route]
-	clusters  list[dataplane.Cluster]
+	listeners list[proxycfg.Listener]
+	routes    list[proxycfg.Route]
+	clusters  list[proxycfg.Cluster]
 	names     clusterNames
 }
 
 // encode hashes and encodes cfg, reusing what it can.
-func (c *encodeCache) encode(cfg *dataplane.Config) (*document, error) {
+func (c *encodeCache) encode(cfg *proxycfg.Config) (*document, error) {
 	c.listeners.same = sameListener
 	c.routes.same = sameRoute
 	c.clusters.same = sameCluster
@@ -95,7 +95,7 @@ type clusterNames struct {
 	sum   [sha256.Size]byte
 }
 
-func (c *clusterNames) update(clusters []dataplane.Cluster) {
+func (c *clusterNames) update(clusters []proxycfg.Cluster) {
 	if c.names != nil && len(clusters) == len(c.names) {
 		same := true
 		for i := range clusters {

@@ -7,21 +7,21 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // docBytes is the published document as a proxy receives it.
 func docBytes(d *document) []byte { return d.bytes() }
 
-func deepCopy(t *testing.T, cfg *dataplane.Config) *dataplane.Config {
+func deepCopy(t *testing.T, cfg *proxycfg.Config) *proxycfg.Config {
 	t.Helper()
 	b, err := json.Marshal(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out dataplane.Config
-	if err := dataplane.DecodeConfig(b, &out); err != nil {
+	var out proxycfg.Config
+	if err := proxycfg.DecodeConfig(b, &out); err != nil {
 		t.Fatal(err)
 	}
 	return &out
@@ -29,13 +29,13 @@ func deepCopy(t *testing.T, cfg *dataplane.Config) *dataplane.Config {
 
 // The document Publish assembles from cached parts must be exactly what
 // json.Marshal makes of a configwatch.Document: a field added to
-// dataplane.Config or Document without newDocument knowing fails here.
+// proxycfg.Config or Document without newDocument knowing fails here.
 func TestDocumentIsWhatJSONMarshalWrites(t *testing.T) {
 	withSecret := smallConfig("127.0.0.1:1")
 	withSecret.SessionSecret = []byte("a secret <&>")
 	withSecret.Routes[0].Name = "r<&>\u2028" // escaped by json.Marshal; must be escaped alike
-	empty := &dataplane.Config{Schema: dataplane.SchemaVersion}
-	for name, cfg := range map[string]*dataplane.Config{
+	empty := &proxycfg.Config{Schema: proxycfg.SchemaVersion}
+	for name, cfg := range map[string]*proxycfg.Config{
 		"small": smallConfig("127.0.0.1:1"), "secret and escapes": withSecret, "empty": empty, "scale": scaleConfig(20),
 	} {
 		var c encodeCache
@@ -65,7 +65,7 @@ func TestDocumentIsWhatJSONMarshalWrites(t *testing.T) {
 	}
 }
 
-func hashes(t *testing.T, cfg *dataplane.Config) (version, routes, clusters string) {
+func hashes(t *testing.T, cfg *proxycfg.Config) (version, routes, clusters string) {
 	t.Helper()
 	var c encodeCache
 	d, err := c.encode(cfg)
@@ -79,32 +79,32 @@ func hashes(t *testing.T, cfg *dataplane.Config) (version, routes, clusters stri
 // with that; clustersHash with the clusters' definitions.
 func TestHashesSeparateRoutesFromClusters(t *testing.T) {
 	base := smallConfig("127.0.0.1:1")
-	base.Clusters = append(base.Clusters, dataplane.Cluster{Name: "d", Endpoints: []dataplane.Endpoint{{Address: "127.0.0.1:2"}}})
+	base.Clusters = append(base.Clusters, proxycfg.Cluster{Name: "d", Endpoints: []proxycfg.Endpoint{{Address: "127.0.0.1:2"}}})
 	v0, r0, c0 := hashes(t, base)
 
-	edit := func(f func(*dataplane.Config)) *dataplane.Config {
+	edit := func(f func(*proxycfg.Config)) *proxycfg.Config {
 		cfg := deepCopy(t, base)
 		f(cfg)
 		return cfg
 	}
 	for _, tc := range []struct {
 		name                   string
-		cfg                    *dataplane.Config
+		cfg                    *proxycfg.Config
 		routesSame, clusterSam bool
 	}{
 		{"same content, new slices", deepCopy(t, base), true, true},
-		{"cfg.Version is not content", edit(func(c *dataplane.Config) { c.Version = "anything" }), true, true},
-		{"an endpoint", edit(func(c *dataplane.Config) { c.Clusters[0].Endpoints[0].Address = "127.0.0.1:9" }), true, false},
-		{"a cluster's TLS", edit(func(c *dataplane.Config) { c.Clusters[1].TLS = &dataplane.TLSSettings{SNI: "x"} }), true, false},
-		{"cluster order", edit(func(c *dataplane.Config) { slices.Reverse(c.Clusters) }), true, false},
-		{"a route", edit(func(c *dataplane.Config) { c.Routes[0].Hostnames = []string{"a.example"} }), false, true},
-		{"a listener", edit(func(c *dataplane.Config) { c.Listeners[0].Port = 8080 }), false, true},
-		{"the session secret", edit(func(c *dataplane.Config) { c.SessionSecret = []byte("k") }), false, true},
-		{"the schema", edit(func(c *dataplane.Config) { c.Schema = "other" }), false, true},
-		{"a cluster added", edit(func(c *dataplane.Config) {
-			c.Clusters = append(c.Clusters, dataplane.Cluster{Name: "e"})
+		{"cfg.Version is not content", edit(func(c *proxycfg.Config) { c.Version = "anything" }), true, true},
+		{"an endpoint", edit(func(c *proxycfg.Config) { c.Clusters[0].Endpoints[0].Address = "127.0.0.1:9" }), true, false},
+		{"a cluster's TLS", edit(func(c *proxycfg.Config) { c.Clusters[1].TLS = &proxycfg.TLSSettings{SNI: "x"} }), true, false},
+		{"cluster order", edit(func(c *proxycfg.Config) { slices.Reverse(c.Clusters) }), true, false},
+		{"a route", edit(func(c *proxycfg.Config) { c.Routes[0].Hostnames = []string{"a.example"} }), false, true},
+		{"a listener", edit(func(c *proxycfg.Config) { c.Listeners[0].Port = 8080 }), false, true},
+		{"the session secret", edit(func(c *proxycfg.Config) { c.SessionSecret = []byte("k") }), false, true},
+		{"the schema", edit(func(c *proxycfg.Config) { c.Schema = "other" }), false, true},
+		{"a cluster added", edit(func(c *proxycfg.Config) {
+			c.Clusters = append(c.Clusters, proxycfg.Cluster{Name: "e"})
 		}), false, false},
-		{"a cluster renamed", edit(func(c *dataplane.Config) { c.Clusters[1].Name = "e" }), false, false},
+		{"a cluster renamed", edit(func(c *proxycfg.Config) { c.Clusters[1].Name = "e" }), false, false},
 	} {
 		v, r, c := hashes(t, tc.cfg)
 		if (r == r0) != tc.routesSame || (c == c0) != tc.clusterSam || (v == v0) != (tc.routesSame && tc.clusterSam) {
@@ -190,9 +190,9 @@ func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
 // would be published stale. This fails when a type gains a field.
 func TestSameCoversEveryField(t *testing.T) {
 	for typ, fields := range map[reflect.Type][]string{
-		reflect.TypeFor[dataplane.Listener](): {"Name", "Hostname", "Port", "Protocol", "Address", "Certificates", "ClientValidation"},
-		reflect.TypeFor[dataplane.Route]():    {"Kind", "Namespace", "Name", "Created", "Listeners", "Hostnames", "Rules"},
-		reflect.TypeFor[dataplane.Cluster]():  {"Name", "Protocol", "Endpoints", "TLS"},
+		reflect.TypeFor[proxycfg.Listener](): {"Name", "Hostname", "Port", "Protocol", "Address", "Certificates", "ClientValidation"},
+		reflect.TypeFor[proxycfg.Route]():    {"Kind", "Namespace", "Name", "Created", "Listeners", "Hostnames", "Rules"},
+		reflect.TypeFor[proxycfg.Cluster]():  {"Name", "Protocol", "Endpoints", "TLS"},
 	} {
 		var got []string
 		for f := range typ.Fields() {
@@ -208,7 +208,7 @@ func TestSameCoversEveryField(t *testing.T) {
 func TestNilAndEmptyListsStayApart(t *testing.T) {
 	var c encodeCache
 	cfg := smallConfig("127.0.0.1:1")
-	for _, clusters := range [][]dataplane.Endpoint{nil, {}, nil} {
+	for _, clusters := range [][]proxycfg.Endpoint{nil, {}, nil} {
 		next := *cfg
 		next.Clusters = slices.Clone(cfg.Clusters)
 		next.Clusters[0].Endpoints = clusters

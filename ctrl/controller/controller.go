@@ -24,12 +24,12 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Publisher takes every translated proxy config (the config server).
 type Publisher interface {
-	Publish(cfg *dataplane.Config) (version string)
+	Publish(cfg *proxycfg.Config) (version string)
 }
 
 // Options configure a Controller.

@@ -12,7 +12,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Backend kinds a backendRef may name.
@@ -88,7 +88,7 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 		return rb.name, rb.problem
 	}
 	t.lastPolicies = nil
-	var c *dataplane.Cluster
+	var c *proxycfg.Cluster
 	var p *refProblem
 	switch kind {
 	case kindService:
@@ -101,7 +101,7 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	rb := resolvedBackend{problem: p, policies: t.lastPolicies}
 	t.noteAncestors(rb.policies, gw)
 	if p == nil {
-		if c.Protocol == dataplane.ProtoTLS && c.TLS != nil && gw != nil && gw.clientCertPEM != nil {
+		if c.Protocol == proxycfg.ProtoTLS && c.TLS != nil && gw != nil && gw.clientCertPEM != nil {
 			c.TLS.ClientCertPEM, c.TLS.ClientKeyPEM = string(gw.clientCertPEM), string(gw.clientKeyPEM)
 		}
 		rb.name = c.Name
@@ -144,11 +144,11 @@ func clusterName(k backendKey, proto string, h2 bool) string {
 		b.WriteString(strconv.Itoa(int(k.port)))
 	}
 	switch {
-	case proto == dataplane.ProtoTLS && h2:
+	case proto == proxycfg.ProtoTLS && h2:
 		b.WriteString("+tls-h2")
-	case proto == dataplane.ProtoTLS:
+	case proto == proxycfg.ProtoTLS:
 		b.WriteString("+tls")
-	case proto == dataplane.ProtoH2C:
+	case proto == proxycfg.ProtoH2C:
 		b.WriteString("+h2c")
 	}
 	if k.clientCert != "" {
@@ -158,7 +158,7 @@ func clusterName(k backendKey, proto string, h2 bool) string {
 }
 
 // serviceCluster resolves a Service port to its ready endpoints.
-func (t *translator) serviceCluster(k backendKey) (*dataplane.Cluster, *refProblem) {
+func (t *translator) serviceCluster(k backendKey) (*proxycfg.Cluster, *refProblem) {
 	svc := t.ix.services[nn(k.namespace, k.name)]
 	if svc == nil {
 		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s not found", k.namespace, k.name)}
@@ -193,7 +193,7 @@ func (t *translator) serviceCluster(k backendKey) (*dataplane.Cluster, *refProbl
 	if sp != nil {
 		sectionName = sp.Name
 	}
-	c := &dataplane.Cluster{Endpoints: []dataplane.Endpoint{}}
+	c := &proxycfg.Cluster{Endpoints: []proxycfg.Endpoint{}}
 	tlsSet, p := t.backendTLS("", kindService, k.namespace, k.name, sectionName)
 	if p != nil {
 		return nil, p
@@ -214,7 +214,7 @@ func (t *translator) serviceCluster(k backendKey) (*dataplane.Cluster, *refProbl
 			return nil, &refProblem{string(gwv1.RouteReasonUnsupportedProtocol),
 				fmt.Sprintf("Service %s/%s: externalName %q must be a DNS name, not an IP address or localhost", k.namespace, k.name, svc.Spec.ExternalName)}
 		}
-		c.Endpoints = append(c.Endpoints, dataplane.Endpoint{Address: net.JoinHostPort(name, strconv.Itoa(int(k.port)))})
+		c.Endpoints = append(c.Endpoints, proxycfg.Endpoint{Address: net.JoinHostPort(name, strconv.Itoa(int(k.port)))})
 		return c, nil
 	}
 	c.Endpoints = t.endpoints(t.ix.slices[nn(k.namespace, k.name)], func(p *discoveryv1.EndpointPort) bool {
@@ -225,7 +225,7 @@ func (t *translator) serviceCluster(k backendKey) (*dataplane.Cluster, *refProbl
 
 // serviceImportCluster resolves a multi-cluster ServiceImport through the
 // EndpointSlices labelled with its name.
-func (t *translator) serviceImportCluster(k backendKey) (*dataplane.Cluster, *refProblem) {
+func (t *translator) serviceImportCluster(k backendKey) (*proxycfg.Cluster, *refProblem) {
 	slices := t.ix.mcsSlices[nn(k.namespace, k.name)]
 	if len(slices) == 0 {
 		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound),
@@ -247,7 +247,7 @@ func (t *translator) serviceImportCluster(k backendKey) (*dataplane.Cluster, *re
 		}
 		portOK = func(*discoveryv1.EndpointPort) bool { return true }
 	}
-	c := &dataplane.Cluster{}
+	c := &proxycfg.Cluster{}
 	c.Protocol, c.TLS = clusterProtocol(wireHTTP1, k.grpc, nil, "")
 	c.Name = clusterName(k, c.Protocol, false)
 	c.Endpoints = t.endpoints(slices, portOK)
@@ -255,7 +255,7 @@ func (t *translator) serviceImportCluster(k backendKey) (*dataplane.Cluster, *re
 }
 
 // externalCluster resolves an ExternalBackend: one DNS name or IP.
-func (t *translator) externalCluster(k backendKey) (*dataplane.Cluster, *refProblem) {
+func (t *translator) externalCluster(k backendKey) (*proxycfg.Cluster, *refProblem) {
 	eb := t.ix.external[nn(k.namespace, k.name)]
 	if eb == nil {
 		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("ExternalBackend %s/%s not found", k.namespace, k.name)}
@@ -283,10 +283,10 @@ func (t *translator) externalCluster(k backendKey) (*dataplane.Cluster, *refProb
 	if prob != nil {
 		return nil, prob
 	}
-	c := &dataplane.Cluster{}
+	c := &proxycfg.Cluster{}
 	c.Protocol, c.TLS = clusterProtocol(p, k.grpc, tlsSet, eb.Spec.Host)
 	c.Name = clusterName(k, c.Protocol, c.TLS != nil && c.TLS.H2)
-	c.Endpoints = []dataplane.Endpoint{{Address: net.JoinHostPort(eb.Spec.Host, strconv.Itoa(int(port)))}}
+	c.Endpoints = []proxycfg.Endpoint{{Address: net.JoinHostPort(eb.Spec.Host, strconv.Itoa(int(port)))}}
 	return c, nil
 }
 
@@ -314,28 +314,28 @@ func protocolOf(appProtocol string) (string, bool) {
 // BackendTLSPolicy: a policy always means TLS, gRPC always means HTTP/2.
 // It returns "" when TLS is asked for without a policy and without a
 // server name to verify against.
-func clusterProtocol(wire string, grpc bool, policy *dataplane.TLSSettings, defaultSNI string) (string, *dataplane.TLSSettings) {
+func clusterProtocol(wire string, grpc bool, policy *proxycfg.TLSSettings, defaultSNI string) (string, *proxycfg.TLSSettings) {
 	if policy != nil {
 		policy.H2 = grpc || wire == wireH2C
-		return dataplane.ProtoTLS, policy
+		return proxycfg.ProtoTLS, policy
 	}
 	switch {
 	case wire == wireTLS && defaultSNI == "":
 		return "", nil
 	case wire == wireTLS:
 		// No policy: verify against the system roots, as a browser would.
-		return dataplane.ProtoTLS, &dataplane.TLSSettings{SNI: defaultSNI, H2: grpc}
+		return proxycfg.ProtoTLS, &proxycfg.TLSSettings{SNI: defaultSNI, H2: grpc}
 	case grpc || wire == wireH2C:
-		return dataplane.ProtoH2C, nil
+		return proxycfg.ProtoH2C, nil
 	}
-	return dataplane.ProtoHTTP1, nil
+	return proxycfg.ProtoHTTP1, nil
 }
 
 // endpoints gathers the ready endpoints of slices on the port that portOK
 // picks; when none is ready, the serving ones (terminating pods still
 // answering) rather than nothing. Addresses are sorted for determinism.
-func (t *translator) endpoints(sls []*discoveryv1.EndpointSlice, portOK func(*discoveryv1.EndpointPort) bool) []dataplane.Endpoint {
-	var ready, serving []dataplane.Endpoint
+func (t *translator) endpoints(sls []*discoveryv1.EndpointSlice, portOK func(*discoveryv1.EndpointPort) bool) []proxycfg.Endpoint {
+	var ready, serving []proxycfg.Endpoint
 	for _, s := range sls {
 		var port int32
 		for i := range s.Ports {
@@ -359,7 +359,7 @@ func (t *translator) endpoints(sls []*discoveryv1.EndpointSlice, portOK func(*di
 				if !t.in.AnyEndpointAddress && s.AddressType != discoveryv1.AddressTypeFQDN && !clusterAddress(a) {
 					continue
 				}
-				ep := dataplane.Endpoint{Address: joinHostPort(a, ps)}
+				ep := proxycfg.Endpoint{Address: joinHostPort(a, ps)}
 				if isReady {
 					ready = append(ready, ep)
 				} else {
@@ -373,17 +373,17 @@ func (t *translator) endpoints(sls []*discoveryv1.EndpointSlice, portOK func(*di
 		list = serving
 	}
 	if list == nil {
-		return []dataplane.Endpoint{}
+		return []proxycfg.Endpoint{}
 	}
 	// Sorted and without repeats (an address in two slices), so the
 	// config does not change with the order slices are listed in.
 	if !slices.IsSortedFunc(list, compareEndpoint) {
 		slices.SortFunc(list, compareEndpoint)
 	}
-	return slices.CompactFunc(list, func(a, b dataplane.Endpoint) bool { return a.Address == b.Address })
+	return slices.CompactFunc(list, func(a, b proxycfg.Endpoint) bool { return a.Address == b.Address })
 }
 
-func compareEndpoint(a, b dataplane.Endpoint) int { return strings.Compare(a.Address, b.Address) }
+func compareEndpoint(a, b proxycfg.Endpoint) int { return strings.Compare(a.Address, b.Address) }
 
 // joinHostPort is net.JoinHostPort without its scan for a colon when the
 // address is plainly IPv4 or a name.

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // reasonInvalidBackendTLS is the route's ResolvedRefs reason when the
@@ -25,7 +25,7 @@ const maxAncestors = 16
 // or why it cannot, and the Gateways whose routes use it.
 type policyInfo struct {
 	obj       *gwv1.BackendTLSPolicy
-	settings  *dataplane.TLSSettings
+	settings  *proxycfg.TLSSettings
 	accepted  bool
 	reason    string // Accepted=False reason, when not accepted
 	msg       string
@@ -41,7 +41,7 @@ type policyInfo struct {
 // oldest wins) and returns its TLS settings: nil without a policy, a
 // problem with an empty reason when the policy is unusable (requests then
 // fail with 500; the policy's status says why).
-func (t *translator) backendTLS(group, kind, ns, name, sectionName string) (*dataplane.TLSSettings, *refProblem) {
+func (t *translator) backendTLS(group, kind, ns, name, sectionName string) (*proxycfg.TLSSettings, *refProblem) {
 	cands := t.ix.policies[policyTarget{group, kind, ns, name}]
 	if len(cands) == 0 {
 		return nil, nil
@@ -94,7 +94,7 @@ func (t *translator) policy(p *gwv1.BackendTLSPolicy) *policyInfo {
 	pi := &policyInfo{obj: p, accepted: true, ancestors: map[*gatewayInfo]bool{}}
 	t.policyByObj[p] = pi
 	v := &p.Spec.Validation
-	s := &dataplane.TLSSettings{SNI: string(v.Hostname)}
+	s := &proxycfg.TLSSettings{SNI: string(v.Hostname)}
 	for _, san := range v.SubjectAltNames {
 		switch san.Type {
 		case gwv1.HostnameSubjectAltNameType:

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Cache carries work from one translation to the next. It changes how
@@ -188,7 +188,7 @@ type ruleKey struct {
 	failed  uint64 // bit i: backend i fails with a status
 }
 
-func newRuleKey(http *gwv1.HTTPRouteRule, grpc *gwv1.GRPCRouteRule, r *dataplane.Rule) ruleKey {
+func newRuleKey(http *gwv1.HTTPRouteRule, grpc *gwv1.GRPCRouteRule, r *proxycfg.Rule) ruleKey {
 	k := ruleKey{http: http, grpc: grpc, filters: len(r.Filters)}
 	for i, b := range r.Backends {
 		if b.Status != 0 {

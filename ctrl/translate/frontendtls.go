@@ -6,7 +6,7 @@ import (
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Frontend TLS. A Gateway's spec.tls.frontend asks the clients of its
@@ -14,7 +14,7 @@ import (
 // (key ca.crt): the entry of perPort for the listener's port, else the
 // default. Proxies check it at the TLS handshake on the Gateway's address;
 // behind the tunnel the handshake was Cloudflare's, so a listener that
-// requires a certificate refuses those requests (dataplane.ClientValidation).
+// requires a certificate refuses those requests (proxycfg.ClientValidation).
 //
 // A reference that does not resolve makes the listener's ResolvedRefs
 // False; when none resolves the listener is not Accepted either
@@ -23,9 +23,9 @@ import (
 
 // frontendCheck is the outcome of one listener's client validation.
 type frontendCheck struct {
-	cv        *dataplane.ClientValidation // nil: no validation asked for, or none valid
-	insecure  bool                        // mode AllowInsecureFallback
-	refReason string                      // "" when every reference resolved
+	cv        *proxycfg.ClientValidation // nil: no validation asked for, or none valid
+	insecure  bool                       // mode AllowInsecureFallback
+	refReason string                     // "" when every reference resolved
 	refMsg    string
 	noneValid bool
 }
@@ -83,7 +83,7 @@ func (t *translator) frontendValidation(gi *gatewayInfo, port int32) frontendChe
 		fc.noneValid = true
 		return fc
 	}
-	fc.cv = &dataplane.ClientValidation{CACertificates: strings.Join(pems, "\n"), AllowInsecureFallback: fc.insecure}
+	fc.cv = &proxycfg.ClientValidation{CACertificates: strings.Join(pems, "\n"), AllowInsecureFallback: fc.insecure}
 	return fc
 }
 

@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 type gatewayInfo struct {
@@ -60,10 +60,10 @@ type listenerInfo struct {
 	// resolve: routes attach, but the listener is not served.
 	certOK bool
 	// certs are the certificateRefs' pairs, once they all resolve.
-	certs []dataplane.Certificate
+	certs []proxycfg.Certificate
 	// clientValidation is the Gateway's frontend validation for this
 	// HTTPS listener's port, nil when there is none.
-	clientValidation *dataplane.ClientValidation
+	clientValidation *proxycfg.ClientValidation
 	// conflict is the Conflicted reason, when the listener lost one.
 	conflict string
 	attached int32
@@ -229,7 +229,7 @@ func (t *translator) listenerTLS(li *listenerInfo, ns string, set *listenerSetIn
 	for _, ref := range cfg.CertificateRefs {
 		s, p := t.tlsSecret(&ref, fromKind, ns)
 		if p == nil {
-			li.certs = append(li.certs, dataplane.Certificate{Cert: string(s.Data[corev1.TLSCertKey]), Key: string(s.Data[corev1.TLSPrivateKeyKey])})
+			li.certs = append(li.certs, proxycfg.Certificate{Cert: string(s.Data[corev1.TLSCertKey]), Key: string(s.Data[corev1.TLSPrivateKeyKey])})
 			continue
 		}
 		li.certs = nil

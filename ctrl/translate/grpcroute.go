@@ -6,27 +6,27 @@ import (
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // grpcRules translates a GRPCRoute's rules. A gRPC call is an HTTP/2 POST
 // to /<service>/<method>, so method matches become path matches and every
 // backend is spoken to over HTTP/2.
-func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *dataplane.Route, gw *gatewayInfo) ruleSet {
+func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gatewayInfo) ruleSet {
 	var rs ruleSet
 	for i := range r.Spec.Rules {
 		src := &r.Spec.Rules[i]
-		out := dataplane.Rule{}
+		out := proxycfg.Rule{}
 		if src.Name != nil {
 			out.Name = string(*src.Name)
 		}
 		for _, m := range src.Matches {
-			dm := dataplane.Match{}
+			dm := proxycfg.Match{}
 			if m.Method != nil {
 				dm.Path, dm.Precedence = grpcPath(m.Method)
 			}
 			for _, h := range m.Headers {
-				vm := dataplane.ValueMatch{Type: dataplane.MatchExact, Name: string(h.Name), Value: h.Value}
+				vm := proxycfg.ValueMatch{Type: proxycfg.MatchExact, Name: string(h.Name), Value: h.Value}
 				if h.Type != nil {
 					vm.Type = string(*h.Type)
 				}
@@ -38,7 +38,7 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *dataplane.Route, gw *ga
 		for j := range src.BackendRefs {
 			br := &src.BackendRefs[j]
 			b := t.backend(kindGRPCRoute, r.Namespace, &br.BackendRef, true, gw, &rs)
-			var failed dataplane.Rule
+			var failed proxycfg.Rule
 			b.Filters = t.grpcFilters(br.Filters, r.Namespace, gw, &rs, &failed)
 			if failed.FailStatus != 0 {
 				b.Status = failed.FailStatus
@@ -70,7 +70,7 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *dataplane.Route, gw *ga
 //     prefixes: a method-only match must not outrank a service-only one.
 //   - RegularExpression: the expression over both segments, ranked below
 //     literal names (how many characters it matches depends on the call).
-func grpcPath(m *gwv1.GRPCMethodMatch) (*dataplane.PathMatch, int) {
+func grpcPath(m *gwv1.GRPCMethodMatch) (*proxycfg.PathMatch, int) {
 	svc, method := "", ""
 	if m.Service != nil {
 		svc = *m.Service
@@ -86,15 +86,15 @@ func grpcPath(m *gwv1.GRPCMethodMatch) (*dataplane.PathMatch, int) {
 		if method == "" {
 			method = anySegment
 		}
-		return &dataplane.PathMatch{Type: dataplane.PathRegex, Value: "/(?:" + svc + ")/(?:" + method + ")"}, 0
+		return &proxycfg.PathMatch{Type: proxycfg.PathRegex, Value: "/(?:" + svc + ")/(?:" + method + ")"}, 0
 	}
 	switch {
 	case svc != "" && method != "":
-		return &dataplane.PathMatch{Type: dataplane.PathExact, Value: "/" + svc + "/" + method}, 0
+		return &proxycfg.PathMatch{Type: proxycfg.PathExact, Value: "/" + svc + "/" + method}, 0
 	case svc != "":
-		return &dataplane.PathMatch{Type: dataplane.PathRegex, Value: "/" + regexp.QuoteMeta(svc) + "/" + anySegment}, grpcRank(svc, "")
+		return &proxycfg.PathMatch{Type: proxycfg.PathRegex, Value: "/" + regexp.QuoteMeta(svc) + "/" + anySegment}, grpcRank(svc, "")
 	case method != "":
-		return &dataplane.PathMatch{Type: dataplane.PathRegex, Value: "/" + anySegment + "/" + regexp.QuoteMeta(method)}, grpcRank("", method)
+		return &proxycfg.PathMatch{Type: proxycfg.PathRegex, Value: "/" + anySegment + "/" + regexp.QuoteMeta(method)}, grpcRank("", method)
 	}
 	return nil, 0
 }
@@ -109,7 +109,7 @@ func grpcRank(svc, method string) int {
 // grpcFilters translates GRPCRoute filters. Their types are a subset of
 // HTTPRoute's, spelled the same and built from the same parts, so they go
 // through httpFilters, with gRPC's mirror protocol.
-func (t *translator) grpcFilters(fs []gwv1.GRPCRouteFilter, ns string, gw *gatewayInfo, rs *ruleSet, rule *dataplane.Rule) []dataplane.Filter {
+func (t *translator) grpcFilters(fs []gwv1.GRPCRouteFilter, ns string, gw *gatewayInfo, rs *ruleSet, rule *proxycfg.Rule) []proxycfg.Filter {
 	if len(fs) == 0 {
 		return nil
 	}

@@ -6,7 +6,7 @@ import (
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 const (
@@ -16,11 +16,11 @@ const (
 
 // httpRules translates an HTTPRoute's rules. gw supplies the backend
 // client certificate (the first Gateway the route attaches to).
-func (t *translator) httpRules(r *gwv1.HTTPRoute, route *dataplane.Route, gw *gatewayInfo) ruleSet {
+func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gatewayInfo) ruleSet {
 	var rs ruleSet
 	for i := range r.Spec.Rules {
 		src := &r.Spec.Rules[i]
-		out := dataplane.Rule{}
+		out := proxycfg.Rule{}
 		if src.Name != nil {
 			out.Name = string(*src.Name)
 		}
@@ -31,7 +31,7 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *dataplane.Route, gw *ga
 		for j := range src.BackendRefs {
 			br := &src.BackendRefs[j]
 			b := t.backend(kindHTTPRoute, r.Namespace, &br.BackendRef, false, gw, &rs)
-			var failed dataplane.Rule
+			var failed proxycfg.Rule
 			b.Filters = t.httpFilters(kindHTTPRoute, br.Filters, r.Namespace, gw, &rs, &failed)
 			if failed.FailStatus != 0 {
 				b.Status = failed.FailStatus // this backend's share fails closed
@@ -47,10 +47,10 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *dataplane.Route, gw *ga
 	return rs
 }
 
-func httpMatch(m *gwv1.HTTPRouteMatch) dataplane.Match {
-	var out dataplane.Match
+func httpMatch(m *gwv1.HTTPRouteMatch) proxycfg.Match {
+	var out proxycfg.Match
 	if m.Path != nil {
-		pm := &dataplane.PathMatch{Type: dataplane.PathPrefix, Value: "/"}
+		pm := &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}
 		if m.Path.Type != nil {
 			pm.Type = string(*m.Path.Type)
 		}
@@ -63,14 +63,14 @@ func httpMatch(m *gwv1.HTTPRouteMatch) dataplane.Match {
 		out.Method = string(*m.Method)
 	}
 	for _, h := range m.Headers {
-		vm := dataplane.ValueMatch{Type: dataplane.MatchExact, Name: string(h.Name), Value: h.Value}
+		vm := proxycfg.ValueMatch{Type: proxycfg.MatchExact, Name: string(h.Name), Value: h.Value}
 		if h.Type != nil {
 			vm.Type = string(*h.Type)
 		}
 		out.Headers = append(out.Headers, vm)
 	}
 	for _, q := range m.QueryParams {
-		vm := dataplane.ValueMatch{Type: dataplane.MatchExact, Name: string(q.Name), Value: q.Value}
+		vm := proxycfg.ValueMatch{Type: proxycfg.MatchExact, Name: string(q.Name), Value: q.Value}
 		if q.Type != nil {
 			vm.Type = string(*q.Type)
 		}
@@ -81,21 +81,21 @@ func httpMatch(m *gwv1.HTTPRouteMatch) dataplane.Match {
 
 // httpFilters translates the filters of a rule or a backendRef of a route
 // of kind routeKind. A filter tunnelgate cannot run makes rule fail closed.
-func (t *translator) httpFilters(routeKind string, fs []gwv1.HTTPRouteFilter, ns string, gw *gatewayInfo, rs *ruleSet, rule *dataplane.Rule) []dataplane.Filter {
-	var out []dataplane.Filter
+func (t *translator) httpFilters(routeKind string, fs []gwv1.HTTPRouteFilter, ns string, gw *gatewayInfo, rs *ruleSet, rule *proxycfg.Rule) []proxycfg.Filter {
+	var out []proxycfg.Filter
 	for i := range fs {
 		f := &fs[i]
 		switch {
 		case f.Type == gwv1.HTTPRouteFilterRequestHeaderModifier && f.RequestHeaderModifier != nil:
-			out = append(out, dataplane.Filter{Type: dataplane.FilterRequestHeaderModifier, RequestHeaderModifier: headerModifier(f.RequestHeaderModifier)})
+			out = append(out, proxycfg.Filter{Type: proxycfg.FilterRequestHeaderModifier, RequestHeaderModifier: headerModifier(f.RequestHeaderModifier)})
 		case f.Type == gwv1.HTTPRouteFilterResponseHeaderModifier && f.ResponseHeaderModifier != nil:
-			out = append(out, dataplane.Filter{Type: dataplane.FilterResponseHeaderModifier, ResponseHeaderModifier: headerModifier(f.ResponseHeaderModifier)})
+			out = append(out, proxycfg.Filter{Type: proxycfg.FilterResponseHeaderModifier, ResponseHeaderModifier: headerModifier(f.ResponseHeaderModifier)})
 		case f.Type == gwv1.HTTPRouteFilterRequestRedirect && f.RequestRedirect != nil:
-			out = append(out, dataplane.Filter{Type: dataplane.FilterRequestRedirect, RequestRedirect: redirect(f.RequestRedirect)})
+			out = append(out, proxycfg.Filter{Type: proxycfg.FilterRequestRedirect, RequestRedirect: redirect(f.RequestRedirect)})
 		case f.Type == gwv1.HTTPRouteFilterURLRewrite && f.URLRewrite != nil:
-			out = append(out, dataplane.Filter{Type: dataplane.FilterURLRewrite, URLRewrite: rewrite(f.URLRewrite)})
+			out = append(out, proxycfg.Filter{Type: proxycfg.FilterURLRewrite, URLRewrite: rewrite(f.URLRewrite)})
 		case f.Type == gwv1.HTTPRouteFilterCORS && f.CORS != nil:
-			out = append(out, dataplane.Filter{Type: dataplane.FilterCORS, CORS: cors(f.CORS)})
+			out = append(out, proxycfg.Filter{Type: proxycfg.FilterCORS, CORS: cors(f.CORS)})
 		case f.Type == gwv1.HTTPRouteFilterRequestMirror && f.RequestMirror != nil:
 			if m, ok := t.mirror(routeKind, ns, f.RequestMirror, routeKind == kindGRPCRoute, gw, rs); ok {
 				out = append(out, m)
@@ -108,29 +108,29 @@ func (t *translator) httpFilters(routeKind string, fs []gwv1.HTTPRouteFilter, ns
 }
 
 // httpSettings translates timeouts, retry and session persistence.
-func (t *translator) httpSettings(src *gwv1.HTTPRouteRule, out *dataplane.Rule) error {
+func (t *translator) httpSettings(src *gwv1.HTTPRouteRule, out *proxycfg.Rule) error {
 	if to := src.Timeouts; to != nil && (to.Request != nil || to.BackendRequest != nil) {
-		out.Timeouts = &dataplane.Timeouts{}
+		out.Timeouts = &proxycfg.Timeouts{}
 		if to.Request != nil {
 			d, err := parseDuration(string(*to.Request))
 			if err != nil {
 				return fmt.Errorf("timeouts.request: %w", err)
 			}
-			out.Timeouts.Request = dataplane.Duration(d)
+			out.Timeouts.Request = proxycfg.Duration(d)
 		}
 		if to.BackendRequest != nil {
 			d, err := parseDuration(string(*to.BackendRequest))
 			if err != nil {
 				return fmt.Errorf("timeouts.backendRequest: %w", err)
 			}
-			out.Timeouts.BackendRequest = dataplane.Duration(d)
+			out.Timeouts.BackendRequest = proxycfg.Duration(d)
 		}
 		if r, b := out.Timeouts.Request, out.Timeouts.BackendRequest; r != 0 && b > r {
 			return fmt.Errorf("timeouts.backendRequest %v is longer than timeouts.request %v", time.Duration(b), time.Duration(r))
 		}
 	}
 	if rt := src.Retry; rt != nil {
-		out.Retry = &dataplane.Retry{Attempts: 1}
+		out.Retry = &proxycfg.Retry{Attempts: 1}
 		if rt.Attempts != nil {
 			out.Retry.Attempts = *rt.Attempts
 		}
@@ -142,7 +142,7 @@ func (t *translator) httpSettings(src *gwv1.HTTPRouteRule, out *dataplane.Rule) 
 			if err != nil {
 				return fmt.Errorf("retry.backoff: %w", err)
 			}
-			out.Retry.Backoff = dataplane.Duration(d)
+			out.Retry.Backoff = proxycfg.Duration(d)
 		}
 	}
 	if sp := src.SessionPersistence; sp != nil {
@@ -155,8 +155,8 @@ func (t *translator) httpSettings(src *gwv1.HTTPRouteRule, out *dataplane.Rule) 
 	return nil
 }
 
-func sessionPersistence(sp *gwv1.SessionPersistence) (*dataplane.SessionPersistence, error) {
-	s := &dataplane.SessionPersistence{Type: dataplane.SessionCookie}
+func sessionPersistence(sp *gwv1.SessionPersistence) (*proxycfg.SessionPersistence, error) {
+	s := &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie}
 	if sp.SessionName != nil {
 		s.Name = *sp.SessionName
 	}
@@ -168,7 +168,7 @@ func sessionPersistence(sp *gwv1.SessionPersistence) (*dataplane.SessionPersiste
 		if err != nil {
 			return nil, fmt.Errorf("sessionPersistence.absoluteTimeout: %w", err)
 		}
-		s.AbsoluteTimeout = dataplane.Duration(d)
+		s.AbsoluteTimeout = proxycfg.Duration(d)
 	}
 	if sp.CookieConfig != nil && sp.CookieConfig.LifetimeType != nil {
 		s.Lifetime = string(*sp.CookieConfig.LifetimeType)

@@ -4,7 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Output is everything translate decides. Writers turn it into API calls;
@@ -12,7 +12,7 @@ import (
 // the next translation shares the parts that did not change.
 type Output struct {
 	// Config is what the proxies serve.
-	Config dataplane.Config
+	Config proxycfg.Config
 
 	// Statuses, only for the objects tunnelgate manages. Route and policy
 	// statuses hold our entries only (parentRefs we own, ancestors we

@@ -10,7 +10,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // The most common change in a cluster is a pod coming or going: one
@@ -460,8 +460,8 @@ func (l *lastRun) setsApply(changes []backendChange) {
 	}
 }
 
-func sameClusterNames(a, b []dataplane.Cluster) bool {
-	return slices.EqualFunc(a, b, func(x, y dataplane.Cluster) bool { return x.Name == y.Name })
+func sameClusterNames(a, b []proxycfg.Cluster) bool {
+	return slices.EqualFunc(a, b, func(x, y proxycfg.Cluster) bool { return x.Name == y.Name })
 }
 
 func addressesEqual(a, b []gwv1.GatewayStatusAddress) bool {

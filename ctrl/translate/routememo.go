@@ -9,7 +9,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // routeMemo is one route's translation, remembered by the Cache so the next
@@ -22,8 +22,8 @@ import (
 type routeMemo struct {
 	parents  []parentSummary
 	deps     []backendDep
-	routes   []dataplane.Route
-	clusters []dataplane.Cluster
+	routes   []proxycfg.Route
+	clusters []proxycfg.Cluster
 	statuses []gwv1.RouteParentStatus
 	counted  bool
 	// noMemo marks a translation that must not be reused: it produced
@@ -161,11 +161,11 @@ func parentsSame(a []parentSummary, b []*parentInfo) bool {
 // clustersOf returns the clusters that routes use (backends and mirrors),
 // so a remembered route brings them along even when the route that first
 // resolved a shared cluster is gone.
-func (t *translator) clustersOf(routes []dataplane.Route) []dataplane.Cluster {
-	var out []dataplane.Cluster
+func (t *translator) clustersOf(routes []proxycfg.Route) []proxycfg.Cluster {
+	var out []proxycfg.Cluster
 	add := func(name string) {
 		i, ok := t.clusterIdx[name]
-		if !ok || slices.ContainsFunc(out, func(c dataplane.Cluster) bool { return c.Name == name }) {
+		if !ok || slices.ContainsFunc(out, func(c proxycfg.Cluster) bool { return c.Name == name }) {
 			return
 		}
 		out = append(out, t.clusters[i])
@@ -181,8 +181,8 @@ func (t *translator) clustersOf(routes []dataplane.Route) []dataplane.Cluster {
 
 // forClusters calls fn with every cluster a rule names: its backends', and
 // its mirrors', at rule and backend level.
-func forClusters(ru *dataplane.Rule, fn func(string)) {
-	mirrors := func(fs []dataplane.Filter) {
+func forClusters(ru *proxycfg.Rule, fn func(string)) {
+	mirrors := func(fs []proxycfg.Filter) {
 		for _, f := range fs {
 			if f.RequestMirror != nil {
 				fn(f.RequestMirror.Cluster)

@@ -7,13 +7,14 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // ruleSet is the translation of one route's rules, and what went wrong on
 // the way: the first unresolved reference (ResolvedRefs), and the rules
 // dropped because the proxy could not serve them (PartiallyInvalid).
 type ruleSet struct {
-	rules   []dataplane.Rule
+	rules   []proxycfg.Rule
 	refs    *refProblem
 	dropped []string
 	// unsupported explains a filter type tunnelgate does not implement:
@@ -29,11 +30,11 @@ func (rs *ruleSet) refProblem(p *refProblem) {
 
 // keep validates a translated rule the way the proxy will and keeps it, or
 // drops it with the proxy's reason.
-func (rs *ruleSet) keep(c *Cache, key ruleKey, route *dataplane.Route, i int, r dataplane.Rule) {
+func (rs *ruleSet) keep(c *Cache, key ruleKey, route *proxycfg.Route, i int, r proxycfg.Rule) {
 	err := c.validated(key, func() error {
 		// Hostnames are checked on their own (validHostname); the rule is
 		// judged without them, so the result depends on the rule alone.
-		tmp := dataplane.Route{Kind: route.Kind, Namespace: route.Namespace, Name: route.Name, Rules: []dataplane.Rule{r}}
+		tmp := proxycfg.Route{Kind: route.Kind, Namespace: route.Namespace, Name: route.Name, Rules: []proxycfg.Rule{r}}
 		return dataplane.ValidateRule(&tmp, 0)
 	})
 	if err != nil {
@@ -50,22 +51,22 @@ func (rs *ruleSet) keep(c *Cache, key ruleKey, route *dataplane.Route, i int, r 
 // skips a filter it was meant to pass through.
 const failClosed = 500
 
-func headerModifier(m *gwv1.HTTPHeaderFilter) *dataplane.HeaderModifier {
-	out := &dataplane.HeaderModifier{Remove: m.Remove}
+func headerModifier(m *gwv1.HTTPHeaderFilter) *proxycfg.HeaderModifier {
+	out := &proxycfg.HeaderModifier{Remove: m.Remove}
 	for _, h := range m.Set {
-		out.Set = append(out.Set, dataplane.Header{Name: string(h.Name), Value: h.Value})
+		out.Set = append(out.Set, proxycfg.Header{Name: string(h.Name), Value: h.Value})
 	}
 	for _, h := range m.Add {
-		out.Add = append(out.Add, dataplane.Header{Name: string(h.Name), Value: h.Value})
+		out.Add = append(out.Add, proxycfg.Header{Name: string(h.Name), Value: h.Value})
 	}
 	return out
 }
 
-func pathModifier(m *gwv1.HTTPPathModifier) *dataplane.PathModifier {
+func pathModifier(m *gwv1.HTTPPathModifier) *proxycfg.PathModifier {
 	if m == nil {
 		return nil
 	}
-	out := &dataplane.PathModifier{Type: string(m.Type)}
+	out := &proxycfg.PathModifier{Type: string(m.Type)}
 	if m.ReplaceFullPath != nil {
 		out.ReplaceFullPath = *m.ReplaceFullPath
 	}
@@ -75,8 +76,8 @@ func pathModifier(m *gwv1.HTTPPathModifier) *dataplane.PathModifier {
 	return out
 }
 
-func redirect(f *gwv1.HTTPRequestRedirectFilter) *dataplane.Redirect {
-	out := &dataplane.Redirect{Path: pathModifier(f.Path)}
+func redirect(f *gwv1.HTTPRequestRedirectFilter) *proxycfg.Redirect {
+	out := &proxycfg.Redirect{Path: pathModifier(f.Path)}
 	if f.Scheme != nil {
 		out.Scheme = *f.Scheme
 	}
@@ -92,16 +93,16 @@ func redirect(f *gwv1.HTTPRequestRedirectFilter) *dataplane.Redirect {
 	return out
 }
 
-func rewrite(f *gwv1.HTTPURLRewriteFilter) *dataplane.Rewrite {
-	out := &dataplane.Rewrite{Path: pathModifier(f.Path)}
+func rewrite(f *gwv1.HTTPURLRewriteFilter) *proxycfg.Rewrite {
+	out := &proxycfg.Rewrite{Path: pathModifier(f.Path)}
 	if f.Hostname != nil {
 		out.Hostname = string(*f.Hostname)
 	}
 	return out
 }
 
-func cors(f *gwv1.HTTPCORSFilter) *dataplane.CORS {
-	out := &dataplane.CORS{MaxAge: int(f.MaxAge)}
+func cors(f *gwv1.HTTPCORSFilter) *proxycfg.CORS {
+	out := &proxycfg.CORS{MaxAge: int(f.MaxAge)}
 	if f.AllowCredentials != nil {
 		out.AllowCredentials = *f.AllowCredentials
 	}
@@ -122,25 +123,25 @@ func cors(f *gwv1.HTTPCORSFilter) *dataplane.CORS {
 
 // mirror resolves a RequestMirror filter's backend. A mirror that cannot
 // be resolved is left out (the primary request is unaffected) and reported.
-func (t *translator) mirror(routeKind, ns string, f *gwv1.HTTPRequestMirrorFilter, grpc bool, gw *gatewayInfo, rs *ruleSet) (dataplane.Filter, bool) {
+func (t *translator) mirror(routeKind, ns string, f *gwv1.HTTPRequestMirrorFilter, grpc bool, gw *gatewayInfo, rs *ruleSet) (proxycfg.Filter, bool) {
 	name, p := t.backendRef(routeKind, ns, &f.BackendRef, grpc, gw)
 	if p != nil {
 		rs.refProblem(p)
-		return dataplane.Filter{}, false
+		return proxycfg.Filter{}, false
 	}
-	m := &dataplane.Mirror{Cluster: name}
+	m := &proxycfg.Mirror{Cluster: name}
 	if f.Percent != nil {
 		pc := int(*f.Percent)
 		m.Percent = &pc
 	}
 	if f.Fraction != nil {
-		fr := &dataplane.Fraction{Numerator: int(f.Fraction.Numerator), Denominator: 100}
+		fr := &proxycfg.Fraction{Numerator: int(f.Fraction.Numerator), Denominator: 100}
 		if f.Fraction.Denominator != nil {
 			fr.Denominator = int(*f.Fraction.Denominator)
 		}
 		m.Fraction = fr
 	}
-	return dataplane.Filter{Type: dataplane.FilterRequestMirror, RequestMirror: m}, true
+	return proxycfg.Filter{Type: proxycfg.FilterRequestMirror, RequestMirror: m}, true
 }
 
 // unsupportedFilter records a filter tunnelgate cannot run. Either way
@@ -148,7 +149,7 @@ func (t *translator) mirror(routeKind, ns string, f *gwv1.HTTPRequestMirrorFilte
 // an ExtensionRef is a reference tunnelgate cannot resolve (ResolvedRefs,
 // InvalidKind, as the spec asks); another type is a value it does not
 // support (Accepted=False, UnsupportedValue).
-func (rs *ruleSet) unsupportedFilter(typ string, ext *gwv1.LocalObjectReference, rule *dataplane.Rule) {
+func (rs *ruleSet) unsupportedFilter(typ string, ext *gwv1.LocalObjectReference, rule *proxycfg.Rule) {
 	rule.FailStatus = failClosed
 	if ext != nil {
 		rs.refProblem(&refProblem{string(gwv1.RouteReasonInvalidKind),
@@ -162,7 +163,7 @@ func (rs *ruleSet) unsupportedFilter(typ string, ext *gwv1.LocalObjectReference,
 
 // backendRefs resolves a rule's weighted backends. An unusable backend
 // keeps its weight and answers 500 for its share, as the spec requires.
-func (t *translator) backend(routeKind, ns string, ref *gwv1.BackendRef, grpc bool, gw *gatewayInfo, rs *ruleSet) dataplane.BackendRef {
+func (t *translator) backend(routeKind, ns string, ref *gwv1.BackendRef, grpc bool, gw *gatewayInfo, rs *ruleSet) proxycfg.BackendRef {
 	w := 1
 	if ref.Weight != nil {
 		w = int(*ref.Weight)
@@ -170,7 +171,7 @@ func (t *translator) backend(routeKind, ns string, ref *gwv1.BackendRef, grpc bo
 	name, p := t.backendRef(routeKind, ns, &ref.BackendObjectReference, grpc, gw)
 	if p != nil {
 		rs.refProblem(p)
-		return dataplane.BackendRef{Weight: w, Status: failClosed}
+		return proxycfg.BackendRef{Weight: w, Status: failClosed}
 	}
-	return dataplane.BackendRef{Cluster: name, Weight: w}
+	return proxycfg.BackendRef{Cluster: name, Weight: w}
 }

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // translator carries one translation's working state. It lives for one
@@ -29,7 +29,7 @@ type translator struct {
 	attachments   map[*listenerInfo][]*attachment
 
 	backends       map[backendKey]resolvedBackend
-	clusters       []dataplane.Cluster
+	clusters       []proxycfg.Cluster
 	policyByObj    map[*gwv1.BackendTLSPolicy]*policyInfo
 	lastPolicies   []*policyInfo  // the policies the last resolved backend met
 	recording      *routeMemo     // the memo of the route being translated
@@ -66,8 +66,8 @@ func Translate(in *Input) *Output {
 		ix:  buildIndex(&in.Snapshot),
 		now: metav1Now(in),
 		out: &Output{
-			Config: dataplane.Config{Schema: dataplane.SchemaVersion, Listeners: []dataplane.Listener{},
-				Routes: make([]dataplane.Route, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)), Clusters: []dataplane.Cluster{}},
+			Config: proxycfg.Config{Schema: proxycfg.SchemaVersion, Listeners: []proxycfg.Listener{},
+				Routes: make([]proxycfg.Route, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)), Clusters: []proxycfg.Cluster{}},
 			GatewayClasses:     map[string]*GatewayClassResult{},
 			Gateways:           map[types.NamespacedName]*gwv1.GatewayStatus{},
 			ListenerSets:       map[types.NamespacedName]*gwv1.ListenerSetStatus{},
@@ -81,7 +81,7 @@ func Translate(in *Input) *Output {
 		setByKey:     map[types.NamespacedName]*listenerSetInfo{},
 		attachments:  map[*listenerInfo][]*attachment{},
 		backends:     make(map[backendKey]resolvedBackend, len(in.Services)),
-		clusters:     make([]dataplane.Cluster, 0, len(in.Services)),
+		clusters:     make([]proxycfg.Cluster, 0, len(in.Services)),
 		hostIndex:    make(map[string]int, len(in.HTTPRoutes)+len(in.GRPCRoutes)),
 		policyByObj:  map[*gwv1.BackendTLSPolicy]*policyInfo{},
 	}
@@ -208,7 +208,7 @@ func (t *translator) translateRoute(r *routeInfo, http *gwv1.HTTPRoute, grpc *gw
 	var rs ruleSet
 	var allDropped bool
 	for gi, g := range groups {
-		route := dataplane.Route{Kind: dataplane.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
+		route := proxycfg.Route{Kind: proxycfg.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
 			Created: r.meta.CreationTimestamp.Time.UTC()}
 		route.Listeners, route.Hostnames = servedOn(g.parents)
 		var grs ruleSet
@@ -488,7 +488,7 @@ func (t *translator) assembleConfig() {
 	cfg := &t.out.Config
 	for _, li := range t.listenerOrder {
 		if li.serves() && li.gw.accepted {
-			l := dataplane.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port), Protocol: string(li.protocol),
+			l := proxycfg.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port), Protocol: string(li.protocol),
 				ClientValidation: li.clientValidation}
 			if li.gw.address.IsValid() {
 				l.Address = li.gw.address.String()
@@ -503,7 +503,7 @@ func (t *translator) assembleConfig() {
 			forClusters(&cfg.Routes[i].Rules[j], func(name string) { used[name] = true })
 		}
 	}
-	cfg.Clusters = make([]dataplane.Cluster, 0, len(used))
+	cfg.Clusters = make([]proxycfg.Cluster, 0, len(used))
 	for _, c := range t.clusters {
 		if used[c.Name] {
 			cfg.Clusters = append(cfg.Clusters, c)

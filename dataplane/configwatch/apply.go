@@ -3,7 +3,7 @@ package configwatch
 import (
 	"slices"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // apply makes the proxy serve doc. When the proxy serves the routes doc
@@ -63,7 +63,7 @@ func (c *Client) updateClusters(doc *Document) bool {
 // milliseconds over 5,000 clusters on every endpoint change; a nil and an
 // empty list mean the same to the proxy. TestSameClusterCoversEveryField
 // fails when a field is added to these types, so that it is added here.
-func sameCluster(a, b *dataplane.Cluster) bool {
+func sameCluster(a, b *proxycfg.Cluster) bool {
 	if a.Name != b.Name || a.Protocol != b.Protocol || !slices.Equal(a.Endpoints, b.Endpoints) {
 		return false
 	}

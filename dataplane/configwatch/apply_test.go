@@ -5,15 +5,15 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // sameCluster compares field by field, so it must know every field.
 func TestSameClusterCoversEveryField(t *testing.T) {
 	for typ, fields := range map[reflect.Type][]string{
-		reflect.TypeFor[dataplane.Cluster]():     {"Name", "Protocol", "Endpoints", "TLS"},
-		reflect.TypeFor[dataplane.Endpoint]():    {"Address"}, // compared with == by slices.Equal
-		reflect.TypeFor[dataplane.TLSSettings](): {"SNI", "CAPEM", "SANDNSNames", "SANURIs", "ClientCertPEM", "ClientKeyPEM", "H2"},
+		reflect.TypeFor[proxycfg.Cluster]():     {"Name", "Protocol", "Endpoints", "TLS"},
+		reflect.TypeFor[proxycfg.Endpoint]():    {"Address"}, // compared with == by slices.Equal
+		reflect.TypeFor[proxycfg.TLSSettings](): {"SNI", "CAPEM", "SANDNSNames", "SANURIs", "ClientCertPEM", "ClientKeyPEM", "H2"},
 	} {
 		var got []string
 		for f := range typ.Fields() {
@@ -26,24 +26,24 @@ func TestSameClusterCoversEveryField(t *testing.T) {
 }
 
 func TestSameCluster(t *testing.T) {
-	base := func() dataplane.Cluster {
-		return dataplane.Cluster{Name: "c", Protocol: dataplane.ProtoTLS, Endpoints: []dataplane.Endpoint{{Address: "10.0.0.1:80"}},
-			TLS: &dataplane.TLSSettings{SNI: "s", CAPEM: "ca", SANDNSNames: []string{"a"}, SANURIs: []string{"u"}, ClientCertPEM: "c", ClientKeyPEM: "k", H2: true}}
+	base := func() proxycfg.Cluster {
+		return proxycfg.Cluster{Name: "c", Protocol: proxycfg.ProtoTLS, Endpoints: []proxycfg.Endpoint{{Address: "10.0.0.1:80"}},
+			TLS: &proxycfg.TLSSettings{SNI: "s", CAPEM: "ca", SANDNSNames: []string{"a"}, SANURIs: []string{"u"}, ClientCertPEM: "c", ClientKeyPEM: "k", H2: true}}
 	}
 	a := base()
-	for name, edit := range map[string]func(*dataplane.Cluster){
-		"name":      func(c *dataplane.Cluster) { c.Name = "d" },
-		"protocol":  func(c *dataplane.Cluster) { c.Protocol = dataplane.ProtoH2C },
-		"endpoint":  func(c *dataplane.Cluster) { c.Endpoints[0].Address = "10.0.0.2:80" },
-		"endpoints": func(c *dataplane.Cluster) { c.Endpoints = append(c.Endpoints, dataplane.Endpoint{Address: "x:1"}) },
-		"no TLS":    func(c *dataplane.Cluster) { c.TLS = nil },
-		"SNI":       func(c *dataplane.Cluster) { c.TLS.SNI = "t" },
-		"CA":        func(c *dataplane.Cluster) { c.TLS.CAPEM = "other" },
-		"SAN DNS":   func(c *dataplane.Cluster) { c.TLS.SANDNSNames = []string{"b"} },
-		"SAN URI":   func(c *dataplane.Cluster) { c.TLS.SANURIs = nil },
-		"cert":      func(c *dataplane.Cluster) { c.TLS.ClientCertPEM = "" },
-		"key":       func(c *dataplane.Cluster) { c.TLS.ClientKeyPEM = "" },
-		"H2":        func(c *dataplane.Cluster) { c.TLS.H2 = false },
+	for name, edit := range map[string]func(*proxycfg.Cluster){
+		"name":      func(c *proxycfg.Cluster) { c.Name = "d" },
+		"protocol":  func(c *proxycfg.Cluster) { c.Protocol = proxycfg.ProtoH2C },
+		"endpoint":  func(c *proxycfg.Cluster) { c.Endpoints[0].Address = "10.0.0.2:80" },
+		"endpoints": func(c *proxycfg.Cluster) { c.Endpoints = append(c.Endpoints, proxycfg.Endpoint{Address: "x:1"}) },
+		"no TLS":    func(c *proxycfg.Cluster) { c.TLS = nil },
+		"SNI":       func(c *proxycfg.Cluster) { c.TLS.SNI = "t" },
+		"CA":        func(c *proxycfg.Cluster) { c.TLS.CAPEM = "other" },
+		"SAN DNS":   func(c *proxycfg.Cluster) { c.TLS.SANDNSNames = []string{"b"} },
+		"SAN URI":   func(c *proxycfg.Cluster) { c.TLS.SANURIs = nil },
+		"cert":      func(c *proxycfg.Cluster) { c.TLS.ClientCertPEM = "" },
+		"key":       func(c *proxycfg.Cluster) { c.TLS.ClientKeyPEM = "" },
+		"H2":        func(c *proxycfg.Cluster) { c.TLS.H2 = false },
 	} {
 		b := base()
 		edit(&b)
@@ -55,7 +55,7 @@ func TestSameCluster(t *testing.T) {
 	if !sameCluster(&a, &b) {
 		t.Error("equal definitions differ")
 	}
-	a.Endpoints, b.Endpoints = nil, []dataplane.Endpoint{}
+	a.Endpoints, b.Endpoints = nil, []proxycfg.Endpoint{}
 	if !sameCluster(&a, &b) {
 		t.Error("nil and empty endpoints differ; the proxy serves them alike")
 	}

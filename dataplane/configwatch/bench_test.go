@@ -9,31 +9,32 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // benchDocument is a document of routes routes, one three-endpoint
 // cluster each (the shape of ctrl/configserver's benchmark), whose
 // cluster 0 has endpoint port.
 func benchDocument(routes, port int) *Document {
-	cfg := dataplane.Config{Schema: dataplane.SchemaVersion, Version: fmt.Sprint("v", port)}
+	cfg := proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: fmt.Sprint("v", port)}
 	for g := range 50 {
-		cfg.Listeners = append(cfg.Listeners, dataplane.Listener{Name: fmt.Sprintf("gw-%d", g), Hostname: fmt.Sprintf("*.g%d.example.com", g)})
+		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{Name: fmt.Sprintf("gw-%d", g), Hostname: fmt.Sprintf("*.g%d.example.com", g)})
 	}
 	for r := range routes {
 		name := fmt.Sprintf("team-%d/app-%d:80", r%100, r)
-		cfg.Routes = append(cfg.Routes, dataplane.Route{
+		cfg.Routes = append(cfg.Routes, proxycfg.Route{
 			Namespace: fmt.Sprintf("team-%d", r%100), Name: fmt.Sprintf("app-%d", r), Created: time.Unix(int64(r), 0),
 			Listeners: []string{fmt.Sprintf("gw-%d", r%50)}, Hostnames: []string{fmt.Sprintf("app-%d.g%d.example.com", r, r%50)},
-			Rules: []dataplane.Rule{
-				{Matches: []dataplane.Match{{Path: &dataplane.PathMatch{Type: dataplane.PathPrefix, Value: "/api"},
-					Headers: []dataplane.ValueMatch{{Name: "x-canary", Value: "1"}}}},
-					Backends: []dataplane.BackendRef{{Cluster: name, Weight: 1}}},
-				{Backends: []dataplane.BackendRef{{Cluster: name, Weight: 1}}},
+			Rules: []proxycfg.Rule{
+				{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/api"},
+					Headers: []proxycfg.ValueMatch{{Name: "x-canary", Value: "1"}}}},
+					Backends: []proxycfg.BackendRef{{Cluster: name, Weight: 1}}},
+				{Backends: []proxycfg.BackendRef{{Cluster: name, Weight: 1}}},
 			},
 		})
-		c := dataplane.Cluster{Name: name}
+		c := proxycfg.Cluster{Name: name}
 		for e := range 3 {
-			c.Endpoints = append(c.Endpoints, dataplane.Endpoint{Address: fmt.Sprintf("10.%d.%d.%d:8080", 1+r/65000, (r/250)%256, 1+e+(r%250))})
+			c.Endpoints = append(c.Endpoints, proxycfg.Endpoint{Address: fmt.Sprintf("10.%d.%d.%d:8080", 1+r/65000, (r/250)%256, 1+e+(r%250))})
 		}
 		cfg.Clusters = append(cfg.Clusters, c)
 	}

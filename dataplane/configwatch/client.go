@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Defaults of Options.
@@ -78,7 +79,7 @@ type Client struct {
 	// clusters are the proxy's cluster definitions, as of the last full
 	// load plus the updates since: comparing against them costs a map
 	// lookup per cluster, where asking the proxy would copy them all.
-	clusters map[string]dataplane.Cluster
+	clusters map[string]proxycfg.Cluster
 }
 
 // New returns a client that will keep p in step with the controller at

@@ -20,6 +20,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // End-to-end tests: a configserver.Server and a dataplane.Proxy fed by a
@@ -43,21 +44,21 @@ func backend(t *testing.T, name string) string {
 // addrs, and requests on host other.example to cluster "other" when
 // other is set. routeTag, when set, goes into the route's hostnames, so
 // two configs with the same clusters differ in routes.
-func config(routeTag string, addrs ...string) *dataplane.Config {
+func config(routeTag string, addrs ...string) *proxycfg.Config {
 	hosts := []string{"app.example"}
 	if routeTag != "" {
 		hosts = append(hosts, routeTag+".example")
 	}
-	cfg := &dataplane.Config{
-		Schema:    dataplane.SchemaVersion,
-		Listeners: []dataplane.Listener{{Name: "l"}},
-		Routes: []dataplane.Route{{Namespace: "n", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+	cfg := &proxycfg.Config{
+		Schema:    proxycfg.SchemaVersion,
+		Listeners: []proxycfg.Listener{{Name: "l"}},
+		Routes: []proxycfg.Route{{Namespace: "n", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			Listeners: []string{"l"}, Hostnames: hosts,
-			Rules: []dataplane.Rule{{Backends: []dataplane.BackendRef{{Cluster: "app", Weight: 1}}}}}},
-		Clusters: []dataplane.Cluster{{Name: "app"}},
+			Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "app", Weight: 1}}}}}},
+		Clusters: []proxycfg.Cluster{{Name: "app"}},
 	}
 	for _, a := range addrs {
-		cfg.Clusters[0].Endpoints = append(cfg.Clusters[0].Endpoints, dataplane.Endpoint{Address: a})
+		cfg.Clusters[0].Endpoints = append(cfg.Clusters[0].Endpoints, proxycfg.Endpoint{Address: a})
 	}
 	return cfg
 }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // The protocol both ends speak. The controller's side is
@@ -42,10 +42,10 @@ const (
 // RoutesHash applies the new clusters with Proxy.UpdateCluster and never
 // recompiles the router for an endpoint change.
 type Document struct {
-	Version      string           `json:"version"`
-	RoutesHash   string           `json:"routesHash"`
-	ClustersHash string           `json:"clustersHash"`
-	Config       dataplane.Config `json:"config"`
+	Version      string          `json:"version"`
+	RoutesHash   string          `json:"routesHash"`
+	ClustersHash string          `json:"clustersHash"`
+	Config       proxycfg.Config `json:"config"`
 }
 
 // maxDocument bounds a document (after decompression) so that a broken or
@@ -53,7 +53,7 @@ type Document struct {
 // of 5,000 routes is about 3 MB.
 const maxDocument = 256 << 20
 
-// DecodeDocument reads a document strictly, as dataplane.DecodeConfig
+// DecodeDocument reads a document strictly, as proxycfg.DecodeConfig
 // reads a config: an unknown field is an error, since a field this proxy
 // does not know is a setting it would silently ignore. The config inside
 // must carry the document's version, so the proxy reports the version the

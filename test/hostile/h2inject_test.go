@@ -21,13 +21,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // publicOnly limits the route to PathPrefix /public: anything else must
 // not reach the backend.
-func publicOnly(r *dataplane.Rule) {
-	r.Matches = []dataplane.Match{{Path: &dataplane.PathMatch{Type: dataplane.PathPrefix, Value: "/public"}}}
+func publicOnly(r *proxycfg.Rule) {
+	r.Matches = []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/public"}}}
 }
 
 // The HTTP/2 requests sent: each changes one pseudo-header of a request

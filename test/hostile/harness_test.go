@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/testpki"
 )
 
@@ -103,15 +104,15 @@ type env struct {
 	p, pNet *dataplane.Proxy
 	paths   []path
 	// cfg is the config both proxies loaded.
-	cfg *dataplane.Config
+	cfg *proxycfg.Config
 	// admin and adminNet are the admin listeners of p and pNet (/metrics).
 	admin, adminNet string
 }
 
 // setup tunes an env before it starts.
 type setup struct {
-	rule      func(*dataplane.Rule)
-	cluster   func(*dataplane.Cluster)
+	rule      func(*proxycfg.Rule)
+	cluster   func(*proxycfg.Cluster)
 	options   func(*dataplane.Options)
 	listeners func(*dataplane.Listeners)
 }
@@ -120,11 +121,11 @@ type setup struct {
 type option func(*setup)
 
 // withRule changes the route's only rule (retries, timeouts, filters).
-func withRule(f func(*dataplane.Rule)) option { return func(s *setup) { s.rule = f } }
+func withRule(f func(*proxycfg.Rule)) option { return func(s *setup) { s.rule = f } }
 
 // withCluster changes the backend cluster (protocol, pool settings are
 // proxy options).
-func withCluster(f func(*dataplane.Cluster)) option { return func(s *setup) { s.cluster = f } }
+func withCluster(f func(*proxycfg.Cluster)) option { return func(s *setup) { s.cluster = f } }
 
 // withOptions changes the proxies' options (pool settings, access log).
 func withOptions(f func(*dataplane.Options)) option { return func(s *setup) { s.options = f } }
@@ -155,29 +156,29 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	gwHTTP, gwHTTPS := freePort(t, gwIP), freePort(t, gwIP)
 	certPEM, keyPEM := serverCert(t, ca, gwIP)
 
-	rule := dataplane.Rule{Backends: []dataplane.BackendRef{{Cluster: "backend", Weight: 1}}}
+	rule := proxycfg.Rule{Backends: []proxycfg.BackendRef{{Cluster: "backend", Weight: 1}}}
 	if s.rule != nil {
 		s.rule(&rule)
 	}
-	cl := dataplane.Cluster{Name: "backend", Protocol: dataplane.ProtoHTTP1, Endpoints: []dataplane.Endpoint{{Address: backend}}}
+	cl := proxycfg.Cluster{Name: "backend", Protocol: proxycfg.ProtoHTTP1, Endpoints: []proxycfg.Endpoint{{Address: backend}}}
 	if s.cluster != nil {
 		s.cluster(&cl)
 	}
-	cfg := &dataplane.Config{
-		Schema:  dataplane.SchemaVersion,
+	cfg := &proxycfg.Config{
+		Schema:  proxycfg.SchemaVersion,
 		Version: "hostile",
-		Listeners: []dataplane.Listener{
+		Listeners: []proxycfg.Listener{
 			{Name: "default/gw/http", Port: 80},
 			{Name: "default/gw/addr-http", Port: gwHTTP, Address: gwIP},
-			{Name: "default/gw/addr-https", Port: gwHTTPS, Address: gwIP, Protocol: dataplane.ListenerHTTPS,
-				Certificates: []dataplane.Certificate{{Cert: string(certPEM), Key: string(keyPEM)}}},
+			{Name: "default/gw/addr-https", Port: gwHTTPS, Address: gwIP, Protocol: proxycfg.ListenerHTTPS,
+				Certificates: []proxycfg.Certificate{{Cert: string(certPEM), Key: string(keyPEM)}}},
 		},
-		Routes: []dataplane.Route{{
+		Routes: []proxycfg.Route{{
 			Namespace: "default", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			Listeners: []string{"default/gw/http", "default/gw/addr-http", "default/gw/addr-https"},
-			Rules:     []dataplane.Rule{rule},
+			Rules:     []proxycfg.Rule{rule},
 		}},
-		Clusters: []dataplane.Cluster{cl},
+		Clusters: []proxycfg.Cluster{cl},
 	}
 	e := &env{t: t, cfg: cfg}
 

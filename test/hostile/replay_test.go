@@ -21,7 +21,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Request bodies: a small one, which a rule with retries keeps to send
@@ -62,8 +62,8 @@ var (
 
 // withRetries is the rule of the retry cases: two retries on 503 (and,
 // as always, on a failure to get any answer), no backoff.
-var withRetries = withRule(func(r *dataplane.Rule) {
-	r.Retry = &dataplane.Retry{Codes: []int{http.StatusServiceUnavailable}, Attempts: 2}
+var withRetries = withRule(func(r *proxycfg.Rule) {
+	r.Retry = &proxycfg.Retry{Codes: []int{http.StatusServiceUnavailable}, Attempts: 2}
 })
 
 // runSendCases runs each case on each path, one request at a time: when
@@ -188,8 +188,8 @@ func TestPOSTRetriedWhenRefused(t *testing.T) {
 		write(c, headFor(http.StatusOK, r.id, contentLength(len(body)), "Connection: close")+body)
 		return false
 	}}
-	e := newEnv(t, addr, withRule(func(r *dataplane.Rule) {
-		r.Retry = &dataplane.Retry{Attempts: 5, Backoff: dataplane.Duration(50 * time.Millisecond)}
+	e := newEnv(t, addr, withRule(func(r *proxycfg.Rule) {
+		r.Retry = &proxycfg.Retry{Attempts: 5, Backoff: proxycfg.Duration(50 * time.Millisecond)}
 	}))
 	for _, l := range e.cfg.Listeners {
 		if l.Address == ip {

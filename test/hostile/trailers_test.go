@@ -23,7 +23,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // forbiddenTrailers must never reach a client as trailers.
@@ -156,7 +156,7 @@ func TestBackendTrailersAreFiltered(t *testing.T) {
 		t.Cleanup(h2c.CloseIdleConnections)
 		sent := forbiddenSent(t, &http.Client{Transport: h2c}, be.URL+"/id/direct")
 		t.Logf("forbidden trailers Go's HTTP/2 server sends: %v", sent)
-		e := newEnv(t, be.Listener.Addr().String(), withCluster(func(c *dataplane.Cluster) { c.Protocol = dataplane.ProtoH2C }))
+		e := newEnv(t, be.Listener.Addr().String(), withCluster(func(c *proxycfg.Cluster) { c.Protocol = proxycfg.ProtoH2C }))
 		e.each(func(t *testing.T, p path) { checkTrailers(t, ask(p, request{id: idFor(p, 0, 1)}), sent) })
 	})
 }

@@ -1,4 +1,4 @@
-package dataplane
+package proxycfg
 
 import (
 	"bytes"
@@ -12,9 +12,8 @@ import (
 const SchemaVersion = "tunnelgate.dev/dataplane/v1"
 
 // Config is everything a proxy serves: listeners with their routes, and
-// the clusters (endpoint sets) the routes send traffic to. It is the wire
-// type between controller and proxy, so it is plain data that survives a
-// JSON round trip; Compile turns it into the structures requests use.
+// the clusters (endpoint sets) the routes send traffic to. The proxy
+// compiles it into the structures requests use (dataplane.Proxy.Load).
 //
 // Every name in a Config is opaque to the proxy except where it is shown
 // to users (metrics labels, error messages), so translate chooses them:

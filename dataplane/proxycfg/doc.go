@@ -1,0 +1,12 @@
+// Package proxycfg is what a proxy serves, as it goes from the controller
+// (or a file) to the proxy: Gateway listeners, the routes bound to them
+// with their rules, and the clusters those send traffic to.
+//
+// It is plain data that survives a JSON round trip, read strictly
+// (DecodeConfig refuses an unknown field, so a proxy never silently
+// ignores a setting it does not know), and it depends on nothing beyond
+// the standard library: whoever writes a config (ctrl/translate,
+// standalone mode) does not carry the proxy in with it. The proxy
+// compiles a Config into what requests read (dataplane.Proxy.Load) and
+// refuses it whole when anything in it is wrong.
+package proxycfg
