@@ -89,7 +89,10 @@ fuzz: ## run every fuzz target for FUZZTIME each (FUZZTIME=30s)
 		go test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) "$$(dirname "$$file")" </dev/null; \
 	done
 
-lint: ## fail on unformatted files, then go vet
+# staticcheck is built from the Go module proxy at the version
+# test/tools/lint pins, once per machine (about a minute).
+lint: ## fail on unformatted files, then go vet and staticcheck
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
+	staticcheck=$$(bash test/tools/lint/build.sh) && "$$staticcheck" ./...

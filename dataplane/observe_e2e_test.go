@@ -55,7 +55,7 @@ func waitSpans(t *testing.T, exp *tracetest.InMemoryExporter, n int) tracetest.S
 func attrs(s tracetest.SpanStub) map[string]string {
 	m := map[string]string{}
 	for _, kv := range s.Attributes {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }

@@ -274,7 +274,11 @@ func (e *exportSpan) DroppedLinks() int                           { return 0 }
 func (e *exportSpan) DroppedEvents() int                          { return 0 }
 func (e *exportSpan) ChildSpanCount() int                         { return 0 }
 
-//nolint:staticcheck // part of the interface, deprecated by the SDK
+// InstrumentationLibrary is deprecated by the SDK, but sdktrace's
+// ReadOnlySpan still requires it.
+//
+//lint:ignore SA1019 required by sdktrace.ReadOnlySpan
 func (e *exportSpan) InstrumentationLibrary() instrumentation.Library {
+	//lint:ignore SA1019 required by sdktrace.ReadOnlySpan
 	return instrumentation.Library{Name: e.t.scope.Name}
 }

@@ -37,8 +37,7 @@ func FuzzLoadTranslate(f *testing.F) {
 			AnyEndpointAddress: true,
 		}
 		out := translate.Translate(in)
-		cold, err := json.Marshal(out.Config)
-		if err != nil {
+		if _, err := json.Marshal(out.Config); err != nil {
 			t.Fatalf("the config does not marshal: %v", err)
 		}
 		// Whatever the input, the proxy takes what translate emits: a bad
@@ -64,7 +63,7 @@ func FuzzLoadTranslate(f *testing.F) {
 			c.Status.Parents = out.GRPCRoutes[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}]
 			in.GRPCRoutes[i] = c
 		}
-		cold, _ = json.Marshal(translate.Translate(in).Config)
+		cold, _ := json.Marshal(translate.Translate(in).Config)
 		in.Cache = translate.NewCache()
 		for range 2 {
 			warm, _ := json.Marshal(translate.Translate(in).Config)

@@ -403,7 +403,7 @@ func TestSyncerTraced(t *testing.T) {
 	}
 	attrs := map[string]string{}
 	for _, kv := range root.Attributes {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	if attrs["tunnelgate.gateway_class"] != "prod" || attrs["tunnelgate.cloudflare.tunnel_id"] != st.ID || attrs["tunnelgate.cloudflare.report_changed"] != "true" {
 		t.Errorf("class sync attributes %v", attrs)

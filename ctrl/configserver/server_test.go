@@ -296,7 +296,8 @@ func TestGzipWhenAccepted(t *testing.T) {
 	ts.mu.Lock()
 	d := ts.doc
 	ts.mu.Unlock()
-	if d.version != v || &d.gzipped()[0] != &d.gzipped()[0] {
+	first, again := d.gzipped(), d.gzipped()
+	if d.version != v || &first[0] != &again[0] {
 		t.Error("the gzip body is made again")
 	}
 	// Go's client asks for gzip by itself and decompresses.

@@ -82,7 +82,7 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 		return false
 	}
 	g := w.gw.Gateway().V1()
-	gwGV := gwv1.SchemeGroupVersion
+	gwGV := schema.GroupVersion(gwv1.GroupVersion)
 	if has(gwGV.WithResource("gatewayclasses")) {
 		w.classes = g.GatewayClasses().Informer()
 	}
@@ -190,7 +190,7 @@ func (w *watched) start(stop <-chan struct{}) {
 // A group that is not installed at all is not an error.
 func servedResources(d discovery.DiscoveryInterface) (map[schema.GroupVersionResource]bool, error) {
 	served := map[schema.GroupVersionResource]bool{}
-	for _, gv := range []schema.GroupVersion{gwv1.SchemeGroupVersion, v1alpha1.SchemeGroupVersion} {
+	for _, gv := range []schema.GroupVersion{schema.GroupVersion(gwv1.GroupVersion), v1alpha1.SchemeGroupVersion} {
 		list, err := d.ServerResourcesForGroupVersion(gv.String())
 		if err != nil {
 			if isNotFound(err) {

@@ -234,11 +234,6 @@ func mergeStatus[T, E any](ours []E, ourEntry func(E) bool, list func(*T) *[]E, 
 	}
 }
 
-// mergeParents is mergeOurs for route parent statuses.
-func mergeParents(cur, ours []gwv1.RouteParentStatus, controller string) ([]gwv1.RouteParentStatus, bool) {
-	return mergeOurs(cur, ours, func(p gwv1.RouteParentStatus) bool { return string(p.ControllerName) == controller })
-}
-
 // mergeOurs replaces our entries in a shared status list with ours,
 // keeping other controllers' entries in place and in order, and reports
 // whether that changes anything.

@@ -95,3 +95,8 @@ func TestTypedTransform(t *testing.T) {
 		t.Fatalf("a bad object converted to %#v", o)
 	}
 }
+
+// mergeParents is mergeOurs for route parent statuses.
+func mergeParents(cur, ours []gwv1.RouteParentStatus, controller string) ([]gwv1.RouteParentStatus, bool) {
+	return mergeOurs(cur, ours, func(p gwv1.RouteParentStatus) bool { return string(p.ControllerName) == controller })
+}

@@ -38,7 +38,7 @@ func TestSyncTraced(t *testing.T) {
 		return &gwv1.GatewayClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: gwv1.GatewayClassSpec{ControllerName: us}}
 	}
 	kube := kubefake.NewClientset()
-	kube.Resources = []*metav1.APIResourceList{{GroupVersion: gwv1.SchemeGroupVersion.String(),
+	kube.Resources = []*metav1.APIResourceList{{GroupVersion: gwv1.GroupVersion.String(),
 		APIResources: []metav1.APIResource{{Name: "gatewayclasses"}}}}
 	gw := gwfake.NewClientset(class("good"), class("broken"))
 	gw.PrependReactor("update", "gatewayclasses", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -92,7 +92,7 @@ func TestSyncTraced(t *testing.T) {
 	attrs := func(s tracetest.SpanStub) map[string]string {
 		m := map[string]string{}
 		for _, kv := range s.Attributes {
-			m[string(kv.Key)] = kv.Value.Emit()
+			m[string(kv.Key)] = kv.Value.String()
 		}
 		return m
 	}

@@ -458,9 +458,7 @@ func (t *translator) gatewayStatuses() {
 	for _, si := range t.setList {
 		st := &gwv1.ListenerSetStatus{Conditions: si.conds.list}
 		for _, li := range si.listeners {
-			ls := listenerStatus(li)
-			st.Listeners = append(st.Listeners, gwv1.ListenerEntryStatus{Name: ls.Name, SupportedKinds: ls.SupportedKinds,
-				AttachedRoutes: ls.AttachedRoutes, Conditions: ls.Conditions})
+			st.Listeners = append(st.Listeners, gwv1.ListenerEntryStatus(listenerStatus(li)))
 		}
 		t.out.ListenerSets[si.key] = st
 	}

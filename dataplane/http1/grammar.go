@@ -50,16 +50,6 @@ func ValidFieldValue(b []byte) bool {
 	return true
 }
 
-// validFieldValueString is ValidFieldValue for a string, without a copy.
-func validFieldValueString(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < ' ' && c != '\t') || c == 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
 var tokenChar = func() (t [256]bool) {
 	for c := '0'; c <= '9'; c++ {
 		t[c] = true

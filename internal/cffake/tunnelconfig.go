@@ -1,3 +1,5 @@
+//lint:file-ignore ST1005 the errors repeat cloudflared's own messages, capitals and all, as the API returns them
+
 package cffake
 
 import (

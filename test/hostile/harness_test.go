@@ -309,9 +309,6 @@ func (e *env) each(f func(t *testing.T, p path), keep ...func(path) bool) {
 func onH1(p path) bool { return p.proto == "h1" }
 func onH2(p path) bool { return p.proto != "h1" }
 
-// untrusted selects the listeners that must not trust forwarding headers.
-func untrusted(p path) bool { return !p.trusted }
-
 // rawServer accepts loopback connections and runs serve on each in a
 // goroutine, closing the connection when serve returns: a backend that
 // sends whatever bytes a test wants. It stops when the test ends.

@@ -86,7 +86,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	configAddr := r.url[len("http://"):]
 	r.stop() // the controller dies
 	time.Sleep(time.Second)
-	r = startController(t, cl, controllerName, nil, configAddr)
+	startController(t, cl, controllerName, nil, configAddr) // stopped when the test ends
 	eventually(t, 30*time.Second, "the restarted controller published", func() (bool, string) { return r.c.Ready(), "not ready" })
 	time.Sleep(500 * time.Millisecond)
 	l.stop()
@@ -183,7 +183,7 @@ func TestProxyRestartsFromItsCache(t *testing.T) {
 	t.Cleanup(l.stop)
 	time.Sleep(time.Second) // served with no controller at all
 
-	r = startController(t, cl, controllerName, nil, configAddr)
+	startController(t, cl, controllerName, nil, configAddr) // stopped when the test ends
 	if err := env.Apply(ctx, []byte(strings.Replace(objects, "hostnames: [app.example.com]", "hostnames: [app.example.com, new.example.com]", 1))); err != nil {
 		t.Fatal(err)
 	}
