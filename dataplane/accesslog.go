@@ -128,9 +128,9 @@ func (l *AccessLog) appendLine(b []byte, rec *reqRecord, r *http.Request, truste
 	b = strconv.AppendFloat(b, float64(end.Sub(rec.start).Microseconds())/1000, 'f', 3, 64)
 	if ru := rec.rule; ru != nil {
 		b = append(b, `,"route":`...)
-		b = appendJSONString(b, ru.route)
+		b = appendJSONString(b, ru.Route)
 		b = append(b, `,"rule":`...)
-		b = appendJSONString(b, ru.label())
+		b = appendJSONString(b, ru.Label())
 	}
 	if rec.slot != nil {
 		b = append(b, `,"backend":`...)

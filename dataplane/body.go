@@ -32,8 +32,8 @@ func (x *exchange) takeBody(w http.ResponseWriter, r *http.Request) bool {
 	x.body = r.Body
 	var err error
 	switch n := r.ContentLength; {
-	case x.rule.buffer > 0 && n <= x.rule.buffer: // n may be -1: unknown
-		err = x.bufferBody(r, x.rule.buffer)
+	case x.rule.Buffer > 0 && n <= x.rule.Buffer: // n may be -1: unknown
+		err = x.bufferBody(r, x.rule.Buffer)
 	case n > 0 && n <= startRead:
 		err = x.bufferBody(r, n)
 	default:

@@ -18,7 +18,7 @@
 //	    (forward_h2.go), or a WebSocket tunnel (websocket.go)
 //	  → response: header filters, CORS, session cookie, body streamed
 //
-// Everything a request reads is in a snapshot (compile.go), built and
+// Everything a request reads is in a snapshot (snapshot.go), built and
 // checked whole by Proxy.Load (proxy.go) and swapped atomically, so a
 // request finishes on the config it started with. Clusters are reached
 // through stable slots (cluster.go), so Proxy.UpdateCluster replaces a
@@ -26,21 +26,30 @@
 //
 // # Where things are
 //
-//   - The config a proxy serves is package proxycfg. Compilation:
-//     compile.go, headers.go (header modifier plans), redirect.go,
-//     rewrite.go, cors.go, session.go, retry.go, mirror.go, backendtls.go.
+//   - The config a proxy serves is package proxycfg; its rules compiled
+//     into filter programs are package compiled. A snapshot files each
+//     compiled rule into the listeners that serve it and keeps, beside
+//     it, what the proxy counts per rule (servedRule) and the slot of
+//     each cluster, by the IDs the compiled rules use.
 //   - HTTP/1.1 on the wire, server and upstream client, is package
-//     http1. Here: the request body on its way in, kept or streamed, and
-//     never a backend connection before it started (body.go); the request
-//     as it leaves (outrequest.go); the exchange with retries and timeouts
-//     (forward_h1.go); noticing a client that left (clientwatch.go).
-//     Endpoints, pools and TLS identities: cluster.go.
+//     http1; the grammar both it and the proxy check is package
+//     httpsyntax. Here: the request body on its way in, kept or
+//     streamed, and never a backend connection before it started
+//     (body.go); the request as it leaves (outrequest.go); the exchange
+//     with retries and timeouts (forward_h1.go, retry.go); noticing a
+//     client that left (clientwatch.go). Endpoints, pools and TLS
+//     identities: cluster.go, backendtls.go.
+//   - HTTP/2 backends: forward_h2.go; WebSocket tunnels: websocket.go;
+//     mirrored copies: mirror.go; session tokens: session.go (signing)
+//     and persist.go (setting them on a response).
 //   - What net/http's servers need beside the own one: netwriter.go (the
 //     status and size of an answer, and deadlines on slow clients).
 //   - Answers the proxy makes itself: reply.go. Forwarding headers:
-//     forwarded.go. Listeners and shutdown: server.go. Admin and metrics:
-//     admin.go, metrics.go. The generated TLS origin certificate:
-//     selfsigned.go.
+//     forwarded.go. Listeners and shutdown: server.go; Gateway addresses:
+//     gateways.go. Admin and metrics: admin.go, metrics.go,
+//     metrics_routes.go, histogram.go. Tracing and the access log:
+//     observe.go, tracing.go, spans.go, accesslog.go, drainqueue.go. The
+//     generated TLS origin certificate: selfsigned.go.
 //
 // Users' documentation is docs/proxy.md; measured costs are in
 // BENCHMARKS.md.

@@ -17,8 +17,8 @@ var chunkedTE = []string{"chunked"}
 // deadlines returns when the whole exchange must have its response head
 // (zero for no limit).
 func (x *exchange) deadline() time.Time {
-	if x.rule.reqTimeout > 0 {
-		return x.start.Add(x.rule.reqTimeout)
+	if x.rule.RequestTimeout > 0 {
+		return x.start.Add(x.rule.RequestTimeout)
 	}
 	return time.Time{}
 }
@@ -26,10 +26,10 @@ func (x *exchange) deadline() time.Time {
 // tryDeadline bounds one attempt: the backendRequest timeout, within the
 // request deadline.
 func (x *exchange) tryDeadline(reqDeadline time.Time) time.Time {
-	if x.rule.tryTimeout <= 0 {
+	if x.rule.TryTimeout <= 0 {
 		return reqDeadline
 	}
-	d := time.Now().Add(x.rule.tryTimeout)
+	d := time.Now().Add(x.rule.TryTimeout)
 	if !reqDeadline.IsZero() && reqDeadline.Before(d) {
 		return reqDeadline
 	}
@@ -58,7 +58,7 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		x.endAttempt(began, head.Status, nil)
-		if rp := x.rule.retry; rp != nil && rp.retryable(head.Status) && x.mayRetry(attempt, nil, reqDeadline, r) {
+		if rp := x.rule.Retry; rp != nil && rp.Retryable(head.Status) && x.mayRetry(attempt, nil, reqDeadline, r) {
 			// Drop this answer and try again; keep the connection if its
 			// body is small enough to read past.
 			x.waitOff()
@@ -141,14 +141,14 @@ func replyClientBody(w http.ResponseWriter, r *http.Request, stats *Stats, cb *h
 // and waits out the backoff if so. err is the failure, or nil for a
 // retryable status.
 func (x *exchange) mayRetry(attempt int, err error, reqDeadline time.Time, r *http.Request) bool {
-	rp := x.rule.retry
-	if rp == nil || attempt >= rp.attempts {
+	rp := x.rule.Retry
+	if rp == nil || attempt >= rp.Attempts {
 		return false
 	}
 	if !x.replayable() && !neverSent(err) {
 		return false // it may have reached the backend, which may act on it twice
 	}
-	wait := rp.wait(attempt + 1)
+	wait := rp.Wait(attempt + 1)
 	if !reqDeadline.IsZero() && time.Now().Add(wait).After(reqDeadline) {
 		return false
 	}
@@ -347,12 +347,12 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn
 // responseFilters applies the backend's response header plan, CORS and
 // session persistence to the response header map before it is sent.
 func (x *exchange) responseFilters(r *http.Request, hdr http.Header) {
-	x.be.respPlan.apply(hdr)
+	x.be.RespPlan.Apply(hdr)
 	ru := x.rule
-	if ru.cors != nil {
-		ru.cors.handle(r.Header, r.Method, hdr)
+	if ru.CORS != nil {
+		ru.CORS.Handle(r.Header, r.Method, hdr)
 	}
-	if ru.session != nil {
+	if ru.Session != nil {
 		x.setSession(r, hdr)
 	}
 }

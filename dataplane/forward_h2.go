@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // forwardH2 sends the request through net/http's HTTP/2 transport (h2c or
@@ -39,7 +40,7 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		x.endAttempt(began, res.StatusCode, nil)
-		if rp := x.rule.retry; rp != nil && rp.retryable(res.StatusCode) && x.mayRetry(attempt, nil, reqDeadline, r) {
+		if rp := x.rule.Retry; rp != nil && rp.Retryable(res.StatusCode) && x.mayRetry(attempt, nil, reqDeadline, r) {
 			x.waitOff()
 			res.Body.Close()
 			cancel()
@@ -151,14 +152,15 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 			h[k] = vs
 		}
 	}
-	if http1.HasToken(r.Header["Te"], "trailers") {
+	if httpsyntax.HasToken(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
-	if o.plan != nil {
-		for i := range o.plan.ops {
-			op := &o.plan.ops[i]
-			if len(op.values) > 0 {
-				h[op.name] = append(h[op.name][:len(h[op.name]):len(h[op.name])], op.values...)
+	{
+		ops := o.plan.Ops()
+		for i := range ops {
+			op := &ops[i]
+			if len(op.Values) > 0 {
+				h[op.Name] = append(h[op.Name][:len(h[op.Name]):len(h[op.Name])], op.Values...)
 			}
 		}
 	}
@@ -173,10 +175,10 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 		xff = strings.Join(o.xffPrior, ", ") + ", " + o.peer
 	}
 	// The proxy's values first, then any a modifier adds, as on HTTP/1.1.
-	if !o.plan.replaces("X-Forwarded-For") {
+	if !o.plan.Replaces("X-Forwarded-For") {
 		h["X-Forwarded-For"] = append([]string{xff}, h["X-Forwarded-For"]...)
 	}
-	if !o.plan.replaces("X-Forwarded-Proto") {
+	if !o.plan.Replaces("X-Forwarded-Proto") {
 		h["X-Forwarded-Proto"] = append([]string{o.xfp}, h["X-Forwarded-Proto"]...)
 	}
 	return h
@@ -193,7 +195,7 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 	hdr := w.Header()
 	conn := res.Header["Connection"]
 	for k, vs := range res.Header {
-		if http1.HopByHop(k) || (len(conn) > 0 && http1.HasToken(conn, k)) {
+		if httpsyntax.HopByHop(k) || (len(conn) > 0 && httpsyntax.HasToken(conn, k)) {
 			continue
 		}
 		hdr[k] = vs
@@ -244,7 +246,7 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 		}
 	}
 	for k, vs := range res.Trailer {
-		if http1.TrailerAllowed(k) {
+		if httpsyntax.TrailerAllowed(k) {
 			hdr[http.TrailerPrefix+k] = vs
 		}
 	}

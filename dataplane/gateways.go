@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
@@ -50,7 +51,7 @@ type gatewayEndpoint struct {
 // buildGatewayEndpoints groups the listeners that have an address by
 // address and port. Their listeners must agree on the protocol (the
 // Gateway API calls a mix a conflict, which translate reports).
-func buildGatewayEndpoints(ls []proxycfg.Listener, routesOf map[string][]matcher.Rule[*target]) (map[gatewayAddr]*gatewayEndpoint, error) {
+func buildGatewayEndpoints(ls []proxycfg.Listener, routesOf map[string][]matcher.Rule[*compiled.Target]) (map[gatewayAddr]*gatewayEndpoint, error) {
 	protocols := map[gatewayAddr]string{}
 	at := map[*proxycfg.Listener]gatewayAddr{} // each listener's, parsed once
 	var errs []error

@@ -8,7 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
 
@@ -37,8 +39,9 @@ type exchange struct {
 	w     http.ResponseWriter
 	r     *http.Request
 	snap  *snapshot
-	rule  *rule
-	be    *backend
+	rule  *compiled.Rule
+	be    *compiled.Backend
+	slot  *clusterSlot // the chosen backend's cluster
 	cs    *clusterState
 	ep    *endpoint // the pinned endpoint, if a session named one
 	out   outRequest
@@ -99,7 +102,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 			// A connection made for one listener (its SNI) that asks for a
 			// host of another, as HTTP/2 connection reuse may: the client
 			// must open a connection for that host (RFC 9110 §15.5.20).
-			if r.TLS != nil && r.TLS.ServerName != "" && !strings.EqualFold(redirectHost(r.Host), r.TLS.ServerName) &&
+			if r.TLS != nil && r.TLS.ServerName != "" && !strings.EqualFold(httpsyntax.HostWithoutPort(r.Host), r.TLS.ServerName) &&
 				vh != pickListener(ge.listeners, r.TLS.ServerName) {
 				reply(w, r, &p.stats, http.StatusMisdirectedRequest, "this connection was made for another listener's host")
 				return
@@ -124,7 +127,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		reply(w, r, &p.stats, http.StatusForbidden, "this listener requires a client certificate, checked only on its Gateway address")
 		return
 	}
-	var t *target
+	var t *compiled.Target
 	if vh != nil && vh.table != nil {
 		t, _ = vh.table.Match(&matcher.Request{Host: r.Host, Path: path, Method: r.Method, Header: r.Header, RawQuery: query})
 	}
@@ -133,21 +136,21 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		reply(w, r, &p.stats, http.StatusNotFound, "no route matches this request")
 		return
 	}
-	ru := t.rule
-	rec.rule = ru
-	if ru.failStatus != 0 {
-		reply(w, r, &p.stats, ru.failStatus, "this route rule cannot be served; see the route's status conditions")
+	ru := t.Rule
+	rec.rule = &snap.rules[ru.ID]
+	if ru.FailStatus != 0 {
+		reply(w, r, &p.stats, ru.FailStatus, "this route rule cannot be served; see the route's status conditions")
 		return
 	}
-	if ru.cors != nil && isPreflight(r) {
+	if ru.CORS != nil && isPreflight(r) {
 		hdr := w.Header()
-		ru.cors.handle(r.Header, r.Method, hdr)
-		ru.respPlan.apply(hdr)
+		ru.CORS.Handle(r.Header, r.Method, hdr)
+		ru.RespPlan.Apply(hdr)
 		p.stats.status(http.StatusNoContent)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	if t.redirect != nil {
+	if t.Redirect != nil {
 		port := h.port
 		if port == 0 { // behind the tunnel the client used the scheme's port
 			port = 80
@@ -155,13 +158,13 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 				port = 443
 			}
 		}
-		loc, code := t.redirect.location(scheme, r.Host, port, path, query)
+		loc, code := t.Redirect.Location(scheme, r.Host, port, path, query)
 		hdr := w.Header()
 		hdr["Location"] = []string{loc}
-		if ru.cors != nil {
-			ru.cors.handle(r.Header, r.Method, hdr)
+		if ru.CORS != nil {
+			ru.CORS.Handle(r.Header, r.Method, hdr)
 		}
-		ru.respPlan.apply(hdr)
+		ru.RespPlan.Apply(hdr)
 		p.stats.status(code)
 		w.WriteHeader(code)
 		return
@@ -169,19 +172,20 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 
 	*x = exchange{h: h, w: w, r: r, snap: snap, rule: ru, path: path, query: query, rec: x.rec, start: rec.start}
 	host := r.Host
-	if t.rewrite != nil {
-		x.path, host = t.rewrite.apply(path, host)
+	if t.Rewrite != nil {
+		x.path, host = t.Rewrite.Apply(path, host)
 	}
 	if !x.chooseBackend(r) {
 		reply(w, r, &p.stats, http.StatusInternalServerError, "this route rule has no backend with weight")
 		return
 	}
-	rec.slot = x.be.slot
-	if x.be.status != 0 {
-		reply(w, r, &p.stats, x.be.status, "this backend cannot be served; see the route's status conditions")
+	if x.be.Status != 0 {
+		reply(w, r, &p.stats, x.be.Status, "this backend cannot be served; see the route's status conditions")
 		return
 	}
-	x.cs = x.be.slot.state.Load()
+	x.slot = snap.clusters[x.be.Cluster]
+	rec.slot = x.slot
+	x.cs = x.slot.state.Load()
 	if x.cs == nil || len(x.cs.eps) == 0 {
 		reply(w, r, &p.stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
 		return
@@ -193,7 +197,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		target:        x.target(r),
 		host:          host,
 		in:            r.Header,
-		plan:          x.be.reqPlan,
+		plan:          x.be.ReqPlan,
 		untrusted:     !h.trusted,
 		peer:          peerIP(r.RemoteAddr),
 		xfp:           scheme,
@@ -209,9 +213,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 
-	if len(ru.mirrors) > 0 || len(x.be.mirrors) > 0 {
-		p.mirror(ru.mirrors, x, r)
-		p.mirror(x.be.mirrors, x, r)
+	if len(ru.Mirrors) > 0 || len(x.be.Mirrors) > 0 {
+		p.mirror(ru.Mirrors, x, r)
+		p.mirror(x.be.Mirrors, x, r)
 	}
 
 	switch {
@@ -235,7 +239,7 @@ func wellFormed(r *http.Request) bool {
 	if target == "" && r.URL != nil { // a request made in process, not read by a server
 		target = r.URL.RequestURI()
 	}
-	return http1.IsToken(r.Method) && http1.ValidTarget(target) && http1.ValidHost(r.Host)
+	return httpsyntax.IsToken(r.Method) && httpsyntax.ValidTarget(target) && httpsyntax.ValidHost(r.Host)
 }
 
 // splitTarget returns the escaped path and raw query of the request
@@ -277,21 +281,21 @@ func (x *exchange) target(r *http.Request) string {
 // a weighted random choice.
 func (x *exchange) chooseBackend(r *http.Request) bool {
 	ru := x.rule
-	if ru.totalWeight == 0 {
+	if ru.TotalWeight == 0 {
 		return false
 	}
-	if ru.session != nil && x.pinned(r) {
+	if ru.Session != nil && x.pinned(r) {
 		return true
 	}
-	x.newSession = ru.session != nil
-	if len(ru.backends) == 1 {
-		x.be = &ru.backends[0]
+	x.newSession = ru.Session != nil
+	if len(ru.Backends) == 1 {
+		x.be = &ru.Backends[0]
 		return true
 	}
-	n := rand.IntN(ru.totalWeight)
-	for i := range ru.backends {
-		if n < ru.backends[i].cumWeight {
-			x.be = &ru.backends[i]
+	n := rand.IntN(ru.TotalWeight)
+	for i := range ru.Backends {
+		if n < ru.Backends[i].CumWeight {
+			x.be = &ru.Backends[i]
 			return true
 		}
 	}
@@ -303,24 +307,28 @@ func (x *exchange) chooseBackend(r *http.Request) bool {
 // and a new session starts.
 func (x *exchange) pinned(r *http.Request) bool {
 	ru := x.rule
-	tok := ru.session.token(r.Header)
+	tok := ru.Session.Token(r.Header)
 	if tok == "" {
 		return false
 	}
-	who, start, last, ok := x.snap.session.Decode(tok, ru.sessionScope)
-	if !ok || !ru.session.valid(start, last, x.start) {
+	who, start, last, ok := x.snap.session.Decode(tok, ru.SessionScope)
+	if !ok || !ru.Session.Valid(start, last, x.start) {
 		return false
 	}
 	cluster, addr, ok := strings.Cut(who, " ")
 	if !ok {
 		return false
 	}
-	for i := range ru.backends {
-		b := &ru.backends[i]
-		if b.slot == nil || b.slot.name != cluster || b.cumWeight == 0 || (i > 0 && b.cumWeight == ru.backends[i-1].cumWeight) {
+	for i := range ru.Backends {
+		b := &ru.Backends[i]
+		if b.Cluster == compiled.NoCluster || b.CumWeight == 0 || (i > 0 && b.CumWeight == ru.Backends[i-1].CumWeight) {
 			continue
 		}
-		cs := b.slot.state.Load()
+		slot := x.snap.clusters[b.Cluster]
+		if slot.name != cluster {
+			continue
+		}
+		cs := slot.state.Load()
 		if cs == nil {
 			continue
 		}
@@ -349,7 +357,7 @@ func isWebSocket(r *http.Request) bool {
 		return false
 	}
 	up := r.Header["Upgrade"]
-	return len(up) > 0 && http1.HasToken(up, "websocket") && http1.HasToken(r.Header["Connection"], "upgrade")
+	return len(up) > 0 && httpsyntax.HasToken(up, "websocket") && httpsyntax.HasToken(r.Header["Connection"], "upgrade")
 }
 
 // pickListener returns the listener (merged by hostname) of set that takes

@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -61,15 +60,6 @@ type ruleStats struct {
 	latency     histogram
 }
 
-// label is the rule's name in metrics, spans and logs: its sectionName,
-// or its index in the route.
-func (ru *rule) label() string {
-	if ru.name != "" {
-		return ru.name
-	}
-	return strconv.Itoa(ru.index)
-}
-
 // upstreamResults label upstreamStats.results by index: the backend's
 // status class, or what went wrong when there was no answer.
 var upstreamResults = [...]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx", "error", "timeout"}
@@ -106,10 +96,11 @@ func (u *upstreamStats) result(status int, err error) {
 // adoptRuleStats gives each rule of a config being installed its stats:
 // the ones its route and label had in the config before, or new ones.
 // Rules that left the config leave the scrape. p.mu is held.
-func (p *Proxy) adoptRuleStats(rules []*rule) {
+func (p *Proxy) adoptRuleStats(rules []servedRule) {
 	next := make(map[[2]string]*ruleStats, len(rules))
-	for _, ru := range rules {
-		key := [2]string{ru.route, ru.label()}
+	for i := range rules {
+		ru := &rules[i]
+		key := [2]string{ru.Route, ru.Label()}
 		st := next[key]
 		if st == nil {
 			// Two rules with one key (an HTTPRoute and a GRPCRoute of the
@@ -123,7 +114,7 @@ func (p *Proxy) adoptRuleStats(rules []*rule) {
 		if p.tracer != nil {
 			ru.spanNames = map[string]string{}
 			for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
-				ru.spanNames[m] = m + " " + ru.route
+				ru.spanNames[m] = m + " " + ru.Route
 			}
 		}
 	}

@@ -24,7 +24,7 @@ type reqRecord struct {
 	// upgraded is when a WebSocket handshake completed: the request's
 	// latency ends there, not when the tunnel closes.
 	upgraded time.Time
-	rule     *rule
+	rule     *servedRule
 	slot     *clusterSlot // the chosen backend's cluster
 	endpoint string       // the endpoint of the last attempt
 	// status is set where the response writer cannot tell: the 101 of a
@@ -125,7 +125,7 @@ func (x *exchange) beginAttempt(ep *endpoint, n int) time.Time {
 // endAttempt counts the attempt's outcome for its cluster: the status of
 // its response head, or err when there was none.
 func (x *exchange) endAttempt(start time.Time, status int, err error) {
-	u := &x.be.slot.upstream
+	u := &x.slot.upstream
 	if status != 0 {
 		u.latency.observe(time.Since(start))
 	}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"net/http"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // outRequest is the request as it leaves for an upstream: the incoming
@@ -17,7 +19,7 @@ type outRequest struct {
 	target string
 	host   string
 	in     http.Header
-	plan   *headerPlan
+	plan   *compiled.HeaderPlan
 	// untrusted drops forwarding headers a client could forge (see
 	// forwarded.go); nil on a listener that trusts its peer.
 	untrusted bool
@@ -54,7 +56,7 @@ func writeHead(bw *bufio.Writer, o *outRequest) error {
 			http1.WriteField(bw, k, v)
 		}
 	}
-	if o.peer != "" && !o.plan.replaces("X-Forwarded-For") {
+	if o.peer != "" && !o.plan.Replaces("X-Forwarded-For") {
 		bw.WriteString("X-Forwarded-For: ")
 		for _, v := range o.xffPrior {
 			bw.WriteString(v)
@@ -63,14 +65,15 @@ func writeHead(bw *bufio.Writer, o *outRequest) error {
 		bw.WriteString(o.peer)
 		bw.WriteString("\r\n")
 	}
-	if o.xfp != "" && !o.plan.replaces("X-Forwarded-Proto") {
+	if o.xfp != "" && !o.plan.Replaces("X-Forwarded-Proto") {
 		http1.WriteField(bw, "X-Forwarded-Proto", o.xfp)
 	}
-	if o.plan != nil {
-		for i := range o.plan.ops {
-			op := &o.plan.ops[i]
-			for _, v := range op.values {
-				http1.WriteField(bw, op.name, v)
+	{
+		ops := o.plan.Ops()
+		for i := range ops {
+			op := &ops[i]
+			for _, v := range op.Values {
+				http1.WriteField(bw, op.Name, v)
 			}
 		}
 	}
@@ -100,10 +103,10 @@ func (o *outRequest) forwards(k string, conn []string) bool {
 	if o.traceparent != "" && (k == "Traceparent" || k == "Tracestate") {
 		return false // replaced by the attempt's own
 	}
-	if len(conn) > 0 && http1.HasToken(conn, k) {
+	if len(conn) > 0 && httpsyntax.HasToken(conn, k) {
 		return false
 	}
-	touched, keep := o.plan.touches(k)
+	touched, keep := o.plan.Touches(k)
 	return !touched || keep
 }
 
@@ -116,5 +119,5 @@ func skipOutgoing(k string) bool {
 	case "Host", "Content-Length", "Expect", "X-Forwarded-For", "X-Forwarded-Proto":
 		return true
 	}
-	return http1.HopByHop(k)
+	return httpsyntax.HopByHop(k)
 }

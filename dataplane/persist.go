@@ -10,8 +10,8 @@ import (
 // on every response when the policy has an idle timeout, so that an active
 // client's session does not lapse.
 func (x *exchange) setSession(r *http.Request, hdr http.Header) {
-	p := x.rule.session
-	if !x.newSession && p.idle <= 0 {
+	p := x.rule.Session
+	if !x.newSession && !p.Refreshed() {
 		return
 	}
 	start := x.sessionStart
@@ -26,10 +26,6 @@ func (x *exchange) setSession(r *http.Request, hdr http.Header) {
 	}
 	var buf [256]byte
 	who := x.cs.name + " " + ep.addr
-	tok := string(x.snap.session.Encode(buf[:0], x.rule.sessionScope, who, start, x.start))
-	if p.header {
-		hdr[p.headerKey] = []string{tok}
-		return
-	}
-	hdr["Set-Cookie"] = append(hdr["Set-Cookie"], p.setCookie(tok, time.Now(), clientScheme(r, x.h.trusted) == "https"))
+	tok := string(x.snap.session.Encode(buf[:0], x.rule.SessionScope, who, start, x.start))
+	p.Carry(hdr, tok, start, time.Now(), clientScheme(r, x.h.trusted) == "https")
 }

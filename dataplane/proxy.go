@@ -181,7 +181,7 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 	slots := map[string]*clusterSlot{}
 	for i := range cfg.Clusters {
 		c := cfg.Clusters[i]
-		s := snap.slots[c.Name]
+		s := snap.clusters[i]
 		s.state.Store(states[i])
 		slots[c.Name] = s
 		clusters[c.Name] = &c

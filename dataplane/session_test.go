@@ -7,7 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -45,7 +46,7 @@ func TestSessionRoundTrip(t *testing.T) {
 			t.Errorf("token for %d-byte endpoint is %d characters", len(tc.ep), len(tok))
 		}
 		for i := 0; i < len(tok); i++ {
-			if !sessionB64Char(tok[i]) || !http1.IsToken(tok[i:i+1]) {
+			if !sessionB64Char(tok[i]) || !httpsyntax.IsToken(tok[i:i+1]) {
 				t.Fatalf("token %q has character %q, not a cookie-octet/tchar", tok, tok[i])
 			}
 		}
@@ -196,217 +197,38 @@ func TestSessionConcurrent(t *testing.T) {
 	}
 }
 
-func mustCompileSession(t *testing.T, sp *proxycfg.SessionPersistence) *sessionPolicy {
-	t.Helper()
-	p, err := compileSession(sp)
-	if err != nil {
-		t.Fatalf("compileSession(%+v): %v", sp, err)
-	}
-	return p
-}
-
-func TestCompileSession(t *testing.T) {
-	if p, err := compileSession(nil); p != nil || err != nil {
-		t.Errorf("nil: %v, %v", p, err)
-	}
-	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "sess"})
-	if p.header || p.permanent {
-		t.Errorf("defaults: %+v", p)
-	}
-	p = mustCompileSession(t, &proxycfg.SessionPersistence{Name: "x-session-id", Type: proxycfg.SessionHeader})
-	if !p.header || p.headerKey != "X-Session-Id" {
-		t.Errorf("header: %+v", p)
-	}
-	p = mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)})
-	if !p.permanent || p.absolute != time.Hour {
-		t.Errorf("permanent: %+v", p)
-	}
-	mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s", Type: proxycfg.SessionHeader, Lifetime: proxycfg.LifetimeSession})
-	mustCompileSession(t, &proxycfg.SessionPersistence{Name: "!#$%&'*+-.^_`|~09azAZ"})
-	mustCompileSession(t, &proxycfg.SessionPersistence{Name: strings.Repeat("n", 128)})
-
-	bad := []struct {
-		sp   proxycfg.SessionPersistence
-		want string
-	}{
-		{proxycfg.SessionPersistence{}, "empty"},
-		{proxycfg.SessionPersistence{Name: "a b"}, "character"},
-		{proxycfg.SessionPersistence{Name: "a=b"}, "character"},
-		{proxycfg.SessionPersistence{Name: "a;b"}, "character"},
-		{proxycfg.SessionPersistence{Name: "sess\"id"}, "character"},
-		{proxycfg.SessionPersistence{Name: "sé"}, "character"},
-		{proxycfg.SessionPersistence{Name: "a:b", Type: proxycfg.SessionHeader}, "character"},
-		{proxycfg.SessionPersistence{Name: strings.Repeat("n", 129)}, "more than 128"},
-		{proxycfg.SessionPersistence{Name: "s", Type: "Query"}, "type"},
-		{proxycfg.SessionPersistence{Name: "s", Lifetime: "Forever"}, "lifetime"},
-		{proxycfg.SessionPersistence{Name: "s", Lifetime: proxycfg.LifetimePermanent}, "absoluteTimeout"},
-		{proxycfg.SessionPersistence{Name: "s", Type: proxycfg.SessionHeader, Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)}, "cookies only"},
-		{proxycfg.SessionPersistence{Name: "cookie", Type: proxycfg.SessionHeader}, "reserved"},
-		{proxycfg.SessionPersistence{Name: "host", Type: proxycfg.SessionHeader}, "reserved"},
-		{proxycfg.SessionPersistence{Name: "s", IdleTimeout: proxycfg.Duration(-time.Second)}, "negative"},
-	}
-	for _, b := range bad {
-		_, err := compileSession(&b.sp)
-		if err == nil || !strings.Contains(err.Error(), b.want) {
-			t.Errorf("compileSession(%+v) = %v, want error containing %q", b.sp, err, b.want)
-		}
-	}
-}
-
-func TestSessionValid(t *testing.T) {
-	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s", AbsoluteTimeout: proxycfg.Duration(time.Hour), IdleTimeout: proxycfg.Duration(10 * time.Minute)})
-	s := sessT0
-	cases := []struct {
-		name             string
-		start, last, now time.Time
-		want             bool
-	}{
-		{"fresh", s, s, s, true},
-		{"idle just under", s, s, s.Add(10*time.Minute - time.Second), true},
-		{"idle reached", s, s, s.Add(10 * time.Minute), false},
-		{"kept alive", s, s.Add(55 * time.Minute), s.Add(59 * time.Minute), true},
-		{"absolute reached though active", s, s.Add(59 * time.Minute), s.Add(time.Hour), false},
-		{"last use before start", s, s.Add(-time.Second), s, false},
-		{"times ahead within the skew", s.Add(30 * time.Second), s.Add(30 * time.Second), s, true},
-		{"times ahead beyond the skew", s.Add(2 * time.Minute), s.Add(2 * time.Minute), s, false},
-	}
-	for _, c := range cases {
-		if got := p.valid(c.start, c.last, c.now); got != c.want {
-			t.Errorf("%s: valid = %v, want %v", c.name, got, c.want)
-		}
-	}
-	// No timeouts: only the sanity checks apply.
-	q := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s"})
-	if !q.valid(s, s, s.Add(10*365*24*time.Hour)) {
-		t.Error("session without timeouts expired")
-	}
-	if q.valid(s, s.Add(time.Hour), s) {
-		t.Error("last use an hour in the future accepted")
-	}
-}
-
-func TestSessionSetCookie(t *testing.T) {
-	c := NewSessionCodec(sessTestKey)
-	tok := sessEncode(t, c, sessTestScope, "10.0.0.7:8080", sessT0, sessT0)
-
-	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg-sess", AbsoluteTimeout: proxycfg.Duration(time.Hour)})
-	got := p.setCookie(tok, sessT0, false)
-	want := "tg-sess=" + tok + "; Path=/; HttpOnly; SameSite=Lax"
-	if got != want {
-		t.Errorf("session cookie:\n got %s\nwant %s", got, want)
-	}
-	if got := p.setCookie(tok, sessT0, true); got != want+"; Secure" {
-		t.Errorf("secure cookie: %s", got)
-	}
-
-	perm := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg-sess", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)})
-	for _, tc := range []struct {
-		now  time.Time
-		want string
-	}{
-		{sessT0, "3600"},
-		{sessT0.Add(20*time.Minute + 500*time.Millisecond), "2399"},
-		{sessT0.Add(2 * time.Hour), "0"},
-	} {
-		got := perm.setCookie(tok, tc.now, true)
-		want := "tg-sess=" + tok + "; Path=/; Max-Age=" + tc.want + "; HttpOnly; SameSite=Lax; Secure"
-		if got != want {
-			t.Errorf("permanent cookie at %v:\n got %s\nwant %s", tc.now, got, want)
-		}
-	}
-	// Unreadable token: the whole absolute timeout.
-	if got := perm.setCookie("zz", sessT0, false); !strings.Contains(got, "Max-Age=3600;") {
-		t.Errorf("unreadable token: %s", got)
-	}
-
-	// net/http reads it back as one cookie with these attributes.
-	resp := http.Response{Header: http.Header{"Set-Cookie": {perm.setCookie(tok, sessT0, true)}}}
-	cs := resp.Cookies()
-	if len(cs) != 1 {
-		t.Fatalf("parsed %d cookies", len(cs))
-	}
-	ck := cs[0]
-	if ck.Name != "tg-sess" || ck.Value != tok || ck.Path != "/" || !ck.HttpOnly || !ck.Secure || ck.SameSite != http.SameSiteLaxMode || ck.MaxAge != 3600 {
-		t.Errorf("net/http parsed %+v", ck)
-	}
-}
-
-func TestSessionTokenFromRequest(t *testing.T) {
-	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg"})
-	cases := []struct {
-		cookies []string
-		want    string
-	}{
-		{nil, ""},
-		{[]string{"tg=abc"}, "abc"},
-		{[]string{"a=1; tg=abc; b=2"}, "abc"},
-		{[]string{"a=1;tg=abc;b=2"}, "abc"},
-		{[]string{"  a=1 ;\t tg =  abc  ; b=2"}, "abc"},
-		{[]string{"a=1", "b=2; tg=xyz"}, "xyz"},
-		{[]string{"tgx=no; xtg=no; TG=no"}, ""},
-		{[]string{"tg=\"quoted\""}, "quoted"},
-		{[]string{"tg=; tg=second"}, "second"},
-		{[]string{"tg=first; tg=second"}, "first"},
-		{[]string{"novalue; tg=v"}, "v"},
-		{[]string{";;; tg=v;;"}, "v"},
-		{[]string{"a=b=c; tg=d=e"}, "d=e"},
-		{[]string{""}, ""},
-		{[]string{"tg"}, ""},
-	}
-	for _, c := range cases {
-		h := http.Header{}
-		for _, v := range c.cookies {
-			h.Add("Cookie", v)
-		}
-		if got := p.token(h); got != c.want {
-			t.Errorf("Cookie %q: token = %q, want %q", c.cookies, got, c.want)
-		}
-	}
-	// A token cookie alongside a header of the same name is ignored.
-	h := http.Header{"Tg": {"hdr"}}
-	if got := p.token(h); got != "" {
-		t.Errorf("cookie policy read a header: %q", got)
-	}
-
-	hp := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "x-tg-session", Type: proxycfg.SessionHeader})
-	for _, c := range []struct {
-		vals []string
-		want string
-	}{
-		{nil, ""},
-		{[]string{"tok"}, "tok"},
-		{[]string{"  tok\t"}, "tok"},
-		{[]string{"", " ", "second"}, "second"},
-	} {
-		h := http.Header{}
-		for _, v := range c.vals {
-			h.Add("X-Tg-Session", v)
-		}
-		h.Add("Cookie", "x-tg-session=cookie")
-		if got := hp.token(h); got != c.want {
-			t.Errorf("header %q: token = %q, want %q", c.vals, got, c.want)
-		}
-	}
-}
-
 // TestSessionEndToEnd runs the pieces as the proxy will: make a token, set
 // it as a cookie, read it back from the next request, check it.
 func TestSessionEndToEnd(t *testing.T) {
 	c := NewSessionCodec(sessTestKey)
 	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour), IdleTimeout: proxycfg.Duration(5 * time.Minute)})
 	tok := string(c.Encode(nil, sessTestScope, "10.1.2.3:80", sessT0, sessT0))
-	resp := http.Response{Header: http.Header{"Set-Cookie": {p.setCookie(tok, sessT0, false)}}}
+	resp := http.Response{Header: http.Header{"Set-Cookie": {p.SetCookie(tok, sessT0, sessT0, false)}}}
 	req, _ := http.NewRequest("GET", "http://example.com/", nil)
 	for _, ck := range resp.Cookies() {
 		req.AddCookie(ck)
 	}
 	req.AddCookie(&http.Cookie{Name: "other", Value: "x"})
-	got := p.token(req.Header)
+	got := p.Token(req.Header)
 	ep, st, lu, ok := c.Decode(got, sessTestScope)
 	if !ok || ep != "10.1.2.3:80" {
 		t.Fatalf("decode: %q %v", ep, ok)
 	}
-	if !p.valid(st, lu, sessT0.Add(4*time.Minute)) || p.valid(st, lu, sessT0.Add(6*time.Minute)) {
+	if !p.Valid(st, lu, sessT0.Add(4*time.Minute)) || p.Valid(st, lu, sessT0.Add(6*time.Minute)) {
 		t.Error("idle timeout not applied to the decoded token")
 	}
+}
+
+// mustCompileSession compiles sp as the only setting of a rule.
+func mustCompileSession(t *testing.T, sp *proxycfg.SessionPersistence) *compiled.SessionPolicy {
+	t.Helper()
+	r := &proxycfg.Route{Namespace: "ns", Name: "r", Rules: []proxycfg.Rule{{
+		SessionPersistence: sp,
+		Backends:           []proxycfg.BackendRef{{Status: 500, Weight: 1}},
+	}}}
+	ru, _, err := compiled.CompileRule(r, 0, 0, func(string) (int, bool) { return 0, true })
+	if err != nil {
+		t.Fatalf("session %+v: %v", sp, err)
+	}
+	return ru.Session
 }

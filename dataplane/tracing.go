@@ -48,7 +48,7 @@ func (h *handler) startSpan(r *http.Request, rec *reqRecord) {
 	s.host = r.Host
 	s.client = clientIP(r, h.trusted)
 	if ru := rec.rule; ru != nil {
-		s.route, s.rule = ru.route, ru.label()
+		s.route, s.rule = ru.Route, ru.Label()
 	}
 	if rec.slot != nil {
 		s.backend = rec.slot.name
@@ -80,11 +80,11 @@ func endSpan(t *Tracer, rec *reqRecord, status int, end time.Time) {
 }
 
 // spanName is the server span's name: the method and the route.
-func (ru *rule) spanName(method string) string {
+func (ru *servedRule) spanName(method string) string {
 	if n, ok := ru.spanNames[method]; ok {
 		return n
 	}
-	return method + " " + ru.route
+	return method + " " + ru.Route
 }
 
 // startAttemptSpan starts the span of attempt n on ep (ending the one
@@ -127,7 +127,7 @@ func attemptOutcome(t *Tracer, rec *reqRecord, status int, err error) {
 
 // startMirrorSpan starts the span of a mirrored copy of the request and
 // puts its context in the copy; nil when the trace is not sampled.
-func (x *exchange) startMirrorSpan(m *mirror, out *outRequest) *proxySpan {
+func (x *exchange) startMirrorSpan(slot *clusterSlot, out *outRequest) *proxySpan {
 	rec := &x.rec
 	if !rec.sc.IsValid() {
 		x.h.startSpan(x.r, rec)
@@ -137,7 +137,7 @@ func (x *exchange) startMirrorSpan(m *mirror, out *outRequest) *proxySpan {
 		return nil
 	}
 	s := child(rec.span, "mirror "+x.r.Method)
-	s.method, s.backend = x.r.Method, m.slot.name
+	s.method, s.backend = x.r.Method, slot.name
 	out.traceparent, out.tracestate = traceparent(s.sc)
 	return s
 }

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -53,9 +53,9 @@ func wsServer(refuse bool, sawEOF chan<- struct{}, push func(net.Conn)) http.Han
 		key := r.Header.Get("Sec-WebSocket-Key")
 		var bad string
 		switch {
-		case !http1.HasToken(r.Header["Upgrade"], "websocket"):
+		case !httpsyntax.HasToken(r.Header["Upgrade"], "websocket"):
 			bad = "no Upgrade: websocket"
-		case !http1.HasToken(r.Header["Connection"], "upgrade"):
+		case !httpsyntax.HasToken(r.Header["Connection"], "upgrade"):
 			bad = "no Connection: upgrade"
 		case r.Header.Get("Sec-WebSocket-Version") != "13":
 			bad = "no Sec-WebSocket-Version: 13"
@@ -137,7 +137,7 @@ func wsHandshake(t *testing.T, addr, host string) (*wsConn, *http.Response) {
 		if got, want := res.Header.Get("Sec-WebSocket-Accept"), wsAccept(key); got != want {
 			t.Fatalf("Sec-WebSocket-Accept %q, want %q", got, want)
 		}
-		if !http1.HasToken(res.Header["Upgrade"], "websocket") || !http1.HasToken(res.Header["Connection"], "upgrade") {
+		if !httpsyntax.HasToken(res.Header["Upgrade"], "websocket") || !httpsyntax.HasToken(res.Header["Connection"], "upgrade") {
 			t.Fatalf("101 without Upgrade/Connection: %v", res.Header)
 		}
 	}
@@ -242,7 +242,7 @@ func TestWebSocketE2ERefused(t *testing.T) {
 	if err != nil || !strings.Contains(string(body), "not you") {
 		t.Errorf("403 body %q, %v", body, err)
 	}
-	if http1.HasToken(res.Header["Upgrade"], "websocket") {
+	if httpsyntax.HasToken(res.Header["Upgrade"], "websocket") {
 		t.Errorf("403 carries Upgrade: %v", res.Header)
 	}
 	if n := e.p.Stats().WebSockets.Load(); n != 0 {

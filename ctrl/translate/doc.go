@@ -34,7 +34,7 @@
 // invalid rule never keeps another object from being served. In the config
 // they become a listener not served, a route left out, a backend answering
 // 500 for its share, or a rule dropped. Translate never emits a config the
-// proxy would refuse: each rule is checked with dataplane.ValidateRule.
+// proxy would refuse: each rule is checked with compiled.ValidateRule.
 //
 // Cache (cache.go, routememo.go, patch.go) makes repeated translations
 // cheaper without changing their result. It remembers rule validation,

@@ -6,7 +6,7 @@ import (
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -35,7 +35,7 @@ func (rs *ruleSet) keep(c *Cache, key ruleKey, route *proxycfg.Route, i int, r p
 		// Hostnames are checked on their own (validHostname); the rule is
 		// judged without them, so the result depends on the rule alone.
 		tmp := proxycfg.Route{Kind: route.Kind, Namespace: route.Namespace, Name: route.Name, Rules: []proxycfg.Rule{r}}
-		return dataplane.ValidateRule(&tmp, 0)
+		return compiled.ValidateRule(&tmp, 0)
 	})
 	if err != nil {
 		// The proxy names the route and rule; the status is on the route.

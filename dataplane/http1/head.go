@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // Limits on a message head, request or response. net/http's Transport
@@ -202,13 +204,13 @@ func readFields(br *bufio.Reader, h *Head) error {
 			return protoErr("field without a name: %q", truncate(line))
 		}
 		name := line[:colon]
-		if !validFieldName(name) {
+		if !httpsyntax.IsToken(name) {
 			// Includes whitespace before the colon, which RFC 9112 §5.1
 			// forbids for the smuggling it enables.
 			return protoErr("invalid field name %q", truncate(name))
 		}
 		value := bytes.Trim(line[colon+1:], " \t")
-		if !ValidFieldValue(value) {
+		if !httpsyntax.ValidFieldValue(value) {
 			return protoErr("invalid value in field %q", truncate(name))
 		}
 		if len(h.fields) >= maxHeadFields {
@@ -390,14 +392,14 @@ func (h *Head) copyTo(dst http.Header, prefix string) {
 		name := h.bytes(f.name)
 		key := canonicalKey(name)
 		if prefix == "" {
-			if HopByHop(key) || (key == "Content-Length" && (h.Chunked || noContent(h.Status))) {
+			if httpsyntax.HopByHop(key) || (key == "Content-Length" && (h.Chunked || noContent(h.Status))) {
 				continue
 			}
 			if hasConn && h.listedInConnection(name) {
 				continue
 			}
 		} else {
-			if !TrailerAllowed(key) {
+			if !httpsyntax.TrailerAllowed(key) {
 				continue
 			}
 			key = prefix + key

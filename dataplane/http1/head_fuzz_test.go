@@ -9,6 +9,8 @@ import (
 	"net/http/httputil"
 	"strings"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // FuzzResponseHead feeds arbitrary bytes to the response head parser and
@@ -62,7 +64,7 @@ func FuzzResponseHead(f *testing.F) {
 		dst := http.Header{}
 		h.copyTo(dst, "")
 		for k := range dst {
-			if HopByHop(k) {
+			if httpsyntax.HopByHop(k) {
 				t.Fatalf("hop-by-hop %q copied for %q", k, data)
 			}
 		}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // The Server parses requests itself (see doc.go for why). This file turns
@@ -82,7 +84,7 @@ func (q *requestHead) parseRequestLine(line []byte, at int32) error {
 		return badRequest("malformed request line")
 	}
 	method, target, version := line[:sp1], rest[:sp2], rest[sp2+1:]
-	if !validFieldName(method) {
+	if !httpsyntax.IsToken(method) {
 		return badRequest("malformed method")
 	}
 	switch string(version) {
@@ -145,7 +147,7 @@ func (q *requestHead) frame() error {
 		case asciiEqualFold(name, "Host"):
 			hosts++
 			q.host = f.value
-			if !validHost(value) {
+			if !httpsyntax.ValidHost(value) {
 				return badRequest("malformed Host header")
 			}
 		case asciiEqualFold(name, "Content-Length"):

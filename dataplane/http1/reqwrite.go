@@ -6,6 +6,8 @@ import (
 	"io"
 	"strconv"
 	"sync"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // Writing a request to an upstream. The caller composes the head from
@@ -24,7 +26,7 @@ var ErrRequestLine = errors.New("method, target or host cannot be written in a r
 // RFC 9112 §3.2 asks to come first, after checking them: nothing reaches
 // a request line unchecked, whatever protocol the request came in.
 func WriteRequestLine(bw *bufio.Writer, method, target, host string) error {
-	if !IsToken(method) || !ValidTarget(target) || !ValidHost(host) || !originForm(method, target) {
+	if !httpsyntax.IsToken(method) || !httpsyntax.ValidTarget(target) || !httpsyntax.ValidHost(host) || !originForm(method, target) {
 		return ErrRequestLine
 	}
 	bw.WriteString(method)

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"net/http"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // FuzzWriteRequestLine checks that what the writer lets through is read
@@ -36,7 +38,7 @@ func FuzzWriteRequestLine(f *testing.F) {
 		var buf bytes.Buffer
 		bw := bufio.NewWriter(&buf)
 		err := WriteRequestLine(bw, method, target, host)
-		if want := IsToken(method) && ValidTarget(target) && ValidHost(host) && originForm(method, target); (err == nil) != want {
+		if want := httpsyntax.IsToken(method) && httpsyntax.ValidTarget(target) && httpsyntax.ValidHost(host) && originForm(method, target); (err == nil) != want {
 			t.Fatalf("%q %q %q: err %v, checks say %v", method, target, host, err, want)
 		}
 		if err != nil {

@@ -1,4 +1,4 @@
-package dataplane
+package compiled
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 // RequestRedirect filters (HTTPPathModifier, PreciseHostname) and the
 // compiled URLRewrite filter itself.
 
-// ReplacePrefix computes the Gateway API's ReplacePrefixMatch path: the part
+// replacePrefix computes the Gateway API's ReplacePrefixMatch path: the part
 // of path matched by the PathPrefix value matchedPrefix is replaced by
 // replacement. path is the normalised request path (it begins with "/");
 // the caller has already matched it against matchedPrefix. replacement is
@@ -42,9 +42,9 @@ import (
 // "/foo" → "/xyz", "/foo/" → "/xyz/"; and for replacement "/" (or ""):
 // "/foo/bar" → "/bar", "/foo/" → "/", "/foo" → "/".
 //
-// ReplacePrefix does not allocate when the result is path, replacement (or
+// replacePrefix does not allocate when the result is path, replacement (or
 // a part of one of them) or "/"; otherwise it allocates the result once.
-func ReplacePrefix(path, matchedPrefix, replacement string) string {
+func replacePrefix(path, matchedPrefix, replacement string) string {
 	return replaceTrimmedPrefix(path, trimPathSlashes(matchedPrefix), trimPathSlashes(replacement))
 }
 
@@ -56,8 +56,8 @@ func trimPathSlashes(s string) string {
 	return s
 }
 
-// replaceTrimmedPrefix is ReplacePrefix on a prefix and replacement already
-// stripped of trailing slashes (rules 2–5 of ReplacePrefix).
+// replaceTrimmedPrefix is replacePrefix on a prefix and replacement already
+// stripped of trailing slashes (rules 2–5 of replacePrefix).
 func replaceTrimmedPrefix(path, prefix, repl string) string {
 	if len(path) < len(prefix) || path[:len(prefix)] != prefix {
 		return path
@@ -239,8 +239,8 @@ func isPreciseHostname(s string) bool {
 	return true
 }
 
-// rewrite is a compiled URLRewrite filter for one route match.
-type rewrite struct {
+// Rewrite is a compiled URLRewrite filter for one route match.
+type Rewrite struct {
 	path pathEdit
 	host string // "" keeps the request's Host
 }
@@ -248,7 +248,7 @@ type rewrite struct {
 // compileRewrite validates r and compiles it for the match whose PathPrefix
 // value is matchedPrefix ("" when the match is not a PathPrefix match; that
 // is an error only for ReplacePrefixMatch).
-func compileRewrite(r *proxycfg.Rewrite, matchedPrefix string) (*rewrite, error) {
+func compileRewrite(r *proxycfg.Rewrite, matchedPrefix string) (*Rewrite, error) {
 	if r == nil {
 		return nil, errors.New("urlRewrite: missing filter body")
 	}
@@ -259,12 +259,12 @@ func compileRewrite(r *proxycfg.Rewrite, matchedPrefix string) (*rewrite, error)
 	if err != nil {
 		return nil, fmt.Errorf("urlRewrite: %w", err)
 	}
-	return &rewrite{path: pe, host: r.Hostname}, nil
+	return &Rewrite{path: pe, host: r.Hostname}, nil
 }
 
-// apply returns the path and Host header to forward. The query is not part
+// Apply returns the path and Host header to forward. The query is not part
 // of path and is kept by the caller.
-func (rw *rewrite) apply(path, host string) (newPath, newHost string) {
+func (rw *Rewrite) Apply(path, host string) (newPath, newHost string) {
 	newPath = rw.path.apply(path)
 	newHost = host
 	if rw.host != "" {

@@ -1,4 +1,4 @@
-package dataplane
+package compiled
 
 import (
 	"strings"
@@ -63,12 +63,12 @@ func TestReplacePrefix(t *testing.T) {
 		{"", "/", "", "/"},
 	}
 	for _, c := range cases {
-		got := ReplacePrefix(c.path, c.prefix, c.repl)
+		got := replacePrefix(c.path, c.prefix, c.repl)
 		if got != c.want {
-			t.Errorf("ReplacePrefix(%q, %q, %q) = %q, want %q", c.path, c.prefix, c.repl, got, c.want)
+			t.Errorf("replacePrefix(%q, %q, %q) = %q, want %q", c.path, c.prefix, c.repl, got, c.want)
 		}
 		if got == "" || got[0] != '/' {
-			t.Errorf("ReplacePrefix(%q, %q, %q) = %q does not begin with /", c.path, c.prefix, c.repl, got)
+			t.Errorf("replacePrefix(%q, %q, %q) = %q does not begin with /", c.path, c.prefix, c.repl, got)
 		}
 	}
 }
@@ -188,7 +188,7 @@ func TestRewrite(t *testing.T) {
 			t.Errorf("%s: unexpected error %v", c.name, err)
 			continue
 		}
-		p, h := rw.apply(c.path, c.host)
+		p, h := rw.Apply(c.path, c.host)
 		if p != c.wantPath || h != c.wantHs {
 			t.Errorf("%s: apply(%q, %q) = %q, %q; want %q, %q", c.name, c.path, c.host, p, h, c.wantPath, c.wantHs)
 		}

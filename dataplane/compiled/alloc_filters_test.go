@@ -1,6 +1,6 @@
 //go:build !race
 
-package dataplane
+package compiled
 
 import (
 	"net/http"
@@ -23,14 +23,14 @@ func TestAllocsReplacePrefixNoChange(t *testing.T) {
 	}
 	for _, c := range cases {
 		n := testing.AllocsPerRun(100, func() {
-			_ = ReplacePrefix(c.path, c.prefix, c.repl)
+			_ = replacePrefix(c.path, c.prefix, c.repl)
 		})
 		if n != 0 {
-			t.Errorf("ReplacePrefix(%q, %q, %q): %v allocs, want 0", c.path, c.prefix, c.repl, n)
+			t.Errorf("replacePrefix(%q, %q, %q): %v allocs, want 0", c.path, c.prefix, c.repl, n)
 		}
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = ReplacePrefix("/foo/bar", "/foo", "/xyz") }); n > 1 {
-		t.Errorf("ReplacePrefix with a new path: %v allocs, want at most 1", n)
+	if n := testing.AllocsPerRun(100, func() { _ = replacePrefix("/foo/bar", "/foo", "/xyz") }); n > 1 {
+		t.Errorf("replacePrefix with a new path: %v allocs, want at most 1", n)
 	}
 }
 
@@ -39,7 +39,7 @@ func TestAllocsRewriteApply(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := testing.AllocsPerRun(100, func() { _, _ = rw.apply("/api/x", "a.example") }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = rw.Apply("/api/x", "a.example") }); n != 0 {
 		t.Errorf("rewrite.apply: %v allocs, want 0", n)
 	}
 }
@@ -50,20 +50,20 @@ func TestAllocsRedirectLocation(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The prefix replacement allocates once and the Location once.
-	if n := testing.AllocsPerRun(100, func() { _, _ = rd.location("http", "a.example:8080", 8080, "/old/x", "q=1") }); n > 2 {
+	if n := testing.AllocsPerRun(100, func() { _, _ = rd.Location("http", "a.example:8080", 8080, "/old/x", "q=1") }); n > 2 {
 		t.Errorf("redirect.location: %v allocs, want at most 2", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = RedirectLocation("https", "::1", 8443, "/x", "q=1") }); n != 1 {
-		t.Errorf("RedirectLocation: %v allocs, want 1", n)
+	if n := testing.AllocsPerRun(100, func() { _ = redirectLocation("https", "::1", 8443, "/x", "q=1") }); n != 1 {
+		t.Errorf("redirectLocation: %v allocs, want 1", n)
 	}
 }
 
 func TestAllocsOriginMatches(t *testing.T) {
-	if n := testing.AllocsPerRun(100, func() { _ = OriginMatches("https://*.bar.com:8443", "https://a.b.BAR.com:8443") }); n != 0 {
-		t.Errorf("OriginMatches: %v allocs, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { _ = originMatches("https://*.bar.com:8443", "https://a.b.BAR.com:8443") }); n != 0 {
+		t.Errorf("originMatches: %v allocs, want 0", n)
 	}
-	if n := testing.AllocsPerRun(100, func() { _ = OriginMatches("http://[2001:db8::1]:8080", "http://[2001:DB8::1]:8080") }); n != 0 {
-		t.Errorf("OriginMatches: %v allocs, want 0", n)
+	if n := testing.AllocsPerRun(100, func() { _ = originMatches("http://[2001:db8::1]:8080", "http://[2001:DB8::1]:8080") }); n != 0 {
+		t.Errorf("originMatches: %v allocs, want 0", n)
 	}
 }
 
@@ -83,11 +83,11 @@ func TestAllocsCORSHandle(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := http.Header{}
-	run := func(name string, c *cors, req http.Header, method string, want float64) {
+	run := func(name string, c *CORS, req http.Header, method string, want float64) {
 		t.Helper()
 		n := testing.AllocsPerRun(100, func() {
 			clear(out)
-			c.handle(req, method, out)
+			c.Handle(req, method, out)
 		})
 		if n != want {
 			t.Errorf("%s: %v allocs, want %v", name, n, want)
@@ -105,4 +105,30 @@ func TestAllocsCORSHandle(t *testing.T) {
 		"Access-Control-Request-Method":  {"GET"},
 		"Access-Control-Request-Headers": {"x-header-1"},
 	}, "OPTIONS", 1)
+}
+
+func TestAllocsSessionToken(t *testing.T) {
+	p, err := compileSession(&proxycfg.SessionPersistence{Name: "tg"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{"Cookie": {"a=1; b=2", " c=3 ;tg=\"value\"; d=4"}}
+	var got string
+	if n := testing.AllocsPerRun(1000, func() { got = p.Token(h) }); n > 0 {
+		t.Errorf("token (cookie): %v allocations, want 0", n)
+	}
+	if got != "value" {
+		t.Fatalf("token = %q", got)
+	}
+	hp, err := compileSession(&proxycfg.SessionPersistence{Name: "x-session", Type: proxycfg.SessionHeader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = http.Header{"X-Session": {" v "}}
+	if n := testing.AllocsPerRun(1000, func() { got = hp.Token(h) }); n > 0 {
+		t.Errorf("token (header): %v allocations, want 0", n)
+	}
+	if got != "v" {
+		t.Fatalf("token = %q", got)
+	}
 }

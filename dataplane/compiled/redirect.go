@@ -1,4 +1,4 @@
-package dataplane
+package compiled
 
 import (
 	"errors"
@@ -6,10 +6,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
-// RedirectLocation builds the absolute URL of a Location header from its
+// redirectLocation builds the absolute URL of a Location header from its
 // parts:
 //
 //   - scheme is written as given; "" means "http".
@@ -23,7 +24,7 @@ import (
 //   - rawQuery, when not empty, follows a "?" as given (already escaped).
 //
 // It allocates the result once.
-func RedirectLocation(scheme, host string, port int, path, rawQuery string) string {
+func redirectLocation(scheme, host string, port int, path, rawQuery string) string {
 	if scheme == "" {
 		scheme = "http"
 	}
@@ -90,26 +91,8 @@ func defaultPortOf(scheme string) int {
 	return 0
 }
 
-// redirectHost returns the host part of a Host header value: the port, if
-// any, is cut off. A bracketed IPv6 literal keeps its brackets
-// ("[::1]:8080" → "[::1]"); a bare IPv6 address (more than one ':') is
-// returned whole, having no port to cut.
-func redirectHost(hostport string) string {
-	if strings.HasPrefix(hostport, "[") {
-		if i := strings.IndexByte(hostport, ']'); i >= 0 {
-			return hostport[:i+1]
-		}
-		return hostport
-	}
-	i := strings.IndexByte(hostport, ':')
-	if i < 0 || strings.IndexByte(hostport[i+1:], ':') >= 0 {
-		return hostport
-	}
-	return hostport[:i]
-}
-
-// redirect is a compiled RequestRedirect filter for one route match.
-type redirect struct {
+// Redirect is a compiled RequestRedirect filter for one route match.
+type Redirect struct {
 	path   pathEdit
 	scheme string // "http", "https" or "" for the request's scheme
 	host   string // "" for the request's host
@@ -123,11 +106,11 @@ type redirect struct {
 // defaults to 302; the scheme must be http or https (any case; it is
 // stored lower-case), the port 1–65535, the hostname a DNS name without
 // port.
-func compileRedirect(r *proxycfg.Redirect, matchedPrefix string) (*redirect, error) {
+func compileRedirect(r *proxycfg.Redirect, matchedPrefix string) (*Redirect, error) {
 	if r == nil {
 		return nil, errors.New("requestRedirect: missing filter body")
 	}
-	rd := &redirect{status: r.StatusCode, port: r.Port, host: r.Hostname}
+	rd := &Redirect{status: r.StatusCode, port: r.Port, host: r.Hostname}
 	switch rd.status {
 	case 0:
 		rd.status = 302
@@ -158,7 +141,7 @@ func compileRedirect(r *proxycfg.Redirect, matchedPrefix string) (*redirect, err
 	return rd, nil
 }
 
-// location returns the Location header value and the status to answer.
+// Location returns the Location header value and the status to answer.
 //
 // reqScheme is the scheme the client used ("http" or "https"; the caller
 // works it out, trusting X-Forwarded-Proto only from cloudflared), reqHost
@@ -169,11 +152,11 @@ func compileRedirect(r *proxycfg.Redirect, matchedPrefix string) (*redirect, err
 // The scheme is the filter's, else the request's. The port follows the
 // Gateway API exactly: the filter's port when set; else, when the filter
 // sets a scheme, that scheme's well-known port (http 80, https 443); else
-// the listener's port. RedirectLocation then leaves the port out when it
+// the listener's port. redirectLocation then leaves the port out when it
 // is the final scheme's default. The host is the filter's hostname, else
 // the request's host. The path is edited by the filter's path modifier,
 // if any.
-func (rd *redirect) location(reqScheme, reqHost string, listenerPort int, path, rawQuery string) (loc string, status int) {
+func (rd *Redirect) Location(reqScheme, reqHost string, listenerPort int, path, rawQuery string) (loc string, status int) {
 	scheme := rd.scheme
 	if scheme == "" {
 		switch {
@@ -195,7 +178,7 @@ func (rd *redirect) location(reqScheme, reqHost string, listenerPort int, path, 
 	}
 	host := rd.host
 	if host == "" {
-		host = redirectHost(reqHost)
+		host = httpsyntax.HostWithoutPort(reqHost)
 	}
-	return RedirectLocation(scheme, host, port, rd.path.apply(path), rawQuery), rd.status
+	return redirectLocation(scheme, host, port, rd.path.apply(path), rawQuery), rd.status
 }

@@ -1,4 +1,4 @@
-package dataplane
+package compiled
 
 import (
 	"net/url"
@@ -37,32 +37,12 @@ func TestRedirectLocation(t *testing.T) {
 		{"http", "example.org", 80, "/a%20b", "x=%2F", "http://example.org/a%20b?x=%2F"},
 	}
 	for _, c := range cases {
-		got := RedirectLocation(c.scheme, c.host, c.port, c.path, c.query)
+		got := redirectLocation(c.scheme, c.host, c.port, c.path, c.query)
 		if got != c.want {
-			t.Errorf("RedirectLocation(%q, %q, %d, %q, %q) = %q, want %q", c.scheme, c.host, c.port, c.path, c.query, got, c.want)
+			t.Errorf("redirectLocation(%q, %q, %d, %q, %q) = %q, want %q", c.scheme, c.host, c.port, c.path, c.query, got, c.want)
 		}
 		if _, err := url.Parse(got); err != nil {
-			t.Errorf("RedirectLocation(...) = %q does not parse: %v", got, err)
-		}
-	}
-}
-
-func TestRedirectHost(t *testing.T) {
-	cases := map[string]string{
-		"example.org":      "example.org",
-		"example.org:8080": "example.org",
-		"example.org:":     "example.org",
-		"[::1]:8080":       "[::1]",
-		"[::1]":            "[::1]",
-		"[::1":             "[::1",
-		"::1":              "::1",
-		"2001:db8::1":      "2001:db8::1",
-		"10.0.0.1:80":      "10.0.0.1",
-		"":                 "",
-	}
-	for in, want := range cases {
-		if got := redirectHost(in); got != want {
-			t.Errorf("redirectHost(%q) = %q, want %q", in, got, want)
+			t.Errorf("redirectLocation(...) = %q does not parse: %v", got, err)
 		}
 	}
 }
@@ -134,7 +114,7 @@ func runRedirectCases(t *testing.T, cases []redirectCase) {
 			t.Errorf("%s: compileRedirect: %v", c.name, err)
 			continue
 		}
-		loc, status := rd.location(c.scheme, c.host, c.listener, c.path, c.query)
+		loc, status := rd.Location(c.scheme, c.host, c.listener, c.path, c.query)
 		if loc != c.wantLoc || status != c.wantStatus {
 			t.Errorf("%s: location = %q, %d; want %q, %d", c.name, loc, status, c.wantLoc, c.wantStatus)
 		}
@@ -252,7 +232,7 @@ func TestRedirectConformancePortAndScheme(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loc, _ := rd.location("https", "example.org", 443, "/p", "")
+	loc, _ := rd.Location("https", "example.org", 443, "/p", "")
 	u, err := url.Parse(loc)
 	if err != nil || u.Scheme != "https" || u.Hostname() != h || u.Port() != "8443" || u.Path != "/p" {
 		t.Errorf("location %q parses as %+v, %v", loc, u, err)

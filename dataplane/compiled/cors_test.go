@@ -1,4 +1,4 @@
-package dataplane
+package compiled
 
 import (
 	"net/http"
@@ -94,8 +94,8 @@ func TestOriginMatches(t *testing.T) {
 		{"https://a.com/", "https://a.com", false},
 	}
 	for _, c := range cases {
-		if got := OriginMatches(c.pattern, c.origin); got != c.want {
-			t.Errorf("OriginMatches(%q, %q) = %v, want %v", c.pattern, c.origin, got, c.want)
+		if got := originMatches(c.pattern, c.origin); got != c.want {
+			t.Errorf("originMatches(%q, %q) = %v, want %v", c.pattern, c.origin, got, c.want)
 		}
 	}
 }
@@ -151,10 +151,10 @@ func corsReq(kv ...string) http.Header {
 // allows any order.
 type corsWant map[string]string
 
-func checkCORS(t *testing.T, name string, c *cors, method string, req http.Header, wantPreflight bool, want corsWant) {
+func checkCORS(t *testing.T, name string, c *CORS, method string, req http.Header, wantPreflight bool, want corsWant) {
 	t.Helper()
 	out := http.Header{}
-	pre := c.handle(req, method, out)
+	pre := c.Handle(req, method, out)
 	if pre != wantPreflight {
 		t.Errorf("%s: preflight = %v, want %v", name, pre, wantPreflight)
 	}
@@ -179,7 +179,7 @@ func checkCORS(t *testing.T, name string, c *cors, method string, req http.Heade
 	}
 }
 
-func mustCORS(t *testing.T, c *proxycfg.CORS) *cors {
+func mustCORS(t *testing.T, c *proxycfg.CORS) *CORS {
 	t.Helper()
 	cc, err := compileCORS(c)
 	if err != nil {
@@ -365,13 +365,13 @@ func TestCORSHandle(t *testing.T) {
 
 	// A Vary already there is extended, not replaced; Origin is not added twice.
 	out := http.Header{"Vary": {"Accept-Encoding"}}
-	c1.handle(corsReq("Origin", "https://www.foo.com"), "GET", out)
+	c1.Handle(corsReq("Origin", "https://www.foo.com"), "GET", out)
 	if got := out["Vary"]; !reflect.DeepEqual(got, []string{"Accept-Encoding", "Origin"}) {
 		t.Errorf("Vary = %q", got)
 	}
 	for _, v := range [][]string{{"origin"}, {"Accept-Encoding, ORIGIN"}, {"*"}, {"a", " Origin "}} {
 		out := http.Header{"Vary": append([]string(nil), v...)}
-		c1.handle(corsReq("Origin", "https://www.foo.com"), "GET", out)
+		c1.Handle(corsReq("Origin", "https://www.foo.com"), "GET", out)
 		if got := out["Vary"]; !reflect.DeepEqual(got, v) {
 			t.Errorf("Vary %q became %q", v, got)
 		}
@@ -464,7 +464,7 @@ func TestCORSHandle(t *testing.T) {
 func TestCORSSharedValuesAppendSafe(t *testing.T) {
 	c := mustCORS(t, corsConf1)
 	out := http.Header{}
-	c.handle(corsReq("Origin", "https://www.foo.com", "Access-Control-Request-Method", "GET"), "OPTIONS", out)
+	c.Handle(corsReq("Origin", "https://www.foo.com", "Access-Control-Request-Method", "GET"), "OPTIONS", out)
 	out.Add("Access-Control-Allow-Methods", "PUT")
 	out.Add("Access-Control-Max-Age", "1")
 	if got := c.methods; len(got) != 1 || got[0] != "GET, OPTIONS" {

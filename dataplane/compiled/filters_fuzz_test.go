@@ -1,4 +1,4 @@
-package fuzz
+package compiled
 
 import (
 	"net/netip"
@@ -6,13 +6,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/tunnelgate/tunnelgate/dataplane"
 )
 
 // Robustness and property targets for the pure route-filter helpers of
-// package dataplane: ReplacePrefix (URLRewrite and RequestRedirect path
-// modifiers), RedirectLocation and OriginMatches (HTTPCORSFilter).
+// this package: replacePrefix (URLRewrite and RequestRedirect path
+// modifiers), redirectLocation and originMatches (HTTPCORSFilter).
 
 // ---- FuzzReplacePrefix ----
 
@@ -39,20 +37,20 @@ func FuzzReplacePrefix(f *testing.F) {
 		f.Add(s[0], s[1], s[2])
 	}
 	f.Fuzz(func(t *testing.T, path, prefix, repl string) {
-		got := dataplane.ReplacePrefix(path, prefix, repl) // must not panic, whatever the input
+		got := replacePrefix(path, prefix, repl) // must not panic, whatever the input
 		if !strings.HasPrefix(path, "/") || !strings.HasPrefix(prefix, "/") || (repl != "" && !strings.HasPrefix(repl, "/")) {
 			return // outside the documented domain
 		}
 		if got == "" || got[0] != '/' {
-			t.Fatalf("ReplacePrefix(%q, %q, %q) = %q: not an absolute path", path, prefix, repl, got)
+			t.Fatalf("replacePrefix(%q, %q, %q) = %q: not an absolute path", path, prefix, repl, got)
 		}
 		// Replacing a prefix by itself (trailing slashes aside) is the identity.
-		if id := dataplane.ReplacePrefix(path, prefix, prefix+"/"); id != path {
-			t.Fatalf("ReplacePrefix(%q, %q, %q) = %q, want the path unchanged", path, prefix, prefix+"/", id)
+		if id := replacePrefix(path, prefix, prefix+"/"); id != path {
+			t.Fatalf("replacePrefix(%q, %q, %q) = %q, want the path unchanged", path, prefix, prefix+"/", id)
 		}
 		if !underPrefix(path, prefix) {
 			if got != path {
-				t.Fatalf("ReplacePrefix(%q, %q, %q) = %q, but the path is not under the prefix and must be unchanged", path, prefix, repl, got)
+				t.Fatalf("replacePrefix(%q, %q, %q) = %q, but the path is not under the prefix and must be unchanged", path, prefix, repl, got)
 			}
 			return
 		}
@@ -60,26 +58,26 @@ func FuzzReplacePrefix(f *testing.F) {
 		rest := path[len(p):]
 		// The result is the trimmed replacement, then the rest of the path.
 		if !strings.HasPrefix(got, r) {
-			t.Fatalf("ReplacePrefix(%q, %q, %q) = %q does not begin with the replacement %q", path, prefix, repl, got, r)
+			t.Fatalf("replacePrefix(%q, %q, %q) = %q does not begin with the replacement %q", path, prefix, repl, got, r)
 		}
 		if !strings.HasSuffix(got, rest) {
-			t.Fatalf("ReplacePrefix(%q, %q, %q) = %q does not end with the rest %q", path, prefix, repl, got, rest)
+			t.Fatalf("replacePrefix(%q, %q, %q) = %q does not end with the rest %q", path, prefix, repl, got, rest)
 		}
 		if want := len(r) + len(rest); len(got) != want && !(want == 0 && got == "/") {
-			t.Fatalf("ReplacePrefix(%q, %q, %q) = %q has length %d, want %d", path, prefix, repl, got, len(got), want)
+			t.Fatalf("replacePrefix(%q, %q, %q) = %q has length %d, want %d", path, prefix, repl, got, len(got), want)
 		}
 		// No "//" is made where replacement and rest meet.
 		if r != "" && len(got) > len(r) && got[len(r)-1] == '/' && got[len(r)] == '/' {
-			t.Fatalf("ReplacePrefix(%q, %q, %q) = %q joins with \"//\"", path, prefix, repl, got)
+			t.Fatalf("replacePrefix(%q, %q, %q) = %q joins with \"//\"", path, prefix, repl, got)
 		}
 		// The result is under the replacement, so the edit can be undone,
 		// except when everything was stripped to "/".
 		if !underPrefix(got, repl) && r != "" {
-			t.Fatalf("ReplacePrefix(%q, %q, %q) = %q is not under the replacement", path, prefix, repl, got)
+			t.Fatalf("replacePrefix(%q, %q, %q) = %q is not under the replacement", path, prefix, repl, got)
 		}
 		if r != "" || rest != "" {
-			if back := dataplane.ReplacePrefix(got, repl, prefix); back != path {
-				t.Fatalf("ReplacePrefix(%q, %q, %q) = %q, and back gives %q, want %q", path, prefix, repl, got, back, path)
+			if back := replacePrefix(got, repl, prefix); back != path {
+				t.Fatalf("replacePrefix(%q, %q, %q) = %q, and back gives %q, want %q", path, prefix, repl, got, back, path)
 			}
 		}
 	})
@@ -88,7 +86,7 @@ func FuzzReplacePrefix(f *testing.F) {
 // ---- FuzzRedirectLocation ----
 
 // refHostOK reports whether host is a DNS name of ASCII letters, digits and
-// '-', or an IP address without zone: what RedirectLocation is given.
+// '-', or an IP address without zone: what redirectLocation is given.
 func refHostOK(host string) bool {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return a.Zone() == ""
@@ -110,7 +108,7 @@ func FuzzRedirectLocation(f *testing.F) {
 	f.Add("http", "::1", 8080, "/", "")
 	f.Add("HTTP", "10.0.0.1", 80, "/a%20b", "x=%2F&y")
 	f.Fuzz(func(t *testing.T, scheme, host string, port int, rawPath, rawQuery string) {
-		_ = dataplane.RedirectLocation(scheme, host, port, rawPath, rawQuery) // must not panic
+		_ = redirectLocation(scheme, host, port, rawPath, rawQuery) // must not panic
 
 		// Build valid parts from the raw ones: an escaped path and query.
 		if !strings.EqualFold(scheme, "http") && !strings.EqualFold(scheme, "https") {
@@ -123,10 +121,10 @@ func FuzzRedirectLocation(f *testing.F) {
 		path := (&url.URL{Path: "/" + strings.TrimPrefix(rawPath, "/")}).EscapedPath()
 		query := url.QueryEscape(rawQuery)
 
-		loc := dataplane.RedirectLocation(scheme, host, port, path, query)
+		loc := redirectLocation(scheme, host, port, path, query)
 		u, err := url.Parse(loc)
 		if err != nil {
-			t.Fatalf("RedirectLocation(%q, %q, %d, %q, %q) = %q does not parse: %v", scheme, host, port, path, query, loc, err)
+			t.Fatalf("redirectLocation(%q, %q, %d, %q, %q) = %q does not parse: %v", scheme, host, port, path, query, loc, err)
 		}
 		if u.Scheme != strings.ToLower(scheme) {
 			t.Fatalf("%q: scheme %q, want %q", loc, u.Scheme, scheme)
@@ -169,7 +167,7 @@ func asciiCase(s string, upper bool) string {
 // refOrigin parses a serialised origin with net/url, strictly: scheme http
 // or https, a host of non-empty labels of letters, digits, '-' and '_' or
 // an IPv6 literal, an optional port 1–65535, and nothing else. It is
-// stricter than OriginMatches where the two could disagree on spelling (a
+// stricter than originMatches where the two could disagree on spelling (a
 // port with leading zeros), so every origin it accepts must be valid there.
 func refOrigin(s string) (scheme, hostname, port string, ok bool) {
 	u, err := url.Parse(s)
@@ -221,9 +219,9 @@ func FuzzOriginMatches(f *testing.F) {
 	f.Add("*", "null")
 	f.Add("https://[::1]", "https://[::1]:443")
 	f.Fuzz(func(t *testing.T, pattern, origin string) {
-		got := dataplane.OriginMatches(pattern, origin) // must not panic
-		if !dataplane.OriginMatches("*", origin) {
-			t.Fatalf("OriginMatches(\"*\", %q) = false", origin)
+		got := originMatches(pattern, origin) // must not panic
+		if !originMatches("*", origin) {
+			t.Fatalf("originMatches(\"*\", %q) = false", origin)
 		}
 		// Case does not matter, in the pattern or in the origin.
 		for _, v := range [][2]string{
@@ -231,13 +229,13 @@ func FuzzOriginMatches(f *testing.F) {
 			{pattern, asciiCase(origin, true)},
 			{asciiCase(pattern, false), asciiCase(origin, true)},
 		} {
-			if dataplane.OriginMatches(v[0], v[1]) != got {
-				t.Fatalf("OriginMatches(%q, %q) = %v but OriginMatches(%q, %q) = %v", pattern, origin, got, v[0], v[1], !got)
+			if originMatches(v[0], v[1]) != got {
+				t.Fatalf("originMatches(%q, %q) = %v but originMatches(%q, %q) = %v", pattern, origin, got, v[0], v[1], !got)
 			}
 		}
 		// An origin matches itself exactly when it is a valid origin; a
 		// valid one is what url.Parse reads as scheme and host only.
-		self := dataplane.OriginMatches(origin, origin)
+		self := originMatches(origin, origin)
 		scheme, hostname, port, ok := refOrigin(origin)
 		if ok && !self {
 			t.Fatalf("valid origin %q does not match itself", origin)
@@ -259,10 +257,10 @@ func FuzzOriginMatches(f *testing.F) {
 			if scheme == "https" {
 				def = "443"
 			}
-			if dataplane.OriginMatches(pattern, origin+":"+def) != got {
-				t.Fatalf("OriginMatches(%q, %q) = %v, but with port %s %v", pattern, origin, got, def, !got)
+			if originMatches(pattern, origin+":"+def) != got {
+				t.Fatalf("originMatches(%q, %q) = %v, but with port %s %v", pattern, origin, got, def, !got)
 			}
-			if !dataplane.OriginMatches(origin, origin+":"+def) || !dataplane.OriginMatches(origin+":"+def, origin) {
+			if !originMatches(origin, origin+":"+def) || !originMatches(origin+":"+def, origin) {
 				t.Fatalf("%q and %q do not match each other", origin, origin+":"+def)
 			}
 		}
@@ -277,19 +275,19 @@ func FuzzOriginMatches(f *testing.F) {
 					wild += ":" + port
 					bare += ":" + port
 				}
-				if !dataplane.OriginMatches(wild, origin) {
-					t.Fatalf("OriginMatches(%q, %q) = false", wild, origin)
+				if !originMatches(wild, origin) {
+					t.Fatalf("originMatches(%q, %q) = false", wild, origin)
 				}
-				if dataplane.OriginMatches(wild, bare) {
-					t.Fatalf("OriginMatches(%q, %q) = true", wild, bare)
+				if originMatches(wild, bare) {
+					t.Fatalf("originMatches(%q, %q) = true", wild, bare)
 				}
 			}
 			anyHost := scheme + "://*"
 			if port != "" {
 				anyHost += ":" + port
 			}
-			if !dataplane.OriginMatches(anyHost, origin) {
-				t.Fatalf("OriginMatches(%q, %q) = false", anyHost, origin)
+			if !originMatches(anyHost, origin) {
+				t.Fatalf("originMatches(%q, %q) = false", anyHost, origin)
 			}
 		}
 	})

@@ -1,4 +1,4 @@
-package dataplane
+package compiled
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -185,7 +185,7 @@ func (p *corsOrigin) matches(o *corsOrigin) bool {
 	return strings.EqualFold(o.host, p.host)
 }
 
-// OriginMatches reports whether the request's Origin header value origin is
+// originMatches reports whether the request's Origin header value origin is
 // allowed by the allowOrigins entry pattern of an HTTPCORSFilter.
 //
 // A lone "*" allows every origin, whatever it is, including "null" and
@@ -197,8 +197,8 @@ func (p *corsOrigin) matches(o *corsOrigin) bool {
 // (sandboxed documents, file: URLs, some redirects) and malformed values
 // are allowed by a lone "*" only; an invalid pattern allows nothing.
 //
-// OriginMatches does not allocate.
-func OriginMatches(pattern, origin string) bool {
+// originMatches does not allocate.
+func originMatches(pattern, origin string) bool {
 	if pattern == "*" {
 		return true
 	}
@@ -213,12 +213,12 @@ func OriginMatches(pattern, origin string) bool {
 	return p.matches(&o)
 }
 
-// cors is a compiled HTTPCORSFilter. Header values that do not depend on
+// CORS is a compiled HTTPCORSFilter. Header values that do not depend on
 // the request are computed once; handle stores these slices into response
 // headers as they are, so they are shared by every response: each has
 // len == cap (so an append by a later stage copies) and no one may change
 // their elements.
-type cors struct {
+type CORS struct {
 	origins     []corsOrigin
 	anyOrigin   bool // allowOrigins holds "*"
 	credentials bool
@@ -236,15 +236,15 @@ type cors struct {
 }
 
 // compileCORS validates c and precomputes its header values. Origins must
-// be "*" or parse as in OriginMatches; methods and header names must be
+// be "*" or parse as in originMatches; methods and header names must be
 // RFC 9110 tokens or "*". A "*" among other values (which the Gateway API
 // forbids) makes the list a wildcard. MaxAge 0 means the default of 5
 // seconds.
-func compileCORS(c *proxycfg.CORS) (*cors, error) {
+func compileCORS(c *proxycfg.CORS) (*CORS, error) {
 	if c == nil {
 		return nil, errors.New("cors: missing filter body")
 	}
-	out := &cors{credentials: c.AllowCredentials}
+	out := &CORS{credentials: c.AllowCredentials}
 	for _, s := range c.AllowOrigins {
 		if s == "*" {
 			out.anyOrigin = true
@@ -302,7 +302,7 @@ func corsList(field string, vals []string) (joined []string, wildcard bool, err 
 			wildcard = true
 			continue
 		}
-		if !http1.IsToken(v) {
+		if !httpsyntax.IsToken(v) {
 			return nil, false, fmt.Errorf("cors: %s entry %q is not a token or \"*\"", field, v)
 		}
 	}
@@ -317,8 +317,8 @@ func corsList(field string, vals []string) (joined []string, wildcard bool, err 
 // RFC 9110's #rule, but at least one token must be there.
 func corsTokenList(s string) bool {
 	seen := false
-	for elem := range http1.ListElems(s) {
-		if !http1.IsToken(elem) {
+	for elem := range httpsyntax.ListElems(s) {
+		if !httpsyntax.IsToken(elem) {
 			return false
 		}
 		seen = true
@@ -326,7 +326,7 @@ func corsTokenList(s string) bool {
 	return seen
 }
 
-// handle applies the filter to a request. reqHeader is the request's
+// Handle applies the filter to a request. reqHeader is the request's
 // header (canonical keys), method its method, out the response header the
 // filter adds to. It reports whether the request is a preflight: OPTIONS
 // with an Origin and an Access-Control-Request-Method. The caller answers a
@@ -363,9 +363,9 @@ func corsTokenList(s string) bool {
 // added to every response, even one to a request without Origin, lest a
 // cache hand it to a cross-origin request.
 //
-// handle allocates nothing for a request without Origin, nor when it adds
+// Handle allocates nothing for a request without Origin, nor when it adds
 // only constant values; echoing a value costs one small slice.
-func (c *cors) handle(reqHeader http.Header, method string, out http.Header) (preflight bool) {
+func (c *CORS) Handle(reqHeader http.Header, method string, out http.Header) (preflight bool) {
 	originVals := reqHeader[corsHdrOrigin]
 	reqMethod := reqHeader[corsHdrReqMethod]
 	preflight = method == http.MethodOptions && len(originVals) > 0 && len(reqMethod) > 0 && reqMethod[0] != ""
@@ -408,7 +408,7 @@ func (c *cors) handle(reqHeader http.Header, method string, out http.Header) (pr
 		out[corsHdrAllowMethods] = c.methods
 	case c.anyMethod && !c.credentials:
 		out[corsHdrAllowMethods] = corsValStar
-	case c.anyMethod && http1.IsToken(reqMethod[0]):
+	case c.anyMethod && httpsyntax.IsToken(reqMethod[0]):
 		if v, ok := corsValMethods[reqMethod[0]]; ok {
 			out[corsHdrAllowMethods] = v
 		} else {
@@ -434,7 +434,7 @@ func (c *cors) handle(reqHeader http.Header, method string, out http.Header) (pr
 
 // allowed reports whether the request's Origin values name exactly one
 // origin that the filter allows.
-func (c *cors) allowed(originVals []string) bool {
+func (c *CORS) allowed(originVals []string) bool {
 	if len(originVals) != 1 {
 		return false
 	}
@@ -474,7 +474,7 @@ func corsAddVaryOrigin(out http.Header) {
 		out[corsHdrVary] = corsValOrigin
 		return
 	}
-	if http1.HasToken(vary, "*") || http1.HasToken(vary, "Origin") {
+	if httpsyntax.HasToken(vary, "*") || httpsyntax.HasToken(vary, "Origin") {
 		return
 	}
 	out[corsHdrVary] = append(vary, "Origin")

@@ -1,20 +1,23 @@
-package http1
+// Package httpsyntax is the grammar of HTTP fields (RFC 9110 §5) and
+// request lines (RFC 9112 §3): what a token, a field value, a request
+// target and a host may hold, which fields are hop-by-hop, and how a
+// comma-separated list splits.
+//
+// It is shared by the HTTP/1.1 server and client (package http1), the
+// compiled filters (package compiled) and the proxy's own checks, so that
+// every side accepts exactly the same bytes. It has no state and no
+// dependency beyond the standard library.
+package httpsyntax
 
 import (
-	"bytes"
 	"iter"
-	"net/textproto"
 	"strings"
 )
 
-// The grammar of HTTP fields (RFC 9110 §5) and request lines (RFC 9112
-// §3), shared by the server, the upstream client and the proxy's own
-// checks, so that every side accepts exactly the same bytes.
-
 // IsToken reports whether s is an RFC 9110 token (1*tchar): what a method
 // and a field name must be.
-func IsToken(s string) bool {
-	if s == "" {
+func IsToken[T string | []byte](s T) bool {
+	if len(s) == 0 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -25,24 +28,12 @@ func IsToken(s string) bool {
 	return true
 }
 
-// validFieldName reports whether b is an RFC 9110 token.
-func validFieldName(b []byte) bool {
-	if len(b) == 0 {
-		return false
-	}
-	for _, c := range b {
-		if !tokenChar[c] {
-			return false
-		}
-	}
-	return true
-}
-
 // ValidFieldValue rejects control characters other than HTAB (RFC 9110
 // §5.5), which is what stops a value from splitting a message into two;
 // bytes from 0x80 up (obs-text) pass.
-func ValidFieldValue(b []byte) bool {
-	for _, c := range b {
+func ValidFieldValue[T string | []byte](b T) bool {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
 		if (c < ' ' && c != '\t') || c == 0x7f {
 			return false
 		}
@@ -83,9 +74,7 @@ func ValidTarget(t string) bool {
 // bytes of an RFC 3986 reg-name, IP literal and port, exactly those
 // net/http's server accepts. Not '@': a Host names no userinfo (RFC 9110
 // §7.2), and a backend may read "a@b" as host b.
-func ValidHost(h string) bool { return validHost(h) }
-
-func validHost[T string | []byte](h T) bool {
+func ValidHost[T string | []byte](h T) bool {
 	for i := 0; i < len(h); i++ {
 		if !hostByte[h[i]] {
 			return false
@@ -163,76 +152,20 @@ func HasToken(vals []string, tok string) bool {
 	return false
 }
 
-func eachToken(v []byte, f func([]byte)) {
-	for len(v) > 0 {
-		var tok []byte
-		if i := bytes.IndexByte(v, ','); i >= 0 {
-			tok, v = v[:i], v[i+1:]
-		} else {
-			tok, v = v, nil
+// HostWithoutPort returns the host part of a Host header value: the port, if
+// any, is cut off. A bracketed IPv6 literal keeps its brackets
+// ("[::1]:8080" → "[::1]"); a bare IPv6 address (more than one ':') is
+// returned whole, having no port to cut.
+func HostWithoutPort(hostport string) string {
+	if strings.HasPrefix(hostport, "[") {
+		if i := strings.IndexByte(hostport, ']'); i >= 0 {
+			return hostport[:i+1]
 		}
-		if tok = bytes.TrimSpace(tok); len(tok) > 0 {
-			f(tok)
-		}
+		return hostport
 	}
-}
-
-func asciiEqualFold(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
+	i := strings.IndexByte(hostport, ':')
+	if i < 0 || strings.IndexByte(hostport[i+1:], ':') >= 0 {
+		return hostport
 	}
-	for i := range len(b) {
-		x, y := b[i], s[i]
-		if x == y {
-			continue
-		}
-		if x|0x20 != y|0x20 || (x|0x20) < 'a' || (x|0x20) > 'z' {
-			return false
-		}
-	}
-	return true
-}
-
-// commonKeys maps the spellings of frequent fields to their canonical
-// strings, so the usual names cost no allocation.
-var commonKeys = func() map[string]string {
-	m := map[string]string{}
-	for _, k := range []string{
-		"Accept-Ranges", "Access-Control-Allow-Credentials", "Access-Control-Allow-Headers",
-		"Access-Control-Allow-Methods", "Access-Control-Allow-Origin", "Access-Control-Expose-Headers",
-		"Access-Control-Max-Age", "Age", "Alt-Svc", "Cache-Control", "Connection", "Content-Disposition",
-		"Content-Encoding", "Content-Language", "Content-Length", "Content-Location", "Content-Range",
-		"Content-Security-Policy", "Content-Type", "Date", "Etag", "Expires", "Grpc-Encoding",
-		"Grpc-Message", "Grpc-Status", "Grpc-Status-Details-Bin", "Keep-Alive", "Last-Modified", "Link",
-		"Location", "Pragma", "Proxy-Authenticate", "Referrer-Policy", "Retry-After", "Server",
-		"Set-Cookie", "Strict-Transport-Security", "Trailer", "Transfer-Encoding", "Upgrade", "Vary",
-		"Via", "Www-Authenticate", "X-Content-Type-Options", "X-Frame-Options", "X-Request-Id",
-		"X-Xss-Protection", "Sec-Websocket-Accept", "Sec-Websocket-Protocol", "Sec-Websocket-Extensions",
-		// Request fields, for the server.
-		"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cdn-Loop", "Cf-Connecting-Ip",
-		"Cf-Ipcountry", "Cf-Ray", "Cf-Visitor", "Cf-Warp-Tag-Id", "Cookie", "Dnt", "Expect", "Forwarded",
-		"Grpc-Timeout", "Host", "If-Match", "If-Modified-Since", "If-None-Match", "Origin", "Priority",
-		"Range", "Referer", "Sec-Fetch-Dest", "Sec-Fetch-Mode", "Sec-Fetch-Site", "Sec-Fetch-User",
-		"Sec-Websocket-Key", "Sec-Websocket-Version", "Te", "Traceparent", "Upgrade-Insecure-Requests",
-		"User-Agent", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip",
-		"X-Requested-With", "Access-Control-Request-Method", "Access-Control-Request-Headers",
-	} {
-		m[k] = k
-		m[string(bytes.ToLower([]byte(k)))] = k
-	}
-	return m
-}()
-
-func canonicalKey(name []byte) string {
-	if k, ok := commonKeys[string(name)]; ok {
-		return k
-	}
-	return textproto.CanonicalMIMEHeaderKey(string(name))
-}
-
-func truncate(b []byte) []byte {
-	if len(b) > 64 {
-		return b[:64]
-	}
-	return b
+	return hostport[:i]
 }
