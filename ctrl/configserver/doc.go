@@ -27,8 +27,9 @@
 // Files: server.go (options, the long poll), publish.go (Publish and the
 // hashes), encode.go (JSON reused element by element), document.go (a
 // published version's bytes), negotiate.go (Accept-Encoding), auth.go
-// (bearer tokens), tls.go (certificates from files), serve.go (a
-// listener with shutdown), metrics.go. The proxy's side, and the names
+// (bearer tokens), proxies.go (the tunnel protocols proxies report),
+// tls.go (certificates from files), serve.go (a listener with shutdown),
+// metrics.go. The proxy's side, and the names
 // both sides share, are in dataplane/configwatch; the protocol is
 // described for users in docs/config-distribution.md.
 package configserver
