@@ -1,6 +1,20 @@
-// Package ctrl is the tunnelgate controller. It will watch Gateway API and
-// core objects through client-go informers, turn a snapshot of them into
-// proxy config, statuses, tunnel ingress and DNS records with a pure
-// translate step, serve that config to the proxies, and, as the elected
-// leader only, write statuses and sync Cloudflare.
+// Package ctrl is the tunnelgate controller's room; its packages are the
+// controller's parts, and it has no code of its own.
+//
+// The controller watches Gateway API and core objects through client-go
+// informers and turns a snapshot of them, with a pure translation, into
+// the proxies' config, the statuses of the objects it manages, the public
+// hostnames each tunnel carries, and events. Every replica serves that
+// config to the proxies; only the elected leader writes statuses and
+// events and keeps Cloudflare in step.
+//
+//   - translate is the pure translation, where the Gateway API's
+//     semantics live; standalone mode runs it too.
+//   - controller watches, snapshots, translates and writes: the sync
+//     loop, statuses, events, leader election, the admin listener.
+//   - configserver serves the latest config to the proxies' long polls.
+//   - cloudflare keeps each tunnel's ingress document and DNS records in
+//     step with what the leader hands it.
+//
+// The controller command (cmd/tunnelgate) builds these and runs them.
 package ctrl

@@ -14,9 +14,11 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -141,99 +143,181 @@ type controllerFlags struct {
 	burst                                                             int
 }
 
+// controllerMain builds the controller's parts and runs them until ctx
+// ends or one of them fails.
 func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) error {
-	cfg, err := kubeConfig(f.kubeconfig)
+	clients, err := newKubeClients(f, log)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = f.qps, f.burst
-	cfg.UserAgent = "tunnelgate-controller/" + version
-	cfg.WarningHandler = apiWarnings{log}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	gw, err := gwclient.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-
 	meter, metrics, err := controller.MetricsEndpoint()
 	if err != nil {
 		return err
 	}
-	tracing, err := telemetry.FromEnv(ctx, os.Getenv, "tunnelgate-controller")
+	tracing, err := startTracing(ctx, log)
 	if err != nil {
-		return fmt.Errorf("tracing: %w", err)
+		return err
 	}
-	log.Info("tracing", "config", tracing.Describe)
-	defer func() {
-		// Flush what is buffered, but never hold up a shutdown for long.
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := tracing.Shutdown(sctx); err != nil {
-			log.Warn("tracing shutdown", "err", err)
-		}
-	}()
+	defer flushTracing(ctx, tracing, log)
 	token := &fileToken{path: f.tokenFile, log: log}
 	if _, err := token.read(); err != nil {
 		return err
 	}
-	var c *controller.Controller
-	srv := configserver.New(configserver.Options{TokenFunc: token.get, Log: log, Meter: meter,
-		OnProxies: func() {
-			if c != nil {
-				c.Changed()
-			}
-		}})
-
-	events := record.NewBroadcaster()
+	events := startEvents(clients.kube)
 	defer events.Shutdown()
-	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	// The Cloudflare side runs in every replica and acts only on what the
-	// leader's syncs hand it.
-	var cfSync *cloudflare.Syncer
-	if !f.noCloudflare {
-		cfSync = cloudflare.New(cloudflare.Options{
-			BaseURL: f.cloudflareURL, SaveToken: controller.TunnelTokenWriter(kube), Log: log.With("part", "cloudflare"),
-			OnChange:       func() { c.Changed() },
-			TracerProvider: tracing.Provider, Meter: meter,
-		})
-	}
-	c, err = controller.New(controller.Options{
-		Kube: kube, Gateway: gw, Dynamic: dyn,
-		ControllerName: f.name, Debounce: f.debounce, Publisher: srv, Log: log,
-		Addresses:      gatewayAddresses(f.address),
-		AddressPool:    f.addressPool,
-		Events:         events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
-		Cloudflare:     cfSync,
-		ProxyProtocols: srv.Protocols,
-		TracerProvider: tracing.Provider,
-	})
+	p, err := buildParts(f, clients, token, events, meter, tracing, log)
 	if err != nil {
 		return err
 	}
+	return runParts(ctx, f, p, clients.kube, metrics, log)
+}
+
+// kubeClients are the API clients the controller watches and writes
+// with.
+type kubeClients struct {
+	kube kubernetes.Interface
+	gw   gwclient.Interface
+	dyn  dynamic.Interface
+}
+
+func newKubeClients(f controllerFlags, log *slog.Logger) (kubeClients, error) {
+	cfg, err := kubeConfig(f.kubeconfig)
+	if err != nil {
+		return kubeClients{}, err
+	}
+	cfg.QPS, cfg.Burst = f.qps, f.burst
+	cfg.UserAgent = "tunnelgate-controller/" + version
+	cfg.WarningHandler = apiWarnings{log}
+	var c kubeClients
+	if c.kube, err = kubernetes.NewForConfig(cfg); err != nil {
+		return kubeClients{}, err
+	}
+	if c.gw, err = gwclient.NewForConfig(cfg); err != nil {
+		return kubeClients{}, err
+	}
+	if c.dyn, err = dynamic.NewForConfig(cfg); err != nil {
+		return kubeClients{}, err
+	}
+	return c, nil
+}
+
+// startTracing sets up tracing as the environment asks (telemetry.FromEnv).
+func startTracing(ctx context.Context, log *slog.Logger) (*telemetry.Tracing, error) {
+	tracing, err := telemetry.FromEnv(ctx, os.Getenv, "tunnelgate-controller")
+	if err != nil {
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	log.Info("tracing", "config", tracing.Describe)
+	return tracing, nil
+}
+
+// flushTracing sends what is buffered, but never holds up a shutdown for
+// long.
+func flushTracing(ctx context.Context, tracing *telemetry.Tracing, log *slog.Logger) {
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := tracing.Shutdown(sctx); err != nil {
+		log.Warn("tracing shutdown", "err", err)
+	}
+}
+
+// startEvents sends the events the controller records to the API server.
+func startEvents(kube kubernetes.Interface) record.EventBroadcaster {
+	events := record.NewBroadcaster()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	return events
+}
+
+// parts are what the controller command runs.
+type parts struct {
+	srv *configserver.Server
+	cf  *cloudflare.Syncer // nil with -no-cloudflare
+	c   *controller.Controller
+}
+
+// buildParts builds the config server and the Cloudflare syncer, then
+// the controller, which takes both.
+func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events record.EventBroadcaster,
+	meter metric.Meter, tracing *telemetry.Tracing, log *slog.Logger) (*parts, error) {
+	asker := &syncAsker{}
+	p := &parts{srv: configserver.New(configserver.Options{TokenFunc: token.get, Log: log, Meter: meter, OnProxies: asker.Changed})}
+	// The Cloudflare side runs in every replica and acts only on what the
+	// leader's syncs hand it.
+	if !f.noCloudflare {
+		p.cf = cloudflare.New(cloudflare.Options{
+			BaseURL: f.cloudflareURL, SaveToken: controller.TunnelTokenWriter(clients.kube), Log: log.With("part", "cloudflare"),
+			OnChange:       asker.Changed,
+			TracerProvider: tracing.Provider, Meter: meter,
+		})
+	}
+	c, err := controller.New(controller.Options{
+		Kube: clients.kube, Gateway: clients.gw, Dynamic: clients.dyn,
+		ControllerName: f.name, Debounce: f.debounce, Publisher: p.srv, Log: log,
+		Addresses:      gatewayAddresses(f.address),
+		AddressPool:    f.addressPool,
+		Events:         events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
+		Cloudflare:     p.cf,
+		ProxyProtocols: p.srv.Protocols,
+		TracerProvider: tracing.Provider,
+	})
+	if err != nil {
+		return nil, err
+	}
 	if err := c.RegisterMetrics(meter); err != nil {
+		return nil, err
+	}
+	asker.c.Store(c)
+	p.c = c
+	return p, nil
+}
+
+// syncAsker is how the config server (a proxy reported a new tunnel
+// protocol) and the Cloudflare syncer (a tunnel's state changed) ask the
+// controller for a sync. They are built before the controller, which
+// takes them; until it exists there is nothing to ask, and its first
+// sync follows anyway.
+type syncAsker struct {
+	c atomic.Pointer[controller.Controller]
+}
+
+func (a *syncAsker) Changed() {
+	if c := a.c.Load(); c != nil {
+		c.Changed()
+	}
+}
+
+// runParts serves configs and the admin listener, elects the leader,
+// and runs the Cloudflare syncer and the controller, until ctx ends or
+// one of them fails.
+func runParts(ctx context.Context, f controllerFlags, p *parts, kube kubernetes.Interface, metrics http.Handler, log *slog.Logger) error {
+	g := newGroup(ctx)
+	defer g.cancel()
+	if err := serveConfigs(g, f, p.srv, log); err != nil {
 		return err
 	}
-
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errc := make(chan error, 8)
-	run := func(what string, fn func() error) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := fn(); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
-				errc <- fmt.Errorf("%s: %w", what, err)
-			}
-		}()
+	if f.admin != "" {
+		admin := p.c.AdminHandler(controller.AdminOptions{Metrics: metrics, Pprof: f.pprof})
+		if err := serveAdmin(g, f.admin, admin, log); err != nil {
+			return err
+		}
 	}
+	if f.leaderElect {
+		g.run("leader election", func() error {
+			return controller.RunLeaderElection(g.ctx, kube, controller.LeaderOptions{Namespace: f.leaseNS, Name: f.leaseName, Identity: f.identity}, p.c)
+		})
+	} else {
+		p.c.SetLeader(true)
+	}
+	if p.cf != nil {
+		g.run("cloudflare", func() error { p.cf.Run(g.ctx); return nil })
+	}
+	g.run("controller", func() error { return p.c.Run(g.ctx) })
+	return g.wait()
+}
+
+// serveConfigs serves the config API on -config-listen, over TLS unless
+// -config-insecure-plaintext.
+func serveConfigs(g *group, f controllerFlags, srv *configserver.Server, log *slog.Logger) error {
 	ln, err := net.Listen("tcp", f.configListen)
 	if err != nil {
 		return fmt.Errorf("config listener: %w", err)
@@ -249,36 +333,59 @@ func controllerMain(ctx context.Context, f controllerFlags, log *slog.Logger) er
 	if tc == nil {
 		log.Warn("the config API is plain HTTP (-config-insecure-plaintext): tokens and configs are readable on the way")
 	}
-	run("config server", func() error { return srv.Serve(ctx, ln, tc) })
-	if f.admin != "" {
-		aln, err := net.Listen("tcp", f.admin)
-		if err != nil {
-			return fmt.Errorf("admin listener: %w", err)
-		}
-		as := &http.Server{Handler: c.AdminHandler(controller.AdminOptions{Metrics: metrics, Pprof: f.pprof}), ReadHeaderTimeout: 10 * time.Second}
-		log.Info("admin listener", "addr", aln.Addr().String())
-		run("admin", func() error { return as.Serve(aln) })
-		go func() { <-ctx.Done(); as.Close() }()
-	}
-	if f.leaderElect {
-		run("leader election", func() error {
-			return controller.RunLeaderElection(ctx, kube, controller.LeaderOptions{Namespace: f.leaseNS, Name: f.leaseName, Identity: f.identity}, c)
-		})
-	} else {
-		c.SetLeader(true)
-	}
-	if cfSync != nil {
-		run("cloudflare", func() error { cfSync.Run(ctx); return nil })
-	}
-	run("controller", func() error { return c.Run(ctx) })
+	g.run("config server", func() error { return srv.Serve(g.ctx, ln, tc) })
+	return nil
+}
 
+// serveAdmin serves health, readiness, metrics and pprof on addr.
+func serveAdmin(g *group, addr string, h http.Handler, log *slog.Logger) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	as := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	log.Info("admin listener", "addr", ln.Addr().String())
+	g.run("admin", func() error { return as.Serve(ln) })
+	go func() { <-g.ctx.Done(); as.Close() }()
+	return nil
+}
+
+// group runs the command's long-lived parts: the first to fail stops
+// the others, and wait returns its error once they have all ended.
+type group struct {
+	ctx    context.Context // ends when the command's does or a part fails
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	errc   chan error // room for every part's error: none blocks
+}
+
+func newGroup(ctx context.Context) *group {
+	ctx, cancel := context.WithCancel(ctx)
+	return &group{ctx: ctx, cancel: cancel, errc: make(chan error, 8)}
+}
+
+// run runs fn on a goroutine of its own. An error, other than the ones
+// parts return when stopped, is the part's failure.
+func (g *group) run(what string, fn func() error) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		if err := fn(); err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, http.ErrServerClosed) {
+			g.errc <- fmt.Errorf("%s: %w", what, err)
+		}
+	}()
+}
+
+// wait waits until ctx ends or a part fails, then until every part has
+// stopped, and returns the first failure.
+func (g *group) wait() error {
 	var first error
 	select {
-	case first = <-errc:
-		cancel()
-	case <-ctx.Done():
+	case first = <-g.errc:
+		g.cancel()
+	case <-g.ctx.Done():
 	}
-	wg.Wait()
+	g.wg.Wait()
 	return first
 }
 

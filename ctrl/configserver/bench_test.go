@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
@@ -17,8 +18,11 @@ import (
 //   - route: one route's rule changed, as translate's patch leaves it: a
 //     new Routes slice whose other routes share their slices with the
 //     last; that route is encoded, and the clusters as for endpoints.
-//   - everything: every slice and element new (a full translation):
-//     the whole config is encoded and hashed.
+//   - rebuilt: every slice and element new (a full translation) with
+//     one endpoint changed: what is encoded again depends on how Publish
+//     tells an element is unchanged.
+//   - everything: every slice and element new and every element
+//     different: the whole config is encoded and hashed.
 //   - unchanged: the same config again (a resync): nothing is encoded.
 //
 // Each iteration alternates between two configs, so every one publishes
@@ -42,14 +46,31 @@ func BenchmarkPublish(b *testing.B) {
 		}
 		benchPublish(b, cfgs)
 	})
-	b.Run(fmt.Sprintf("routes=%d/everything", routes), func(b *testing.B) {
+	b.Run(fmt.Sprintf("routes=%d/rebuilt", routes), func(b *testing.B) {
 		x, y := scaleConfig(routes), scaleConfig(routes)
 		y.Clusters[100].Endpoints[0].Address = "10.200.0.2:8080"
 		benchPublish(b, [2]*proxycfg.Config{x, y})
 	})
+	b.Run(fmt.Sprintf("routes=%d/everything", routes), func(b *testing.B) {
+		benchPublish(b, [2]*proxycfg.Config{scaleConfig(routes), allChanged(scaleConfig(routes))})
+	})
 	b.Run(fmt.Sprintf("routes=%d/unchanged", routes), func(b *testing.B) {
 		benchPublish(b, [2]*proxycfg.Config{base, base})
 	})
+}
+
+// allChanged changes every listener, route and cluster of cfg.
+func allChanged(cfg *proxycfg.Config) *proxycfg.Config {
+	for i := range cfg.Listeners {
+		cfg.Listeners[i].Port++
+	}
+	for i := range cfg.Routes {
+		cfg.Routes[i].Created = cfg.Routes[i].Created.Add(time.Hour)
+	}
+	for i := range cfg.Clusters {
+		cfg.Clusters[i].Endpoints[0].Address += "0"
+	}
+	return cfg
 }
 
 func benchPublish(b *testing.B, cfgs [2]*proxycfg.Config) {

@@ -3,8 +3,6 @@ package configserver
 import (
 	"crypto/sha256"
 	"encoding/json"
-
-	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // list is one slice of a config (listeners, routes or clusters) as JSON,
@@ -13,29 +11,39 @@ import (
 // Encoding 5,000 routes takes tens of milliseconds; the controller
 // publishes after every translation, and most change one cluster's
 // endpoints. So an element is encoded (and hashed) again only when it is
-// not the same as the element at its position last time, where "the
-// same" is decided by identity (same backing arrays), which the
-// read-only rule for translate's outputs makes as good as equality. The
+// not Equal to the element at its position last time. Equal compares
+// content, so what is reused never depends on how the config was built;
+// that translate's outputs share what did not change only makes the
+// comparisons quick (values in one place are equal without a look). The
 // hash of the list is a hash of its elements' hashes, so an unchanged
-// element costs a comparison and 32 bytes of hashing.
-type list[T any] struct {
-	// same reports whether two elements are the same definition.
-	same func(a, b *T) bool
-
+// element costs a comparison and 32 bytes of hashing, and an unchanged
+// list a pass of comparisons.
+type list[T any, P element[T]] struct {
+	encoded bool // update has run: the fields below describe last
+	// last is Equal to what elems and sums were made from. It is the
+	// caller's, which Publish's callers do not modify.
 	last  []T
 	elems [][]byte            // JSON of last[i]
 	sums  [][sha256.Size]byte // SHA-256 of elems[i]
 	sum   [sha256.Size]byte
 }
 
-func (l *list[T]) update(s []T) error {
-	if len(s) > 0 && len(s) == len(l.last) && &s[0] == &l.last[0] {
-		return nil // the very slice of last time
+// element is a config type that compares itself with another of its
+// kind: *proxycfg.Route and the like.
+type element[T any] interface {
+	*T
+	Equal(*T) bool
+}
+
+func (l *list[T, P]) update(s []T) error {
+	if l.encoded && l.unchanged(s) {
+		l.last = s // the same content; compare the next list with the newest
+		return nil
 	}
 	elems := make([][]byte, len(s))
 	sums := make([][sha256.Size]byte, len(s))
 	for i := range s {
-		if i < len(l.last) && l.same(&s[i], &l.last[i]) {
+		if i < len(l.last) && P(&s[i]).Equal(&l.last[i]) {
 			elems[i], sums[i] = l.elems[i], l.sums[i]
 			continue
 		}
@@ -54,44 +62,26 @@ func (l *list[T]) update(s []T) error {
 	for i := range sums {
 		h.Write(sums[i][:])
 	}
-	l.last, l.elems, l.sums = s, elems, sums
+	l.encoded, l.last, l.elems, l.sums = true, s, elems, sums
 	h.Sum(l.sum[:0])
 	return nil
 }
 
-// json is the list's JSON in pieces, for the document to assemble.
-func (l *list[T]) json() jsonList {
-	return jsonList{null: l.last == nil, elems: l.elems}
-}
-
-// The element comparisons. Each names every field of its type;
-// TestSameCoversEveryField fails when a field is added, so that it is
-// added here too.
-
-func sameListener(a, b *proxycfg.Listener) bool {
-	return a.Name == b.Name && a.Hostname == b.Hostname && a.Port == b.Port && a.Protocol == b.Protocol &&
-		a.Address == b.Address && sameArray(a.Certificates, b.Certificates) && a.ClientValidation.Equal(b.ClientValidation)
-}
-
-func sameRoute(a, b *proxycfg.Route) bool {
-	return a.Kind == b.Kind && a.Namespace == b.Namespace && a.Name == b.Name && a.Created.Equal(b.Created) &&
-		a.Created.Location() == b.Created.Location() &&
-		sameArray(a.Listeners, b.Listeners) && sameArray(a.Hostnames, b.Hostnames) && sameArray(a.Rules, b.Rules)
-}
-
-func sameCluster(a, b *proxycfg.Cluster) bool {
-	return a.Name == b.Name && a.Protocol == b.Protocol && a.TLS == b.TLS && sameArray(a.Endpoints, b.Endpoints)
-}
-
-// sameArray reports whether a and b are the same slice of the same
-// array. Empty slices have no array; they are the same when both are nil
-// or both are not, which is what JSON tells apart (null or []).
-func sameArray[T any](a, b []T) bool {
-	if len(a) != len(b) {
+// unchanged reports whether s is Equal to last, element by element and
+// in being nil or not.
+func (l *list[T, P]) unchanged(s []T) bool {
+	if len(s) != len(l.last) || (s == nil) != (l.last == nil) {
 		return false
 	}
-	if len(a) == 0 {
-		return (a == nil) == (b == nil)
+	for i := range s {
+		if !P(&s[i]).Equal(&l.last[i]) {
+			return false
+		}
 	}
-	return &a[0] == &b[0]
+	return true
+}
+
+// json is the list's JSON in pieces, for the document to assemble.
+func (l *list[T, P]) json() jsonList {
+	return jsonList{null: l.last == nil, elems: l.elems}
 }

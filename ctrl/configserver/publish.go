@@ -16,14 +16,12 @@ import (
 // already served does nothing.
 //
 // cfg is never modified, and neither it nor anything it points to may be
-// modified afterwards. translate's outputs are read-only, which is what
-// lets Publish reuse what it encoded before: a Listeners, Routes or
-// Clusters slice it has seen (the same backing array and length) is not
-// looked at again, and in a new slice a route or cluster that shares its
-// slices with the one at the same position last time (as translate's
-// patch leaves every route and cluster it did not change) is not encoded
-// again (encode.go). cfg.Version is ignored; the version is a content
-// hash.
+// modified afterwards: Publish keeps it to compare the next config with,
+// and reuses the JSON of every listener, route and cluster Equal to the
+// one at its place last time (encode.go). translate's outputs are
+// read-only and share what a translation did not change, which makes
+// those comparisons quick. cfg.Version is ignored; the version is a
+// content hash.
 func (s *Server) Publish(cfg *proxycfg.Config) string {
 	s.pubMu.Lock()
 	defer s.pubMu.Unlock()
@@ -52,17 +50,14 @@ func (s *Server) Publish(cfg *proxycfg.Config) string {
 
 // encodeCache is what Publish remembers of the last config it encoded.
 type encodeCache struct {
-	listeners list[proxycfg.Listener]
-	routes    list[proxycfg.Route]
-	clusters  list[proxycfg.Cluster]
+	listeners list[proxycfg.Listener, *proxycfg.Listener]
+	routes    list[proxycfg.Route, *proxycfg.Route]
+	clusters  list[proxycfg.Cluster, *proxycfg.Cluster]
 	names     clusterNames
 }
 
 // encode hashes and encodes cfg, reusing what it can.
 func (c *encodeCache) encode(cfg *proxycfg.Config) (*document, error) {
-	c.listeners.same = sameListener
-	c.routes.same = sameRoute
-	c.clusters.same = sameCluster
 	if err := c.listeners.update(cfg.Listeners); err != nil {
 		return nil, err
 	}

@@ -191,21 +191,52 @@ func (c *Controller) processOne(ctx context.Context) bool {
 	return true
 }
 
-// sync is one pass: snapshot, translate, publish, and (when leading)
-// write statuses, finalizers and events.
-func (c *Controller) sync(ctx context.Context) (err error) {
+// sync is one pass of the worker, timed and traced as a whole.
+func (c *Controller) sync(ctx context.Context) error {
 	start := time.Now()
 	ctx, span := c.tracer.Start(ctx, spanSync)
-	defer func() {
-		d := time.Since(start)
-		c.Stats.Syncs.Add(1)
-		c.Stats.LastSyncNanos.Store(d.Nanoseconds())
-		c.syncDuration.Record(context.WithoutCancel(ctx), d.Seconds())
-		endSpan(span, err)
-	}()
-	leading := c.leader.Load()
+	err := c.pass(ctx, span)
+	d := time.Since(start)
+	c.Stats.Syncs.Add(1)
+	c.Stats.LastSyncNanos.Store(d.Nanoseconds())
+	c.syncDuration.Record(context.WithoutCancel(ctx), d.Seconds())
+	endSpan(span, err)
+	return err
+}
 
+// pass is a sync's steps: snapshot and translate, publish, and when
+// leading, hand Cloudflare the tunnels and write events and statuses.
+func (c *Controller) pass(ctx context.Context, span trace.Span) error {
+	leading := c.leader.Load()
+	in, out := c.runTranslate(ctx)
+	c.publish(ctx, span, &out.Config)
+	c.remember(out)
+	if span.IsRecording() {
+		span.SetAttributes(attrLeader.Bool(leading))
+	}
+	if !leading {
+		c.standBy(ctx)
+		return nil
+	}
+	c.handTunnels(ctx, span, &in.Snapshot, out)
+	c.recordEvents(out.Events)
+	return c.updateStatuses(ctx, span, out)
+}
+
+// runTranslate is the translate step, in its span.
+func (c *Controller) runTranslate(ctx context.Context) (*translate.Input, *translate.Output) {
 	_, ts := c.tracer.Start(ctx, spanTranslate)
+	defer ts.End()
+	in, out := c.translateSnapshot()
+	if ts.IsRecording() {
+		ts.SetAttributes(attrRoutes.Int(len(out.Config.Routes)), attrClusters.Int(len(out.Config.Clusters)),
+			attrEvents.Int(len(out.Events)))
+	}
+	return in, out
+}
+
+// translateSnapshot translates a snapshot of the informers' caches.
+func (c *Controller) translateSnapshot() (*translate.Input, *translate.Output) {
 	in := &translate.Input{
 		Snapshot:       c.w.snapshot(),
 		ControllerName: c.controllerName,
@@ -221,46 +252,58 @@ func (c *Controller) sync(ctx context.Context) (err error) {
 	if c.opts.ProxyProtocols != nil {
 		in.TunnelProtocols = c.opts.ProxyProtocols()
 	}
-	out := translate.Translate(in)
-	if ts.IsRecording() {
-		ts.SetAttributes(attrRoutes.Int(len(out.Config.Routes)), attrClusters.Int(len(out.Config.Clusters)),
-			attrEvents.Int(len(out.Events)))
-	}
-	ts.End()
+	return in, translate.Translate(in)
+}
 
-	if c.opts.Publisher != nil {
-		_, ps := c.tracer.Start(ctx, spanPublish)
-		v := c.opts.Publisher.Publish(&out.Config)
-		if ps.IsRecording() {
-			ps.SetAttributes(attrConfigVersion.String(v))
-			span.SetAttributes(attrConfigVersion.String(v))
-		}
-		ps.End()
-		c.log.Debug("config published", "version", v, "routes", len(out.Config.Routes), "clusters", len(out.Config.Clusters))
+// publish hands the proxy config to the Publisher, if there is one.
+func (c *Controller) publish(ctx context.Context, span trace.Span, cfg *proxycfg.Config) {
+	if c.opts.Publisher == nil {
+		return
 	}
+	_, ps := c.tracer.Start(ctx, spanPublish)
+	v := c.opts.Publisher.Publish(cfg)
+	if ps.IsRecording() {
+		ps.SetAttributes(attrConfigVersion.String(v))
+		span.SetAttributes(attrConfigVersion.String(v))
+	}
+	ps.End()
+	c.log.Debug("config published", "version", v, "routes", len(cfg.Routes), "clusters", len(cfg.Clusters))
+}
+
+// remember keeps out as the last translation (Last), which makes the
+// controller ready.
+func (c *Controller) remember(out *translate.Output) {
 	c.mu.Lock()
 	c.last = out
 	c.mu.Unlock()
 	c.synced.Store(true)
-	if span.IsRecording() {
-		span.SetAttributes(attrLeader.Bool(leading))
-	}
+}
 
-	if !leading {
-		c.written = nil // a future leader compares everything
-		if c.opts.Cloudflare != nil {
-			c.opts.Cloudflare.UpdateContext(ctx, nil) // only the leader speaks to Cloudflare
-		}
-		return nil
-	}
+// standBy ends a follower's sync: only the leader speaks to Cloudflare,
+// and a future leader compares every status with the cluster.
+func (c *Controller) standBy(ctx context.Context) {
+	c.written = nil
 	if c.opts.Cloudflare != nil {
-		tunnels := desiredTunnels(&in.Snapshot, out, c.controllerName)
-		if span.IsRecording() {
-			span.SetAttributes(attrTunnelClasses.Int(len(tunnels)))
-		}
-		c.opts.Cloudflare.UpdateContext(ctx, tunnels)
+		c.opts.Cloudflare.UpdateContext(ctx, nil)
 	}
-	c.recordEvents(out.Events)
+}
+
+// handTunnels gives the Cloudflare syncer each class's tunnel wishes.
+func (c *Controller) handTunnels(ctx context.Context, span trace.Span, snap *translate.Snapshot, out *translate.Output) {
+	if c.opts.Cloudflare == nil {
+		return
+	}
+	tunnels := desiredTunnels(snap, out, c.controllerName)
+	if span.IsRecording() {
+		span.SetAttributes(attrTunnelClasses.Int(len(tunnels)))
+	}
+	c.opts.Cloudflare.UpdateContext(ctx, tunnels)
+}
+
+// updateStatuses writes the statuses that differ from the last ones
+// written (all of them, compared with the cluster, after a failure, a
+// deletion or a change of leader), in their span.
+func (c *Controller) updateStatuses(ctx context.Context, span trace.Span, out *translate.Output) error {
 	if c.w.deleted.Swap(false) {
 		// A deleted object may be back under its name, with no status:
 		// compare everything with the cache (unchanged ones write nothing).

@@ -17,10 +17,15 @@
 //     replica runs, so proxies are served whoever leads);
 //   - statuses, the GatewayClass finalizer and events are written by the
 //     leader only (leader.go), and only where the object's current status
-//     differs from the translation (status.go), with conflict retries.
+//     differs from the translation (status.go), with conflict retries;
+//   - each of our GatewayClasses with a tunnel is handed, by the leader,
+//     to the Cloudflare syncer (ctrl/cloudflare) with its hostnames and
+//     API token, and the tunnel tokens it gets back are stored in Secrets
+//     (tunnels.go).
 //
 // Files: informers.go (what is watched), snapshot.go (listers to a
-// Snapshot), controller.go (queue, worker, sync), status.go (status merge
-// and writes), events.go, leader.go, admin.go (health, metrics, pprof),
+// Snapshot), controller.go (queue, worker, the steps of a sync),
+// status.go (status merge and writes), events.go, tunnels.go (what
+// Cloudflare is handed), leader.go, admin.go (health, metrics, pprof),
 // tracing.go (the spans of a sync).
 package controller

@@ -88,14 +88,6 @@ type ClientValidation struct {
 	AllowInsecureFallback bool `json:"allowInsecureFallback,omitempty"`
 }
 
-// Equal says whether v and o are both nil or the same validation.
-func (v *ClientValidation) Equal(o *ClientValidation) bool {
-	if v == nil || o == nil {
-		return v == o
-	}
-	return *v == *o
-}
-
 // Certificate is a PEM certificate chain and its private key.
 type Certificate struct {
 	Cert string `json:"cert"`
