@@ -55,10 +55,12 @@ type Proxy struct {
 	current atomic.Pointer[snapshot]
 	stats   Stats
 
-	// mu serialises Load and UpdateCluster; requests never take it.
-	mu         sync.Mutex
-	slots      map[string]*clusterSlot
-	clusters   map[string]*proxycfg.Cluster // last accepted definition, by name
+	// mu serialises Apply and UpdateCluster; requests never take it.
+	mu    sync.Mutex
+	slots map[string]*clusterSlot
+	// served is the config being served, as given to Apply (with the
+	// changes of UpdateCluster), for the next Apply to compare with.
+	served *proxycfg.Config
 	transports *transports
 	lastErr    error
 	// fallbackSession signs session tokens when the config has no secret.
@@ -110,7 +112,6 @@ func New(opts Options) *Proxy {
 	p := &Proxy{
 		opts:            opts,
 		slots:           map[string]*clusterSlot{},
-		clusters:        map[string]*proxycfg.Cluster{},
 		transports:      newTransports(opts.Pool),
 		fallbackSession: NewSessionCodec(key),
 		ruleStats:       map[[2]string]*ruleStats{},
@@ -119,23 +120,39 @@ func New(opts Options) *Proxy {
 	return p
 }
 
-// Load compiles cfg and, if it is valid, makes it the config new requests
-// use. An invalid config is rejected whole, with every problem listed in
-// the error, and the previous config keeps serving.
+// Load is Apply for a caller that does not need to know how the config
+// was applied.
 func (p *Proxy) Load(cfg *proxycfg.Config) error {
+	_, err := p.Apply(cfg)
+	return err
+}
+
+// Apply makes cfg the config new requests use, if it is valid. When it
+// differs from the config served only in its version and its clusters'
+// definitions (usually endpoints), the changed clusters are replaced in
+// their slots and routes are not recompiled (AppliedClusters); otherwise
+// cfg is compiled and swapped in whole (AppliedAll). An invalid config is
+// rejected whole, with every problem listed in the error, and the
+// previous config keeps serving. The proxy keeps cfg, to compare the next
+// one with: the caller must not change it afterwards (giving the same
+// config again, changed, compiles it whole).
+func (p *Proxy) Apply(cfg *proxycfg.Config) (Applied, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if cfg != nil && p.replaceClusters(cfg) {
+		return AppliedClusters, nil
+	}
 	err := p.load(cfg)
 	if err != nil {
 		p.lastErr = err
 		p.stats.ConfigRejected.Add(1)
 		p.opts.Log.Error("config rejected; still serving the previous one", "version", cfg.Version, "err", err)
-		return err
+		return 0, err
 	}
 	p.lastErr = nil
 	p.stats.ConfigLoaded.Add(1)
 	p.opts.Log.Info("config loaded", "version", cfg.Version, "routes", len(cfg.Routes), "clusters", len(cfg.Clusters))
-	return nil
+	return AppliedAll, nil
 }
 
 func (p *Proxy) load(cfg *proxycfg.Config) error {
@@ -177,16 +194,13 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 	if snap.session == nil {
 		snap.session = p.fallbackSession
 	}
-	clusters := map[string]*proxycfg.Cluster{}
 	slots := map[string]*clusterSlot{}
 	for i := range cfg.Clusters {
-		c := cfg.Clusters[i]
 		s := snap.clusters[i]
 		s.state.Store(states[i])
-		slots[c.Name] = s
-		clusters[c.Name] = &c
+		slots[cfg.Clusters[i].Name] = s
 	}
-	p.slots, p.clusters = slots, clusters
+	p.slots, p.served = slots, cfg
 	p.adoptRuleStats(snap.rules)
 	p.current.Store(snap)
 	p.sweepLocked()
@@ -211,7 +225,7 @@ func (p *Proxy) UpdateCluster(c proxycfg.Cluster) error {
 		return fmt.Errorf("cluster %q: %w", c.Name, err)
 	}
 	s.state.Store(cs)
-	p.clusters[c.Name] = &c
+	p.served = withCluster(p.served, c)
 	p.sweepLocked()
 	p.stats.ClusterUpdates.Add(1)
 	return nil
@@ -235,40 +249,13 @@ func (p *Proxy) Version() string {
 	return ""
 }
 
-// Clusters returns the definitions of the clusters being served, by name,
-// as last given to Load or UpdateCluster, so a caller holding a new config
-// can tell which clusters changed. The map is the caller's own; the
-// definitions share slices with the configs they came from and must not
-// be modified.
-func (p *Proxy) Clusters() map[string]proxycfg.Cluster {
+// Config is the config being served, as given to Apply with the changes
+// of UpdateCluster since; nil before the first. It is shared: the caller
+// must not change it.
+func (p *Proxy) Config() *proxycfg.Config {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make(map[string]proxycfg.Cluster, len(p.clusters))
-	for name, c := range p.clusters {
-		out[name] = *c
-	}
-	return out
-}
-
-// SetVersion renames the config being served to v. It is for a caller
-// that made the served config equal to version v by UpdateCluster alone
-// (the config watch client after an endpoint change), so that Version,
-// /config and the metrics name what is served. Routes are not touched;
-// before the first Load it does nothing.
-func (p *Proxy) SetVersion(v string) {
-	// Under mu, so a Load in between cannot be overwritten by a copy of
-	// the snapshot it replaced.
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	cur := p.current.Load()
-	if cur == nil || cur.version == v {
-		return
-	}
-	// Snapshots are immutable once stored; a shallow copy shares the
-	// compiled tables, so requests in flight are unaffected.
-	next := *cur
-	next.version = v
-	p.current.Store(&next)
+	return p.served
 }
 
 // Ready reports whether a config has been loaded.

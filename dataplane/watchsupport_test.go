@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"reflect"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel/metric"
@@ -12,63 +12,78 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
-// What the config watch client (dataplane/configwatch) needs from a Proxy
-// beyond Load and UpdateCluster: the served cluster definitions, a new
-// version name after a clusters-only change, and its own metrics on the
-// admin listener.
+// Apply tells a config whose routes the proxy already serves from one
+// that needs compiling, so the config watch client (dataplane/configwatch)
+// only fetches and hands over.
 
-func TestClustersReportsServedDefinitions(t *testing.T) {
+func TestApplyReplacesOnlyChangedClusters(t *testing.T) {
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if got := p.Clusters(); len(got) != 0 {
-		t.Fatalf("Clusters before Load = %v", got)
+	v1 := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:1"), cluster("b", "127.0.0.1:2"))
+	v1.Version = "v1"
+	if how, err := p.Apply(v1); err != nil || how != AppliedAll {
+		t.Fatalf("first Apply: %v, %v; want AppliedAll", how, err)
 	}
-	cfg := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:1"), cluster("b", "127.0.0.1:2"))
-	mustLoad(t, p, cfg)
-	got := p.Clusters()
-	if len(got) != 2 || !reflect.DeepEqual(got["a"], cfg.Clusters[0]) || !reflect.DeepEqual(got["b"], cfg.Clusters[1]) {
-		t.Fatalf("Clusters after Load = %+v", got)
+	before := p.current.Load()
+	bState := p.slots["b"].state.Load()
+
+	v2 := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:3", "127.0.0.1:4"), cluster("b", "127.0.0.1:2"))
+	v2.Version = "v2"
+	if how, err := p.Apply(v2); err != nil || how != AppliedClusters {
+		t.Fatalf("endpoints only: %v, %v; want AppliedClusters", how, err)
 	}
-	// The map is the caller's: changing it changes nothing served.
-	delete(got, "a")
-	if _, ok := p.Clusters()["a"]; !ok {
-		t.Fatal("deleting from the returned map removed a served cluster")
+	after := p.current.Load()
+	if p.Version() != "v2" || before.version != "v1" {
+		t.Fatalf("version %q, the old snapshot's %q: want v2, and v1 left as it was", p.Version(), before.version)
+	}
+	if after.origin != before.origin || p.Stats().ConfigLoaded.Load() != 1 {
+		t.Fatal("an endpoints-only config was compiled")
+	}
+	if eps := p.slots["a"].state.Load().eps; len(eps) != 2 || eps[0].addr != "127.0.0.1:3" {
+		t.Fatalf("cluster a serves %d endpoints, want the two new ones", len(eps))
+	}
+	if p.slots["b"].state.Load() != bState || p.Stats().ClusterUpdates.Load() != 1 {
+		t.Fatal("an unchanged cluster was replaced")
 	}
 
-	if err := p.UpdateCluster(cluster("a", "127.0.0.1:3", "127.0.0.1:4")); err != nil {
-		t.Fatal(err)
+	// A changed cluster that is invalid: the whole config is refused, and
+	// nothing of it is served.
+	bad := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:5"), cluster("b", "no-port"))
+	bad.Version = "bad"
+	if _, err := p.Apply(bad); err == nil || !strings.Contains(err.Error(), "no-port") {
+		t.Fatalf("invalid cluster: %v, want the error naming it", err)
 	}
-	if eps := p.Clusters()["a"].Endpoints; len(eps) != 2 || eps[0].Address != "127.0.0.1:3" {
-		t.Fatalf("Clusters after UpdateCluster: a has %+v", eps)
+	if p.Version() != "v2" || p.slots["a"].state.Load().eps[0].addr != "127.0.0.1:3" {
+		t.Fatal("a refused config changed what is served")
 	}
-	// A rejected config changes nothing.
-	if err := p.Load(config([]proxycfg.Route{route("r", to("missing"))})); err == nil {
-		t.Fatal("bad config accepted")
-	}
-	if got := p.Clusters(); len(got) != 2 {
-		t.Fatalf("Clusters after a rejected Load = %+v", got)
+
+	// Other routes, or the same clusters in another order (a cluster's ID
+	// is its place): compiled whole.
+	for name, cfg := range map[string]*proxycfg.Config{
+		"routes":  config([]proxycfg.Route{route("r", to("b"))}, cluster("a", "127.0.0.1:3", "127.0.0.1:4"), cluster("b", "127.0.0.1:2")),
+		"reorder": config([]proxycfg.Route{route("r", to("b"))}, cluster("b", "127.0.0.1:2"), cluster("a", "127.0.0.1:3", "127.0.0.1:4")),
+	} {
+		if how, err := p.Apply(cfg); err != nil || how != AppliedAll {
+			t.Fatalf("%s: %v, %v; want AppliedAll", name, how, err)
+		}
 	}
 }
 
-func TestSetVersionRenamesWithoutRecompiling(t *testing.T) {
+func TestUpdateClusterLeavesTheAppliedConfigAlone(t *testing.T) {
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	p.SetVersion("early")
-	if p.Ready() || p.Version() != "" {
-		t.Fatalf("SetVersion before Load: ready %v, version %q", p.Ready(), p.Version())
-	}
 	cfg := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:1"))
-	cfg.Version = "v1"
 	mustLoad(t, p, cfg)
-	before := p.current.Load()
-	p.SetVersion("v2")
-	after := p.current.Load()
-	if p.Version() != "v2" {
-		t.Fatalf("Version = %q, want v2", p.Version())
+	if err := p.UpdateCluster(cluster("a", "127.0.0.1:3")); err != nil {
+		t.Fatal(err)
 	}
-	if after.origin != before.origin || after.session != before.session || p.Stats().ConfigLoaded.Load() != 1 {
-		t.Fatal("SetVersion recompiled the config")
+	if cfg.Clusters[0].Endpoints[0].Address != "127.0.0.1:1" {
+		t.Fatal("UpdateCluster wrote into the caller's config")
 	}
-	if before.version != "v1" {
-		t.Fatal("SetVersion changed a snapshot in place")
+	// Applying the original again puts its endpoint back, without compiling.
+	if how, err := p.Apply(cfg); err != nil || how != AppliedClusters {
+		t.Fatalf("Apply after UpdateCluster: %v, %v", how, err)
+	}
+	if p.slots["a"].state.Load().eps[0].addr != "127.0.0.1:1" {
+		t.Fatal("the original endpoint is not served again")
 	}
 }
 

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
-	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Defaults of Options.
@@ -73,13 +72,7 @@ type Client struct {
 	tr    transport
 
 	// Only Run's goroutine touches these.
-	asked      string // the version sent: the last one applied or refused
-	served     string // the version this client made the proxy serve
-	routesHash string // the RoutesHash of served
-	// clusters are the proxy's cluster definitions, as of the last full
-	// load plus the updates since: comparing against them costs a map
-	// lookup per cluster, where asking the proxy would copy them all.
-	clusters map[string]proxycfg.Cluster
+	asked string // the version sent: the last one applied or refused
 }
 
 // New returns a client that will keep p in step with the controller at

@@ -8,12 +8,12 @@
 // So a change reaches every proxy as soon as it is published, and an idle
 // proxy costs the controller one held request a minute.
 //
-// Applying a document costs what changed. Its RoutesHash covers
-// everything the router compiles; when it equals the hash of the config
-// the proxy serves, only the clusters whose definition differs are
-// replaced, with Proxy.UpdateCluster, and routes are not recompiled: an
-// endpoint change at 5,000 routes replaces one endpoint set. Otherwise the
-// document goes to Proxy.Load, which checks it whole.
+// The client fetches, decodes, caches and backs off; applying is the
+// proxy's (Proxy.Apply), and costs what changed: when only clusters'
+// definitions differ from the config served, those clusters are replaced
+// and routes are not recompiled, so an endpoint change at 5,000 routes
+// replaces one endpoint set. Otherwise the config is checked and compiled
+// whole.
 //
 // When the controller cannot be reached, or answers with something the
 // proxy cannot use, the proxy keeps serving its last good config and
@@ -30,7 +30,7 @@
 // each request, so a rotated Secret takes effect without a restart.
 //
 // Files: protocol.go (the wire names and Document), client.go (options
-// and the poll loop), apply.go (full load or clusters only), cache.go
+// and the poll loop), apply.go (hands a document to the proxy), cache.go
 // (the cache file), transport.go (token and TLS from files), backoff.go,
 // metrics.go.
 package configwatch

@@ -14,10 +14,10 @@ import (
 type LoadKind int
 
 const (
-	// LoadFull is a document given to Proxy.Load: routes compiled.
+	// LoadFull is a document the proxy compiled whole.
 	LoadFull LoadKind = iota
 	// LoadClusters is a document whose routes the proxy had: only
-	// clusters replaced, with Proxy.UpdateCluster.
+	// clusters replaced (Proxy.Apply's AppliedClusters).
 	LoadClusters
 	// LoadCache is the cache file, loaded at start.
 	LoadCache

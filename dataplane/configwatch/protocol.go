@@ -34,13 +34,13 @@ const (
 // config inside: dataplane.SchemaVersion), and what the proxy keeps in its
 // cache file.
 //
-// The two hashes let a proxy recompile only what changed. RoutesHash
-// covers everything the router compiles: the schema, listeners, routes,
-// session secret and the set of cluster names (a cluster added or removed
-// changes the slots routes resolve to). ClustersHash covers the clusters'
-// definitions. Version is a hash of both. A proxy already serving
-// RoutesHash applies the new clusters with Proxy.UpdateCluster and never
-// recompiles the router for an endpoint change.
+// RoutesHash covers everything the router compiles: the schema,
+// listeners, routes, session secret and the set of cluster names.
+// ClustersHash covers the clusters' definitions. Version is a hash of
+// both. The hashes say what changed between two documents at a glance
+// (logs, /config); the proxy does not need them to avoid recompiling the
+// router for an endpoint change, which it tells from the config itself
+// (Proxy.Apply).
 type Document struct {
 	Version      string          `json:"version"`
 	RoutesHash   string          `json:"routesHash"`

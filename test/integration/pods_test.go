@@ -123,7 +123,11 @@ spec:
 	// clusterAddrs lists the endpoints of the proxy's cluster for web.
 	clusterAddrs := func() []string {
 		var out []string
-		for _, c := range p.Clusters() {
+		cfg := p.Config()
+		if cfg == nil {
+			return nil
+		}
+		for _, c := range cfg.Clusters {
 			if strings.Contains(c.Name, ns+"/web") {
 				for _, e := range c.Endpoints {
 					out = append(out, e.Address)

@@ -1,0 +1,121 @@
+package dataplane
+
+import (
+	"slices"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+)
+
+// Most configs a proxy is given differ from the one it serves only in
+// endpoints: Pods come and go far more often than routes change. Such a
+// config is applied without compiling anything: the clusters whose
+// definition changed get new states in their stable slots, and the
+// snapshot is copied with the new version. Everything else the snapshot
+// holds (listener views, compiled rules, cluster IDs) depends only on
+// what did not change.
+
+// Applied says how Apply made a config the one served.
+type Applied int
+
+const (
+	// AppliedAll: the config was compiled and swapped in whole.
+	AppliedAll Applied = iota + 1
+	// AppliedClusters: only cluster definitions differed from the config
+	// served; those clusters were replaced and nothing was compiled.
+	AppliedClusters
+)
+
+// replaceClusters applies cfg by replacing clusters alone, if cfg differs
+// from the served config only in its version and its clusters'
+// definitions, and every changed cluster is valid. It reports false,
+// having changed nothing, otherwise: Apply then compiles cfg whole, which
+// reports every problem. p.mu is held.
+func (p *Proxy) replaceClusters(cfg *proxycfg.Config) bool {
+	cur := p.current.Load()
+	// The config served given again may have been changed in place: what
+	// changed cannot be told, so it is compiled whole.
+	if cur == nil || cfg == p.served || !sameRouting(p.served, cfg) {
+		return false
+	}
+	changed, states := p.changedClusters(cfg)
+	if changed == nil {
+		p.sweepLocked() // drop transports made for the refused clusters
+		return false
+	}
+	for k, i := range changed {
+		cur.clusters[i].state.Store(states[k])
+	}
+	next := *cur // snapshots are immutable once stored; this one shares all but its version
+	next.version = cfg.Version
+	p.current.Store(&next)
+	p.served = cfg
+	p.sweepLocked()
+	p.stats.ClusterUpdates.Add(int64(len(changed)))
+	return true
+}
+
+// changedClusters builds the state of each cluster of cfg whose
+// definition differs from the served one, and returns their indexes with
+// the states; nil if one of them is invalid. The result is not nil, only
+// empty, when no cluster changed.
+func (p *Proxy) changedClusters(cfg *proxycfg.Config) ([]int, []*clusterState) {
+	changed := []int{}
+	var states []*clusterState
+	for i := range cfg.Clusters {
+		if cfg.Clusters[i].Equal(&p.served.Clusters[i]) {
+			continue
+		}
+		cs, err := p.transports.state(&cfg.Clusters[i])
+		if err != nil {
+			return nil, nil
+		}
+		changed, states = append(changed, i), append(states, cs)
+	}
+	return changed, states
+}
+
+// sameRouting reports whether a and b differ at most in their version and
+// their clusters' definitions: same schema, listeners, routes and session
+// secret, and the same cluster names in the same order (a cluster's ID is
+// its place, and compiled rules refer to clusters by ID).
+func sameRouting(a, b *proxycfg.Config) bool {
+	if a == nil || b == nil || a.Schema != b.Schema || len(a.Clusters) != len(b.Clusters) ||
+		!allEqual(a.Listeners, b.Listeners, (*proxycfg.Listener).Equal) ||
+		!allEqual(a.Routes, b.Routes, (*proxycfg.Route).Equal) ||
+		!slices.Equal(a.SessionSecret, b.SessionSecret) {
+		return false
+	}
+	for i := range a.Clusters {
+		if a.Clusters[i].Name != b.Clusters[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+// allEqual compares two lists element by element, in place.
+func allEqual[T any](a, b []T, equal func(*T, *T) bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !equal(&a[i], &b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// withCluster returns a copy of cfg with cluster c's definition replaced
+// (UpdateCluster); cfg itself, which the caller of Apply may still hold,
+// is not changed.
+func withCluster(cfg *proxycfg.Config, c proxycfg.Cluster) *proxycfg.Config {
+	next := *cfg
+	next.Clusters = slices.Clone(cfg.Clusters)
+	for i := range next.Clusters {
+		if next.Clusters[i].Name == c.Name {
+			next.Clusters[i] = c
+		}
+	}
+	return &next
+}
