@@ -60,7 +60,7 @@ type Proxy struct {
 	slots map[string]*clusterSlot
 	// served is the config being served, as given to Apply (with the
 	// changes of UpdateCluster), for the next Apply to compare with.
-	served *proxycfg.Config
+	served     *proxycfg.Config
 	transports *transports
 	lastErr    error
 	// fallbackSession signs session tokens when the config has no secret.
