@@ -213,7 +213,6 @@ func (c *Controller) sync(ctx context.Context) (err error) {
 		BundleVersion:  c.w.bundleVersion(),
 		Addresses:      c.opts.Addresses,
 		AddressPool:    c.opts.AddressPool,
-		Cache:          c.cache,
 	}
 	if c.opts.Cloudflare != nil {
 		in.Tunnels = c.opts.Cloudflare.States()
@@ -221,7 +220,7 @@ func (c *Controller) sync(ctx context.Context) (err error) {
 	if c.opts.ProxyProtocols != nil {
 		in.TunnelProtocols = c.opts.ProxyProtocols()
 	}
-	out := translate.Translate(in)
+	out := c.cache.Translate(in)
 	if ts.IsRecording() {
 		ts.SetAttributes(attrRoutes.Int(len(out.Config.Routes)), attrClusters.Int(len(out.Config.Clusters)),
 			attrEvents.Int(len(out.Events)))
