@@ -6,7 +6,6 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
@@ -15,15 +14,20 @@ import (
 // carries work from one translation to the next. Cache.Translate returns
 // what Translate would; only how fast changes. It remembers:
 //
-//   - rule validation, keyed by the rule's address in its route object,
-//     which an informer replaces, never edits, when the route changes, so
-//     a hit is always for identical input;
 //   - key-pair checks, per Secret object;
+//   - rule validation, per rule of a route object;
 //   - the whole last translation (lastRun): each route's translation, to
 //     reuse when what it read is unchanged (routememo.go), and the
 //     translator's working state, so that when only backends changed the
 //     next translation patches the last one (patch.go) instead of redoing
 //     it.
+//
+// Its contract with its callers is that an object, once translated, is
+// never edited: a changed object is a new object. Informers replace,
+// never edit, the objects they cache, and standalone mode loads new ones.
+// So the Cache tells an unchanged object by its address (sameObject), and
+// its memos are keyed by object addresses. An object edited in place
+// would go unseen (TestCacheSeesReplacedObjects shows it).
 //
 // Each translation keeps only the entries it used, so the cache holds no
 // dead objects. Sequential translations may share it; its Translate locks it
@@ -84,6 +88,11 @@ func (c *Cache) Translate(in *Input) *Output {
 	return out
 }
 
+// sameObject reports whether an input object is unchanged since a
+// translation read it: under the Cache's contract, whether it is the same
+// object.
+func sameObject[T any](a, b *T) bool { return a == b }
+
 // begin compares the epoch with the last translation's.
 func (c *Cache) begin(in *Input) {
 	epoch := epochOf(in, len(c.epoch))
@@ -118,9 +127,8 @@ func (c *Cache) endFull(t *translator) {
 }
 
 // epochOf lists what every route's translation may depend on besides its
-// own object and its backends (lookup.go): informers replace an object on
-// every change, so comparing pointers, in any order, tells whether
-// anything changed.
+// own object and its backends (lookup.go): as a set of objects, in any
+// order, it tells whether any of them changed (sameObject).
 func epochOf(in *Input, sizeHint int) map[any]bool {
 	s := &in.Snapshot
 	set := make(map[any]bool, sizeHint)
@@ -187,20 +195,22 @@ func (c *Cache) validated(key ruleKey, check func() error) error {
 	return err
 }
 
-// ruleKey is a cache key for a rule of either route kind. Besides the
-// rule, it holds the parts of the translation that depend on other
+// ruleKey is what a rule's validation depends on: the rule (the route
+// object and the rule's index in it: under the Cache's contract, its
+// content), and the parts of its translation that depend on other
 // objects: a mirror whose backend is missing is left out, and a backend
 // that cannot be resolved answers with a status instead of a cluster.
 type ruleKey struct {
-	http    *gwv1.HTTPRouteRule
-	grpc    *gwv1.GRPCRouteRule
-	filters int
+	route   any // *gwv1.HTTPRoute or *gwv1.GRPCRoute
+	rule    int
+	filters int    // the rule's and its backends'
 	failed  uint64 // bit i: backend i fails with a status
 }
 
-func newRuleKey(http *gwv1.HTTPRouteRule, grpc *gwv1.GRPCRouteRule, r *proxycfg.Rule) ruleKey {
-	k := ruleKey{http: http, grpc: grpc, filters: len(r.Filters)}
+func newRuleKey(route any, i int, r *proxycfg.Rule) ruleKey {
+	k := ruleKey{route: route, rule: i, filters: len(r.Filters)}
 	for i, b := range r.Backends {
+		k.filters += len(b.Filters)
 		if b.Status != 0 {
 			k.failed |= 1 << (i % 64)
 		}

@@ -135,7 +135,7 @@ func (c *Cache) patch(in *Input) *Output {
 		grpc, _ := s.obj.(*gwv1.GRPCRoute)
 		m := t.translateRoute(s.info, http, grpc)
 		if !m.reusable() || t.clockUses != 0 || m.counted != s.memo.counted || len(m.routes) != len(s.memo.routes) ||
-			!sameClusterNames(m.clusters, s.memo.clusters) {
+			!sameClusterNamesInOrder(m.clusters, s.memo.clusters) {
 			return nil
 		}
 		memos[i] = m
@@ -448,7 +448,11 @@ func (l *lastRun) setsApply(changes []backendChange) {
 	}
 }
 
-func sameClusterNames(a, b []proxycfg.Cluster) bool {
+// sameClusterNamesInOrder reports whether two lists of clusters name the
+// same clusters in the same order (their settings may differ): a patched
+// route must use the clusters its last translation did, since the config's
+// cluster list is the last one's with those clusters replaced.
+func sameClusterNamesInOrder(a, b []proxycfg.Cluster) bool {
 	return slices.EqualFunc(a, b, func(x, y proxycfg.Cluster) bool { return x.Name == y.Name })
 }
 

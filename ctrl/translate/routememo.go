@@ -98,7 +98,7 @@ func (c *Cache) memo(route any) *routeMemo {
 func backendsSame(deps []backendDep, ix *index) bool {
 	for _, d := range deps {
 		now := ix.backendObjects(d.kind, d.namespace, d.name)
-		if now.svc != d.svc || now.ext != d.ext || !slices.Equal(now.slices, d.slices) {
+		if !sameObject(now.svc, d.svc) || !sameObject(now.ext, d.ext) || !slices.EqualFunc(now.slices, d.slices, sameObject) {
 			return false
 		}
 	}
