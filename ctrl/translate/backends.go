@@ -84,7 +84,7 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	}
 	// Read before the resolution is reused: the read is what a Cache
 	// records for the route (lookup.go).
-	objs, policies := t.look.backend(kind, ns, k.name)
+	objs, policies := t.look.backend(k)
 	if rb, ok := t.backends[k]; ok {
 		t.noteAncestors(rb.policies, gw)
 		return rb.name, rb.problem

@@ -35,7 +35,7 @@ type lookup struct {
 // can be reused.
 type readLog struct {
 	// backends are what its backendRefs (and mirrors) resolved through,
-	// once per backend.
+	// once per backendKey, in the order first met.
 	backends []backendDep
 	// policies is set when a BackendTLSPolicy targets one of them: the
 	// policy's ancestors are noted per translation, so a translation that
@@ -52,38 +52,39 @@ type backendObjects struct {
 	ext    *v1alpha1.ExternalBackend
 }
 
-// backendDep is a recorded backend read: the backend and what it found.
+// backendDep is a recorded backend read: the backend (as a cluster: the
+// Cache also lists the clusters a route met, in order) and what it found.
 type backendDep struct {
-	kind, namespace, name string
+	backendKey
 	backendObjects
 }
 
-// backend reads the objects a backendRef of kind names, and the
+// backend reads the objects the backendRef k names, and the
 // BackendTLSPolicies that target it (of a Service or an ExternalBackend).
 // Recorded.
-func (l lookup) backend(kind, ns, name string) (backendObjects, []*gwv1.BackendTLSPolicy) {
-	objs := l.ix.backendObjects(kind, ns, name)
+func (l lookup) backend(k backendKey) (backendObjects, []*gwv1.BackendTLSPolicy) {
+	objs := l.ix.backendObjects(k.kind, k.namespace, k.name)
 	var policies []*gwv1.BackendTLSPolicy
-	switch kind {
+	switch k.kind {
 	case kindService:
-		policies = l.ix.policies[policyTarget{"", kind, ns, name}]
+		policies = l.ix.policies[policyTarget{"", k.kind, k.namespace, k.name}]
 	case v1alpha1.KindExternalBackend:
-		policies = l.ix.policies[policyTarget{v1alpha1.Group, kind, ns, name}]
+		policies = l.ix.policies[policyTarget{v1alpha1.Group, k.kind, k.namespace, k.name}]
 	}
 	if l.log != nil {
-		l.log.noteBackend(kind, ns, name, objs)
+		l.log.noteBackend(k, objs)
 		l.log.policies = l.log.policies || len(policies) > 0
 	}
 	return objs, policies
 }
 
-func (r *readLog) noteBackend(kind, ns, name string, objs backendObjects) {
+func (r *readLog) noteBackend(k backendKey, objs backendObjects) {
 	for _, d := range r.backends {
-		if d.kind == kind && d.namespace == ns && d.name == name {
+		if d.backendKey == k {
 			return
 		}
 	}
-	r.backends = append(r.backends, backendDep{kind: kind, namespace: ns, name: name, backendObjects: objs})
+	r.backends = append(r.backends, backendDep{backendKey: k, backendObjects: objs})
 }
 
 // backendObjects finds a backend's objects, recording nothing: the Cache

@@ -321,9 +321,9 @@ const kindEndpointSlice = "EndpointSlice"
 func (ch *backendChange) depKeys() []backendDep {
 	switch o := ch.obj.(type) {
 	case *corev1.Service:
-		return []backendDep{{kind: kindService, namespace: o.Namespace, name: o.Name}}
+		return []backendDep{{backendKey: backendKey{kind: kindService, namespace: o.Namespace, name: o.Name}}}
 	case *v1alpha1.ExternalBackend:
-		return []backendDep{{kind: v1alpha1.KindExternalBackend, namespace: o.Namespace, name: o.Name}}
+		return []backendDep{{backendKey: backendKey{kind: v1alpha1.KindExternalBackend, namespace: o.Namespace, name: o.Name}}}
 	}
 	var keys []backendDep
 	for _, s := range []*discoveryv1.EndpointSlice{ch.obj.(*discoveryv1.EndpointSlice), asSlice(ch.old)} {
@@ -331,10 +331,10 @@ func (ch *backendChange) depKeys() []backendDep {
 			continue
 		}
 		if svc := s.Labels[labelServiceName]; svc != "" {
-			keys = append(keys, backendDep{kind: kindService, namespace: s.Namespace, name: svc})
+			keys = append(keys, backendDep{backendKey: backendKey{kind: kindService, namespace: s.Namespace, name: svc}})
 		}
 		if svc := s.Labels[labelMCSService]; svc != "" {
-			keys = append(keys, backendDep{kind: kindServiceImport, namespace: s.Namespace, name: svc})
+			keys = append(keys, backendDep{backendKey: backendKey{kind: kindServiceImport, namespace: s.Namespace, name: svc}})
 		}
 	}
 	return keys

@@ -119,7 +119,7 @@ func (c *Cache) noteRoute(obj any, r *routeInfo, m *routeMemo, first int) {
 // translation reads.
 func (t *translator) completeMemo(m *routeMemo, r *routeInfo) {
 	m.routes = slices.Clone(m.routes)
-	m.clusters = t.clustersOf(m.routes)
+	m.clusters = t.clustersMet(m.reads.backends)
 	m.parents = summarize(r.parents)
 }
 
@@ -167,23 +167,18 @@ func parentsSame(a []parentSummary, b []*parentInfo) bool {
 	return true
 }
 
-// clustersOf returns the clusters that routes use (backends and mirrors),
-// so a remembered route brings them along even when the route that first
-// resolved a shared cluster is gone.
-func (t *translator) clustersOf(routes []proxycfg.Route) []proxycfg.Cluster {
+// clustersMet returns the clusters a route's backends resolved to, in
+// the order it met them, used or not (a rule may be dropped): a
+// translation lists clusters in the order routes first meet them, so a
+// remembered route must bring along the clusters it met, as it met them.
+func (t *translator) clustersMet(deps []backendDep) []proxycfg.Cluster {
 	var out []proxycfg.Cluster
-	add := func(name string) {
-		i, ok := t.clusterIdx[name]
-		if !ok || slices.ContainsFunc(out, func(c proxycfg.Cluster) bool { return c.Name == name }) {
-			return
+	for _, d := range deps {
+		rb := t.backends[d.backendKey]
+		if rb.name == "" || slices.ContainsFunc(out, func(c proxycfg.Cluster) bool { return c.Name == rb.name }) {
+			continue
 		}
-		out = append(out, t.clusters[i])
-	}
-	for i := range routes {
-		for j := range routes[i].Rules {
-			ru := &routes[i].Rules[j]
-			forClusters(ru, add)
-		}
+		out = append(out, t.clusters[t.clusterIdx[rb.name]])
 	}
 	return out
 }
