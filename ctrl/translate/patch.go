@@ -134,7 +134,7 @@ func (c *Cache) patch(in *Input) *Output {
 		http, _ := s.obj.(*gwv1.HTTPRoute)
 		grpc, _ := s.obj.(*gwv1.GRPCRoute)
 		m := t.translateRoute(s.info, http, grpc)
-		if !m.reusable() || t.clockUses != 0 || m.counted != s.memo.counted || len(m.routes) != len(s.memo.routes) ||
+		if !m.repeatable() || t.clockUses != 0 || m.counted != s.memo.counted || len(m.routes) != len(s.memo.routes) ||
 			!sameClusterNamesInOrder(m.clusters, s.memo.clusters) {
 			return nil
 		}

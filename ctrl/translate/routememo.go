@@ -28,9 +28,9 @@ type routeMemo struct {
 	noMemo bool
 }
 
-// reusable reports whether m may stand for a new translation of its
+// repeatable reports whether m may stand for a new translation of its
 // route: it may be repeated, and what it read is unchanged.
-func (m *routeMemo) reusable() bool {
+func (m *routeMemo) repeatable() bool {
 	return !m.noMemo && !m.reads.policies
 }
 
@@ -74,7 +74,7 @@ func (c *Cache) reusable(obj any, r *routeInfo, ix *index) *routeMemo {
 	if c == nil {
 		return nil
 	}
-	if m := c.memo(obj); m != nil && m.reusable() && parentsSame(m.parents, r.parents) && backendsSame(m.reads.backends, ix) {
+	if m := c.memo(obj); m != nil && m.repeatable() && parentsSame(m.parents, r.parents) && backendsSame(m.reads.backends, ix) {
 		c.hits++
 		return m
 	}
