@@ -64,9 +64,9 @@ func FuzzLoadTranslate(f *testing.F) {
 			in.GRPCRoutes[i] = c
 		}
 		cold, _ := json.Marshal(translate.Translate(in).Config)
-		in.Cache = translate.NewCache()
+		cache := translate.NewCache()
 		for range 2 {
-			warm, _ := json.Marshal(translate.Translate(in).Config)
+			warm, _ := json.Marshal(cache.Translate(in).Config)
 			if string(warm) != string(cold) {
 				t.Fatalf("with a warm cache the config differs:\ncold %s\nwarm %s", cold, warm)
 			}

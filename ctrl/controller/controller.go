@@ -244,7 +244,6 @@ func (c *Controller) translateSnapshot() (*translate.Input, *translate.Output) {
 		BundleVersion:  c.w.bundleVersion(),
 		Addresses:      c.opts.Addresses,
 		AddressPool:    c.opts.AddressPool,
-		Cache:          c.cache,
 	}
 	if c.opts.Cloudflare != nil {
 		in.Tunnels = c.opts.Cloudflare.States()
@@ -252,7 +251,7 @@ func (c *Controller) translateSnapshot() (*translate.Input, *translate.Output) {
 	if c.opts.ProxyProtocols != nil {
 		in.TunnelProtocols = c.opts.ProxyProtocols()
 	}
-	return in, translate.Translate(in)
+	return in, c.cache.Translate(in)
 }
 
 // publish hands the proxy config to the Publisher, if there is one.

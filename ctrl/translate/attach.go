@@ -135,7 +135,7 @@ func (t *translator) attach(r *routeInfo) {
 		}
 		allowed, hostMatch := 0, 0
 		for _, li := range selected {
-			if !li.allows(r.kind, r.meta.Namespace, t.ix) {
+			if !li.allows(r.kind, r.meta.Namespace, t.look) {
 				continue
 			}
 			hosts, ok := intersectHostnames(li.hostname, r.hostnames)

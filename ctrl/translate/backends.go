@@ -70,7 +70,7 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 			fmt.Sprintf("backendRef %s: kind %s/%s is not supported (Service, %s/%s or %s/%s)",
 				ref.Name, group, kind, groupMCS, kindServiceImport, v1alpha1.Group, v1alpha1.KindExternalBackend)}
 	}
-	if !t.ix.granted(groupGateway, routeKind, routeNS, group, kind, ns, string(ref.Name)) {
+	if !t.look.granted(groupGateway, routeKind, routeNS, group, kind, ns, string(ref.Name)) {
 		return "", &refProblem{string(gwv1.RouteReasonRefNotPermitted),
 			fmt.Sprintf("backendRef %s/%s %s/%s: no ReferenceGrant in namespace %s allows it", group, kind, ns, ref.Name, ns)}
 	}
@@ -82,7 +82,9 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	if gw != nil && gw.clientCertPEM != nil {
 		k.clientCert = gw.key.String()
 	}
-	t.noteDep(k)
+	// Read before the resolution is reused: the read is what a Cache
+	// records for the route (lookup.go).
+	objs, policies := t.look.backend(k)
 	if rb, ok := t.backends[k]; ok {
 		t.noteAncestors(rb.policies, gw)
 		return rb.name, rb.problem
@@ -92,11 +94,11 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	var p *refProblem
 	switch kind {
 	case kindService:
-		c, p = t.serviceCluster(k)
+		c, p = t.serviceCluster(k, objs, policies)
 	case kindServiceImport:
-		c, p = t.serviceImportCluster(k)
+		c, p = t.serviceImportCluster(k, objs.slices)
 	default:
-		c, p = t.externalCluster(k)
+		c, p = t.externalCluster(k, objs.ext, policies)
 	}
 	rb := resolvedBackend{problem: p, policies: t.lastPolicies}
 	t.noteAncestors(rb.policies, gw)
@@ -116,9 +118,6 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 }
 
 func (t *translator) noteAncestors(ps []*policyInfo, gw *gatewayInfo) {
-	if len(ps) > 0 && t.recording != nil {
-		t.recording.noMemo = true // ancestors are noted per translation
-	}
 	if gw == nil {
 		return
 	}
@@ -158,8 +157,8 @@ func clusterName(k backendKey, proto string, h2 bool) string {
 }
 
 // serviceCluster resolves a Service port to its ready endpoints.
-func (t *translator) serviceCluster(k backendKey) (*proxycfg.Cluster, *refProblem) {
-	svc := t.ix.services[nn(k.namespace, k.name)]
+func (t *translator) serviceCluster(k backendKey, objs backendObjects, policies []*gwv1.BackendTLSPolicy) (*proxycfg.Cluster, *refProblem) {
+	svc := objs.svc
 	if svc == nil {
 		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s not found", k.namespace, k.name)}
 	}
@@ -194,7 +193,7 @@ func (t *translator) serviceCluster(k backendKey) (*proxycfg.Cluster, *refProble
 		sectionName = sp.Name
 	}
 	c := &proxycfg.Cluster{Endpoints: []proxycfg.Endpoint{}}
-	tlsSet, p := t.backendTLS("", kindService, k.namespace, k.name, sectionName)
+	tlsSet, p := t.backendTLS(policies, "", kindService, k.name, sectionName)
 	if p != nil {
 		return nil, p
 	}
@@ -217,7 +216,7 @@ func (t *translator) serviceCluster(k backendKey) (*proxycfg.Cluster, *refProble
 		c.Endpoints = append(c.Endpoints, proxycfg.Endpoint{Address: net.JoinHostPort(name, strconv.Itoa(int(k.port)))})
 		return c, nil
 	}
-	c.Endpoints = t.endpoints(t.ix.slices[nn(k.namespace, k.name)], func(p *discoveryv1.EndpointPort) bool {
+	c.Endpoints = t.endpoints(objs.slices, func(p *discoveryv1.EndpointPort) bool {
 		return p.Name != nil && *p.Name == sp.Name || p.Name == nil && sp.Name == ""
 	})
 	return c, nil
@@ -225,8 +224,7 @@ func (t *translator) serviceCluster(k backendKey) (*proxycfg.Cluster, *refProble
 
 // serviceImportCluster resolves a multi-cluster ServiceImport through the
 // EndpointSlices labelled with its name.
-func (t *translator) serviceImportCluster(k backendKey) (*proxycfg.Cluster, *refProblem) {
-	slices := t.ix.mcsSlices[nn(k.namespace, k.name)]
+func (t *translator) serviceImportCluster(k backendKey, slices []*discoveryv1.EndpointSlice) (*proxycfg.Cluster, *refProblem) {
 	if len(slices) == 0 {
 		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound),
 			fmt.Sprintf("ServiceImport %s/%s has no EndpointSlices (label %s)", k.namespace, k.name, labelMCSService)}
@@ -255,8 +253,7 @@ func (t *translator) serviceImportCluster(k backendKey) (*proxycfg.Cluster, *ref
 }
 
 // externalCluster resolves an ExternalBackend: one DNS name or IP.
-func (t *translator) externalCluster(k backendKey) (*proxycfg.Cluster, *refProblem) {
-	eb := t.ix.external[nn(k.namespace, k.name)]
+func (t *translator) externalCluster(k backendKey, eb *v1alpha1.ExternalBackend, policies []*gwv1.BackendTLSPolicy) (*proxycfg.Cluster, *refProblem) {
 	if eb == nil {
 		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("ExternalBackend %s/%s not found", k.namespace, k.name)}
 	}
@@ -279,7 +276,7 @@ func (t *translator) externalCluster(k backendKey) (*proxycfg.Cluster, *refProbl
 			fmt.Sprintf("ExternalBackend %s/%s: protocol %q is not http, h2c or https", k.namespace, k.name, eb.Spec.Protocol)}
 	}
 	p, _ := protocolOf(proto)
-	tlsSet, prob := t.backendTLS(v1alpha1.Group, v1alpha1.KindExternalBackend, k.namespace, k.name, "")
+	tlsSet, prob := t.backendTLS(policies, v1alpha1.Group, v1alpha1.KindExternalBackend, k.name, "")
 	if prob != nil {
 		return nil, prob
 	}

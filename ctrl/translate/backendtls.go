@@ -36,13 +36,13 @@ type policyInfo struct {
 	ancestors map[*gatewayInfo]bool
 }
 
-// backendTLS finds the policy for one backend port (a policy naming the
-// port's sectionName beats one naming the whole backend; among equals the
-// oldest wins) and returns its TLS settings: nil without a policy, a
-// problem with an empty reason when the policy is unusable (requests then
-// fail with 500; the policy's status says why).
-func (t *translator) backendTLS(group, kind, ns, name, sectionName string) (*proxycfg.TLSSettings, *refProblem) {
-	cands := t.ix.policies[policyTarget{group, kind, ns, name}]
+// backendTLS finds, among the policies that target a backend (cands), the
+// policy for one backend port (a policy naming the port's sectionName
+// beats one naming the whole backend; among equals the oldest wins) and
+// returns its TLS settings: nil without a policy, a problem with an empty
+// reason when the policy is unusable (requests then fail with 500; the
+// policy's status says why).
+func (t *translator) backendTLS(cands []*gwv1.BackendTLSPolicy, group, kind, name, sectionName string) (*proxycfg.TLSSettings, *refProblem) {
 	if len(cands) == 0 {
 		return nil, nil
 	}
@@ -112,7 +112,7 @@ func (t *translator) policy(p *gwv1.BackendTLSPolicy) *policyInfo {
 			badKind = true
 			continue
 		}
-		cm := t.ix.configMaps[nn(p.Namespace, string(ref.Name))]
+		cm := t.look.configMap(p.Namespace, string(ref.Name))
 		if cm == nil {
 			bad = append(bad, fmt.Sprintf("ConfigMap %s not found", ref.Name))
 			continue

@@ -77,16 +77,17 @@ func scaleSnapshot(gateways, routes int) *translate.Snapshot {
 func BenchmarkTranslate(b *testing.B) {
 	for _, routes := range []int{500, 5000} {
 		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
-			in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow, Cache: translate.NewCache()}
-			writeBackAll(&in.Snapshot, translate.Translate(in))
-			prev := translate.Translate(in)
+			in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow}
+			cache := translate.NewCache()
+			writeBackAll(&in.Snapshot, cache.Translate(in))
+			prev := cache.Translate(in)
 			slices := in.EndpointSlices
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := i % len(slices)
 				slices[k] = slices[k].DeepCopy()
-				out := translate.Translate(in)
+				out := cache.Translate(in)
 				if ch := translate.Diff(prev, out); !ch.Empty() {
 					b.Fatalf("an endpoint change changed a status: %+v", ch)
 				}
@@ -102,16 +103,17 @@ func BenchmarkTranslate(b *testing.B) {
 func BenchmarkTranslateRouteChange(b *testing.B) {
 	for _, routes := range []int{500, 5000} {
 		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
-			in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow, Cache: translate.NewCache()}
-			writeBackAll(&in.Snapshot, translate.Translate(in))
-			prev := translate.Translate(in)
+			in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow}
+			cache := translate.NewCache()
+			writeBackAll(&in.Snapshot, cache.Translate(in))
+			prev := cache.Translate(in)
 			list := in.HTTPRoutes
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := i % len(list)
 				list[k] = list[k].DeepCopy()
-				out := translate.Translate(in)
+				out := cache.Translate(in)
 				if ch := translate.Diff(prev, out); !ch.Empty() {
 					b.Fatalf("a route copy changed a status: %+v", ch)
 				}

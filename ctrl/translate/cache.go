@@ -6,30 +6,36 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
-	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
-// Cache carries work from one translation to the next. It changes how
-// fast Translate is, never what it returns. It remembers:
+// Cache is incremental translation: a layer in front of Translate that
+// carries work from one translation to the next. Cache.Translate returns
+// what Translate would; only how fast changes. It remembers:
 //
-//   - rule validation, keyed by the rule's address in its route object,
-//     which an informer replaces, never edits, when the route changes, so
-//     a hit is always for identical input;
 //   - key-pair checks, per Secret object;
+//   - rule validation, per rule of a route object;
 //   - the whole last translation (lastRun): each route's translation, to
-//     reuse when its inputs are the same objects, and the translator's
-//     working state, so that when only backends changed the next
-//     translation patches the last one (patch.go) instead of redoing it.
+//     reuse when what it read is unchanged (routememo.go), and the
+//     translator's working state, so that when only backends changed the
+//     next translation patches the last one (patch.go) instead of redoing
+//     it.
+//
+// Its contract with its callers is that an object, once translated, is
+// never edited: a changed object is a new object. Informers replace,
+// never edit, the objects they cache, and standalone mode loads new ones.
+// So the Cache tells an unchanged object by its address (sameObject), and
+// its memos are keyed by object addresses. An object edited in place
+// would go unseen (TestCacheSeesReplacedObjects shows it).
 //
 // Each translation keeps only the entries it used, so the cache holds no
-// dead objects. It may be shared by sequential translations; Translate
-// locks it for its duration.
+// dead objects. Sequential translations may share it; its Translate locks it
+// for its duration.
 type Cache struct {
 	mu   sync.Mutex
-	prev map[any]error
-	next map[any]error
+	prev map[ruleKey]error
+	next map[ruleKey]error
 
 	// The objects every route depends on (the epoch), as a set: listers
 	// return objects in any order. Route memos and patches are valid only
@@ -42,6 +48,11 @@ type Cache struct {
 	// far more than the rest of a listener, and Secrets rarely change.
 	keyPairsPrev map[*corev1.Secret]string
 	keyPairsNext map[*corev1.Secret]string
+
+	// The routes of the full translation under way, in the order
+	// translated, for the next one (lastRun).
+	slots  []routeSlot
+	slotOf map[any]int
 
 	// What the last translation did: routes reused and translated, and
 	// whether it was a patch.
@@ -60,10 +71,30 @@ func (c *Cache) Stats() (reused, translated int) {
 // NewCache returns an empty cache.
 func NewCache() *Cache { return &Cache{} }
 
-// begin locks the cache for one translation and compares the epoch with
-// the last one's.
-func (c *Cache) begin(in *Input) {
+// Translate is Translate with the work of the last translation reused: a
+// patch of it when only backends changed, else a full translation that
+// reuses what still holds.
+func (c *Cache) Translate(in *Input) *Output {
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.begin(in)
+	if out := c.patch(in); out != nil {
+		return out
+	}
+	c.beginFull(in)
+	t := newTranslator(in, c)
+	out := t.run()
+	c.endFull(t)
+	return out
+}
+
+// sameObject reports whether an input object is unchanged since a
+// translation read it: under the Cache's contract, whether it is the same
+// object.
+func sameObject[T any](a, b *T) bool { return a == b }
+
+// begin compares the epoch with the last translation's.
+func (c *Cache) begin(in *Input) {
 	epoch := epochOf(in, len(c.epoch))
 	c.epochSame = len(epoch) == len(c.epoch)
 	for o := range epoch {
@@ -78,28 +109,26 @@ func (c *Cache) begin(in *Input) {
 
 // beginFull prepares a full translation: the entries it uses are carried
 // over, the rest dropped.
-func (c *Cache) beginFull() {
-	c.next = make(map[any]error, len(c.prev))
+func (c *Cache) beginFull(in *Input) {
+	c.next = make(map[ruleKey]error, len(c.prev))
 	c.keyPairsNext = make(map[*corev1.Secret]string, len(c.keyPairsPrev))
+	c.slots = make([]routeSlot, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes))
+	c.slotOf = make(map[any]int, len(in.HTTPRoutes)+len(in.GRPCRoutes))
 }
 
 // endFull keeps what a full translation used, and the translation itself.
+// A patch keeps the maps it read (it uses few entries, and the next full
+// translation sweeps the unused ones).
 func (c *Cache) endFull(t *translator) {
 	c.prev, c.next = c.next, nil
 	c.keyPairsPrev, c.keyPairsNext = c.keyPairsNext, nil
-	c.last = newLastRun(t)
-}
-
-// end unlocks the cache. A patch kept the maps it read (a patch uses few
-// entries, and the next full translation sweeps the unused ones).
-func (c *Cache) end() {
-	c.mu.Unlock()
+	c.last = newLastRun(t, c.slots, c.slotOf)
+	c.slots, c.slotOf = nil, nil
 }
 
 // epochOf lists what every route's translation may depend on besides its
-// own object and its backends: informers replace an object on every
-// change, so comparing pointers, in any order, tells whether anything
-// changed.
+// own object and its backends (lookup.go): as a set of objects, in any
+// order, it tells whether any of them changed (sameObject).
 func epochOf(in *Input, sizeHint int) map[any]bool {
 	s := &in.Snapshot
 	set := make(map[any]bool, sizeHint)
@@ -148,20 +177,9 @@ func (c *Cache) keyPairProblem(s *corev1.Secret) string {
 	return msg
 }
 
-// memo returns the remembered translation of a route object, if any.
-func (c *Cache) memo(route any) *routeMemo {
-	if c == nil || c.last == nil || !c.epochSame {
-		return nil
-	}
-	if i, ok := c.last.slotOf[route]; ok {
-		return c.last.slots[i].memo
-	}
-	return nil
-}
-
 // validated returns the remembered result for a rule, computing it with
 // check on a miss.
-func (c *Cache) validated(key any, check func() error) error {
+func (c *Cache) validated(key ruleKey, check func() error) error {
 	if c == nil {
 		return check()
 	}
@@ -172,25 +190,27 @@ func (c *Cache) validated(key any, check func() error) error {
 	if c.next != nil {
 		c.next[key] = err
 	} else {
-		c.prev[key] = err // a patch: see end
+		c.prev[key] = err // a patch: see endFull
 	}
 	return err
 }
 
-// ruleKey is a cache key for a rule of either route kind. Besides the
-// rule, it holds the parts of the translation that depend on other
+// ruleKey is what a rule's validation depends on: the rule (the route
+// object and the rule's index in it: under the Cache's contract, its
+// content), and the parts of its translation that depend on other
 // objects: a mirror whose backend is missing is left out, and a backend
 // that cannot be resolved answers with a status instead of a cluster.
 type ruleKey struct {
-	http    *gwv1.HTTPRouteRule
-	grpc    *gwv1.GRPCRouteRule
-	filters int
+	route   any // *gwv1.HTTPRoute or *gwv1.GRPCRoute
+	rule    int
+	filters int    // the rule's and its backends'
 	failed  uint64 // bit i: backend i fails with a status
 }
 
-func newRuleKey(http *gwv1.HTTPRouteRule, grpc *gwv1.GRPCRouteRule, r *proxycfg.Rule) ruleKey {
-	k := ruleKey{http: http, grpc: grpc, filters: len(r.Filters)}
+func newRuleKey(route any, i int, r *proxycfg.Rule) ruleKey {
+	k := ruleKey{route: route, rule: i, filters: len(r.Filters)}
 	for i, b := range r.Backends {
+		k.filters += len(b.Filters)
 		if b.Status != 0 {
 			k.failed |= 1 << (i % 64)
 		}

@@ -36,12 +36,24 @@
 // 500 for its share, or a rule dropped. Translate never emits a config the
 // proxy would refuse: each rule is checked with compiled.ValidateRule.
 //
-// Cache (cache.go, routememo.go, patch.go) makes repeated translations
-// cheaper without changing their result. It remembers rule validation,
-// and whole route translations whose inputs are the same objects as last
-// time. When only backends changed since the last translation (an
-// EndpointSlice, the most common change in a cluster), it patches that
-// translation instead: the routes using them are translated again, and
-// the rest of the Output is shared with the last one (so an Output is
-// read-only).
+// Incremental translation is a layer in front of Translate: a Cache's
+// Translate method returns what Translate would, with the work of the
+// last translation reused. It remembers rule validation, and whole route
+// translations whose inputs are the same objects as last time. When only
+// backends changed since the last translation (an EndpointSlice, the most
+// common change in a cluster), it patches that translation instead: the
+// routes using them are translated again, and the rest of the Output is
+// shared with the last one (so an Output is read-only).
+//
+//	cache.go      the Cache: what it keeps, and the objects every route
+//	              depends on (the epoch)
+//	routememo.go  a route's remembered translation, and when it holds
+//	patch.go      patching the last translation when only backends changed
+//	lookup.go     the translator's only way to objects by name; it records
+//	              what a route's translation read, so the Cache knows what
+//	              to check before reusing it
+//
+// Translate itself knows nothing of the Cache beyond a few calls that do
+// nothing (or the plain computation) without one, and a route's
+// translation cannot read a backend without the read being recorded.
 package translate

@@ -58,11 +58,11 @@ func (t *translator) frontendValidation(gi *gatewayInfo, port int32) frontendChe
 		}
 		what := fmt.Sprintf("%s/%s", ns, ref.Name)
 		problem, reason := "", ""
-		switch cm := t.ix.configMaps[nn(ns, string(ref.Name))]; {
+		switch cm := t.look.configMap(ns, string(ref.Name)); {
 		case ref.Group != "" || ref.Kind != "ConfigMap":
 			problem, reason = fmt.Sprintf("caCertificateRef %s %s: only core ConfigMaps are supported", groupKind(ref.Group, ref.Kind), ref.Name),
 				string(gwv1.ListenerReasonInvalidCACertificateKind)
-		case !t.ix.granted(groupGateway, "Gateway", g.Namespace, "", "ConfigMap", ns, string(ref.Name)):
+		case !t.look.granted(groupGateway, "Gateway", g.Namespace, "", "ConfigMap", ns, string(ref.Name)):
 			problem, reason = fmt.Sprintf("ConfigMap %s is in another namespace and no ReferenceGrant there allows it", what),
 				string(gwv1.ListenerReasonRefNotPermitted)
 		case cm == nil:

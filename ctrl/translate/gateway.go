@@ -270,15 +270,15 @@ func (t *translator) tlsSecret(ref *gwv1.SecretObjectReference, fromKind, fromNS
 	if group != "" || kind != "Secret" {
 		return nil, &secretProblem{notSecret: true, msg: fmt.Sprintf("%s/%s %s", group, kind, ref.Name)}
 	}
-	if !t.ix.granted(groupGateway, fromKind, fromNS, "", "Secret", ns, string(ref.Name)) {
+	if !t.look.granted(groupGateway, fromKind, fromNS, "", "Secret", ns, string(ref.Name)) {
 		return nil, &secretProblem{notPermitted: true,
 			msg: fmt.Sprintf("Secret %s/%s is in another namespace and no ReferenceGrant there allows it", ns, ref.Name)}
 	}
-	s := t.ix.secrets[nn(ns, string(ref.Name))]
+	s := t.look.secret(ns, string(ref.Name))
 	if s == nil {
 		return nil, &secretProblem{msg: fmt.Sprintf("Secret %s/%s not found", ns, ref.Name)}
 	}
-	if msg := t.in.Cache.keyPairProblem(s); msg != "" {
+	if msg := t.cache.keyPairProblem(s); msg != "" {
 		return nil, &secretProblem{msg: msg}
 	}
 	return s, nil
@@ -464,7 +464,7 @@ func (li *listenerInfo) serves() bool {
 }
 
 // allows reports whether a route of kind in namespace ns may attach.
-func (li *listenerInfo) allows(kind, ns string, ix *index) bool {
+func (li *listenerInfo) allows(kind, ns string, look lookup) bool {
 	kindOK := false
 	for _, k := range li.kinds {
 		if string(k.Kind) == kind {
@@ -472,15 +472,15 @@ func (li *listenerInfo) allows(kind, ns string, ix *index) bool {
 			break
 		}
 	}
-	return kindOK && li.allowsNamespace(ns, ix)
+	return kindOK && li.allowsNamespace(ns, look)
 }
 
-func (li *listenerInfo) allowsNamespace(ns string, ix *index) bool {
+func (li *listenerInfo) allowsNamespace(ns string, look lookup) bool {
 	switch li.from {
 	case gwv1.NamespacesFromAll:
 		return true
 	case gwv1.NamespacesFromSelector:
-		return li.selector != nil && li.selector.Matches(ix.namespaceLabels(ns))
+		return li.selector != nil && li.selector.Matches(look.namespaceLabels(ns))
 	case gwv1.NamespacesFromNone:
 		return false
 	default:

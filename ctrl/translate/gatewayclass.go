@@ -73,7 +73,7 @@ func (t *translator) classParameters(gc *gwv1.GatewayClass) (*v1alpha1.GatewayCl
 	if ref.Namespace != nil && *ref.Namespace != "" {
 		return nil, "parametersRef must not set a namespace: GatewayClassConfig is cluster-scoped"
 	}
-	cfg := t.ix.classConfig[ref.Name]
+	cfg := t.look.classConfig(ref.Name)
 	if cfg == nil {
 		return nil, fmt.Sprintf("GatewayClassConfig %q not found", ref.Name)
 	}

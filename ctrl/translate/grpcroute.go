@@ -53,7 +53,7 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gat
 			}
 			out.SessionPersistence = s
 		}
-		rs.keep(t.in.Cache, newRuleKey(nil, src, &out), route, i, out)
+		rs.keep(t.cache, newRuleKey(r, i, &out), route, i, out)
 	}
 	return rs
 }

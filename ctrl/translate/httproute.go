@@ -42,7 +42,7 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gat
 			rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
 			continue
 		}
-		rs.keep(t.in.Cache, newRuleKey(src, nil, &out), route, i, out)
+		rs.keep(t.cache, newRuleKey(r, i, &out), route, i, out)
 	}
 	return rs
 }

@@ -108,7 +108,7 @@ func (t *translator) gatewayAllowsSet(gi *gatewayInfo, ns string) bool {
 		return ns == gi.obj.Namespace
 	case gwv1.NamespacesFromSelector:
 		sel, err := metav1.LabelSelectorAsSelector(al.Namespaces.Selector)
-		return err == nil && sel.Matches(t.ix.namespaceLabels(ns))
+		return err == nil && sel.Matches(t.look.namespaceLabels(ns))
 	}
 	return false
 }

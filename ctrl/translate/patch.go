@@ -24,7 +24,7 @@ import (
 // full translation would give; wherever that is not certain (an object
 // deleted, a route's shape or attachment counts changing, a
 // BackendTLSPolicy involved, the clock needed) patch gives up and
-// Translate does the full translation.
+// Cache.Translate does the full translation.
 
 // lastRun is a full or patched translation, kept for the next one.
 type lastRun struct {
@@ -55,28 +55,17 @@ type routeSlot struct {
 	first int
 }
 
-// noteSlot records a route for the next translation.
-func (t *translator) noteSlot(obj any, r *routeInfo, m *routeMemo, first int) {
-	if t.in.Cache == nil {
-		return
-	}
-	if t.slotOf == nil {
-		t.slotOf = make(map[any]int, len(t.in.HTTPRoutes)+len(t.in.GRPCRoutes))
-	}
-	t.slotOf[obj] = len(t.slots)
-	t.slots = append(t.slots, routeSlot{obj: obj, info: r, memo: m, first: first})
-}
-
-func newLastRun(t *translator) *lastRun {
+func newLastRun(t *translator, slots []routeSlot, slotOf map[any]int) *lastRun {
 	s := &t.in.Snapshot
-	l := &lastRun{t: t, out: t.out, slots: t.slots, slotOf: t.slotOf, addresses: t.in.Addresses,
+	l := &lastRun{t: t, out: t.out, slots: slots, slotOf: slotOf, addresses: t.in.Addresses,
 		services:  setOf(s.Services),
 		slices:    setOf(s.EndpointSlices),
 		externals: setOf(s.ExternalBackends),
 	}
+	ix := t.look.ix
 	l.patchable = t.clockUses == 0 && len(t.out.Events) == 0 &&
-		len(l.services) == len(s.Services) && len(t.ix.services) == len(s.Services) &&
-		len(l.externals) == len(s.ExternalBackends) && len(t.ix.external) == len(s.ExternalBackends) &&
+		len(l.services) == len(s.Services) && len(ix.services) == len(s.Services) &&
+		len(l.externals) == len(s.ExternalBackends) && len(ix.external) == len(s.ExternalBackends) &&
 		len(l.slices) == len(s.EndpointSlices)
 	// The translator is kept for its graph; its output-building state is
 	// not needed, and a patch builds its own.
@@ -129,7 +118,7 @@ func (c *Cache) patch(in *Input) *Output {
 	// From here on the last translation's index describes in; if the patch
 	// still gives up, the full translation builds its own, and the memos
 	// it reuses are checked against that.
-	l.t.ix.apply(changes)
+	l.t.look.ix.apply(changes)
 	l.setsApply(changes)
 
 	t := *l.t // shares the graph; everything it writes is its own
@@ -138,7 +127,6 @@ func (c *Cache) patch(in *Input) *Output {
 	t.backends = map[backendKey]resolvedBackend{}
 	t.clusters, t.clusterIdx = nil, nil
 	t.policyByObj = map[*gwv1.BackendTLSPolicy]*policyInfo{}
-	t.slots, t.slotOf = nil, nil
 
 	memos := make([]*routeMemo, len(affected))
 	for i, si := range affected {
@@ -146,8 +134,8 @@ func (c *Cache) patch(in *Input) *Output {
 		http, _ := s.obj.(*gwv1.HTTPRoute)
 		grpc, _ := s.obj.(*gwv1.GRPCRoute)
 		m := t.translateRoute(s.info, http, grpc)
-		if m.noMemo || t.clockUses != 0 || m.counted != s.memo.counted || len(m.routes) != len(s.memo.routes) ||
-			!sameClusterNames(m.clusters, s.memo.clusters) {
+		if !m.repeatable() || t.clockUses != 0 || m.counted != s.memo.counted || len(m.routes) != len(s.memo.routes) ||
+			!sameClusterNamesInOrder(m.clusters, s.memo.clusters) {
 			return nil
 		}
 		memos[i] = m
@@ -236,7 +224,7 @@ func (c *Cache) patch(in *Input) *Output {
 func (l *lastRun) backendChanges(in *Input) ([]backendChange, bool) {
 	var changes []backendChange
 	hits := 0
-	ix := l.t.ix
+	ix := l.t.look.ix
 	changes = newObjects(changes, &hits, kindService, in.Services, l.services,
 		func(o *corev1.Service) *corev1.Service { return ix.services[nn(o.Namespace, o.Name)] })
 	changes = newObjects(changes, &hits, v1alpha1.KindExternalBackend, in.ExternalBackends, l.externals,
@@ -333,9 +321,9 @@ const kindEndpointSlice = "EndpointSlice"
 func (ch *backendChange) depKeys() []backendDep {
 	switch o := ch.obj.(type) {
 	case *corev1.Service:
-		return []backendDep{{kind: kindService, namespace: o.Namespace, name: o.Name}}
+		return []backendDep{{backendKey: backendKey{kind: kindService, namespace: o.Namespace, name: o.Name}}}
 	case *v1alpha1.ExternalBackend:
-		return []backendDep{{kind: v1alpha1.KindExternalBackend, namespace: o.Namespace, name: o.Name}}
+		return []backendDep{{backendKey: backendKey{kind: v1alpha1.KindExternalBackend, namespace: o.Namespace, name: o.Name}}}
 	}
 	var keys []backendDep
 	for _, s := range []*discoveryv1.EndpointSlice{ch.obj.(*discoveryv1.EndpointSlice), asSlice(ch.old)} {
@@ -343,10 +331,10 @@ func (ch *backendChange) depKeys() []backendDep {
 			continue
 		}
 		if svc := s.Labels[labelServiceName]; svc != "" {
-			keys = append(keys, backendDep{kind: kindService, namespace: s.Namespace, name: svc})
+			keys = append(keys, backendDep{backendKey: backendKey{kind: kindService, namespace: s.Namespace, name: svc}})
 		}
 		if svc := s.Labels[labelMCSService]; svc != "" {
-			keys = append(keys, backendDep{kind: kindServiceImport, namespace: s.Namespace, name: svc})
+			keys = append(keys, backendDep{backendKey: backendKey{kind: kindServiceImport, namespace: s.Namespace, name: svc}})
 		}
 	}
 	return keys
@@ -371,7 +359,7 @@ func (l *lastRun) affected(changes []backendChange) []int {
 			continue
 		}
 	deps:
-		for _, d := range m.deps {
+		for _, d := range m.reads.backends {
 			for _, k := range keys {
 				if d.name == k.name && d.namespace == k.namespace && d.kind == k.kind {
 					out = append(out, i)
@@ -460,7 +448,11 @@ func (l *lastRun) setsApply(changes []backendChange) {
 	}
 }
 
-func sameClusterNames(a, b []proxycfg.Cluster) bool {
+// sameClusterNamesInOrder reports whether two lists of clusters name the
+// same clusters in the same order (their settings may differ): a patched
+// route must use the clusters its last translation did, since the config's
+// cluster list is the last one's with those clusters replaced.
+func sameClusterNamesInOrder(a, b []proxycfg.Cluster) bool {
 	return slices.EqualFunc(a, b, func(x, y proxycfg.Cluster) bool { return x.Name == y.Name })
 }
 

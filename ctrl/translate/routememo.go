@@ -3,12 +3,9 @@ package translate
 import (
 	"slices"
 
-	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -17,19 +14,24 @@ import (
 // route object itself (the memo's key), the objects every route depends on
 // (the Cache's epoch: Gateways, ListenerSets, grants, policies, ...), how
 // the route attached (attach runs every time; it is cheap and it is where
-// routes affect each other), and the Services and EndpointSlices its
-// backends resolved through.
+// routes affect each other), and the backends it read (reads, which the
+// translator's lookup records).
 type routeMemo struct {
 	parents  []parentSummary
-	deps     []backendDep
+	reads    readLog
 	routes   []proxycfg.Route
 	clusters []proxycfg.Cluster
 	statuses []gwv1.RouteParentStatus
 	counted  bool
 	// noMemo marks a translation that must not be reused: it produced
-	// events or new transition times (which depend on the clock), or used
-	// a BackendTLSPolicy (whose ancestors are per translation).
+	// events or new transition times (which depend on the clock).
 	noMemo bool
+}
+
+// repeatable reports whether m may stand for a new translation of its
+// route: it may be repeated, and what it read is unchanged.
+func (m *routeMemo) repeatable() bool {
+	return !m.noMemo && !m.reads.policies
 }
 
 // parentSummary is how a parentRef attached, in plain values: a memo must
@@ -65,53 +67,60 @@ func summarize(ps []*parentInfo) []parentSummary {
 	return out
 }
 
-// backendDep is what a backendRef resolved through.
-type backendDep struct {
-	kind, namespace, name string
-	svc                   *corev1.Service
-	slices                []*discoveryv1.EndpointSlice
-	ext                   *v1alpha1.ExternalBackend
+// reusable returns the remembered translation of a route object when it
+// still holds for the route as it attached now, and counts hits and
+// misses. ix is the present translation's index.
+func (c *Cache) reusable(obj any, r *routeInfo, ix *index) *routeMemo {
+	if c == nil {
+		return nil
+	}
+	if m := c.memo(obj); m != nil && m.repeatable() && parentsSame(m.parents, r.parents) && backendsSame(m.reads.backends, ix) {
+		c.hits++
+		return m
+	}
+	c.misses++
+	return nil
 }
 
-func (t *translator) noteDep(k backendKey) {
-	m := t.recording
-	if m == nil {
-		return
+// memo returns the last translation of a route object, if any.
+func (c *Cache) memo(route any) *routeMemo {
+	if c.last == nil || !c.epochSame {
+		return nil
 	}
-	for _, d := range m.deps {
-		if d.kind == k.kind && d.namespace == k.namespace && d.name == k.name {
-			return
-		}
+	if i, ok := c.last.slotOf[route]; ok {
+		return c.last.slots[i].memo
 	}
-	m.deps = append(m.deps, t.dep(k.kind, k.namespace, k.name))
+	return nil
 }
 
-func (t *translator) dep(kind, ns, name string) backendDep {
-	d := backendDep{kind: kind, namespace: ns, name: name}
-	key := nn(ns, name)
-	switch kind {
-	case kindService:
-		d.svc, d.slices = t.ix.services[key], t.ix.slices[key]
-	case kindServiceImport:
-		d.slices = t.ix.mcsSlices[key]
-	default:
-		d.ext = t.ix.external[key]
-	}
-	return d
-}
-
-// memoValid reports whether m still describes route r.
-func (t *translator) memoValid(m *routeMemo, r *routeInfo) bool {
-	if m.noMemo || !parentsSame(m.parents, r.parents) {
-		return false
-	}
-	for _, d := range m.deps {
-		now := t.dep(d.kind, d.namespace, d.name)
-		if now.svc != d.svc || now.ext != d.ext || !slices.Equal(now.slices, d.slices) {
+// backendsSame reports whether recorded backend reads find the same
+// objects in ix.
+func backendsSame(deps []backendDep, ix *index) bool {
+	for _, d := range deps {
+		now := ix.backendObjects(d.kind, d.namespace, d.name)
+		if !sameObject(now.svc, d.svc) || !sameObject(now.ext, d.ext) || !slices.EqualFunc(now.slices, d.slices, sameObject) {
 			return false
 		}
 	}
 	return true
+}
+
+// noteRoute records a route of the full translation under way, with where
+// its data-plane routes start in the config, for the next translation.
+func (c *Cache) noteRoute(obj any, r *routeInfo, m *routeMemo, first int) {
+	if c == nil {
+		return
+	}
+	c.slotOf[obj] = len(c.slots)
+	c.slots = append(c.slots, routeSlot{obj: obj, info: r, memo: m, first: first})
+}
+
+// completeMemo adds to a route's fresh translation what only a later
+// translation reads.
+func (t *translator) completeMemo(m *routeMemo, r *routeInfo) {
+	m.routes = slices.Clone(m.routes)
+	m.clusters = t.clustersMet(m.reads.backends)
+	m.parents = summarize(r.parents)
 }
 
 // emit puts a route's translation into the output. A remembered one
@@ -158,23 +167,18 @@ func parentsSame(a []parentSummary, b []*parentInfo) bool {
 	return true
 }
 
-// clustersOf returns the clusters that routes use (backends and mirrors),
-// so a remembered route brings them along even when the route that first
-// resolved a shared cluster is gone.
-func (t *translator) clustersOf(routes []proxycfg.Route) []proxycfg.Cluster {
+// clustersMet returns the clusters a route's backends resolved to, in
+// the order it met them, used or not (a rule may be dropped): a
+// translation lists clusters in the order routes first meet them, so a
+// remembered route must bring along the clusters it met, as it met them.
+func (t *translator) clustersMet(deps []backendDep) []proxycfg.Cluster {
 	var out []proxycfg.Cluster
-	add := func(name string) {
-		i, ok := t.clusterIdx[name]
-		if !ok || slices.ContainsFunc(out, func(c proxycfg.Cluster) bool { return c.Name == name }) {
-			return
+	for _, d := range deps {
+		rb := t.backends[d.backendKey]
+		if rb.name == "" || slices.ContainsFunc(out, func(c proxycfg.Cluster) bool { return c.Name == rb.name }) {
+			continue
 		}
-		out = append(out, t.clusters[i])
-	}
-	for i := range routes {
-		for j := range routes[i].Rules {
-			ru := &routes[i].Rules[j]
-			forClusters(ru, add)
-		}
+		out = append(out, t.clusters[t.clusterIdx[rb.name]])
 	}
 	return out
 }

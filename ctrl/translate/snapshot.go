@@ -51,9 +51,6 @@ type Input struct {
 	// would refuse (loopback): standalone mode has no API server, and its
 	// backends run on 127.0.0.1.
 	AnyEndpointAddress bool
-	// Cache, when set, carries work between translations (see Cache). The
-	// output is the same with or without it.
-	Cache *Cache
 }
 
 // Snapshot holds the objects of one translation. Slices may be in any

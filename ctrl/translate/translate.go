@@ -13,12 +13,18 @@ import (
 )
 
 // translator carries one translation's working state. It lives for one
-// call of Translate.
+// call of Translate (or, kept by a Cache, until the next translation
+// patches it: patch.go).
 type translator struct {
-	in  *Input
-	ix  *index
-	now metav1.Time
-	out *Output
+	in   *Input
+	look lookup // the snapshot's objects by name: the only way to them
+	now  metav1.Time
+	out  *Output
+	// cache is nil in Translate. In Cache.Translate it is the cache, which
+	// the translator asks for remembered work and tells what it did
+	// (keyPairProblem, validated, reusable, noteRoute, completeMemo); each
+	// of those is a no-op or a plain computation on nil.
+	cache *Cache
 
 	classByName   map[string]*classInfo
 	gatewayByKey  map[types.NamespacedName]*gatewayInfo
@@ -32,7 +38,6 @@ type translator struct {
 	clusters       []proxycfg.Cluster
 	policyByObj    map[*gwv1.BackendTLSPolicy]*policyInfo
 	lastPolicies   []*policyInfo  // the policies the last resolved backend met
-	recording      *routeMemo     // the memo of the route being translated
 	clusterIdx     map[string]int // cluster name → index in clusters
 	parents        slab[parentInfo]
 	attachmentSlab slab[attachment]
@@ -41,30 +46,22 @@ type translator struct {
 	// clockUses counts the conditions that took Now as their transition
 	// time: a translation without any is repeatable at any time.
 	clockUses int
-	// slots are the routes in the order translated, with where their
-	// data-plane routes went, kept for the next translation (lastRun).
-	slots  []routeSlot
-	slotOf map[any]int
 }
 
 // Translate turns a snapshot into proxy config, statuses, hostnames and
 // events. It is pure: the same input gives the same output, and it never
-// changes the input. The order of the steps is the order of dependence:
-// classes, then Gateways and their ListenerSets, then routes binding to
-// listeners, then the statuses that count what bound.
+// changes the input. Cache.Translate returns the same, faster when little
+// changed since its last translation.
 func Translate(in *Input) *Output {
-	if in.Cache != nil {
-		in.Cache.begin(in)
-		defer in.Cache.end()
-		if out := in.Cache.patch(in); out != nil {
-			return out
-		}
-		in.Cache.beginFull()
-	}
-	t := &translator{
-		in:  in,
-		ix:  buildIndex(&in.Snapshot),
-		now: metav1Now(in),
+	return newTranslator(in, nil).run()
+}
+
+func newTranslator(in *Input, c *Cache) *translator {
+	return &translator{
+		in:    in,
+		look:  lookup{ix: buildIndex(&in.Snapshot)},
+		now:   metav1Now(in),
+		cache: c,
 		out: &Output{
 			Config: proxycfg.Config{Schema: proxycfg.SchemaVersion, Listeners: []proxycfg.Listener{},
 				Routes: make([]proxycfg.Route, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)), Clusters: []proxycfg.Cluster{}},
@@ -85,6 +82,12 @@ func Translate(in *Input) *Output {
 		hostIndex:    make(map[string]int, len(in.HTTPRoutes)+len(in.GRPCRoutes)),
 		policyByObj:  map[*gwv1.BackendTLSPolicy]*policyInfo{},
 	}
+}
+
+// run is a whole translation. The order of the steps is the order of
+// dependence: classes, then Gateways and their ListenerSets, then routes
+// binding to listeners, then the statuses that count what bound.
+func (t *translator) run() *Output {
 	t.classes()
 	t.gateways()
 	for _, si := range t.setList {
@@ -99,9 +102,6 @@ func Translate(in *Input) *Output {
 	t.gatewayStatuses()
 	t.policyStatuses()
 	t.assembleConfig()
-	if in.Cache != nil {
-		in.Cache.endFull(t)
-	}
 	return t.out
 }
 
@@ -134,26 +134,26 @@ func (t *translator) routes() {
 	t.kindConflicts()
 
 	for _, p := range all {
-		r := p.info
-		if len(r.parents) == 0 {
-			t.noteSlot(p.obj(), r, nil, 0)
-			continue // no parent of ours
-		}
-		obj := p.obj()
-		first := len(t.out.Config.Routes)
-		if m := t.in.Cache.memo(obj); m != nil && t.memoValid(m, r) {
-			t.emit(m, r, false)
-			t.in.Cache.hits++
-			t.noteSlot(obj, r, m, first)
-			continue
-		}
-		if t.in.Cache != nil {
-			t.in.Cache.misses++
-		}
-		m := t.translateRoute(r, p.http, p.grpc)
-		t.emit(m, r, true)
-		t.noteSlot(obj, r, m, first)
+		t.routeResult(p)
 	}
+}
+
+// routeResult puts one attached route's translation into the output: a
+// Cache's remembered one when it still holds, else a fresh one.
+func (t *translator) routeResult(p pending) {
+	r, obj := p.info, p.obj()
+	if len(r.parents) == 0 {
+		t.cache.noteRoute(obj, r, nil, 0)
+		return // no parent of ours
+	}
+	first := len(t.out.Config.Routes)
+	m := t.cache.reusable(obj, r, t.look.ix)
+	fresh := m == nil
+	if fresh {
+		m = t.translateRoute(r, p.http, p.grpc)
+	}
+	t.emit(m, r, fresh)
+	t.cache.noteRoute(obj, r, m, first)
 }
 
 // pending is a route waiting for translation: its working state and its
@@ -177,8 +177,10 @@ func (p pending) obj() any {
 // result alone.
 func (t *translator) translateRoute(r *routeInfo, http *gwv1.HTTPRoute, grpc *gwv1.GRPCRoute) *routeMemo {
 	m := &routeMemo{}
-	t.recording = m
-	defer func() { t.recording = nil }()
+	if t.cache != nil {
+		t.look.log = &m.reads
+		defer func() { t.look.log = nil }()
+	}
 	events, first := len(t.out.Events), len(t.out.Config.Routes)
 	// A route is emitted once per backend client certificate: its
 	// backends present the certificate of the Gateway the request came
@@ -230,14 +232,12 @@ func (t *translator) translateRoute(r *routeInfo, http *gwv1.HTTPRoute, grpc *gw
 	statuses, fresh := t.routeStatus(r, &rs, allDropped)
 	m.statuses = statuses
 	m.counted = !allDropped && rs.unsupported == ""
-	if t.in.Cache != nil { // what only a later translation reads
-		m.routes = slices.Clone(m.routes)
-		m.clusters = t.clustersOf(m.routes)
-		m.parents = summarize(r.parents)
-	}
 	// The clock went into the result, or it told something once: neither
 	// may be repeated by a later translation.
-	m.noMemo = m.noMemo || fresh || len(t.out.Events) != events
+	m.noMemo = fresh || len(t.out.Events) != events
+	if t.cache != nil {
+		t.completeMemo(m, r)
+	}
 	return m
 }
 

@@ -86,13 +86,11 @@ func TestTunnelStateInStatuses(t *testing.T) {
 // A new TunnelState invalidates what the Cache kept: the same input with a
 // changed report gives what a cold translation gives.
 func TestTunnelStateAndCache(t *testing.T) {
-	in := loadGolden(t, "basic.yaml")
-	in.Cache = translate.NewCache()
+	in, cache := loadGolden(t, "basic.yaml"), translate.NewCache()
 	in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "abc", Pending: "applying"}}
-	translate.Translate(in)
+	cache.Translate(in)
 	in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "abc"}}
-	warm := translate.Translate(in)
-	in.Cache = nil
+	warm := cache.Translate(in)
 	cold := translate.Translate(in)
 	wantCond(t, warm.Gateways[nsName("default", "web")].Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
 	if d := translate.Diff(cold, warm); !d.Empty() {

@@ -1,0 +1,128 @@
+package translate
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+)
+
+// lookup is how a translation reads the snapshot's objects by name: the
+// translator has no other way to them. It exists so that a Cache can
+// reuse a route's translation knowing everything the translation read.
+// Each read is accounted for in one of two ways, and a new kind of read
+// must choose one:
+//
+//   - recorded: backend reads (Services, EndpointSlices, ExternalBackends)
+//     go into the log of the route being translated, with the objects
+//     they found, and the Cache compares them before reusing the
+//     translation (routememo.go) or to find the routes a change affects
+//     (patch.go);
+//   - in the epoch: ReferenceGrants, BackendTLSPolicies, ConfigMaps,
+//     Secrets, Namespaces and GatewayClassConfigs are few and rarely
+//     change, so the Cache reuses nothing once any of them changed (its
+//     epoch, cache.go).
+//
+// Without a Cache, log is nil and reads record nothing.
+type lookup struct {
+	ix  *index
+	log *readLog
+}
+
+// readLog is what one route's translation read that decides whether it
+// can be reused.
+type readLog struct {
+	// backends are what its backendRefs (and mirrors) resolved through,
+	// once per backendKey, in the order first met.
+	backends []backendDep
+	// policies is set when a BackendTLSPolicy targets one of them: the
+	// policy's ancestors are noted per translation, so a translation that
+	// met one cannot be reused.
+	policies bool
+}
+
+// backendObjects are the objects one backend resolves through: a Service
+// and its EndpointSlices, a ServiceImport's EndpointSlices, or an
+// ExternalBackend.
+type backendObjects struct {
+	svc    *corev1.Service
+	slices []*discoveryv1.EndpointSlice
+	ext    *v1alpha1.ExternalBackend
+}
+
+// backendDep is a recorded backend read: the backend (as a cluster: the
+// Cache also lists the clusters a route met, in order) and what it found.
+type backendDep struct {
+	backendKey
+	backendObjects
+}
+
+// backend reads the objects the backendRef k names, and the
+// BackendTLSPolicies that target it (of a Service or an ExternalBackend).
+// Recorded.
+func (l lookup) backend(k backendKey) (backendObjects, []*gwv1.BackendTLSPolicy) {
+	objs := l.ix.backendObjects(k.kind, k.namespace, k.name)
+	var policies []*gwv1.BackendTLSPolicy
+	switch k.kind {
+	case kindService:
+		policies = l.ix.policies[policyTarget{"", k.kind, k.namespace, k.name}]
+	case v1alpha1.KindExternalBackend:
+		policies = l.ix.policies[policyTarget{v1alpha1.Group, k.kind, k.namespace, k.name}]
+	}
+	if l.log != nil {
+		l.log.noteBackend(k, objs)
+		l.log.policies = l.log.policies || len(policies) > 0
+	}
+	return objs, policies
+}
+
+func (r *readLog) noteBackend(k backendKey, objs backendObjects) {
+	for _, d := range r.backends {
+		if d.backendKey == k {
+			return
+		}
+	}
+	r.backends = append(r.backends, backendDep{backendKey: k, backendObjects: objs})
+}
+
+// backendObjects finds a backend's objects, recording nothing: the Cache
+// uses it to compare a recorded read with the present.
+func (ix *index) backendObjects(kind, ns, name string) backendObjects {
+	key := nn(ns, name)
+	switch kind {
+	case kindService:
+		return backendObjects{svc: ix.services[key], slices: ix.slices[key]}
+	case kindServiceImport:
+		return backendObjects{slices: ix.mcsSlices[key]}
+	default:
+		return backendObjects{ext: ix.external[key]}
+	}
+}
+
+// granted reports whether a ReferenceGrant allows a reference (see
+// index.granted). In the epoch.
+func (l lookup) granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName string) bool {
+	return l.ix.granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName)
+}
+
+// configMap returns a ConfigMap, or nil. In the epoch.
+func (l lookup) configMap(ns, name string) *corev1.ConfigMap {
+	return l.ix.configMaps[nn(ns, name)]
+}
+
+// secret returns a Secret, or nil. In the epoch.
+func (l lookup) secret(ns, name string) *corev1.Secret {
+	return l.ix.secrets[nn(ns, name)]
+}
+
+// classConfig returns a GatewayClassConfig, or nil. In the epoch.
+func (l lookup) classConfig(name string) *v1alpha1.GatewayClassConfig {
+	return l.ix.classConfig[name]
+}
+
+// namespaceLabels returns a namespace's labels. In the epoch.
+func (l lookup) namespaceLabels(ns string) labels.Set {
+	return l.ix.namespaceLabels(ns)
+}
