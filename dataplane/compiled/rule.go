@@ -153,192 +153,228 @@ func matchedPrefix(m proxycfg.Match) string {
 // name, or false when the config has no such cluster. Every problem is
 // reported, joined, each naming its filter or backend.
 func CompileRule(r *proxycfg.Route, i, id int, cluster func(name string) (int, bool)) (*Rule, []*Target, error) {
-	src := &r.Rules[i]
-	ru := &Rule{Route: r.Namespace + "/" + r.Name, Kind: r.Kind, Index: i, Name: src.Name, ID: id, FailStatus: src.FailStatus}
+	c := &ruleCompiler{src: &r.Rules[i], cluster: cluster}
+	ru := c.rule(r, i, id)
+	own := c.filters(c.src.Filters, "", false)
+	c.ruleFilters(ru, &own)
+	c.backends(ru, &own)
+	c.settings(ru, i)
+	targets := c.targets(ru, &own)
+	if len(c.errs) > 0 {
+		return nil, nil, errors.Join(c.errs...)
+	}
+	return ru, targets, nil
+}
+
+// ruleCompiler is one CompileRule call: the rule's source, how cluster
+// names resolve, and the problems found so far.
+type ruleCompiler struct {
+	src     *proxycfg.Rule
+	cluster func(name string) (int, bool)
+	errs    []error
+	// reqErr and respErr are the rule's own header plans' problems: a
+	// backend's plan is reported only when its own filters break it.
+	reqErr, respErr error
+}
+
+func (c *ruleCompiler) bad(format string, a ...any) {
+	c.errs = append(c.errs, fmt.Errorf(format, a...))
+}
+
+// rule is the compiled rule's identity and fail status.
+func (c *ruleCompiler) rule(r *proxycfg.Route, i, id int) *Rule {
+	ru := &Rule{Route: r.Namespace + "/" + r.Name, Kind: r.Kind, Index: i, Name: c.src.Name, ID: id, FailStatus: c.src.FailStatus}
 	if ru.Kind == "" {
 		ru.Kind = proxycfg.KindHTTP
 	}
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if s := src.FailStatus; s != 0 && (s < 400 || s > 599) {
-		bad("failStatus %d is not a 4xx or 5xx status", s)
+	if s := c.src.FailStatus; s != 0 && (s < 400 || s > 599) {
+		c.bad("failStatus %d is not a 4xx or 5xx status", s)
 	}
+	return ru
+}
 
-	// Rule filters. Header modifiers of the same direction fold into one
-	// plan; a redirect and a rewrite cannot be combined (the spec forbids
-	// it, and it would be ambiguous which path wins).
-	var reqMods, respMods []*proxycfg.HeaderModifier
-	var redirectSpec *proxycfg.Redirect
-	var rewriteSpec *proxycfg.Rewrite
-	for fi := range src.Filters {
-		f := &src.Filters[fi]
+// filterSet is what a list of filters asks for, by kind. Header
+// modifiers of the same direction fold into one plan later, in order.
+type filterSet struct {
+	reqMods, respMods []*proxycfg.HeaderModifier
+	redirect          *proxycfg.Redirect
+	rewrite           *proxycfg.Rewrite
+	cors              *CORS
+	mirrors           []*Mirror
+}
+
+// filters sorts fs by kind, compiling mirrors and CORS, and reports each
+// problem prefixed with where ("" for the rule's own filters,
+// "backends[i]." for a backend's). A backend takes header modifiers and
+// mirrors only.
+func (c *ruleCompiler) filters(fs []proxycfg.Filter, where string, backend bool) filterSet {
+	var set filterSet
+	for fi := range fs {
+		f := &fs[fi]
 		if err := checkFilter(f); err != nil {
-			bad("filters[%d]: %w", fi, err)
+			c.bad("%sfilters[%d]: %w", where, fi, err)
 			continue
 		}
-		switch f.Type {
-		case proxycfg.FilterRequestHeaderModifier:
-			reqMods = append(reqMods, f.RequestHeaderModifier)
-		case proxycfg.FilterResponseHeaderModifier:
-			respMods = append(respMods, f.ResponseHeaderModifier)
-		case proxycfg.FilterRequestRedirect:
-			if redirectSpec != nil {
-				bad("filters[%d]: more than one RequestRedirect", fi)
-			}
-			redirectSpec = f.RequestRedirect
-		case proxycfg.FilterURLRewrite:
-			if rewriteSpec != nil {
-				bad("filters[%d]: more than one URLRewrite", fi)
-			}
-			rewriteSpec = f.URLRewrite
-		case proxycfg.FilterRequestMirror:
-			m, err := compileMirror(f.RequestMirror, cluster)
+		switch {
+		case f.Type == proxycfg.FilterRequestHeaderModifier:
+			set.reqMods = append(set.reqMods, f.RequestHeaderModifier)
+		case f.Type == proxycfg.FilterResponseHeaderModifier:
+			set.respMods = append(set.respMods, f.ResponseHeaderModifier)
+		case f.Type == proxycfg.FilterRequestMirror:
+			m, err := compileMirror(f.RequestMirror, c.cluster)
 			if err != nil {
-				bad("filters[%d]: %w", fi, err)
+				c.bad("%sfilters[%d]: %w", where, fi, err)
 				continue
 			}
-			ru.Mirrors = append(ru.Mirrors, m)
-		case proxycfg.FilterCORS:
-			if ru.CORS != nil {
-				bad("filters[%d]: more than one CORS filter", fi)
+			set.mirrors = append(set.mirrors, m)
+		case backend:
+			c.bad("%sfilters[%d]: %s is not supported on a backend; put it on the rule", where, fi, f.Type)
+		case f.Type == proxycfg.FilterRequestRedirect:
+			if set.redirect != nil {
+				c.bad("filters[%d]: more than one RequestRedirect", fi)
 			}
-			c, err := compileCORS(f.CORS)
+			set.redirect = f.RequestRedirect
+		case f.Type == proxycfg.FilterURLRewrite:
+			if set.rewrite != nil {
+				c.bad("filters[%d]: more than one URLRewrite", fi)
+			}
+			set.rewrite = f.URLRewrite
+		case f.Type == proxycfg.FilterCORS:
+			if set.cors != nil {
+				c.bad("filters[%d]: more than one CORS filter", fi)
+			}
+			cors, err := compileCORS(f.CORS)
 			if err != nil {
-				bad("filters[%d]: %w", fi, err)
+				c.bad("filters[%d]: %w", fi, err)
 				continue
 			}
-			ru.CORS = c
+			set.cors = cors
 		}
 	}
-	if redirectSpec != nil && rewriteSpec != nil {
-		bad("RequestRedirect and URLRewrite cannot be used together")
-	}
+	return set
+}
 
-	// The rule's own plans are checked once here; a backend's plan is
-	// reported only when its own filters break it. The response plan also
-	// applies to answers the proxy makes itself for the rule (redirects,
-	// CORS preflights).
-	var reqErr, respErr error
-	if ru.RespPlan, respErr = compileHeaderPlan(respMods...); respErr != nil {
-		bad("response headers: %w", respErr)
+// ruleFilters gives the rule what its own filters compile to. A redirect
+// and a rewrite cannot be combined (the spec forbids it, and it would be
+// ambiguous which path wins). The rule's own plans are checked once
+// here; its response plan also applies to answers the proxy makes itself
+// for the rule (redirects, CORS preflights).
+func (c *ruleCompiler) ruleFilters(ru *Rule, own *filterSet) {
+	ru.CORS, ru.Mirrors = own.cors, own.mirrors
+	if own.redirect != nil && own.rewrite != nil {
+		c.bad("RequestRedirect and URLRewrite cannot be used together")
 	}
-	if _, reqErr = compileHeaderPlan(reqMods...); reqErr != nil {
-		bad("request headers: %w", reqErr)
+	if ru.RespPlan, c.respErr = compileHeaderPlan(own.respMods...); c.respErr != nil {
+		c.bad("response headers: %w", c.respErr)
 	}
+	if _, c.reqErr = compileHeaderPlan(own.reqMods...); c.reqErr != nil {
+		c.bad("request headers: %w", c.reqErr)
+	}
+}
 
-	// Backends, each with its own filters folded after the rule's.
+// backends compiles the backend refs, each with its own filters folded
+// after the rule's, and their weights into running sums.
+func (c *ruleCompiler) backends(ru *Rule, own *filterSet) {
 	sum := 0
-	for bi := range src.Backends {
-		b := &src.Backends[bi]
+	for bi := range c.src.Backends {
+		b := &c.src.Backends[bi]
 		where := fmt.Sprintf("backends[%d]", bi)
 		if b.Weight < 0 || b.Weight > 1_000_000 {
-			bad("%s: weight %d out of range 0-1000000", where, b.Weight)
+			c.bad("%s: weight %d out of range 0-1000000", where, b.Weight)
 			continue
 		}
-		cb := Backend{Status: b.Status, Cluster: NoCluster}
-		switch {
-		case b.Status != 0 && (b.Status < 400 || b.Status > 599):
-			bad("%s: status %d is not a 4xx or 5xx status", where, b.Status)
-		case b.Status == 0 && b.Cluster == "":
-			bad("%s: needs a cluster or a status", where)
-		case b.Status == 0:
-			id, ok := cluster(b.Cluster)
-			if !ok {
-				bad("%s: cluster %q is not defined", where, b.Cluster)
-			}
-			cb.Cluster = id
-		}
-		breq, bresp := slices.Clone(reqMods), slices.Clone(respMods)
-		for fi := range b.Filters {
-			f := &b.Filters[fi]
-			if err := checkFilter(f); err != nil {
-				bad("%s.filters[%d]: %w", where, fi, err)
-				continue
-			}
-			switch f.Type {
-			case proxycfg.FilterRequestHeaderModifier:
-				breq = append(breq, f.RequestHeaderModifier)
-			case proxycfg.FilterResponseHeaderModifier:
-				bresp = append(bresp, f.ResponseHeaderModifier)
-			case proxycfg.FilterRequestMirror:
-				m, err := compileMirror(f.RequestMirror, cluster)
-				if err != nil {
-					bad("%s.filters[%d]: %w", where, fi, err)
-					continue
-				}
-				cb.Mirrors = append(cb.Mirrors, m)
-			default:
-				bad("%s.filters[%d]: %s is not supported on a backend; put it on the rule", where, fi, f.Type)
-			}
-		}
-		var err error
-		if cb.ReqPlan, err = compileHeaderPlan(breq...); err != nil && reqErr == nil {
-			bad("%s: request headers: %w", where, err)
-		}
-		if cb.RespPlan, err = compileHeaderPlan(bresp...); err != nil && respErr == nil {
-			bad("%s: response headers: %w", where, err)
-		}
-		if len(cb.Mirrors) > 0 {
-			ru.Buffer = MaxReplayBody
-		}
+		cb := c.backend(b, where, own)
 		sum += b.Weight
 		cb.CumWeight = sum
 		ru.Backends = append(ru.Backends, cb)
 	}
 	ru.TotalWeight = sum
+}
+
+// backend compiles one backend ref but its weight.
+func (c *ruleCompiler) backend(b *proxycfg.BackendRef, where string, own *filterSet) Backend {
+	cb := Backend{Status: b.Status, Cluster: NoCluster}
+	switch {
+	case b.Status != 0 && (b.Status < 400 || b.Status > 599):
+		c.bad("%s: status %d is not a 4xx or 5xx status", where, b.Status)
+	case b.Status == 0 && b.Cluster == "":
+		c.bad("%s: needs a cluster or a status", where)
+	case b.Status == 0:
+		id, ok := c.cluster(b.Cluster)
+		if !ok {
+			c.bad("%s: cluster %q is not defined", where, b.Cluster)
+		}
+		cb.Cluster = id
+	}
+	bf := c.filters(b.Filters, where+".", true)
+	cb.Mirrors = bf.mirrors
+	var err error
+	if cb.ReqPlan, err = compileHeaderPlan(append(slices.Clone(own.reqMods), bf.reqMods...)...); err != nil && c.reqErr == nil {
+		c.bad("%s: request headers: %w", where, err)
+	}
+	if cb.RespPlan, err = compileHeaderPlan(append(slices.Clone(own.respMods), bf.respMods...)...); err != nil && c.respErr == nil {
+		c.bad("%s: response headers: %w", where, err)
+	}
+	return cb
+}
+
+// settings compiles timeouts, retries and session persistence, and sizes
+// the body kept for replays and copies.
+func (c *ruleCompiler) settings(ru *Rule, i int) {
+	src := c.src
 	if t := src.Timeouts; t != nil {
 		ru.RequestTimeout, ru.TryTimeout = time.Duration(t.Request), time.Duration(t.BackendRequest)
 		if ru.RequestTimeout > 0 && ru.TryTimeout > ru.RequestTimeout {
-			bad("timeouts: backendRequest %v exceeds request %v", ru.TryTimeout, ru.RequestTimeout)
+			c.bad("timeouts: backendRequest %v exceeds request %v", ru.TryTimeout, ru.RequestTimeout)
 		}
 	}
 	if src.Retry != nil {
 		rp, err := compileRetry(src.Retry)
 		if err != nil {
-			bad("retry: %w", err)
+			c.bad("retry: %w", err)
 		} else {
 			ru.Retry = rp
-			ru.Buffer = MaxReplayBody
 		}
-	}
-	if len(ru.Mirrors) > 0 {
-		ru.Buffer = MaxReplayBody
 	}
 	if sp := src.SessionPersistence; sp != nil {
 		p, err := compileSession(sp)
 		if err != nil {
-			bad("sessionPersistence: %w", err)
+			c.bad("sessionPersistence: %w", err)
 		} else {
 			ru.Session = p
 			ru.SessionScope = ru.Route + "#" + strconv.Itoa(i) + "#" + sp.Name
 		}
 	}
+	if ru.Retry != nil || len(ru.Mirrors) > 0 || slices.ContainsFunc(ru.Backends, func(b Backend) bool { return len(b.Mirrors) > 0 }) {
+		ru.Buffer = MaxReplayBody
+	}
+}
 
-	matches := RuleMatches(src)
+// targets compiles, per match, the redirect or rewrite for the prefix
+// that match carries.
+func (c *ruleCompiler) targets(ru *Rule, own *filterSet) []*Target {
+	matches := RuleMatches(c.src)
 	targets := make([]*Target, len(matches))
 	for mi, m := range matches {
 		t := &Target{Rule: ru}
 		prefix := matchedPrefix(m)
-		if redirectSpec != nil {
-			rd, err := compileRedirect(redirectSpec, prefix)
+		if own.redirect != nil {
+			rd, err := compileRedirect(own.redirect, prefix)
 			if err != nil {
-				bad("matches[%d]: RequestRedirect: %w", mi, err)
+				c.bad("matches[%d]: RequestRedirect: %w", mi, err)
 			}
 			t.Redirect = rd
 		}
-		if rewriteSpec != nil {
-			rw, err := compileRewrite(rewriteSpec, prefix)
+		if own.rewrite != nil {
+			rw, err := compileRewrite(own.rewrite, prefix)
 			if err != nil {
-				bad("matches[%d]: URLRewrite: %w", mi, err)
+				c.bad("matches[%d]: URLRewrite: %w", mi, err)
 			}
 			t.Rewrite = rw
 		}
 		targets[mi] = t
 	}
-	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
-	}
-	return ru, targets, nil
+	return targets
 }
 
 // checkFilter makes sure exactly the field named by Type is set.
