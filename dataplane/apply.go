@@ -34,7 +34,7 @@ func (p *Proxy) replaceClusters(cfg *proxycfg.Config) bool {
 	cur := p.current.Load()
 	// The config served given again may have been changed in place: what
 	// changed cannot be told, so it is compiled whole.
-	if cur == nil || cfg == p.served || !sameRouting(p.served, cfg) {
+	if cur == nil || cfg == p.served || !p.served.EqualRouting(cfg) {
 		return false
 	}
 	changed, states := p.changedClusters(cfg)
@@ -72,38 +72,6 @@ func (p *Proxy) changedClusters(cfg *proxycfg.Config) ([]int, []*clusterState) {
 		changed, states = append(changed, i), append(states, cs)
 	}
 	return changed, states
-}
-
-// sameRouting reports whether a and b differ at most in their version and
-// their clusters' definitions: same schema, listeners, routes and session
-// secret, and the same cluster names in the same order (a cluster's ID is
-// its place, and compiled rules refer to clusters by ID).
-func sameRouting(a, b *proxycfg.Config) bool {
-	if a == nil || b == nil || a.Schema != b.Schema || len(a.Clusters) != len(b.Clusters) ||
-		!allEqual(a.Listeners, b.Listeners, (*proxycfg.Listener).Equal) ||
-		!allEqual(a.Routes, b.Routes, (*proxycfg.Route).Equal) ||
-		!slices.Equal(a.SessionSecret, b.SessionSecret) {
-		return false
-	}
-	for i := range a.Clusters {
-		if a.Clusters[i].Name != b.Clusters[i].Name {
-			return false
-		}
-	}
-	return true
-}
-
-// allEqual compares two lists element by element, in place.
-func allEqual[T any](a, b []T, equal func(*T, *T) bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !equal(&a[i], &b[i]) {
-			return false
-		}
-	}
-	return true
 }
 
 // withCluster returns a copy of cfg with cluster c's definition replaced

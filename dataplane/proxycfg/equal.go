@@ -37,6 +37,23 @@ func (c *Config) Equal(o *Config) bool {
 		equalValues(c.SessionSecret, o.SessionSecret)
 }
 
+// EqualRouting reports whether c and o are Equal but, at most, in their
+// versions and their clusters' definitions: the clusters must still have
+// the same names in the same order. A proxy serving c can serve o by
+// replacing clusters alone, since everything it compiles (listeners,
+// routes, the session secret, and clusters by their place in the list)
+// is the same.
+func (c *Config) EqualRouting(o *Config) bool {
+	if c == nil || o == nil {
+		return c == o
+	}
+	return c.Schema == o.Schema &&
+		equalSlices(c.Listeners, o.Listeners, (*Listener).Equal) &&
+		equalSlices(c.Routes, o.Routes, (*Route).Equal) &&
+		equalSlices(c.Clusters, o.Clusters, func(a, b *Cluster) bool { return a.Name == b.Name }) &&
+		equalValues(c.SessionSecret, o.SessionSecret)
+}
+
 // Equal reports whether l and o are the same listener.
 func (l *Listener) Equal(o *Listener) bool {
 	if l == o {

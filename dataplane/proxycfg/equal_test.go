@@ -227,3 +227,29 @@ func variants(t *testing.T, path string, v reflect.Value) []variant {
 	t.Fatalf("%s: the test cannot vary a %s; teach variants", path, v.Type())
 	return nil
 }
+
+func TestEqualRoutingLeavesOutVersionAndClusterDefinitions(t *testing.T) {
+	base := func() *Config {
+		return &Config{Schema: SchemaVersion, Version: "v1",
+			Routes:   []Route{{Name: "r", Rules: []Rule{{Backends: []BackendRef{{Cluster: "a", Weight: 1}}}}}},
+			Clusters: []Cluster{{Name: "a", Endpoints: []Endpoint{{Address: "127.0.0.1:1"}}}, {Name: "b"}},
+		}
+	}
+	endpoints := base()
+	endpoints.Version = "v2"
+	endpoints.Clusters[0].Endpoints = []Endpoint{{Address: "127.0.0.1:2"}}
+	if !base().EqualRouting(endpoints) {
+		t.Error("a new version and new endpoints changed the routing")
+	}
+	reordered := base()
+	reordered.Clusters[0], reordered.Clusters[1] = reordered.Clusters[1], reordered.Clusters[0]
+	renamed := base()
+	renamed.Clusters[1].Name = "c"
+	route := base()
+	route.Routes[0].Name = "other"
+	for name, cfg := range map[string]*Config{"reordered clusters": reordered, "renamed cluster": renamed, "route": route} {
+		if base().EqualRouting(cfg) {
+			t.Errorf("%s: EqualRouting says the same", name)
+		}
+	}
+}
