@@ -20,6 +20,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
 
 // BenchmarkProxy measures one proxied GET with a 100-byte answer, in
@@ -145,7 +146,7 @@ var benchResponse = []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConte
 
 // rawBackend answers each request head it reads with benchResponse.
 func rawBackend(b testing.TB) string {
-	return rawServer(b, func(c net.Conn) {
+	return testnet.RawServer(b, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for skipHead(br) == nil {
 			if _, err := c.Write(benchResponse); err != nil {

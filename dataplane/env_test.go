@@ -255,28 +255,3 @@ func closedAddr(t *testing.T) string {
 	ln.Close()
 	return a
 }
-
-// rawServer accepts loopback connections and runs serve on each in a
-// goroutine of its own, closing the connection when serve returns. Tests
-// use it for backends that must send bytes net/http would not.
-func rawServer(t testing.TB, serve func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}

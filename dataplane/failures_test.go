@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
 
 func TestNoConfigAnswers503(t *testing.T) {
@@ -25,7 +26,7 @@ func TestNoConfigAnswers503(t *testing.T) {
 // rawAnswer answers every connection's first request with resp, then
 // closes it (with resp "", closes without answering).
 func rawAnswer(t *testing.T, resp string) string {
-	return rawServer(t, func(c net.Conn) {
+	return testnet.RawServer(t, func(c net.Conn) {
 		skipHead(bufio.NewReader(c))
 		c.Write([]byte(resp))
 	})
@@ -180,7 +181,7 @@ func TestRetryMovesOffADeadEndpoint(t *testing.T) {
 // client an error: the proxy resends on a new connection.
 func TestStaleConnectionIsReplaced(t *testing.T) {
 	var conns atomic.Int32
-	addr := rawServer(t, func(c net.Conn) {
+	addr := testnet.RawServer(t, func(c net.Conn) {
 		// Answer one request with keep-alive, then close at once.
 		conns.Add(1)
 		skipHead(bufio.NewReader(c))

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
 
 // feValues returns every value of header name in an echo body, in the
@@ -85,7 +86,7 @@ func feRaw(t *testing.T, addr, raw string) (*http.Response, string) {
 // its body) and answers with the bytes of resp, a whole response, on
 // kept-alive connections.
 func feRawBackend(t *testing.T, resp string) string {
-	return rawServer(t, func(c net.Conn) {
+	return testnet.RawServer(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for {
 			req, err := http.ReadRequest(br)

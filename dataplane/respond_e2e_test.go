@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
 
 // A 204 or 304 that carries a Content-Length reaches clients without it:
@@ -75,7 +76,7 @@ func TestDeclaredTrailersFromHTTP2ReachHTTP1Clients(t *testing.T) {
 // only as long as the client waits: a client that leaves frees it.
 func TestStalledHeadFreedWhenTheClientLeaves(t *testing.T) {
 	freed := make(chan struct{})
-	be := rawServer(t, func(c net.Conn) {
+	be := testnet.RawServer(t, func(c net.Conn) {
 		if skipHead(bufio.NewReader(c)) != nil {
 			return
 		}

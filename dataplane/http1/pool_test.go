@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
 
 // backend accepts loopback connections and answers every request head
@@ -26,38 +28,24 @@ type backend struct {
 
 func startBackend(t *testing.T, answer func(n int) string, extra func(n int) (string, time.Duration)) *backend {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	b := &backend{addr: ln.Addr().String()}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
+	b := &backend{}
+	b.addr = testnet.RawServer(t, func(c net.Conn) {
+		b.accepts.Add(1)
+		br := bufio.NewReader(c)
+		for n := 0; ; n++ {
+			if _, err := http.ReadRequest(br); err != nil {
 				return
 			}
-			b.accepts.Add(1)
-			go func() {
-				defer c.Close()
-				br := bufio.NewReader(c)
-				for n := 0; ; n++ {
-					if _, err := http.ReadRequest(br); err != nil {
-						return
-					}
-					io.WriteString(c, answer(n))
-					if extra == nil {
-						continue
-					}
-					if s, wait := extra(n); s != "" {
-						time.Sleep(wait)
-						io.WriteString(c, s)
-					}
-				}
-			}()
+			io.WriteString(c, answer(n))
+			if extra == nil {
+				continue
+			}
+			if s, wait := extra(n); s != "" {
+				time.Sleep(wait)
+				io.WriteString(c, s)
+			}
 		}
-	}()
+	})
 	return b
 }
 
@@ -130,27 +118,13 @@ func TestPoolNeverReusesAConnectionWithStrayBytes(t *testing.T) {
 // A connection the server closed while it sat in the pool is not handed
 // out: the next request goes on a new one instead of failing.
 func TestPoolSkipsAConnectionTheServerClosed(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { // one answer, then an idle timeout of 20 ms
-				defer c.Close()
-				if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
-					io.WriteString(c, ok("answer"))
-					time.Sleep(20 * time.Millisecond)
-				}
-			}()
+	addr := testnet.RawServer(t, func(c net.Conn) { // one answer, then an idle timeout of 20 ms
+		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+			io.WriteString(c, ok("answer"))
+			time.Sleep(20 * time.Millisecond)
 		}
-	}()
-	p := testPool(ln.Addr().String())
+	})
+	p := testPool(addr)
 	for i := range 3 {
 		if _, body := exchange(t, p, "GET"); body != "answer" {
 			t.Fatalf("request %d got %q", i, body)

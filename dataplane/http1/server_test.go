@@ -20,24 +20,19 @@ func TestServerJanitor(t *testing.T) {
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}), Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		HeadTimeout: 500 * time.Millisecond, IdleTimeout: 1500 * time.Millisecond,
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	defer s.Close()
+	addr := startServer(t, s)
 	closedWithin := func(c net.Conn, d time.Duration) bool {
 		c.SetReadDeadline(time.Now().Add(d))
 		_, err := io.ReadAll(c)
 		return err == nil // EOF from the server's close, not our deadline
 	}
-	slow, _ := net.Dial("tcp", ln.Addr().String())
+	slow, _ := net.Dial("tcp", addr)
 	defer slow.Close()
 	io.WriteString(slow, "GET / HTTP/1.1\r\nHo")
 	if !closedWithin(slow, 4*time.Second) {
 		t.Error("a half-sent head was not cut off")
 	}
-	idle, _ := net.Dial("tcp", ln.Addr().String())
+	idle, _ := net.Dial("tcp", addr)
 	defer idle.Close()
 	io.WriteString(idle, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
 	res, err := http.ReadResponse(bufio.NewReader(idle), nil)
@@ -71,14 +66,9 @@ func TestServerBodyTimeout(t *testing.T) {
 		}),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), BodyTimeout: 1500 * time.Millisecond,
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	defer s.Close()
+	addr := startServer(t, s)
 
-	stalled, _ := net.Dial("tcp", ln.Addr().String())
+	stalled, _ := net.Dial("tcp", addr)
 	defer stalled.Close()
 	stalled.SetDeadline(time.Now().Add(6 * time.Second))
 	io.WriteString(stalled, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nab")
@@ -87,7 +77,7 @@ func TestServerBodyTimeout(t *testing.T) {
 		t.Fatalf("stalled body: %v %v", res, err)
 	}
 
-	steady, _ := net.Dial("tcp", ln.Addr().String())
+	steady, _ := net.Dial("tcp", addr)
 	defer steady.Close()
 	steady.SetDeadline(time.Now().Add(10 * time.Second))
 	io.WriteString(steady, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 4\r\n\r\n")
@@ -119,13 +109,8 @@ func TestServerWriteTimeout(t *testing.T) {
 		}),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), WriteTimeout: 1500 * time.Millisecond,
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	defer s.Close()
-	c, _ := net.Dial("tcp", ln.Addr().String())
+	addr := startServer(t, s)
+	c, _ := net.Dial("tcp", addr)
 	defer c.Close()
 	io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
 	select {
@@ -163,13 +148,8 @@ func TestServerWatchesAClientWhileTheHandlerWaits(t *testing.T) {
 		}),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Serve(ln)
-	defer s.Close()
-	c, _ := net.Dial("tcp", ln.Addr().String())
+	addr := startServer(t, s)
+	c, _ := net.Dial("tcp", addr)
 	io.WriteString(c, "GET /long-poll HTTP/1.1\r\nHost: a\r\n\r\n")
 	time.Sleep(200 * time.Millisecond)
 	c.Close()
@@ -181,4 +161,17 @@ func TestServerWatchesAClientWhileTheHandlerWaits(t *testing.T) {
 	case <-time.After(6 * time.Second):
 		t.Fatal("the handler was never released")
 	}
+}
+
+// startServer serves s on a loopback port until the test ends and
+// returns the address.
+func startServer(t *testing.T, s *Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Serve(ln)
+	t.Cleanup(func() { s.Close() })
+	return ln.Addr().String()
 }

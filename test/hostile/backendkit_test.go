@@ -28,6 +28,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
 
 // askTimeout bounds one client request, body included; backendIdle bounds
@@ -64,7 +66,7 @@ type idBackend struct {
 func newIDBackend(t testing.TB, answer answerFunc) *idBackend {
 	t.Helper()
 	b := &idBackend{arrivals: map[string][]int{}, answer: answer}
-	b.addr = rawServer(t, b.serve)
+	b.addr = testnet.RawServer(t, b.serve)
 	return b
 }
 

@@ -33,6 +33,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
 
 // wait bounds every read a test does on a socket.
@@ -389,7 +390,7 @@ func normName(n string) string { return strings.ReplaceAll(strings.ToLower(n), "
 func newBackend(t testing.TB) *backend {
 	t.Helper()
 	b := &backend{conns: map[net.Conn]struct{}{}}
-	b.addr = rawServer(t, b.serve)
+	b.addr = testnet.RawServer(t, b.serve)
 	t.Cleanup(func() {
 		b.mu.Lock()
 		defer b.mu.Unlock()

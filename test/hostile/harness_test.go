@@ -309,31 +309,6 @@ func (e *env) each(f func(t *testing.T, p path), keep ...func(path) bool) {
 func onH1(p path) bool { return p.proto == "h1" }
 func onH2(p path) bool { return p.proto != "h1" }
 
-// rawServer accepts loopback connections and runs serve on each in a
-// goroutine, closing the connection when serve returns: a backend that
-// sends whatever bytes a test wants. It stops when the test ends.
-func rawServer(t testing.TB, serve func(c net.Conn)) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				serve(c)
-			}()
-		}
-	}()
-	return ln.Addr().String()
-}
-
 // freeLoopbackIP picks a 127.0.0.0/8 address other than 127.0.0.1, so a
 // Gateway address of the test never collides with another listener.
 func freeLoopbackIP(t testing.TB) string {

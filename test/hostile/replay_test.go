@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
 
 // Request bodies: a small one, which a rule with retries keeps to send
@@ -215,7 +216,7 @@ func TestPOSTRetriedWhenRefused(t *testing.T) {
 			t.Fatalf("reopening the backend's address: %v", err)
 		}
 		defer ln.Close()
-		go acceptInto(ln, b.serve)
+		go testnet.Accept(ln, b.serve)
 		o := <-done
 		if !o.own() {
 			t.Errorf("got %v, want the backend's answer after a retry", o)
@@ -224,19 +225,4 @@ func TestPOSTRetriedWhenRefused(t *testing.T) {
 			t.Errorf("the POST reached the backend %d times, want 1", n)
 		}
 	})
-}
-
-// acceptInto serves every connection ln accepts with serve, until ln is
-// closed.
-func acceptInto(ln net.Listener, serve func(net.Conn)) {
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer c.Close()
-			serve(c)
-		}()
-	}
 }

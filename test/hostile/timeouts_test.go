@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
 
 // clientTimeout is the listeners' BodyTimeout and WriteTimeout in these
@@ -114,7 +115,7 @@ func TestUnreadResponseReleasesTheBackend(t *testing.T) {
 		}
 		return released[target]
 	}
-	be := rawServer(t, func(c net.Conn) {
+	be := testnet.RawServer(t, func(c net.Conn) {
 		req, err := http.ReadRequest(bufio.NewReader(c))
 		if err != nil {
 			return
