@@ -413,18 +413,14 @@ func ValidateRule(r *proxycfg.Route, i int) error {
 		return err
 	}
 	for mi, m := range RuleMatches(&r.Rules[i]) {
-		mr, err := MatcherRule(r, i, mi, m, targets[mi])
-		if err == nil {
-			err = mr.Validate()
-		}
-		if err != nil {
-			return err
+		if _, err := MatcherRule(r, i, mi, m, targets[mi]); err != nil {
+			return err // MatcherRule has validated the match
 		}
 	}
 	return nil
 }
 
-// label is the rule's name in metrics, spans and logs: its sectionName,
+// Label is the rule's name in metrics, spans and logs: its sectionName,
 // or its index in the route.
 func (ru *Rule) Label() string {
 	if ru.Name != "" {
