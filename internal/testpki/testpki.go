@@ -48,16 +48,43 @@ func NewCA(t testing.TB, name string) *CA {
 // its PKCS #8 key, PEM-encoded.
 func (ca *CA) Issue(t testing.TB, name string, server bool) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key := newKey(t)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(t), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
+	tmpl := leaf(t, name, x509.ExtKeyUsageClientAuth)
 	if server {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.IPAddresses = []net.IP{net.IPv4(127, 0, 0, 1)}
 	}
+	return ca.sign(t, tmpl)
+}
+
+// IssueServer signs a server certificate for hosts, DNS names or IP
+// addresses, named after the first. It returns the certificate and its
+// PKCS #8 key, PEM-encoded.
+func (ca *CA) IssueServer(t testing.TB, hosts ...string) (certPEM, keyPEM []byte) {
+	t.Helper()
+	tmpl := leaf(t, hosts[0], x509.ExtKeyUsageServerAuth)
+	for _, h := range hosts {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	return ca.sign(t, tmpl)
+}
+
+// leaf is the template of a leaf certificate valid for an hour around now.
+func leaf(t testing.TB, name string, usage x509.ExtKeyUsage) *x509.Certificate {
+	return &x509.Certificate{
+		SerialNumber: serial(t), Subject: pkix.Name{CommonName: name},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+	}
+}
+
+// sign signs tmpl for a new key and returns both, PEM-encoded.
+func (ca *CA) sign(t testing.TB, tmpl *x509.Certificate) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key := newKey(t)
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
 	if err != nil {
 		t.Fatal(err)

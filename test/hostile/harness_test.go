@@ -2,18 +2,12 @@ package hostile
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	mrand "math/rand/v2"
 	"net"
 	"net/http"
@@ -154,7 +148,7 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	ca := testpki.NewCA(t, "hostile test CA")
 	gwIP := freeLoopbackIP(t)
 	gwHTTP, gwHTTPS := freePort(t, gwIP), freePort(t, gwIP)
-	certPEM, keyPEM := serverCert(t, ca, gwIP)
+	certPEM, keyPEM := ca.IssueServer(t, "localhost", gwIP)
 
 	rule := proxycfg.Rule{Backends: []proxycfg.BackendRef{{Cluster: "backend", Weight: 1}}}
 	if s.rule != nil {
@@ -352,29 +346,4 @@ func waitListening(t testing.TB, addr string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// serverCert is a certificate for "localhost" and ip signed by ca, and
-// its key, PEM-encoded.
-func serverCert(t testing.TB, ca *testpki.CA, ip string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(mrand.Int64()), Subject: pkix.Name{CommonName: "localhost"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP(ip)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
 }
