@@ -16,34 +16,18 @@ package hostile
 // request.
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
-// lockedBuffer is an io.Writer the access log's goroutine writes while
-// the test reads.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-// lines returns the complete lines written so far.
-func (l *lockedBuffer) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s, _ := strings.CutSuffix(l.b.String(), "\n")
+// logLines returns the lines the access log has written to out so far.
+func logLines(out *testproc.SyncBuffer) []string {
+	s, _ := strings.CutSuffix(out.String(), "\n")
 	if s == "" {
 		return nil
 	}
@@ -64,14 +48,14 @@ var oddTargets = []struct {
 }
 
 func TestAccessLogOddTargets(t *testing.T) {
-	var out lockedBuffer
+	var out testproc.SyncBuffer
 	log := dataplane.NewAccessLog(&out, dataplane.AccessLogOptions{})
 	t.Cleanup(log.Close) // after both proxies stopped
 	be := newBackend(t)
 	e := newEnv(t, be.addr, withOptions(func(o *dataplane.Options) { o.AccessLog = log }))
 
 	e.each(func(t *testing.T, p path) {
-		logged := len(out.lines())
+		logged := len(logLines(&out))
 		type entry struct {
 			Method string `json:"method"`
 			Status int    `json:"status"`
@@ -109,7 +93,7 @@ func TestAccessLogOddTargets(t *testing.T) {
 		// 100 ms.
 		var lines []string
 		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			if lines = out.lines()[logged:]; len(lines) >= len(want) {
+			if lines = logLines(&out)[logged:]; len(lines) >= len(want) {
 				break
 			}
 		}
