@@ -150,9 +150,6 @@ func newTransports(s http1.PoolSettings) *transports {
 // already exist so their connections and counters carry over.
 func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 	proto := c.Protocol
-	if proto == "" {
-		proto = proxycfg.ProtoHTTP1
-	}
 	key := transportKey{proto: proto}
 	var tlsConf *tls.Config
 	switch proto {

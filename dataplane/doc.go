@@ -28,9 +28,10 @@
 //
 //   - The config a proxy serves is package proxycfg; its rules compiled
 //     into filter programs are package compiled. A snapshot files each
-//     compiled rule into the listeners that serve it and keeps, beside
-//     it, what the proxy counts per rule (servedRule) and the slot of
-//     each cluster, by the IDs the compiled rules use.
+//     compiled rule into the views of the sockets the proxy serves
+//     (views.go) and keeps, beside it, what the proxy counts per rule
+//     (servedRule) and the slot of each cluster, by the IDs the compiled
+//     rules use.
 //   - HTTP/1.1 on the wire, server and upstream client, is package
 //     http1; the grammar both it and the proxy check is package
 //     httpsyntax. Here: the request body on its way in, kept or

@@ -219,20 +219,25 @@ func config(routes []proxycfg.Route, clusters ...proxycfg.Cluster) *proxycfg.Con
 	return &proxycfg.Config{
 		Schema:    proxycfg.SchemaVersion,
 		Version:   "test",
-		Listeners: []proxycfg.Listener{{Name: "gw/http", Port: 80}},
+		Listeners: []proxycfg.Listener{{Name: "gw/http", Port: 80, Protocol: proxycfg.ListenerHTTP}},
 		Routes:    routes,
 		Clusters:  clusters,
 	}
 }
 
-// route is a route with the given rules.
+// route is an HTTPRoute with the given rules.
 func route(name string, rules ...proxycfg.Rule) proxycfg.Route {
-	return proxycfg.Route{Name: name, Rules: rules}
+	return proxycfg.Route{Kind: proxycfg.KindHTTP, Name: name, Rules: rules}
 }
 
 // to is a rule that sends everything to cluster.
 func to(cluster string) proxycfg.Rule {
-	return proxycfg.Rule{Backends: []proxycfg.BackendRef{{Cluster: cluster, Weight: 1}}}
+	return proxycfg.Rule{Matches: everyPath(), Backends: []proxycfg.BackendRef{{Cluster: cluster, Weight: 1}}}
+}
+
+// everyPath is the matches of a rule for every request.
+func everyPath() []proxycfg.Match {
+	return []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}
 }
 
 // cluster is an HTTP/1.1 cluster of addrs.

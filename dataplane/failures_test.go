@@ -44,19 +44,19 @@ func TestFailureStatuses(t *testing.T) {
 	hangup := rawAnswer(t, "")
 	smuggle := rawAnswer(t, "HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n")
 	split := rawAnswer(t, "HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n")
-	timeout := proxycfg.Rule{Backends: []proxycfg.BackendRef{{Cluster: "slow", Weight: 1}}, Timeouts: &proxycfg.Timeouts{Request: proxycfg.Duration(200 * time.Millisecond)}}
+	timeout := proxycfg.Rule{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "slow", Weight: 1}}, Timeouts: &proxycfg.Timeouts{Request: proxycfg.Duration(200 * time.Millisecond)}}
 	cfg := config([]proxycfg.Route{
-		{Name: "r", Hostnames: []string{"fail.example"}, Rules: []proxycfg.Rule{{FailStatus: 500, Backends: []proxycfg.BackendRef{{Cluster: "ok", Weight: 1}}}}},
-		{Name: "s", Hostnames: []string{"status.example"}, Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Status: 502, Weight: 1}}}}},
-		{Name: "z", Hostnames: []string{"zero.example"}, Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "ok", Weight: 0}}}}},
-		{Name: "e", Hostnames: []string{"empty.example"}, Rules: []proxycfg.Rule{to("empty")}},
-		{Name: "d", Hostnames: []string{"dial.example"}, Rules: []proxycfg.Rule{to("closed")}},
-		{Name: "t", Hostnames: []string{"timeout.example"}, Rules: []proxycfg.Rule{timeout}},
-		{Name: "g", Hostnames: []string{"garbage.example"}, Rules: []proxycfg.Rule{to("garbage")}},
-		{Name: "h", Hostnames: []string{"hangup.example"}, Rules: []proxycfg.Rule{to("hangup")}},
-		{Name: "m", Hostnames: []string{"smuggle.example"}, Rules: []proxycfg.Rule{to("smuggle")}},
-		{Name: "p", Hostnames: []string{"split.example"}, Rules: []proxycfg.Rule{to("split")}},
-		{Name: "o", Hostnames: []string{"ok.example"}, Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathExact, Value: "/only"}}}, Backends: []proxycfg.BackendRef{{Cluster: "ok", Weight: 1}}}}},
+		{Kind: proxycfg.KindHTTP, Name: "r", Hostnames: []string{"fail.example"}, Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, FailStatus: 500, Backends: []proxycfg.BackendRef{{Cluster: "ok", Weight: 1}}}}},
+		{Kind: proxycfg.KindHTTP, Name: "s", Hostnames: []string{"status.example"}, Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Status: 502, Weight: 1}}}}},
+		{Kind: proxycfg.KindHTTP, Name: "z", Hostnames: []string{"zero.example"}, Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "ok", Weight: 0}}}}},
+		{Kind: proxycfg.KindHTTP, Name: "e", Hostnames: []string{"empty.example"}, Rules: []proxycfg.Rule{to("empty")}},
+		{Kind: proxycfg.KindHTTP, Name: "d", Hostnames: []string{"dial.example"}, Rules: []proxycfg.Rule{to("closed")}},
+		{Kind: proxycfg.KindHTTP, Name: "t", Hostnames: []string{"timeout.example"}, Rules: []proxycfg.Rule{timeout}},
+		{Kind: proxycfg.KindHTTP, Name: "g", Hostnames: []string{"garbage.example"}, Rules: []proxycfg.Rule{to("garbage")}},
+		{Kind: proxycfg.KindHTTP, Name: "h", Hostnames: []string{"hangup.example"}, Rules: []proxycfg.Rule{to("hangup")}},
+		{Kind: proxycfg.KindHTTP, Name: "m", Hostnames: []string{"smuggle.example"}, Rules: []proxycfg.Rule{to("smuggle")}},
+		{Kind: proxycfg.KindHTTP, Name: "p", Hostnames: []string{"split.example"}, Rules: []proxycfg.Rule{to("split")}},
+		{Kind: proxycfg.KindHTTP, Name: "o", Hostnames: []string{"ok.example"}, Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathExact, Value: "/only"}}}, Backends: []proxycfg.BackendRef{{Cluster: "ok", Weight: 1}}}}},
 	},
 		cluster("ok", ok), cluster("slow", slow), cluster("empty"), cluster("closed", closedAddr(t)),
 		cluster("garbage", garbage), cluster("hangup", hangup), cluster("smuggle", smuggle), cluster("split", split))

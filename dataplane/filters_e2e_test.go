@@ -486,23 +486,23 @@ func TestE2ERequestRedirect(t *testing.T) {
 	hits := atomic.Int64{}
 	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) { hits.Add(1) })
 	cfg := config([]proxycfg.Route{route("r",
-		redirectRule("/keep", proxycfg.Redirect{}),
-		redirectRule("/to-https", proxycfg.Redirect{Scheme: "https"}),
-		redirectRule("/to-http", proxycfg.Redirect{Scheme: "HTTP"}),
-		redirectRule("/host", proxycfg.Redirect{Hostname: "other.example.com"}),
-		redirectRule("/port", proxycfg.Redirect{Scheme: "https", Port: 8443}),
-		redirectRule("/port-only", proxycfg.Redirect{Port: 8080}),
-		redirectRule("/port-default", proxycfg.Redirect{Scheme: "http", Port: 80}),
-		redirectRule("/full", proxycfg.Redirect{Path: full("/new/place")}),
-		redirectRule("/prefix", proxycfg.Redirect{Path: prefix("/moved")}),
-		redirectRule("/strip", proxycfg.Redirect{Path: prefix("/")}),
+		redirectRule("/keep", proxycfg.Redirect{StatusCode: 302}),
+		redirectRule("/to-https", proxycfg.Redirect{StatusCode: 302, Scheme: "https"}),
+		redirectRule("/to-http", proxycfg.Redirect{StatusCode: 302, Scheme: "HTTP"}),
+		redirectRule("/host", proxycfg.Redirect{StatusCode: 302, Hostname: "other.example.com"}),
+		redirectRule("/port", proxycfg.Redirect{StatusCode: 302, Scheme: "https", Port: 8443}),
+		redirectRule("/port-only", proxycfg.Redirect{StatusCode: 302, Port: 8080}),
+		redirectRule("/port-default", proxycfg.Redirect{StatusCode: 302, Scheme: "http", Port: 80}),
+		redirectRule("/full", proxycfg.Redirect{StatusCode: 302, Path: full("/new/place")}),
+		redirectRule("/prefix", proxycfg.Redirect{StatusCode: 302, Path: prefix("/moved")}),
+		redirectRule("/strip", proxycfg.Redirect{StatusCode: 302, Path: prefix("/")}),
 		redirectRule("/all", proxycfg.Redirect{Scheme: "https", Hostname: "new.example.com", Port: 9443, Path: prefix("/v2"), StatusCode: 301}),
 		redirectRule("/s301", proxycfg.Redirect{StatusCode: 301}),
 		redirectRule("/s302", proxycfg.Redirect{StatusCode: 302}),
 		redirectRule("/s303", proxycfg.Redirect{StatusCode: 303}),
 		redirectRule("/s307", proxycfg.Redirect{StatusCode: 307}),
 		redirectRule("/s308", proxycfg.Redirect{StatusCode: 308}),
-		redirectRule("/with-header", proxycfg.Redirect{}, feRespMod(proxycfg.HeaderModifier{Set: feHdrs("X-Redirected", "yes")})),
+		redirectRule("/with-header", proxycfg.Redirect{StatusCode: 302}, feRespMod(proxycfg.HeaderModifier{Set: feHdrs("X-Redirected", "yes")})),
 	)}, cluster("a", be))
 	e := newTestEnv(t, cfg)
 
@@ -661,7 +661,7 @@ func TestE2ECORS(t *testing.T) {
 	cfg := config([]proxycfg.Route{route("r",
 		corsRule("/api", "a", strict),
 		corsRule("/plain", "p", strict),
-		corsRule("/star", "a", proxycfg.CORS{AllowOrigins: []string{"*"}, AllowMethods: []string{"*"}, AllowHeaders: []string{"*"}, ExposeHeaders: []string{"*"}}),
+		corsRule("/star", "a", proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"*"}, AllowMethods: []string{"*"}, AllowHeaders: []string{"*"}, ExposeHeaders: []string{"*"}}),
 	)}, cluster("a", be), cluster("p", plain))
 	e := newTestEnv(t, cfg)
 

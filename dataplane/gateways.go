@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
@@ -48,19 +47,22 @@ type gatewayEndpoint struct {
 	tls *tls.Config
 }
 
-// buildGatewayEndpoints groups the listeners that have an address by
-// address and port. Their listeners must agree on the protocol (the
-// Gateway API calls a mix a conflict, which translate reports).
-func buildGatewayEndpoints(ls []proxycfg.Listener, routesOf map[string][]matcher.Rule[*compiled.Target]) (map[gatewayAddr]*gatewayEndpoint, error) {
+// placeGatewayListeners finds the Gateway address and port of each
+// listener that has an address, and checks that the listeners of one
+// address and port agree on the protocol (the Gateway API calls a mix a
+// conflict, which translate reports) and carry certificates where, and
+// only where, they terminate TLS.
+func placeGatewayListeners(ls []proxycfg.Listener) (map[*proxycfg.Listener]gatewayAddr, []error) {
 	protocols := map[gatewayAddr]string{}
-	at := map[*proxycfg.Listener]gatewayAddr{} // each listener's, parsed once
+	at := map[*proxycfg.Listener]gatewayAddr{}
 	var errs []error
 	for i := range ls {
 		l := &ls[i]
+		https := l.Protocol == proxycfg.ListenerHTTPS
+		if !https && len(l.Certificates) > 0 {
+			errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
+		}
 		if l.Address == "" {
-			if len(l.Certificates) > 0 && l.Protocol != proxycfg.ListenerHTTPS {
-				errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
-			}
 			continue
 		}
 		addr, err := netip.ParseAddr(l.Address)
@@ -72,43 +74,55 @@ func buildGatewayEndpoints(ls []proxycfg.Listener, routesOf map[string][]matcher
 			errs = append(errs, fmt.Errorf("listener %q: an address needs a port", l.Name))
 			continue
 		}
-		proto := l.Protocol
-		if proto == "" {
-			proto = proxycfg.ListenerHTTP
-		}
-		if proto == proxycfg.ListenerHTTPS && len(l.Certificates) == 0 {
+		if https && len(l.Certificates) == 0 {
 			errs = append(errs, fmt.Errorf("listener %q: HTTPS on address %s needs a certificate", l.Name, l.Address))
 		}
-		if proto != proxycfg.ListenerHTTPS && len(l.Certificates) > 0 {
-			errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
-		}
-		if proto != proxycfg.ListenerHTTPS && l.ClientValidation != nil {
+		if !https && l.ClientValidation != nil {
 			errs = append(errs, fmt.Errorf("listener %q: client certificate validation on a listener that is not HTTPS", l.Name))
 		}
 		e := gatewayAddr{addr.Unmap(), l.Port}
 		at[l] = e
-		if p, ok := protocols[e]; ok && p != proto {
-			errs = append(errs, fmt.Errorf("listener %q: %s on %s, where another listener is %s", l.Name, proto, e, p))
+		if p, ok := protocols[e]; ok && p != l.Protocol {
+			errs = append(errs, fmt.Errorf("listener %q: %s on %s, where another listener is %s", l.Name, l.Protocol, e, p))
 		}
-		protocols[e] = proto
+		protocols[e] = l.Protocol
 	}
-	if len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	out := map[gatewayAddr]*gatewayEndpoint{}
-	for e, proto := range protocols {
+	return at, errs
+}
+
+// buildGatewayTLS builds the TLS configuration of each HTTPS Gateway
+// address and port: its listeners' certificates and client validation.
+// Every proxy checks them, whether it serves Gateway addresses or not,
+// so that a config one proxy would refuse is refused by all.
+func buildGatewayTLS(ls []proxycfg.Listener, at map[*proxycfg.Listener]gatewayAddr) (map[gatewayAddr]*tls.Config, error) {
+	out := map[gatewayAddr]*tls.Config{}
+	for l, e := range at {
+		if l.Protocol != proxycfg.ListenerHTTPS || out[e] != nil {
+			continue
+		}
 		in := func(l *proxycfg.Listener) bool { a, ok := at[l]; return ok && a == e }
-		set, err := buildListenerSet(ls, routesOf, in)
+		conf, err := buildServerTLS(ls, in, e)
 		if err != nil {
 			return nil, err
 		}
-		ge := &gatewayEndpoint{listeners: set}
-		if proto == proxycfg.ListenerHTTPS {
-			if ge.tls, err = buildServerTLS(ls, in, e); err != nil {
-				return nil, err
-			}
+		out[e] = conf
+	}
+	return out, nil
+}
+
+// gatewayEndpoints builds what each Gateway address and port serves: its
+// listeners, and for HTTPS the TLS configuration compile built.
+func (f *filing) gatewayEndpoints() (map[gatewayAddr]*gatewayEndpoint, error) {
+	out := map[gatewayAddr]*gatewayEndpoint{}
+	for _, e := range f.gatewayAt {
+		if out[e] != nil {
+			continue
 		}
-		out[e] = ge
+		set, err := f.listenerSet(func(l *proxycfg.Listener) bool { a, ok := f.gatewayAt[l]; return ok && a == e })
+		if err != nil {
+			return nil, err
+		}
+		out[e] = &gatewayEndpoint{listeners: set, tls: f.gatewayTLS[e]}
 	}
 	return out, nil
 }
@@ -139,7 +153,7 @@ func buildCertificates(ls []proxycfg.Listener, in func(*proxycfg.Listener) bool)
 			continue // merged listeners: the first one's certificate
 		}
 		seen[h] = true
-		r := matcher.Rule[*tls.Certificate]{Ref: first, Key: matcher.Key{Name: h}}
+		r := matcher.Rule[*tls.Certificate]{Path: matcher.EveryPath, Ref: first, Key: matcher.Key{Name: h}}
 		if h != "" {
 			r.Hostnames = []string{h}
 		}

@@ -23,7 +23,7 @@ func gatewayConfig(port int, addrs map[string]string) *proxycfg.Config {
 	cfg := &proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: "gateways"}
 	for addr, backend := range addrs {
 		name := "gw-" + addr
-		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{Name: name + "/http", Port: port, Address: addr})
+		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{Protocol: proxycfg.ListenerHTTP, Name: name + "/http", Port: port, Address: addr})
 		r := route("default/"+name, to(name))
 		r.Namespace, r.Listeners, r.Created = "default", []string{name + "/http"}, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		cfg.Routes = append(cfg.Routes, r)
@@ -226,13 +226,13 @@ func TestGatewayAddressesRefused(t *testing.T) {
 		ls   []proxycfg.Listener
 		want string
 	}{
-		"not an IP":           {[]proxycfg.Listener{{Name: "l", Port: 80, Address: "gw.example.com"}}, "is not an IP address"},
-		"no port":             {[]proxycfg.Listener{{Name: "l", Address: "10.0.0.1"}}, "needs a port"},
+		"not an IP":           {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l", Port: 80, Address: "gw.example.com"}}, "is not an IP address"},
+		"no port":             {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l", Address: "10.0.0.1"}}, "needs a port"},
 		"HTTPS without":       {[]proxycfg.Listener{{Name: "l", Port: 443, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1"}}, "needs a certificate"},
-		"certificate on HTTP": {[]proxycfg.Listener{{Name: "l", Port: 80, Address: "10.0.0.1", Certificates: cert}}, "not HTTPS"},
-		"mixed protocols": {[]proxycfg.Listener{{Name: "a", Port: 80, Address: "10.0.0.1"}, {Name: "b", Hostname: "x.test", Port: 80, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1", Certificates: cert}},
+		"certificate on HTTP": {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l", Port: 80, Address: "10.0.0.1", Certificates: cert}}, "not HTTPS"},
+		"mixed protocols": {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "a", Port: 80, Address: "10.0.0.1"}, {Name: "b", Hostname: "x.test", Port: 80, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1", Certificates: cert}},
 			"HTTPS on 10.0.0.1:80, where another listener is HTTP"},
-		"validation on HTTP": {[]proxycfg.Listener{{Name: "l", Port: 80, Address: "10.0.0.1", ClientValidation: &proxycfg.ClientValidation{CACertificates: leaf.certPEM()}}}, "not HTTPS"},
+		"validation on HTTP": {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l", Port: 80, Address: "10.0.0.1", ClientValidation: &proxycfg.ClientValidation{CACertificates: leaf.certPEM()}}}, "not HTTPS"},
 		"junk client CA": {[]proxycfg.Listener{{Name: "l", Port: 443, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1", Certificates: cert, ClientValidation: &proxycfg.ClientValidation{CACertificates: "junk"}}},
 			"no usable PEM certificate"},
 		"validations differ on a port": {[]proxycfg.Listener{

@@ -22,13 +22,14 @@ func TestOriginPicksListenerByScheme(t *testing.T) {
 			{Name: "gw/http", Hostname: "app.example.com", Port: 80, Protocol: proxycfg.ListenerHTTP},
 			{Name: "gw/https", Hostname: "app.example.com", Port: 443, Protocol: proxycfg.ListenerHTTPS},
 			{Name: "gw/https-only", Hostname: "secure.example.com", Port: 443, Protocol: proxycfg.ListenerHTTPS},
-			{Name: "gw/plain", Hostname: "plain.example.com", Port: 8080},
+			{Protocol: proxycfg.ListenerHTTP, Name: "gw/plain", Hostname: "plain.example.com", Port: 8080},
 		},
 		Routes: []proxycfg.Route{
-			{Namespace: "ns", Name: "redirect", Listeners: []string{"gw/http"}, Rules: []proxycfg.Rule{{
+			{Kind: proxycfg.KindHTTP, Namespace: "ns", Name: "redirect", Listeners: []string{"gw/http"}, Rules: []proxycfg.Rule{{
+				Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}},
 				Filters: []proxycfg.Filter{{Type: proxycfg.FilterRequestRedirect, RequestRedirect: &proxycfg.Redirect{Scheme: "https", StatusCode: 301}}},
 			}}},
-			{Namespace: "ns", Name: "app", Listeners: []string{"gw/https", "gw/https-only", "gw/plain"}, Rules: []proxycfg.Rule{{FailStatus: 418}}},
+			{Kind: proxycfg.KindHTTP, Namespace: "ns", Name: "app", Listeners: []string{"gw/https", "gw/https-only", "gw/plain"}, Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, FailStatus: 418}}},
 		},
 	}
 	if err := p.Load(cfg); err != nil {

@@ -120,8 +120,8 @@ func TestAdminAndMetrics(t *testing.T) {
 		io.WriteString(w, "slow")
 	})
 	cfg := config([]proxycfg.Route{
-		{Name: "fast", Hostnames: []string{"app.example"}, Rules: []proxycfg.Rule{to("a")}},
-		{Name: "slow", Hostnames: []string{"slow.example"}, Rules: []proxycfg.Rule{to("b")}},
+		{Kind: proxycfg.KindHTTP, Name: "fast", Hostnames: []string{"app.example"}, Rules: []proxycfg.Rule{to("a")}},
+		{Kind: proxycfg.KindHTTP, Name: "slow", Hostnames: []string{"slow.example"}, Rules: []proxycfg.Rule{to("b")}},
 	}, cluster("a", fast), cluster("b", slow))
 	cfg.Version = "v1"
 	if err := e.p.Load(cfg); err != nil {
@@ -227,7 +227,7 @@ func TestAdminAndMetrics(t *testing.T) {
 	s.want(t, "tunnelgate_cluster_updates_total", "1")
 
 	// A new config replaces the version and drops the removed cluster.
-	cfg = config([]proxycfg.Route{{Name: "fast", Hostnames: []string{"app.example"}, Rules: []proxycfg.Rule{to("a")}}}, cluster("a", fast))
+	cfg = config([]proxycfg.Route{{Kind: proxycfg.KindHTTP, Name: "fast", Hostnames: []string{"app.example"}, Rules: []proxycfg.Rule{to("a")}}}, cluster("a", fast))
 	cfg.Version = "v2"
 	if err := e.p.Load(cfg); err != nil {
 		t.Fatal(err)

@@ -430,7 +430,7 @@ func TestRouteAndUpstreamMetrics(t *testing.T) {
 	rule.Name = "main"
 	rule.Retry = &proxycfg.Retry{Codes: []int{503}, Attempts: 1}
 	down := to("gone")
-	e := newTestEnv(t, config([]proxycfg.Route{route("shop", rule), {Name: "dead", Hostnames: []string{"dead.example.com"}, Rules: []proxycfg.Rule{down}}},
+	e := newTestEnv(t, config([]proxycfg.Route{route("shop", rule), {Kind: proxycfg.KindHTTP, Name: "dead", Hostnames: []string{"dead.example.com"}, Rules: []proxycfg.Rule{down}}},
 		cluster("app", be), cluster("gone", closedAddr(t))))
 	e.get("x", "/")
 	e.get("x", "/")

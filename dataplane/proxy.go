@@ -60,7 +60,10 @@ type Proxy struct {
 	slots map[string]*clusterSlot
 	// served is the config being served, as given to Apply (with the
 	// changes of UpdateCluster), for the next Apply to compare with.
-	served     *proxycfg.Config
+	served *proxycfg.Config
+	// views are the views the proxy's handlers serve (views.go): each
+	// config is filed into these only.
+	views      viewSet
 	transports *transports
 	lastErr    error
 	// fallbackSession signs session tokens when the config has no secret.
@@ -169,7 +172,7 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 		s := &clusterSlot{name: name}
 		fresh[name] = s
 		return s
-	})
+	}, p.views)
 	// Build every cluster state before installing any. Their problems are
 	// listed with the routes' so one rejection names everything to fix.
 	states := make([]*clusterState, len(cfg.Clusters))
@@ -283,6 +286,7 @@ func (p *Proxy) Close() {
 // which serves every listener by hostname. trusted says whether the peer
 // (cloudflared) may set forwarding headers.
 func (p *Proxy) Handler(port int, trusted bool) http.Handler {
+	p.serveView(viewOf(port))
 	return &handler{p: p, port: port, trusted: trusted}
 }
 

@@ -82,6 +82,7 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 	}
 	timeouts := clientTimeouts{body: l.BodyTimeout, write: l.WriteTimeout}
 	serve := func(port int, trusted bool) http.Handler {
+		p.serveView(viewOf(port))
 		return &handler{p: p, port: port, trusted: trusted, timeouts: timeouts}
 	}
 	var servers []*http.Server
@@ -172,6 +173,7 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 		return errors.New("no listener configured")
 	}
 	if l.Gateways {
+		p.serveView(viewSet{gateways: true})
 		g := &gatewayServers{p: p, grace: l.Grace, timeouts: timeouts, servers: map[gatewayAddr]*gatewayServer{}}
 		p.gateways.Store(g)
 		p.mu.Lock()

@@ -40,7 +40,7 @@ func sessPool(t *testing.T, name, proto string, n int) (proxycfg.Cluster, map[st
 // each cluster with weight 1.
 func sessEnv(t *testing.T, sp proxycfg.SessionPersistence, clusters ...proxycfg.Cluster) *testEnv {
 	t.Helper()
-	ru := proxycfg.Rule{SessionPersistence: &sp}
+	ru := proxycfg.Rule{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, SessionPersistence: &sp}
 	for _, c := range clusters {
 		ru.Backends = append(ru.Backends, proxycfg.BackendRef{Cluster: c.Name, Weight: 1})
 	}
@@ -137,7 +137,7 @@ func TestSessionE2ECookie(t *testing.T) {
 	for _, proto := range []string{proxycfg.ProtoHTTP1, proxycfg.ProtoH2C} {
 		t.Run(proto, func(t *testing.T) {
 			t.Parallel()
-			sp := proxycfg.SessionPersistence{Name: "tg-session", Type: proxycfg.SessionCookie}
+			sp := proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "tg-session", Type: proxycfg.SessionCookie}
 			pool, _ := sessPool(t, "pool", proto, 3)
 			e := sessEnv(t, sp, pool)
 
@@ -166,7 +166,7 @@ func TestSessionE2ECookie(t *testing.T) {
 
 func TestSessionE2EHeader(t *testing.T) {
 	t.Parallel()
-	sp := proxycfg.SessionPersistence{Name: "X-Session", Type: proxycfg.SessionHeader}
+	sp := proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "X-Session", Type: proxycfg.SessionHeader}
 	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
@@ -191,7 +191,7 @@ func TestSessionE2EHeader(t *testing.T) {
 // names the cluster as well as the endpoint.
 func TestSessionE2ETwoClusters(t *testing.T) {
 	t.Parallel()
-	sp := proxycfg.SessionPersistence{Name: "tg-session"}
+	sp := proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg-session"}
 	blue, _ := sessPool(t, "blue", proxycfg.ProtoHTTP1, 2)
 	green, _ := sessPool(t, "green", proxycfg.ProtoH2C, 2)
 	e := sessEnv(t, sp, blue, green)
@@ -206,7 +206,7 @@ func TestSessionE2ETwoClusters(t *testing.T) {
 
 func TestSessionE2ETamperedCookie(t *testing.T) {
 	t.Parallel()
-	sp := proxycfg.SessionPersistence{Name: "tg-session"}
+	sp := proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg-session"}
 	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
@@ -233,7 +233,7 @@ func TestSessionE2ETamperedCookie(t *testing.T) {
 // endpoint that left the cluster moves to another and is re-issued.
 func TestSessionE2EEndpointRemoved(t *testing.T) {
 	t.Parallel()
-	sp := proxycfg.SessionPersistence{Name: "tg-session"}
+	sp := proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg-session"}
 	pool, names := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
@@ -267,7 +267,7 @@ func TestSessionE2EEndpointRemoved(t *testing.T) {
 // seconds, stay in one session.
 func TestSessionE2EIdleRefresh(t *testing.T) {
 	t.Parallel()
-	sp := proxycfg.SessionPersistence{Name: "tg-session", IdleTimeout: proxycfg.Duration(time.Second)}
+	sp := proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg-session", IdleTimeout: proxycfg.Duration(time.Second)}
 	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
@@ -297,7 +297,7 @@ func TestSessionE2EIdleRefresh(t *testing.T) {
 func TestSessionE2EIdleExpiry(t *testing.T) {
 	t.Parallel()
 	const idle = time.Second
-	sp := proxycfg.SessionPersistence{Name: "tg-session", IdleTimeout: proxycfg.Duration(idle)}
+	sp := proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg-session", IdleTimeout: proxycfg.Duration(idle)}
 	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
@@ -319,7 +319,7 @@ func TestSessionE2EIdleExpiry(t *testing.T) {
 func TestSessionE2EAbsoluteTimeout(t *testing.T) {
 	t.Parallel()
 	const absolute = 2 * time.Second
-	sp := proxycfg.SessionPersistence{Name: "tg-session", AbsoluteTimeout: proxycfg.Duration(absolute)}
+	sp := proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg-session", AbsoluteTimeout: proxycfg.Duration(absolute)}
 	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	before := time.Now()
@@ -355,7 +355,7 @@ func TestSessionE2EAbsoluteTimeout(t *testing.T) {
 
 func TestSessionE2EPermanentCookie(t *testing.T) {
 	t.Parallel()
-	sp := proxycfg.SessionPersistence{Name: "tg-session", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)}
+	sp := proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Name: "tg-session", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)}
 	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	a := sessGet(t, e, sp, "")
@@ -374,7 +374,7 @@ func TestSessionE2EPermanentCookie(t *testing.T) {
 // client's scheme: TLS to the proxy, or https as cloudflared reports it.
 func TestSessionE2ESecureCookie(t *testing.T) {
 	t.Parallel()
-	sp := proxycfg.SessionPersistence{Name: "tg-session"}
+	sp := proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg-session"}
 	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 2)
 	e := sessEnv(t, sp, pool)
 	a := sessGet(t, e, sp, "", "X-Forwarded-Proto", "https")

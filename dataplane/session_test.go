@@ -201,7 +201,7 @@ func TestSessionConcurrent(t *testing.T) {
 // it as a cookie, read it back from the next request, check it.
 func TestSessionEndToEnd(t *testing.T) {
 	c := NewSessionCodec(sessTestKey)
-	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour), IdleTimeout: proxycfg.Duration(5 * time.Minute)})
+	p := mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Name: "tg", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour), IdleTimeout: proxycfg.Duration(5 * time.Minute)})
 	tok := string(c.Encode(nil, sessTestScope, "10.1.2.3:80", sessT0, sessT0))
 	resp := http.Response{Header: http.Header{"Set-Cookie": {p.SetCookie(tok, sessT0, sessT0, false)}}}
 	req, _ := http.NewRequest("GET", "http://example.com/", nil)
@@ -222,7 +222,8 @@ func TestSessionEndToEnd(t *testing.T) {
 // mustCompileSession compiles sp as the only setting of a rule.
 func mustCompileSession(t *testing.T, sp *proxycfg.SessionPersistence) *compiled.SessionPolicy {
 	t.Helper()
-	r := &proxycfg.Route{Namespace: "ns", Name: "r", Rules: []proxycfg.Rule{{
+	r := &proxycfg.Route{Kind: proxycfg.KindHTTP, Namespace: "ns", Name: "r", Rules: []proxycfg.Rule{{
+		Matches:            []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}},
 		SessionPersistence: sp,
 		Backends:           []proxycfg.BackendRef{{Status: 500, Weight: 1}},
 	}}}

@@ -20,7 +20,7 @@ func TestSwapUnderLoad(t *testing.T) {
 	a, b := startBackend(t, echo("a")), startBackend(t, echo("b"))
 	v1 := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", a), cluster("b", b))
 	v1.Version = "v1"
-	v2 := config([]proxycfg.Route{route("r", to("b")), {Name: "extra", Hostnames: []string{"extra.example"}, Rules: []proxycfg.Rule{to("a")}}}, cluster("a", a), cluster("b", b))
+	v2 := config([]proxycfg.Route{route("r", to("b")), {Kind: proxycfg.KindHTTP, Name: "extra", Hostnames: []string{"extra.example"}, Rules: []proxycfg.Rule{to("a")}}}, cluster("a", a), cluster("b", b))
 	v2.Version = "v2"
 	bad := config([]proxycfg.Route{route("r", to("missing"))}, cluster("a", a))
 	bad.Version = "bad"
@@ -105,8 +105,8 @@ func TestInvalidConfigKeepsServing(t *testing.T) {
 	e := newTestEnv(t, good)
 	bad := config([]proxycfg.Route{
 		route("r1", to("nope")),
-		{Name: "r2", Rules: []proxycfg.Rule{{Filters: []proxycfg.Filter{{Type: "Mystery"}}, Backends: []proxycfg.BackendRef{{Cluster: "a", Weight: 1}}}}},
-		{Name: "r3", Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathRegex, Value: "("}}}, Backends: []proxycfg.BackendRef{{Cluster: "a", Weight: 1}}}}},
+		{Kind: proxycfg.KindHTTP, Name: "r2", Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Filters: []proxycfg.Filter{{Type: "Mystery"}}, Backends: []proxycfg.BackendRef{{Cluster: "a", Weight: 1}}}}},
+		{Kind: proxycfg.KindHTTP, Name: "r3", Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathRegex, Value: "("}}}, Backends: []proxycfg.BackendRef{{Cluster: "a", Weight: 1}}}}},
 	}, cluster("a", a), proxycfg.Cluster{Name: "t", Protocol: proxycfg.ProtoTLS, TLS: &proxycfg.TLSSettings{SNI: "x", CAPEM: "garbage"}})
 	bad.Version = "bad"
 	err := e.p.Load(bad)

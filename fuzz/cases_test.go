@@ -24,11 +24,11 @@ var (
 // host253 is a 253-byte name under a.com, the longest a DNS name can be.
 var host253 = strings.Repeat("x.", 123) + "b.a.com"
 
-// rb builds a Rule[int]; the zero rule is a catch-all with the default path.
+// rb builds a Rule[int]; R() is a catch-all: every host, every path.
 type rb struct{ r matcher.Rule[int] }
 
 func R() rb {
-	return rb{matcher.Rule[int]{Key: matcher.Key{Created: t0, Namespace: "ns", Name: "r"}}}
+	return rb{matcher.Rule[int]{Path: matcher.EveryPath, Key: matcher.Key{Created: t0, Namespace: "ns", Name: "r"}}}
 }
 
 func (b rb) H(hosts ...string) rb {

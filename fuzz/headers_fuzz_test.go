@@ -169,7 +169,7 @@ func FuzzHeaderFilters(f *testing.F) {
 			{Type: proxycfg.FilterRequestHeaderModifier, RequestHeaderModifier: hdrModifier(reqOps)},
 			{Type: proxycfg.FilterResponseHeaderModifier, ResponseHeaderModifier: hdrModifier(respOps)},
 		}
-		rule := proxycfg.Rule{Backends: []proxycfg.BackendRef{{Cluster: "be", Weight: 1}}}
+		rule := proxycfg.Rule{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "be", Weight: 1}}}
 		if onBackend {
 			rule.Backends[0].Filters = filters
 		} else {
@@ -178,8 +178,8 @@ func FuzzHeaderFilters(f *testing.F) {
 		cfg := &proxycfg.Config{
 			Schema:    proxycfg.SchemaVersion,
 			Version:   "fuzz",
-			Listeners: []proxycfg.Listener{{Name: "gw/http", Port: 80}},
-			Routes: []proxycfg.Route{{Namespace: "ns", Name: "r", Listeners: []string{"gw/http"},
+			Listeners: []proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "gw/http", Port: 80}},
+			Routes: []proxycfg.Route{{Kind: proxycfg.KindHTTP, Namespace: "ns", Name: "r", Listeners: []string{"gw/http"},
 				Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), Rules: []proxycfg.Rule{rule}}},
 			Clusters: []proxycfg.Cluster{{Name: "be", Protocol: proxycfg.ProtoHTTP1, Endpoints: []proxycfg.Endpoint{{Address: backendAddr}}}},
 		}

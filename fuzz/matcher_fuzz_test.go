@@ -82,7 +82,7 @@ const (
 	genPrefix = iota
 	genExact
 	genRegex
-	genDefault // the zero Path
+	genDefault // matcher.EveryPath, what a match without a path becomes
 	genKinds
 )
 
@@ -228,6 +228,8 @@ func (g genSpec) rules() []matcher.Rule[int] {
 			r.Hostnames = append(r.Hostnames, diffRuleHosts[h])
 		}
 		switch gr.Kind {
+		case genDefault:
+			r.Path = matcher.EveryPath
 		case genPrefix:
 			r.Path = matcher.Path{Kind: matcher.PathPrefix, Value: diffRulePaths[gr.PathIdx]}
 		case genExact:

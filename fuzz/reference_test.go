@@ -233,12 +233,8 @@ func refPathMatch(p matcher.Path, path string) (kind, prefixLen int, ok bool) {
 		return refPathExact, 0, matcher.NormalizePath(p.Value) == path
 	case matcher.PathRegex:
 		return refPathRegex, 0, refFullMatch(p.Value, path)
-	default: // matcher.PathPrefix; the zero value means "/"
-		v := p.Value
-		if v == "" {
-			v = "/"
-		}
-		v = matcher.NormalizePath(v)
+	default: // matcher.PathPrefix
+		v := matcher.NormalizePath(p.Value)
 		t := strings.TrimRight(v, "/")
 		ok = strings.HasPrefix(path, t) && (len(path) == len(t) || path[len(t)] == '/')
 		// Precedence length: the normalised value with its trailing
@@ -401,8 +397,8 @@ func refValidate[T any](rules []matcher.Rule[T]) (valid, sure bool) {
 		}
 		switch r.Path.Kind {
 		case matcher.PathPrefix:
-			if r.Path.Value != "" && !strings.HasPrefix(r.Path.Value, "/") {
-				valid = false
+			if !strings.HasPrefix(r.Path.Value, "/") {
+				valid = false // "" too: there is no implied path
 			}
 		case matcher.PathExact:
 			if r.Path.Value == "" {

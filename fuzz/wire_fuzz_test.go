@@ -70,11 +70,11 @@ func startWire(t testing.TB) *wireEnv {
 		p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		cfg := &proxycfg.Config{
 			Schema:    proxycfg.SchemaVersion,
-			Listeners: []proxycfg.Listener{{Name: "l"}},
-			Routes: []proxycfg.Route{{Namespace: "n", Name: "r", Listeners: []string{"l"},
-				Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}},
+			Listeners: []proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l"}},
+			Routes: []proxycfg.Route{{Kind: proxycfg.KindHTTP, Namespace: "n", Name: "r", Listeners: []string{"l"},
+				Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}},
 					Timeouts: &proxycfg.Timeouts{Request: proxycfg.Duration(2 * time.Second)}}}}},
-			Clusters: []proxycfg.Cluster{{Name: "c", Endpoints: []proxycfg.Endpoint{{Address: ln.Addr().String()}}}},
+			Clusters: []proxycfg.Cluster{{Protocol: proxycfg.ProtoHTTP1, Name: "c", Endpoints: []proxycfg.Endpoint{{Address: ln.Addr().String()}}}},
 		}
 		if err := p.Load(cfg); err != nil {
 			t.Fatal(err)

@@ -16,28 +16,82 @@ const maxPathLen = 4096
 
 // Compile builds an immutable Table from rules. It checks every rule and
 // reports all problems at once, each naming its rule; on error no Table is
-// returned, so a caller keeps serving its previous one.
+// returned, so a caller keeps serving its previous one. It is Prepare on
+// each rule, then Build.
 func Compile[T any](rules []Rule[T]) (*Table[T], error) {
+	var p Preparer[T]
+	prepared := make([]*Prepared[T], 0, len(rules))
 	var errs []error
-	cands := make([]*candidate[T], 0, len(rules))
-	orders := make([]order, 0, len(rules))
-	placed := make([]placement, 0, len(rules))
-	seen := newReuse()
 	for i := range rules {
-		c, o, p, err := prepare(&rules[i], i, seen)
+		pr, err := p.Prepare(&rules[i])
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		cands, orders, placed = append(cands, c), append(orders, o), append(placed, p)
+		prepared = append(prepared, pr)
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
+	return Build(prepared)
+}
+
+// Validate reports the problems Compile would find in r, so a caller can
+// reject one route (and say why on its status) instead of a whole table.
+func (r *Rule[T]) Validate() error {
+	var p Preparer[T]
+	_, err := p.Prepare(r)
+	return err
+}
+
+// Prepared is a rule checked and compiled (its regexes, its canonical
+// hostnames, its rank criteria), ready to be filed into tables. One
+// Prepared may go into any number of tables: a proxy files a route's
+// match into every listener that serves it, and compiles it once.
+type Prepared[T any] struct {
+	cand  candidate[T] // its rank is set in each table's own copy
+	order order        // its input position is set per table
+	place placement
+}
+
+// Preparer prepares rules one at a time, sharing with each the work done
+// for the rules before: the canonical hostnames of a route with several
+// matches, the route's name, a regular expression used again. The zero
+// value is ready to use; a Preparer is not safe for concurrent use.
+type Preparer[T any] struct {
+	seen *reuse
+	n    int // rules prepared, to name a rule without a Key in errors
+}
+
+// Prepare checks r and compiles it. The error names the rule and lists
+// every problem found in it.
+func (p *Preparer[T]) Prepare(r *Rule[T]) (*Prepared[T], error) {
+	if p.seen == nil {
+		p.seen = newReuse()
+	}
+	p.n++
+	c, o, place, err := prepare(r, p.n-1, p.seen)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared[T]{cand: *c, order: o, place: place}, nil
+}
+
+// Build files prepared rules into an immutable Table. Their order in
+// rules is the last tie-breaker of precedence, as in Compile. It fails
+// only when a table limit is passed (maxListLen rules on one hostname
+// and path).
+func Build[T any](rules []*Prepared[T]) (*Table[T], error) {
+	cands := make([]candidate[T], len(rules))
+	orders := make([]order, len(rules))
+	for i, pr := range rules {
+		cands[i], orders[i] = pr.cand, pr.order
+		orders[i].input = i
+	}
 	rankAll(cands, orders)
 	b := newBuilder[T]()
-	for i, c := range cands {
-		b.add(c, placed[i])
+	for i := range cands {
+		b.add(&cands[i], rules[i].place)
 	}
 	t := &Table[T]{rules: len(rules)}
 	if err := b.freeze(t); err != nil {
@@ -46,19 +100,12 @@ func Compile[T any](rules []Rule[T]) (*Table[T], error) {
 	return t, nil
 }
 
-// Validate reports the problems Compile would find in r, so a caller can
-// reject one route (and say why on its status) instead of a whole table.
-func (r *Rule[T]) Validate() error {
-	_, _, _, err := prepare(r, 0, newReuse())
-	return err
-}
-
-// reuse remembers what consecutive rules share, so that Compile does not
-// validate, copy or compile it again for each: the matches of one route
-// share its hostnames slice and its name, and routes often repeat a regex.
+// reuse remembers what consecutive rules share, so that a Preparer does
+// not validate, copy or compile it again for each: the matches of one
+// route share its hostnames and its name, and routes often repeat a regex.
 type reuse struct {
-	rawHosts []string // the Hostnames slice of the previous rule
-	hosts    []string // its canonical form
+	rawHosts []string // the Hostnames of the previous rule
+	hosts    []string // their canonical form
 	ns, name string   // the previous rule's route
 	nsName   string
 	regexes  map[string]*regexp.Regexp // compiled whole-match expressions
@@ -70,12 +117,14 @@ func newReuse() *reuse {
 }
 
 // hostnames returns the distinct canonical hostnames of raw ("" for none).
+// Hostnames equal to the previous rule's (the common case: the next match
+// of the same route) are not checked again.
 func (u *reuse) hostnames(raw []string) ([]string, []error) {
-	if len(raw) > 0 && len(raw) == len(u.rawHosts) && &raw[0] == &u.rawHosts[0] {
-		return u.hosts, nil
-	}
 	if len(raw) == 0 {
 		return u.catchAll, nil
+	}
+	if u.rawHosts != nil && slices.Equal(raw, u.rawHosts) {
+		return u.hosts, nil
 	}
 	var errs []error
 	hosts := make([]string, 0, len(raw))
@@ -101,7 +150,7 @@ func (u *reuse) routeName(k *Key) string {
 	return u.nsName
 }
 
-// regex compiles expr to match whole values, once per Compile.
+// regex compiles expr to match whole values, once per Preparer.
 func (u *reuse) regex(expr string) (*regexp.Regexp, error) {
 	if re, ok := u.regexes[expr]; ok {
 		return re, nil
@@ -160,9 +209,6 @@ func prepare[T any](r *Rule[T], input int, seen *reuse) (*candidate[T], order, p
 	switch p := r.Path; p.Kind {
 	case PathExact, PathPrefix:
 		value := p.Value
-		if value == "" && p.Kind == PathPrefix {
-			value = "/" // an absent path is PathPrefix "/"
-		}
 		if !strings.HasPrefix(value, "/") {
 			fail("%s path %q must start with \"/\"", p.Kind, p.Value)
 			break

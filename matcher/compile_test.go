@@ -1,8 +1,10 @@
 package matcher
 
 import (
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCompileRejectsBadRules(t *testing.T) {
@@ -27,6 +29,7 @@ func TestCompileRejectsBadRules(t *testing.T) {
 		{"trailing dot", r("x", hosts("a.com.")), []string{`hostname "a.com."`}},
 		{"relative exact path", r("x", exact("a")), []string{`Exact path "a" must start with "/"`}},
 		{"relative prefix", r("x", prefix("abc")), []string{`PathPrefix path "abc"`}},
+		{"no path: callers write EveryPath", r("x", func(r *Rule[string]) { r.Path = Path{} }), []string{`PathPrefix path "" must start with "/"`}},
 		{"bad header name", r("x", header("X A", "1")), []string{`header name "X A"`}},
 		{"empty header name", r("x", header("", "1")), []string{`header name ""`}},
 		{"empty query name", r("x", query("", "1")), []string{"query parameter name must not be empty"}},
@@ -70,8 +73,7 @@ func TestCompileReportsEveryProblem(t *testing.T) {
 
 func TestCompileAcceptsSpecShapes(t *testing.T) {
 	rules := []Rule[string]{
-		r("default"), // zero Path is PathPrefix "/"
-		r("empty-prefix", func(r *Rule[string]) { r.Path = Path{} }),
+		r("every-path"),
 		r("upper-host", hosts("API.Example.COM")),
 		r("wild", hosts("*.example.com")),
 		r("digits", hosts("1.2.3")), // not an IP: three labels
@@ -99,5 +101,49 @@ func TestCompileRejectsTooManyRulesOnOnePath(t *testing.T) {
 	}
 	if _, err := Compile(rules[:maxListLen]); err != nil {
 		t.Fatalf("Compile at the limit: %v", err)
+	}
+}
+
+// A prepared rule is filed into several tables, each ranking it among its
+// own rules: what one table decides must not leak into another.
+func TestPreparedRuleInSeveralTables(t *testing.T) {
+	var p Preparer[string]
+	prep := func(rule Rule[string]) *Prepared[string] {
+		t.Helper()
+		pr, err := p.Prepare(&rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	plain := prep(r("plain", prefix("/a")))
+	withHeader := prep(r("with-header", prefix("/a"), header("X-V", "1")))
+	newer := prep(r("newer", prefix("/a"), func(r *Rule[string]) { r.Key.Created = t0.Add(time.Hour) }))
+
+	first, err := Build([]*Prepared[string]{plain, withHeader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := Build([]*Prepared[string]{newer, plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{"X-V": {"1"}}
+	for _, tc := range []struct {
+		table *Table[string]
+		req   *Request
+		want  string
+	}{
+		{first, &Request{Host: "h", Path: "/a", Header: h}, "with-header"},
+		{first, &Request{Host: "h", Path: "/a"}, "plain"},
+		{second, &Request{Host: "h", Path: "/a", Header: h}, "plain"},
+		{second, &Request{Host: "h", Path: "/a"}, "plain"},
+	} {
+		if got, _ := tc.table.Match(tc.req); got != tc.want {
+			t.Errorf("Match(%s, %v) = %q, want %q", tc.req.Path, tc.req.Header, got, tc.want)
+		}
+	}
+	if first.Len() != 2 || second.Len() != 2 {
+		t.Errorf("Len = %d, %d; want 2, 2", first.Len(), second.Len())
 	}
 }

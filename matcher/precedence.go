@@ -56,7 +56,7 @@ func (a *order) compare(b *order) int {
 
 // rankAll sets each candidate's rank to its position when all are sorted by
 // precedence, so Match orders any two candidates with one comparison.
-func rankAll[T any](cands []*candidate[T], orders []order) {
+func rankAll[T any](cands []candidate[T], orders []order) {
 	idx := make([]int, len(cands))
 	for i := range idx {
 		idx[i] = i

@@ -31,12 +31,15 @@ func (k PathKind) String() string {
 	return "PathKind(?)"
 }
 
-// Path is a rule's path condition. The zero value is PathPrefix "/" after
-// Compile fills in the default, as the Gateway API does for an absent path.
+// Path is a rule's path condition. Every rule states one: the Gateway
+// API's default for an absent path is EveryPath, and the caller writes it.
 type Path struct {
 	Kind  PathKind
 	Value string
 }
+
+// EveryPath matches every path, with the lowest path precedence.
+var EveryPath = Path{Kind: PathPrefix, Value: "/"}
 
 // ValueMatch is one header or query parameter condition. Exact values are
 // compared byte for byte; a Regex value is an RE2 expression that must match

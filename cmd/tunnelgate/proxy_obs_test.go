@@ -39,9 +39,9 @@ func TestProxyCommandAccessLogAndTracing(t *testing.T) {
 	dir := t.TempDir()
 	cfg := proxycfg.Config{
 		Schema: proxycfg.SchemaVersion, Version: "obs",
-		Listeners: []proxycfg.Listener{{Name: "gw/http", Port: 80}},
-		Routes: []proxycfg.Route{{Namespace: "shop", Name: "storefront", Listeners: []string{"gw/http"},
-			Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "web", Weight: 1}}}}}},
+		Listeners: []proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "gw/http", Port: 80}},
+		Routes: []proxycfg.Route{{Kind: proxycfg.KindHTTP, Namespace: "shop", Name: "storefront", Listeners: []string{"gw/http"},
+			Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "web", Weight: 1}}}}}},
 		Clusters: []proxycfg.Cluster{{Name: "web", Protocol: proxycfg.ProtoHTTP1,
 			Endpoints: []proxycfg.Endpoint{{Address: strings.TrimPrefix(backend.URL, "http://")}}}},
 	}

@@ -98,10 +98,10 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	srv := configserver.New(configserver.Options{Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	srv.Publish(&proxycfg.Config{
 		Schema:    proxycfg.SchemaVersion,
-		Listeners: []proxycfg.Listener{{Name: "l"}},
-		Routes: []proxycfg.Route{{Namespace: "n", Name: "r", Listeners: []string{"l"},
-			Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}}}}}},
-		Clusters: []proxycfg.Cluster{{Name: "c", Endpoints: []proxycfg.Endpoint{{Address: backend.Listener.Addr().String()}}}},
+		Listeners: []proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l"}},
+		Routes: []proxycfg.Route{{Kind: proxycfg.KindHTTP, Namespace: "n", Name: "r", Listeners: []string{"l"},
+			Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}}}}}},
+		Clusters: []proxycfg.Cluster{{Protocol: proxycfg.ProtoHTTP1, Name: "c", Endpoints: []proxycfg.Endpoint{{Address: backend.Listener.Addr().String()}}}},
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -47,7 +47,7 @@ func scaleConfig(routes int) *proxycfg.Config {
 			Rules: []proxycfg.Rule{
 				{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/api"},
 					Headers: []proxycfg.ValueMatch{{Type: proxycfg.MatchExact, Name: "x-canary", Value: "1"}}}}, Backends: backends},
-				{Backends: backends},
+				{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: backends},
 			},
 		})
 		c := proxycfg.Cluster{Name: cl, Protocol: proxycfg.ProtoHTTP1}
@@ -177,9 +177,9 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func smallConfig(addr string) *proxycfg.Config {
 	return &proxycfg.Config{
 		Schema:    proxycfg.SchemaVersion,
-		Listeners: []proxycfg.Listener{{Name: "l"}},
-		Routes: []proxycfg.Route{{Namespace: "n", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-			Listeners: []string{"l"}, Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}}}}}},
-		Clusters: []proxycfg.Cluster{{Name: "c", Endpoints: []proxycfg.Endpoint{{Address: addr}}}},
+		Listeners: []proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l"}},
+		Routes: []proxycfg.Route{{Kind: proxycfg.KindHTTP, Namespace: "n", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+			Listeners: []string{"l"}, Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}}}}}},
+		Clusters: []proxycfg.Cluster{{Protocol: proxycfg.ProtoHTTP1, Name: "c", Endpoints: []proxycfg.Endpoint{{Address: addr}}}},
 	}
 }

@@ -79,7 +79,7 @@ func hashes(t *testing.T, cfg *proxycfg.Config) (version, routes, clusters strin
 // with that; clustersHash with the clusters' definitions.
 func TestHashesSeparateRoutesFromClusters(t *testing.T) {
 	base := smallConfig("127.0.0.1:1")
-	base.Clusters = append(base.Clusters, proxycfg.Cluster{Name: "d", Endpoints: []proxycfg.Endpoint{{Address: "127.0.0.1:2"}}})
+	base.Clusters = append(base.Clusters, proxycfg.Cluster{Protocol: proxycfg.ProtoHTTP1, Name: "d", Endpoints: []proxycfg.Endpoint{{Address: "127.0.0.1:2"}}})
 	v0, r0, c0 := hashes(t, base)
 
 	edit := func(f func(*proxycfg.Config)) *proxycfg.Config {
@@ -102,7 +102,7 @@ func TestHashesSeparateRoutesFromClusters(t *testing.T) {
 		{"the session secret", edit(func(c *proxycfg.Config) { c.SessionSecret = []byte("k") }), false, true},
 		{"the schema", edit(func(c *proxycfg.Config) { c.Schema = "other" }), false, true},
 		{"a cluster added", edit(func(c *proxycfg.Config) {
-			c.Clusters = append(c.Clusters, proxycfg.Cluster{Name: "e"})
+			c.Clusters = append(c.Clusters, proxycfg.Cluster{Protocol: proxycfg.ProtoHTTP1, Name: "e"})
 		}), false, false},
 		{"a cluster renamed", edit(func(c *proxycfg.Config) { c.Clusters[1].Name = "e" }), false, false},
 	} {

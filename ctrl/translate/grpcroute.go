@@ -21,9 +21,11 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gat
 			out.Name = string(*src.Name)
 		}
 		for _, m := range src.Matches {
-			dm := proxycfg.Match{}
+			dm := proxycfg.Match{Path: everyPath()}
 			if m.Method != nil {
-				dm.Path, dm.Precedence = grpcPath(m.Method)
+				if p, precedence := grpcPath(m.Method); p != nil {
+					dm.Path, dm.Precedence = p, precedence
+				}
 			}
 			for _, h := range m.Headers {
 				vm := proxycfg.ValueMatch{Type: proxycfg.MatchExact, Name: string(h.Name), Value: h.Value}
@@ -33,6 +35,9 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gat
 				dm.Headers = append(dm.Headers, vm)
 			}
 			out.Matches = append(out.Matches, dm)
+		}
+		if len(out.Matches) == 0 {
+			out.Matches = []proxycfg.Match{{Path: everyPath()}}
 		}
 		out.Filters = t.grpcFilters(src.Filters, r.Namespace, gw, &rs, &out)
 		for j := range src.BackendRefs {

@@ -27,6 +27,9 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gat
 		for _, m := range src.Matches {
 			out.Matches = append(out.Matches, httpMatch(&m))
 		}
+		if len(out.Matches) == 0 {
+			out.Matches = []proxycfg.Match{{Path: everyPath()}}
+		}
 		out.Filters = t.httpFilters(kindHTTPRoute, src.Filters, r.Namespace, gw, &rs, &out)
 		for j := range src.BackendRefs {
 			br := &src.BackendRefs[j]
@@ -48,16 +51,14 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gat
 }
 
 func httpMatch(m *gwv1.HTTPRouteMatch) proxycfg.Match {
-	var out proxycfg.Match
+	out := proxycfg.Match{Path: everyPath()}
 	if m.Path != nil {
-		pm := &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}
 		if m.Path.Type != nil {
-			pm.Type = string(*m.Path.Type)
+			out.Path.Type = string(*m.Path.Type)
 		}
 		if m.Path.Value != nil {
-			pm.Value = *m.Path.Value
+			out.Path.Value = *m.Path.Value
 		}
-		out.Path = pm
 	}
 	if m.Method != nil {
 		out.Method = string(*m.Method)
@@ -170,8 +171,15 @@ func sessionPersistence(sp *gwv1.SessionPersistence) (*proxycfg.SessionPersisten
 		}
 		s.AbsoluteTimeout = proxycfg.Duration(d)
 	}
+	s.Lifetime = proxycfg.LifetimeSession
 	if sp.CookieConfig != nil && sp.CookieConfig.LifetimeType != nil {
 		s.Lifetime = string(*sp.CookieConfig.LifetimeType)
 	}
 	return s, nil
+}
+
+// everyPath is the path of a match without one: the Gateway API's
+// default, PathPrefix "/", written out as the wire config wants.
+func everyPath() *proxycfg.PathMatch {
+	return &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}
 }

@@ -87,6 +87,7 @@ func redirect(f *gwv1.HTTPRequestRedirectFilter) *proxycfg.Redirect {
 	if f.Port != nil {
 		out.Port = int(*f.Port)
 	}
+	out.StatusCode = 302
 	if f.StatusCode != nil {
 		out.StatusCode = *f.StatusCode
 	}
@@ -103,6 +104,9 @@ func rewrite(f *gwv1.HTTPURLRewriteFilter) *proxycfg.Rewrite {
 
 func cors(f *gwv1.HTTPCORSFilter) *proxycfg.CORS {
 	out := &proxycfg.CORS{MaxAge: int(f.MaxAge)}
+	if out.MaxAge == 0 { // unset: a maxAge of 0 fails the CRD's minimum of 1
+		out.MaxAge = 5
+	}
 	if f.AllowCredentials != nil {
 		out.AllowCredentials = *f.AllowCredentials
 	}

@@ -45,7 +45,7 @@ func TestAllocsRewriteApply(t *testing.T) {
 }
 
 func TestAllocsRedirectLocation(t *testing.T) {
-	rd, err := compileRedirect(&proxycfg.Redirect{Scheme: "https", Port: 8443, Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/new"}}, "/old")
+	rd, err := compileRedirect(&proxycfg.Redirect{StatusCode: 302, Scheme: "https", Port: 8443, Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/new"}}, "/old")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,7 @@ func TestAllocsOriginMatches(t *testing.T) {
 
 func TestAllocsCORSHandle(t *testing.T) {
 	c, err := compileCORS(&proxycfg.CORS{
+		MaxAge:           5,
 		AllowOrigins:     []string{"https://www.foo.com", "https://*.bar.com"},
 		AllowMethods:     []string{"GET", "OPTIONS"},
 		AllowHeaders:     []string{"x-header-1"},
@@ -78,7 +79,7 @@ func TestAllocsCORSHandle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	star, err := compileCORS(&proxycfg.CORS{AllowOrigins: []string{"*"}, AllowMethods: []string{"*"}, ExposeHeaders: []string{"X-A"}})
+	star, err := compileCORS(&proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"*"}, AllowMethods: []string{"*"}, ExposeHeaders: []string{"X-A"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestAllocsCORSHandle(t *testing.T) {
 }
 
 func TestAllocsSessionToken(t *testing.T) {
-	p, err := compileSession(&proxycfg.SessionPersistence{Name: "tg"})
+	p, err := compileSession(&proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +121,7 @@ func TestAllocsSessionToken(t *testing.T) {
 	if got != "value" {
 		t.Fatalf("token = %q", got)
 	}
-	hp, err := compileSession(&proxycfg.SessionPersistence{Name: "x-session", Type: proxycfg.SessionHeader})
+	hp, err := compileSession(&proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "x-session", Type: proxycfg.SessionHeader})
 	if err != nil {
 		t.Fatal(err)
 	}

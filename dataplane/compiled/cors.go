@@ -43,9 +43,6 @@ var (
 	}
 )
 
-// corsDefaultMaxAge is the Gateway API's default Access-Control-Max-Age.
-const corsDefaultMaxAge = 5
-
 // Origin forms and wildcards.
 const (
 	corsOriginExact  uint8 = iota // host compared whole
@@ -238,8 +235,8 @@ type CORS struct {
 // compileCORS validates c and precomputes its header values. Origins must
 // be "*" or parse as in originMatches; methods and header names must be
 // RFC 9110 tokens or "*". A "*" among other values (which the Gateway API
-// forbids) makes the list a wildcard. MaxAge 0 means the default of 5
-// seconds.
+// forbids) makes the list a wildcard. MaxAge must be at least 1 second:
+// translate writes the Gateway API's default of 5.
 func compileCORS(c *proxycfg.CORS) (*CORS, error) {
 	if c == nil {
 		return nil, errors.New("cors: missing filter body")
@@ -283,10 +280,8 @@ func compileCORS(c *proxycfg.CORS) (*CORS, error) {
 	}
 
 	switch {
-	case c.MaxAge < 0:
-		return nil, fmt.Errorf("cors: maxAge %d is negative", c.MaxAge)
-	case c.MaxAge == 0:
-		out.maxAge = []string{strconv.Itoa(corsDefaultMaxAge)}
+	case c.MaxAge < 1:
+		return nil, fmt.Errorf("cors: maxAge %d is not a positive number of seconds (the Gateway API's default is 5)", c.MaxAge)
 	default:
 		out.maxAge = []string{strconv.Itoa(c.MaxAge)}
 	}

@@ -107,16 +107,16 @@ func TestCompileCORSErrors(t *testing.T) {
 		wantErr string
 	}{
 		{"nil", nil, "missing"},
-		{"origin without scheme", &proxycfg.CORS{AllowOrigins: []string{"www.foo.com"}}, "allowOrigins"},
-		{"origin with path", &proxycfg.CORS{AllowOrigins: []string{"https://www.foo.com/"}}, "allowOrigins"},
-		{"origin bad scheme", &proxycfg.CORS{AllowOrigins: []string{"ftp://foo.com"}}, "allowOrigins"},
-		{"origin bad port", &proxycfg.CORS{AllowOrigins: []string{"https://foo.com:70000"}}, "allowOrigins"},
-		{"origin inner wildcard", &proxycfg.CORS{AllowOrigins: []string{"https://a.*.com"}}, "allowOrigins"},
-		{"method with space", &proxycfg.CORS{AllowMethods: []string{"GE T"}}, "allowMethods"},
-		{"method empty", &proxycfg.CORS{AllowMethods: []string{""}}, "allowMethods"},
-		{"header with colon", &proxycfg.CORS{AllowHeaders: []string{":authority"}}, "allowHeaders"},
-		{"header with slash", &proxycfg.CORS{AllowHeaders: []string{"/invalid"}}, "allowHeaders"},
-		{"expose with comma", &proxycfg.CORS{ExposeHeaders: []string{"a,b"}}, "exposeHeaders"},
+		{"origin without scheme", &proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"www.foo.com"}}, "allowOrigins"},
+		{"origin with path", &proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"https://www.foo.com/"}}, "allowOrigins"},
+		{"origin bad scheme", &proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"ftp://foo.com"}}, "allowOrigins"},
+		{"origin bad port", &proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"https://foo.com:70000"}}, "allowOrigins"},
+		{"origin inner wildcard", &proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"https://a.*.com"}}, "allowOrigins"},
+		{"method with space", &proxycfg.CORS{MaxAge: 5, AllowMethods: []string{"GE T"}}, "allowMethods"},
+		{"method empty", &proxycfg.CORS{MaxAge: 5, AllowMethods: []string{""}}, "allowMethods"},
+		{"header with colon", &proxycfg.CORS{MaxAge: 5, AllowHeaders: []string{":authority"}}, "allowHeaders"},
+		{"header with slash", &proxycfg.CORS{MaxAge: 5, AllowHeaders: []string{"/invalid"}}, "allowHeaders"},
+		{"expose with comma", &proxycfg.CORS{MaxAge: 5, ExposeHeaders: []string{"a,b"}}, "exposeHeaders"},
 		{"negative max age", &proxycfg.CORS{MaxAge: -1}, "maxAge"},
 	}
 	for _, c := range cases {
@@ -199,20 +199,24 @@ var (
 		MaxAge:           3600,
 	}
 	corsConf2 = &proxycfg.CORS{
+		MaxAge:       5,
 		AllowOrigins: []string{"https://www.foo.com"},
 		AllowMethods: []string{"*"},
 	}
 	corsConfWildOrigin = &proxycfg.CORS{
+		MaxAge:       5,
 		AllowOrigins: []string{"*"},
 		AllowMethods: []string{"PUT"},
 	}
 	corsConfWildAuth = &proxycfg.CORS{
+		MaxAge:           5,
 		AllowOrigins:     []string{"*"},
 		AllowMethods:     []string{"*"},
 		AllowHeaders:     []string{"*"},
 		AllowCredentials: true,
 	}
 	corsConfWildUnauth = &proxycfg.CORS{
+		MaxAge:       5,
 		AllowOrigins: []string{"*"},
 		AllowMethods: []string{"*"},
 		AllowHeaders: []string{"*"},
@@ -421,7 +425,7 @@ func TestCORSHandle(t *testing.T) {
 	})
 
 	// Without allowMethods or allowHeaders nothing is claimed for them.
-	bare := mustCORS(t, &proxycfg.CORS{AllowOrigins: []string{"https://a.com"}})
+	bare := mustCORS(t, &proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"https://a.com"}})
 	checkCORS(t, "bare preflight", bare, "OPTIONS", corsReq(
 		"Origin", "https://a.com", "Access-Control-Request-Method", "DELETE", "Access-Control-Request-Headers", "x-a",
 	), true, corsWant{
@@ -429,18 +433,18 @@ func TestCORSHandle(t *testing.T) {
 		"Access-Control-Max-Age":      "5",
 	})
 	// An empty allowOrigins allows no one, but still answers preflights.
-	none := mustCORS(t, &proxycfg.CORS{})
+	none := mustCORS(t, &proxycfg.CORS{MaxAge: 5})
 	checkCORS(t, "no origins preflight", none, "OPTIONS", corsReq("Origin", "https://a.com", "Access-Control-Request-Method", "GET"), true, corsWant{})
 	checkCORS(t, "no origins request", none, "GET", corsReq("Origin", "https://a.com"), false, corsWant{"Vary": "Origin"})
 
 	// Expose "*": a "*" without credentials, nothing with them.
-	exposeStar := mustCORS(t, &proxycfg.CORS{AllowOrigins: []string{"https://a.com"}, ExposeHeaders: []string{"*"}})
+	exposeStar := mustCORS(t, &proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"https://a.com"}, ExposeHeaders: []string{"*"}})
 	checkCORS(t, "expose star", exposeStar, "GET", corsReq("Origin", "https://a.com"), false, corsWant{
 		"Access-Control-Allow-Origin":   "https://a.com",
 		"Access-Control-Expose-Headers": "*",
 		"Vary":                          "Origin",
 	})
-	exposeStarCred := mustCORS(t, &proxycfg.CORS{AllowOrigins: []string{"https://a.com"}, ExposeHeaders: []string{"*"}, AllowCredentials: true})
+	exposeStarCred := mustCORS(t, &proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"https://a.com"}, ExposeHeaders: []string{"*"}, AllowCredentials: true})
 	checkCORS(t, "expose star with credentials", exposeStarCred, "GET", corsReq("Origin", "https://a.com"), false, corsWant{
 		"Access-Control-Allow-Origin":      "https://a.com",
 		"Access-Control-Allow-Credentials": "true",
@@ -449,7 +453,7 @@ func TestCORSHandle(t *testing.T) {
 
 	// A lone "*" without credentials answers every response the same,
 	// Origin or not, with no Vary.
-	star := mustCORS(t, &proxycfg.CORS{AllowOrigins: []string{"*"}, ExposeHeaders: []string{"X-Trace"}})
+	star := mustCORS(t, &proxycfg.CORS{MaxAge: 5, AllowOrigins: []string{"*"}, ExposeHeaders: []string{"X-Trace"}})
 	checkCORS(t, "star no origin", star, "GET", corsReq(), false, corsWant{
 		"Access-Control-Allow-Origin":   "*",
 		"Access-Control-Expose-Headers": "X-Trace",

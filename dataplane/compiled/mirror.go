@@ -38,10 +38,7 @@ func compileMirror(m *proxycfg.Mirror, cluster func(name string) (int, bool)) (*
 		mr.num, mr.den = uint64(*m.Percent), 100
 	case m.Fraction != nil:
 		den := m.Fraction.Denominator
-		if den == 0 {
-			den = 100
-		}
-		if den < 0 || m.Fraction.Numerator < 0 || m.Fraction.Numerator > den {
+		if den <= 0 || m.Fraction.Numerator < 0 || m.Fraction.Numerator > den {
 			return nil, fmt.Errorf("RequestMirror: fraction %d/%d is not between 0 and 1", m.Fraction.Numerator, den)
 		}
 		mr.num, mr.den = uint64(m.Fraction.Numerator), uint64(den)

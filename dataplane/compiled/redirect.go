@@ -112,8 +112,6 @@ func compileRedirect(r *proxycfg.Redirect, matchedPrefix string) (*Redirect, err
 	}
 	rd := &Redirect{status: r.StatusCode, port: r.Port, host: r.Hostname}
 	switch rd.status {
-	case 0:
-		rd.status = 302
 	case 301, 302, 303, 307, 308:
 	default:
 		return nil, fmt.Errorf("requestRedirect: unsupported statusCode %d (want 301, 302, 303, 307 or 308)", r.StatusCode)

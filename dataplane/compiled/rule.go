@@ -74,14 +74,6 @@ const MaxReplayBody = 64 << 10
 // NoCluster is the cluster ID of a backend without one.
 const NoCluster = -1
 
-// RuleMatches returns a rule's matches, or the implied PathPrefix "/".
-func RuleMatches(r *proxycfg.Rule) []proxycfg.Match {
-	if len(r.Matches) == 0 {
-		return []proxycfg.Match{{}}
-	}
-	return r.Matches
-}
-
 func MatcherRule(r *proxycfg.Route, ri, mi int, m proxycfg.Match, t *Target) (matcher.Rule[*Target], error) {
 	mr := matcher.Rule[*Target]{
 		Hostnames:  r.Hostnames,
@@ -93,17 +85,18 @@ func MatcherRule(r *proxycfg.Route, ri, mi int, m proxycfg.Match, t *Target) (ma
 	where := func(err error) error {
 		return fmt.Errorf("route %s/%s rule %d match %d: %w", r.Namespace, r.Name, ri, mi, err)
 	}
-	if m.Path != nil {
-		switch m.Path.Type {
-		case proxycfg.PathPrefix, "":
-			mr.Path = matcher.Path{Kind: matcher.PathPrefix, Value: m.Path.Value}
-		case proxycfg.PathExact:
-			mr.Path = matcher.Path{Kind: matcher.PathExact, Value: m.Path.Value}
-		case proxycfg.PathRegex:
-			mr.Path = matcher.Path{Kind: matcher.PathRegex, Value: m.Path.Value}
-		default:
-			return mr, where(fmt.Errorf("unknown path match type %q", m.Path.Type))
-		}
+	if m.Path == nil {
+		return mr, where(errors.New(`path is required (every path: {"type":"PathPrefix","value":"/"})`))
+	}
+	switch m.Path.Type {
+	case proxycfg.PathPrefix:
+		mr.Path = matcher.Path{Kind: matcher.PathPrefix, Value: m.Path.Value}
+	case proxycfg.PathExact:
+		mr.Path = matcher.Path{Kind: matcher.PathExact, Value: m.Path.Value}
+	case proxycfg.PathRegex:
+		mr.Path = matcher.Path{Kind: matcher.PathRegex, Value: m.Path.Value}
+	default:
+		return mr, where(fmt.Errorf("path type %q is not %s, %s or %s", m.Path.Type, proxycfg.PathPrefix, proxycfg.PathExact, proxycfg.PathRegex))
 	}
 	var err error
 	if mr.Headers, err = valueMatches(m.Headers); err != nil {
@@ -112,7 +105,7 @@ func MatcherRule(r *proxycfg.Route, ri, mi int, m proxycfg.Match, t *Target) (ma
 	if mr.Query, err = valueMatches(m.Query); err != nil {
 		return mr, where(fmt.Errorf("query: %w", err))
 	}
-	return mr, mr.Validate()
+	return mr, nil
 }
 
 func valueMatches(vs []proxycfg.ValueMatch) ([]matcher.ValueMatch, error) {
@@ -122,11 +115,11 @@ func valueMatches(vs []proxycfg.ValueMatch) ([]matcher.ValueMatch, error) {
 	out := make([]matcher.ValueMatch, len(vs))
 	for i, v := range vs {
 		switch v.Type {
-		case proxycfg.MatchExact, "":
+		case proxycfg.MatchExact:
 		case proxycfg.MatchRegex:
 			out[i].Regex = true
 		default:
-			return nil, fmt.Errorf("%q: unknown match type %q", v.Name, v.Type)
+			return nil, fmt.Errorf("%q: type %q is not %s or %s", v.Name, v.Type, proxycfg.MatchExact, proxycfg.MatchRegex)
 		}
 		out[i].Name, out[i].Value = v.Name, v.Value
 	}
@@ -136,16 +129,10 @@ func valueMatches(vs []proxycfg.ValueMatch) ([]matcher.ValueMatch, error) {
 // matchedPrefix is the PathPrefix value a match carries, which
 // ReplacePrefixMatch replaces; "" for other path types.
 func matchedPrefix(m proxycfg.Match) string {
-	if m.Path == nil {
-		return "/"
+	if m.Path == nil || m.Path.Type != proxycfg.PathPrefix {
+		return ""
 	}
-	if m.Path.Type == proxycfg.PathPrefix || m.Path.Type == "" {
-		if m.Path.Value == "" {
-			return "/"
-		}
-		return matcher.NormalizePath(m.Path.Value)
-	}
-	return ""
+	return matcher.NormalizePath(m.Path.Value)
 }
 
 // CompileRule checks and compiles rule i of r, numbered id, and returns a
@@ -184,9 +171,6 @@ func (c *ruleCompiler) bad(format string, a ...any) {
 // rule is the compiled rule's identity and fail status.
 func (c *ruleCompiler) rule(r *proxycfg.Route, i, id int) *Rule {
 	ru := &Rule{Route: r.Namespace + "/" + r.Name, Kind: r.Kind, Index: i, Name: c.src.Name, ID: id, FailStatus: c.src.FailStatus}
-	if ru.Kind == "" {
-		ru.Kind = proxycfg.KindHTTP
-	}
 	if s := c.src.FailStatus; s != 0 && (s < 400 || s > 599) {
 		c.bad("failStatus %d is not a 4xx or 5xx status", s)
 	}
@@ -353,7 +337,10 @@ func (c *ruleCompiler) settings(ru *Rule, i int) {
 // targets compiles, per match, the redirect or rewrite for the prefix
 // that match carries.
 func (c *ruleCompiler) targets(ru *Rule, own *filterSet) []*Target {
-	matches := RuleMatches(c.src)
+	matches := c.src.Matches
+	if len(matches) == 0 {
+		c.bad(`matches: none; a rule for every request says so: [{"path":{"type":"PathPrefix","value":"/"}}]`)
+	}
 	targets := make([]*Target, len(matches))
 	for mi, m := range matches {
 		t := &Target{Rule: ru}
@@ -412,9 +399,13 @@ func ValidateRule(r *proxycfg.Route, i int) error {
 	if err != nil {
 		return err
 	}
-	for mi, m := range RuleMatches(&r.Rules[i]) {
-		if _, err := MatcherRule(r, i, mi, m, targets[mi]); err != nil {
-			return err // MatcherRule has validated the match
+	for mi, m := range r.Rules[i].Matches {
+		mr, err := MatcherRule(r, i, mi, m, targets[mi])
+		if err == nil {
+			err = mr.Validate()
+		}
+		if err != nil {
+			return err // it names the route, rule and match
 		}
 	}
 	return nil

@@ -40,10 +40,11 @@ type SessionPolicy struct {
 }
 
 // compileSession checks sp and compiles it. A nil sp is no persistence:
-// (nil, nil). Name must be set (translate fills the default) and be an
+// (nil, nil). Name must be set and be an
 // RFC 9110 token of at most 128 characters, which makes it a valid cookie
-// name and header name. Type is Cookie (the default) or Header; Lifetime is
-// Session (the default) or Permanent. As the Gateway API's validation
+// name and header name. Type is Cookie or Header; Lifetime is Session or
+// Permanent (translate writes the Gateway API's defaults, Cookie and
+// Session). As the Gateway API's validation
 // says, Permanent needs an AbsoluteTimeout (it becomes the cookie's
 // Max-Age), and a cookie lifetime applies to Cookie sessions only, so
 // Permanent with Header is refused. A Header session may not use a name
@@ -54,7 +55,7 @@ func compileSession(sp *proxycfg.SessionPersistence) (*SessionPolicy, error) {
 	}
 	p := &SessionPolicy{name: sp.Name, absolute: time.Duration(sp.AbsoluteTimeout), idle: time.Duration(sp.IdleTimeout)}
 	switch sp.Type {
-	case "", proxycfg.SessionCookie:
+	case proxycfg.SessionCookie:
 	case proxycfg.SessionHeader:
 		p.header = true
 	default:
@@ -74,7 +75,7 @@ func compileSession(sp *proxycfg.SessionPersistence) (*SessionPolicy, error) {
 		}
 	}
 	switch sp.Lifetime {
-	case "", proxycfg.LifetimeSession:
+	case proxycfg.LifetimeSession:
 	case proxycfg.LifetimePermanent:
 		if p.header {
 			return nil, fmt.Errorf("session persistence: lifetime %q applies to cookies only; remove it or use type %q", proxycfg.LifetimePermanent, proxycfg.SessionCookie)

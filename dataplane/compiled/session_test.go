@@ -24,41 +24,41 @@ func TestCompileSession(t *testing.T) {
 	if p, err := compileSession(nil); p != nil || err != nil {
 		t.Errorf("nil: %v, %v", p, err)
 	}
-	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "sess"})
+	p := mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "sess"})
 	if p.header || p.permanent {
 		t.Errorf("defaults: %+v", p)
 	}
-	p = mustCompileSession(t, &proxycfg.SessionPersistence{Name: "x-session-id", Type: proxycfg.SessionHeader})
+	p = mustCompileSession(t, &proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "x-session-id", Type: proxycfg.SessionHeader})
 	if !p.header || p.headerKey != "X-Session-Id" {
 		t.Errorf("header: %+v", p)
 	}
-	p = mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)})
+	p = mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Name: "s", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)})
 	if !p.permanent || p.absolute != time.Hour {
 		t.Errorf("permanent: %+v", p)
 	}
 	mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s", Type: proxycfg.SessionHeader, Lifetime: proxycfg.LifetimeSession})
-	mustCompileSession(t, &proxycfg.SessionPersistence{Name: "!#$%&'*+-.^_`|~09azAZ"})
-	mustCompileSession(t, &proxycfg.SessionPersistence{Name: strings.Repeat("n", 128)})
+	mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "!#$%&'*+-.^_`|~09azAZ"})
+	mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: strings.Repeat("n", 128)})
 
 	bad := []struct {
 		sp   proxycfg.SessionPersistence
 		want string
 	}{
-		{proxycfg.SessionPersistence{}, "empty"},
-		{proxycfg.SessionPersistence{Name: "a b"}, "character"},
-		{proxycfg.SessionPersistence{Name: "a=b"}, "character"},
-		{proxycfg.SessionPersistence{Name: "a;b"}, "character"},
-		{proxycfg.SessionPersistence{Name: "sess\"id"}, "character"},
-		{proxycfg.SessionPersistence{Name: "sé"}, "character"},
-		{proxycfg.SessionPersistence{Name: "a:b", Type: proxycfg.SessionHeader}, "character"},
-		{proxycfg.SessionPersistence{Name: strings.Repeat("n", 129)}, "more than 128"},
-		{proxycfg.SessionPersistence{Name: "s", Type: "Query"}, "type"},
-		{proxycfg.SessionPersistence{Name: "s", Lifetime: "Forever"}, "lifetime"},
-		{proxycfg.SessionPersistence{Name: "s", Lifetime: proxycfg.LifetimePermanent}, "absoluteTimeout"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession}, "empty"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "a b"}, "character"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "a=b"}, "character"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "a;b"}, "character"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "sess\"id"}, "character"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "sé"}, "character"},
+		{proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "a:b", Type: proxycfg.SessionHeader}, "character"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: strings.Repeat("n", 129)}, "more than 128"},
+		{proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "s", Type: "Query"}, "type"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Name: "s", Lifetime: "Forever"}, "lifetime"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Name: "s", Lifetime: proxycfg.LifetimePermanent}, "absoluteTimeout"},
 		{proxycfg.SessionPersistence{Name: "s", Type: proxycfg.SessionHeader, Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)}, "cookies only"},
-		{proxycfg.SessionPersistence{Name: "cookie", Type: proxycfg.SessionHeader}, "reserved"},
-		{proxycfg.SessionPersistence{Name: "host", Type: proxycfg.SessionHeader}, "reserved"},
-		{proxycfg.SessionPersistence{Name: "s", IdleTimeout: proxycfg.Duration(-time.Second)}, "negative"},
+		{proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "cookie", Type: proxycfg.SessionHeader}, "reserved"},
+		{proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "host", Type: proxycfg.SessionHeader}, "reserved"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "s", IdleTimeout: proxycfg.Duration(-time.Second)}, "negative"},
 	}
 	for _, b := range bad {
 		_, err := compileSession(&b.sp)
@@ -69,7 +69,7 @@ func TestCompileSession(t *testing.T) {
 }
 
 func TestSessionValid(t *testing.T) {
-	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s", AbsoluteTimeout: proxycfg.Duration(time.Hour), IdleTimeout: proxycfg.Duration(10 * time.Minute)})
+	p := mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "s", AbsoluteTimeout: proxycfg.Duration(time.Hour), IdleTimeout: proxycfg.Duration(10 * time.Minute)})
 	s := sessT0
 	cases := []struct {
 		name             string
@@ -91,7 +91,7 @@ func TestSessionValid(t *testing.T) {
 		}
 	}
 	// No timeouts: only the sanity checks apply.
-	q := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s"})
+	q := mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "s"})
 	if !q.Valid(s, s, s.Add(10*365*24*time.Hour)) {
 		t.Error("session without timeouts expired")
 	}
@@ -103,7 +103,7 @@ func TestSessionValid(t *testing.T) {
 func TestSessionSetCookie(t *testing.T) {
 	tok := "AbC-_09tok"
 
-	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg-sess", AbsoluteTimeout: proxycfg.Duration(time.Hour)})
+	p := mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg-sess", AbsoluteTimeout: proxycfg.Duration(time.Hour)})
 	got := p.SetCookie(tok, sessT0, sessT0, false)
 	want := "tg-sess=" + tok + "; Path=/; HttpOnly; SameSite=Lax"
 	if got != want {
@@ -113,7 +113,7 @@ func TestSessionSetCookie(t *testing.T) {
 		t.Errorf("secure cookie: %s", got)
 	}
 
-	perm := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg-sess", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)})
+	perm := mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Name: "tg-sess", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)})
 	for _, tc := range []struct {
 		now  time.Time
 		want string
@@ -142,7 +142,7 @@ func TestSessionSetCookie(t *testing.T) {
 }
 
 func TestSessionTokenFromRequest(t *testing.T) {
-	p := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "tg"})
+	p := mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg"})
 	cases := []struct {
 		cookies []string
 		want    string
@@ -178,7 +178,7 @@ func TestSessionTokenFromRequest(t *testing.T) {
 		t.Errorf("cookie policy read a header: %q", got)
 	}
 
-	hp := mustCompileSession(t, &proxycfg.SessionPersistence{Name: "x-tg-session", Type: proxycfg.SessionHeader})
+	hp := mustCompileSession(t, &proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "x-tg-session", Type: proxycfg.SessionHeader})
 	for _, c := range []struct {
 		vals []string
 		want string

@@ -18,21 +18,22 @@ import (
 func benchDocument(routes, port int) *Document {
 	cfg := proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: fmt.Sprint("v", port)}
 	for g := range 50 {
-		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{Name: fmt.Sprintf("gw-%d", g), Hostname: fmt.Sprintf("*.g%d.example.com", g)})
+		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{Protocol: proxycfg.ListenerHTTP, Name: fmt.Sprintf("gw-%d", g), Hostname: fmt.Sprintf("*.g%d.example.com", g)})
 	}
 	for r := range routes {
 		name := fmt.Sprintf("team-%d/app-%d:80", r%100, r)
 		cfg.Routes = append(cfg.Routes, proxycfg.Route{
+			Kind:      proxycfg.KindHTTP,
 			Namespace: fmt.Sprintf("team-%d", r%100), Name: fmt.Sprintf("app-%d", r), Created: time.Unix(int64(r), 0),
 			Listeners: []string{fmt.Sprintf("gw-%d", r%50)}, Hostnames: []string{fmt.Sprintf("app-%d.g%d.example.com", r, r%50)},
 			Rules: []proxycfg.Rule{
 				{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/api"},
-					Headers: []proxycfg.ValueMatch{{Name: "x-canary", Value: "1"}}}},
+					Headers: []proxycfg.ValueMatch{{Type: proxycfg.MatchExact, Name: "x-canary", Value: "1"}}}},
 					Backends: []proxycfg.BackendRef{{Cluster: name, Weight: 1}}},
-				{Backends: []proxycfg.BackendRef{{Cluster: name, Weight: 1}}},
+				{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: name, Weight: 1}}},
 			},
 		})
-		c := proxycfg.Cluster{Name: name}
+		c := proxycfg.Cluster{Protocol: proxycfg.ProtoHTTP1, Name: name}
 		for e := range 3 {
 			c.Endpoints = append(c.Endpoints, proxycfg.Endpoint{Address: fmt.Sprintf("10.%d.%d.%d:8080", 1+r/65000, (r/250)%256, 1+e+(r%250))})
 		}

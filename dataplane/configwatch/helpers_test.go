@@ -51,11 +51,11 @@ func config(routeTag string, addrs ...string) *proxycfg.Config {
 	}
 	cfg := &proxycfg.Config{
 		Schema:    proxycfg.SchemaVersion,
-		Listeners: []proxycfg.Listener{{Name: "l"}},
-		Routes: []proxycfg.Route{{Namespace: "n", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
+		Listeners: []proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l"}},
+		Routes: []proxycfg.Route{{Kind: proxycfg.KindHTTP, Namespace: "n", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			Listeners: []string{"l"}, Hostnames: hosts,
-			Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "app", Weight: 1}}}}}},
-		Clusters: []proxycfg.Cluster{{Name: "app"}},
+			Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "app", Weight: 1}}}}}},
+		Clusters: []proxycfg.Cluster{{Protocol: proxycfg.ProtoHTTP1, Name: "app"}},
 	}
 	for _, a := range addrs {
 		cfg.Clusters[0].Endpoints = append(cfg.Clusters[0].Endpoints, proxycfg.Endpoint{Address: a})

@@ -18,6 +18,14 @@ const SchemaVersion = "tunnelgate.dev/dataplane/v1"
 // Every name in a Config is opaque to the proxy except where it is shown
 // to users (metrics labels, error messages), so translate chooses them:
 // "namespace/name" for routes, "namespace/service:port" for clusters.
+//
+// A Config is in normal form: every setting the proxy acts on is written
+// out, and the proxy applies no defaults. Where the Gateway API has a
+// default (a rule without matches matches every path, a redirect is a
+// 302, a CORS answer may be cached 5 seconds), translate writes it; the
+// proxy refuses a config that leaves one out, naming the field. So one
+// layer decides what an absent field means, and the config a proxy
+// serves says everything it does.
 type Config struct {
 	// Schema must be SchemaVersion.
 	Schema string `json:"schema"`
@@ -50,13 +58,13 @@ type Listener struct {
 	// in-cluster) serve only the listeners of their port; the origin
 	// listener for cloudflared serves every port, choosing by hostname.
 	Port int `json:"port,omitempty"`
-	// Protocol is HTTP (the default) or HTTPS. Where every port is served
+	// Protocol is HTTP or HTTPS. Where every port is served
 	// at once (the origin listener, a plain listener for all ports), a
 	// request is first given to the listeners of the scheme the client
 	// used, so the common pair "HTTP on 80 redirects, HTTPS on 443 serves"
 	// works for one hostname; a host with listeners of the other scheme
 	// only is served by those.
-	Protocol string `json:"protocol,omitempty"`
+	Protocol string `json:"protocol"`
 	// Address is the Gateway's own IP address, when the controller gives
 	// each Gateway one. A proxy serving gateway addresses
 	// (Listeners.Gateways) opens Address:Port and answers there with the
@@ -111,7 +119,7 @@ const (
 
 // Route is one HTTPRoute or GRPCRoute with its rules, attached to listeners.
 type Route struct {
-	Kind      RouteKind `json:"kind,omitempty"`
+	Kind      RouteKind `json:"kind"`
 	Namespace string    `json:"namespace"`
 	Name      string    `json:"name"`
 	// Created breaks precedence ties: the older route wins.
@@ -128,8 +136,9 @@ type Route struct {
 type Rule struct {
 	// Name is the rule's sectionName, when it has one.
 	Name string `json:"name,omitempty"`
-	// Matches are ORed; none means PathPrefix "/".
-	Matches []Match `json:"matches,omitempty"`
+	// Matches are ORed; there is at least one. A rule for every request
+	// has one match with the path PathPrefix "/".
+	Matches []Match `json:"matches"`
 	// Filters run in order on every request the rule matches.
 	Filters []Filter `json:"filters,omitempty"`
 	// Backends share traffic by weight. None (or all weights zero) and no
@@ -146,7 +155,8 @@ type Rule struct {
 
 // Match is one entry of a rule's matches. All conditions must hold.
 type Match struct {
-	Path    *PathMatch   `json:"path,omitempty"`
+	// Path is required; the other conditions are optional.
+	Path    *PathMatch   `json:"path"`
 	Method  string       `json:"method,omitempty"`
 	Headers []ValueMatch `json:"headers,omitempty"`
 	Query   []ValueMatch `json:"query,omitempty"`
@@ -177,7 +187,7 @@ const (
 
 // ValueMatch compares one header or query parameter.
 type ValueMatch struct {
-	Type  string `json:"type,omitempty"` // Exact (default) or RegularExpression
+	Type  string `json:"type"` // Exact or RegularExpression
 	Name  string `json:"name"`
 	Value string `json:"value"`
 }
@@ -231,14 +241,14 @@ type PathModifier struct {
 	ReplacePrefixMatch string `json:"replacePrefixMatch,omitempty"`
 }
 
-// Redirect answers with a redirect instead of proxying. Unset fields keep
-// the request's own value; StatusCode defaults to 302.
+// Redirect answers with a redirect instead of proxying. Unset fields but
+// StatusCode keep the request's own value; StatusCode is required.
 type Redirect struct {
 	Scheme     string        `json:"scheme,omitempty"`
 	Hostname   string        `json:"hostname,omitempty"`
 	Path       *PathModifier `json:"path,omitempty"`
 	Port       int           `json:"port,omitempty"`
-	StatusCode int           `json:"statusCode,omitempty"`
+	StatusCode int           `json:"statusCode"`
 }
 
 // Rewrite changes the request before it is proxied.
@@ -255,10 +265,10 @@ type Mirror struct {
 	Fraction *Fraction `json:"fraction,omitempty"`
 }
 
-// Fraction is Numerator/Denominator; Denominator defaults to 100.
+// Fraction is Numerator/Denominator; both are required.
 type Fraction struct {
 	Numerator   int `json:"numerator"`
-	Denominator int `json:"denominator,omitempty"`
+	Denominator int `json:"denominator"`
 }
 
 // CORS is the HTTPCORSFilter.
@@ -268,8 +278,8 @@ type CORS struct {
 	AllowMethods     []string `json:"allowMethods,omitempty"`
 	AllowHeaders     []string `json:"allowHeaders,omitempty"`
 	ExposeHeaders    []string `json:"exposeHeaders,omitempty"`
-	// MaxAge is in seconds; 0 means the spec's default of 5.
-	MaxAge int `json:"maxAge,omitempty"`
+	// MaxAge is in seconds, at least 1.
+	MaxAge int `json:"maxAge"`
 }
 
 // BackendRef is one weighted destination of a rule.
@@ -321,21 +331,21 @@ const (
 
 // SessionPersistence pins a client to one endpoint.
 type SessionPersistence struct {
-	// Name is the cookie or header name; translate fills a default.
+	// Name is the cookie or header name.
 	Name string `json:"name"`
-	Type string `json:"type"` // Cookie (default) or Header
+	Type string `json:"type"` // Cookie or Header
 	// AbsoluteTimeout ends a session this long after it began.
 	AbsoluteTimeout Duration `json:"absoluteTimeout,omitempty"`
 	// IdleTimeout ends a session not used for this long.
 	IdleTimeout Duration `json:"idleTimeout,omitempty"`
 	// Lifetime is Session (a browser-session cookie) or Permanent (the
 	// cookie carries Max-Age from AbsoluteTimeout).
-	Lifetime string `json:"lifetime,omitempty"`
+	Lifetime string `json:"lifetime"`
 }
 
 // Cluster protocols.
 const (
-	// ProtoHTTP1 is cleartext HTTP/1.1 (the default).
+	// ProtoHTTP1 is cleartext HTTP/1.1.
 	ProtoHTTP1 = "http1"
 	// ProtoH2C is cleartext HTTP/2 with prior knowledge (gRPC's default).
 	ProtoH2C = "h2c"
@@ -348,7 +358,7 @@ const (
 // identity: one Service port, ServiceImport or ExternalBackend.
 type Cluster struct {
 	Name     string `json:"name"`
-	Protocol string `json:"protocol,omitempty"`
+	Protocol string `json:"protocol"` // ProtoHTTP1, ProtoH2C or ProtoTLS
 	// Endpoints are the ready addresses. None answers 503.
 	Endpoints []Endpoint   `json:"endpoints"`
 	TLS       *TLSSettings `json:"tls,omitempty"`

@@ -52,7 +52,7 @@ func TestEqualTimesAsJSONWritesThem(t *testing.T) {
 		{"another offset", at.In(time.FixedZone("CET", 3600)), false},
 		{"another instant", at.Add(time.Nanosecond), false},
 	} {
-		a, b := Route{Created: at}, Route{Created: tc.b}
+		a, b := Route{Kind: KindHTTP, Created: at}, Route{Kind: KindHTTP, Created: tc.b}
 		if a.Equal(&b) != tc.equal {
 			t.Errorf("%s: Equal is %v", tc.name, !tc.equal)
 		}
@@ -231,8 +231,8 @@ func variants(t *testing.T, path string, v reflect.Value) []variant {
 func TestEqualRoutingLeavesOutVersionAndClusterDefinitions(t *testing.T) {
 	base := func() *Config {
 		return &Config{Schema: SchemaVersion, Version: "v1",
-			Routes:   []Route{{Name: "r", Rules: []Rule{{Backends: []BackendRef{{Cluster: "a", Weight: 1}}}}}},
-			Clusters: []Cluster{{Name: "a", Endpoints: []Endpoint{{Address: "127.0.0.1:1"}}}, {Name: "b"}},
+			Routes:   []Route{{Kind: KindHTTP, Name: "r", Rules: []Rule{{Matches: []Match{{Path: &PathMatch{Type: PathPrefix, Value: "/"}}}, Backends: []BackendRef{{Cluster: "a", Weight: 1}}}}}},
+			Clusters: []Cluster{{Protocol: ProtoHTTP1, Name: "a", Endpoints: []Endpoint{{Address: "127.0.0.1:1"}}}, {Protocol: ProtoHTTP1, Name: "b"}},
 		}
 	}
 	endpoints := base()

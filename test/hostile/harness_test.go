@@ -150,7 +150,7 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	gwHTTP, gwHTTPS := freePort(t, gwIP), freePort(t, gwIP)
 	certPEM, keyPEM := ca.IssueServer(t, "localhost", gwIP)
 
-	rule := proxycfg.Rule{Backends: []proxycfg.BackendRef{{Cluster: "backend", Weight: 1}}}
+	rule := proxycfg.Rule{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "backend", Weight: 1}}}
 	if s.rule != nil {
 		s.rule(&rule)
 	}
@@ -162,12 +162,13 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 		Schema:  proxycfg.SchemaVersion,
 		Version: "hostile",
 		Listeners: []proxycfg.Listener{
-			{Name: "default/gw/http", Port: 80},
-			{Name: "default/gw/addr-http", Port: gwHTTP, Address: gwIP},
+			{Protocol: proxycfg.ListenerHTTP, Name: "default/gw/http", Port: 80},
+			{Protocol: proxycfg.ListenerHTTP, Name: "default/gw/addr-http", Port: gwHTTP, Address: gwIP},
 			{Name: "default/gw/addr-https", Port: gwHTTPS, Address: gwIP, Protocol: proxycfg.ListenerHTTPS,
 				Certificates: []proxycfg.Certificate{{Cert: string(certPEM), Key: string(keyPEM)}}},
 		},
 		Routes: []proxycfg.Route{{
+			Kind:      proxycfg.KindHTTP,
 			Namespace: "default", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			Listeners: []string{"default/gw/http", "default/gw/addr-http", "default/gw/addr-https"},
 			Rules:     []proxycfg.Rule{rule},

@@ -1,0 +1,263 @@
+package dataplane
+
+import (
+	"crypto/tls"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/matcher"
+)
+
+// A view is how one kind of socket sees a config's listeners, and picks
+// one for a request by its Host:
+//
+//   - the origin view (cloudflared's origin, or a plain listener for
+//     every port): every listener, HTTP and HTTPS ones apart, since a
+//     request goes first to the listeners of the scheme its client used;
+//   - a port view (a direct listener for one Gateway port): the
+//     listeners of that port;
+//   - the Gateway address view (Listeners.Gateways): the listeners of
+//     each address and port, with their certificates.
+//
+// Within a view, listeners with the same hostname are merged into one
+// vhost whose routes share a matcher table. A route's matches are
+// prepared once per config (snapshot.go) and filed into the table of
+// each vhost that serves them; a snapshot holds only the views of the
+// sockets the proxy serves (viewSet), so a config is never filed for a
+// socket nobody opened.
+
+// viewSet names the views a proxy serves: the handlers it made say which
+// (Proxy.serveView). It is immutable; add returns a new one.
+type viewSet struct {
+	origin   bool
+	ports    map[int]bool
+	gateways bool
+}
+
+// has reports whether s includes every view of o.
+func (s viewSet) has(o viewSet) bool {
+	if o.origin && !s.origin || o.gateways && !s.gateways {
+		return false
+	}
+	for port := range o.ports {
+		if !s.ports[port] {
+			return false
+		}
+	}
+	return true
+}
+
+// add returns s with the views of o too.
+func (s viewSet) add(o viewSet) viewSet {
+	out := viewSet{origin: s.origin || o.origin, gateways: s.gateways || o.gateways}
+	if len(s.ports)+len(o.ports) > 0 {
+		out.ports = maps.Clone(s.ports)
+		if out.ports == nil {
+			out.ports = map[int]bool{}
+		}
+		maps.Copy(out.ports, o.ports)
+	}
+	return out
+}
+
+// serveView has the proxy serve the views of v from now on: the config
+// served, and every config after it, is filed into them too. A view that
+// cannot be built (a table limit passed) is logged and left out, so its
+// requests find no listener, and the next config is filed again.
+func (p *Proxy) serveView(v viewSet) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.views.has(v) {
+		return
+	}
+	p.views = p.views.add(v)
+	cur := p.current.Load()
+	if cur == nil {
+		return
+	}
+	next, err := cur.withViews(p.views)
+	if err != nil {
+		p.lastErr = err
+		p.opts.Log.Error("config not served on a new listener", "version", cur.version, "err", err)
+		return
+	}
+	p.current.Store(next)
+}
+
+// viewOf is the view a handler for port serves: 0 is the origin's.
+func viewOf(port int) viewSet {
+	if port == 0 {
+		return viewSet{origin: true}
+	}
+	return viewSet{ports: map[int]bool{port: true}}
+}
+
+// views are the built views of a snapshot; a view not served is nil.
+type views struct {
+	// origin holds the HTTP listeners (origin[0]) apart from the HTTPS
+	// ones (origin[1]).
+	origin [2]*listenerSet
+	ports  map[int]*listenerSet
+	// gateways serves the listeners of each Gateway address and port
+	// (gateways.go), with the certificates of its HTTPS listeners.
+	gateways map[gatewayAddr]*gatewayEndpoint
+}
+
+// listenerSet picks the listener for a request's host: the exact hostname,
+// then the longest wildcard, then a listener without hostname. This is the
+// matcher's own host precedence, so it is a matcher table whose rules all
+// match every path.
+type listenerSet struct {
+	pick *matcher.Table[*vhost]
+}
+
+// vhost is a group of listeners with the same hostname, merged: their
+// routes share one table. Routes of another vhost are never considered,
+// even when nothing here matches (listener isolation).
+type vhost struct {
+	name  string
+	table *matcher.Table[*compiled.Target]
+	// certRequired: a merged listener requires a valid client
+	// certificate, which only a handshake on its Gateway address checks.
+	certRequired bool
+}
+
+// filing is what views are built from: the config's listeners, the
+// prepared matches of the routes attached to each, and where the
+// listeners with a Gateway address are served.
+type filing struct {
+	listeners []proxycfg.Listener
+	// routesOf are the prepared matches of each listener's routes, by
+	// listener name, in config order.
+	routesOf map[string][]*matcher.Prepared[*compiled.Target]
+	// gatewayAt is the Gateway address and port of each listener that
+	// has one (placeGatewayListeners); gatewayTLS the TLS configuration
+	// of each HTTPS one (buildGatewayTLS).
+	gatewayAt  map[*proxycfg.Listener]gatewayAddr
+	gatewayTLS map[gatewayAddr]*tls.Config
+}
+
+// build builds the views in want.
+func (f *filing) build(want viewSet) (views, error) {
+	var v views
+	var err error
+	if want.origin {
+		for i, proto := range []string{proxycfg.ListenerHTTP, proxycfg.ListenerHTTPS} {
+			if v.origin[i], err = f.listenerSet(func(l *proxycfg.Listener) bool { return l.Protocol == proto }); err != nil {
+				return views{}, err
+			}
+		}
+	}
+	if len(want.ports) > 0 {
+		v.ports = make(map[int]*listenerSet, len(want.ports))
+		for port := range want.ports {
+			if v.ports[port], err = f.listenerSet(func(l *proxycfg.Listener) bool { return l.Port == port }); err != nil {
+				return views{}, err
+			}
+		}
+	}
+	if want.gateways {
+		if v.gateways, err = f.gatewayEndpoints(); err != nil {
+			return views{}, err
+		}
+	}
+	return v, nil
+}
+
+// listenerSet groups the listeners that in admits into vhosts by
+// hostname and files their routes into each vhost's table.
+func (f *filing) listenerSet(in func(*proxycfg.Listener) bool) (*listenerSet, error) {
+	byHost := map[string]*vhost{}
+	var order []string
+	var rulesOf = map[string][]*matcher.Prepared[*compiled.Target]{}
+	for i := range f.listeners {
+		l := &f.listeners[i]
+		if !in(l) {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSuffix(l.Hostname, "."))
+		v := byHost[h]
+		if v == nil {
+			v = &vhost{name: l.Name}
+			byHost[h] = v
+			order = append(order, h)
+		} else {
+			v.name += "," + l.Name
+		}
+		rulesOf[h] = append(rulesOf[h], f.routesOf[l.Name]...)
+		if cv := l.ClientValidation; cv != nil && !cv.AllowInsecureFallback {
+			v.certRequired = true
+		}
+	}
+	var picks []matcher.Rule[*vhost]
+	for _, h := range order {
+		v := byHost[h]
+		if rules := dedupe(rulesOf[h]); len(rules) > 0 {
+			t, err := matcher.Build(rules)
+			if err != nil {
+				return nil, fmt.Errorf("listener %s: %w", v.name, err)
+			}
+			v.table = t
+		}
+		pr := matcher.Rule[*vhost]{Path: matcher.EveryPath, Ref: v, Key: matcher.Key{Name: h}}
+		if h != "" {
+			pr.Hostnames = []string{h}
+		}
+		picks = append(picks, pr)
+	}
+	t, err := matcher.Compile(picks)
+	if err != nil {
+		return nil, err
+	}
+	return &listenerSet{pick: t}, nil
+}
+
+// dedupe drops repeats of a route's match, which appear when a route is
+// attached to several listeners merged into one vhost: compile prepares
+// each match once, so its repeats are the same Prepared.
+func dedupe(rules []*matcher.Prepared[*compiled.Target]) []*matcher.Prepared[*compiled.Target] {
+	seen := make(map[*matcher.Prepared[*compiled.Target]]bool, len(rules))
+	out := rules[:0:0]
+	for _, r := range rules {
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// withViews returns the snapshot with the views of want built too. The
+// views it has are shared; it is a new snapshot, for the proxy to swap in.
+func (s *snapshot) withViews(want viewSet) (*snapshot, error) {
+	missing := viewSet{origin: want.origin && s.origin[0] == nil, gateways: want.gateways && s.gateways == nil}
+	for port := range want.ports {
+		if _, built := s.ports[port]; !built {
+			missing = missing.add(viewOf(port))
+		}
+	}
+	built, err := s.filed.build(missing)
+	if err != nil {
+		return nil, err
+	}
+	next := *s
+	if missing.origin {
+		next.origin = built.origin
+	}
+	if missing.gateways {
+		next.gateways = built.gateways
+	}
+	if len(missing.ports) > 0 {
+		next.ports = maps.Clone(s.ports)
+		if next.ports == nil {
+			next.ports = map[int]*listenerSet{}
+		}
+		for port := range missing.ports {
+			next.ports[port] = built.ports[port]
+		}
+	}
+	return &next, nil
+}
