@@ -65,9 +65,10 @@ type Encoder struct {
 type Encoded struct {
 	// Version is the config's version: what Config.Version should say.
 	Version string
-	// RoutesHash and ClustersHash are the hashes Version is made of. A
-	// proxy serving a config with the same RoutesHash can serve this one
-	// by replacing clusters alone.
+	// RoutesHash and ClustersHash are the hashes Version is made of. They
+	// say at a glance what changed between two versions (the config
+	// server logs and sends them with each): configs with the same
+	// RoutesHash differ at most in their clusters' definitions and order.
 	RoutesHash, ClustersHash string
 	// The lists' JSON, element by element, as json.Marshal writes the
 	// config's fields of the same name.
