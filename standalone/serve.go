@@ -2,9 +2,6 @@ package standalone
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -54,8 +51,17 @@ type Result struct {
 
 // Build reads paths and translates them as standalone mode does: any
 // EndpointSlice address is accepted (there is no API server to refuse
-// loopback backends), and Gateways report listen as their address.
+// loopback backends), and Gateways report listen as their address. The
+// config carries its content version (proxycfg.ContentVersion), so
+// building unchanged files again gives the same version.
 func Build(paths []string, controllerName, listen string, now time.Time) (*Result, error) {
+	return build(paths, controllerName, listen, now, new(proxycfg.Encoder))
+}
+
+// build is Build with the Encoder that stamps the version: Serve keeps
+// one across reloads, so a reload encodes only what changed. enc keeps
+// the config's lists, which nobody modifies.
+func build(paths []string, controllerName, listen string, now time.Time, enc *proxycfg.Encoder) (*Result, error) {
 	snap, err := Load(paths)
 	if err != nil {
 		return nil, err
@@ -70,7 +76,11 @@ func Build(paths []string, controllerName, listen string, now time.Time) (*Resul
 		Addresses:          listenAddresses(listen),
 		AnyEndpointAddress: true,
 	})
-	out.Config.Version = configVersion(&out.Config)
+	encoded, err := enc.Encode(&out.Config)
+	if err != nil {
+		return nil, fmt.Errorf("the translated config does not encode: %w", err)
+	}
+	out.Config.Version = encoded.Version
 	return &Result{Snapshot: snap, Output: out}, nil
 }
 
@@ -85,13 +95,6 @@ func listenAddresses(listen string) []gwv1.GatewayStatusAddress {
 		typ = gwv1.IPAddressType
 	}
 	return []gwv1.GatewayStatusAddress{{Type: &typ, Value: host}}
-}
-
-// configVersion is a content hash, so an unchanged reload is recognisable.
-func configVersion(cfg *proxycfg.Config) string {
-	b, _ := json.Marshal(cfg)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:6])
 }
 
 // Serve loads the files, serves them until ctx ends, and reloads whenever
@@ -111,8 +114,12 @@ func Serve(ctx context.Context, o Options) error {
 	p := dataplane.New(dataplane.Options{Log: log, Pprof: o.Pprof})
 	defer p.Close()
 
+	// enc is used by load alone, which runs once here and then only in
+	// the goroutine below.
+	var enc proxycfg.Encoder
 	load := func() error {
-		res, err := Build(o.Paths, o.ControllerName, o.Listen, time.Now())
+		res, err := build(o.Paths, o.ControllerName, o.Listen, time.Now(), &enc)
+		// The version is the content's: unchanged files, the same version.
 		unchanged := err == nil && res.Output.Config.Version == p.Version()
 		if err == nil && !unchanged {
 			err = p.Load(&res.Output.Config)

@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
 
@@ -106,8 +108,9 @@ func get(t *testing.T, addr, host, path string) (int, string) {
 }
 
 // Standalone mode end to end: YAML files on disk → translate → the data
-// plane on a real socket → real backends; then an edit is picked up, and a
-// broken edit leaves the last good config serving.
+// plane on a real socket → real backends; then a save without a change
+// keeps the version, an edit is picked up, and a broken edit leaves the
+// last good config serving.
 func TestServeEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, content string) {
@@ -125,17 +128,32 @@ func TestServeEndToEnd(t *testing.T) {
 	write("backends.yaml", serveBackends(map[string]int{"one": echoBackend(t, "one"), "two": echoBackend(t, "two")}))
 	write("routes.yaml", serveRoutes)
 
+	// Each load's error, and the version of what it built.
 	var mu sync.Mutex
 	var loads []error
+	var versions []string
 	bound := make(chan dataplane.Bound, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- Serve(ctx, Options{
 			Paths: []string{dir}, Listen: "127.0.0.1:0", Poll: 20 * time.Millisecond,
-			Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready:  func(b dataplane.Bound) { bound <- b },
-			Loaded: func(_ *Result, err error) { mu.Lock(); loads = append(loads, err); mu.Unlock() },
+			Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Ready: func(b dataplane.Bound) { bound <- b },
+			Loaded: func(res *Result, err error) {
+				v := ""
+				if err == nil {
+					v = res.Output.Config.Version
+					// Serve's Encoder, which saw the configs before, agrees
+					// with a fresh one.
+					if want, err := proxycfg.ContentVersion(&res.Output.Config); err != nil || v != want {
+						t.Errorf("version %q, proxycfg.ContentVersion %q, %v", v, want, err)
+					}
+				}
+				mu.Lock()
+				loads, versions = append(loads, err), append(versions, v)
+				mu.Unlock()
+			},
 		})
 	}()
 	defer func() {
@@ -179,17 +197,50 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 	}
 
+	// lastLoad waits for a load after the n-th and returns its version
+	// and error.
+	lastLoad := func(what string, n int) (string, error) {
+		t.Helper()
+		var v string
+		var err error
+		waitFor(what, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(loads) <= n {
+				return false
+			}
+			v, err = versions[len(versions)-1], loads[len(loads)-1]
+			return true
+		})
+		return v, err
+	}
+	mu.Lock()
+	n, first := len(loads), versions[0]
+	mu.Unlock()
+	if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(first) {
+		t.Errorf("version %q, want 32 hex digits", first)
+	}
+
+	// The same files saved again: reloaded, the same version.
+	write("routes.yaml", serveRoutes)
+	if v, err := lastLoad("the unchanged save to be read", n); err != nil || v != first {
+		t.Errorf("an unchanged save: version %q, %v; want %q", v, err, first)
+	}
+
 	// An edit: /v2 now goes to one.
 	write("routes.yaml", strings.Replace(serveRoutes, "backendRefs: [{name: two, port: 80}]\n  - filters", "backendRefs: [{name: one, port: 80}]\n  - filters", 1))
 	waitFor("the edit to be served", func() bool {
 		_, body := get(t, addr, "app.example.com", "/v2/x")
 		return strings.HasPrefix(body, "one ")
 	})
+	mu.Lock()
+	n, edited := len(loads), versions[len(versions)-1]
+	mu.Unlock()
+	if edited == first || edited == "" {
+		t.Errorf("the edit is served with version %q, the first was %q", edited, first)
+	}
 
 	// A broken edit: the load fails, the last good config keeps serving.
-	mu.Lock()
-	n := len(loads)
-	mu.Unlock()
 	write("routes.yaml", "kind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: bad}\nspec: {rules: [{bogus: 1}]}\n")
 	waitFor("the broken edit to be tried", func() bool {
 		mu.Lock()

@@ -89,8 +89,8 @@ func benchPublish(b *testing.B, cfgs [2]*proxycfg.Config) {
 // 5,000 routes waits for, once per version: the document assembled from
 // its pieces (identity), and that compressed (gzip).
 func BenchmarkFirstRequest(b *testing.B) {
-	var c encodeCache
-	d, err := c.encode(scaleConfig(5000))
+	var e proxycfg.Encoder
+	d, err := encodeDocument(&e, scaleConfig(5000))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,20 +16,19 @@
 //
 // Cost. At 5,000 routes the config is megabytes of JSON and the
 // controller publishes after every translation, mostly endpoint changes.
-// Publish therefore encodes only what changed: each listener, route and
-// cluster Equal to the one at its place last time reuses its JSON and
-// hash, so an endpoint change costs one cluster's JSON and a pass of
-// comparisons, which translate's outputs make quick by sharing what did
-// not change. The document of a version is assembled once and gzipped
-// once, by the first request for it, and every watcher is sent the same
-// bytes.
+// Publish therefore encodes only what changed (proxycfg.Encoder, which
+// also owns the version and hashes): each listener, route and cluster
+// Equal to the one at its place last time reuses its JSON and hash, so
+// an endpoint change costs one cluster's JSON and a pass of comparisons,
+// which translate's outputs make quick by sharing what did not change.
+// The document of a version is assembled once and gzipped once, by the
+// first request for it, and every watcher is sent the same bytes.
 //
-// Files: server.go (options, the long poll), publish.go (Publish and the
-// hashes), encode.go (JSON reused element by element), document.go (a
-// published version's bytes), negotiate.go (Accept-Encoding), auth.go
-// (bearer tokens), proxies.go (the tunnel protocols proxies report),
-// tls.go (certificates from files), serve.go (a listener with shutdown),
-// metrics.go. The proxy's side, and the names
-// both sides share, are in dataplane/configwatch; the protocol is
-// described for users in docs/config-distribution.md.
+// Files: server.go (options, the long poll), publish.go (Publish),
+// document.go (a published version's bytes, around the Encoder's JSON),
+// negotiate.go (Accept-Encoding), auth.go (bearer tokens), proxies.go
+// (the tunnel protocols proxies report), tls.go (certificates from
+// files), serve.go (a listener with shutdown), metrics.go. The proxy's
+// side, and the names both sides share, are in dataplane/configwatch;
+// the protocol is described for users in docs/config-distribution.md.
 package configserver

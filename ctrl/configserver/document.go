@@ -15,11 +15,11 @@ import (
 type document struct {
 	version, routesHash, clustersHash string
 	// The JSON is head, listeners, `,"routes":`, routes, `,"clusters":`,
-	// clusters, tail. The lists' elements are the encode cache's own,
-	// shared with later versions that did not change them; nothing writes
-	// to them.
+	// clusters, tail. The lists' elements are the Encoder's own, shared
+	// with later versions that did not change them; nothing writes to
+	// them.
 	head                        []byte
-	listeners, routes, clusters jsonList
+	listeners, routes, clusters proxycfg.JSONList
 	tail                        []byte
 	size                        int
 
@@ -29,54 +29,33 @@ type document struct {
 	gz       []byte
 }
 
-// jsonList is a JSON array as its elements' JSON.
-type jsonList struct {
-	null  bool // the slice was nil: JSON null
-	elems [][]byte
-}
-
-func (l jsonList) size() int {
-	if l.null {
-		return len("null")
-	}
-	n := 2 + max(len(l.elems)-1, 0) // brackets and commas
-	for _, e := range l.elems {
-		n += len(e)
-	}
-	return n
-}
-
-func (l jsonList) appendTo(b []byte) []byte {
-	if l.null {
-		return append(b, "null"...)
-	}
-	b = append(b, '[')
-	for i, e := range l.elems {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, e...)
-	}
-	return append(b, ']')
-}
-
 const (
 	routesKey   = `,"routes":`
 	clustersKey = `,"clusters":`
 )
 
+// encodeDocument encodes cfg with e, which remembers the configs it
+// encoded before, and assembles the document.
+func encodeDocument(e *proxycfg.Encoder, cfg *proxycfg.Config) (*document, error) {
+	enc, err := e.Encode(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return newDocument(enc, cfg)
+}
+
 // newDocument assembles the document around the JSON of the config's
-// lists. It writes what json.Marshal would write for a
-// configwatch.Document holding cfg with Version set (a test holds it to
-// that), without encoding the lists again.
-func newDocument(version, routesHash, clustersHash string, cfg *proxycfg.Config, listeners, routes, clusters jsonList) (*document, error) {
+// lists, as the Encoder left it. It writes what json.Marshal would write
+// for a configwatch.Document holding cfg with Version set (a test holds it
+// to that), without encoding the lists again.
+func newDocument(enc proxycfg.Encoded, cfg *proxycfg.Config) (*document, error) {
 	var head []byte
 	for _, f := range [][2]string{
-		{`{"version":`, version},
-		{`,"routesHash":`, routesHash},
-		{`,"clustersHash":`, clustersHash},
+		{`{"version":`, enc.Version},
+		{`,"routesHash":`, enc.RoutesHash},
+		{`,"clustersHash":`, enc.ClustersHash},
 		{`,"config":{"schema":`, cfg.Schema},
-		{`,"version":`, version},
+		{`,"version":`, enc.Version},
 	} {
 		s, err := json.Marshal(f[1])
 		if err != nil {
@@ -94,10 +73,10 @@ func newDocument(version, routesHash, clustersHash string, cfg *proxycfg.Config,
 		tail = append(append([]byte(`,"sessionSecret":`), secret...), tail...)
 	}
 	d := &document{
-		version: version, routesHash: routesHash, clustersHash: clustersHash,
-		head: head, listeners: listeners, routes: routes, clusters: clusters, tail: tail,
+		version: enc.Version, routesHash: enc.RoutesHash, clustersHash: enc.ClustersHash,
+		head: head, listeners: enc.Listeners, routes: enc.Routes, clusters: enc.Clusters, tail: tail,
 	}
-	d.size = len(head) + listeners.size() + len(routesKey) + routes.size() + len(clustersKey) + clusters.size() + len(tail)
+	d.size = len(head) + d.listeners.Len() + len(routesKey) + d.routes.Len() + len(clustersKey) + d.clusters.Len() + len(tail)
 	return d, nil
 }
 
@@ -108,11 +87,11 @@ func (d *document) bytes() []byte {
 	d.bodyOnce.Do(func() {
 		b := make([]byte, 0, d.size)
 		b = append(b, d.head...)
-		b = d.listeners.appendTo(b)
+		b = d.listeners.AppendTo(b)
 		b = append(b, routesKey...)
-		b = d.routes.appendTo(b)
+		b = d.routes.AppendTo(b)
 		b = append(b, clustersKey...)
-		b = d.clusters.appendTo(b)
+		b = d.clusters.AppendTo(b)
 		d.body = append(b, d.tail...)
 	})
 	return d.body

@@ -38,8 +38,8 @@ func TestDocumentIsWhatJSONMarshalWrites(t *testing.T) {
 	for name, cfg := range map[string]*proxycfg.Config{
 		"small": smallConfig("127.0.0.1:1"), "secret and escapes": withSecret, "empty": empty, "scale": scaleConfig(20),
 	} {
-		var c encodeCache
-		d, err := c.encode(cfg)
+		var e proxycfg.Encoder
+		d, err := encodeDocument(&e, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,55 +65,6 @@ func TestDocumentIsWhatJSONMarshalWrites(t *testing.T) {
 	}
 }
 
-func hashes(t *testing.T, cfg *proxycfg.Config) (version, routes, clusters string) {
-	t.Helper()
-	var c encodeCache
-	d, err := c.encode(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d.version, d.routesHash, d.clustersHash
-}
-
-// routesHash must change with everything the router compiles and only
-// with that; clustersHash with the clusters' definitions.
-func TestHashesSeparateRoutesFromClusters(t *testing.T) {
-	base := smallConfig("127.0.0.1:1")
-	base.Clusters = append(base.Clusters, proxycfg.Cluster{Protocol: proxycfg.ProtoHTTP1, Name: "d", Endpoints: []proxycfg.Endpoint{{Address: "127.0.0.1:2"}}})
-	v0, r0, c0 := hashes(t, base)
-
-	edit := func(f func(*proxycfg.Config)) *proxycfg.Config {
-		cfg := deepCopy(t, base)
-		f(cfg)
-		return cfg
-	}
-	for _, tc := range []struct {
-		name                   string
-		cfg                    *proxycfg.Config
-		routesSame, clusterSam bool
-	}{
-		{"same content, new slices", deepCopy(t, base), true, true},
-		{"cfg.Version is not content", edit(func(c *proxycfg.Config) { c.Version = "anything" }), true, true},
-		{"an endpoint", edit(func(c *proxycfg.Config) { c.Clusters[0].Endpoints[0].Address = "127.0.0.1:9" }), true, false},
-		{"a cluster's TLS", edit(func(c *proxycfg.Config) { c.Clusters[1].TLS = &proxycfg.TLSSettings{SNI: "x"} }), true, false},
-		{"cluster order", edit(func(c *proxycfg.Config) { slices.Reverse(c.Clusters) }), true, false},
-		{"a route", edit(func(c *proxycfg.Config) { c.Routes[0].Hostnames = []string{"a.example"} }), false, true},
-		{"a listener", edit(func(c *proxycfg.Config) { c.Listeners[0].Port = 8080 }), false, true},
-		{"the session secret", edit(func(c *proxycfg.Config) { c.SessionSecret = []byte("k") }), false, true},
-		{"the schema", edit(func(c *proxycfg.Config) { c.Schema = "other" }), false, true},
-		{"a cluster added", edit(func(c *proxycfg.Config) {
-			c.Clusters = append(c.Clusters, proxycfg.Cluster{Protocol: proxycfg.ProtoHTTP1, Name: "e"})
-		}), false, false},
-		{"a cluster renamed", edit(func(c *proxycfg.Config) { c.Clusters[1].Name = "e" }), false, false},
-	} {
-		v, r, c := hashes(t, tc.cfg)
-		if (r == r0) != tc.routesSame || (c == c0) != tc.clusterSam || (v == v0) != (tc.routesSame && tc.clusterSam) {
-			t.Errorf("%s: routes same %v (want %v), clusters same %v (want %v), version same %v",
-				tc.name, r == r0, tc.routesSame, c == c0, tc.clusterSam, v == v0)
-		}
-	}
-}
-
 // Publish leaves the config as it found it, reuses the JSON of a slice
 // it saw before, and still publishes exactly the config it was given.
 func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
@@ -128,10 +79,13 @@ func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
 	if v1 == "" || s.Version() != v1 {
 		t.Fatalf("Publish = %q, Version() = %q", v1, s.Version())
 	}
+	if v, err := proxycfg.ContentVersion(cfg); err != nil || v1 != v {
+		t.Fatalf("Publish = %q, proxycfg.ContentVersion = %q, %v", v1, v, err)
+	}
 	if again := s.Publish(cfg); again != v1 {
 		t.Fatalf("republishing the same config: version %q, want %q", again, v1)
 	}
-	routeElems := s.cache.routes.elems
+	routeElems := s.doc.routes.Elems
 
 	// An endpoint change shares Routes and Listeners: their JSON is the
 	// cached one, the clusters' is new, and the document is cfg2's.
@@ -140,7 +94,7 @@ func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
 	if v2 == v1 {
 		t.Fatal("an endpoint change kept the version")
 	}
-	if &s.cache.routes.elems[0] != &routeElems[0] {
+	if &s.doc.routes.Elems[0] != &routeElems[0] {
 		t.Error("the routes were looked at again although the slice is the same")
 	}
 	doc, err := configwatch.DecodeDocument(docBytes(s.doc))
@@ -152,7 +106,8 @@ func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
 	if !reflect.DeepEqual(&doc.Config, want) {
 		t.Error("the published document is not the config given")
 	}
-	if _, r1, _ := hashes(t, cfg); doc.RoutesHash != r1 {
+	var fresh proxycfg.Encoder
+	if enc, err := fresh.Encode(cfg); err != nil || doc.RoutesHash != enc.RoutesHash {
 		t.Error("an endpoint change changed the routes hash")
 	}
 
@@ -163,7 +118,7 @@ func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
 	cfg3.Routes = slices.Clone(cfg2.Routes)
 	cfg3.Routes[3].Hostnames = []string{"changed.example"}
 	v3 := s.Publish(&cfg3)
-	for i, e := range s.cache.routes.elems {
+	for i, e := range s.doc.routes.Elems {
 		if reused := &e[0] == &routeElems[i][0]; reused != (i != 3) {
 			t.Fatalf("route %d: JSON reused %v", i, reused)
 		}
@@ -182,71 +137,6 @@ func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
 	// same version.
 	if v := s.Publish(deepCopy(t, &cfg3)); v != v3 {
 		t.Errorf("a copy of the config has version %s, want %s", v, v3)
-	}
-}
-
-// Publish reuses an element's JSON when the element is Equal to the one
-// at its place last time, whatever memory it is in, and only then.
-func TestPublishReusesEqualElements(t *testing.T) {
-	var c encodeCache
-	cfg := scaleConfig(10)
-	if _, err := c.encode(cfg); err != nil {
-		t.Fatal(err)
-	}
-	routes, clusters := c.routes.elems, c.clusters.elems
-
-	// The same content in all-new memory (a full translation): nothing
-	// is encoded again, the lists are kept whole.
-	if _, err := c.encode(deepCopy(t, cfg)); err != nil {
-		t.Fatal(err)
-	}
-	if &c.routes.elems[0] != &routes[0] || &c.clusters.elems[0] != &clusters[0] {
-		t.Error("a copy of the config was encoded again")
-	}
-
-	// All-new memory again, one route and one cluster different: those
-	// two are encoded, every other element's JSON is reused.
-	next := deepCopy(t, cfg)
-	next.Routes[3].Rules[1].Backends[0].Weight = 2
-	next.Clusters[5].Endpoints[2].Address = "10.9.9.9:80"
-	d, err := c.encode(next)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range routes {
-		if reused := &c.routes.elems[i][0] == &routes[i][0]; reused != (i != 3) {
-			t.Errorf("route %d: JSON reused %v", i, reused)
-		}
-	}
-	for i := range clusters {
-		if reused := &c.clusters.elems[i][0] == &clusters[i][0]; reused != (i != 5) {
-			t.Errorf("cluster %d: JSON reused %v", i, reused)
-		}
-	}
-	if !bytes.Contains(d.bytes(), []byte(`"10.9.9.9:80"`)) || !bytes.Contains(d.bytes(), []byte(`"weight":2`)) {
-		t.Error("the changes were not published")
-	}
-}
-
-// Per-element reuse must keep nil and empty apart, as JSON does.
-func TestNilAndEmptyListsStayApart(t *testing.T) {
-	var c encodeCache
-	cfg := smallConfig("127.0.0.1:1")
-	for _, clusters := range [][]proxycfg.Endpoint{nil, {}, nil} {
-		next := *cfg
-		next.Clusters = slices.Clone(cfg.Clusters)
-		next.Clusters[0].Endpoints = clusters
-		d, err := c.encode(&next)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := "null"
-		if clusters != nil {
-			want = "[]"
-		}
-		if !bytes.Contains(d.bytes(), []byte(`"endpoints":`+want)) {
-			t.Errorf("endpoints %#v published as %s", clusters, d.bytes())
-		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // DefaultMaxWait is how long a request is held when Options.MaxWait is
@@ -52,9 +53,10 @@ type Server struct {
 	m       instruments
 	authLog rateLimit
 
-	// pubMu serialises Publish; the encode cache is only touched under it.
+	// pubMu serialises Publish; enc, which remembers the last config
+	// published, is only touched under it.
 	pubMu sync.Mutex
-	cache encodeCache
+	enc   proxycfg.Encoder
 
 	// mu guards doc and changed. Handlers take it for an instant to read
 	// both; Publish to replace them.

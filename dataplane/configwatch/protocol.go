@@ -34,13 +34,13 @@ const (
 // config inside: dataplane.SchemaVersion), and what the proxy keeps in its
 // cache file.
 //
-// RoutesHash covers everything the router compiles: the schema,
-// listeners, routes, session secret and the set of cluster names.
-// ClustersHash covers the clusters' definitions. Version is a hash of
-// both. The hashes say what changed between two documents at a glance
-// (logs, /config); the proxy does not need them to avoid recompiling the
-// router for an endpoint change, which it tells from the config itself
-// (Proxy.Apply).
+// The version and hashes are proxycfg.Encoder's. RoutesHash covers
+// everything the router compiles: the schema, listeners, routes, session
+// secret and the set of cluster names. ClustersHash covers the clusters'
+// definitions. Version is a hash of both. The hashes say what changed
+// between two documents at a glance (the controller logs them); the proxy
+// does not need them to avoid recompiling the router for an endpoint
+// change, which it tells from the config itself (Proxy.Apply).
 type Document struct {
 	Version      string          `json:"version"`
 	RoutesHash   string          `json:"routesHash"`

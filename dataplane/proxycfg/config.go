@@ -29,8 +29,16 @@ const SchemaVersion = "tunnelgate.dev/dataplane/v1"
 type Config struct {
 	// Schema must be SchemaVersion.
 	Schema string `json:"schema"`
-	// Version identifies this config (translate uses a content hash). It is
-	// reported on the admin listener and in metrics.
+	// Version names this config: the proxy reports it on the admin
+	// listener, in logs and in metrics, and names it when it asks the
+	// controller for a newer config. It is computed from the content by
+	// Encoder (or ContentVersion), the one definition of a version: 32 hex
+	// digits of a hash of every other field, so configs with the same
+	// content have the same version wherever they were made. translate
+	// leaves it empty; the config server publishes every config with its
+	// version, whatever this said, and standalone mode sets it on each
+	// config it loads. A file given to `tunnelgate proxy -config` is
+	// served with the version written in it.
 	Version string `json:"version"`
 	// Listeners are the Gateway listeners this proxy serves. A request is
 	// given to the listener whose hostname matches its Host most

@@ -9,4 +9,14 @@
 // standalone mode) does not carry the proxy in with it. The proxy
 // compiles a Config into what requests read (dataplane.Proxy.Load) and
 // refuses it whole when anything in it is wrong.
+//
+// It also owns what a config's version is: Encoder computes the version,
+// and the routes and clusters hashes it is made of, from the content,
+// with the JSON of the config's lists, encoding only what changed since
+// the last config it saw. The config server publishes those and
+// standalone mode stamps them; only a config file written by hand
+// carries a version of its own.
+//
+// Files: config.go (the types, DecodeConfig), equal.go (Equal for every
+// type), encode.go (Encoder, the version and hashes).
 package proxycfg
