@@ -47,9 +47,10 @@
 //   - Answers the proxy makes itself: reply.go. Forwarding headers:
 //     forwarded.go. Listeners and shutdown: server.go; Gateway addresses:
 //     gateways.go. Admin and metrics: admin.go, metrics.go,
-//     metrics_routes.go, histogram.go. Tracing and the access log:
-//     observe.go, tracing.go, spans.go, accesslog.go, drainqueue.go. The
-//     generated TLS origin certificate: selfsigned.go.
+//     metrics_routes.go; what is counted: counters.go (the per-rule and
+//     per-cluster stats are package observe's). Tracing and the access
+//     log: observe.go, tracing.go, spans.go, accesslog.go, drainqueue.go.
+//     The generated TLS origin certificate: selfsigned.go.
 //
 // Users' documentation is docs/proxy.md; measured costs are in
 // BENCHMARKS.md.

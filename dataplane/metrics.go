@@ -17,6 +17,8 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
 // Metrics are OpenTelemetry asynchronous instruments read at scrape time.
@@ -35,9 +37,6 @@ import (
 
 // meterName is the instrumentation scope of the proxy's instruments.
 const meterName = "github.com/tunnelgate/tunnelgate/dataplane"
-
-// statusClasses label Stats.Responses by index.
-var statusClasses = [len(Stats{}.Responses)]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"}
 
 // proxyMetrics holds the instruments of one metrics endpoint and the
 // attribute options they are observed with, built once.
@@ -65,7 +64,7 @@ type proxyMetrics struct {
 	clusterEndpoints metric.Int64ObservableGauge
 	clusterInflight  metric.Int64ObservableUpDownCounter
 
-	class          [len(statusClasses)]metric.ObserveOption
+	class          [len(observe.StatusClasses)]metric.ObserveOption
 	mirrorSent     metric.ObserveOption
 	mirrorDropped  metric.ObserveOption
 	configOK       metric.ObserveOption
@@ -151,7 +150,7 @@ func (p *Proxy) metricsHandler() (http.Handler, error) {
 		return nil, fmt.Errorf("metric instruments: %w", err)
 	}
 
-	for i, c := range statusClasses {
+	for i, c := range observe.StatusClasses {
 		pm.class[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("class", c)))
 	}
 	pm.mirrorSent = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "sent")))

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
 // routeCollector serves the per-rule and per-cluster families straight
@@ -50,20 +52,20 @@ func (c *routeCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 	rules, slots := c.p.metricSources()
 	for _, st := range rules {
-		for i, class := range statusClasses {
+		for i, class := range observe.StatusClasses {
 			ch <- prometheus.MustNewConstMetric(c.routeRequests, prometheus.CounterValue,
-				float64(st.responses[i].Load()), st.route, st.rule, class)
+				float64(st.Responses[i].Load()), st.Route, st.Rule, class)
 		}
-		buckets, count, sum := st.latency.snapshot()
-		ch <- prometheus.MustNewConstHistogram(c.routeLatency, count, sum, buckets, st.route, st.rule)
+		buckets, count, sum := st.Latency.Snapshot()
+		ch <- prometheus.MustNewConstHistogram(c.routeLatency, count, sum, buckets, st.Route, st.Rule)
 	}
 	for _, s := range slots {
 		u := &s.upstream
-		for i, result := range upstreamResults {
+		for i, result := range observe.UpstreamResults {
 			ch <- prometheus.MustNewConstMetric(c.upstreamRequests, prometheus.CounterValue,
-				float64(u.results[i].Load()), s.name, result)
+				float64(u.Results[i].Load()), s.name, result)
 		}
-		buckets, count, sum := u.latency.snapshot()
+		buckets, count, sum := u.Latency.Snapshot()
 		ch <- prometheus.MustNewConstHistogram(c.upstreamLatency, count, sum, buckets, s.name)
 		idle, open := 0, 0
 		if cs := s.state.Load(); cs != nil {
@@ -80,9 +82,9 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 
 // metricSources returns the rule stats and cluster slots of the current
 // config, sorted so the scrape is stable.
-func (p *Proxy) metricSources() ([]*ruleStats, []*clusterSlot) {
+func (p *Proxy) metricSources() ([]*observe.RuleStats, []*clusterSlot) {
 	p.mu.Lock()
-	rules := make([]*ruleStats, 0, len(p.ruleStats))
+	rules := make([]*observe.RuleStats, 0, len(p.ruleStats))
 	for _, st := range p.ruleStats {
 		rules = append(rules, st)
 	}
@@ -91,11 +93,11 @@ func (p *Proxy) metricSources() ([]*ruleStats, []*clusterSlot) {
 		slots = append(slots, s)
 	}
 	p.mu.Unlock()
-	slices.SortFunc(rules, func(a, b *ruleStats) int {
-		if c := strings.Compare(a.route, b.route); c != 0 {
+	slices.SortFunc(rules, func(a, b *observe.RuleStats) int {
+		if c := strings.Compare(a.Route, b.Route); c != 0 {
 			return c
 		}
-		return strings.Compare(a.rule, b.rule)
+		return strings.Compare(a.Rule, b.Rule)
 	})
 	slices.SortFunc(slots, func(a, b *clusterSlot) int { return strings.Compare(a.name, b.name) })
 	return rules, slots

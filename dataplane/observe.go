@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
 // Every request leaves a record behind: which rule and backend served
@@ -84,12 +85,12 @@ func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWri
 		status = http.StatusOK // nothing written: the server sends an empty 200
 	}
 	if ru := rec.rule; ru != nil && ru.stats != nil {
-		ru.stats.responses[statusClass(status)].Add(1)
+		ru.stats.Responses[observe.StatusClass(status)].Add(1)
 		until := end
 		if !rec.upgraded.IsZero() {
 			until = rec.upgraded
 		}
-		ru.stats.latency.observe(until.Sub(rec.start))
+		ru.stats.Latency.Observe(until.Sub(rec.start))
 	}
 	if t := p.tracer; t != nil {
 		if !rec.sc.IsValid() {
@@ -100,15 +101,6 @@ func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWri
 	if l := p.opts.AccessLog; l != nil {
 		l.log(rec, r, h.trusted, status, size, end)
 	}
-}
-
-// statusClass is the index of status in statusClasses.
-func statusClass(status int) int {
-	c := status / 100
-	if c < 1 || c > 5 {
-		return 0
-	}
-	return c
 }
 
 // beginAttempt notes an attempt on ep (the n-th, from 0) and, when
@@ -127,10 +119,10 @@ func (x *exchange) beginAttempt(ep *endpoint, n int) time.Time {
 func (x *exchange) endAttempt(start time.Time, status int, err error) {
 	u := &x.slot.upstream
 	if status != 0 {
-		u.latency.observe(time.Since(start))
+		u.Latency.Observe(time.Since(start))
 	}
 	if err == nil || backendsFault(err) {
-		u.result(status, err)
+		u.Result(status, status == 0 && isTimeout(err))
 	}
 	if x.rec.attempt != nil {
 		attemptOutcome(x.h.p.tracer, &x.rec, status, err)

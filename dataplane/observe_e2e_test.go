@@ -460,22 +460,3 @@ func TestRouteAndUpstreamMetrics(t *testing.T) {
 	s.absent(t, `tunnelgate_route_requests_total{class="1xx",route="default/dead"`)
 	s.absent(t, `tunnelgate_upstream_requests_total{cluster="gone"`)
 }
-
-func TestHistogramBuckets(t *testing.T) {
-	var h histogram
-	for _, d := range []time.Duration{0, time.Millisecond, time.Millisecond + 1, 3 * time.Second, time.Hour} {
-		h.observe(d)
-	}
-	buckets, count, sum := h.snapshot()
-	if count != 5 {
-		t.Errorf("count %d, want 5", count)
-	}
-	for le, want := range map[float64]uint64{0.001: 2, 0.0025: 3, 2.5: 3, 5: 4, 60: 4} {
-		if buckets[le] != want {
-			t.Errorf("bucket le=%g: %d, want %d", le, buckets[le], want)
-		}
-	}
-	if want := (time.Hour + 3*time.Second + 2*time.Millisecond + 1).Seconds(); sum != want {
-		t.Errorf("sum %g, want %g", sum, want)
-	}
-}
