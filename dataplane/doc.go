@@ -6,12 +6,12 @@
 //
 //	listener (package http1's server on the origin listener; net/http
 //	          for TLS with HTTP/2, plain h2c, Gateway addresses, admin)
-//	  → handler.ServeHTTP (observe.go, which records the request for
-//	    metrics, traces and the access log) → handler.serve (handler.go):
-//	    refuse what no request line may hold, pick the Gateway listener by
-//	    host, match a route rule (package matcher), fail closed, CORS
-//	    preflight, redirect, rewrite, choose a backend (weights, session
-//	    pin), take the body's start
+//	  → handler.ServeHTTP (handler.go), which keeps the request's record
+//	    (record.go) for metrics, traces and the access log
+//	  → handler.serve (handler.go): refuse what no request line may hold,
+//	    pick the Gateway listener by host, match a route rule (package
+//	    matcher), fail closed, CORS preflight, redirect, rewrite, choose a
+//	    backend (weights, session pin), take the body's start
 //	  → mirrors (mirror.go): copies sent on the side, never waited for
 //	  → forward: HTTP/1.1 on a pooled connection (forward_h1.go, with
 //	    retries and timeouts), HTTP/2 through net/http's Transport
@@ -49,7 +49,7 @@
 //     gateways.go. Admin and metrics: admin.go, metrics.go,
 //     metrics_routes.go; what is counted: counters.go (the per-rule and
 //     per-cluster stats are package observe's). Tracing and the access
-//     log: observe.go, tracing.go, spans.go, accesslog.go, drainqueue.go.
+//     log: record.go, tracing.go, spans.go, accesslog.go, drainqueue.go.
 //     The generated TLS origin certificate: selfsigned.go.
 //
 // Users' documentation is docs/proxy.md; measured costs are in
