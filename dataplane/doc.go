@@ -47,10 +47,10 @@
 //   - Answers the proxy makes itself: reply.go. Forwarding headers:
 //     forwarded.go. Listeners and shutdown: server.go; Gateway addresses:
 //     gateways.go. Admin and metrics: admin.go, metrics.go,
-//     metrics_routes.go; what is counted: counters.go (the per-rule and
-//     per-cluster stats are package observe's). Tracing and the access
-//     log: record.go, tracing.go, spans.go, accesslog.go, drainqueue.go.
-//     The generated TLS origin certificate: selfsigned.go.
+//     metrics_routes.go; what is counted: counters.go. What a request
+//     leaves for metrics, its trace and the access log: record.go, and
+//     tracing.go for its spans; package observe records and exports
+//     them. The generated TLS origin certificate: selfsigned.go.
 //
 // Users' documentation is docs/proxy.md; measured costs are in
 // BENCHMARKS.md.

@@ -87,8 +87,9 @@ func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWri
 		}
 		endSpan(t, rec, status, end)
 	}
-	if l := p.opts.AccessLog; l != nil {
-		l.log(rec, r, h.trusted, status, size, end)
+	if l := p.opts.AccessLog; l != nil && l.Sampled() {
+		line := accessLogLine(rec, r, h.trusted, status, size, end)
+		l.Write(&line)
 	}
 }
 

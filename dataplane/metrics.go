@@ -223,7 +223,7 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 	o.ObserveInt64(pm.accessLogLines, dropped, pm.linesDropped)
 	var spans [3]int64
 	if t := p.tracer; t != nil {
-		spans = [3]int64{t.exported.Load(), t.dropped.Load(), t.failed.Load()}
+		spans[0], spans[1], spans[2] = t.Counts()
 	}
 	for i, n := range spans {
 		o.ObserveInt64(pm.spans, n, pm.spanResults[i])

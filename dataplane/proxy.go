@@ -43,9 +43,10 @@ type Options struct {
 	// Tracer, when set, traces the requests its sampler keeps
 	// (tracing.go); nil turns tracing off. The caller closes it after
 	// Serve returns.
-	Tracer *Tracer
-	// AccessLog, when set, gets a line for each request (accesslog.go).
-	AccessLog *AccessLog
+	Tracer *observe.Tracer
+	// AccessLog, when set, gets a line for each request it samples
+	// (record.go). The caller closes it after Serve returns.
+	AccessLog *observe.AccessLog
 	Pprof     PprofMode // who may read /debug/pprof/ (admin.go)
 }
 
@@ -72,7 +73,7 @@ type Proxy struct {
 	gateways atomic.Pointer[gatewayServers]
 
 	// tracer is nil when tracing is off.
-	tracer *Tracer
+	tracer *observe.Tracer
 	// inflight counts requests being served, on every listener.
 	inflight atomic.Int64
 	// ruleStats are the metrics of the rules of the current config, by

@@ -1,6 +1,7 @@
 package dataplane
 
 import (
+	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -35,7 +36,7 @@ type reqRecord struct {
 	// and attempt are the server span and the current backend attempt's,
 	// nil when the trace is not sampled.
 	sc            trace.SpanContext
-	span, attempt *proxySpan
+	span, attempt *observe.Span
 }
 
 // countRule adds the request's answer to its rule's stats: its status,
@@ -77,4 +78,46 @@ func (x *exchange) endAttempt(start time.Time, status int, err error) {
 	if x.rec.attempt != nil {
 		attemptOutcome(x.h.p.tracer, &x.rec, status, err)
 	}
+}
+
+// accessLogLine is the access log's line for the request rec records. The
+// caller builds it only for a request the log samples: the client's
+// address and the path may cost work.
+func accessLogLine(rec *reqRecord, r *http.Request, trusted bool, status int, size int64, end time.Time) observe.Line {
+	ln := observe.Line{
+		Start: rec.start, End: end,
+		ClientIP: clientIP(r, trusted), Host: r.Host, Method: r.Method, Path: logPath(r), Proto: r.Proto,
+		Status: status, Bytes: size,
+		Endpoint: rec.endpoint, Retries: rec.retries,
+		TraceID: rec.sc.TraceID(),
+	}
+	if ru := rec.rule; ru != nil {
+		ln.Route, ln.Rule = ru.Route, ru.Label()
+	}
+	if rec.slot != nil {
+		ln.Backend = rec.slot.name
+	}
+	return ln
+}
+
+// logPath is the target a line shows: as the client sent it, except that
+// an absolute-form target shows its path and query, as for every other
+// request. A target that is neither ("*", CONNECT's authority) is shown
+// as it came.
+func logPath(r *http.Request) string {
+	p := r.RequestURI
+	if p == "" && r.URL != nil { // a request made in a test
+		return r.URL.RequestURI()
+	}
+	if p == "" || p[0] == '/' {
+		return p
+	}
+	path, query, ok := splitTarget(r)
+	switch {
+	case !ok:
+		return p
+	case query != "":
+		return path + "?" + query
+	}
+	return path
 }

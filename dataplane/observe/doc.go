@@ -1,16 +1,28 @@
 // Package observe is how the proxy reports on the requests it serves:
-// counters and latency histograms per route rule and per cluster.
+// counters and latency histograms per route rule and per cluster, trace
+// spans, and the access log.
 //
-// The idea: the request path only records. It bumps atomic counters in
-// plain structs the proxy keeps (RuleStats, UpstreamStats) and moves on;
-// everything that costs, such as turning the counts into metric families,
-// happens off the request path, at scrape time.
+// The idea: the request path only records. It bumps atomic counters and
+// fills plain structs (a Span's fields, a Line), then moves on. What
+// costs more happens elsewhere: the tracer's goroutine turns spans into
+// the OpenTelemetry SDK's form and exports them in batches, and the
+// access log's goroutine writes lines out. (A sampled line is formatted
+// on the request's goroutine, into a pooled buffer: handing over those
+// bytes allocates nothing, where handing over the Line would.) What a
+// request hands over goes through a bounded queue that never blocks:
+// when it is full the item is dropped and counted, because reporting on
+// the traffic must not slow it down. With tracing and the access log
+// off, a request costs a few atomic adds and no allocation.
 //
 // The package knows nothing of the proxy's types: package dataplane
-// makes the stats, keeps them across config loads and bumps them.
+// makes the stats and keeps them across config loads, and fills spans
+// and lines from what it knows of a request.
 //
 // Files:
 //
 //   - stats.go: status classes, the latency Histogram, RuleStats and
 //     UpstreamStats.
+//   - spans.go: Tracer and Span; the W3C traceparent of a span.
+//   - accesslog.go: AccessLog and its Line, one JSON object per line.
+//   - queue.go: the bounded queue the tracer and the access log drain.
 package observe
