@@ -46,11 +46,12 @@
 //     status and size of an answer, and deadlines on slow clients).
 //   - Answers the proxy makes itself: reply.go. Forwarding headers:
 //     forwarded.go. Listeners and shutdown: server.go; Gateway addresses:
-//     gateways.go. Admin and metrics: admin.go, metrics.go,
-//     metrics_routes.go; what is counted: counters.go. What a request
-//     leaves for metrics, its trace and the access log: record.go, and
-//     tracing.go for its spans; package observe records and exports
-//     them. The generated TLS origin certificate: selfsigned.go.
+//     gateways.go; the admin listener: admin.go. The generated TLS origin
+//     certificate: selfsigned.go.
+//   - Metrics, traces and the access log are package observe's; here is
+//     what feeds them: what the proxy counts (counters.go), the record
+//     each request leaves (record.go), the spans filled from it
+//     (tracing.go), and what /metrics reads (metrics.go).
 //
 // Users' documentation is docs/proxy.md; measured costs are in
 // BENCHMARKS.md.

@@ -1,12 +1,10 @@
-package dataplane
+package observe
 
 import (
 	"slices"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
 // routeCollector serves the per-rule and per-cluster families straight
@@ -15,16 +13,16 @@ import (
 // OpenTelemetry has no asynchronous histogram, and a synchronous one
 // would cost the request path an attribute lookup and a lock.
 type routeCollector struct {
-	p *Proxy
+	src Source
 
 	routeRequests, routeLatency       *prometheus.Desc
 	upstreamRequests, upstreamLatency *prometheus.Desc
 	upstreamConnections               *prometheus.Desc
 }
 
-func newRouteCollector(p *Proxy) *routeCollector {
+func newRouteCollector(src Source) *routeCollector {
 	return &routeCollector{
-		p: p,
+		src: src,
 		routeRequests: prometheus.NewDesc("tunnelgate_route_requests_total",
 			"Requests a route rule answered, by status class.", []string{"route", "rule", "class"}, nil),
 		routeLatency: prometheus.NewDesc("tunnelgate_route_request_duration_seconds",
@@ -50,55 +48,30 @@ func (c *routeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
-	rules, slots := c.p.metricSources()
+	rules := c.src.Rules()
+	slices.SortFunc(rules, func(a, b *RuleStats) int {
+		if n := strings.Compare(a.Route, b.Route); n != 0 {
+			return n
+		}
+		return strings.Compare(a.Rule, b.Rule)
+	})
 	for _, st := range rules {
-		for i, class := range observe.StatusClasses {
+		for i, class := range StatusClasses {
 			ch <- prometheus.MustNewConstMetric(c.routeRequests, prometheus.CounterValue,
 				float64(st.Responses[i].Load()), st.Route, st.Rule, class)
 		}
 		buckets, count, sum := st.Latency.Snapshot()
 		ch <- prometheus.MustNewConstHistogram(c.routeLatency, count, sum, buckets, st.Route, st.Rule)
 	}
-	for _, s := range slots {
-		u := &s.upstream
-		for i, result := range observe.UpstreamResults {
+	for _, cl := range sortedClusters(c.src) {
+		u := cl.Upstream
+		for i, result := range UpstreamResults {
 			ch <- prometheus.MustNewConstMetric(c.upstreamRequests, prometheus.CounterValue,
-				float64(u.Results[i].Load()), s.name, result)
+				float64(u.Results[i].Load()), cl.Name, result)
 		}
 		buckets, count, sum := u.Latency.Snapshot()
-		ch <- prometheus.MustNewConstHistogram(c.upstreamLatency, count, sum, buckets, s.name)
-		idle, open := 0, 0
-		if cs := s.state.Load(); cs != nil {
-			for _, e := range cs.eps {
-				i, o := e.h1.Counts()
-				idle += i
-				open += o
-			}
-		}
-		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(idle), s.name, "idle")
-		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(open-idle), s.name, "active")
+		ch <- prometheus.MustNewConstHistogram(c.upstreamLatency, count, sum, buckets, cl.Name)
+		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(cl.IdleConns), cl.Name, "idle")
+		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(cl.OpenConns-cl.IdleConns), cl.Name, "active")
 	}
-}
-
-// metricSources returns the rule stats and cluster slots of the current
-// config, sorted so the scrape is stable.
-func (p *Proxy) metricSources() ([]*observe.RuleStats, []*clusterSlot) {
-	p.mu.Lock()
-	rules := make([]*observe.RuleStats, 0, len(p.ruleStats))
-	for _, st := range p.ruleStats {
-		rules = append(rules, st)
-	}
-	slots := make([]*clusterSlot, 0, len(p.slots))
-	for _, s := range p.slots {
-		slots = append(slots, s)
-	}
-	p.mu.Unlock()
-	slices.SortFunc(rules, func(a, b *observe.RuleStats) int {
-		if c := strings.Compare(a.Route, b.Route); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Rule, b.Rule)
-	})
-	slices.SortFunc(slots, func(a, b *clusterSlot) int { return strings.Compare(a.name, b.name) })
-	return rules, slots
 }
