@@ -16,9 +16,9 @@ import (
 
 // The access log writes one JSON object per line for each request it
 // samples. The caller asks Sampled first, so a request left out costs
-// nothing more; for one logged, it fills a Line and the request's
-// goroutine only formats it into a pooled buffer and offers that to a
-// bounded queue; one goroutine writes the queue out. When the writer
+// nothing more. For a request logged it fills a Line, which Write
+// formats on the request's goroutine into a pooled buffer and offers to
+// a bounded queue; one goroutine writes the queue out. When the writer
 // falls behind (a slow disk, a blocked pipe) and the queue is full,
 // lines are dropped and counted, never waited for: a log must not slow
 // the traffic it describes.
@@ -120,7 +120,7 @@ type Line struct {
 	Path       string // the target, query included (OmitQuery drops it)
 	Proto      string
 	Status     int
-	Bytes      int64 // the response body's size
+	Bytes      int64 // the body bytes sent
 	// Route and Rule name the route rule that matched; both are logged
 	// when Rule is set, neither when no rule matched.
 	Route, Rule string
