@@ -19,6 +19,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
@@ -53,8 +54,8 @@ func BenchmarkProxy(b *testing.B) {
 	// Everything observable switched on: every request traced (sampled at
 	// 100%, batched to an exporter that discards) and access-logged.
 	b.Run("obs=on/impl=tunnelgate", func(b *testing.B) {
-		tr := NewTracer(TracerOptions{Exporter: discardSpans{}, Sampler: sdktrace.AlwaysSample()})
-		al := NewAccessLog(io.Discard, AccessLogOptions{})
+		tr := observe.NewTracer(observe.TracerOptions{Exporter: discardSpans{}, Sampler: sdktrace.AlwaysSample()})
+		al := observe.NewAccessLog(io.Discard, observe.AccessLogOptions{})
 		b.Cleanup(func() {
 			al.Close()
 			tr.Close()

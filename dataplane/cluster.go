@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -26,7 +27,7 @@ type clusterSlot struct {
 	state atomic.Pointer[clusterState]
 	// upstream counts the attempts sent to the cluster, whatever its
 	// endpoints at the time.
-	upstream upstreamStats
+	upstream observe.UpstreamStats
 }
 
 // clusterState is one version of a cluster: its protocol, endpoints and

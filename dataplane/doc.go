@@ -6,12 +6,12 @@
 //
 //	listener (package http1's server on the origin listener; net/http
 //	          for TLS with HTTP/2, plain h2c, Gateway addresses, admin)
-//	  → handler.ServeHTTP (observe.go, which records the request for
-//	    metrics, traces and the access log) → handler.serve (handler.go):
-//	    refuse what no request line may hold, pick the Gateway listener by
-//	    host, match a route rule (package matcher), fail closed, CORS
-//	    preflight, redirect, rewrite, choose a backend (weights, session
-//	    pin), take the body's start
+//	  → handler.ServeHTTP (handler.go), which keeps the request's record
+//	    (record.go) for metrics, traces and the access log
+//	  → handler.serve (handler.go): refuse what no request line may hold,
+//	    pick the Gateway listener by host, match a route rule (package
+//	    matcher), fail closed, CORS preflight, redirect, rewrite, choose a
+//	    backend (weights, session pin), take the body's start
 //	  → mirrors (mirror.go): copies sent on the side, never waited for
 //	  → forward: HTTP/1.1 on a pooled connection (forward_h1.go, with
 //	    retries and timeouts), HTTP/2 through net/http's Transport
@@ -47,10 +47,12 @@
 //     status and size of an answer, and deadlines on slow clients).
 //   - Answers the proxy makes itself: reply.go. Forwarding headers:
 //     forwarded.go. Listeners and shutdown: server.go; Gateway addresses:
-//     gateways.go. Admin and metrics: admin.go, metrics.go,
-//     metrics_routes.go, histogram.go. Tracing and the access log:
-//     observe.go, tracing.go, spans.go, accesslog.go, drainqueue.go. The
-//     generated TLS origin certificate: selfsigned.go.
+//     gateways.go; the admin listener: admin.go. The generated TLS origin
+//     certificate: selfsigned.go.
+//   - Metrics, traces and the access log are package observe's; here is
+//     what feeds them: what the proxy counts (counters.go), the record
+//     each request leaves (record.go), the spans filled from it
+//     (tracing.go), and what /metrics reads (metrics.go).
 //
 // Users' documentation is docs/proxy.md; measured costs are in
 // BENCHMARKS.md.

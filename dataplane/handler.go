@@ -33,6 +33,66 @@ type handler struct {
 	isGateway bool
 }
 
+// ServeHTTP is where every request comes in, on every listener: it
+// starts the request's record (record.go), has serve run the pipeline,
+// and finishes the record however serve ends.
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := h.p
+	p.stats.Requests.Add(1)
+	p.inflight.Add(1)
+	// The record lives in the exchange (on the stack): a record of its
+	// own, pointed to by the exchange, would escape with it.
+	var x exchange
+	x.rec.start = time.Now()
+	// The proxy's own HTTP/1.1 server knows the status and size of what
+	// it sent, and times its clients itself; net/http's writers are
+	// wrapped to learn the one and do the other (netwriter.go).
+	own, _ := w.(*http1.ResponseWriter)
+	var nw *netWriter
+	if own == nil {
+		nw = newNetWriter(w, r, h.timeouts)
+		w = nw
+	}
+	// Deferred, so a handler aborted with a panic (http.ErrAbortHandler)
+	// is still counted and its span ended.
+	defer h.finish(&x.rec, r, own, nw)
+	h.serve(w, r, &x)
+}
+
+// finish turns the record into metrics, a span's end and a log line.
+func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWriter, nw *netWriter) {
+	p := h.p
+	p.inflight.Add(-1)
+	end := time.Now()
+	status, size := rec.status, int64(0)
+	if own != nil {
+		size = own.Written()
+		if status == 0 {
+			status = own.Status()
+		}
+	} else {
+		size = nw.written
+		if status == 0 {
+			status = nw.status
+		}
+		nw.release()
+	}
+	if status == 0 {
+		status = http.StatusOK // nothing written: the server sends an empty 200
+	}
+	rec.countRule(status, end)
+	if t := p.tracer; t != nil {
+		if !rec.sc.IsValid() {
+			h.startSpan(r, rec) // no backend was reached
+		}
+		endSpan(t, rec, status, end)
+	}
+	if l := p.opts.AccessLog; l != nil && l.Sampled() {
+		line := accessLogLine(rec, r, h.trusted, status, size, end)
+		l.Write(&line)
+	}
+}
+
 // exchange is the state of one request once it is routed.
 type exchange struct {
 	h     *handler

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
 // mirrorTimeout bounds one mirrored exchange, so a stuck mirror backend
@@ -42,7 +43,7 @@ func (p *Proxy) mirror(ms []*compiled.Mirror, x *exchange, r *http.Request) {
 		out.in = r.Header.Clone()
 		out.xffPrior = append([]string(nil), out.xffPrior...)
 		out.plan = x.be.ReqPlan // the rule's and the backend's, as the original's
-		var span *proxySpan
+		var span *observe.Span
 		if p.tracer != nil {
 			span = x.startMirrorSpan(slot, &out)
 		}
@@ -50,7 +51,7 @@ func (p *Proxy) mirror(ms []*compiled.Mirror, x *exchange, r *http.Request) {
 	}
 }
 
-func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string, body []byte, span *proxySpan) {
+func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string, body []byte, span *observe.Span) {
 	defer p.mirrorsInFlight.Add(-1)
 	ep := cs.pick(nil)
 	ok := false
@@ -60,7 +61,7 @@ func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string,
 		ok = sendMirrorH1(ep, &out, body)
 	}
 	if p.tracer != nil {
-		p.tracer.endMirrorSpan(span, ep, ok)
+		endMirrorSpan(p.tracer, span, ep, ok)
 	}
 	if ok {
 		p.stats.MirrorsSent.Add(1)

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
@@ -24,7 +25,7 @@ import (
 // exporting every few milliseconds.
 func tracedEnv(t *testing.T, cfg *proxycfg.Config, opts ...func(*Options)) (*testEnv, *tracetest.InMemoryExporter) {
 	exp := tracetest.NewInMemoryExporter()
-	tr := NewTracer(TracerOptions{Exporter: exp, Interval: 5 * time.Millisecond})
+	tr := observe.NewTracer(observe.TracerOptions{Exporter: exp, Interval: 5 * time.Millisecond})
 	t.Cleanup(tr.Close)
 	opts = append(opts, func(o *Options) { o.Tracer = tr })
 	return newTestEnv(t, cfg, opts...), exp
@@ -254,7 +255,7 @@ func TestTraceparentPassesThroughWhenTracingIsOff(t *testing.T) {
 
 // closeAfter waits for n lines to be written or dropped, then closes
 // the log: a request's line is queued after the client has its answer.
-func closeAfter(t *testing.T, al *AccessLog, n int64) {
+func closeAfter(t *testing.T, al *observe.AccessLog, n int64) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for al.Written()+al.Dropped() < n && time.Now().Before(deadline) {
@@ -292,7 +293,7 @@ func (l accessLine) want(t *testing.T, key string, want any) {
 func TestAccessLogLines(t *testing.T) {
 	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "hello") })
 	var out testproc.SyncBuffer
-	al := NewAccessLog(&out, AccessLogOptions{})
+	al := observe.NewAccessLog(&out, observe.AccessLogOptions{})
 	rule := to("app")
 	e, _ := tracedEnv(t, config([]proxycfg.Route{route("shop", rule)}, cluster("app", be)), func(o *Options) { o.AccessLog = al })
 
@@ -351,14 +352,14 @@ func TestAccessLogLines(t *testing.T) {
 func TestAccessLogOptions(t *testing.T) {
 	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) {})
 	var out testproc.SyncBuffer
-	al := NewAccessLog(&out, AccessLogOptions{OmitQuery: true})
+	al := observe.NewAccessLog(&out, observe.AccessLogOptions{OmitQuery: true})
 	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", be)), func(o *Options) { o.AccessLog = al })
 	e.get("x", "/p?q=1")
 	closeAfter(t, al, 1)
 	parseAccessLog(t, out.String())[0].want(t, "path", "/p")
 
 	var sampled testproc.SyncBuffer
-	half := NewAccessLog(&sampled, AccessLogOptions{Sample: 0.5})
+	half := observe.NewAccessLog(&sampled, observe.AccessLogOptions{Sample: 0.5})
 	e = newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", be)), func(o *Options) { o.AccessLog = half })
 	const n = 200
 	for range n {
@@ -394,7 +395,7 @@ func (w *blockedWriter) Write(p []byte) (int, error) {
 func TestAccessLogDropsWhenTheWriterIsStuck(t *testing.T) {
 	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) {})
 	bw := &blockedWriter{release: make(chan struct{})}
-	al := NewAccessLog(bw, AccessLogOptions{Queue: 2})
+	al := observe.NewAccessLog(bw, observe.AccessLogOptions{Queue: 2})
 	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", be)), func(o *Options) { o.AccessLog = al })
 	const n = 20
 	for range n {
@@ -459,23 +460,4 @@ func TestRouteAndUpstreamMetrics(t *testing.T) {
 	s.want(t, `tunnelgate_route_requests_total{class="2xx",route="default/shop",rule="main"}`, "2")
 	s.absent(t, `tunnelgate_route_requests_total{class="1xx",route="default/dead"`)
 	s.absent(t, `tunnelgate_upstream_requests_total{cluster="gone"`)
-}
-
-func TestHistogramBuckets(t *testing.T) {
-	var h histogram
-	for _, d := range []time.Duration{0, time.Millisecond, time.Millisecond + 1, 3 * time.Second, time.Hour} {
-		h.observe(d)
-	}
-	buckets, count, sum := h.snapshot()
-	if count != 5 {
-		t.Errorf("count %d, want 5", count)
-	}
-	for le, want := range map[float64]uint64{0.001: 2, 0.0025: 3, 2.5: 3, 5: 4, 60: 4} {
-		if buckets[le] != want {
-			t.Errorf("bucket le=%g: %d, want %d", le, buckets[le], want)
-		}
-	}
-	if want := (time.Hour + 3*time.Second + 2*time.Millisecond + 1).Seconds(); sum != want {
-		t.Errorf("sum %g, want %g", sum, want)
-	}
 }

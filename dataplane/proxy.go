@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -42,9 +43,10 @@ type Options struct {
 	// Tracer, when set, traces the requests its sampler keeps
 	// (tracing.go); nil turns tracing off. The caller closes it after
 	// Serve returns.
-	Tracer *Tracer
-	// AccessLog, when set, gets a line for each request (accesslog.go).
-	AccessLog *AccessLog
+	Tracer *observe.Tracer
+	// AccessLog, when set, gets a line for each request it samples
+	// (record.go). The caller closes it after Serve returns.
+	AccessLog *observe.AccessLog
 	Pprof     PprofMode // who may read /debug/pprof/ (admin.go)
 }
 
@@ -74,12 +76,12 @@ type Proxy struct {
 	gateways atomic.Pointer[gatewayServers]
 
 	// tracer is nil when tracing is off.
-	tracer *Tracer
+	tracer *observe.Tracer
 	// inflight counts requests being served, on every listener.
 	inflight atomic.Int64
 	// ruleStats are the metrics of the rules of the current config, by
-	// route and rule label, kept across loads (histogram.go).
-	ruleStats map[[2]string]*ruleStats
+	// route and rule label, kept across loads (counters.go).
+	ruleStats map[[2]string]*observe.RuleStats
 
 	mirrorsInFlight atomic.Int32
 	// lastUpstreamLog (unix nanoseconds) rate-limits upstream failure logs.
@@ -117,7 +119,7 @@ func New(opts Options) *Proxy {
 		slots:           map[string]*clusterSlot{},
 		transports:      newTransports(opts.Pool),
 		fallbackSession: NewSessionCodec(key),
-		ruleStats:       map[[2]string]*ruleStats{},
+		ruleStats:       map[[2]string]*observe.RuleStats{},
 	}
 	p.tracer = opts.Tracer
 	return p
@@ -288,35 +290,4 @@ func (p *Proxy) Close() {
 func (p *Proxy) Handler(port int, trusted bool) http.Handler {
 	p.serveView(viewOf(port))
 	return &handler{p: p, port: port, trusted: trusted}
-}
-
-// Stats counts what the proxy did. Every field is updated atomically on
-// the request path; readers (metrics) load them at scrape time.
-type Stats struct {
-	Requests       atomic.Int64
-	Responses      [6]atomic.Int64 // by status class: [2] is 2xx, [0] unknown
-	NoRoute        atomic.Int64
-	UpstreamErrors atomic.Int64 // dial failures, resets, malformed answers
-	// What clients did wrong, answered without blaming a backend: a body
-	// that stopped arriving (408), a malformed or short body (400), and a
-	// client holding its share of an endpoint's connections (503).
-	ClientBodyTimeouts atomic.Int64
-	ClientBadBodies    atomic.Int64
-	ClientLimited      atomic.Int64
-	Timeouts           atomic.Int64
-	Retries            atomic.Int64
-	MirrorsSent        atomic.Int64
-	MirrorsDropped     atomic.Int64
-	WebSockets         atomic.Int64
-	ConfigLoaded       atomic.Int64
-	ConfigRejected     atomic.Int64
-	ClusterUpdates     atomic.Int64
-}
-
-func (s *Stats) status(code int) {
-	c := code / 100
-	if c < 1 || c > 5 {
-		c = 0
-	}
-	s.Responses[c].Add(1)
 }

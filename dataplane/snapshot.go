@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
@@ -36,7 +37,7 @@ type snapshot struct {
 // metrics, and its span names when tracing (Proxy.adoptRuleStats).
 type servedRule struct {
 	*compiled.Rule
-	stats *ruleStats
+	stats *observe.RuleStats
 	// spanNames are the server span names of the common methods, made
 	// once when tracing.
 	spanNames map[string]string

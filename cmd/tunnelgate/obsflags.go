@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 	"github.com/tunnelgate/tunnelgate/internal/telemetry"
 )
@@ -76,7 +76,7 @@ func addAccessLogFlags(fs *flag.FlagSet) *accessLogFlags {
 
 // open starts the access log, or returns nil when it is off. close stops
 // it once the proxy has stopped serving.
-func (f *accessLogFlags) open(stdout, stderr io.Writer) (al *dataplane.AccessLog, close func(), err error) {
+func (f *accessLogFlags) open(stdout, stderr io.Writer) (al *observe.AccessLog, close func(), err error) {
 	if *f.dest == "" {
 		return nil, func() {}, nil
 	}
@@ -100,14 +100,14 @@ func (f *accessLogFlags) open(stdout, stderr io.Writer) (al *dataplane.AccessLog
 		}
 		w, closeFile = file, func() { file.Close() }
 	}
-	al = dataplane.NewAccessLog(w, dataplane.AccessLogOptions{Sample: *f.sample, OmitQuery: *f.omitQuery, Queue: *f.queue})
+	al = observe.NewAccessLog(w, observe.AccessLogOptions{Sample: *f.sample, OmitQuery: *f.omitQuery, Queue: *f.queue})
 	return al, func() { al.Close(); closeFile() }, nil
 }
 
 // proxyTracer starts the proxy's tracer when the OTEL_* variables ask for
 // tracing, or returns nil. stop exports what is left, then stops the
 // exporter.
-func proxyTracer(ctx context.Context, getenv func(string) string, log *slog.Logger) (t *dataplane.Tracer, stop func(), err error) {
+func proxyTracer(ctx context.Context, getenv func(string) string, log *slog.Logger) (t *observe.Tracer, stop func(), err error) {
 	tr, err := telemetry.FromEnv(ctx, getenv, "tunnelgate-proxy")
 	if err != nil {
 		return nil, nil, err
@@ -116,7 +116,7 @@ func proxyTracer(ctx context.Context, getenv func(string) string, log *slog.Logg
 	if !tr.Enabled {
 		return nil, func() {}, nil
 	}
-	t = dataplane.NewTracer(dataplane.TracerOptions{Exporter: tr.Exporter, Sampler: tr.Sampler, Resource: tr.Resource})
+	t = observe.NewTracer(observe.TracerOptions{Exporter: tr.Exporter, Sampler: tr.Sampler, Resource: tr.Resource})
 	return t, func() {
 		t.Close()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
@@ -49,7 +50,7 @@ var oddTargets = []struct {
 
 func TestAccessLogOddTargets(t *testing.T) {
 	var out testproc.SyncBuffer
-	log := dataplane.NewAccessLog(&out, dataplane.AccessLogOptions{})
+	log := observe.NewAccessLog(&out, observe.AccessLogOptions{})
 	t.Cleanup(log.Close) // after both proxies stopped
 	be := newBackend(t)
 	e := newEnv(t, be.addr, withOptions(func(o *dataplane.Options) { o.AccessLog = log }))

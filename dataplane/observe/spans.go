@@ -1,4 +1,4 @@
-package dataplane
+package observe
 
 import (
 	"context"
@@ -46,7 +46,7 @@ type TracerOptions struct {
 type Tracer struct {
 	opts  TracerOptions
 	scope instrumentation.Scope
-	queue *drainQueue[*proxySpan]
+	queue *drainQueue[*Span]
 	batch []sdktrace.ReadOnlySpan // spans taken from the queue, not yet exported
 
 	exported, dropped, failed atomic.Int64
@@ -71,8 +71,8 @@ func NewTracer(opts TracerOptions) *Tracer {
 	}
 	t := &Tracer{
 		opts:  opts,
-		scope: instrumentation.Scope{Name: meterName},
-		queue: newDrainQueue[*proxySpan](opts.Queue),
+		scope: instrumentation.Scope{Name: scopeName},
+		queue: newDrainQueue[*Span](opts.Queue),
 		batch: make([]sdktrace.ReadOnlySpan, 0, exportBatch),
 	}
 	// Batches go out when full, and whenever the queue has been drained:
@@ -85,27 +85,65 @@ func NewTracer(opts TracerOptions) *Tracer {
 // dropped.
 func (t *Tracer) Close() { t.queue.close() }
 
-// proxySpan is one span as the request path records it. Attributes are
-// plain fields; export turns the ones set into attribute.KeyValues.
-type proxySpan struct {
+// Counts are how many spans were exported, dropped because the export
+// queue was full, and failed to export.
+func (t *Tracer) Counts() (exported, dropped, failed int64) {
+	return t.exported.Load(), t.dropped.Load(), t.failed.Load()
+}
+
+// scopeName is the instrumentation scope of the proxy's spans and metric
+// instruments. It names the package that recorded them before this one
+// existed, so what collectors and dashboards see did not change.
+const scopeName = "github.com/tunnelgate/tunnelgate/dataplane"
+
+// Span is one span as the request path records it. Its identity is set
+// when it starts; its attributes are plain fields the proxy fills as the
+// request goes, which export turns into attribute.KeyValues, leaving out
+// those empty or zero (or, for Retries and Attempt, not Set).
+type Span struct {
 	name       string
 	kind       trace.SpanKind
 	sc, parent trace.SpanContext
-	start, end time.Time
+	end        time.Time
 
-	method, scheme, path, host, client string
-	route, rule, backend, endpoint     string
-	serverHost                         string
-	status, retries, attempt, port     int
-	retriesSet, attemptSet, websocket  bool
-	errText                            string // the span failed: why
-	errIsException                     bool   // errText is an error (an exception event)
+	// Start is when the span began: Child sets it; the caller of
+	// StartServer sets it to the request's arrival.
+	Start time.Time
+
+	Method     string // http.request.method
+	Scheme     string // url.scheme
+	Path       string // url.path
+	Host       string // server.address: the host the client asked for
+	ServerHost string // server.address: the backend an attempt reached
+	Port       int    // server.port
+	Client     string // client.address
+	Status     int    // http.response.status_code
+	Route      string // tunnelgate.route
+	Rule       string // tunnelgate.rule
+	Backend    string // tunnelgate.backend
+	Endpoint   string // tunnelgate.endpoint
+	Retries    int    // tunnelgate.retries, exported when RetriesSet
+	RetriesSet bool   // Retries holds a count, 0 included
+	Attempt    int    // tunnelgate.attempt, exported when AttemptSet
+	AttemptSet bool   // Attempt holds a number, 0 included
+	WebSocket  bool   // tunnelgate.websocket, exported when true
+
+	// ErrText, when set, marks the span failed and says why. With
+	// ErrIsException it is an error, also recorded as an exception
+	// event; without, a failed answer (a 5xx).
+	ErrText        string
+	ErrIsException bool
 }
 
-// startServer begins a request's server span, continuing parent (the
+// SpanContext is the span's identity, to propagate to whoever works for
+// it (Traceparent).
+func (s *Span) SpanContext() trace.SpanContext { return s.sc }
+
+// StartServer begins a request's server span, continuing parent (the
 // client's traceparent, if valid) and asking the sampler. It returns nil
-// when the trace is not sampled; then sc is what to propagate.
-func (t *Tracer) startServer(parent trace.SpanContext, name string) (s *proxySpan, sc trace.SpanContext) {
+// when the trace is not sampled; sc is then what to propagate, marked not
+// sampled so the backends leave the trace out too.
+func (t *Tracer) StartServer(parent trace.SpanContext, name string) (s *Span, sc trace.SpanContext) {
 	var tid trace.TraceID
 	ctx := context.Background()
 	if parent.IsValid() {
@@ -128,13 +166,14 @@ func (t *Tracer) startServer(parent trace.SpanContext, name string) (s *proxySpa
 	if !sc.IsSampled() {
 		return nil, sc
 	}
-	return &proxySpan{name: name, kind: trace.SpanKindServer, sc: sc, parent: parent}, sc
+	return &Span{name: name, kind: trace.SpanKindServer, sc: sc, parent: parent}, sc
 }
 
-// child begins a client span under parent, which is sampled.
-func child(parent *proxySpan, name string) *proxySpan {
-	sc := parent.sc.WithSpanID(newSpanID())
-	return &proxySpan{name: name, kind: trace.SpanKindClient, sc: sc, parent: parent.sc, start: time.Now()}
+// Child begins a client span under s (a span StartServer returned),
+// starting now.
+func (s *Span) Child(name string) *Span {
+	sc := s.sc.WithSpanID(newSpanID())
+	return &Span{name: name, kind: trace.SpanKindClient, sc: sc, parent: s.sc, Start: time.Now()}
 }
 
 func newSpanID() trace.SpanID {
@@ -151,8 +190,33 @@ func putUint64(b []byte, v uint64) {
 	}
 }
 
-// finish queues s for export, or drops it when the queue is full.
-func (t *Tracer) finish(s *proxySpan, end time.Time) {
+// Traceparent formats a span context as the W3C Trace Context fields
+// traceparent and tracestate (the propagator's work, without its map
+// and builder); state is empty when the context has no trace state.
+func Traceparent(sc trace.SpanContext) (parent, state string) {
+	const hex = "0123456789abcdef"
+	var b [55]byte
+	b[0], b[1], b[2] = '0', '0', '-'
+	tid, sid := sc.TraceID(), sc.SpanID()
+	for i, c := range tid {
+		b[3+2*i], b[4+2*i] = hex[c>>4], hex[c&0xf]
+	}
+	b[35] = '-'
+	for i, c := range sid {
+		b[36+2*i], b[37+2*i] = hex[c>>4], hex[c&0xf]
+	}
+	b[52] = '-'
+	f := sc.TraceFlags()
+	b[53], b[54] = hex[f>>4], hex[f&0xf]
+	if ts := sc.TraceState(); ts.Len() > 0 {
+		state = ts.String()
+	}
+	return string(b[:]), state
+}
+
+// Finish ends s at end and queues it for export, or drops and counts it
+// when the queue is full. s must not be changed afterwards.
+func (t *Tracer) Finish(s *Span, end time.Time) {
 	s.end = end
 	if !t.queue.offer(s) {
 		t.dropped.Add(1)
@@ -160,7 +224,7 @@ func (t *Tracer) finish(s *proxySpan, end time.Time) {
 }
 
 // take adds a span to the batch, exporting the batch once it is full.
-func (t *Tracer) take(s *proxySpan) {
+func (t *Tracer) take(s *Span) {
 	t.batch = append(t.batch, t.readOnly(s))
 	if len(t.batch) == exportBatch {
 		t.export()
@@ -184,7 +248,7 @@ func (t *Tracer) export() {
 }
 
 // readOnly is s as the SDK's exporters take it.
-func (t *Tracer) readOnly(s *proxySpan) sdktrace.ReadOnlySpan {
+func (t *Tracer) readOnly(s *Span) sdktrace.ReadOnlySpan {
 	e := &exportSpan{s: s, t: t}
 	str := func(k, v string) {
 		if v != "" {
@@ -192,37 +256,37 @@ func (t *Tracer) readOnly(s *proxySpan) sdktrace.ReadOnlySpan {
 		}
 	}
 	e.attrs = make([]attribute.KeyValue, 0, s.attrCount())
-	str("http.request.method", s.method)
-	str("url.scheme", s.scheme)
-	str("url.path", s.path)
-	str("server.address", s.host)
-	str("server.address", s.serverHost)
-	if s.port != 0 {
-		e.attrs = append(e.attrs, attribute.Int("server.port", s.port))
+	str("http.request.method", s.Method)
+	str("url.scheme", s.Scheme)
+	str("url.path", s.Path)
+	str("server.address", s.Host)
+	str("server.address", s.ServerHost)
+	if s.Port != 0 {
+		e.attrs = append(e.attrs, attribute.Int("server.port", s.Port))
 	}
-	str("client.address", s.client)
-	if s.status != 0 {
-		e.attrs = append(e.attrs, attribute.Int("http.response.status_code", s.status))
+	str("client.address", s.Client)
+	if s.Status != 0 {
+		e.attrs = append(e.attrs, attribute.Int("http.response.status_code", s.Status))
 	}
-	str("tunnelgate.route", s.route)
-	str("tunnelgate.rule", s.rule)
-	str("tunnelgate.backend", s.backend)
-	str("tunnelgate.endpoint", s.endpoint)
-	if s.retriesSet {
-		e.attrs = append(e.attrs, attribute.Int("tunnelgate.retries", s.retries))
+	str("tunnelgate.route", s.Route)
+	str("tunnelgate.rule", s.Rule)
+	str("tunnelgate.backend", s.Backend)
+	str("tunnelgate.endpoint", s.Endpoint)
+	if s.RetriesSet {
+		e.attrs = append(e.attrs, attribute.Int("tunnelgate.retries", s.Retries))
 	}
-	if s.attemptSet {
-		e.attrs = append(e.attrs, attribute.Int("tunnelgate.attempt", s.attempt))
+	if s.AttemptSet {
+		e.attrs = append(e.attrs, attribute.Int("tunnelgate.attempt", s.Attempt))
 	}
-	if s.websocket {
+	if s.WebSocket {
 		e.attrs = append(e.attrs, attribute.Bool("tunnelgate.websocket", true))
 	}
-	if s.errText != "" {
-		e.status = sdktrace.Status{Code: codes.Error, Description: s.errText}
-		if s.errIsException {
+	if s.ErrText != "" {
+		e.status = sdktrace.Status{Code: codes.Error, Description: s.ErrText}
+		if s.ErrIsException {
 			e.events = []sdktrace.Event{{
 				Name: "exception", Time: s.end,
-				Attributes: []attribute.KeyValue{attribute.String("exception.message", s.errText)},
+				Attributes: []attribute.KeyValue{attribute.String("exception.message", s.ErrText)},
 			}}
 		}
 	}
@@ -230,14 +294,14 @@ func (t *Tracer) readOnly(s *proxySpan) sdktrace.ReadOnlySpan {
 }
 
 // attrCount is how many attributes readOnly makes of s.
-func (s *proxySpan) attrCount() int {
+func (s *Span) attrCount() int {
 	n := 0
-	for _, v := range [...]string{s.method, s.scheme, s.path, s.host, s.serverHost, s.client, s.route, s.rule, s.backend, s.endpoint} {
+	for _, v := range [...]string{s.Method, s.Scheme, s.Path, s.Host, s.ServerHost, s.Client, s.Route, s.Rule, s.Backend, s.Endpoint} {
 		if v != "" {
 			n++
 		}
 	}
-	for _, b := range [...]bool{s.port != 0, s.status != 0, s.retriesSet, s.attemptSet, s.websocket} {
+	for _, b := range [...]bool{s.Port != 0, s.Status != 0, s.RetriesSet, s.AttemptSet, s.WebSocket} {
 		if b {
 			n++
 		}
@@ -245,12 +309,12 @@ func (s *proxySpan) attrCount() int {
 	return n
 }
 
-// exportSpan presents a proxySpan as an sdktrace.ReadOnlySpan. The SDK
+// exportSpan presents a Span as an sdktrace.ReadOnlySpan. The SDK
 // closes that interface with an unexported method; the embedded (nil)
 // interface supplies it, and every exported method is defined here.
 type exportSpan struct {
 	sdktrace.ReadOnlySpan
-	s      *proxySpan
+	s      *Span
 	t      *Tracer
 	attrs  []attribute.KeyValue
 	events []sdktrace.Event
@@ -261,7 +325,7 @@ func (e *exportSpan) Name() string                                { return e.s.n
 func (e *exportSpan) SpanContext() trace.SpanContext              { return e.s.sc }
 func (e *exportSpan) Parent() trace.SpanContext                   { return e.s.parent }
 func (e *exportSpan) SpanKind() trace.SpanKind                    { return e.s.kind }
-func (e *exportSpan) StartTime() time.Time                        { return e.s.start }
+func (e *exportSpan) StartTime() time.Time                        { return e.s.Start }
 func (e *exportSpan) EndTime() time.Time                          { return e.s.end }
 func (e *exportSpan) Attributes() []attribute.KeyValue            { return e.attrs }
 func (e *exportSpan) Links() []sdktrace.Link                      { return nil }

@@ -1,10 +1,9 @@
-package dataplane
+package observe
 
 import (
 	"bufio"
 	"io"
 	"math/rand/v2"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,11 +15,13 @@ import (
 )
 
 // The access log writes one JSON object per line for each request it
-// samples. The request's goroutine only formats the line into a pooled
-// buffer and offers it to a bounded queue; one goroutine writes the
-// queue out. When the writer falls behind (a slow disk, a blocked pipe)
-// and the queue is full, lines are dropped and counted, never waited
-// for: a log must not slow the traffic it describes.
+// samples. The caller asks Sampled first, so a request left out costs
+// nothing more. For a request logged it fills a Line, which Write
+// formats on the request's goroutine into a pooled buffer and offers to
+// a bounded queue; one goroutine writes the queue out. When the writer
+// falls behind (a slow disk, a blocked pipe) and the queue is full,
+// lines are dropped and counted, never waited for: a log must not slow
+// the traffic it describes.
 
 // AccessLogOptions tune an AccessLog.
 type AccessLogOptions struct {
@@ -82,94 +83,102 @@ func (l *AccessLog) write(b *bytebufferpool.ByteBuffer) {
 	l.written.Add(1)
 }
 
-// log formats the request's line, if it is sampled, and queues it.
-func (l *AccessLog) log(rec *reqRecord, r *http.Request, trusted bool, status int, size int64, end time.Time) {
+// Sampled reports whether to log the request now finishing: the log is
+// open and the request falls in the sample. Only then need the caller
+// fill a Line and Write it.
+func (l *AccessLog) Sampled() bool {
 	if l.closed.Load() {
-		return
+		return false
 	}
-	if l.opts.Sample < 1 && rand.Float64() >= l.opts.Sample {
-		return
+	return l.opts.Sample >= 1 || rand.Float64() < l.opts.Sample
+}
+
+// Write formats ln and queues it, or drops and counts it when the queue
+// is full. ln is not kept: the caller's Line may live on its stack.
+func (l *AccessLog) Write(ln *Line) {
+	path := ln.Path
+	if l.opts.OmitQuery {
+		if i := strings.IndexByte(path, '?'); i >= 0 {
+			path = path[:i]
+		}
 	}
 	b := bytebufferpool.Get()
-	b.B = l.appendLine(b.B[:0], rec, r, trusted, status, size, end)
+	b.B = ln.appendJSON(b.B[:0], path)
 	if !l.queue.offer(b) {
 		bytebufferpool.Put(b)
 		l.dropped.Add(1)
 	}
 }
 
-// appendLine appends the JSON line of one request. Keys are fixed;
-// those without a value for this request (no route matched, no backend
-// reached, not traced) are left out.
-func (l *AccessLog) appendLine(b []byte, rec *reqRecord, r *http.Request, trusted bool, status int, size int64, end time.Time) []byte {
+// Line is one request as the access log shows it. The strings are taken
+// as they came: AppendJSON escapes them.
+type Line struct {
+	Start, End time.Time // the request's arrival and the end of its response
+	ClientIP   string
+	Host       string
+	Method     string
+	Path       string // the target, query included (OmitQuery drops it)
+	Proto      string
+	Status     int
+	Bytes      int64 // the body bytes sent
+	// Route and Rule name the route rule that matched; both are logged
+	// when Rule is set, neither when no rule matched.
+	Route, Rule string
+	Backend     string // the chosen backend's cluster; logged when set
+	// Endpoint is the endpoint of the last attempt, logged when set with
+	// Retries, the attempts made before it.
+	Endpoint string
+	Retries  int
+	TraceID  trace.TraceID // logged when valid
+}
+
+// AppendJSON appends ln as the access log writes it: one JSON object and
+// a newline. Keys are fixed; those without a value for this request (no
+// route matched, no backend reached, not traced) are left out.
+func (ln *Line) AppendJSON(b []byte) []byte { return ln.appendJSON(b, ln.Path) }
+
+// appendJSON is AppendJSON with path in place of ln.Path.
+func (ln *Line) appendJSON(b []byte, path string) []byte {
 	b = append(b, `{"time":"`...)
-	b = rec.start.UTC().AppendFormat(b, time.RFC3339Nano)
+	b = ln.Start.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","client_ip":`...)
-	b = appendJSONString(b, clientIP(r, trusted))
+	b = appendJSONString(b, ln.ClientIP)
 	b = append(b, `,"host":`...)
-	b = appendJSONString(b, r.Host)
+	b = appendJSONString(b, ln.Host)
 	b = append(b, `,"method":`...)
-	b = appendJSONString(b, r.Method)
+	b = appendJSONString(b, ln.Method)
 	b = append(b, `,"path":`...)
-	path := logPath(r)
-	if l.opts.OmitQuery {
-		if i := strings.IndexByte(path, '?'); i >= 0 {
-			path = path[:i]
-		}
-	}
 	b = appendJSONString(b, path)
 	b = append(b, `,"proto":`...)
-	b = appendJSONString(b, r.Proto)
+	b = appendJSONString(b, ln.Proto)
 	b = append(b, `,"status":`...)
-	b = strconv.AppendInt(b, int64(status), 10)
+	b = strconv.AppendInt(b, int64(ln.Status), 10)
 	b = append(b, `,"bytes":`...)
-	b = strconv.AppendInt(b, size, 10)
+	b = strconv.AppendInt(b, ln.Bytes, 10)
 	b = append(b, `,"duration_ms":`...)
-	b = strconv.AppendFloat(b, float64(end.Sub(rec.start).Microseconds())/1000, 'f', 3, 64)
-	if ru := rec.rule; ru != nil {
+	b = strconv.AppendFloat(b, float64(ln.End.Sub(ln.Start).Microseconds())/1000, 'f', 3, 64)
+	if ln.Rule != "" {
 		b = append(b, `,"route":`...)
-		b = appendJSONString(b, ru.Route)
+		b = appendJSONString(b, ln.Route)
 		b = append(b, `,"rule":`...)
-		b = appendJSONString(b, ru.Label())
+		b = appendJSONString(b, ln.Rule)
 	}
-	if rec.slot != nil {
+	if ln.Backend != "" {
 		b = append(b, `,"backend":`...)
-		b = appendJSONString(b, rec.slot.name)
+		b = appendJSONString(b, ln.Backend)
 	}
-	if rec.endpoint != "" {
+	if ln.Endpoint != "" {
 		b = append(b, `,"endpoint":`...)
-		b = appendJSONString(b, rec.endpoint)
+		b = appendJSONString(b, ln.Endpoint)
 		b = append(b, `,"retries":`...)
-		b = strconv.AppendInt(b, int64(rec.retries), 10)
+		b = strconv.AppendInt(b, int64(ln.Retries), 10)
 	}
-	if rec.sc.HasTraceID() {
+	if ln.TraceID.IsValid() {
 		b = append(b, `,"trace_id":"`...)
-		b = appendTraceID(b, rec.sc.TraceID())
+		b = appendTraceID(b, ln.TraceID)
 		b = append(b, '"')
 	}
 	return append(b, "}\n"...)
-}
-
-// logPath is the target a line shows: as the client sent it, except that
-// an absolute-form target shows its path and query, as for every other
-// request. A target that is neither ("*", CONNECT's authority) is shown
-// as it came.
-func logPath(r *http.Request) string {
-	p := r.RequestURI
-	if p == "" && r.URL != nil { // a request made in a test
-		return r.URL.RequestURI()
-	}
-	if p == "" || p[0] == '/' {
-		return p
-	}
-	path, query, ok := splitTarget(r)
-	switch {
-	case !ok:
-		return p
-	case query != "":
-		return path + "?" + query
-	}
-	return path
 }
 
 func appendTraceID(b []byte, id trace.TraceID) []byte {

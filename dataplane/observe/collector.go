@@ -1,4 +1,4 @@
-package dataplane
+package observe
 
 import (
 	"slices"
@@ -13,16 +13,16 @@ import (
 // OpenTelemetry has no asynchronous histogram, and a synchronous one
 // would cost the request path an attribute lookup and a lock.
 type routeCollector struct {
-	p *Proxy
+	src Source
 
 	routeRequests, routeLatency       *prometheus.Desc
 	upstreamRequests, upstreamLatency *prometheus.Desc
 	upstreamConnections               *prometheus.Desc
 }
 
-func newRouteCollector(p *Proxy) *routeCollector {
+func newRouteCollector(src Source) *routeCollector {
 	return &routeCollector{
-		p: p,
+		src: src,
 		routeRequests: prometheus.NewDesc("tunnelgate_route_requests_total",
 			"Requests a route rule answered, by status class.", []string{"route", "rule", "class"}, nil),
 		routeLatency: prometheus.NewDesc("tunnelgate_route_request_duration_seconds",
@@ -48,55 +48,30 @@ func (c *routeCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
-	rules, slots := c.p.metricSources()
-	for _, st := range rules {
-		for i, class := range statusClasses {
-			ch <- prometheus.MustNewConstMetric(c.routeRequests, prometheus.CounterValue,
-				float64(st.responses[i].Load()), st.route, st.rule, class)
+	rules := c.src.Rules()
+	slices.SortFunc(rules, func(a, b *RuleStats) int {
+		if n := strings.Compare(a.Route, b.Route); n != 0 {
+			return n
 		}
-		buckets, count, sum := st.latency.snapshot()
-		ch <- prometheus.MustNewConstHistogram(c.routeLatency, count, sum, buckets, st.route, st.rule)
-	}
-	for _, s := range slots {
-		u := &s.upstream
-		for i, result := range upstreamResults {
-			ch <- prometheus.MustNewConstMetric(c.upstreamRequests, prometheus.CounterValue,
-				float64(u.results[i].Load()), s.name, result)
-		}
-		buckets, count, sum := u.latency.snapshot()
-		ch <- prometheus.MustNewConstHistogram(c.upstreamLatency, count, sum, buckets, s.name)
-		idle, open := 0, 0
-		if cs := s.state.Load(); cs != nil {
-			for _, e := range cs.eps {
-				i, o := e.h1.Counts()
-				idle += i
-				open += o
-			}
-		}
-		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(idle), s.name, "idle")
-		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(open-idle), s.name, "active")
-	}
-}
-
-// metricSources returns the rule stats and cluster slots of the current
-// config, sorted so the scrape is stable.
-func (p *Proxy) metricSources() ([]*ruleStats, []*clusterSlot) {
-	p.mu.Lock()
-	rules := make([]*ruleStats, 0, len(p.ruleStats))
-	for _, st := range p.ruleStats {
-		rules = append(rules, st)
-	}
-	slots := make([]*clusterSlot, 0, len(p.slots))
-	for _, s := range p.slots {
-		slots = append(slots, s)
-	}
-	p.mu.Unlock()
-	slices.SortFunc(rules, func(a, b *ruleStats) int {
-		if c := strings.Compare(a.route, b.route); c != 0 {
-			return c
-		}
-		return strings.Compare(a.rule, b.rule)
+		return strings.Compare(a.Rule, b.Rule)
 	})
-	slices.SortFunc(slots, func(a, b *clusterSlot) int { return strings.Compare(a.name, b.name) })
-	return rules, slots
+	for _, st := range rules {
+		for i, class := range StatusClasses {
+			ch <- prometheus.MustNewConstMetric(c.routeRequests, prometheus.CounterValue,
+				float64(st.Responses[i].Load()), st.Route, st.Rule, class)
+		}
+		buckets, count, sum := st.Latency.Snapshot()
+		ch <- prometheus.MustNewConstHistogram(c.routeLatency, count, sum, buckets, st.Route, st.Rule)
+	}
+	for _, cl := range sortedClusters(c.src) {
+		u := cl.Upstream
+		for i, result := range UpstreamResults {
+			ch <- prometheus.MustNewConstMetric(c.upstreamRequests, prometheus.CounterValue,
+				float64(u.Results[i].Load()), cl.Name, result)
+		}
+		buckets, count, sum := u.Latency.Snapshot()
+		ch <- prometheus.MustNewConstHistogram(c.upstreamLatency, count, sum, buckets, cl.Name)
+		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(cl.IdleConns), cl.Name, "idle")
+		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(cl.OpenConns-cl.IdleConns), cl.Name, "active")
+	}
 }

@@ -1,0 +1,34 @@
+// Package observe is how the proxy reports on the requests it serves:
+// counters and latency histograms, Prometheus metrics, trace spans and
+// the access log.
+//
+// The idea: the request path only records. It bumps atomic counters and
+// fills plain structs (a Span's fields, a Line), then moves on. What
+// costs more happens elsewhere: metric families are built from the
+// counters when /metrics is scraped, the tracer's goroutine turns spans
+// into the OpenTelemetry SDK's form and exports them in batches, and the
+// access log's goroutine writes lines out. (A sampled line is formatted
+// on the request's goroutine, into a pooled buffer: handing over those
+// bytes allocates nothing, where handing over the Line would.) What a
+// request hands over goes through a bounded queue that never blocks:
+// when it is full the item is dropped and counted, because reporting on
+// the traffic must not slow it down. With tracing and the access log
+// off, a request costs a few atomic adds and no allocation.
+//
+// The package knows nothing of the proxy's types: package dataplane
+// makes the stats and keeps them across config loads, fills spans and
+// lines from what it knows of a request, and serves metrics from a
+// Source it implements.
+//
+// Files:
+//
+//   - stats.go: status classes, the latency Histogram, RuleStats and
+//     UpstreamStats.
+//   - metrics.go: the /metrics handler, OpenTelemetry instruments read
+//     from a Source at scrape time and served as Prometheus text.
+//   - collector.go: the per-rule and per-cluster families, a Prometheus
+//     collector (OpenTelemetry has no asynchronous histogram).
+//   - spans.go: Tracer and Span; the W3C traceparent of a span.
+//   - accesslog.go: AccessLog and its Line, one JSON object per line.
+//   - queue.go: the bounded queue the tracer and the access log drain.
+package observe

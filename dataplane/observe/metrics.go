@@ -1,0 +1,320 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/otlptranslator"
+	"go.opentelemetry.io/otel/attribute"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// Metrics are OpenTelemetry asynchronous instruments read at scrape time
+// from a Source. The request path only bumps the proxy's atomics; it
+// makes no OpenTelemetry call and builds no attributes, so metrics cost
+// nothing per request. A scrape runs one callback that loads every
+// counter and walks the current clusters, and the collector
+// (collector.go) for the per-rule and per-cluster families.
+//
+// Names are chosen for the exporter's default Prometheus translation
+// (underscore escaping with suffixes): dots become underscores, counters
+// gain "_total", and units are written as OTel annotations ("{request}"),
+// which add no suffix. target_info and the otel_scope_* labels are turned
+// off: the proxy has one instrumentation scope and its resource says
+// nothing a scraper does not already know, so they would only add a
+// series and three labels to every line.
+
+// Source is what the metrics read at scrape time; the proxy implements
+// it. Every method may be called at any time, from the scrape's
+// goroutine.
+type Source interface {
+	// Counters loads the proxy-wide counters.
+	Counters() Counters
+	// Inflight is the number of requests being served.
+	Inflight() int64
+	// ConfigVersion is the version of the config being served; ok is
+	// false before the first one.
+	ConfigVersion() (version string, ok bool)
+	// Rules are the stats of the current config's route rules, in a new
+	// slice, in any order; a rule left out leaves the scrape.
+	Rules() []*RuleStats
+	// Clusters are the current config's clusters, in a new slice, in any
+	// order; a cluster left out leaves the scrape.
+	Clusters() []Cluster
+}
+
+// Counters are the proxy-wide counts (dataplane.Stats, field for
+// field), loaded once per scrape; docs/metrics.md says what each counts.
+type Counters struct {
+	Requests       int64
+	Responses      [len(StatusClasses)]int64 // by StatusClass
+	NoRoute        int64
+	UpstreamErrors int64
+	// Requests refused for what their client did: a body that stopped
+	// arriving (408), a malformed or short body (400), a client holding
+	// its share of an endpoint's connections (503).
+	ClientBodyTimeouts int64
+	ClientBadBodies    int64
+	ClientLimited      int64
+	Timeouts           int64 // upstream requests that timed out
+	Retries            int64
+	MirrorsSent        int64
+	MirrorsDropped     int64
+	WebSockets         int64
+	ConfigLoaded       int64
+	ConfigRejected     int64
+	ClusterUpdates     int64
+}
+
+// Cluster is one cluster of the current config at scrape time.
+type Cluster struct {
+	Name      string
+	Endpoints int
+	// Inflight counts the requests in flight to its endpoints (an
+	// endpoint shared by clusters counts in each).
+	Inflight int64
+	// IdleConns and OpenConns count its endpoints' pooled HTTP/1.1
+	// connections: idle, and open in all (idle, busy or dialling).
+	IdleConns, OpenConns int
+	// Upstream are the cluster's attempts, kept across config loads.
+	Upstream *UpstreamStats
+}
+
+// MetricsOptions are what a metrics handler serves beside its Source.
+type MetricsOptions struct {
+	// AccessLog and Tracer, when set, have their lines and spans
+	// counted; when nil the counts are served at zero.
+	AccessLog *AccessLog
+	Tracer    *Tracer
+	// Register, when set, registers more instruments on the handler's
+	// meter, to be scraped at the same address; an error fails
+	// NewMetricsHandler.
+	Register func(metric.Meter) error
+	// Log receives the Prometheus handler's errors (failed gathers,
+	// failed writes); default slog.Default().
+	Log *slog.Logger
+}
+
+// proxyMetrics holds the instruments of one metrics endpoint and the
+// attribute options they are observed with, built once.
+type proxyMetrics struct {
+	src  Source
+	opts MetricsOptions
+
+	requests       metric.Int64ObservableCounter
+	responses      metric.Int64ObservableCounter
+	noRoute        metric.Int64ObservableCounter
+	upstreamErrors metric.Int64ObservableCounter
+	clientErrors   metric.Int64ObservableCounter
+	timeouts       metric.Int64ObservableCounter
+	retries        metric.Int64ObservableCounter
+	mirrors        metric.Int64ObservableCounter
+	websockets     metric.Int64ObservableCounter
+	configLoads    metric.Int64ObservableCounter
+	clusterUpdates metric.Int64ObservableCounter
+
+	accessLogLines metric.Int64ObservableCounter
+	spans          metric.Int64ObservableCounter
+
+	inflight         metric.Int64ObservableGauge
+	configInfo       metric.Int64ObservableGauge
+	ready            metric.Int64ObservableGauge
+	clusterEndpoints metric.Int64ObservableGauge
+	clusterInflight  metric.Int64ObservableUpDownCounter
+
+	class          [len(StatusClasses)]metric.ObserveOption
+	mirrorSent     metric.ObserveOption
+	mirrorDropped  metric.ObserveOption
+	configOK       metric.ObserveOption
+	configRejected metric.ObserveOption
+	clientReasons  [3]metric.ObserveOption // body_timeout, bad_body, conn_share
+	linesWritten   metric.ObserveOption
+	linesDropped   metric.ObserveOption
+	spanResults    [3]metric.ObserveOption // exported, dropped, failed
+}
+
+// NewMetricsHandler builds a Prometheus text endpoint reading src at
+// each scrape, backed by an OpenTelemetry meter provider private to this
+// call: its own registry, its own provider, nothing global. Building it
+// costs a registry and every instrument, so a caller that may never be
+// scraped builds it on the first scrape.
+func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	reg := prometheus.NewRegistry()
+	exp, err := otelprom.New(
+		otelprom.WithRegisterer(reg),
+		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
+		otelprom.WithoutTargetInfo(),
+		otelprom.WithoutScopeInfo(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("prometheus exporter: %w", err)
+	}
+	mp := sdkmetric.NewMeterProvider(
+		sdkmetric.WithReader(exp),
+		// Per-cluster series are bounded by the config, not by traffic;
+		// the SDK's default limit (2000 per instrument) would fold large
+		// configs into an overflow series.
+		sdkmetric.WithCardinalityLimit(0),
+	)
+	m := mp.Meter(scopeName)
+
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64ObservableCounter {
+		c, err := m.Int64ObservableCounter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	gauge := func(name, unit, desc string) metric.Int64ObservableGauge {
+		g, err := m.Int64ObservableGauge(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return g
+	}
+	pm := &proxyMetrics{src: src, opts: opts}
+	pm.requests = counter("tunnelgate.requests", "{request}", "Requests received.")
+	pm.responses = counter("tunnelgate.responses", "{response}", "Responses sent, by status class.")
+	pm.noRoute = counter("tunnelgate.no_route", "{request}", "Requests no route matched (answered 404).")
+	pm.upstreamErrors = counter("tunnelgate.upstream_errors", "{error}", "Upstream dial failures, resets and malformed answers.")
+	pm.clientErrors = counter("tunnelgate.client_errors", "{request}", "Requests refused for what their client did, by reason: body_timeout (408), bad_body (400), conn_share (503: the client held its share of an endpoint's connections).")
+	pm.timeouts = counter("tunnelgate.upstream_timeouts", "{timeout}", "Upstream requests that timed out.")
+	pm.retries = counter("tunnelgate.retries", "{retry}", "Upstream requests retried.")
+	pm.mirrors = counter("tunnelgate.mirrors", "{request}", "Mirrored requests, sent or dropped.")
+	pm.websockets = counter("tunnelgate.websockets", "{connection}", "WebSocket upgrades completed.")
+	pm.configLoads = counter("tunnelgate.config_loads", "{config}", "Configs offered, by whether they were accepted.")
+	pm.clusterUpdates = counter("tunnelgate.cluster_updates", "{update}", "Cluster endpoint updates applied.")
+	pm.accessLogLines = counter("tunnelgate.access_log_lines", "{line}", "Access log lines written, or dropped because the writer fell behind.")
+	pm.spans = counter("tunnelgate.trace_spans", "{span}", "Spans exported, dropped because the export queue was full, or failed to export.")
+	pm.inflight = gauge("tunnelgate.inflight_requests", "{request}", "Requests being served.")
+	pm.configInfo = gauge("tunnelgate.config_info", "", "Always 1, labelled with the version of the config being served.")
+	pm.ready = gauge("tunnelgate.ready", "", "1 once a config is loaded, else 0.")
+	pm.clusterEndpoints = gauge("tunnelgate.cluster_endpoints", "{endpoint}", "Endpoints of each cluster in the current config.")
+	inflight, err := m.Int64ObservableUpDownCounter("tunnelgate.cluster_inflight_requests",
+		metric.WithUnit("{request}"),
+		metric.WithDescription("Requests in flight to each cluster's endpoints (an endpoint shared by clusters counts in each)."))
+	pm.clusterInflight = inflight
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("metric instruments: %w", err)
+	}
+
+	for i, c := range StatusClasses {
+		pm.class[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("class", c)))
+	}
+	pm.mirrorSent = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "sent")))
+	pm.mirrorDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
+	pm.configOK = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "ok")))
+	pm.configRejected = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "rejected")))
+	pm.linesWritten = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "written")))
+	pm.linesDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
+	for i, r := range []string{"body_timeout", "bad_body", "conn_share"} {
+		pm.clientReasons[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
+	}
+	for i, r := range []string{"exported", "dropped", "failed"} {
+		pm.spanResults[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", r)))
+	}
+
+	if opts.Register != nil {
+		if err := opts.Register(m); err != nil {
+			return nil, fmt.Errorf("metric instruments: %w", err)
+		}
+	}
+
+	if _, err := m.RegisterCallback(pm.observe,
+		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.clientErrors, pm.timeouts,
+		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates,
+		pm.configInfo, pm.ready, pm.clusterEndpoints, pm.clusterInflight,
+		pm.accessLogLines, pm.spans, pm.inflight,
+	); err != nil {
+		return nil, fmt.Errorf("metric callback: %w", err)
+	}
+
+	if err := reg.Register(newRouteCollector(src)); err != nil {
+		return nil, fmt.Errorf("route metrics: %w", err)
+	}
+
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      promLogger{opts.Log},
+		ErrorHandling: promhttp.ContinueOnError,
+	}), nil
+}
+
+// observe reports every instrument; the SDK calls it once per scrape.
+func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
+	c := pm.src.Counters()
+	o.ObserveInt64(pm.requests, c.Requests)
+	for i, n := range c.Responses {
+		o.ObserveInt64(pm.responses, n, pm.class[i])
+	}
+	o.ObserveInt64(pm.noRoute, c.NoRoute)
+	o.ObserveInt64(pm.upstreamErrors, c.UpstreamErrors)
+	o.ObserveInt64(pm.clientErrors, c.ClientBodyTimeouts, pm.clientReasons[0])
+	o.ObserveInt64(pm.clientErrors, c.ClientBadBodies, pm.clientReasons[1])
+	o.ObserveInt64(pm.clientErrors, c.ClientLimited, pm.clientReasons[2])
+	o.ObserveInt64(pm.timeouts, c.Timeouts)
+	o.ObserveInt64(pm.retries, c.Retries)
+	o.ObserveInt64(pm.mirrors, c.MirrorsSent, pm.mirrorSent)
+	o.ObserveInt64(pm.mirrors, c.MirrorsDropped, pm.mirrorDropped)
+	o.ObserveInt64(pm.websockets, c.WebSockets)
+	o.ObserveInt64(pm.configLoads, c.ConfigLoaded, pm.configOK)
+	o.ObserveInt64(pm.configLoads, c.ConfigRejected, pm.configRejected)
+	o.ObserveInt64(pm.clusterUpdates, c.ClusterUpdates)
+	o.ObserveInt64(pm.inflight, pm.src.Inflight())
+	// Served at zero when the access log is off, so alerts on drops need
+	// no special case.
+	var written, dropped int64
+	if l := pm.opts.AccessLog; l != nil {
+		written, dropped = l.Written(), l.Dropped()
+	}
+	o.ObserveInt64(pm.accessLogLines, written, pm.linesWritten)
+	o.ObserveInt64(pm.accessLogLines, dropped, pm.linesDropped)
+	var spans [3]int64
+	if t := pm.opts.Tracer; t != nil {
+		spans[0], spans[1], spans[2] = t.Counts()
+	}
+	for i, n := range spans {
+		o.ObserveInt64(pm.spans, n, pm.spanResults[i])
+	}
+
+	// Version and readiness come from one call so they agree.
+	if version, ok := pm.src.ConfigVersion(); ok {
+		o.ObserveInt64(pm.configInfo, 1, metric.WithAttributes(attribute.String("version", version)))
+		o.ObserveInt64(pm.ready, 1)
+	} else {
+		o.ObserveInt64(pm.ready, 0)
+	}
+
+	// A cluster left out of this callback is dropped from the scrape, so
+	// clusters removed from the config disappear with it.
+	for _, cl := range sortedClusters(pm.src) {
+		attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String("cluster", cl.Name)))
+		o.ObserveInt64(pm.clusterEndpoints, int64(cl.Endpoints), attrs)
+		o.ObserveInt64(pm.clusterInflight, cl.Inflight, attrs)
+	}
+	return nil
+}
+
+// sortedClusters are src's clusters by name, so that a scrape is stable.
+func sortedClusters(src Source) []Cluster {
+	cs := src.Clusters()
+	slices.SortFunc(cs, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
+	return cs
+}
+
+// promLogger sends promhttp's errors (failed gathers, failed writes) to
+// MetricsOptions.Log.
+type promLogger struct{ log *slog.Logger }
+
+func (l promLogger) Println(v ...any) {
+	l.log.Error("metrics: " + strings.TrimSuffix(fmt.Sprintln(v...), "\n"))
+}

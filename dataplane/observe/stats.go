@@ -1,0 +1,107 @@
+package observe
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// The proxy's counters by route rule and by cluster, and the latency
+// histograms beside them. Each is bumped by the request path with an
+// atomic add and read at scrape time by the collector (collector.go).
+// The proxy keeps one RuleStats per route rule and one UpstreamStats per
+// cluster name for as long as the rule or cluster stays in its config,
+// so a config swap does not reset them.
+
+// StatusClasses label counts by status class, indexed by StatusClass.
+var StatusClasses = [...]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx"}
+
+// StatusClass is the index of status in StatusClasses: its hundreds
+// digit, or 0 for a status outside 100-599.
+func StatusClass(status int) int {
+	c := status / 100
+	if c < 1 || c > 5 {
+		return 0
+	}
+	return c
+}
+
+// latencyBounds are the upper bounds of the latency histograms' buckets:
+// from a cached answer on the same node to a slow report, in roughly
+// 2.5x steps (the Prometheus client's usual spread, stretched to a
+// minute for long polls and uploads).
+var latencyBounds = [...]time.Duration{
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond,
+	10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond,
+	time.Second, 2500 * time.Millisecond, 5 * time.Second,
+	10 * time.Second, 30 * time.Second, time.Minute,
+}
+
+// Histogram counts durations into fixed latency buckets without locks.
+// The zero value is ready to use.
+type Histogram struct {
+	// counts[i] holds the observations in bucket i alone (the last one
+	// is +Inf); Snapshot makes them cumulative.
+	counts [len(latencyBounds) + 1]atomic.Uint64
+	sum    atomic.Int64 // nanoseconds
+}
+
+// Observe counts one duration.
+func (h *Histogram) Observe(d time.Duration) {
+	i := 0
+	for i < len(latencyBounds) && d > latencyBounds[i] {
+		i++
+	}
+	h.counts[i].Add(1)
+	h.sum.Add(int64(d))
+}
+
+// Snapshot returns the cumulative bucket counts by upper bound in
+// seconds, the total count and the sum in seconds, as Prometheus
+// histograms take them.
+func (h *Histogram) Snapshot() (buckets map[float64]uint64, count uint64, sum float64) {
+	buckets = make(map[float64]uint64, len(latencyBounds))
+	for i, b := range latencyBounds {
+		count += h.counts[i].Load()
+		buckets[b.Seconds()] = count
+	}
+	count += h.counts[len(latencyBounds)].Load()
+	return buckets, count, time.Duration(h.sum.Load()).Seconds()
+}
+
+// RuleStats are one route rule's: responses by status class and the time
+// from the request's arrival to the end of its response.
+type RuleStats struct {
+	Route, Rule string // the metric labels, set when the stats are made
+	Responses   [len(StatusClasses)]atomic.Int64
+	Latency     Histogram
+}
+
+// UpstreamResults label UpstreamStats.Results by index: the backend's
+// status class, or what went wrong when there was no answer.
+var UpstreamResults = [...]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx", "error", "timeout"}
+
+const (
+	upstreamError   = 6
+	upstreamTimeout = 7
+)
+
+// UpstreamStats are one cluster's: attempts by result and the time from
+// sending an attempt to its response head.
+type UpstreamStats struct {
+	Results [len(UpstreamResults)]atomic.Int64
+	Latency Histogram
+}
+
+// Result counts one attempt: its response's status, or, with status 0,
+// an attempt that got no answer because it timed out or failed.
+func (u *UpstreamStats) Result(status int, timedOut bool) {
+	switch {
+	case status != 0:
+		u.Results[StatusClass(status)].Add(1)
+	case timedOut:
+		u.Results[upstreamTimeout].Add(1)
+	default:
+		u.Results[upstreamError].Add(1)
+	}
+}
