@@ -60,7 +60,7 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.routeRequests, prometheus.CounterValue,
 				float64(st.Responses[i].Load()), st.Route, st.Rule, class)
 		}
-		buckets, count, sum := st.Latency.Snapshot()
+		buckets, count, sum := st.Latency.Cumulative()
 		ch <- prometheus.MustNewConstHistogram(c.routeLatency, count, sum, buckets, st.Route, st.Rule)
 	}
 	for _, cl := range sortedClusters(c.src) {
@@ -69,7 +69,7 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.upstreamRequests, prometheus.CounterValue,
 				float64(u.Results[i].Load()), cl.Name, result)
 		}
-		buckets, count, sum := u.Latency.Snapshot()
+		buckets, count, sum := u.Latency.Cumulative()
 		ch <- prometheus.MustNewConstHistogram(c.upstreamLatency, count, sum, buckets, cl.Name)
 		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(cl.IdleConns), cl.Name, "idle")
 		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(cl.OpenConns-cl.IdleConns), cl.Name, "active")

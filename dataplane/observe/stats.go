@@ -56,10 +56,10 @@ func (h *Histogram) Observe(d time.Duration) {
 	h.sum.Add(int64(d))
 }
 
-// Snapshot returns the cumulative bucket counts by upper bound in
+// Cumulative returns the cumulative bucket counts by upper bound in
 // seconds, the total count and the sum in seconds, as Prometheus
 // histograms take them.
-func (h *Histogram) Snapshot() (buckets map[float64]uint64, count uint64, sum float64) {
+func (h *Histogram) Cumulative() (buckets map[float64]uint64, count uint64, sum float64) {
 	buckets = make(map[float64]uint64, len(latencyBounds))
 	for i, b := range latencyBounds {
 		count += h.counts[i].Load()

@@ -12,7 +12,7 @@ func TestHistogramBuckets(t *testing.T) {
 	for _, d := range []time.Duration{0, time.Millisecond, time.Millisecond + 1, 3 * time.Second, time.Hour} {
 		h.Observe(d)
 	}
-	buckets, count, sum := h.Snapshot()
+	buckets, count, sum := h.Cumulative()
 	if count != 5 {
 		t.Errorf("count %d, want 5", count)
 	}
