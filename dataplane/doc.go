@@ -7,7 +7,7 @@
 //	listener (package http1's server on the origin listener; net/http
 //	          for TLS with HTTP/2, plain h2c, Gateway addresses, admin)
 //	  → handler.ServeHTTP (observe.go, which records the request for
-//	    metrics, traces and the access log) → handler.serve (handler.go):
+//	    metrics, traces and the access log) → handler.serve (pipeline.go):
 //	    refuse what no request line may hold, pick the Gateway listener by
 //	    host, match a route rule (package matcher), fail closed, CORS
 //	    preflight, redirect, rewrite, choose a backend (weights, session

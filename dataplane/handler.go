@@ -2,14 +2,12 @@ package dataplane
 
 import (
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
-	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
@@ -71,163 +69,6 @@ type exchange struct {
 	clientGone *atomic.Bool
 }
 
-// serve runs the pipeline, noting in x.rec what it chose. The rest of
-// x is filled once a rule has matched.
-func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
-	p := h.p
-	rec := &x.rec
-	// The own HTTP/1.1 server's parser has checked an origin-form request
-	// already; every other way in is checked here.
-	if _, own := w.(*http1.ResponseWriter); !(own && r.URL == nil) && !wellFormed(r) {
-		reply(w, r, &p.stats, http.StatusBadRequest, "malformed request: the method must be a token, the target must not hold spaces or control characters, the host must be a host name or address")
-		return
-	}
-	snap := p.current.Load()
-	if snap == nil {
-		reply(w, r, &p.stats, http.StatusServiceUnavailable, "no configuration loaded yet")
-		return
-	}
-	path, query, ok := splitTarget(r)
-	if !ok {
-		reply(w, r, &p.stats, http.StatusBadRequest, "request target must be a path")
-		return
-	}
-	path = matcher.NormalizePath(path)
-
-	scheme := clientScheme(r, h.trusted)
-	var vh *vhost
-	if h.isGateway {
-		if ge := snap.gateways[h.gateway]; ge != nil {
-			vh = pickListener(ge.listeners, r.Host)
-			// A connection made for one listener (its SNI) that asks for a
-			// host of another, as HTTP/2 connection reuse may: the client
-			// must open a connection for that host (RFC 9110 §15.5.20).
-			if r.TLS != nil && r.TLS.ServerName != "" && !strings.EqualFold(httpsyntax.HostWithoutPort(r.Host), r.TLS.ServerName) &&
-				vh != pickListener(ge.listeners, r.TLS.ServerName) {
-				reply(w, r, &p.stats, http.StatusMisdirectedRequest, "this connection was made for another listener's host")
-				return
-			}
-		}
-	} else if h.port != 0 {
-		vh = pickListener(snap.ports[h.port], r.Host)
-	} else {
-		// Every port at once: the listeners of the client's scheme first,
-		// then, for a host that has none of that scheme, the others.
-		first, second := snap.origin[0], snap.origin[1]
-		if scheme == "https" {
-			first, second = second, first
-		}
-		if vh = pickListener(first, r.Host); vh == nil {
-			vh = pickListener(second, r.Host)
-		}
-	}
-	if vh != nil && vh.certRequired && !h.isGateway {
-		// No handshake with the client happened here (behind the tunnel
-		// TLS ended at Cloudflare's edge): fail closed.
-		reply(w, r, &p.stats, http.StatusForbidden, "this listener requires a client certificate, checked only on its Gateway address")
-		return
-	}
-	var t *compiled.Target
-	if vh != nil && vh.table != nil {
-		t, _ = vh.table.Match(&matcher.Request{Host: r.Host, Path: path, Method: r.Method, Header: r.Header, RawQuery: query})
-	}
-	if t == nil {
-		p.stats.NoRoute.Add(1)
-		reply(w, r, &p.stats, http.StatusNotFound, "no route matches this request")
-		return
-	}
-	ru := t.Rule
-	rec.rule = &snap.rules[ru.ID]
-	if ru.FailStatus != 0 {
-		reply(w, r, &p.stats, ru.FailStatus, "this route rule cannot be served; see the route's status conditions")
-		return
-	}
-	if ru.CORS != nil && isPreflight(r) {
-		hdr := w.Header()
-		ru.CORS.Handle(r.Header, r.Method, hdr)
-		ru.RespPlan.Apply(hdr)
-		p.stats.status(http.StatusNoContent)
-		w.WriteHeader(http.StatusNoContent)
-		return
-	}
-	if t.Redirect != nil {
-		port := h.port
-		if port == 0 { // behind the tunnel the client used the scheme's port
-			port = 80
-			if scheme == "https" {
-				port = 443
-			}
-		}
-		loc, code := t.Redirect.Location(scheme, r.Host, port, path, query)
-		hdr := w.Header()
-		hdr["Location"] = []string{loc}
-		if ru.CORS != nil {
-			ru.CORS.Handle(r.Header, r.Method, hdr)
-		}
-		ru.RespPlan.Apply(hdr)
-		p.stats.status(code)
-		w.WriteHeader(code)
-		return
-	}
-
-	*x = exchange{h: h, w: w, r: r, snap: snap, rule: ru, path: path, query: query, rec: x.rec, start: rec.start}
-	host := r.Host
-	if t.Rewrite != nil {
-		x.path, host = t.Rewrite.Apply(path, host)
-	}
-	if !x.chooseBackend(r) {
-		reply(w, r, &p.stats, http.StatusInternalServerError, "this route rule has no backend with weight")
-		return
-	}
-	if x.be.Status != 0 {
-		reply(w, r, &p.stats, x.be.Status, "this backend cannot be served; see the route's status conditions")
-		return
-	}
-	x.slot = snap.clusters[x.be.Cluster]
-	rec.slot = x.slot
-	x.cs = x.slot.state.Load()
-	if x.cs == nil || len(x.cs.eps) == 0 {
-		reply(w, r, &p.stats, http.StatusServiceUnavailable, "no ready endpoints for this backend")
-		return
-	}
-
-	x.client = clientIP(r, h.trusted)
-	x.out = outRequest{
-		method:        r.Method,
-		target:        x.target(r),
-		host:          host,
-		in:            r.Header,
-		plan:          x.be.ReqPlan,
-		untrusted:     !h.trusted,
-		peer:          peerIP(r.RemoteAddr),
-		xfp:           scheme,
-		contentLength: r.ContentLength,
-	}
-	if h.trusted {
-		x.out.xffPrior = r.Header["X-Forwarded-For"]
-	}
-	x.hasBody = r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
-	if !x.hasBody {
-		x.out.contentLength = 0
-	} else if !x.takeBody(w, r) {
-		return
-	}
-
-	if len(ru.Mirrors) > 0 || len(x.be.Mirrors) > 0 {
-		p.mirror(ru.Mirrors, x, r)
-		p.mirror(x.be.Mirrors, x, r)
-	}
-
-	switch {
-	case isWebSocket(r):
-		x.forwardWebSocket(w, r)
-	case x.cs.h2 != nil:
-		x.forwardH2(w, r)
-	default:
-		x.forwardH1(w, r)
-	}
-}
-
 // wellFormed checks what every listener must before routing, whatever
 // protocol the request came in: its method, target and authority are
 // what an HTTP/1.1 request line and Host field may hold (RFC 9112 §3,
@@ -275,70 +116,6 @@ func (x *exchange) target(r *http.Request) string {
 		return u
 	}
 	return x.path + "?" + x.query
-}
-
-// chooseBackend picks the backend ref: the one a valid session names, or
-// a weighted random choice.
-func (x *exchange) chooseBackend(r *http.Request) bool {
-	ru := x.rule
-	if ru.TotalWeight == 0 {
-		return false
-	}
-	if ru.Session != nil && x.pinned(r) {
-		return true
-	}
-	x.newSession = ru.Session != nil
-	if len(ru.Backends) == 1 {
-		x.be = &ru.Backends[0]
-		return true
-	}
-	n := rand.IntN(ru.TotalWeight)
-	for i := range ru.Backends {
-		if n < ru.Backends[i].CumWeight {
-			x.be = &ru.Backends[i]
-			return true
-		}
-	}
-	return false // unreachable: cumWeight of the last equals totalWeight
-}
-
-// pinned looks for a valid session token naming a backend of this rule
-// with its endpoint still ready. A pin whose endpoint is gone is ignored,
-// and a new session starts.
-func (x *exchange) pinned(r *http.Request) bool {
-	ru := x.rule
-	tok := ru.Session.Token(r.Header)
-	if tok == "" {
-		return false
-	}
-	who, start, last, ok := x.snap.session.Decode(tok, ru.SessionScope)
-	if !ok || !ru.Session.Valid(start, last, x.start) {
-		return false
-	}
-	cluster, addr, ok := strings.Cut(who, " ")
-	if !ok {
-		return false
-	}
-	for i := range ru.Backends {
-		b := &ru.Backends[i]
-		if b.Cluster == compiled.NoCluster || b.CumWeight == 0 || (i > 0 && b.CumWeight == ru.Backends[i-1].CumWeight) {
-			continue
-		}
-		slot := x.snap.clusters[b.Cluster]
-		if slot.name != cluster {
-			continue
-		}
-		cs := slot.state.Load()
-		if cs == nil {
-			continue
-		}
-		if ep := cs.find(addr); ep != nil {
-			x.be, x.ep = b, ep
-			x.sessionStart = start
-			return true
-		}
-	}
-	return false
 }
 
 func isPreflight(r *http.Request) bool {
