@@ -8,7 +8,7 @@
 //	          for TLS with HTTP/2, plain h2c, Gateway addresses, admin)
 //	  → handler.ServeHTTP (handler.go), which keeps the request's record
 //	    (record.go) for metrics, traces and the access log
-//	  → handler.serve (handler.go): refuse what no request line may hold,
+//	  → handler.serve (pipeline.go): refuse what no request line may hold,
 //	    pick the Gateway listener by host, match a route rule (package
 //	    matcher), fail closed, CORS preflight, redirect, rewrite, choose a
 //	    backend (weights, session pin), take the body's start

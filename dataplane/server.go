@@ -71,6 +71,29 @@ type Bound struct {
 // Serve opens the listeners and serves until ctx ends, then stops
 // accepting and waits up to Grace for in-flight requests.
 func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
+	l.setDefaults()
+	s := &serving{p: p, l: l, timeouts: clientTimeouts{body: l.BodyTimeout, write: l.WriteTimeout}}
+	if err := s.open(); err != nil {
+		return err
+	}
+	if len(s.servers) == 0 && s.own == nil && !l.Gateways {
+		return errors.New("no listener configured")
+	}
+	if l.Gateways {
+		stop := s.serveGateways()
+		defer stop()
+	}
+	if l.Ready != nil {
+		l.Ready(s.bound)
+	}
+	err := waitStop(ctx, s.start())
+	s.shutdown()
+	p.Close()
+	return err
+}
+
+// setDefaults fills in the durations left zero.
+func (l *Listeners) setDefaults() {
 	if l.Grace <= 0 {
 		l.Grace = 25 * time.Second
 	}
@@ -80,143 +103,211 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 	if l.WriteTimeout <= 0 {
 		l.WriteTimeout = 60 * time.Second
 	}
-	timeouts := clientTimeouts{body: l.BodyTimeout, write: l.WriteTimeout}
-	serve := func(port int, trusted bool) http.Handler {
-		p.serveView(viewOf(port))
-		return &handler{p: p, port: port, trusted: trusted, timeouts: timeouts}
+}
+
+// serving is what one Serve call serves: net/http's servers, each with
+// its socket, and the own HTTP/1.1 server on the origin socket.
+type serving struct {
+	p        *Proxy
+	l        Listeners
+	timeouts clientTimeouts
+	servers  []*http.Server
+	lns      []net.Listener // servers[i] serves lns[i]
+	own      *http1.Server  // the origin listener's, unless OriginNetHTTP
+	ownLn    net.Listener
+	bound    Bound
+}
+
+// open opens every listener configured. On an error it closes those it
+// opened.
+func (s *serving) open() error {
+	for _, open := range []func() error{s.openOrigin, s.openOriginTLS, s.openPlain, s.openAdmin} {
+		if err := open(); err != nil {
+			s.closeAll()
+			return err
+		}
 	}
-	var servers []*http.Server
-	var lns []net.Listener
-	var bound Bound
-	var ownLn net.Listener // the origin listener when the own server runs it
-	closeAll := func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-		if ownLn != nil {
-			ownLn.Close()
-		}
+	return nil
+}
+
+func (s *serving) closeAll() {
+	for _, ln := range s.lns {
+		ln.Close()
 	}
-	open := func(addr string, h http.Handler, proto func(*http.Protocols), tlsConf *tls.Config) (string, error) {
-		ln, err := listen(addr)
-		if err != nil {
-			return "", err
-		}
-		lns = append(lns, ln)
-		var ps http.Protocols
-		proto(&ps)
-		srv := &http.Server{
-			Handler:           h,
-			Protocols:         &ps,
-			TLSConfig:         tlsConf,
-			ReadHeaderTimeout: headTimeout,
-			IdleTimeout:       idleTimeout,
-			// "OPTIONS *" goes through the pipeline (a 400, logged and
-			// counted) as on the origin listener, not net/http's 200.
-			DisableGeneralOptionsHandler: true,
-			ErrorLog:                     nil,
-		}
-		servers = append(servers, srv)
-		return ln.Addr().String(), nil
+	if s.ownLn != nil {
+		s.ownLn.Close()
 	}
-	h1only := func(ps *http.Protocols) { ps.SetHTTP1(true) }
-	var err error
-	var own *http1.Server
+}
+
+// openOrigin opens the origin listener for the own HTTP/1.1 server or,
+// with OriginNetHTTP, net/http's.
+func (s *serving) openOrigin() error {
+	l := s.l
 	switch {
 	case l.Origin != "" && l.OriginNetHTTP:
-		if bound.Origin, err = open(l.Origin, serve(0, !l.UntrustedOrigin), h1only, nil); err != nil {
-			closeAll()
+		var err error
+		if s.bound.Origin, err = s.openHTTP(l.Origin, s.handler(0, !l.UntrustedOrigin), h1only, nil); err != nil {
 			return fmt.Errorf("origin listener: %w", err)
 		}
 	case l.Origin != "":
-		if ownLn, err = listen(l.Origin); err != nil {
-			closeAll()
+		var err error
+		if s.ownLn, err = listen(l.Origin); err != nil {
 			return fmt.Errorf("origin listener: %w", err)
 		}
-		bound.Origin = ownLn.Addr().String()
-		own = &http1.Server{
-			Handler: p.Handler(0, !l.UntrustedOrigin), Log: p.opts.Log,
+		s.bound.Origin = s.ownLn.Addr().String()
+		s.own = &http1.Server{
+			Handler: s.p.Handler(0, !l.UntrustedOrigin), Log: s.p.opts.Log,
 			HeadTimeout: headTimeout, IdleTimeout: idleTimeout, BodyTimeout: l.BodyTimeout, WriteTimeout: l.WriteTimeout,
 		}
 	}
-	if l.OriginTLS != "" {
-		conf, ca, err := originTLS(l)
-		if err != nil {
-			closeAll()
-			return fmt.Errorf("TLS origin listener: %w", err)
-		}
-		bound.OriginCA = ca
-		if bound.OriginTLS, err = open(l.OriginTLS, serve(0, !l.UntrustedOrigin), func(ps *http.Protocols) {
-			ps.SetHTTP1(true)
-			ps.SetHTTP2(true)
-		}, conf); err != nil {
-			closeAll()
-			return fmt.Errorf("TLS origin listener: %w", err)
-		}
+	return nil
+}
+
+// openOriginTLS opens the TLS origin listener, with its certificate
+// loaded or generated.
+func (s *serving) openOriginTLS() error {
+	l := s.l
+	if l.OriginTLS == "" {
+		return nil
 	}
-	if l.Plain != "" {
-		if bound.Plain, err = open(l.Plain, serve(l.PlainPort, false), func(ps *http.Protocols) {
-			ps.SetHTTP1(true)
-			ps.SetUnencryptedHTTP2(true)
-		}, nil); err != nil {
-			closeAll()
-			return fmt.Errorf("plain listener: %w", err)
-		}
+	conf, ca, err := originTLS(l)
+	if err != nil {
+		return fmt.Errorf("TLS origin listener: %w", err)
 	}
-	if l.Admin != "" {
-		if bound.Admin, err = open(l.Admin, p.AdminHandler(), h1only, nil); err != nil {
-			closeAll()
-			return fmt.Errorf("admin listener: %w", err)
-		}
+	s.bound.OriginCA = ca
+	if s.bound.OriginTLS, err = s.openHTTP(l.OriginTLS, s.handler(0, !l.UntrustedOrigin), func(ps *http.Protocols) {
+		ps.SetHTTP1(true)
+		ps.SetHTTP2(true)
+	}, conf); err != nil {
+		return fmt.Errorf("TLS origin listener: %w", err)
 	}
-	if len(servers) == 0 && own == nil && !l.Gateways {
-		return errors.New("no listener configured")
+	return nil
+}
+
+// openPlain opens the listener for direct clients.
+func (s *serving) openPlain() error {
+	l := s.l
+	if l.Plain == "" {
+		return nil
 	}
-	if l.Gateways {
-		p.serveView(viewSet{gateways: true})
-		g := &gatewayServers{p: p, grace: l.Grace, timeouts: timeouts, servers: map[gatewayAddr]*gatewayServer{}}
-		p.gateways.Store(g)
-		p.mu.Lock()
-		g.sync() // the config loaded before Serve (a cache, a file)
-		p.mu.Unlock()
-		defer func() {
-			p.gateways.Store(nil)
-			g.close()
-		}()
+	var err error
+	if s.bound.Plain, err = s.openHTTP(l.Plain, s.handler(l.PlainPort, false), func(ps *http.Protocols) {
+		ps.SetHTTP1(true)
+		ps.SetUnencryptedHTTP2(true)
+	}, nil); err != nil {
+		return fmt.Errorf("plain listener: %w", err)
 	}
-	if l.Ready != nil {
-		l.Ready(bound)
+	return nil
+}
+
+// openAdmin opens the admin listener.
+func (s *serving) openAdmin() error {
+	l := s.l
+	if l.Admin == "" {
+		return nil
 	}
-	errc := make(chan error, len(servers)+1)
-	if own != nil {
+	var err error
+	if s.bound.Admin, err = s.openHTTP(l.Admin, s.p.AdminHandler(), h1only, nil); err != nil {
+		return fmt.Errorf("admin listener: %w", err)
+	}
+	return nil
+}
+
+// handler is the pipeline of a listener net/http serves.
+func (s *serving) handler(port int, trusted bool) http.Handler {
+	s.p.serveView(viewOf(port))
+	return &handler{p: s.p, port: port, trusted: trusted, timeouts: s.timeouts}
+}
+
+// openHTTP opens addr for a net/http server of h, speaking what proto
+// allows (over TLS with tlsConf), and returns the address it is bound
+// to. The server starts with start.
+func (s *serving) openHTTP(addr string, h http.Handler, proto func(*http.Protocols), tlsConf *tls.Config) (string, error) {
+	ln, err := listen(addr)
+	if err != nil {
+		return "", err
+	}
+	s.lns = append(s.lns, ln)
+	var ps http.Protocols
+	proto(&ps)
+	srv := &http.Server{
+		Handler:           h,
+		Protocols:         &ps,
+		TLSConfig:         tlsConf,
+		ReadHeaderTimeout: headTimeout,
+		IdleTimeout:       idleTimeout,
+		// "OPTIONS *" goes through the pipeline (a 400, logged and
+		// counted) as on the origin listener, not net/http's 200.
+		DisableGeneralOptionsHandler: true,
+		ErrorLog:                     nil,
+	}
+	s.servers = append(s.servers, srv)
+	return ln.Addr().String(), nil
+}
+
+func h1only(ps *http.Protocols) { ps.SetHTTP1(true) }
+
+// serveGateways serves the Gateway addresses of the config loaded before
+// Serve (a cache, a file), and from then on of each config loaded
+// (gateways.go). It returns what stops them.
+func (s *serving) serveGateways() (stop func()) {
+	p := s.p
+	p.serveView(viewSet{gateways: true})
+	g := &gatewayServers{p: p, grace: s.l.Grace, timeouts: s.timeouts, servers: map[gatewayAddr]*gatewayServer{}}
+	p.gateways.Store(g)
+	p.mu.Lock()
+	g.sync()
+	p.mu.Unlock()
+	return func() {
+		p.gateways.Store(nil)
+		g.close()
+	}
+}
+
+// start serves each listener on a goroutine of its own. The channel gets
+// the error of a server that stopped other than by shutdown.
+func (s *serving) start() <-chan error {
+	errc := make(chan error, len(s.servers)+1)
+	if s.own != nil {
 		go func() {
-			if err := own.Serve(ownLn); !errors.Is(err, http.ErrServerClosed) {
+			if err := s.own.Serve(s.ownLn); !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
 	}
-	for i, srv := range servers {
+	for i, srv := range s.servers {
 		go func() {
 			var err error
 			if srv.TLSConfig != nil {
-				err = srv.ServeTLS(lns[i], "", "")
+				err = srv.ServeTLS(s.lns[i], "", "")
 			} else {
-				err = srv.Serve(lns[i])
+				err = srv.Serve(s.lns[i])
 			}
 			if !errors.Is(err, http.ErrServerClosed) {
 				errc <- err
 			}
 		}()
 	}
-	var serveErr error
+	return errc
+}
+
+// waitStop waits until ctx ends (nil) or a server fails (its error).
+func waitStop(ctx context.Context, errc <-chan error) error {
 	select {
 	case <-ctx.Done():
-	case serveErr = <-errc:
+		return nil
+	case err := <-errc:
+		return err
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), l.Grace)
+}
+
+// shutdown stops the servers accepting and waits up to Grace for their
+// in-flight requests; a net/http server still busy then is closed.
+func (s *serving) shutdown() {
+	sctx, cancel := context.WithTimeout(context.Background(), s.l.Grace)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, srv := range servers {
+	for _, srv := range s.servers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -225,16 +316,14 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 			}
 		}()
 	}
-	if own != nil {
+	if s.own != nil {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			own.Shutdown(sctx)
+			s.own.Shutdown(sctx)
 		}()
 	}
 	wg.Wait()
-	p.Close()
-	return serveErr
 }
 
 // Timeouts of every listener's connections to its clients.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
@@ -14,7 +15,9 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
 
 // runProxy serves a data-plane config, from the controller (-controller:
@@ -30,124 +33,211 @@ func runProxy(args []string, stdout, stderr io.Writer) int {
 // proxyMain is runProxy until ctx ends; ready, if set, is told the bound
 // addresses (tests listen on ":0").
 func proxyMain(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(dataplane.Bound)) int {
-	fs := newFlagSet("proxy", "serve a data-plane config from the controller (-controller) or a file (-config; SIGHUP reloads it)", stderr)
-	file := fs.String("config", "", "data-plane config `file` (JSON, proxycfg.Config)")
-	controller := fs.String("controller", "", "controller `URL` to watch for config, e.g. https://tunnelgate-controller:9443")
-	tokenFile := fs.String("token-file", "", "`file` with the bearer token for -controller (re-read for every request)")
-	tunnelProtocol := fs.String("tunnel-protocol", os.Getenv("TUNNEL_TRANSPORT_PROTOCOL"),
-		"the `protocol` the cloudflared sidecar runs the tunnel with (http2, quic, auto), reported to -controller: gRPC needs http2")
-	caFile := fs.String("ca-file", "", "PEM `file` of the CA that signed the controller's certificate (default: system roots)")
-	clientCert := fs.String("client-cert", "", "PEM client certificate for a controller that requires one")
-	clientKey := fs.String("client-key", "", "PEM key of -client-cert")
-	cache := fs.String("config-cache", "", "`file` keeping the last config from the controller, served at start before the controller answers")
-	origin := fs.String("listen", "127.0.0.1:8080", "origin listener for cloudflared: host:port or unix:/path")
-	originTLS := fs.String("listen-tls", "", "TLS origin listener (h2 and http/1.1), e.g. 127.0.0.1:8443")
-	certDir := fs.String("cert-dir", "", "directory for the generated TLS origin certificate and its CA")
-	cert := fs.String("tls-cert", "", "PEM certificate for -listen-tls (default: generated)")
-	key := fs.String("tls-key", "", "PEM key for -listen-tls")
-	plain := fs.String("listen-plain", "", "listener for direct clients (HTTP/1.1 and h2c)")
-	gateways := fs.Bool("listen-gateways", false, "serve each Gateway on the address the controller gave it (its port; HTTPS with its certificates); the addresses must be local")
-	admin := fs.String("admin", "127.0.0.1:9901", "admin listener (health, readiness, metrics, pprof); empty disables")
-	pprofMode := addPprofFlag(fs)
-	netHTTP := fs.Bool("origin-nethttp", false, "serve the origin listener with net/http's server instead of tunnelgate's own")
-	maxIdle := fs.Int("upstream-max-idle", 256, "idle connections kept per backend endpoint")
-	maxConns := fs.Int("upstream-max-conns", 1024, "connections open per backend endpoint; beyond, requests get 503")
-	maxConnsPerClient := fs.Int("upstream-max-conns-per-client", 0, "connections to one backend endpoint the requests of one client (Cf-Connecting-Ip behind the tunnel, else the peer address) may hold; beyond, its requests get 503 (0: a quarter of -upstream-max-conns)")
-	bodyTimeout := fs.Duration("client-body-timeout", 60*time.Second, "a client's request body that sends nothing for this long gets 408")
-	writeTimeout := fs.Duration("client-write-timeout", 60*time.Second, "a client that reads nothing of its response for this long is disconnected, and its backend connection released")
-	idleTimeout := fs.Duration("upstream-idle-timeout", 90*time.Second, "close upstream connections idle this long")
-	dialTimeout := fs.Duration("upstream-dial-timeout", 10*time.Second, "bound on connecting to a backend, TLS included")
-	logf := addLogFlags(fs)
-	accessLog := addAccessLogFlags(fs)
-	if code, done := parse(fs, args); done {
+	f, code, done := parseProxyFlags(args, stderr)
+	if done {
 		return code
 	}
-	if msg := checkProxySource(fs, *file, *controller, *tokenFile); msg != "" {
-		fmt.Fprintf(stderr, "tunnelgate proxy: %s\n", msg)
-		return 2
-	}
-	log, err := logf.logger(stderr)
-	if err != nil {
+	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
-		return 2
+		return code
 	}
-	al, closeAccessLog, err := accessLog.open(stdout, stderr)
+	obs, err := f.openObservability(ctx, stdout, stderr)
 	if err != nil {
-		fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
-		return 2
+		return fail(2, err)
 	}
-	defer closeAccessLog()
-	tracer, stopTracing, err := proxyTracer(ctx, os.Getenv, log)
+	defer obs.close()
+	r := newProxyRun(f, obs)
+	stopSource, code, err := r.startConfigSource(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "tunnelgate proxy: tracing: %v\n", err)
-		return 2
+		return fail(code, err)
 	}
-	defer stopTracing()
-
-	// The watch client's metrics go on the admin listener with the
-	// proxy's; the meter is made at the first scrape, after watch is set.
-	var watch *configwatch.Client
-	p := dataplane.New(dataplane.Options{Log: log, AccessLog: al, Tracer: tracer, Pprof: *pprofMode, Pool: dataplane.PoolSettings{
-		MaxIdle: *maxIdle, MaxConns: *maxConns, MaxConnsPerClient: *maxConnsPerClient, IdleTimeout: *idleTimeout, DialTimeout: *dialTimeout,
-	}, Metrics: func(m metric.Meter) error {
-		if watch == nil {
-			return nil
-		}
-		return watch.RegisterMetrics(m)
-	}})
-
-	watchDone := make(chan struct{})
-	if *controller != "" {
-		var err error
-		watch, err = configwatch.New(p, configwatch.Options{
-			URL: *controller, TokenFile: *tokenFile, CAFile: *caFile,
-			CertFile: *clientCert, KeyFile: *clientKey, CacheFile: *cache, Log: log,
-			ProxyID: envOr("POD_NAME", hostname()), TunnelProtocol: *tunnelProtocol,
-		})
-		if err != nil {
-			fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
-			return 2
-		}
-		// Not ready (/readyz 503, requests 503) until the cache or the
-		// controller gives a config; the listeners open meanwhile.
-		go func() {
-			defer close(watchDone)
-			watch.Run(ctx)
-		}()
-	} else {
-		close(watchDone)
-		if err := loadFile(p, *file); err != nil {
-			fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
-			return 1
-		}
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		go func() {
-			for range hup {
-				if err := loadFile(p, *file); err != nil {
-					log.Error("reload failed; still serving the previous config", "err", err)
-				}
-			}
-		}()
-	}
-	err = p.Serve(ctx, dataplane.Listeners{
-		Origin: *origin, OriginTLS: *originTLS, CertDir: *certDir,
-		OriginCert: *cert, OriginKey: *key, Plain: *plain, Gateways: *gateways, Admin: *admin, OriginNetHTTP: *netHTTP,
-		BodyTimeout: *bodyTimeout, WriteTimeout: *writeTimeout,
-		Ready: func(b dataplane.Bound) {
-			log.Info("listening", "origin", b.Origin, "originTLS", b.OriginTLS, "plain", b.Plain, "admin", b.Admin, "originCA", b.OriginCA)
-			if ready != nil {
-				ready(b)
-			}
-		},
-	})
-	<-watchDone // Serve returns when ctx ends, or on a listener error before that
-	if err != nil {
-		fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
-		return 1
+	defer stopSource()
+	if err := r.serve(ctx, ready); err != nil {
+		return fail(1, err)
 	}
 	return 0
+}
+
+// proxyFlags are the proxy command's flags, parsed; those for
+// dataplane.Listeners, the pool and configwatch.Options are read straight
+// into them.
+type proxyFlags struct {
+	file      string              // -config
+	watch     configwatch.Options // -controller and the flags that go with it
+	listen    dataplane.Listeners
+	pool      dataplane.PoolSettings
+	pprof     *pprofgate.Mode
+	log       *logFlags
+	accessLog *accessLogFlags
+}
+
+// parseProxyFlags parses and checks the flags. done is true when the
+// command must return code right away (-h, a bad flag, a bad source).
+func parseProxyFlags(args []string, stderr io.Writer) (f *proxyFlags, code int, done bool) {
+	fs := newFlagSet("proxy", "serve a data-plane config from the controller (-controller) or a file (-config; SIGHUP reloads it)", stderr)
+	f = &proxyFlags{}
+	fs.StringVar(&f.file, "config", "", "data-plane config `file` (JSON, proxycfg.Config)")
+	fs.StringVar(&f.watch.URL, "controller", "", "controller `URL` to watch for config, e.g. https://tunnelgate-controller:9443")
+	fs.StringVar(&f.watch.TokenFile, "token-file", "", "`file` with the bearer token for -controller (re-read for every request)")
+	fs.StringVar(&f.watch.TunnelProtocol, "tunnel-protocol", os.Getenv("TUNNEL_TRANSPORT_PROTOCOL"),
+		"the `protocol` the cloudflared sidecar runs the tunnel with (http2, quic, auto), reported to -controller: gRPC needs http2")
+	fs.StringVar(&f.watch.CAFile, "ca-file", "", "PEM `file` of the CA that signed the controller's certificate (default: system roots)")
+	fs.StringVar(&f.watch.CertFile, "client-cert", "", "PEM client certificate for a controller that requires one")
+	fs.StringVar(&f.watch.KeyFile, "client-key", "", "PEM key of -client-cert")
+	fs.StringVar(&f.watch.CacheFile, "config-cache", "", "`file` keeping the last config from the controller, served at start before the controller answers")
+	fs.StringVar(&f.listen.Origin, "listen", "127.0.0.1:8080", "origin listener for cloudflared: host:port or unix:/path")
+	fs.StringVar(&f.listen.OriginTLS, "listen-tls", "", "TLS origin listener (h2 and http/1.1), e.g. 127.0.0.1:8443")
+	fs.StringVar(&f.listen.CertDir, "cert-dir", "", "directory for the generated TLS origin certificate and its CA")
+	fs.StringVar(&f.listen.OriginCert, "tls-cert", "", "PEM certificate for -listen-tls (default: generated)")
+	fs.StringVar(&f.listen.OriginKey, "tls-key", "", "PEM key for -listen-tls")
+	fs.StringVar(&f.listen.Plain, "listen-plain", "", "listener for direct clients (HTTP/1.1 and h2c)")
+	fs.BoolVar(&f.listen.Gateways, "listen-gateways", false, "serve each Gateway on the address the controller gave it (its port; HTTPS with its certificates); the addresses must be local")
+	fs.StringVar(&f.listen.Admin, "admin", "127.0.0.1:9901", "admin listener (health, readiness, metrics, pprof); empty disables")
+	f.pprof = addPprofFlag(fs)
+	fs.BoolVar(&f.listen.OriginNetHTTP, "origin-nethttp", false, "serve the origin listener with net/http's server instead of tunnelgate's own")
+	fs.IntVar(&f.pool.MaxIdle, "upstream-max-idle", 256, "idle connections kept per backend endpoint")
+	fs.IntVar(&f.pool.MaxConns, "upstream-max-conns", 1024, "connections open per backend endpoint; beyond, requests get 503")
+	fs.IntVar(&f.pool.MaxConnsPerClient, "upstream-max-conns-per-client", 0, "connections to one backend endpoint the requests of one client (Cf-Connecting-Ip behind the tunnel, else the peer address) may hold; beyond, its requests get 503 (0: a quarter of -upstream-max-conns)")
+	fs.DurationVar(&f.listen.BodyTimeout, "client-body-timeout", 60*time.Second, "a client's request body that sends nothing for this long gets 408")
+	fs.DurationVar(&f.listen.WriteTimeout, "client-write-timeout", 60*time.Second, "a client that reads nothing of its response for this long is disconnected, and its backend connection released")
+	fs.DurationVar(&f.pool.IdleTimeout, "upstream-idle-timeout", 90*time.Second, "close upstream connections idle this long")
+	fs.DurationVar(&f.pool.DialTimeout, "upstream-dial-timeout", 10*time.Second, "bound on connecting to a backend, TLS included")
+	f.log = addLogFlags(fs)
+	f.accessLog = addAccessLogFlags(fs)
+	if code, done := parse(fs, args); done {
+		return nil, code, true
+	}
+	if msg := checkProxySource(fs, f.file, f.watch.URL, f.watch.TokenFile); msg != "" {
+		fmt.Fprintf(stderr, "tunnelgate proxy: %s\n", msg)
+		return nil, 2, true
+	}
+	return f, 0, false
+}
+
+// proxyObservability is the process log, the access log and the tracer.
+type proxyObservability struct {
+	log                         *slog.Logger
+	accessLog                   *observe.AccessLog
+	tracer                      *observe.Tracer
+	stopTracing, closeAccessLog func()
+}
+
+// openObservability opens the log, the access log and the tracer, as the
+// flags and the OTEL_* variables ask.
+func (f *proxyFlags) openObservability(ctx context.Context, stdout, stderr io.Writer) (*proxyObservability, error) {
+	log, err := f.log.logger(stderr)
+	if err != nil {
+		return nil, err
+	}
+	al, closeAccessLog, err := f.accessLog.open(stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	tracer, stopTracing, err := proxyTracer(ctx, os.Getenv, log)
+	if err != nil {
+		closeAccessLog()
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	return &proxyObservability{log: log, accessLog: al, tracer: tracer, stopTracing: stopTracing, closeAccessLog: closeAccessLog}, nil
+}
+
+// close exports the traces left, then writes the access log's last lines;
+// the proxy has stopped serving.
+func (o *proxyObservability) close() {
+	o.stopTracing()
+	o.closeAccessLog()
+}
+
+// proxyRun is one run of the proxy command.
+type proxyRun struct {
+	f   *proxyFlags
+	log *slog.Logger
+	p   *dataplane.Proxy
+	// watch is the client of -controller (nil with -config); watchDone is
+	// closed once it has stopped, at once with -config.
+	watch     *configwatch.Client
+	watchDone chan struct{}
+}
+
+// newProxyRun builds the proxy. It serves no config until
+// startConfigSource gives it one.
+func newProxyRun(f *proxyFlags, obs *proxyObservability) *proxyRun {
+	r := &proxyRun{f: f, log: obs.log, watchDone: make(chan struct{})}
+	// The watch client's metrics go on the admin listener with the
+	// proxy's; the meter is made at the first scrape, after watch is set.
+	r.p = dataplane.New(dataplane.Options{Log: obs.log, AccessLog: obs.accessLog, Tracer: obs.tracer, Pprof: *f.pprof, Pool: f.pool,
+		Metrics: func(m metric.Meter) error {
+			if r.watch == nil {
+				return nil
+			}
+			return r.watch.RegisterMetrics(m)
+		}})
+	return r
+}
+
+// startConfigSource starts watching -controller, or loads -config and
+// reloads it on SIGHUP. stop ends the reloads. On an error, code is the
+// exit code it calls for.
+func (r *proxyRun) startConfigSource(ctx context.Context) (stop func(), code int, err error) {
+	if r.f.watch.URL != "" {
+		if err := r.watchController(ctx); err != nil {
+			return nil, 2, err
+		}
+		return func() {}, 0, nil
+	}
+	close(r.watchDone)
+	if err := loadFile(r.p, r.f.file); err != nil {
+		return nil, 1, err
+	}
+	return r.reloadOnHangup(), 0, nil
+}
+
+// watchController starts the client of -controller on a goroutine of its
+// own. Until the cache or the controller gives a config the proxy is not
+// ready (/readyz 503, requests 503); the listeners open meanwhile.
+func (r *proxyRun) watchController(ctx context.Context) error {
+	opts := r.f.watch
+	opts.Log, opts.ProxyID = r.log, envOr("POD_NAME", hostname())
+	watch, err := configwatch.New(r.p, opts)
+	if err != nil {
+		return err
+	}
+	r.watch = watch
+	go func() {
+		defer close(r.watchDone)
+		watch.Run(ctx)
+	}()
+	return nil
+}
+
+// reloadOnHangup loads -config again on each SIGHUP; a config that does
+// not load is logged, and the last one kept. stop ends the reloads.
+func (r *proxyRun) reloadOnHangup() (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		for range hup {
+			if err := loadFile(r.p, r.f.file); err != nil {
+				r.log.Error("reload failed; still serving the previous config", "err", err)
+			}
+		}
+	}()
+	return func() { signal.Stop(hup) }
+}
+
+// serve serves the listeners until ctx ends, then waits for the watch
+// client to stop.
+func (r *proxyRun) serve(ctx context.Context, ready func(dataplane.Bound)) error {
+	l := r.f.listen
+	l.Ready = func(b dataplane.Bound) {
+		r.log.Info("listening", "origin", b.Origin, "originTLS", b.OriginTLS, "plain", b.Plain, "admin", b.Admin, "originCA", b.OriginCA)
+		if ready != nil {
+			ready(b)
+		}
+	}
+	err := r.p.Serve(ctx, l)
+	<-r.watchDone // Serve returns when ctx ends, or on a listener error before that
+	return err
 }
 
 // checkProxySource says what is wrong with where the config comes from,

@@ -92,19 +92,8 @@ type backendChange struct {
 // nil when only a full translation will do.
 func (c *Cache) patch(in *Input) *Output {
 	l := c.last
-	if l == nil || !l.patchable || !c.epochSame || !addressesEqual(l.addresses, in.Addresses) ||
-		len(in.HTTPRoutes)+len(in.GRPCRoutes) != len(l.slots) {
+	if !c.mayPatch(in) {
 		return nil
-	}
-	for _, r := range in.HTTPRoutes {
-		if _, ok := l.slotOf[r]; !ok {
-			return nil
-		}
-	}
-	for _, r := range in.GRPCRoutes {
-		if _, ok := l.slotOf[r]; !ok {
-			return nil
-		}
 	}
 	changes, ok := l.backendChanges(in)
 	if !ok {
@@ -121,14 +110,58 @@ func (c *Cache) patch(in *Input) *Output {
 	l.t.look.ix.apply(changes)
 	l.setsApply(changes)
 
-	t := *l.t // shares the graph; everything it writes is its own
+	t := l.patchTranslator(in)
+	memos := make([]*routeMemo, len(affected)) // on the stack when few
+	if !t.retranslate(l, affected, memos) {
+		return nil
+	}
+	out, ok := l.patchOutput(affected, memos)
+	if !ok {
+		return nil
+	}
+	c.keepPatch(t, out, affected, memos)
+	return out
+}
+
+// mayPatch reports whether in may be a patch of the last translation:
+// one that can be repeated, made in the same epoch, with the same
+// addresses and the same route objects (only backends may have changed).
+func (c *Cache) mayPatch(in *Input) bool {
+	l := c.last
+	if l == nil || !l.patchable || !c.epochSame || !addressesEqual(l.addresses, in.Addresses) ||
+		len(in.HTTPRoutes)+len(in.GRPCRoutes) != len(l.slots) {
+		return false
+	}
+	for _, r := range in.HTTPRoutes {
+		if _, ok := l.slotOf[r]; !ok {
+			return false
+		}
+	}
+	for _, r := range in.GRPCRoutes {
+		if _, ok := l.slotOf[r]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// patchTranslator returns a translator for in that shares the last
+// translation's graph; everything it writes is its own.
+func (l *lastRun) patchTranslator(in *Input) *translator {
+	t := *l.t
 	t.in, t.now, t.clockUses = in, metav1Now(in), 0
 	t.out = &Output{HTTPRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{}, GRPCRoutes: map[types.NamespacedName][]gwv1.RouteParentStatus{}}
 	t.backends = map[backendKey]resolvedBackend{}
 	t.clusters, t.clusterIdx = nil, nil
 	t.policyByObj = map[*gwv1.BackendTLSPolicy]*policyInfo{}
+	return &t
+}
 
-	memos := make([]*routeMemo, len(affected))
+// retranslate translates the affected routes again, into memos (by
+// index in affected). It fails (false) when one's translation is not of
+// the last one's shape (its data-plane routes, clusters and counted
+// parents), or could not be repeated: a patch only replaces parts.
+func (t *translator) retranslate(l *lastRun, affected []int, memos []*routeMemo) bool {
 	for i, si := range affected {
 		s := &l.slots[si]
 		http, _ := s.obj.(*gwv1.HTTPRoute)
@@ -136,77 +169,121 @@ func (c *Cache) patch(in *Input) *Output {
 		m := t.translateRoute(s.info, http, grpc)
 		if !m.repeatable() || t.clockUses != 0 || m.counted != s.memo.counted || len(m.routes) != len(s.memo.routes) ||
 			!sameClusterNamesInOrder(m.clusters, s.memo.clusters) {
-			return nil
+			return false
 		}
 		memos[i] = m
 	}
+	return true
+}
 
-	// Copy the last output, replacing what the patched routes changed.
-	// Outputs are read-only, so unchanged parts are shared.
+// patchOutput copies the last output, replacing what the retranslated
+// routes changed. It fails (false) when a route uses a cluster the
+// config does not hold.
+func (l *lastRun) patchOutput(affected []int, memos []*routeMemo) (*Output, bool) {
 	out := *l.out
 	out.Events = nil
 	out.Config.Version = ""
 	out.patchOf = l.out
 	out.touchedHTTP, out.touchedGRPC = nil, nil
-	var routesCopied, clustersCopied, httpCopied, grpcCopied bool
-	var clusterAt map[string]int
+	op := outputPatch{out: &out}
 	for i, si := range affected {
 		s, m := &l.slots[si], memos[i]
-		for j := range m.routes {
-			at := s.first + j
-			if reflect.DeepEqual(&out.Config.Routes[at], &m.routes[j]) {
-				continue
-			}
-			if !routesCopied {
-				out.Config.Routes, routesCopied = slices.Clone(out.Config.Routes), true
-			}
-			out.Config.Routes[at] = m.routes[j]
+		op.routes(s.first, m.routes)
+		if !op.clusters(m.clusters) {
+			return nil, false
 		}
-		for j := range m.clusters {
-			if clusterAt == nil {
-				clusterAt = make(map[string]int, len(out.Config.Clusters))
-				for k := range out.Config.Clusters {
-					clusterAt[out.Config.Clusters[k].Name] = k
-				}
-			}
-			at, ok := clusterAt[m.clusters[j].Name]
-			if !ok {
-				return nil // not in the config: some other route decided it was unused
-			}
-			if reflect.DeepEqual(&out.Config.Clusters[at], &m.clusters[j]) {
-				continue
-			}
-			if !clustersCopied {
-				out.Config.Clusters, clustersCopied = slices.Clone(out.Config.Clusters), true
-			}
-			out.Config.Clusters[at] = m.clusters[j]
-		}
-		if parentsEqual(s.memo.statuses, m.statuses) {
-			m.statuses = s.memo.statuses
+		op.statuses(s, m)
+	}
+	return &out, true
+}
+
+// outputPatch is an output copied from the last one, being changed.
+// Outputs are read-only, so each part (the config's routes, its clusters,
+// each kind's statuses) is shared until its first change, and copied
+// then.
+type outputPatch struct {
+	out                                                  *Output
+	routesCopied, clustersCopied, httpCopied, grpcCopied bool
+	clusterAt                                            map[string]int // cluster name → index, made at the first use
+}
+
+// routes replaces the config's routes from first on with routes, where
+// they differ.
+func (op *outputPatch) routes(first int, routes []proxycfg.Route) {
+	out := op.out
+	for j := range routes {
+		at := first + j
+		if reflect.DeepEqual(&out.Config.Routes[at], &routes[j]) {
 			continue
 		}
-		key := nn(s.info.meta.Namespace, s.info.meta.Name)
-		if s.info.kind == kindHTTPRoute {
-			if !httpCopied {
-				out.HTTPRoutes, httpCopied = cloneMap(out.HTTPRoutes), true
-			}
-			out.HTTPRoutes[key] = m.statuses
-			out.touchedHTTP = append(out.touchedHTTP, key)
-		} else {
-			if !grpcCopied {
-				out.GRPCRoutes, grpcCopied = cloneMap(out.GRPCRoutes), true
-			}
-			out.GRPCRoutes[key] = m.statuses
-			out.touchedGRPC = append(out.touchedGRPC, key)
+		if !op.routesCopied {
+			out.Config.Routes, op.routesCopied = slices.Clone(out.Config.Routes), true
 		}
+		out.Config.Routes[at] = routes[j]
 	}
+}
 
+// clusters replaces the config's clusters of the same names, where they
+// differ. It fails (false) on a cluster the config does not hold.
+func (op *outputPatch) clusters(clusters []proxycfg.Cluster) bool {
+	out := op.out
+	for j := range clusters {
+		if op.clusterAt == nil {
+			op.clusterAt = make(map[string]int, len(out.Config.Clusters))
+			for k := range out.Config.Clusters {
+				op.clusterAt[out.Config.Clusters[k].Name] = k
+			}
+		}
+		at, ok := op.clusterAt[clusters[j].Name]
+		if !ok {
+			return false // not in the config: some other route decided it was unused
+		}
+		if reflect.DeepEqual(&out.Config.Clusters[at], &clusters[j]) {
+			continue
+		}
+		if !op.clustersCopied {
+			out.Config.Clusters, op.clustersCopied = slices.Clone(out.Config.Clusters), true
+		}
+		out.Config.Clusters[at] = clusters[j]
+	}
+	return true
+}
+
+// statuses puts the route's new statuses in the output when they differ
+// from the last ones, and notes the route as touched. Equal ones are
+// kept as they were, so the memo shares them.
+func (op *outputPatch) statuses(s *routeSlot, m *routeMemo) {
+	if parentsEqual(s.memo.statuses, m.statuses) {
+		m.statuses = s.memo.statuses
+		return
+	}
+	out := op.out
+	key := nn(s.info.meta.Namespace, s.info.meta.Name)
+	if s.info.kind == kindHTTPRoute {
+		if !op.httpCopied {
+			out.HTTPRoutes, op.httpCopied = cloneMap(out.HTTPRoutes), true
+		}
+		out.HTTPRoutes[key] = m.statuses
+		out.touchedHTTP = append(out.touchedHTTP, key)
+	} else {
+		if !op.grpcCopied {
+			out.GRPCRoutes, op.grpcCopied = cloneMap(out.GRPCRoutes), true
+		}
+		out.GRPCRoutes[key] = m.statuses
+		out.touchedGRPC = append(out.touchedGRPC, key)
+	}
+}
+
+// keepPatch makes the patched translation the last one, with the new
+// memos in their slots, and counts the memos reused and remade.
+func (c *Cache) keepPatch(t *translator, out *Output, affected []int, memos []*routeMemo) {
+	l := c.last
 	for i, si := range affected {
 		memos[i].parents = l.slots[si].memo.parents
 		l.slots[si].memo = memos[i]
 	}
-	l.out = &out
-	l.t.in, l.t.now = in, t.now
+	l.out = out
+	l.t.in, l.t.now = t.in, t.now
 	c.patched = true
 	c.misses = len(affected)
 	for i := range l.slots {
@@ -215,7 +292,6 @@ func (c *Cache) patch(in *Input) *Output {
 		}
 	}
 	c.hits -= len(affected)
-	return &out
 }
 
 // backendChanges lists the backend objects of in that the last translation

@@ -1,0 +1,344 @@
+package dataplane
+
+import (
+	"math/rand/v2"
+	"net/http"
+	"strings"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
+	"github.com/tunnelgate/tunnelgate/matcher"
+)
+
+// serve runs the pipeline, noting in x.rec what it chose:
+//
+//	refuse what no request may hold → pick the listener by host → match a
+//	rule → fail-closed checks → CORS preflight → redirect → rewrite →
+//	choose a backend → take the body's start → mirrors → forward
+//
+// A step that may end the request answers it itself and returns true. The
+// exchange is filled in as the steps go.
+func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
+	x.h, x.w, x.r, x.start = h, w, r, x.rec.start
+	if x.refuseMalformed() || x.refuseUnconfigured() || x.refuseNonPathTarget() {
+		return
+	}
+	scheme := clientScheme(r, h.trusted)
+	vh, answered := x.chooseListener(scheme)
+	if answered {
+		return
+	}
+	t, answered := x.matchRule(vh)
+	if answered || x.failClosed() || x.answerPreflight() || x.redirect(t.Redirect, scheme) {
+		return
+	}
+	host := x.rewrite(t.Rewrite)
+	if x.chooseBackend() || x.findEndpoints() {
+		return
+	}
+	x.prepareOutRequest(host, scheme)
+	if x.receiveBody() {
+		return
+	}
+	x.sendMirrors()
+	x.forward()
+}
+
+// answer replies with status and msg (reply), for a step that ends the
+// request; it returns true, as such a step does.
+func (x *exchange) answer(status int, msg string) bool {
+	reply(x.w, x.r, &x.h.p.stats, status, msg)
+	return true
+}
+
+// refuseMalformed answers a request no listener may take (wellFormed).
+func (x *exchange) refuseMalformed() bool {
+	// The own HTTP/1.1 server's parser has checked an origin-form request
+	// already; every other way in is checked here.
+	if _, own := x.w.(*http1.ResponseWriter); !(own && x.r.URL == nil) && !wellFormed(x.r) {
+		return x.answer(http.StatusBadRequest, "malformed request: the method must be a token, the target must not hold spaces or control characters, the host must be a host name or address")
+	}
+	return false
+}
+
+// refuseUnconfigured takes the snapshot the request is served from, and
+// answers 503 while there is none.
+func (x *exchange) refuseUnconfigured() bool {
+	if x.snap = x.h.p.current.Load(); x.snap == nil {
+		return x.answer(http.StatusServiceUnavailable, "no configuration loaded yet")
+	}
+	return false
+}
+
+// refuseNonPathTarget takes the request's normalised path and its query,
+// and answers a target that has no path (the authority or asterisk form).
+func (x *exchange) refuseNonPathTarget() bool {
+	path, query, ok := splitTarget(x.r)
+	if !ok {
+		return x.answer(http.StatusBadRequest, "request target must be a path")
+	}
+	x.path, x.query = matcher.NormalizePath(path), query
+	return false
+}
+
+// chooseListener picks the listener that takes the request's host: on a
+// Gateway address among that address's listeners, on a direct port among
+// the port's, and behind the tunnel among every port's. None is no
+// answer yet: the request then matches no rule.
+func (x *exchange) chooseListener(scheme string) (vh *vhost, answered bool) {
+	h, r, snap := x.h, x.r, x.snap
+	if h.isGateway {
+		if ge := snap.gateways[h.gateway]; ge != nil {
+			vh = pickListener(ge.listeners, r.Host)
+			// A connection made for one listener (its SNI) that asks for a
+			// host of another, as HTTP/2 connection reuse may: the client
+			// must open a connection for that host (RFC 9110 §15.5.20).
+			if r.TLS != nil && r.TLS.ServerName != "" && !strings.EqualFold(httpsyntax.HostWithoutPort(r.Host), r.TLS.ServerName) &&
+				vh != pickListener(ge.listeners, r.TLS.ServerName) {
+				return nil, x.answer(http.StatusMisdirectedRequest, "this connection was made for another listener's host")
+			}
+		}
+	} else if h.port != 0 {
+		vh = pickListener(snap.ports[h.port], r.Host)
+	} else {
+		// Every port at once: the listeners of the client's scheme first,
+		// then, for a host that has none of that scheme, the others.
+		first, second := snap.origin[0], snap.origin[1]
+		if scheme == "https" {
+			first, second = second, first
+		}
+		if vh = pickListener(first, r.Host); vh == nil {
+			vh = pickListener(second, r.Host)
+		}
+	}
+	if vh != nil && vh.certRequired && !h.isGateway {
+		// No handshake with the client happened here (behind the tunnel
+		// TLS ended at Cloudflare's edge): fail closed.
+		return nil, x.answer(http.StatusForbidden, "this listener requires a client certificate, checked only on its Gateway address")
+	}
+	return vh, false
+}
+
+// matchRule finds the rule of the listener's routes that takes the
+// request, and notes it in the record; none is a 404.
+func (x *exchange) matchRule(vh *vhost) (t *compiled.Target, answered bool) {
+	r := x.r
+	if vh != nil && vh.table != nil {
+		t, _ = vh.table.Match(&matcher.Request{Host: r.Host, Path: x.path, Method: r.Method, Header: r.Header, RawQuery: x.query})
+	}
+	if t == nil {
+		x.h.p.stats.NoRoute.Add(1)
+		return nil, x.answer(http.StatusNotFound, "no route matches this request")
+	}
+	x.rule = t.Rule
+	x.rec.rule = &x.snap.rules[t.Rule.ID]
+	return t, false
+}
+
+// failClosed answers with the rule's fail status: the translation found
+// it could not be served as written (its route's conditions say why).
+func (x *exchange) failClosed() bool {
+	if s := x.rule.FailStatus; s != 0 {
+		return x.answer(s, "this route rule cannot be served; see the route's status conditions")
+	}
+	return false
+}
+
+// answerPreflight answers a CORS preflight for a rule with a CORS filter
+// itself: the backend never sees it.
+func (x *exchange) answerPreflight() bool {
+	ru, r := x.rule, x.r
+	if ru.CORS == nil || !isPreflight(r) {
+		return false
+	}
+	hdr := x.w.Header()
+	ru.CORS.Handle(r.Header, r.Method, hdr)
+	ru.RespPlan.Apply(hdr)
+	x.h.p.stats.status(http.StatusNoContent)
+	x.w.WriteHeader(http.StatusNoContent)
+	return true
+}
+
+// redirect answers with the rule's RequestRedirect, if it has one.
+func (x *exchange) redirect(rd *compiled.Redirect, scheme string) bool {
+	if rd == nil {
+		return false
+	}
+	ru, r := x.rule, x.r
+	port := x.h.port
+	if port == 0 { // behind the tunnel the client used the scheme's port
+		port = 80
+		if scheme == "https" {
+			port = 443
+		}
+	}
+	loc, code := rd.Location(scheme, r.Host, port, x.path, x.query)
+	hdr := x.w.Header()
+	hdr["Location"] = []string{loc}
+	if ru.CORS != nil {
+		ru.CORS.Handle(r.Header, r.Method, hdr)
+	}
+	ru.RespPlan.Apply(hdr)
+	x.h.p.stats.status(code)
+	x.w.WriteHeader(code)
+	return true
+}
+
+// rewrite applies the rule's URLRewrite, if it has one, to the path sent
+// upstream, and returns the host sent upstream.
+func (x *exchange) rewrite(rw *compiled.Rewrite) (host string) {
+	host = x.r.Host
+	if rw != nil {
+		x.path, host = rw.Apply(x.path, host)
+	}
+	return host
+}
+
+// chooseBackend picks the backend the request goes to (pickBackend), and
+// answers when the rule has none with weight or the backend answers a
+// status of its own.
+func (x *exchange) chooseBackend() bool {
+	if !x.pickBackend(x.r) {
+		return x.answer(http.StatusInternalServerError, "this route rule has no backend with weight")
+	}
+	if x.be.Status != 0 {
+		return x.answer(x.be.Status, "this backend cannot be served; see the route's status conditions")
+	}
+	return false
+}
+
+// findEndpoints takes the chosen backend's cluster, and answers 503 when
+// it has no endpoint ready.
+func (x *exchange) findEndpoints() bool {
+	x.slot = x.snap.clusters[x.be.Cluster]
+	x.rec.slot = x.slot
+	x.cs = x.slot.state.Load()
+	if x.cs == nil || len(x.cs.eps) == 0 {
+		return x.answer(http.StatusServiceUnavailable, "no ready endpoints for this backend")
+	}
+	return false
+}
+
+// prepareOutRequest sets out the request as it will leave for the
+// backend, and who the client is for the per-client connection caps.
+func (x *exchange) prepareOutRequest(host, scheme string) {
+	h, r := x.h, x.r
+	x.client = clientIP(r, h.trusted)
+	x.out = outRequest{
+		method:        r.Method,
+		target:        x.target(r),
+		host:          host,
+		in:            r.Header,
+		plan:          x.be.ReqPlan,
+		untrusted:     !h.trusted,
+		peer:          peerIP(r.RemoteAddr),
+		xfp:           scheme,
+		contentLength: r.ContentLength,
+	}
+	if h.trusted {
+		x.out.xffPrior = r.Header["X-Forwarded-For"]
+	}
+}
+
+// receiveBody takes what of the request body must arrive before a
+// backend connection is taken (takeBody), which answers a body that fails
+// to arrive.
+func (x *exchange) receiveBody() bool {
+	r := x.r
+	x.hasBody = r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0
+	if !x.hasBody {
+		x.out.contentLength = 0
+		return false
+	}
+	return !x.takeBody(x.w, r)
+}
+
+// sendMirrors sends the copies the rule's and the backend's mirrors ask
+// for; they are not waited for.
+func (x *exchange) sendMirrors() {
+	if len(x.rule.Mirrors) > 0 || len(x.be.Mirrors) > 0 {
+		p := x.h.p
+		p.mirror(x.rule.Mirrors, x, x.r)
+		p.mirror(x.be.Mirrors, x, x.r)
+	}
+}
+
+// forward sends the request to the backend and its response to the
+// client: through a WebSocket tunnel, over HTTP/2, or on a pooled
+// HTTP/1.1 connection.
+func (x *exchange) forward() {
+	w, r := x.w, x.r
+	switch {
+	case isWebSocket(r):
+		x.forwardWebSocket(w, r)
+	case x.cs.h2 != nil:
+		x.forwardH2(w, r)
+	default:
+		x.forwardH1(w, r)
+	}
+}
+
+// pickBackend picks the backend ref: the one a valid session names, or
+// a weighted random choice.
+func (x *exchange) pickBackend(r *http.Request) bool {
+	ru := x.rule
+	if ru.TotalWeight == 0 {
+		return false
+	}
+	if ru.Session != nil && x.pinned(r) {
+		return true
+	}
+	x.newSession = ru.Session != nil
+	if len(ru.Backends) == 1 {
+		x.be = &ru.Backends[0]
+		return true
+	}
+	n := rand.IntN(ru.TotalWeight)
+	for i := range ru.Backends {
+		if n < ru.Backends[i].CumWeight {
+			x.be = &ru.Backends[i]
+			return true
+		}
+	}
+	return false // unreachable: cumWeight of the last equals totalWeight
+}
+
+// pinned looks for a valid session token naming a backend of this rule
+// with its endpoint still ready. A pin whose endpoint is gone is ignored,
+// and a new session starts.
+func (x *exchange) pinned(r *http.Request) bool {
+	ru := x.rule
+	tok := ru.Session.Token(r.Header)
+	if tok == "" {
+		return false
+	}
+	who, start, last, ok := x.snap.session.Decode(tok, ru.SessionScope)
+	if !ok || !ru.Session.Valid(start, last, x.start) {
+		return false
+	}
+	cluster, addr, ok := strings.Cut(who, " ")
+	if !ok {
+		return false
+	}
+	for i := range ru.Backends {
+		b := &ru.Backends[i]
+		if b.Cluster == compiled.NoCluster || b.CumWeight == 0 || (i > 0 && b.CumWeight == ru.Backends[i-1].CumWeight) {
+			continue
+		}
+		slot := x.snap.clusters[b.Cluster]
+		if slot.name != cluster {
+			continue
+		}
+		cs := slot.state.Load()
+		if cs == nil {
+			continue
+		}
+		if ep := cs.find(addr); ep != nil {
+			x.be, x.ep = b, ep
+			x.sessionStart = start
+			return true
+		}
+	}
+	return false
+}
