@@ -1,16 +1,12 @@
 package dataplane
 
-import (
-	"slices"
-
-	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-)
+import "github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 
 // Most configs a proxy is given differ from the one it serves only in
 // endpoints: Pods come and go far more often than routes change. Such a
 // config is applied without compiling anything: the clusters whose
 // definition changed get new states in their stable slots, and the
-// snapshot is copied with the new version. Everything else the snapshot
+// compiled config is copied with the new version. Everything else it
 // holds (listener views, compiled rules, cluster IDs) depends only on
 // what did not change.
 
@@ -45,7 +41,7 @@ func (p *Proxy) replaceClusters(cfg *proxycfg.Config) bool {
 	for k, i := range changed {
 		cur.clusters[i].state.Store(states[k])
 	}
-	next := *cur // snapshots are immutable once stored; this one shares all but its version
+	next := *cur // compiled configs are immutable once stored; this one shares all but its version
 	next.version = cfg.Version
 	p.current.Store(&next)
 	p.served = cfg
@@ -72,18 +68,4 @@ func (p *Proxy) changedClusters(cfg *proxycfg.Config) ([]int, []*clusterState) {
 		changed, states = append(changed, i), append(states, cs)
 	}
 	return changed, states
-}
-
-// withCluster returns a copy of cfg with cluster c's definition replaced
-// (UpdateCluster); cfg itself, which the caller of Apply may still hold,
-// is not changed.
-func withCluster(cfg *proxycfg.Config, c proxycfg.Cluster) *proxycfg.Config {
-	next := *cfg
-	next.Clusters = slices.Clone(cfg.Clusters)
-	for i := range next.Clusters {
-		if next.Clusters[i].Name == c.Name {
-			next.Clusters[i] = c
-		}
-	}
-	return &next
 }

@@ -8,7 +8,7 @@ import (
 
 // What the proxy counts: Stats for the whole proxy, and beside each route
 // rule and each cluster their own stats (observe.RuleStats in the
-// snapshot's servedRule, observe.UpstreamStats in the clusterSlot). The
+// compiled config's servedRule, observe.UpstreamStats in the clusterSlot). The
 // request path only adds to them; metrics read them at scrape time.
 
 // Stats counts what the proxy did. Every field is updated atomically on

@@ -18,16 +18,17 @@
 //	    (forward_h2.go), or a WebSocket tunnel (websocket.go)
 //	  → response: header filters, CORS, session cookie, body streamed
 //
-// Everything a request reads is in a snapshot (snapshot.go), built and
-// checked whole by Proxy.Load (proxy.go) and swapped atomically, so a
+// Everything a request reads is in a compiledConfig (compile.go), built and
+// checked whole by Proxy.Apply (proxy.go) and swapped atomically, so a
 // request finishes on the config it started with. Clusters are reached
-// through stable slots (cluster.go), so Proxy.UpdateCluster replaces a
-// cluster's endpoints without recompiling routes.
+// through stable slots (cluster.go), so a config that changes only
+// clusters' endpoints replaces them without recompiling routes
+// (apply.go).
 //
 // # Where things are
 //
 //   - The config a proxy serves is package proxycfg; its rules compiled
-//     into filter programs are package compiled. A snapshot files each
+//     into filter programs are package compiled. A compiledConfig files each
 //     compiled rule into the views of the sockets the proxy serves
 //     (views.go) and keeps, beside it, what the proxy counts per rule
 //     (servedRule) and the slot of each cluster, by the IDs the compiled

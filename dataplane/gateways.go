@@ -217,11 +217,11 @@ func buildServerTLS(ls []proxycfg.Listener, in func(*proxycfg.Listener) bool, e 
 // serverTLS is the TLS configuration for a handshake on address e of the
 // current config.
 func (p *Proxy) serverTLS(e gatewayAddr) (*tls.Config, error) {
-	snap := p.current.Load()
-	if snap == nil {
+	cc := p.current.Load()
+	if cc == nil {
 		return nil, errors.New("no configuration loaded yet")
 	}
-	ge := snap.gateways[e]
+	ge := cc.gateways[e]
 	if ge == nil || ge.tls == nil {
 		return nil, fmt.Errorf("no HTTPS listener on %s", e)
 	}
@@ -250,8 +250,8 @@ type gatewayServer struct {
 // address that cannot be opened (its address is not on this machine, its
 // port is taken) is logged and tried again at the next config.
 func (g *gatewayServers) sync() {
-	snap := g.p.current.Load()
-	if snap == nil {
+	cc := g.p.current.Load()
+	if cc == nil {
 		return
 	}
 	g.mu.Lock()
@@ -260,7 +260,7 @@ func (g *gatewayServers) sync() {
 		return
 	}
 	for e, s := range g.servers {
-		ge := snap.gateways[e]
+		ge := cc.gateways[e]
 		if ge != nil && (ge.tls != nil) == s.https {
 			continue
 		}
@@ -270,7 +270,7 @@ func (g *gatewayServers) sync() {
 		s.ln.Close()
 		go shutdown(s.srv, g.grace)
 	}
-	for e, ge := range snap.gateways {
+	for e, ge := range cc.gateways {
 		if g.servers[e] != nil {
 			continue
 		}

@@ -97,7 +97,7 @@ type exchange struct {
 	h     *handler
 	w     http.ResponseWriter
 	r     *http.Request
-	snap  *snapshot
+	cc    *compiledConfig
 	rule  *compiled.Rule
 	be    *compiled.Backend
 	slot  *clusterSlot // the chosen backend's cluster

@@ -62,8 +62,8 @@ func (m metricSource) Counters() observe.Counters {
 func (m metricSource) Inflight() int64 { return m.p.inflight.Load() }
 
 func (m metricSource) ConfigVersion() (string, bool) {
-	if snap := m.p.current.Load(); snap != nil {
-		return snap.version, true
+	if cc := m.p.current.Load(); cc != nil {
+		return cc.version, true
 	}
 	return "", false
 }

@@ -219,7 +219,7 @@ func TestAdminAndMetrics(t *testing.T) {
 	}
 
 	// An endpoint update changes the count without a new config.
-	if err := e.p.UpdateCluster(cluster("a", fast, closedAddr(t))); err != nil {
+	if err := churn(e.p, cluster("a", fast, closedAddr(t))); err != nil {
 		t.Fatal(err)
 	}
 	s = e.scrapeMetrics()

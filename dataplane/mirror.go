@@ -30,7 +30,7 @@ func (p *Proxy) mirror(ms []*compiled.Mirror, x *exchange, r *http.Request) {
 			p.stats.MirrorsDropped.Add(1)
 			continue
 		}
-		slot := x.snap.clusters[m.Cluster]
+		slot := x.cc.clusters[m.Cluster]
 		cs := slot.state.Load()
 		if cs == nil || len(cs.eps) == 0 {
 			p.mirrorsInFlight.Add(-1)

@@ -26,6 +26,6 @@ func (x *exchange) setSession(r *http.Request, hdr http.Header) {
 	}
 	var buf [256]byte
 	who := x.cs.name + " " + ep.addr
-	tok := string(x.snap.session.Encode(buf[:0], x.rule.SessionScope, who, start, x.start))
+	tok := string(x.cc.session.Encode(buf[:0], x.rule.SessionScope, who, start, x.start))
 	p.Carry(hdr, tok, start, time.Now(), clientScheme(r, x.h.trusted) == "https")
 }

@@ -62,10 +62,10 @@ func (x *exchange) refuseMalformed() bool {
 	return false
 }
 
-// refuseUnconfigured takes the snapshot the request is served from, and
+// refuseUnconfigured takes the compiled config the request is served from, and
 // answers 503 while there is none.
 func (x *exchange) refuseUnconfigured() bool {
-	if x.snap = x.h.p.current.Load(); x.snap == nil {
+	if x.cc = x.h.p.current.Load(); x.cc == nil {
 		return x.answer(http.StatusServiceUnavailable, "no configuration loaded yet")
 	}
 	return false
@@ -87,9 +87,9 @@ func (x *exchange) refuseNonPathTarget() bool {
 // the port's, and behind the tunnel among every port's. None is no
 // answer yet: the request then matches no rule.
 func (x *exchange) chooseListener(scheme string) (vh *vhost, answered bool) {
-	h, r, snap := x.h, x.r, x.snap
+	h, r, cc := x.h, x.r, x.cc
 	if h.isGateway {
-		if ge := snap.gateways[h.gateway]; ge != nil {
+		if ge := cc.gateways[h.gateway]; ge != nil {
 			vh = pickListener(ge.listeners, r.Host)
 			// A connection made for one listener (its SNI) that asks for a
 			// host of another, as HTTP/2 connection reuse may: the client
@@ -100,11 +100,11 @@ func (x *exchange) chooseListener(scheme string) (vh *vhost, answered bool) {
 			}
 		}
 	} else if h.port != 0 {
-		vh = pickListener(snap.ports[h.port], r.Host)
+		vh = pickListener(cc.ports[h.port], r.Host)
 	} else {
 		// Every port at once: the listeners of the client's scheme first,
 		// then, for a host that has none of that scheme, the others.
-		first, second := snap.origin[0], snap.origin[1]
+		first, second := cc.origin[0], cc.origin[1]
 		if scheme == "https" {
 			first, second = second, first
 		}
@@ -132,7 +132,7 @@ func (x *exchange) matchRule(vh *vhost) (t *compiled.Target, answered bool) {
 		return nil, x.answer(http.StatusNotFound, "no route matches this request")
 	}
 	x.rule = t.Rule
-	x.rec.rule = &x.snap.rules[t.Rule.ID]
+	x.rec.rule = &x.cc.rules[t.Rule.ID]
 	return t, false
 }
 
@@ -211,7 +211,7 @@ func (x *exchange) chooseBackend() bool {
 // findEndpoints takes the chosen backend's cluster, and answers 503 when
 // it has no endpoint ready.
 func (x *exchange) findEndpoints() bool {
-	x.slot = x.snap.clusters[x.be.Cluster]
+	x.slot = x.cc.clusters[x.be.Cluster]
 	x.rec.slot = x.slot
 	x.cs = x.slot.state.Load()
 	if x.cs == nil || len(x.cs.eps) == 0 {
@@ -313,7 +313,7 @@ func (x *exchange) pinned(r *http.Request) bool {
 	if tok == "" {
 		return false
 	}
-	who, start, last, ok := x.snap.session.Decode(tok, ru.SessionScope)
+	who, start, last, ok := x.cc.session.Decode(tok, ru.SessionScope)
 	if !ok || !ru.Session.Valid(start, last, x.start) {
 		return false
 	}
@@ -326,7 +326,7 @@ func (x *exchange) pinned(r *http.Request) bool {
 		if b.Cluster == compiled.NoCluster || b.CumWeight == 0 || (i > 0 && b.CumWeight == ru.Backends[i-1].CumWeight) {
 			continue
 		}
-		slot := x.snap.clusters[b.Cluster]
+		slot := x.cc.clusters[b.Cluster]
 		if slot.name != cluster {
 			continue
 		}

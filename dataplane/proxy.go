@@ -54,14 +54,14 @@ type Options struct {
 // compiled, and takes new configs and endpoint updates at any time.
 type Proxy struct {
 	opts    Options
-	current atomic.Pointer[snapshot]
+	current atomic.Pointer[compiledConfig]
 	stats   Stats
 
-	// mu serialises Apply and UpdateCluster; requests never take it.
+	// mu serialises Apply; requests never take it.
 	mu    sync.Mutex
 	slots map[string]*clusterSlot
-	// served is the config being served, as given to Apply (with the
-	// changes of UpdateCluster), for the next Apply to compare with.
+	// served is the config being served, as given to Apply, for the
+	// next Apply to compare with.
 	served *proxycfg.Config
 	// views are the views the proxy's handlers serve (views.go): each
 	// config is filed into these only.
@@ -167,7 +167,7 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 	// Slots for names new in this config are made aside, so a rejected
 	// config leaves nothing behind.
 	fresh := map[string]*clusterSlot{}
-	snap, err := compile(cfg, func(name string) *clusterSlot {
+	cc, err := compile(cfg, func(name string) *clusterSlot {
 		if s := p.slots[name]; s != nil {
 			return s
 		}
@@ -196,43 +196,22 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 		p.sweepLocked() // drop transports made for the rejected config
 		return errors.Join(errs...)
 	}
-	if snap.session == nil {
-		snap.session = p.fallbackSession
+	if cc.session == nil {
+		cc.session = p.fallbackSession
 	}
 	slots := map[string]*clusterSlot{}
 	for i := range cfg.Clusters {
-		s := snap.clusters[i]
+		s := cc.clusters[i]
 		s.state.Store(states[i])
 		slots[cfg.Clusters[i].Name] = s
 	}
 	p.slots, p.served = slots, cfg
-	p.adoptRuleStats(snap.rules)
-	p.current.Store(snap)
+	p.adoptRuleStats(cc.rules)
+	p.current.Store(cc)
 	p.sweepLocked()
 	if g := p.gateways.Load(); g != nil {
 		g.sync()
 	}
-	return nil
-}
-
-// UpdateCluster replaces one cluster's definition (usually its endpoints)
-// without recompiling routes. The cluster must be in the current config.
-func (p *Proxy) UpdateCluster(c proxycfg.Cluster) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	s := p.slots[c.Name]
-	if s == nil {
-		return fmt.Errorf("cluster %q is not in the current config", c.Name)
-	}
-	cs, err := p.transports.state(&c)
-	if err != nil {
-		p.sweepLocked()
-		return fmt.Errorf("cluster %q: %w", c.Name, err)
-	}
-	s.state.Store(cs)
-	p.served = withCluster(p.served, c)
-	p.sweepLocked()
-	p.stats.ClusterUpdates.Add(1)
 	return nil
 }
 
@@ -254,8 +233,8 @@ func (p *Proxy) Version() string {
 	return ""
 }
 
-// Config is the config being served, as given to Apply with the changes
-// of UpdateCluster since; nil before the first. It is shared: the caller
+// Config is the config being served, as given to Apply; nil before the
+// first. It is shared: the caller
 // must not change it.
 func (p *Proxy) Config() *proxycfg.Config {
 	p.mu.Lock()

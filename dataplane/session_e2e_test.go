@@ -248,7 +248,7 @@ func TestSessionE2EEndpointRemoved(t *testing.T) {
 	if len(kept.Endpoints) != 2 {
 		t.Fatalf("pinned backend %s not among %v", first.backend, names)
 	}
-	if err := e.p.UpdateCluster(kept); err != nil {
+	if err := churn(e.p, kept); err != nil {
 		t.Fatal(err)
 	}
 	a := sessGet(t, e, sp, first.token)

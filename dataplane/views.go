@@ -24,8 +24,8 @@ import (
 //
 // Within a view, listeners with the same hostname are merged into one
 // vhost whose routes share a matcher table. A route's matches are
-// prepared once per config (snapshot.go) and filed into the table of
-// each vhost that serves them; a snapshot holds only the views of the
+// prepared once per config (compile.go) and filed into the table of
+// each vhost that serves them; a compiled config holds only the views of the
 // sockets the proxy serves (viewSet), so a config is never filed for a
 // socket nobody opened.
 
@@ -95,7 +95,7 @@ func viewOf(port int) viewSet {
 	return viewSet{ports: map[int]bool{port: true}}
 }
 
-// views are the built views of a snapshot; a view not served is nil.
+// views are the built views of a compiledConfig; a view not served is nil.
 type views struct {
 	// origin holds the HTTP listeners (origin[0]) apart from the HTTPS
 	// ones (origin[1]).
@@ -230,9 +230,9 @@ func dedupe(rules []*matcher.Prepared[*compiled.Target]) []*matcher.Prepared[*co
 	return out
 }
 
-// withViews returns the snapshot with the views of want built too. The
-// views it has are shared; it is a new snapshot, for the proxy to swap in.
-func (s *snapshot) withViews(want viewSet) (*snapshot, error) {
+// withViews returns the compiled config with the views of want built too. The
+// views it has are shared; it is a new compiledConfig, for the proxy to swap in.
+func (s *compiledConfig) withViews(want viewSet) (*compiledConfig, error) {
 	missing := viewSet{origin: want.origin && s.origin[0] == nil, gateways: want.gateways && s.gateways == nil}
 	for port := range want.ports {
 		if _, built := s.ports[port]; !built {

@@ -33,7 +33,7 @@ func TestApplyReplacesOnlyChangedClusters(t *testing.T) {
 	}
 	after := p.current.Load()
 	if p.Version() != "v2" || before.version != "v1" {
-		t.Fatalf("version %q, the old snapshot's %q: want v2, and v1 left as it was", p.Version(), before.version)
+		t.Fatalf("version %q, the old config's %q: want v2, and v1 left as it was", p.Version(), before.version)
 	}
 	if after.origin != before.origin || p.Stats().ConfigLoaded.Load() != 1 {
 		t.Fatal("an endpoints-only config was compiled")
@@ -68,19 +68,21 @@ func TestApplyReplacesOnlyChangedClusters(t *testing.T) {
 	}
 }
 
-func TestUpdateClusterLeavesTheAppliedConfigAlone(t *testing.T) {
+// A config applied again after an endpoint change puts its endpoints
+// back without compiling: the proxy compares with what it serves, not
+// with what it was first given.
+func TestEarlierConfigAppliedAgainRestoresItsEndpoints(t *testing.T) {
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	cfg := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:1"))
 	mustLoad(t, p, cfg)
-	if err := p.UpdateCluster(cluster("a", "127.0.0.1:3")); err != nil {
+	if err := churn(p, cluster("a", "127.0.0.1:3")); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Clusters[0].Endpoints[0].Address != "127.0.0.1:1" {
-		t.Fatal("UpdateCluster wrote into the caller's config")
+	if p.slots["a"].state.Load().eps[0].addr != "127.0.0.1:3" {
+		t.Fatal("the changed endpoint is not served")
 	}
-	// Applying the original again puts its endpoint back, without compiling.
 	if how, err := p.Apply(cfg); err != nil || how != AppliedClusters {
-		t.Fatalf("Apply after UpdateCluster: %v, %v", how, err)
+		t.Fatalf("Apply of the first config again: %v, %v; want AppliedClusters", how, err)
 	}
 	if p.slots["a"].state.Load().eps[0].addr != "127.0.0.1:1" {
 		t.Fatal("the original endpoint is not served again")

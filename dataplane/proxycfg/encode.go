@@ -15,8 +15,8 @@ import (
 // content have the same version wherever they were made, and a proxy's
 // cache and the controller agree on what "the same" is.
 //
-//   - The routes hash covers everything Proxy.Load compiles that a
-//     cluster update (Proxy.UpdateCluster) cannot change: the schema,
+//   - The routes hash covers everything Proxy.Apply compiles that a
+//     cluster-only change (applied without compiling) cannot change: the schema,
 //     listeners, routes, session secret, and the set of cluster names
 //     (routes resolve to one slot per name, and a cluster update only
 //     replaces what is in a slot).

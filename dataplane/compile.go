@@ -13,10 +13,10 @@ import (
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
 
-// snapshot is a compiled Config: everything a request needs, immutable.
-// The proxy swaps whole snapshots atomically; a request loads one at its
-// start and finishes on it.
-type snapshot struct {
+// compiledConfig is a Config compiled: everything a request needs,
+// immutable. The proxy swaps whole compiled configs atomically; a
+// request loads one at its start and finishes on it.
+type compiledConfig struct {
 	version string
 	// views pick a listener for a request, one per kind of socket the
 	// proxy serves (views.go).
@@ -43,17 +43,17 @@ type servedRule struct {
 	spanNames map[string]string
 }
 
-// compile checks cfg and builds a snapshot with the views in want.
+// compile checks cfg and builds a compiledConfig with the views in want.
 // slotFor returns the stable slot for a cluster name; compile does not
 // install cluster states (the proxy does that once the whole config has
 // passed). Every problem is reported, joined, each naming its place.
-func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want viewSet) (*snapshot, error) {
+func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want viewSet) (*compiledConfig, error) {
 	if cfg.Schema != proxycfg.SchemaVersion {
 		return nil, fmt.Errorf("config schema is %q; this proxy reads %q (upgrade the proxy or the controller so they match)", cfg.Schema, proxycfg.SchemaVersion)
 	}
-	c := &compiler{cfg: cfg, snap: &snapshot{version: cfg.Version}}
+	c := &compiler{cfg: cfg, cc: &compiledConfig{version: cfg.Version}}
 	if len(cfg.SessionSecret) > 0 {
-		c.snap.session = NewSessionCodec(cfg.SessionSecret)
+		c.cc.session = NewSessionCodec(cfg.SessionSecret)
 	}
 	c.clusters(slotFor)
 	c.listeners()
@@ -62,16 +62,16 @@ func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want 
 		return nil, errors.Join(c.errs...)
 	}
 	var err error
-	if c.snap.views, err = c.snap.filed.build(want); err != nil {
+	if c.cc.views, err = c.cc.filed.build(want); err != nil {
 		return nil, err
 	}
-	return c.snap, nil
+	return c.cc, nil
 }
 
 // compiler holds what compile's steps share.
 type compiler struct {
 	cfg        *proxycfg.Config
-	snap       *snapshot
+	cc         *compiledConfig
 	clusterIDs map[string]int                // by cluster name
 	byName     map[string]*proxycfg.Listener // the listeners that passed
 	errs       []error
@@ -83,7 +83,7 @@ func (c *compiler) fail(format string, a ...any) { c.errs = append(c.errs, fmt.E
 // each its slot.
 func (c *compiler) clusters(slotFor func(name string) *clusterSlot) {
 	c.clusterIDs = make(map[string]int, len(c.cfg.Clusters))
-	c.snap.clusters = make([]*clusterSlot, len(c.cfg.Clusters))
+	c.cc.clusters = make([]*clusterSlot, len(c.cfg.Clusters))
 	for i := range c.cfg.Clusters {
 		cl := &c.cfg.Clusters[i]
 		if cl.Name == "" {
@@ -95,7 +95,7 @@ func (c *compiler) clusters(slotFor func(name string) *clusterSlot) {
 			continue
 		}
 		c.clusterIDs[cl.Name] = i
-		c.snap.clusters[i] = slotFor(cl.Name)
+		c.cc.clusters[i] = slotFor(cl.Name)
 	}
 }
 
@@ -134,7 +134,7 @@ func (c *compiler) listeners() {
 			c.errs = append(c.errs, err)
 		}
 	}
-	c.snap.filed = &filing{
+	c.cc.filed = &filing{
 		listeners:  c.cfg.Listeners,
 		routesOf:   map[string][]*matcher.Prepared[*compiled.Target]{},
 		gatewayAt:  at,
@@ -159,9 +159,9 @@ func (c *compiler) routes() {
 		}
 		var prepared []*matcher.Prepared[*compiled.Target]
 		for i := range r.Rules {
-			ru, targets, err := compiled.CompileRule(r, i, len(c.snap.rules), cluster)
+			ru, targets, err := compiled.CompileRule(r, i, len(c.cc.rules), cluster)
 			if ru != nil {
-				c.snap.rules = append(c.snap.rules, servedRule{Rule: ru})
+				c.cc.rules = append(c.cc.rules, servedRule{Rule: ru})
 			}
 			if err != nil {
 				c.fail("%s rules[%d]: %w", where, i, err)
@@ -184,7 +184,7 @@ func (c *compiler) routes() {
 				c.fail("%s: listener %q is not defined", where, ln)
 				continue
 			}
-			c.snap.filed.routesOf[ln] = append(c.snap.filed.routesOf[ln], prepared...)
+			c.cc.filed.routesOf[ln] = append(c.cc.filed.routesOf[ln], prepared...)
 		}
 	}
 }
