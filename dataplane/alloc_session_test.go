@@ -7,7 +7,7 @@ import (
 )
 
 func TestAllocsSessionDecode(t *testing.T) {
-	c := NewSessionCodec(sessTestKey)
+	c := newSessionCodec(sessTestKey)
 	tok := string(c.Encode(nil, sessTestScope, "10.0.0.7:8080", sessT0, sessT0))
 	var ok bool
 	if n := testing.AllocsPerRun(1000, func() {
@@ -27,8 +27,8 @@ func TestAllocsSessionDecode(t *testing.T) {
 }
 
 func TestAllocsSessionEncode(t *testing.T) {
-	c := NewSessionCodec(sessTestKey)
-	buf := make([]byte, 0, MaxSessionTokenLen)
+	c := newSessionCodec(sessTestKey)
+	buf := make([]byte, 0, maxSessionTokenLen)
 	if n := testing.AllocsPerRun(1000, func() {
 		buf = c.Encode(buf[:0], sessTestScope, "10.0.0.7:8080", sessT0, sessT0)
 	}); n > 0 {

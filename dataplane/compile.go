@@ -27,7 +27,7 @@ type compiledConfig struct {
 	// clusters are the slots of the clusters this config uses, indexed
 	// by cluster ID: their place in Config.Clusters.
 	clusters []*clusterSlot
-	session  *SessionCodec
+	session  *sessionCodec
 	// rules are every compiled rule with what the proxy keeps beside it,
 	// indexed by rule ID.
 	rules []servedRule
@@ -53,7 +53,7 @@ func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want 
 	}
 	c := &compiler{cfg: cfg, cc: &compiledConfig{version: cfg.Version}}
 	if len(cfg.SessionSecret) > 0 {
-		c.cc.session = NewSessionCodec(cfg.SessionSecret)
+		c.cc.session = newSessionCodec(cfg.SessionSecret)
 	}
 	c.clusters(slotFor)
 	c.listeners()

@@ -46,7 +46,7 @@ func newTestEnv(t *testing.T, cfg *proxycfg.Config, opts ...func(*Options)) *tes
 	ready := make(chan Bound, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- p.Serve(ctx, Listeners{
+		done <- p.Serve(ctx, ServeOptions{
 			Origin: "127.0.0.1:0", OriginTLS: "127.0.0.1:0", CertDir: t.TempDir(),
 			Plain: "127.0.0.1:0", Admin: "127.0.0.1:0", Grace: 5 * time.Second,
 			Ready: func(b Bound) { ready <- b },

@@ -39,7 +39,7 @@ func serveGateways(t *testing.T, p *Proxy) {
 	done := make(chan error, 1)
 	ready := make(chan struct{})
 	go func() {
-		done <- p.Serve(ctx, Listeners{Gateways: true, Admin: "127.0.0.1:0", Grace: time.Second, Ready: func(Bound) { close(ready) }})
+		done <- p.Serve(ctx, ServeOptions{Gateways: true, Admin: "127.0.0.1:0", Grace: time.Second, Ready: func(Bound) { close(ready) }})
 	}()
 	select {
 	case <-ready:

@@ -139,7 +139,7 @@ func TestOriginServerGracefulShutdown(t *testing.T) {
 	ready := make(chan Bound, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- p.Serve(ctx, Listeners{Origin: "127.0.0.1:0", Grace: 5 * time.Second, Ready: func(b Bound) { ready <- b }})
+		done <- p.Serve(ctx, ServeOptions{Origin: "127.0.0.1:0", Grace: 5 * time.Second, Ready: func(b Bound) { ready <- b }})
 	}()
 	b := <-ready
 	got := make(chan string, 1)
@@ -190,7 +190,7 @@ func TestOriginOverUnixSocket(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan Bound, 1)
 	done := make(chan error, 1)
-	go func() { done <- p.Serve(ctx, Listeners{Origin: "unix:" + sock, Ready: func(b Bound) { ready <- b }}) }()
+	go func() { done <- p.Serve(ctx, ServeOptions{Origin: "unix:" + sock, Ready: func(b Bound) { ready <- b }}) }()
 	select {
 	case <-ready:
 	case err := <-done:

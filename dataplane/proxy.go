@@ -69,7 +69,7 @@ type Proxy struct {
 	transports *transports
 	lastErr    error
 	// fallbackSession signs session tokens when the config has no secret.
-	fallbackSession *SessionCodec
+	fallbackSession *sessionCodec
 
 	// gateways serves the Gateway addresses while Serve runs with
 	// Listeners.Gateways; Load opens and closes them as configs change.
@@ -118,7 +118,7 @@ func New(opts Options) *Proxy {
 		opts:            opts,
 		slots:           map[string]*clusterSlot{},
 		transports:      newTransports(opts.Pool),
-		fallbackSession: NewSessionCodec(key),
+		fallbackSession: newSessionCodec(key),
 		ruleStats:       map[[2]string]*observe.RuleStats{},
 	}
 	p.tracer = opts.Tracer

@@ -15,9 +15,9 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
-// Listeners says where a proxy accepts traffic. Empty addresses are not
+// ServeOptions says where a proxy accepts traffic. Empty addresses are not
 // opened.
-type Listeners struct {
+type ServeOptions struct {
 	// Origin is cloudflared's origin: HTTP/1.1, "host:port" or
 	// "unix:/path". It serves every Gateway listener by hostname and trusts
 	// forwarding headers unless UntrustedOrigin is set.
@@ -70,7 +70,7 @@ type Bound struct {
 
 // Serve opens the listeners and serves until ctx ends, then stops
 // accepting and waits up to Grace for in-flight requests.
-func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
+func (p *Proxy) Serve(ctx context.Context, l ServeOptions) error {
 	l.setDefaults()
 	s := &serving{p: p, l: l, timeouts: clientTimeouts{body: l.BodyTimeout, write: l.WriteTimeout}}
 	if err := s.open(); err != nil {
@@ -93,7 +93,7 @@ func (p *Proxy) Serve(ctx context.Context, l Listeners) error {
 }
 
 // setDefaults fills in the durations left zero.
-func (l *Listeners) setDefaults() {
+func (l *ServeOptions) setDefaults() {
 	if l.Grace <= 0 {
 		l.Grace = 25 * time.Second
 	}
@@ -109,7 +109,7 @@ func (l *Listeners) setDefaults() {
 // its socket, and the own HTTP/1.1 server on the origin socket.
 type serving struct {
 	p        *Proxy
-	l        Listeners
+	l        ServeOptions
 	timeouts clientTimeouts
 	servers  []*http.Server
 	lns      []net.Listener // servers[i] serves lns[i]
@@ -349,7 +349,7 @@ func listen(addr string) (net.Listener, error) {
 }
 
 // originTLS loads or generates the TLS origin certificate.
-func originTLS(l Listeners) (*tls.Config, string, error) {
+func originTLS(l ServeOptions) (*tls.Config, string, error) {
 	certFile, keyFile, caFile := l.OriginCert, l.OriginKey, ""
 	if certFile == "" && keyFile == "" {
 		dir := l.CertDir

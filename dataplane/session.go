@@ -20,7 +20,7 @@ import (
 //	version (1 byte, sessionTokenVersion)
 //	start   (8 bytes, big-endian unix milliseconds, two's complement)
 //	lastUse (8 bytes, big-endian unix milliseconds, two's complement)
-//	endpoint (the rest but the MAC, 1..MaxSessionEndpointLen bytes)
+//	endpoint (the rest but the MAC, 1..maxSessionEndpointLen bytes)
 //	MAC     (16 bytes: HMAC-SHA256 truncated)
 //
 // The MAC covers a fixed label, the length-prefixed scope and every byte
@@ -31,11 +31,11 @@ import (
 // cookie). It cannot choose one: any change breaks the MAC.
 
 const (
-	// MaxSessionTokenLen is the longest token Decode looks at.
-	MaxSessionTokenLen = 512
-	// MaxSessionEndpointLen is the longest endpoint a token can carry:
-	// with it the token is exactly MaxSessionTokenLen characters.
-	MaxSessionEndpointLen = MaxSessionTokenLen*3/4 - sessionFixedLen
+	// maxSessionTokenLen is the longest token Decode looks at.
+	maxSessionTokenLen = 512
+	// maxSessionEndpointLen is the longest endpoint a token can carry:
+	// with it the token is exactly maxSessionTokenLen characters.
+	maxSessionEndpointLen = maxSessionTokenLen*3/4 - sessionFixedLen
 
 	sessionTokenVersion = 1
 	sessionMACLen       = 16
@@ -49,9 +49,9 @@ const (
 	sessionPoolBufMax = 4096
 )
 
-// SessionCodec signs and checks session tokens under one key. It is safe
+// sessionCodec signs and checks session tokens under one key. It is safe
 // for concurrent use.
-type SessionCodec struct {
+type sessionCodec struct {
 	key  []byte
 	pool sync.Pool // *sessionScratch
 }
@@ -65,7 +65,7 @@ type sessionScratch struct {
 	sum [sha256.Size]byte
 }
 
-// NewSessionCodec returns a codec signing with key. The key should be at
+// newSessionCodec returns a codec signing with key. The key should be at
 // least 16 random bytes (Config.SessionSecret; 32 is better) and is used as
 // the HMAC key as given. A shorter key, including an empty one, is accepted
 // rather than refused, because a proxy must keep serving: the HMAC key is
@@ -73,7 +73,7 @@ type sessionScratch struct {
 // key but adds no secrecy, so such tokens can be forged by anyone who
 // guesses the short key. The caller should warn about short secrets. The
 // codec keeps its own copy of key.
-func NewSessionCodec(key []byte) *SessionCodec {
+func newSessionCodec(key []byte) *sessionCodec {
 	var k []byte
 	if len(key) >= sessionMinKeyLen {
 		k = append([]byte(nil), key...)
@@ -83,20 +83,20 @@ func NewSessionCodec(key []byte) *SessionCodec {
 		h.Write(key)
 		k = h.Sum(nil)
 	}
-	c := &SessionCodec{key: k}
+	c := &sessionCodec{key: k}
 	c.pool.New = func() any {
 		return &sessionScratch{mac: hmac.New(sha256.New, c.key)}
 	}
 	return c
 }
 
-func (c *SessionCodec) get() *sessionScratch {
+func (c *sessionCodec) get() *sessionScratch {
 	s := c.pool.Get().(*sessionScratch)
 	s.mac.Reset()
 	return s
 }
 
-func (c *SessionCodec) put(s *sessionScratch) {
+func (c *sessionCodec) put(s *sessionScratch) {
 	if cap(s.msg) > sessionPoolBufMax || cap(s.src) > sessionPoolBufMax {
 		return
 	}
@@ -115,11 +115,11 @@ func (s *sessionScratch) prefix(scope string) int {
 
 // Encode appends to dst the token pinning endpoint for scope, with the
 // session's start and last use (kept to the millisecond). An endpoint that is
-// empty or longer than MaxSessionEndpointLen cannot be carried: Encode then
+// empty or longer than maxSessionEndpointLen cannot be carried: Encode then
 // returns dst unchanged, which the caller sees as no token. The result is
-// at most MaxSessionTokenLen characters.
-func (c *SessionCodec) Encode(dst []byte, scope, endpoint string, start, lastUse time.Time) []byte {
-	if len(endpoint) == 0 || len(endpoint) > MaxSessionEndpointLen {
+// at most maxSessionTokenLen characters.
+func (c *sessionCodec) Encode(dst []byte, scope, endpoint string, start, lastUse time.Time) []byte {
+	if len(endpoint) == 0 || len(endpoint) > maxSessionEndpointLen {
 		return dst
 	}
 	s := c.get()
@@ -143,16 +143,16 @@ func (c *SessionCodec) Encode(dst []byte, scope, endpoint string, start, lastUse
 var sessionB64 = base64.RawURLEncoding.Strict()
 
 // Decode checks token against scope and returns what it pins. It refuses,
-// with ok false, a token that is empty, longer than MaxSessionTokenLen, has
+// with ok false, a token that is empty, longer than maxSessionTokenLen, has
 // a character outside the URL-safe base64 alphabet (padding, spaces and
 // line breaks included), is not the canonical encoding, has another version
 // or a bad length, or whose MAC (compared in constant time) is not that of
 // this key and scope. It never panics. A valid token costs one allocation:
 // the endpoint string. Whether the session is still live is the policy's
 // question (sessionPolicy.valid), not the codec's.
-func (c *SessionCodec) Decode(token, scope string) (endpoint string, start, lastUse time.Time, ok bool) {
+func (c *sessionCodec) Decode(token, scope string) (endpoint string, start, lastUse time.Time, ok bool) {
 	n := len(token)
-	if n > MaxSessionTokenLen || n%4 == 1 {
+	if n > maxSessionTokenLen || n%4 == 1 {
 		return "", time.Time{}, time.Time{}, false
 	}
 	raw := n / 4 * 3

@@ -18,7 +18,7 @@ var (
 	sessT0        = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 )
 
-func sessEncode(t *testing.T, c *SessionCodec, scope, ep string, start, last time.Time) string {
+func sessEncode(t *testing.T, c *sessionCodec, scope, ep string, start, last time.Time) string {
 	t.Helper()
 	tok := string(c.Encode(nil, scope, ep, start, last))
 	if tok == "" {
@@ -28,7 +28,7 @@ func sessEncode(t *testing.T, c *SessionCodec, scope, ep string, start, last tim
 }
 
 func TestSessionRoundTrip(t *testing.T) {
-	c := NewSessionCodec(sessTestKey)
+	c := newSessionCodec(sessTestKey)
 	cases := []struct {
 		ep          string
 		start, last time.Time
@@ -37,12 +37,12 @@ func TestSessionRoundTrip(t *testing.T) {
 		{"[fd00::1]:443", sessT0, sessT0},
 		{"a", time.Unix(0, 0), time.Unix(1, 0)},
 		{"backend.ns.svc.cluster.local:9000", time.Time{}, time.Unix(-5, 0)},
-		{strings.Repeat("x", MaxSessionEndpointLen), sessT0, sessT0},
+		{strings.Repeat("x", maxSessionEndpointLen), sessT0, sessT0},
 		{"\x00\xff not utf-8 \xfe", sessT0.Add(-time.Hour), sessT0},
 	}
 	for _, tc := range cases {
 		tok := sessEncode(t, c, sessTestScope, tc.ep, tc.start, tc.last)
-		if len(tok) > MaxSessionTokenLen {
+		if len(tok) > maxSessionTokenLen {
 			t.Errorf("token for %d-byte endpoint is %d characters", len(tc.ep), len(tok))
 		}
 		for i := 0; i < len(tok); i++ {
@@ -73,8 +73,8 @@ func TestSessionRoundTrip(t *testing.T) {
 }
 
 func TestSessionEncodeRefusesBadEndpoint(t *testing.T) {
-	c := NewSessionCodec(sessTestKey)
-	for _, ep := range []string{"", strings.Repeat("x", MaxSessionEndpointLen+1)} {
+	c := newSessionCodec(sessTestKey)
+	for _, ep := range []string{"", strings.Repeat("x", maxSessionEndpointLen+1)} {
 		if out := c.Encode([]byte("keep"), sessTestScope, ep, sessT0, sessT0); string(out) != "keep" {
 			t.Errorf("Encode of %d-byte endpoint = %q, want dst unchanged", len(ep), out)
 		}
@@ -82,7 +82,7 @@ func TestSessionEncodeRefusesBadEndpoint(t *testing.T) {
 }
 
 func TestSessionTamper(t *testing.T) {
-	c := NewSessionCodec(sessTestKey)
+	c := newSessionCodec(sessTestKey)
 	tok := sessEncode(t, c, sessTestScope, "10.0.0.7:8080", sessT0, sessT0)
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	// Every character replaced by every other one.
@@ -115,7 +115,7 @@ func TestSessionTamper(t *testing.T) {
 	bad := []string{
 		"", tok[:len(tok)-1], tok[:len(tok)-4], tok + "A", tok + "AAAA", tok + "=",
 		tok[:10] + "\n" + tok[10:], tok[:10] + "\r\n" + tok[10:], " " + tok, tok + " ",
-		strings.Repeat("A", MaxSessionTokenLen+4), "\"" + tok + "\"",
+		strings.Repeat("A", maxSessionTokenLen+4), "\"" + tok + "\"",
 	}
 	for _, b := range bad {
 		if _, _, _, ok := c.Decode(b, sessTestScope); ok {
@@ -125,14 +125,14 @@ func TestSessionTamper(t *testing.T) {
 }
 
 func TestSessionScopeAndKey(t *testing.T) {
-	c := NewSessionCodec(sessTestKey)
+	c := newSessionCodec(sessTestKey)
 	tok := sessEncode(t, c, sessTestScope, "10.0.0.7:8080", sessT0, sessT0)
 	for _, scope := range []string{"", sessTestScope + "x", sessTestScope[:len(sessTestScope)-1], "ns/route/rule1|session-a"} {
 		if _, _, _, ok := c.Decode(tok, scope); ok {
 			t.Errorf("token for %q accepted for scope %q", sessTestScope, scope)
 		}
 	}
-	other := NewSessionCodec([]byte("fedcba9876543210fedcba9876543210"))
+	other := newSessionCodec([]byte("fedcba9876543210fedcba9876543210"))
 	if _, _, _, ok := other.Decode(tok, sessTestScope); ok {
 		t.Error("token accepted under another key")
 	}
@@ -142,9 +142,9 @@ func TestSessionScopeAndKey(t *testing.T) {
 	if _, _, _, ok := c.Decode(a, "a"); ok {
 		t.Error("scope boundary is ambiguous")
 	}
-	// Mutating the caller's key after NewSessionCodec changes nothing.
+	// Mutating the caller's key after newSessionCodec changes nothing.
 	key := append([]byte(nil), sessTestKey...)
-	c2 := NewSessionCodec(key)
+	c2 := newSessionCodec(key)
 	key[0] ^= 0xff
 	if _, _, _, ok := c2.Decode(tok, sessTestScope); !ok {
 		t.Error("codec did not copy its key")
@@ -154,28 +154,28 @@ func TestSessionScopeAndKey(t *testing.T) {
 func TestSessionShortKey(t *testing.T) {
 	// Short keys still work (derived), and differ from each other.
 	for _, k := range [][]byte{nil, []byte("short")} {
-		c := NewSessionCodec(k)
+		c := newSessionCodec(k)
 		tok := sessEncode(t, c, sessTestScope, "e:1", sessT0, sessT0)
 		if _, _, _, ok := c.Decode(tok, sessTestScope); !ok {
 			t.Errorf("key %q: round trip failed", k)
 		}
 	}
-	a := sessEncode(t, NewSessionCodec(nil), sessTestScope, "e:1", sessT0, sessT0)
-	if _, _, _, ok := NewSessionCodec([]byte("short")).Decode(a, sessTestScope); ok {
+	a := sessEncode(t, newSessionCodec(nil), sessTestScope, "e:1", sessT0, sessT0)
+	if _, _, _, ok := newSessionCodec([]byte("short")).Decode(a, sessTestScope); ok {
 		t.Error("different short keys accept each other's tokens")
 	}
 	// A key under 16 bytes is replaced by a derived 32-byte one; a key of
 	// 16 bytes or more is used as given.
-	if got := NewSessionCodec([]byte("0123456789abcde")).key; len(got) != 32 {
+	if got := newSessionCodec([]byte("0123456789abcde")).key; len(got) != 32 {
 		t.Errorf("15-byte key: HMAC key is %d bytes, want the derived 32", len(got))
 	}
-	if got := NewSessionCodec([]byte("0123456789abcdef")).key; string(got) != "0123456789abcdef" {
+	if got := newSessionCodec([]byte("0123456789abcdef")).key; string(got) != "0123456789abcdef" {
 		t.Errorf("16-byte key: HMAC key is %q, want it as given", got)
 	}
 }
 
 func TestSessionConcurrent(t *testing.T) {
-	c := NewSessionCodec(sessTestKey)
+	c := newSessionCodec(sessTestKey)
 	done := make(chan bool)
 	for g := 0; g < 8; g++ {
 		go func() {
@@ -200,7 +200,7 @@ func TestSessionConcurrent(t *testing.T) {
 // TestSessionEndToEnd runs the pieces as the proxy will: make a token, set
 // it as a cookie, read it back from the next request, check it.
 func TestSessionEndToEnd(t *testing.T) {
-	c := NewSessionCodec(sessTestKey)
+	c := newSessionCodec(sessTestKey)
 	p := mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Name: "tg", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour), IdleTimeout: proxycfg.Duration(5 * time.Minute)})
 	tok := string(c.Encode(nil, sessTestScope, "10.1.2.3:80", sessT0, sessT0))
 	resp := http.Response{Header: http.Header{"Set-Cookie": {p.SetCookie(tok, sessT0, sessT0, false)}}}

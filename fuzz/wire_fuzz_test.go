@@ -80,7 +80,7 @@ func startWire(t testing.TB) *wireEnv {
 			t.Fatal(err)
 		}
 		ready := make(chan dataplane.Bound, 1)
-		go p.Serve(context.Background(), dataplane.Listeners{Origin: "127.0.0.1:0", Ready: func(b dataplane.Bound) { ready <- b }})
+		go p.Serve(context.Background(), dataplane.ServeOptions{Origin: "127.0.0.1:0", Ready: func(b dataplane.Bound) { ready <- b }})
 		w.origin = (<-ready).Origin
 		wire = w
 	})

@@ -167,7 +167,7 @@ func Serve(ctx context.Context, o Options) error {
 		}
 	}()
 
-	return p.Serve(ctx, dataplane.Listeners{Plain: o.Listen, Admin: o.Admin, Ready: o.Ready})
+	return p.Serve(ctx, dataplane.ServeOptions{Plain: o.Listen, Admin: o.Admin, Ready: o.Ready})
 }
 
 // filesStamp summarises the names, sizes and modification times of the

@@ -59,12 +59,12 @@ func proxyMain(ctx context.Context, args []string, stdout, stderr io.Writer, rea
 }
 
 // proxyFlags are the proxy command's flags, parsed; those for
-// dataplane.Listeners, the pool and configwatch.Options are read straight
+// dataplane.ServeOptions, the pool and configwatch.Options are read straight
 // into them.
 type proxyFlags struct {
 	file      string              // -config
 	watch     configwatch.Options // -controller and the flags that go with it
-	listen    dataplane.Listeners
+	listen    dataplane.ServeOptions
 	pool      dataplane.PoolSettings
 	pprof     *pprofgate.Mode
 	log       *logFlags

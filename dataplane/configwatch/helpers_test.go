@@ -176,7 +176,7 @@ func startProxy(t *testing.T, url string, opts configwatch.Options) *proxy {
 	ready := make(chan dataplane.Bound, 1)
 	served, watched := make(chan error, 1), make(chan error, 1)
 	go func() {
-		served <- p.Serve(ctx, dataplane.Listeners{Origin: "127.0.0.1:0", Admin: "127.0.0.1:0", Grace: 5 * time.Second,
+		served <- p.Serve(ctx, dataplane.ServeOptions{Origin: "127.0.0.1:0", Admin: "127.0.0.1:0", Grace: 5 * time.Second,
 			Ready: func(b dataplane.Bound) { ready <- b }})
 	}()
 	go func() { watched <- w.Run(ctx) }()

@@ -108,7 +108,7 @@ type setup struct {
 	rule      func(*proxycfg.Rule)
 	cluster   func(*proxycfg.Cluster)
 	options   func(*dataplane.Options)
-	listeners func(*dataplane.Listeners)
+	listeners func(*dataplane.ServeOptions)
 }
 
 // option is one change to the default setup.
@@ -124,9 +124,9 @@ func withCluster(f func(*proxycfg.Cluster)) option { return func(s *setup) { s.c
 // withOptions changes the proxies' options (pool settings, access log).
 func withOptions(f func(*dataplane.Options)) option { return func(s *setup) { s.options = f } }
 
-// withListeners changes what both proxies' Serve is given, after the
+// withServeOptions changes what both proxies' Serve is given, after the
 // harness filled it.
-func withListeners(f func(*dataplane.Listeners)) option { return func(s *setup) { s.listeners = f } }
+func withServeOptions(f func(*dataplane.ServeOptions)) option { return func(s *setup) { s.listeners = f } }
 
 // quiet is a logger for the proxies; set HOSTILE_LOG=1 to see their logs.
 func quiet() *slog.Logger {
@@ -177,7 +177,7 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	}
 	e := &env{t: t, cfg: cfg}
 
-	start := func(l dataplane.Listeners) (*dataplane.Proxy, dataplane.Bound) {
+	start := func(l dataplane.ServeOptions) (*dataplane.Proxy, dataplane.Bound) {
 		o := dataplane.Options{Log: quiet()}
 		if s.options != nil {
 			s.options(&o)
@@ -215,12 +215,12 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 		return p, b
 	}
 	var b dataplane.Bound
-	e.p, b = start(dataplane.Listeners{
+	e.p, b = start(dataplane.ServeOptions{
 		Origin: "127.0.0.1:0", OriginTLS: "127.0.0.1:0", CertDir: t.TempDir(),
 		Plain: "127.0.0.1:0", Gateways: true,
 	})
 	var bNet dataplane.Bound
-	e.pNet, bNet = start(dataplane.Listeners{Origin: "127.0.0.1:0", OriginNetHTTP: true})
+	e.pNet, bNet = start(dataplane.ServeOptions{Origin: "127.0.0.1:0", OriginNetHTTP: true})
 	e.admin, e.adminNet = b.Admin, bNet.Admin
 	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTP)))
 	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTPS)))

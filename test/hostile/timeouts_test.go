@@ -36,7 +36,7 @@ const (
 )
 
 func withClientTimeouts() option {
-	return withListeners(func(l *dataplane.Listeners) {
+	return withServeOptions(func(l *dataplane.ServeOptions) {
 		l.BodyTimeout, l.WriteTimeout = clientTimeout, clientTimeout
 	})
 }

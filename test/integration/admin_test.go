@@ -38,7 +38,7 @@ func TestAdminPprofOnlyForLoopback(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			bound, done := make(chan string, 1), make(chan error, 1)
 			go func() {
-				done <- p.Serve(ctx, dataplane.Listeners{Admin: "127.0.0.1:0", Grace: time.Second,
+				done <- p.Serve(ctx, dataplane.ServeOptions{Admin: "127.0.0.1:0", Grace: time.Second,
 					Ready: func(b dataplane.Bound) { bound <- b.Admin }})
 			}()
 			t.Cleanup(func() { cancel(); <-done; p.Close() })

@@ -1,4 +1,4 @@
-package fuzz
+package standalone
 
 import (
 	"encoding/json"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
-	"github.com/tunnelgate/tunnelgate/standalone"
 )
 
 // FuzzLoadTranslate feeds bytes to standalone mode as a YAML file: Load,
@@ -21,12 +20,12 @@ import (
 // defaults are what stand between user YAML and translate, which, in a
 // cluster, only sees objects an API server validated.
 func FuzzLoadTranslate(f *testing.F) {
-	for _, seed := range standaloneSeeds {
+	for _, seed := range loadSeeds {
 		f.Add([]byte(seed))
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		snap, err := standalone.LoadBytes("fuzz.yaml", data)
+		snap, err := LoadBytes("fuzz.yaml", data)
 		if err != nil {
 			return
 		}
@@ -47,8 +46,8 @@ func FuzzLoadTranslate(f *testing.F) {
 		if err := p.Load(&out.Config); err != nil {
 			t.Fatalf("the proxy refuses the translated config: %v", err)
 		}
-		standalone.Describe(io.Discard, snap, out)
-		standalone.NotReady(out)
+		Describe(io.Discard, snap, out)
+		NotReady(out)
 
 		// The Cache changes nothing: write the statuses back (new objects,
 		// as the API server returns them), then a warm translation must
@@ -74,7 +73,7 @@ func FuzzLoadTranslate(f *testing.F) {
 	})
 }
 
-var standaloneSeeds = []string{
+var loadSeeds = []string{
 	// The quickstart: a class, a Gateway, a route, its Service and
 	// EndpointSlice, written short and left to defaulting.
 	`apiVersion: gateway.networking.k8s.io/v1

@@ -1,4 +1,4 @@
-package fuzz
+package dataplane
 
 import (
 	"bytes"
@@ -8,13 +8,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tunnelgate/tunnelgate/dataplane"
 )
 
-// Session token targets. They use the exported codec only: a token is
-// accepted by (key, scope) exactly when it is what Encode with that key and
-// scope makes of the decoded values, byte for byte.
+// Session token targets. They use the codec's Encode and Decode only: a
+// token is accepted by (key, scope) exactly when it is what Encode with
+// that key and scope makes of the decoded values, byte for byte.
 
 // The keys and scopes FuzzSessionDecode checks every input against. The
 // seed corpus (testdata/fuzz/FuzzSessionDecode) holds tokens made with
@@ -31,10 +29,10 @@ var (
 	sessFuzzT0     = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 )
 
-var sessFuzzCodecs = func() []*dataplane.SessionCodec {
-	cs := make([]*dataplane.SessionCodec, len(sessFuzzKeys))
+var sessFuzzCodecs = func() []*sessionCodec {
+	cs := make([]*sessionCodec, len(sessFuzzKeys))
 	for i, k := range sessFuzzKeys {
-		cs[i] = dataplane.NewSessionCodec(k)
+		cs[i] = newSessionCodec(k)
 	}
 	return cs
 }()
@@ -50,13 +48,13 @@ func sessValidChars(tok []byte) bool {
 
 // FuzzSessionDecode feeds arbitrary tokens to Decode under several keys and
 // scopes: it must not panic, must refuse anything longer than
-// MaxSessionTokenLen, and may accept a token only if re-encoding what it
+// maxSessionTokenLen, and may accept a token only if re-encoding what it
 // returned under the same key and scope gives the token back exactly. So
 // no mutation of a valid token (padding, line breaks, non-canonical
 // trailing bits, another scope's MAC) gets through.
 func FuzzSessionDecode(f *testing.F) {
 	c := sessFuzzCodecs[0]
-	for _, ep := range []string{"10.0.0.7:8080", "[fd00::7]:443", "x", strings.Repeat("e", dataplane.MaxSessionEndpointLen)} {
+	for _, ep := range []string{"10.0.0.7:8080", "[fd00::7]:443", "x", strings.Repeat("e", maxSessionEndpointLen)} {
 		tok := string(c.Encode(nil, sessFuzzScopes[0], ep, sessFuzzT0, sessFuzzT0.Add(time.Minute)))
 		f.Add(tok)
 		f.Add(tok + "=")
@@ -65,7 +63,7 @@ func FuzzSessionDecode(f *testing.F) {
 	}
 	f.Add("")
 	f.Add("A")
-	f.Add(strings.Repeat("A", dataplane.MaxSessionTokenLen+1))
+	f.Add(strings.Repeat("A", maxSessionTokenLen+1))
 	f.Fuzz(func(t *testing.T, token string) {
 		for ki, c := range sessFuzzCodecs {
 			for si, scope := range sessFuzzScopes {
@@ -76,7 +74,7 @@ func FuzzSessionDecode(f *testing.F) {
 					}
 					continue
 				}
-				if len(token) > dataplane.MaxSessionTokenLen {
+				if len(token) > maxSessionTokenLen {
 					t.Fatalf("key %d scope %d: accepted a %d-byte token", ki, si, len(token))
 				}
 				again := c.Encode(nil, scope, ep, start, last)
@@ -90,7 +88,7 @@ func FuzzSessionDecode(f *testing.F) {
 
 // FuzzSessionRoundTrip checks that whatever Encode makes Decode gives
 // back, for any key, scope, endpoint and times; that the token is
-// cookie-safe and within MaxSessionTokenLen; that Encode appends; and that
+// cookie-safe and within maxSessionTokenLen; that Encode appends; and that
 // another scope or key refuses it.
 func FuzzSessionRoundTrip(f *testing.F) {
 	f.Add([]byte("0123456789abcdef"), "ns/r/0|s", "10.0.0.7:8080", int64(1735787045), int64(1735787105))
@@ -99,20 +97,20 @@ func FuzzSessionRoundTrip(f *testing.F) {
 	f.Add([]byte(strings.Repeat("K", 100)), strings.Repeat("s", 1000), strings.Repeat("e", 351), int64(-1<<63), int64(1<<63-1))
 	f.Add([]byte("0123456789abcdef"), "a", strings.Repeat("e", 352), int64(5), int64(5))
 	f.Fuzz(func(t *testing.T, key []byte, scope, endpoint string, startMs, lastMs int64) {
-		c := dataplane.NewSessionCodec(key)
+		c := newSessionCodec(key)
 		prefix := []byte("tg=")
 		out := c.Encode(prefix, scope, endpoint, time.UnixMilli(startMs), time.UnixMilli(lastMs))
 		if !bytes.HasPrefix(out, prefix) {
 			t.Fatalf("Encode did not append to dst: %q", out)
 		}
 		tok := out[len(prefix):]
-		if endpoint == "" || len(endpoint) > dataplane.MaxSessionEndpointLen {
+		if endpoint == "" || len(endpoint) > maxSessionEndpointLen {
 			if len(tok) != 0 {
 				t.Fatalf("Encode carried a %d-byte endpoint", len(endpoint))
 			}
 			return
 		}
-		if len(tok) == 0 || len(tok) > dataplane.MaxSessionTokenLen || !sessValidChars(tok) {
+		if len(tok) == 0 || len(tok) > maxSessionTokenLen || !sessValidChars(tok) {
 			t.Fatalf("token %q: empty, too long or not URL-safe base64", tok)
 		}
 		ep, start, last, ok := c.Decode(string(tok), scope)
@@ -136,7 +134,7 @@ func FuzzSessionRoundTrip(f *testing.F) {
 		} else {
 			other[len(other)-1] ^= 0x01
 		}
-		if _, _, _, ok := dataplane.NewSessionCodec(other).Decode(string(tok), scope); ok {
+		if _, _, _, ok := newSessionCodec(other).Decode(string(tok), scope); ok {
 			t.Fatal("token accepted under another key")
 		}
 	})
