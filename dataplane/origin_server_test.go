@@ -190,7 +190,9 @@ func TestOriginOverUnixSocket(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan Bound, 1)
 	done := make(chan error, 1)
-	go func() { done <- p.Serve(ctx, ServeOptions{Origin: "unix:" + sock, Ready: func(b Bound) { ready <- b }}) }()
+	go func() {
+		done <- p.Serve(ctx, ServeOptions{Origin: "unix:" + sock, Ready: func(b Bound) { ready <- b }})
+	}()
 	select {
 	case <-ready:
 	case err := <-done:
