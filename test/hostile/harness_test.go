@@ -126,7 +126,9 @@ func withOptions(f func(*dataplane.Options)) option { return func(s *setup) { s.
 
 // withServeOptions changes what both proxies' Serve is given, after the
 // harness filled it.
-func withServeOptions(f func(*dataplane.ServeOptions)) option { return func(s *setup) { s.listeners = f } }
+func withServeOptions(f func(*dataplane.ServeOptions)) option {
+	return func(s *setup) { s.listeners = f }
+}
 
 // quiet is a logger for the proxies; set HOSTILE_LOG=1 to see their logs.
 func quiet() *slog.Logger {
