@@ -273,7 +273,7 @@ fi
 if want tunnelgate; then
 	alloc_port p
 	cat >"$TMP/tunnelgate.json" <<EOF
-{"schema":"tunnelgate.dev/dataplane/v1","version":"bench","listeners":[{"name":"bench","protocol":"HTTP"}],"routes":[{"kind":"HTTPRoute","namespace":"bench","name":"r","created":"2026-01-01T00:00:00Z","listeners":["bench"],"rules":[{"matches":[{"path":{"type":"PathPrefix","value":"/"}}],"backends":[{"cluster":"backend","weight":1}]}]}],"clusters":[{"name":"backend","protocol":"http1","endpoints":[{"address":"127.0.0.1:$BACKEND_PORT"}]}]}
+{"schema":"tunnelgate.dev/dataplane/v1","listeners":[{"name":"bench","protocol":"HTTP"}],"routes":[{"kind":"HTTPRoute","namespace":"bench","name":"r","created":"2026-01-01T00:00:00Z","listeners":["bench"],"rules":[{"matches":[{"path":{"type":"PathPrefix","value":"/"}}],"backends":[{"cluster":"backend","weight":1}]}]}],"clusters":[{"name":"backend","protocol":"http1","endpoints":[{"address":"127.0.0.1:$BACKEND_PORT"}]}]}
 EOF
 	start tunnelgate "$TMP/tunnelgate" proxy --config "$TMP/tunnelgate.json" --listen "127.0.0.1:$p"
 	PORT[tunnelgate]=$p

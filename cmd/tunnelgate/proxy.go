@@ -276,6 +276,11 @@ func loadFile(p *dataplane.Proxy, file string) error {
 	if err := proxycfg.DecodeConfig(b, &cfg); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
+	// The version is the content's, as the controller's and standalone
+	// mode's are: whatever the file says is replaced.
+	if cfg.Version, err = proxycfg.ContentVersion(&cfg); err != nil {
+		return fmt.Errorf("%s: %w", file, err)
+	}
 	if err := p.Load(&cfg); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"os"
@@ -56,6 +57,43 @@ func TestExampleProxyConfigLoads(t *testing.T) {
 	p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := p.Load(&cfg); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A config file is served under its content's version, the one the
+// controller and standalone mode would give the same content, whatever
+// version the file names.
+func TestProxyCommandStampsTheContentVersion(t *testing.T) {
+	b, err := os.ReadFile("../../examples/proxy/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg proxycfg.Config
+	if err := proxycfg.DecodeConfig(b, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	want, err := proxycfg.ContentVersion(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Version = "written-by-hand"
+	named, err := json.Marshal(&cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(file, named, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"../../examples/proxy/config.json", file} {
+		bound, stop, stderr := runProxyCommand(t, "-config", path)
+		code, body := fetch("http://"+bound.Admin+"/config", "")
+		if code != 200 || body != "version: "+want+"\n" {
+			t.Errorf("%s: /config %d %q; want version %s\n%s", path, code, body, want, stderr)
+		}
+		if code := stop(); code != 0 {
+			t.Errorf("%s: proxy exited %d\n%s", path, code, stderr)
+		}
 	}
 }
 

@@ -37,8 +37,8 @@ type Config struct {
 	// content have the same version wherever they were made. translate
 	// leaves it empty; the config server publishes every config with its
 	// version, whatever this said, and standalone mode sets it on each
-	// config it loads. A file given to `tunnelgate proxy -config` is
-	// served with the version written in it.
+	// config it loads, as `tunnelgate proxy -config` does with its file
+	// (a version written in the file is replaced).
 	Version string `json:"version"`
 	// Listeners are the Gateway listeners this proxy serves. A request is
 	// given to the listener whose hostname matches its Host most

@@ -13,9 +13,9 @@
 // It also owns what a config's version is: Encoder computes the version,
 // and the routes and clusters hashes it is made of, from the content,
 // with the JSON of the config's lists, encoding only what changed since
-// the last config it saw. The config server publishes those and
-// standalone mode stamps them; only a config file written by hand
-// carries a version of its own.
+// the last config it saw. The config server publishes those, and
+// standalone mode and `tunnelgate proxy -config` stamp the version on
+// what they load: no config is served with a version of its own.
 //
 // Files: config.go (the types, DecodeConfig), equal.go (Equal for every
 // type), encode.go (Encoder, the version and hashes).
