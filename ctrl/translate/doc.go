@@ -24,6 +24,17 @@
 //	translate.go     the order of the steps, route and Gateway statuses,
 //	                 and the assembled config
 //
+// and beside them:
+//
+//	snapshot.go      Input and Snapshot: what translate reads
+//	output.go        Output: what it decides
+//	index.go         the snapshot's objects keyed for lookups, built once
+//	tunnel.go        what the Cloudflare sync reports back (TunnelState)
+//	addresses.go     the address each Gateway is given
+//	frontendtls.go   client certificates asked of a Gateway's clients
+//	hostname.go      which hostnames the Gateway API accepts
+//	duration.go      Gateway API durations (GEP-2257)
+//
 // Every condition is built by conds (conditions.go), which keeps a
 // condition's lastTransitionTime when its status did not change, so a
 // resync of an unchanged cluster produces an identical Output, and Diff
