@@ -44,8 +44,9 @@ func TestProxyCommandRefusesBadConfig(t *testing.T) {
 	}
 }
 
-// The example in examples/proxy must stay a config the proxy accepts.
-func TestExampleProxyConfigLoads(t *testing.T) {
+// exampleProxyConfig is examples/proxy/config.json, decoded.
+func exampleProxyConfig(t *testing.T) proxycfg.Config {
+	t.Helper()
 	b, err := os.ReadFile("../../examples/proxy/config.json")
 	if err != nil {
 		t.Fatal(err)
@@ -54,6 +55,12 @@ func TestExampleProxyConfigLoads(t *testing.T) {
 	if err := proxycfg.DecodeConfig(b, &cfg); err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// The example in examples/proxy must stay a config the proxy accepts.
+func TestExampleProxyConfigLoads(t *testing.T) {
+	cfg := exampleProxyConfig(t)
 	p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err := p.Load(&cfg); err != nil {
 		t.Fatal(err)
@@ -64,14 +71,7 @@ func TestExampleProxyConfigLoads(t *testing.T) {
 // controller and standalone mode would give the same content, whatever
 // version the file names.
 func TestProxyCommandStampsTheContentVersion(t *testing.T) {
-	b, err := os.ReadFile("../../examples/proxy/config.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg proxycfg.Config
-	if err := proxycfg.DecodeConfig(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
+	cfg := exampleProxyConfig(t)
 	want, err := proxycfg.ContentVersion(&cfg)
 	if err != nil {
 		t.Fatal(err)

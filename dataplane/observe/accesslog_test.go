@@ -1,15 +1,15 @@
 package observe
 
 import (
-	"bytes"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // Whatever a client puts in a host, path or method, the access log's
@@ -78,29 +78,10 @@ func TestLineJSON(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer the log's goroutine may write while a
-// test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Write drops the query with OmitQuery and leaves the caller's Line as
 // it was; Close writes what is queued, and a closed log samples nothing.
 func TestAccessLogWrite(t *testing.T) {
-	var out syncBuffer
+	var out testproc.SyncBuffer
 	l := NewAccessLog(&out, AccessLogOptions{OmitQuery: true})
 	ln := Line{Start: lineStart, End: lineEnd, Path: "/p?token=secret", Status: 200}
 	if !l.Sampled() {
