@@ -153,16 +153,14 @@ type proxyRun struct {
 	f   *proxyFlags
 	log *slog.Logger
 	p   *dataplane.Proxy
-	// watch is the client of -controller (nil with -config); watchDone is
-	// closed once it has stopped, at once with -config.
-	watch     *configwatch.Client
-	watchDone chan struct{}
+	// watch is the client of -controller (nil with -config).
+	watch *configwatch.Client
 }
 
 // newProxyRun builds the proxy. It serves no config until
 // startConfigSource gives it one.
 func newProxyRun(f *proxyFlags, obs *proxyObservability) *proxyRun {
-	r := &proxyRun{f: f, log: obs.log, watchDone: make(chan struct{})}
+	r := &proxyRun{f: f, log: obs.log}
 	// The watch client's metrics go on the admin listener with the
 	// proxy's; the meter is made at the first scrape, after watch is set.
 	r.p = dataplane.New(dataplane.Options{Log: obs.log, AccessLog: obs.accessLog, Tracer: obs.tracer, Pprof: *f.pprof, Pool: f.pool,
@@ -176,16 +174,16 @@ func newProxyRun(f *proxyFlags, obs *proxyObservability) *proxyRun {
 }
 
 // startConfigSource starts watching -controller, or loads -config and
-// reloads it on SIGHUP. stop ends the reloads. On an error, code is the
-// exit code it calls for.
+// reloads it on SIGHUP. stop ends the watch or the reloads, and returns
+// once they have ended. On an error, code is the exit code it calls for.
 func (r *proxyRun) startConfigSource(ctx context.Context) (stop func(), code int, err error) {
 	if r.f.watch.URL != "" {
-		if err := r.watchController(ctx); err != nil {
+		stop, err := r.watchController(ctx)
+		if err != nil {
 			return nil, 2, err
 		}
-		return func() {}, 0, nil
+		return stop, 0, nil
 	}
-	close(r.watchDone)
 	if err := loadFile(r.p, r.f.file); err != nil {
 		return nil, 1, err
 	}
@@ -194,20 +192,23 @@ func (r *proxyRun) startConfigSource(ctx context.Context) (stop func(), code int
 
 // watchController starts the client of -controller on a goroutine of its
 // own. Until the cache or the controller gives a config the proxy is not
-// ready (/readyz 503, requests 503); the listeners open meanwhile.
-func (r *proxyRun) watchController(ctx context.Context) error {
+// ready (/readyz 503, requests 503); the listeners open meanwhile. stop
+// ends the client, and returns once it has stopped.
+func (r *proxyRun) watchController(ctx context.Context) (stop func(), err error) {
 	opts := r.f.watch
 	opts.Log, opts.ProxyID = r.log, envOr("POD_NAME", hostname())
 	watch, err := configwatch.New(r.p, opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.watch = watch
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
-		defer close(r.watchDone)
+		defer close(done)
 		watch.Run(ctx)
 	}()
-	return nil
+	return func() { cancel(); <-done }, nil
 }
 
 // reloadOnHangup loads -config again on each SIGHUP; a config that does
@@ -225,8 +226,7 @@ func (r *proxyRun) reloadOnHangup() (stop func()) {
 	return func() { signal.Stop(hup) }
 }
 
-// serve serves the listeners until ctx ends, then waits for the watch
-// client to stop.
+// serve serves the listeners until ctx ends, or one fails.
 func (r *proxyRun) serve(ctx context.Context, ready func(dataplane.Bound)) error {
 	l := r.f.listen
 	l.Ready = func(b dataplane.Bound) {
@@ -235,9 +235,7 @@ func (r *proxyRun) serve(ctx context.Context, ready func(dataplane.Bound)) error
 			ready(b)
 		}
 	}
-	err := r.p.Serve(ctx, l)
-	<-r.watchDone // Serve returns when ctx ends, or on a listener error before that
-	return err
+	return r.p.Serve(ctx, l)
 }
 
 // checkProxySource says what is wrong with where the config comes from,

@@ -41,6 +41,37 @@ func TestProxyCommandConfigSource(t *testing.T) {
 	}
 }
 
+// A listener that cannot open ends the command with the controller's
+// watch running: it stops the watch and exits 1, rather than wait for a
+// signal that a Pod whose port is taken would never get.
+func TestProxyCommandExitsWhenAListenerFails(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	token := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(token, []byte("secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &testproc.SyncBuffer{}
+	exit := make(chan int, 1)
+	go func() {
+		exit <- proxyMain(ctx, []string{"-controller", "http://127.0.0.1:1", "-token-file", token,
+			"-listen", taken.Addr().String(), "-admin", "127.0.0.1:0"}, io.Discard, stderr, nil)
+	}()
+	select {
+	case code := <-exit:
+		if code != 1 || !strings.Contains(stderr.String(), "origin listener") {
+			t.Fatalf("exit %d; want 1 naming the origin listener:\n%s", code, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the proxy still runs 30 s after its origin listener failed:\n%s", stderr)
+	}
+}
+
 // runProxyCommand runs "tunnelgate proxy args..." on loopback until the
 // returned stop is called; stop returns the exit code.
 func runProxyCommand(t *testing.T, args ...string) (dataplane.Bound, func() int, *testproc.SyncBuffer) {
