@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,9 +28,13 @@ type ServeOptions struct {
 	OriginTLS string
 	// OriginCert and OriginKey are PEM files for OriginTLS. Without them a
 	// certificate is generated into CertDir, with its CA in
-	// CertDir/origin-ca.pem for cloudflared's caPool.
+	// CertDir/origin-ca.crt for cloudflared's caPool. It is valid for
+	// localhost, 127.0.0.1, ::1 and OriginServerName: the name the
+	// controller tells cloudflared to expect (originServerName in the
+	// tunnel's ingress document).
 	OriginCert, OriginKey string
 	CertDir               string
+	OriginServerName      string
 	UntrustedOrigin       bool
 	// OriginNetHTTP serves the origin listener with net/http's server
 	// instead of the proxy's own HTTP/1.1 server (package http1); a
@@ -348,6 +353,16 @@ func listen(addr string) (net.Listener, error) {
 	return net.Listen("tcp", addr)
 }
 
+// originNames are the names a generated origin certificate covers: the
+// loopback names a sidecar may dial, and the name cloudflared checks.
+func originNames(serverName string) []string {
+	names := []string{"localhost", "127.0.0.1", "::1"}
+	if serverName != "" && !slices.Contains(names, serverName) {
+		names = append(names, serverName)
+	}
+	return names
+}
+
 // originTLS loads or generates the TLS origin certificate.
 func originTLS(l ServeOptions) (*tls.Config, string, error) {
 	certFile, keyFile, caFile := l.OriginCert, l.OriginKey, ""
@@ -357,7 +372,7 @@ func originTLS(l ServeOptions) (*tls.Config, string, error) {
 			return nil, "", errors.New("give a certificate and key, or a directory to generate them in")
 		}
 		var err error
-		certFile, keyFile, caFile, err = writeOriginCert(dir, []string{"localhost", "127.0.0.1", "::1"}, time.Now())
+		certFile, keyFile, caFile, err = writeOriginCert(dir, originNames(l.OriginServerName), time.Now())
 		if err != nil {
 			return nil, "", err
 		}

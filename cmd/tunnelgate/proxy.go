@@ -13,6 +13,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
@@ -88,6 +89,8 @@ func parseProxyFlags(args []string, stderr io.Writer) (f *proxyFlags, code int, 
 	fs.StringVar(&f.listen.Origin, "listen", "127.0.0.1:8080", "origin listener for cloudflared: host:port or unix:/path")
 	fs.StringVar(&f.listen.OriginTLS, "listen-tls", "", "TLS origin listener (h2 and http/1.1), e.g. 127.0.0.1:8443")
 	fs.StringVar(&f.listen.CertDir, "cert-dir", "", "directory for the generated TLS origin certificate and its CA")
+	fs.StringVar(&f.listen.OriginServerName, "origin-server-name", v1alpha1.DefaultOriginServerName,
+		"`name` the generated TLS origin certificate is valid for, beside localhost: the GatewayClassConfig's spec.origin.serverName, which cloudflared checks")
 	fs.StringVar(&f.listen.OriginCert, "tls-cert", "", "PEM certificate for -listen-tls (default: generated)")
 	fs.StringVar(&f.listen.OriginKey, "tls-key", "", "PEM key for -listen-tls")
 	fs.StringVar(&f.listen.Plain, "listen-plain", "", "listener for direct clients (HTTP/1.1 and h2c)")
