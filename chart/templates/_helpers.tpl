@@ -173,3 +173,19 @@ POD_NAMESPACE must be defined before it.
   value: k8s.namespace.name=$(POD_NAMESPACE),k8s.pod.name=$(POD_NAME)
 {{- end -}}
 {{- end -}}
+
+{{/*
+The addresses the controller writes on Gateways' status after the
+tunnel's hostname: controller.gatewayAddress, then the in-cluster
+Service's DNS name when it is on. Comma-separated, as -gateway-address
+takes them.
+*/}}
+{{- define "tunnelgate.gatewayAddresses" -}}
+{{- $list := list -}}
+{{- with .Values.controller.gatewayAddress }}{{ $list = append $list . }}{{ end -}}
+{{- $svc := .Values.proxy.inClusterService -}}
+{{- if $svc.enabled -}}
+{{- $list = append $list (printf "%s-http.%s.svc.%s" (include "tunnelgate.proxy.name" .) .Release.Namespace $svc.clusterDomain) -}}
+{{- end -}}
+{{- join "," $list -}}
+{{- end -}}

@@ -70,7 +70,7 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	leaseNS := fs.String("leader-election-namespace", envOr("POD_NAMESPACE", "tunnelgate-system"), "namespace of the leader Lease")
 	leaseName := fs.String("leader-election-name", "tunnelgate-controller", "name of the leader Lease")
 	identity := fs.String("identity", envOr("POD_NAME", hostname()), "this replica's name in the Lease")
-	address := fs.String("gateway-address", "", "address written on programmed Gateways' status (a hostname or an IP)")
+	address := fs.String("gateway-address", "", "addresses written on programmed Gateways' status after the tunnel's hostname: hostnames or IPs, separated by commas")
 	pool := fs.String("gateway-address-pool", "", "`CIDR` to give each Gateway an address of its own from, for proxies run with -listen-gateways (in-cluster clients, conformance)")
 	cfURL := fs.String("cloudflare-api-url", "", "Cloudflare API base `URL` (default: Cloudflare's; for tests and proxies)")
 	noCloudflare := fs.Bool("no-cloudflare", false, "never call Cloudflare: tunnels and DNS stay as they are (statuses say so)")
@@ -401,16 +401,22 @@ func kubeConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// gatewayAddresses turns -gateway-address into status addresses.
-func gatewayAddresses(a string) []gwv1.GatewayStatusAddress {
-	if a == "" {
-		return nil
+// gatewayAddresses turns -gateway-address, a comma-separated list, into
+// status addresses.
+func gatewayAddresses(list string) []gwv1.GatewayStatusAddress {
+	var out []gwv1.GatewayStatusAddress
+	for a := range strings.SplitSeq(list, ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		t := gwv1.HostnameAddressType
+		if net.ParseIP(a) != nil {
+			t = gwv1.IPAddressType
+		}
+		out = append(out, gwv1.GatewayStatusAddress{Type: &t, Value: a})
 	}
-	t := gwv1.HostnameAddressType
-	if net.ParseIP(a) != nil {
-		t = gwv1.IPAddressType
-	}
-	return []gwv1.GatewayStatusAddress{{Type: &t, Value: a}}
+	return out
 }
 
 // fileToken reads the bearer token from a file, again when the file

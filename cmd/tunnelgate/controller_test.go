@@ -213,3 +213,20 @@ func TestControllerRefusesPlaintextConfigAPI(t *testing.T) {
 		t.Errorf("-h: exit %d; want -config-listen to default to 127.0.0.1:8081:\n%s", code, stderr.String())
 	}
 }
+
+// -gateway-address takes a comma-separated list; each entry is an IP or a
+// hostname, in the order given.
+func TestGatewayAddressesFlag(t *testing.T) {
+	got := gatewayAddresses(" prod.example.com,10.0.0.7,, gw.ns.svc.cluster.local ")
+	want := []string{"Hostname prod.example.com", "IPAddress 10.0.0.7", "Hostname gw.ns.svc.cluster.local"}
+	var have []string
+	for _, a := range got {
+		have = append(have, string(*a.Type)+" "+a.Value)
+	}
+	if !slices.Equal(have, want) {
+		t.Errorf("gatewayAddresses: %v; want %v", have, want)
+	}
+	if gatewayAddresses("") != nil {
+		t.Error("no flag: want no addresses")
+	}
+}

@@ -169,6 +169,7 @@ var (
 	gvrDeployment   = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
 	gvrSecret       = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
 	gvrGatewayClass = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gatewayclasses"}
+	gvrGateway      = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "gateways"}
 	gvrClassConfig  = schema.GroupVersionResource{Group: "tunnelgate.dev", Version: "v1alpha1", Resource: "gatewayclassconfigs"}
 	gvrClusterRole  = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
 )

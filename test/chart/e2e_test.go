@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/internal/cffake"
 	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
@@ -60,6 +62,7 @@ func TestChartRunsEndToEnd(t *testing.T) {
 		"--set", "cloudflare.apiURL="+f.URL(),
 		"--set", "gatewayClass.name="+class,
 		"--set", "gatewayClass.controllerName=tunnelgate.dev/e2e",
+		"--set", "proxy.inClusterService.enabled=true",
 	); err != nil {
 		t.Fatal(err)
 	}
@@ -140,10 +143,10 @@ spec:
 	// A proxy, which finds the controller by its Service's DNS name and
 	// trusts it by the chart's CA.
 	proxy := deployment("e2e-tunnelgate-proxy").Spec.Template.Spec
-	origin, originTLS, admin := testproc.FreeLoopback(t), testproc.FreeLoopback(t), testproc.FreeLoopback(t)
+	origin, originTLS, admin, plain := testproc.FreeLoopback(t), testproc.FreeLoopback(t), testproc.FreeLoopback(t), testproc.FreeLoopback(t)
 	_, configPort, _ := net.SplitHostPort(configAddr["e2e-tunnelgate-controller-a"])
 	container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: proxy.InitContainers[0],
-		listen:  map[string]string{"-listen": origin, "-listen-tls": originTLS, "-admin": admin},
+		listen:  map[string]string{"-listen": origin, "-listen-tls": originTLS, "-admin": admin, "-listen-plain": plain},
 		rewrite: map[string]string{"-controller": "https://e2e-tunnelgate-controller.e2e-system.svc:" + configPort},
 		hosts:   "127.0.0.1 e2e-tunnelgate-controller.e2e-system.svc\n", root: root,
 	}.start(t, bin)
@@ -165,6 +168,29 @@ spec:
 	if err := expectBackend(h2, "https://"+originTLS+"/hello"); err != nil {
 		t.Fatalf("TLS origin: %v", err)
 	}
+	// In-cluster clients (proxy.inClusterService): the plain listener the
+	// -http Service points at serves the route, and the Gateway lists the
+	// Service's name after the tunnel's hostname.
+	if err := expectBackend(http.DefaultClient, "http://"+plain+"/hello"); err != nil {
+		t.Fatalf("plain listener for in-cluster clients: %v", err)
+	}
+	eventually(t, 30*time.Second, "the Gateway's addresses", func() error {
+		gw, err := env.Dynamic().Resource(gvrGateway).Namespace(app).Get(ctx, "gw", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		addrs, _, _ := unstructured.NestedSlice(gw.Object, "status", "addresses")
+		var got []string
+		for _, a := range addrs {
+			v, _, _ := unstructured.NestedString(a.(map[string]any), "value")
+			got = append(got, v)
+		}
+		want := []string{tunnelID + translate.TunnelHostnameSuffix, "e2e-tunnelgate-proxy-http.e2e-system.svc.cluster.local"}
+		if !slices.Equal(got, want) {
+			return fmt.Errorf("status.addresses %v, want %v", got, want)
+		}
+		return nil
+	})
 	if res, err := http.Get("http://" + admin + "/readyz"); err != nil || res.StatusCode != http.StatusOK {
 		t.Errorf("proxy /readyz: %v %v", res, err)
 	}

@@ -562,8 +562,11 @@ func TestMetricsPortsOnlyForMetricsFrom(t *testing.T) {
 	if got := ports(ctl); !slices.Equal(got, []int{8081, 9902}) {
 		t.Errorf("ha: the controller's pods take connections on %v; want 8081 and 9902", got)
 	}
-	if got := ports(px); !slices.Equal(got, []int{9901, 2000}) {
-		t.Errorf("ha: the proxy pods take connections on %v; want 9901 and 2000", got)
+	if got := ports(px); !slices.Equal(got, []int{9901, 2000, 8082}) {
+		t.Errorf("ha: the proxy pods take connections on %v; want 9901 and 2000, and 8082 for proxy.inClusterService", got)
+	}
+	if got := px[len(px)-1].From; len(got) != 1 || !equality.Semantic.DeepEqual(got[0], map[string]any{"namespaceSelector": map[string]any{}}) {
+		t.Errorf("ha: in-cluster clients come from %v; want every pod of the cluster", got)
 	}
 	var values struct {
 		NetworkPolicy struct{ MetricsFrom []map[string]any }
@@ -597,5 +600,45 @@ func TestPprofValues(t *testing.T) {
 	}
 	if c, p := pprof(mustRender(t, def, "--set", "controller.pprof=off", "--set", "proxy.pprof=all")); c != "off" || p != "all" {
 		t.Errorf("controller.pprof=off, proxy.pprof=all: got -pprof=%q and -pprof=%q", c, p)
+	}
+}
+
+// proxy.inClusterService: a Service in front of the proxies' plain
+// listener, its DNS name on Gateways' status after controller.gatewayAddress.
+func TestInClusterService(t *testing.T) {
+	objs := decode(t, mustRender(t, valuesFiles(t)["ha"]))
+	proxy := typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-proxy"))
+	ctl := typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-controller"))
+	svc := typed[corev1.Service](t, find(t, objs, "Service", "-proxy-http"))
+
+	px := proxy.Spec.Template.Spec.InitContainers[0]
+	var port int32
+	for _, p := range px.Ports {
+		if p.Name == "http" {
+			port = p.ContainerPort
+		}
+	}
+	if got := flags(px.Args)["-listen-plain"]; port == 0 || got != ":"+strconv.Itoa(int(port)) {
+		t.Errorf("proxy -listen-plain=%q, container port http %d: want them to agree", got, port)
+	}
+	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.StrVal != "http" || svc.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Errorf("Service %s: %+v; want ClusterIP port 80 to the proxies' http port", svc.Name, svc.Spec)
+	}
+	if !equality.Semantic.DeepEqual(svc.Spec.Selector, proxy.Spec.Selector.MatchLabels) {
+		t.Errorf("Service selects %v; the proxies are %v", svc.Spec.Selector, proxy.Spec.Selector.MatchLabels)
+	}
+	want := "prod.example.com," + svc.Name + "." + releaseNS + ".svc.cluster.local"
+	if got := flags(ctl.Spec.Template.Spec.Containers[0].Args)["-gateway-address"]; got != want {
+		t.Errorf("controller -gateway-address=%q; want %q", got, want)
+	}
+
+	objs = decode(t, mustRender(t, valuesFiles(t)["default"]))
+	for _, o := range objs {
+		if o.GetKind() == "Service" && strings.HasSuffix(o.GetName(), "-proxy-http") {
+			t.Errorf("default install has Service %s; in-cluster clients are off by default", o.GetName())
+		}
+	}
+	if _, ok := flags(typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-proxy")).Spec.Template.Spec.InitContainers[0].Args)["-listen-plain"]; ok {
+		t.Error("default install: the proxy opens its plain listener")
 	}
 }
