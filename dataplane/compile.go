@@ -52,8 +52,8 @@ func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want 
 		return nil, fmt.Errorf("config schema is %q; this proxy reads %q (upgrade the proxy or the controller so they match)", cfg.Schema, proxycfg.SchemaVersion)
 	}
 	c := &compiler{cfg: cfg, cc: &compiledConfig{version: cfg.Version}}
-	if len(cfg.SessionSecret) > 0 {
-		c.cc.session = newSessionCodec(cfg.SessionSecret)
+	if len(cfg.SessionKeys) > 0 {
+		c.cc.session = newSessionCodec(cfg.SessionKeys...)
 	}
 	c.clusters(slotFor)
 	c.listeners()

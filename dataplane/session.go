@@ -18,6 +18,7 @@ import (
 // decoded bytes are
 //
 //	version (1 byte, sessionTokenVersion)
+//	key     (4 bytes: the signing key's ID, sessionKeyID)
 //	start   (8 bytes, big-endian unix milliseconds, two's complement)
 //	lastUse (8 bytes, big-endian unix milliseconds, two's complement)
 //	endpoint (the rest but the MAC, 1..maxSessionEndpointLen bytes)
@@ -29,6 +30,13 @@ import (
 // same input. The token is signed, not encrypted: a client can read the
 // endpoint address it is pinned to (as with Envoy's stateful-session
 // cookie). It cannot choose one: any change breaks the MAC.
+//
+// A codec holds a key set (Config.SessionKeys): the first key signs, and
+// a token signed by any key of the set is accepted, found by the key ID
+// it carries. So keys rotate without dropping sessions: a new key goes
+// first, and the old one stays in the set while tokens it signed may
+// still be in use. A token re-encoded on a response is signed by the
+// first key, so an active session moves to the new key by itself.
 
 const (
 	// maxSessionTokenLen is the longest token Decode looks at.
@@ -37,43 +45,73 @@ const (
 	// with it the token is exactly maxSessionTokenLen characters.
 	maxSessionEndpointLen = maxSessionTokenLen*3/4 - sessionFixedLen
 
-	sessionTokenVersion = 1
+	sessionTokenVersion = 2
+	sessionKeyIDLen     = 4
 	sessionMACLen       = 16
-	sessionHeaderLen    = 1 + 8 + 8
+	sessionHeaderLen    = 1 + sessionKeyIDLen + 8 + 8
 	sessionFixedLen     = sessionHeaderLen + sessionMACLen
 	// sessionMinKeyLen is the shortest key used as is.
 	sessionMinKeyLen = 16
 	// sessionMACLabel separates these MACs from any other use of the key.
-	sessionMACLabel = "tunnelgate/session/v1\x00"
+	sessionMACLabel = "tunnelgate/session/v2\x00"
 	// sessionPoolBufMax is the largest scratch buffer kept for reuse.
 	sessionPoolBufMax = 4096
 )
 
-// sessionCodec signs and checks session tokens under one key. It is safe
-// for concurrent use.
+// sessionCodec signs and checks session tokens under a key set. It is
+// safe for concurrent use.
 type sessionCodec struct {
-	key  []byte
-	pool sync.Pool // *sessionScratch
+	keys []sessionKey // keys[0] signs
+	pool sync.Pool    // *sessionScratch
 }
 
-// sessionScratch is the per-call state: a keyed HMAC and buffers, reused
-// through the codec's pool so Encode and Decode do not allocate.
+// sessionKey is one key of a codec: the HMAC key, and the ID tokens
+// name it by.
+type sessionKey struct {
+	id  [sessionKeyIDLen]byte
+	key []byte
+}
+
+// sessionScratch is the per-call state: a keyed HMAC per key of the codec
+// and buffers, reused through the codec's pool so Encode and Decode do not
+// allocate.
 type sessionScratch struct {
-	mac hash.Hash
-	msg []byte // label | scope length | scope | payload
-	src []byte // Decode: the token's characters, as bytes
-	sum [sha256.Size]byte
+	macs []hash.Hash // macs[i] is keyed with keys[i]
+	msg  []byte      // label | scope length | scope | payload
+	src  []byte      // Decode: the token's characters, as bytes
+	sum  [sha256.Size]byte
 }
 
-// newSessionCodec returns a codec signing with key. The key should be at
-// least 16 random bytes (Config.SessionSecret; 32 is better) and is used as
-// the HMAC key as given. A shorter key, including an empty one, is accepted
-// rather than refused, because a proxy must keep serving: the HMAC key is
-// then SHA-256 over a label and the key, which gives a well-formed 32-byte
-// key but adds no secrecy, so such tokens can be forged by anyone who
-// guesses the short key. The caller should warn about short secrets. The
-// codec keeps its own copy of key.
-func newSessionCodec(key []byte) *sessionCodec {
+// newSessionCodec returns a codec whose first key signs and whose every
+// key is accepted. A key should be at least 16 random bytes
+// (Config.SessionKeys; 32 is better) and is used as the HMAC key as given.
+// A shorter key, including an empty one, is accepted rather than refused,
+// because a proxy must keep serving: the HMAC key is then SHA-256 over a
+// label and the key, which gives a well-formed 32-byte key but adds no
+// secrecy, so such tokens can be forged by anyone who guesses the short
+// key. No key at all is one empty key. The codec keeps its own copies.
+func newSessionCodec(keys ...[]byte) *sessionCodec {
+	if len(keys) == 0 {
+		keys = [][]byte{nil}
+	}
+	c := &sessionCodec{keys: make([]sessionKey, len(keys))}
+	for i, key := range keys {
+		c.keys[i] = newSessionKey(key)
+	}
+	c.pool.New = func() any {
+		s := &sessionScratch{macs: make([]hash.Hash, len(c.keys))}
+		for i := range c.keys {
+			s.macs[i] = hmac.New(sha256.New, c.keys[i].key)
+		}
+		return s
+	}
+	return c
+}
+
+// newSessionKey makes the HMAC key of key, and its ID: four bytes of a
+// hash of the HMAC key under a label of its own, which names the key
+// without telling anything of it.
+func newSessionKey(key []byte) sessionKey {
 	var k []byte
 	if len(key) >= sessionMinKeyLen {
 		k = append([]byte(nil), key...)
@@ -83,17 +121,16 @@ func newSessionCodec(key []byte) *sessionCodec {
 		h.Write(key)
 		k = h.Sum(nil)
 	}
-	c := &sessionCodec{key: k}
-	c.pool.New = func() any {
-		return &sessionScratch{mac: hmac.New(sha256.New, c.key)}
-	}
-	return c
+	h := sha256.New()
+	h.Write([]byte("tunnelgate/session/key-id\x00"))
+	h.Write(k)
+	sk := sessionKey{key: k}
+	copy(sk.id[:], h.Sum(nil))
+	return sk
 }
 
 func (c *sessionCodec) get() *sessionScratch {
-	s := c.pool.Get().(*sessionScratch)
-	s.mac.Reset()
-	return s
+	return c.pool.Get().(*sessionScratch)
 }
 
 func (c *sessionCodec) put(s *sessionScratch) {
@@ -113,11 +150,20 @@ func (s *sessionScratch) prefix(scope string) int {
 	return len(m)
 }
 
+// mac is the MAC of msg under key i.
+func (s *sessionScratch) mac(i int, msg []byte) []byte {
+	h := s.macs[i]
+	h.Reset()
+	h.Write(msg)
+	return h.Sum(s.sum[:0])[:sessionMACLen]
+}
+
 // Encode appends to dst the token pinning endpoint for scope, with the
-// session's start and last use (kept to the millisecond). An endpoint that is
-// empty or longer than maxSessionEndpointLen cannot be carried: Encode then
-// returns dst unchanged, which the caller sees as no token. The result is
-// at most maxSessionTokenLen characters.
+// session's start and last use (kept to the millisecond), signed by the
+// first key. An endpoint that is empty or longer than
+// maxSessionEndpointLen cannot be carried: Encode then returns dst
+// unchanged, which the caller sees as no token. The result is at most
+// maxSessionTokenLen characters.
 func (c *sessionCodec) Encode(dst []byte, scope, endpoint string, start, lastUse time.Time) []byte {
 	if len(endpoint) == 0 || len(endpoint) > maxSessionEndpointLen {
 		return dst
@@ -125,12 +171,11 @@ func (c *sessionCodec) Encode(dst []byte, scope, endpoint string, start, lastUse
 	s := c.get()
 	p := s.prefix(scope)
 	m := append(s.msg, sessionTokenVersion)
+	m = append(m, c.keys[0].id[:]...)
 	m = binary.BigEndian.AppendUint64(m, uint64(start.UnixMilli()))
 	m = binary.BigEndian.AppendUint64(m, uint64(lastUse.UnixMilli()))
 	m = append(m, endpoint...)
-	s.mac.Write(m)
-	sum := s.mac.Sum(s.sum[:0])
-	m = append(m, sum[:sessionMACLen]...)
+	m = append(m, s.mac(0, m)...)
 	s.msg = m
 	dst = base64.RawURLEncoding.AppendEncode(dst, m[p:])
 	c.put(s)
@@ -147,7 +192,7 @@ var sessionB64 = base64.RawURLEncoding.Strict()
 // a character outside the URL-safe base64 alphabet (padding, spaces and
 // line breaks included), is not the canonical encoding, has another version
 // or a bad length, or whose MAC (compared in constant time) is not that of
-// this key and scope. It never panics. A valid token costs one allocation:
+// the key it names, if the codec has it, and scope. It never panics. A valid token costs one allocation:
 // the endpoint string. Whether the session is still live is the policy's
 // question (sessionPolicy.valid), not the codec's.
 func (c *sessionCodec) Decode(token, scope string) (endpoint string, start, lastUse time.Time, ok bool) {
@@ -180,17 +225,15 @@ func (c *sessionCodec) Decode(token, scope string) (endpoint string, start, last
 	if k, err := sessionB64.Decode(buf, s.src); err != nil || k != raw {
 		return "", time.Time{}, time.Time{}, false
 	}
-	body := s.msg[:p+raw-sessionMACLen]
-	s.mac.Write(body)
-	sum := s.mac.Sum(s.sum[:0])
-	if !hmac.Equal(sum[:sessionMACLen], buf[raw-sessionMACLen:]) {
+	if !c.verify(s, s.msg[:p+raw-sessionMACLen], buf[1:1+sessionKeyIDLen], buf[raw-sessionMACLen:]) {
 		return "", time.Time{}, time.Time{}, false
 	}
 	if buf[0] != sessionTokenVersion {
 		return "", time.Time{}, time.Time{}, false
 	}
-	st := int64(binary.BigEndian.Uint64(buf[1:9]))
-	lu := int64(binary.BigEndian.Uint64(buf[9:17]))
+	t := buf[1+sessionKeyIDLen:]
+	st := int64(binary.BigEndian.Uint64(t[0:8]))
+	lu := int64(binary.BigEndian.Uint64(t[8:16]))
 	ep := buf[sessionHeaderLen : raw-sessionMACLen]
 	return string(ep), time.UnixMilli(st).UTC(), time.UnixMilli(lu).UTC(), true
 }
@@ -198,4 +241,15 @@ func (c *sessionCodec) Decode(token, scope string) (endpoint string, start, last
 // sessionB64Char reports whether b is in the URL-safe base64 alphabet.
 func sessionB64Char(b byte) bool {
 	return 'A' <= b && b <= 'Z' || 'a' <= b && b <= 'z' || '0' <= b && b <= '9' || b == '-' || b == '_'
+}
+
+// verify reports whether mac is body's MAC under a key of the codec whose
+// ID is id. IDs are short, so two keys may share one: each is tried.
+func (c *sessionCodec) verify(s *sessionScratch, body, id, mac []byte) bool {
+	for i := range c.keys {
+		if string(c.keys[i].id[:]) == string(id) && hmac.Equal(s.mac(i, body), mac) {
+			return true
+		}
+	}
+	return false
 }

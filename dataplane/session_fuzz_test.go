@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -140,11 +141,67 @@ func FuzzSessionRoundTrip(f *testing.F) {
 	})
 }
 
+var updateSessionSeeds = flag.Bool("update-session-seeds", false, "rewrite testdata/fuzz/FuzzSessionDecode from sessionSeeds")
+
+// sessionSeeds are the seed corpus of FuzzSessionDecode: tokens of the
+// fuzz keys and scopes (valid-*), and spellings of one of them that must
+// be refused. `go test ./dataplane -run TestSessionDecodeSeeds -args
+// -update-session-seeds` writes them again after a change of format.
+func sessionSeeds() map[string]string {
+	enc := func(key, scope int, ep string) string {
+		return string(sessFuzzCodecs[key].Encode(nil, sessFuzzScopes[scope], ep, sessFuzzT0, sessFuzzT0.Add(time.Minute)))
+	}
+	v4 := enc(0, 0, "10.0.0.7:8080")
+	last := strings.IndexByte(sessAlphabet, v4[len(v4)-1])
+	return map[string]string{
+		"valid-ipv4":         v4,
+		"valid-ipv6":         enc(0, 0, "[fd00::7]:443"),
+		"valid-dns":          enc(0, 0, "web.default.svc.cluster.local:8080"),
+		"valid-max-endpoint": enc(0, 0, strings.Repeat("e", maxSessionEndpointLen)),
+		"valid-other-key":    enc(1, 0, "10.0.0.7:8080"),
+		"valid-other-scope":  enc(0, 1, "10.0.0.7:8080"),
+		"valid-empty-scope":  enc(0, 2, "10.0.0.7:8080"),
+		"valid-short-key":    enc(2, 0, "10.0.0.7:8080"),
+		"crlf-end":           v4 + "\r\n",
+		"len-mod4-1":         v4 + "A",
+		"newline":            v4[:8] + "\n" + v4[8:],
+		// The last character carries bits past the payload; one more sets
+		// them, which only a lax decoder accepts.
+		"noncanonical-last-char": v4[:len(v4)-1] + string(sessAlphabet[last+1]),
+		"padded":                 v4 + "==",
+		"quoted":                 `"` + v4 + `"`,
+		"std-alphabet":           v4 + "+/",
+		"truncated":              v4[:len(v4)-3],
+		"empty":                  "",
+		"too-long":               strings.Repeat("A", maxSessionTokenLen+4),
+	}
+}
+
+// sessAlphabet is URL-safe base64's alphabet, in value order.
+const sessAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+func writeSessionSeeds(t *testing.T) {
+	dir := filepath.Join("testdata", "fuzz", "FuzzSessionDecode")
+	old, _ := filepath.Glob(filepath.Join(dir, "*"))
+	for _, f := range old {
+		os.Remove(f)
+	}
+	for name, tok := range sessionSeeds() {
+		data := "go test fuzz v1\nstring(" + strconv.Quote(tok) + ")\n"
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestSessionDecodeSeeds keeps the seed corpus honest: every seed named
 // valid-* must be accepted under one of the fuzz keys and scopes (if the
 // token format changes, regenerate them), and every other seed refused
 // under all of them.
 func TestSessionDecodeSeeds(t *testing.T) {
+	if *updateSessionSeeds {
+		writeSessionSeeds(t)
+	}
 	files, err := filepath.Glob(filepath.Join("testdata", "fuzz", "FuzzSessionDecode", "*"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no seeds: %v", err)

@@ -166,11 +166,50 @@ func TestSessionShortKey(t *testing.T) {
 	}
 	// A key under 16 bytes is replaced by a derived 32-byte one; a key of
 	// 16 bytes or more is used as given.
-	if got := newSessionCodec([]byte("0123456789abcde")).key; len(got) != 32 {
+	if got := newSessionCodec([]byte("0123456789abcde")).keys[0].key; len(got) != 32 {
 		t.Errorf("15-byte key: HMAC key is %d bytes, want the derived 32", len(got))
 	}
-	if got := newSessionCodec([]byte("0123456789abcdef")).key; string(got) != "0123456789abcdef" {
+	if got := newSessionCodec([]byte("0123456789abcdef")).keys[0].key; string(got) != "0123456789abcdef" {
 		t.Errorf("16-byte key: HMAC key is %q, want it as given", got)
+	}
+}
+
+// A key set signs with its first key and accepts tokens of every key it
+// holds, found by the key ID the token carries: keys rotate without
+// dropping sessions, and a key taken out of the set ends its tokens.
+func TestSessionKeyRotation(t *testing.T) {
+	oldKey, newKey := []byte("old key 0123456789abcdef"), []byte("new key 0123456789abcdef")
+	before := newSessionCodec(oldKey)
+	during := newSessionCodec(newKey, oldKey)
+	after := newSessionCodec(newKey)
+
+	old := sessEncode(t, before, sessTestScope, "10.0.0.7:8080", sessT0, sessT0)
+	if ep, _, _, ok := during.Decode(old, sessTestScope); !ok || ep != "10.0.0.7:8080" {
+		t.Errorf("the old key's token during the overlap: %q %v; want it accepted", ep, ok)
+	}
+	if _, _, _, ok := after.Decode(old, sessTestScope); ok {
+		t.Error("the old key's token accepted once the old key left the set")
+	}
+	fresh := sessEncode(t, during, sessTestScope, "10.0.0.7:8080", sessT0, sessT0)
+	for name, c := range map[string]*sessionCodec{"during": during, "after": after} {
+		if _, _, _, ok := c.Decode(fresh, sessTestScope); !ok {
+			t.Errorf("%s: a token signed during the overlap (by the new key) is refused", name)
+		}
+	}
+	if _, _, _, ok := before.Decode(fresh, sessTestScope); ok {
+		t.Error("a proxy without the new key accepted its token")
+	}
+	// The token names its key: the same token under a codec whose keys
+	// are in the other order still finds the right one.
+	if _, _, _, ok := newSessionCodec(oldKey, newKey).Decode(fresh, sessTestScope); !ok {
+		t.Error("the new key's token refused when that key is second in the set")
+	}
+	// A token whose key ID is changed is refused, though the key that
+	// signed it is in the set.
+	raw, _ := base64.RawURLEncoding.DecodeString(fresh)
+	raw[1] ^= 0x01
+	if _, _, _, ok := during.Decode(base64.RawURLEncoding.EncodeToString(raw), sessTestScope); ok {
+		t.Error("a token naming another key ID accepted")
 	}
 }
 

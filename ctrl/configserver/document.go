@@ -65,12 +65,12 @@ func newDocument(enc proxycfg.Encoded, cfg *proxycfg.Config) (*document, error) 
 	}
 	head = append(head, `,"listeners":`...)
 	tail := []byte("}}")
-	if len(cfg.SessionSecret) > 0 { // omitempty
-		secret, err := json.Marshal(cfg.SessionSecret)
+	if len(cfg.SessionKeys) > 0 { // omitempty
+		keys, err := json.Marshal(cfg.SessionKeys)
 		if err != nil {
 			return nil, err
 		}
-		tail = append(append([]byte(`,"sessionSecret":`), secret...), tail...)
+		tail = append(append([]byte(`,"sessionKeys":`), keys...), tail...)
 	}
 	d := &document{
 		version: enc.Version, routesHash: enc.RoutesHash, clustersHash: enc.ClustersHash,

@@ -28,7 +28,7 @@ func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // over 50 wildcard listeners, two rules each (a path-and-header match
 // and a default), one three-endpoint cluster per route.
 func scaleConfig(routes int) *proxycfg.Config {
-	cfg := &proxycfg.Config{Schema: proxycfg.SchemaVersion, SessionSecret: []byte("0123456789abcdef0123456789abcdef")}
+	cfg := &proxycfg.Config{Schema: proxycfg.SchemaVersion, SessionKeys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}}
 	const gateways = 50
 	for g := range gateways {
 		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{

@@ -32,7 +32,7 @@ func deepCopy(t *testing.T, cfg *proxycfg.Config) *proxycfg.Config {
 // proxycfg.Config or Document without newDocument knowing fails here.
 func TestDocumentIsWhatJSONMarshalWrites(t *testing.T) {
 	withSecret := smallConfig("127.0.0.1:1")
-	withSecret.SessionSecret = []byte("a secret <&>")
+	withSecret.SessionKeys = [][]byte{[]byte("a secret <&>"), []byte("an older key")}
 	withSecret.Routes[0].Name = "r<&>\u2028" // escaped by json.Marshal; must be escaped alike
 	empty := &proxycfg.Config{Schema: proxycfg.SchemaVersion}
 	for name, cfg := range map[string]*proxycfg.Config{

@@ -27,7 +27,7 @@ type Options struct {
 	// TokenFunc, when set, is asked for the token on every request
 	// instead of Token, so a rotated Secret takes effect without a
 	// restart. An empty token refuses every request: the config holds
-	// session secrets and TLS keys, so there is no unauthenticated mode.
+	// session keys and TLS keys, so there is no unauthenticated mode.
 	TokenFunc func() string
 	// MaxWait caps how long a request is held; default DefaultMaxWait.
 	// A proxy may ask for less with the wait parameter.
@@ -126,7 +126,7 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
-	// The config carries session secrets and TLS keys: no cache may keep
+	// The config carries session keys and TLS keys: no cache may keep
 	// it (RFC 9111 §5.2.2.5). A 304 carries the fields a 200 would
 	// (RFC 9110 §15.4.5), so these are set before either.
 	h.Set("Cache-Control", "no-store")

@@ -39,7 +39,7 @@ func (c *Client) loadCache() {
 // mix: the bytes go to a temporary file in the same directory, are
 // synced, and the file is renamed over path (rename is atomic within a
 // file system, POSIX rename(2)). The file is readable by its owner only:
-// the config holds session secrets and TLS keys.
+// the config holds session keys and TLS keys.
 func writeFileAtomic(path string, b []byte) (err error) {
 	dir, base := filepath.Split(path)
 	if dir == "" {

@@ -48,11 +48,15 @@ type Config struct {
 	Routes []Route `json:"routes"`
 	// Clusters are the backends' endpoint sets, referenced by name.
 	Clusters []Cluster `json:"clusters"`
-	// SessionSecret signs session-persistence cookies and headers. All
-	// proxies serving one Gateway must share it, or a pinned client bounces
-	// between replicas. Without it the proxy makes one at start (pins then
-	// last only as long as that process).
-	SessionSecret []byte `json:"sessionSecret,omitempty"`
+	// SessionKeys sign and check session-persistence cookies and headers:
+	// the first signs new tokens, and a token signed by any of them is
+	// accepted (a token names its key), so a key rotates by going first
+	// while the one it replaces stays for as long as its tokens may be in
+	// use. Each should be at least 16 random bytes. All proxies serving
+	// one Gateway must share them, or a pinned client bounces between
+	// replicas. Without keys each proxy makes one at start, and pins last
+	// only as long as that process.
+	SessionKeys [][]byte `json:"sessionKeys,omitempty"`
 }
 
 // Listener is one Gateway listener (or ListenerSet entry). Listeners with

@@ -17,7 +17,7 @@ import (
 //
 //   - The routes hash covers everything Proxy.Apply compiles that a
 //     cluster-only change (applied without compiling) cannot change: the schema,
-//     listeners, routes, session secret, and the set of cluster names
+//     listeners, routes, session keys, and the set of cluster names
 //     (routes resolve to one slot per name, and a cluster update only
 //     replaces what is in a slot).
 //   - The clusters hash covers the clusters' definitions, in order.
@@ -134,7 +134,7 @@ func (e *Encoder) Encode(cfg *Config) (Encoded, error) {
 		return Encoded{}, err
 	}
 	e.names.update(cfg.Clusters)
-	rh := digest("tunnelgate routes v1", []byte(cfg.Schema), e.listeners.sum[:], e.routes.sum[:], cfg.SessionSecret, e.names.sum[:])
+	rh := digest("tunnelgate routes v1", []byte(cfg.Schema), e.listeners.sum[:], e.routes.sum[:], framed(cfg.SessionKeys), e.names.sum[:])
 	ch := digest("tunnelgate clusters v1", e.clusters.sum[:])
 	return Encoded{
 		Version:    digest("tunnelgate version v1", []byte(rh), []byte(ch)),
@@ -275,6 +275,17 @@ func digest(label string, fields ...[]byte) string {
 		frame(h, f)
 	}
 	return hex.EncodeToString(h.Sum(nil)[:hashLen])
+}
+
+// framed is the fields one after the other, each after its length, as
+// frame writes them: one hash input that tells every list apart.
+func framed(fields [][]byte) []byte {
+	var out []byte
+	for _, f := range fields {
+		out = binary.BigEndian.AppendUint64(out, uint64(len(f)))
+		out = append(out, f...)
+	}
+	return out
 }
 
 func frame(h hash.Hash, b []byte) {

@@ -25,7 +25,7 @@ func smallConfig(addr string) *Config {
 // ctrl/configserver's tests build): routes HTTPRoutes over 50 wildcard
 // listeners, two rules each, one three-endpoint cluster per route.
 func scaleConfig(routes int) *Config {
-	cfg := &Config{Schema: SchemaVersion, SessionSecret: []byte("0123456789abcdef0123456789abcdef")}
+	cfg := &Config{Schema: SchemaVersion, SessionKeys: [][]byte{[]byte("0123456789abcdef0123456789abcdef")}}
 	const gateways = 50
 	for g := range gateways {
 		cfg.Listeners = append(cfg.Listeners, Listener{
@@ -87,7 +87,7 @@ func encode(t *testing.T, e *Encoder, cfg *Config) Encoded {
 // with the label.
 func TestVersionsAreStable(t *testing.T) {
 	secret := smallConfig("127.0.0.1:1")
-	secret.SessionSecret = []byte("a secret <&>")
+	secret.SessionKeys = [][]byte{[]byte("a secret <&>"), []byte("an older one")}
 	secret.Routes[0].Name = "r<&>\u2028"
 	for _, tc := range []struct {
 		name                              string
@@ -97,13 +97,13 @@ func TestVersionsAreStable(t *testing.T) {
 		{"small", smallConfig("127.0.0.1:1"),
 			"3a4fc5f142f15c41fa5d4f6442158248", "c50e645df91d236bcd42a44fe8353327", "c9c26efd78c55d8108e9d81fa838ae52"},
 		{"secret and escapes", secret,
-			"ae7f9656af2d521d2e0e0fa9edfc0e2b", "f4227bb9021963a0fc37c3220d75048e", "c9c26efd78c55d8108e9d81fa838ae52"},
+			"2de1d1dcc7c2b866956b5b0ab45cfca4", "e218a7aaf677b4e6d3bd0be9d4e9a992", "c9c26efd78c55d8108e9d81fa838ae52"},
 		{"nil lists", &Config{Schema: SchemaVersion},
 			"1d3b3128582d2adb34e31d625d45f7ab", "ef982272b2d12461a93043ef862a7c37", "dbb14d94dadd8737fea483eba8b17533"},
 		{"empty lists", &Config{Schema: SchemaVersion, Listeners: []Listener{}, Routes: []Route{}, Clusters: []Cluster{}},
 			"f21e2b5a5883c1149311a1f1489e3d8b", "04d0a68c8bc55b956d4806241e9fb959", "89d96f3ae70ebffccbc9d9c481ba19ad"},
 		{"20 routes", scaleConfig(20),
-			"d74ba7abd2ccdfc208fd16496b9ca3b5", "d18c66da06a73a8df152c83a4f9fb59a", "aa0aec2a4f28d8d3e1feb857e35240bc"},
+			"88a87f39be9b7fc4159ccf94a1fa375a", "0e34b72609b8c0a895555dc4333a4df6", "aa0aec2a4f28d8d3e1feb857e35240bc"},
 	} {
 		var e Encoder
 		enc := encode(t, &e, tc.cfg)
@@ -176,7 +176,8 @@ func TestHashesSeparateRoutesFromClusters(t *testing.T) {
 		{"cluster order", edit(func(c *Config) { slices.Reverse(c.Clusters) }), true, false},
 		{"a route", edit(func(c *Config) { c.Routes[0].Hostnames = []string{"a.example"} }), false, true},
 		{"a listener", edit(func(c *Config) { c.Listeners[0].Port = 8080 }), false, true},
-		{"the session secret", edit(func(c *Config) { c.SessionSecret = []byte("k") }), false, true},
+		{"the session keys", edit(func(c *Config) { c.SessionKeys = [][]byte{[]byte("k")} }), false, true},
+		{"an older session key", edit(func(c *Config) { c.SessionKeys = append(c.SessionKeys, []byte("old")) }), false, true},
 		{"the schema", edit(func(c *Config) { c.Schema = "other" }), false, true},
 		{"the routes gone", edit(func(c *Config) { c.Routes = nil }), false, true},
 		{"a cluster added", edit(func(c *Config) {

@@ -34,14 +34,14 @@ func (c *Config) Equal(o *Config) bool {
 		equalSlices(c.Listeners, o.Listeners, (*Listener).Equal) &&
 		equalSlices(c.Routes, o.Routes, (*Route).Equal) &&
 		equalSlices(c.Clusters, o.Clusters, (*Cluster).Equal) &&
-		equalValues(c.SessionSecret, o.SessionSecret)
+		equalSessionKeys(c.SessionKeys, o.SessionKeys)
 }
 
 // EqualRouting reports whether c and o are Equal but, at most, in their
 // versions and their clusters' definitions: the clusters must still have
 // the same names in the same order. A proxy serving c can serve o by
 // replacing clusters alone, since everything it compiles (listeners,
-// routes, the session secret, and clusters by their place in the list)
+// routes, the session keys, and clusters by their place in the list)
 // is the same.
 func (c *Config) EqualRouting(o *Config) bool {
 	if c == nil || o == nil {
@@ -51,7 +51,7 @@ func (c *Config) EqualRouting(o *Config) bool {
 		equalSlices(c.Listeners, o.Listeners, (*Listener).Equal) &&
 		equalSlices(c.Routes, o.Routes, (*Route).Equal) &&
 		equalSlices(c.Clusters, o.Clusters, func(a, b *Cluster) bool { return a.Name == b.Name }) &&
-		equalValues(c.SessionSecret, o.SessionSecret)
+		equalSessionKeys(c.SessionKeys, o.SessionKeys)
 }
 
 // Equal reports whether l and o are the same listener.
@@ -330,6 +330,12 @@ func equalSlices[T any](a, b []T, equal func(*T, *T) bool) bool {
 // equalValues is equalSlices for elements == compares.
 func equalValues[T comparable](a, b []T) bool {
 	return (a == nil) == (b == nil) && slices.Equal(a, b)
+}
+
+// equalSessionKeys reports whether a and b hold the same keys in the same
+// order, nil apart from empty as everywhere in Equal.
+func equalSessionKeys(a, b [][]byte) bool {
+	return equalSlices(a, b, func(x, y *[]byte) bool { return equalValues(*x, *y) })
 }
 
 // equalPointers reports whether a and b are both nil or point to equal
