@@ -34,6 +34,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/ctrl/controller"
+	"github.com/tunnelgate/tunnelgate/ctrl/sessionkeys"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 	"github.com/tunnelgate/tunnelgate/internal/telemetry"
@@ -70,6 +71,7 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	leaseNS := fs.String("leader-election-namespace", envOr("POD_NAMESPACE", "tunnelgate-system"), "namespace of the leader Lease")
 	leaseName := fs.String("leader-election-name", "tunnelgate-controller", "name of the leader Lease")
 	identity := fs.String("identity", envOr("POD_NAME", hostname()), "this replica's name in the Lease")
+	sessionKeys := fs.String("session-keys-dir", "", "`directory` of the session keys every proxy shares: current (signs) and previous (still accepted during a rotation); re-read every 10 s. Without it each proxy signs with a key of its own")
 	address := fs.String("gateway-address", "", "addresses written on programmed Gateways' status after the tunnel's hostname: hostnames or IPs, separated by commas")
 	pool := fs.String("gateway-address-pool", "", "`CIDR` to give each Gateway an address of its own from, for proxies run with -listen-gateways (in-cluster clients, conformance)")
 	cfURL := fs.String("cloudflare-api-url", "", "Cloudflare API base `URL` (default: Cloudflare's; for tests and proxies)")
@@ -124,7 +126,7 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		kubeconfig: *kubeconfig, name: *name, debounce: *debounce, admin: *admin, pprof: *pprofMode,
 		configListen: *configListen, tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey,
 		leaderElect: *leaderElect, leaseNS: *leaseNS, leaseName: *leaseName, identity: *identity,
-		address: *address, addressPool: addressPool, qps: float32(*qps), burst: *burst, cloudflareURL: *cfURL, noCloudflare: *noCloudflare,
+		address: *address, addressPool: addressPool, sessionKeysDir: *sessionKeys, qps: float32(*qps), burst: *burst, cloudflareURL: *cfURL, noCloudflare: *noCloudflare,
 	}, log); err != nil {
 		fmt.Fprintf(stderr, "tunnelgate controller: %v\n", err)
 		return 1
@@ -132,9 +134,14 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	return 0
 }
 
+// sessionKeysInterval is how often the session keys are read again: a
+// mounted Secret changes on disk a minute or so after the Secret does.
+const sessionKeysInterval = 10 * time.Second
+
 type controllerFlags struct {
 	kubeconfig, name, admin, configListen, tokenFile, tlsCert, tlsKey string
 	leaseNS, leaseName, identity, address, cloudflareURL              string
+	sessionKeysDir                                                    string
 	debounce                                                          time.Duration
 	addressPool                                                       netip.Prefix
 	pprof                                                             pprofgate.Mode
@@ -230,17 +237,26 @@ func startEvents(kube kubernetes.Interface) record.EventBroadcaster {
 
 // parts are what the controller command runs.
 type parts struct {
-	srv *configserver.Server
-	cf  *cloudflare.Syncer // nil with -no-cloudflare
-	c   *controller.Controller
+	srv  *configserver.Server
+	keys *sessionkeys.Publisher // nil without -session-keys-dir
+	cf   *cloudflare.Syncer     // nil with -no-cloudflare
+	c    *controller.Controller
 }
 
-// buildParts builds the config server and the Cloudflare syncer, then
-// the controller, which takes both.
+// buildParts builds the config server (behind the session keys, if
+// any) and the Cloudflare syncer, then the controller, which takes both.
 func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events record.EventBroadcaster,
 	meter metric.Meter, tracing *telemetry.Tracing, log *slog.Logger) (*parts, error) {
 	asker := &syncAsker{}
 	p := &parts{srv: configserver.New(configserver.Options{TokenFunc: token.get, Log: log, Meter: meter, OnProxies: asker.Changed})}
+	var publisher controller.Publisher = p.srv
+	if f.sessionKeysDir != "" {
+		keys, err := sessionkeys.New(p.srv, f.sessionKeysDir, log.With("part", "session keys"))
+		if err != nil {
+			return nil, err
+		}
+		p.keys, publisher = keys, keys
+	}
 	// The Cloudflare side runs in every replica and acts only on what the
 	// leader's syncs hand it.
 	if !f.noCloudflare {
@@ -252,7 +268,7 @@ func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events
 	}
 	c, err := controller.New(controller.Options{
 		Kube: clients.kube, Gateway: clients.gw, Dynamic: clients.dyn,
-		ControllerName: f.name, Debounce: f.debounce, Publisher: p.srv, Log: log,
+		ControllerName: f.name, Debounce: f.debounce, Publisher: publisher, Log: log,
 		Addresses:      gatewayAddresses(f.address),
 		AddressPool:    f.addressPool,
 		Events:         events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
@@ -310,6 +326,9 @@ func runParts(ctx context.Context, f controllerFlags, p *parts, kube kubernetes.
 	}
 	if p.cf != nil {
 		g.run("cloudflare", func() error { p.cf.Run(g.ctx); return nil })
+	}
+	if p.keys != nil {
+		g.run("session keys", func() error { p.keys.Run(g.ctx, sessionKeysInterval); return nil })
 	}
 	g.run("controller", func() error { return p.c.Run(g.ctx) })
 	return g.wait()

@@ -30,6 +30,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/ctrl/controller"
+	"github.com/tunnelgate/tunnelgate/ctrl/sessionkeys"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
@@ -89,6 +90,7 @@ func clientsFor(t testing.TB, cfg *rest.Config) clients {
 type running struct {
 	c      *controller.Controller
 	srv    *configserver.Server
+	keys   *sessionkeys.Publisher // with ctlOpts.sessionKeys
 	url    string // the config server's base URL
 	token  string // its bearer token, also in tokenFile
 	tokenF string
@@ -119,6 +121,9 @@ type ctlOpts struct {
 	cloudflare    string
 	cfDriftEvery  time.Duration
 	cloudflareRef **cloudflare.Syncer // receives the syncer
+	// sessionKeys, when set, is the directory of session keys the
+	// controller gives the proxies (as -session-keys-dir).
+	sessionKeys string
 }
 
 func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlOpts) *running {
@@ -144,9 +149,17 @@ func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlO
 			*o.cloudflareRef = cf
 		}
 	}
+	var publisher controller.Publisher = r.srv
+	if o.sessionKeys != "" {
+		keys, err := sessionkeys.New(r.srv, o.sessionKeys, log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.keys, publisher = keys, keys
+	}
 	c, err := controller.New(controller.Options{
 		Kube: cl.kube, Gateway: cl.gw, Dynamic: cl.dyn, ControllerName: controllerName,
-		Debounce: debounce, Publisher: r.srv, Log: log, Cloudflare: cf,
+		Debounce: debounce, Publisher: publisher, Log: log, Cloudflare: cf,
 		Events: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
 	})
 	if err != nil {

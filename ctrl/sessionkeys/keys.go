@@ -1,0 +1,75 @@
+package sessionkeys
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// The files of a key directory.
+const (
+	CurrentFile  = "current"
+	PreviousFile = "previous"
+)
+
+// MinKeyLen is the shortest key accepted: 128 bits, if random.
+const MinKeyLen = 16
+
+// maxKeyLen bounds what is read from a key file.
+const maxKeyLen = 4096
+
+// Read returns the keys in dir, the signing key first: current, then
+// previous if it exists.
+func Read(dir string) ([][]byte, error) {
+	cur, err := readKey(filepath.Join(dir, CurrentFile))
+	if err != nil {
+		return nil, err
+	}
+	prev, err := readKey(filepath.Join(dir, PreviousFile))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return [][]byte{cur}, nil
+	case err != nil:
+		return nil, err
+	}
+	return [][]byte{cur, prev}, nil
+}
+
+func readKey(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("session key: %w", err)
+	}
+	defer f.Close()
+	b := make([]byte, maxKeyLen+1)
+	n, err := readFull(f, b)
+	if err != nil {
+		return nil, fmt.Errorf("session key %s: %w", path, err)
+	}
+	switch {
+	case n > maxKeyLen:
+		return nil, fmt.Errorf("session key %s: longer than %d bytes", path, maxKeyLen)
+	case n < MinKeyLen:
+		return nil, fmt.Errorf("session key %s: %d bytes; want at least %d random bytes", path, n, MinKeyLen)
+	}
+	return b[:n], nil
+}
+
+// readFull reads until b is full or the file ends.
+func readFull(f *os.File, b []byte) (int, error) {
+	n := 0
+	for n < len(b) {
+		k, err := f.Read(b[n:])
+		n += k
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return n, nil
+			}
+			return n, err
+		}
+	}
+	return n, nil
+}
