@@ -91,8 +91,8 @@ type running struct {
 	c      *controller.Controller
 	srv    *configserver.Server
 	keys   *sessionkeys.Publisher // with ctlOpts.sessionKeys
-	url    string // the config server's base URL
-	token  string // its bearer token, also in tokenFile
+	url    string                 // the config server's base URL
+	token  string                 // its bearer token, also in tokenFile
 	tokenF string
 	stop   context.CancelFunc
 	done   chan struct{}
