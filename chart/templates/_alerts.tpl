@@ -124,4 +124,22 @@ one request every 10 s, where a single failure is no trend.
     annotations:
       summary: Cloudflare rate-limits the controller.
       description: "{{`Cloudflare has answered calls of {{ $labels.job }} ({{ $labels.namespace }}) with 429 for 10 minutes, so DNS and tunnel changes are delayed. Another client of the same API token may be using up its quota.`}}"
+- name: tunnelgate-process
+  rules:
+  - alert: TunnelgateMemoryNearLimit
+    # The chart hands each container's memory limit to Go as GOMEMLIMIT,
+    # so go_gc_gomemlimit_bytes is the limit, from the same scrape (no
+    # kube-state-metrics needed); without a limit it is MaxInt64 and this
+    # never fires. The join keeps proxy and controller targets, leaving
+    # out cloudflared, which is scraped under the proxies' job.
+    expr: |-
+      process_resident_memory_bytes / go_gc_gomemlimit_bytes > {{ $t.memoryLimitRatio }}
+      and on (job, instance)
+      (tunnelgate_ready or tunnelgate_controller_leader)
+    for: 15m
+    labels:
+      severity: warning
+    annotations:
+      summary: A tunnelgate process nears its memory limit.
+      description: "{{`Pod {{ $labels.pod }} of {{ $labels.job }} ({{ $labels.namespace }}) has held {{ $value | humanizePercentage }} of its memory limit resident for 15 minutes. Near the limit Go collects garbage ever more often, costing CPU, and past it the container is OOM-killed. Raise resources.limits.memory, or see what grows on the dashboard's Processes row and in /debug/pprof/heap.`}}"
 {{- end -}}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -11,9 +13,23 @@ import (
 
 // docs/metrics.md is the one catalogue of the metrics both processes
 // serve. The command tests scrape a running controller and proxy after
-// traffic and hand the text here: every tunnelgate_ metric served must be
-// in the catalogue with its type and labels, and every metric catalogued
-// for that process must be served.
+// traffic and hand the text here: every tunnelgate_, go_ and process_
+// metric served must be in the catalogue with its type and labels (the
+// process's own section, or the section both share), and every metric
+// catalogued for that process must be served.
+
+// runtimeSection is the section of the go_* and process_* families both
+// processes serve.
+const runtimeSection = "Runtime and process"
+
+// mustServe are families dashboards, alerts and operators lean on: a
+// scrape without them fails even if the catalogue lost them too.
+var mustServe = []string{"go_goroutines", "go_gc_duration_seconds", "process_resident_memory_bytes", "process_cpu_seconds_total"}
+
+// isCatalogued reports whether name is a family the catalogue covers.
+func isCatalogued(name string) bool {
+	return strings.HasPrefix(name, "tunnelgate_") || strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_")
+}
 
 // catalogued is one row of a catalogue table.
 type catalogued struct {
@@ -30,7 +46,7 @@ func catalogue(t *testing.T, section string) map[string]catalogued {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	row := regexp.MustCompile("^\\| `(tunnelgate_[a-z_]+)` \\| ([a-z]+) \\| ([^|]*) \\|")
+	row := regexp.MustCompile("^\\| `((?:tunnelgate|go|process)_[a-z_]+)` \\| ([a-z]+) \\| ([^|]*) \\|")
 	out := map[string]catalogued{}
 	in := false
 	sc := bufio.NewScanner(f)
@@ -59,14 +75,15 @@ func catalogue(t *testing.T, section string) map[string]catalogued {
 	return out
 }
 
-// served reads Prometheus text: each tunnelgate_ family's type, and the
-// label names its samples carry.
+// served reads Prometheus text: each catalogued family's type, and the
+// label names its samples carry (less le and quantile, which histograms
+// and summaries add).
 func served(text string) map[string]catalogued {
 	out := map[string]catalogued{}
 	sample := regexp.MustCompile(`^([a-z_]+?)(_bucket|_sum|_count)?(\{[^}]*\})? `)
 	label := regexp.MustCompile(`([a-zA-Z_]+)="`)
 	for _, line := range strings.Split(text, "\n") {
-		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" && strings.HasPrefix(f[2], "tunnelgate_") {
+		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" && isCatalogued(f[2]) {
 			out[f[2]] = catalogued{typ: f[3]}
 			continue
 		}
@@ -79,7 +96,7 @@ func served(text string) map[string]catalogued {
 			continue
 		}
 		for _, l := range label.FindAllStringSubmatch(m[3], -1) {
-			if l[1] != "le" && !slices.Contains(c.labels, l[1]) {
+			if l[1] != "le" && l[1] != "quantile" && !slices.Contains(c.labels, l[1]) {
 				c.labels = append(c.labels, l[1])
 			}
 		}
@@ -89,21 +106,29 @@ func served(text string) map[string]catalogued {
 	return out
 }
 
-// checkCatalogue compares a scrape of one process with its section.
+// checkCatalogue compares a scrape of one process with its section and
+// the runtime section.
 func checkCatalogue(t *testing.T, section, scrape string) {
 	t.Helper()
 	want, got := catalogue(t, section), served(scrape)
+	maps.Copy(want, catalogue(t, runtimeSection))
+	for _, name := range mustServe {
+		if _, ok := got[name]; !ok && (runtime.GOOS == "linux" || !strings.HasPrefix(name, "process_")) {
+			t.Errorf("the %s does not serve %s", strings.ToLower(section), name)
+		}
+	}
 	for name, g := range got {
 		w, ok := want[name]
 		switch {
 		case !ok:
-			t.Errorf("%s serves %s (%s, labels %v), which docs/metrics.md does not list under %q", section, name, g.typ, g.labels, section)
+			t.Errorf("%s serves %s (%s, labels %v), which docs/metrics.md lists neither under %q nor under %q", section, name, g.typ, g.labels, section, runtimeSection)
 		case w.typ != g.typ || !slices.Equal(w.labels, g.labels):
 			t.Errorf("%s: served as %s with labels %v, catalogued as %s with %v", name, g.typ, g.labels, w.typ, w.labels)
 		}
 	}
 	for name := range want {
-		if _, ok := got[name]; !ok {
+		// Only Linux has every process_ family.
+		if _, ok := got[name]; !ok && (runtime.GOOS == "linux" || !strings.HasPrefix(name, "process_")) {
 			t.Errorf("docs/metrics.md lists %s under %q, and the %s does not serve it", name, section, strings.ToLower(section))
 		}
 	}
@@ -121,10 +146,21 @@ tunnelgate_h_seconds_sum{route="r"} 0.05
 tunnelgate_h_seconds_count{route="r"} 1
 # TYPE go_goroutines gauge
 go_goroutines 7
+# TYPE go_gc_duration_seconds summary
+go_gc_duration_seconds{quantile="0.5"} 1e-05
+go_gc_duration_seconds_sum 0.001
+go_gc_duration_seconds_count 9
+# TYPE go_info gauge
+go_info{version="go1.26.0"} 1
+# TYPE other_thing gauge
+other_thing 1
 `)
 	want := map[string]catalogued{
-		"tunnelgate_a_total":   {typ: "counter", labels: []string{"class", "result"}},
-		"tunnelgate_h_seconds": {typ: "histogram", labels: []string{"route"}},
+		"tunnelgate_a_total":     {typ: "counter", labels: []string{"class", "result"}},
+		"tunnelgate_h_seconds":   {typ: "histogram", labels: []string{"route"}},
+		"go_goroutines":          {typ: "gauge"},
+		"go_gc_duration_seconds": {typ: "summary"},
+		"go_info":                {typ: "gauge", labels: []string{"version"}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)

@@ -14,6 +14,7 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
+	"github.com/tunnelgate/tunnelgate/internal/procmetrics"
 )
 
 // AdminOptions configure the admin listener's handler.
@@ -48,10 +49,14 @@ func (c *Controller) AdminHandler(o AdminOptions) http.Handler {
 
 // MetricsEndpoint returns a meter and the Prometheus text handler that
 // serves its instruments, with a registry and provider of their own
-// (nothing global). The controller and the config server beside it
+// (nothing global) that also serve the standard go_* and process_*
+// families (procmetrics). The controller and the config server beside it
 // register on the same meter.
 func MetricsEndpoint() (metric.Meter, http.Handler, error) {
 	reg := prometheus.NewRegistry()
+	if err := procmetrics.Register(reg); err != nil {
+		return nil, nil, err
+	}
 	exp, err := otelprom.New(otelprom.WithRegisterer(reg),
 		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),
 		otelprom.WithoutTargetInfo(), otelprom.WithoutScopeInfo())

@@ -16,6 +16,8 @@ import (
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+
+	"github.com/tunnelgate/tunnelgate/internal/procmetrics"
 )
 
 // Metrics are OpenTelemetry asynchronous instruments read at scrape time
@@ -144,7 +146,8 @@ type proxyMetrics struct {
 
 // NewMetricsHandler builds a Prometheus text endpoint reading src at
 // each scrape, backed by an OpenTelemetry meter provider private to this
-// call: its own registry, its own provider, nothing global. Building it
+// call: its own registry, its own provider, nothing global, plus the
+// standard go_* and process_* families (procmetrics). Building it
 // costs a registry and every instrument, so a caller that may never be
 // scraped builds it on the first scrape.
 func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
@@ -152,6 +155,9 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 		opts.Log = slog.Default()
 	}
 	reg := prometheus.NewRegistry()
+	if err := procmetrics.Register(reg); err != nil {
+		return nil, err
+	}
 	exp, err := otelprom.New(
 		otelprom.WithRegisterer(reg),
 		otelprom.WithTranslationStrategy(otlptranslator.UnderscoreEscapingWithSuffixes),

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -97,10 +98,16 @@ func TestMetricsHandler(t *testing.T) {
 		"# TYPE tunnelgate_cluster_inflight_requests gauge",
 		"# TYPE tunnelgate_route_request_duration_seconds histogram",
 		"# TYPE tunnelgate_upstream_connections gauge",
+		// The standard runtime and process families (procmetrics).
+		"# TYPE go_goroutines gauge",
+		"# TYPE go_gc_duration_seconds summary",
 	} {
 		if !strings.Contains(text, line+"\n") {
 			t.Errorf("scrape lacks %q", line)
 		}
+	}
+	if runtime.GOOS == "linux" && !strings.Contains(text, "# TYPE process_resident_memory_bytes gauge\n") {
+		t.Error("scrape lacks process_resident_memory_bytes")
 	}
 	for _, unwanted := range []string{"target_info", "otel_scope_"} {
 		if strings.Contains(text, unwanted) {

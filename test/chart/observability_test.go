@@ -15,7 +15,7 @@ import (
 )
 
 const (
-	// The metric catalogue: every tunnelgate_ metric the processes serve.
+	// The metric catalogue: every metric the processes serve.
 	metricsCatalogue = "../../docs/metrics.md"
 	dashboardFile    = "dashboards/tunnelgate.json" // in chartDir
 )
@@ -189,14 +189,14 @@ func TestGrafanaDashboard(t *testing.T) {
 }
 
 // readCatalogue maps the metrics of docs/metrics.md's tables under
-// "## Proxy" and "## Controller" to their types.
+// "## Proxy", "## Controller" and "## Runtime and process" to their types.
 func readCatalogue(t *testing.T, path string) map[string]string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	row := regexp.MustCompile("^\\|\\s*`(tunnelgate_[a-z0-9_]+)`\\s*\\|\\s*([a-z]+)\\s*\\|")
+	row := regexp.MustCompile("^\\|\\s*`((?:tunnelgate|go|process)_[a-z0-9_]+)`\\s*\\|\\s*([a-z]+)\\s*\\|")
 	m := map[string]string{}
 	section := ""
 	for _, l := range strings.Split(string(b), "\n") {
@@ -204,7 +204,7 @@ func readCatalogue(t *testing.T, path string) map[string]string {
 			section = strings.TrimSpace(h)
 			continue
 		}
-		if section != "Proxy" && section != "Controller" {
+		if section != "Proxy" && section != "Controller" && section != "Runtime and process" {
 			continue
 		}
 		if r := row.FindStringSubmatch(l); r != nil {
@@ -212,14 +212,15 @@ func readCatalogue(t *testing.T, path string) map[string]string {
 		}
 	}
 	if len(m) < 20 {
-		t.Fatalf("%s: found %d metrics in the Proxy and Controller tables; has its layout changed?", path, len(m))
+		t.Fatalf("%s: found %d metrics in the Proxy, Controller and runtime tables; has its layout changed?", path, len(m))
 	}
 	return m
 }
 
-var metricName = regexp.MustCompile(`tunnelgate_[a-z0-9_]+`)
+var metricName = regexp.MustCompile(`\b(?:tunnelgate|go|process)_[a-z0-9_]+`)
 
-// metricNames lists the distinct tunnelgate_ names in a text.
+// metricNames lists the distinct tunnelgate_, go_ and process_ names in a
+// text.
 func metricNames(text string) []string {
 	names := metricName.FindAllString(text, -1)
 	slices.Sort(names)
