@@ -168,6 +168,29 @@ spec:
 	if err := expectBackend(h2, "https://"+originTLS+"/hello"); err != nil {
 		t.Fatalf("TLS origin: %v", err)
 	}
+	// Every controller replica hands the proxies the session keys of the
+	// Secret the chart generated, so all proxies pin clients alike.
+	keys, err := kube.CoreV1().Secrets(ns).Get(ctx, "e2e-tunnelgate-session-keys", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pod, addr := range configAddr {
+		cfgClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "e2e-tunnelgate-controller.e2e-system.svc"}}}
+		req, _ := http.NewRequest("GET", "https://"+addr+"/v1/config", nil)
+		req.Header.Set("Authorization", "Bearer "+string(internal.Data["config-token"]))
+		res, err := cfgClient.Do(req)
+		if err != nil {
+			t.Fatalf("%s config API: %v", pod, err)
+		}
+		var doc struct{ Config struct{ SessionKeys [][]byte } }
+		err = json.NewDecoder(res.Body).Decode(&doc)
+		res.Body.Close()
+		if err != nil || len(doc.Config.SessionKeys) != 1 || string(doc.Config.SessionKeys[0]) != string(keys.Data["current"]) {
+			t.Errorf("%s publishes session keys %d (%v); want the Secret's current key", pod, len(doc.Config.SessionKeys), err)
+		}
+	}
+
 	// In-cluster clients (proxy.inClusterService): the plain listener the
 	// -http Service points at serves the route, and the Gateway lists the
 	// Service's name after the tunnel's hostname.

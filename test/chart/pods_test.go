@@ -26,9 +26,10 @@ import (
 // API server, the way a kubelet would, on this machine. What a node gives
 // a pod is stood in for, and nothing else is changed:
 //
-//   - Volumes: each Secret volume's items are written, with their modes, to
-//     a directory, and an argument that names a file under a mount path is
-//     pointed into that directory. Like a kubelet, it waits for a Secret
+//   - Volumes: each Secret volume's items (every key, without items) are
+//     written, with their modes, to a directory, and an argument that
+//     names a mount path or a file under one is pointed into that
+//     directory. Like a kubelet, it waits for a Secret
 //     that does not exist yet. emptyDirs are empty directories.
 //   - The pod network: listen addresses are moved to free loopback ports
 //     (listen), and cluster DNS names resolve through an /etc/hosts bind-
@@ -159,7 +160,8 @@ func (k container) volumes(t *testing.T) map[string]string {
 	return mounts
 }
 
-// writeSecret waits for the Secret, as a kubelet does, and writes its items.
+// writeSecret waits for the Secret, as a kubelet does, and writes its
+// items, or every key when the volume names none.
 func (k container) writeSecret(t *testing.T, dir string, src *corev1.SecretVolumeSource, fsGroup int) {
 	t.Helper()
 	var s *corev1.Secret
@@ -179,7 +181,13 @@ func (k container) writeSecret(t *testing.T, dir string, src *corev1.SecretVolum
 	if src.DefaultMode != nil {
 		mode = os.FileMode(*src.DefaultMode)
 	}
-	for _, it := range src.Items {
+	items := src.Items
+	if len(items) == 0 {
+		for key := range s.Data {
+			items = append(items, corev1.KeyToPath{Key: key, Path: key})
+		}
+	}
+	for _, it := range items {
 		data, ok := s.Data[it.Key]
 		if !ok {
 			t.Fatalf("%s: Secret %s has no key %s", k.c.Name, src.SecretName, it.Key)
@@ -247,6 +255,9 @@ func (k container) envValue(e corev1.EnvVar) (string, error) {
 // hostPath points a path under a mount path into the mount's directory.
 func hostPath(mounts map[string]string, p string) string {
 	for mountPath, dir := range mounts {
+		if p == mountPath {
+			return dir
+		}
 		if rest, ok := strings.CutPrefix(p, mountPath+"/"); ok {
 			return filepath.Join(dir, rest)
 		}

@@ -28,6 +28,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/config/crd"
 	"github.com/tunnelgate/tunnelgate/config/rbac"
+	"github.com/tunnelgate/tunnelgate/ctrl/sessionkeys"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
@@ -131,6 +132,13 @@ func firstDifference(want, got string) string {
 func TestGeneratedSecretsWork(t *testing.T) {
 	values := valuesFiles(t)["default"]
 	objs := decode(t, mustRender(t, values))
+	keys := typed[corev1.Secret](t, find(t, objs, "Secret", "-session-keys"))
+	if k := keys.Data[sessionkeys.CurrentFile]; len(k) != 32 {
+		t.Errorf("the generated session key is %d bytes; want 32 random ones", len(k))
+	}
+	if _, ok := keys.Data[sessionkeys.PreviousFile]; ok || len(keys.Data) != 1 {
+		t.Errorf("the generated session keys Secret holds %d keys; want current only", len(keys.Data))
+	}
 	secret := typed[corev1.Secret](t, find(t, objs, "Secret", "-internal"))
 	data := map[string][]byte{}
 	for k, v := range secret.Data {
@@ -217,6 +225,7 @@ func TestWiring(t *testing.T) {
 			checkMounted(t, proxy.Spec.Template.Spec, px, pxArgs["-ca-file"], "ca.crt")
 			checkMounted(t, ctl.Spec.Template.Spec, ctl.Spec.Template.Spec.Containers[0], ctlArgs["-config-tls-key"], "controller.key")
 			checkMounted(t, proxy.Spec.Template.Spec, px, pxArgs["-tls-key"], "origin.key")
+			checkMounted(t, ctl.Spec.Template.Spec, ctl.Spec.Template.Spec.Containers[0], ctlArgs["-session-keys-dir"]+"/"+sessionkeys.CurrentFile, sessionkeys.CurrentFile)
 
 			// Proxy and cloudflared: the origin the controller puts in the
 			// tunnel's ingress document (GatewayClassConfig defaults).
@@ -258,7 +267,7 @@ func flags(args []string) map[string]string {
 func cfdFlag(args []string, name string) string { return flags(args)[name] }
 
 // checkMounted fails unless file is a Secret key of the pod's volumes, as
-// mounted in the container.
+// mounted in the container: an item, or any key of a Secret mounted whole.
 func checkMounted(t *testing.T, pod corev1.PodSpec, c corev1.Container, file, key string) {
 	t.Helper()
 	if file == "" {
@@ -272,6 +281,9 @@ func checkMounted(t *testing.T, pod corev1.PodSpec, c corev1.Container, file, ke
 		for _, v := range pod.Volumes {
 			if v.Name != m.Name || v.Secret == nil {
 				continue
+			}
+			if len(v.Secret.Items) == 0 && path.Base(file) == key {
+				return
 			}
 			for _, it := range v.Secret.Items {
 				if it.Key == key && it.Path == path.Base(file) {
