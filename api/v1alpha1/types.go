@@ -105,6 +105,11 @@ type DNSSettings struct {
 type OriginSettings struct {
 	// Port of the plain HTTP origin listener (default 8080).
 	Port int32 `json:"port,omitempty"`
+	// Socket, when set, is the path of a unix socket, shared by the proxy
+	// and cloudflared, where the plain HTTP origin listener is: HTTP
+	// hostnames then go to unix:<Socket> instead of Port. gRPC hostnames
+	// still go to TLSPort.
+	Socket string `json:"socket,omitempty"`
 	// TLSPort of the TLS origin listener used for gRPC (default 8443).
 	TLSPort int32 `json:"tlsPort,omitempty"`
 	// ServerName is the name cloudflared expects in the TLS origin

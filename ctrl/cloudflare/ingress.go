@@ -44,18 +44,20 @@ const catchAll = "http_status:404"
 // origin is where the cloudflared sidecar reaches the proxy beside it.
 type origin struct {
 	port, tlsPort int32
+	socket        string
 	serverName    string
 	caPool        string
 }
 
 func originOf(s *v1alpha1.OriginSettings) origin {
-	o := origin{v1alpha1.DefaultOriginPort, v1alpha1.DefaultOriginTLSPort, v1alpha1.DefaultOriginServerName, v1alpha1.DefaultOriginCAPool}
+	o := origin{port: v1alpha1.DefaultOriginPort, tlsPort: v1alpha1.DefaultOriginTLSPort, serverName: v1alpha1.DefaultOriginServerName, caPool: v1alpha1.DefaultOriginCAPool}
 	if s == nil {
 		return o
 	}
 	if s.Port != 0 {
 		o.port = s.Port
 	}
+	o.socket = s.Socket
 	if s.TLSPort != 0 {
 		o.tlsPort = s.TLSPort
 	}
@@ -66,6 +68,15 @@ func originOf(s *v1alpha1.OriginSettings) origin {
 		o.caPool = s.CAPool
 	}
 	return o
+}
+
+// plain is the service of the plain origin listener: its unix socket, or
+// its port on loopback.
+func (o origin) plain() string {
+	if o.socket != "" {
+		return "unix:" + o.socket
+	}
+	return fmt.Sprintf("http://localhost:%d", o.port)
 }
 
 // BuildDocument is the ingress document of a tunnel serving hostnames:
@@ -80,7 +91,7 @@ func BuildDocument(hostnames []translate.Hostname, s *v1alpha1.OriginSettings) D
 	slices.SortFunc(hs, func(a, b translate.Hostname) int { return compareSpecificity(a.Name, b.Name) })
 	doc := Document{Ingress: make([]Rule, 0, len(hs)+1)}
 	for _, h := range hs {
-		r := Rule{Hostname: h.Name, Service: fmt.Sprintf("http://localhost:%d", o.port)}
+		r := Rule{Hostname: h.Name, Service: o.plain()}
 		if h.GRPC {
 			r.Service = fmt.Sprintf("https://localhost:%d", o.tlsPort)
 			r.OriginRequest = &OriginRequest{HTTP2Origin: true, OriginServerName: o.serverName, CAPool: o.caPool}

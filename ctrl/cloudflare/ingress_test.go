@@ -25,6 +25,13 @@ func TestBuildDocument(t *testing.T) {
 	if string(got) != want {
 		t.Errorf("document\n got %s\nwant %s", got, want)
 	}
+	// With a socket, HTTP hostnames go to it; gRPC ones still to the TLS
+	// port.
+	doc = BuildDocument([]translate.Hostname{{Name: "app.example.com", HTTP: true}, {Name: "grpc.example.com", GRPC: true}},
+		&v1alpha1.OriginSettings{Socket: "/var/run/tunnelgate/origin.sock"})
+	if doc.Ingress[0].Service != "unix:/var/run/tunnelgate/origin.sock" || doc.Ingress[1].Service != "https://localhost:8443" {
+		t.Errorf("with a socket: %+v; want app on unix:/var/run/tunnelgate/origin.sock and grpc on https://localhost:8443", doc.Ingress)
+	}
 	if empty := BuildDocument(nil, nil); len(empty.Ingress) != 1 || empty.Ingress[0].Service != catchAll {
 		t.Errorf("no hostnames: %+v, want only the catch-all", empty)
 	}

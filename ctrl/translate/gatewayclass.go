@@ -104,6 +104,9 @@ func validateClassConfig(s *v1alpha1.GatewayClassConfigSpec) string {
 				return fmt.Sprintf("origin port %d is out of range", p)
 			}
 		}
+		if o.Socket != "" && (!strings.HasPrefix(o.Socket, "/") || len(o.Socket) > 107 || strings.ContainsAny(o.Socket, " \t\r\n")) {
+			return fmt.Sprintf("origin socket %q: want an absolute path of at most 107 bytes, without spaces", o.Socket)
+		}
 	}
 	return ""
 }
