@@ -228,12 +228,9 @@ func TestWiring(t *testing.T) {
 			checkMounted(t, ctl.Spec.Template.Spec, ctl.Spec.Template.Spec.Containers[0], ctlArgs["-session-keys-dir"]+"/"+sessionkeys.CurrentFile, sessionkeys.CurrentFile)
 
 			// Proxy and cloudflared: the origin the controller puts in the
-			// tunnel's ingress document (GatewayClassConfig defaults).
-			if pxArgs["-listen"] != "127.0.0.1:"+strconv.Itoa(v1alpha1.DefaultOriginPort) ||
-				pxArgs["-listen-tls"] != "127.0.0.1:"+strconv.Itoa(v1alpha1.DefaultOriginTLSPort) {
-				t.Errorf("proxy listens on %s and %s; the ingress document points cloudflared at ports %d and %d",
-					pxArgs["-listen"], pxArgs["-listen-tls"], v1alpha1.DefaultOriginPort, v1alpha1.DefaultOriginTLSPort)
-			}
+			// tunnel's ingress document (the GatewayClassConfig's origin
+			// socket, else the defaults' ports).
+			checkOrigin(t, objs, proxy.Spec.Template.Spec, pxArgs)
 			checkMounted(t, proxy.Spec.Template.Spec, cfd, v1alpha1.DefaultOriginCAPool, "ca.crt")
 			if pxArgs["-tunnel-protocol"] != cfdFlag(cfd.Args, "--protocol") {
 				t.Errorf("proxy reports tunnel protocol %q, cloudflared runs %q", pxArgs["-tunnel-protocol"], cfdFlag(cfd.Args, "--protocol"))
@@ -249,6 +246,45 @@ func TestWiring(t *testing.T) {
 				t.Error("proxy pods get a Kubernetes API token they never use")
 			}
 		})
+	}
+}
+
+// checkOrigin fails unless the proxy listens where the chart's
+// GatewayClassConfig sends cloudflared: its origin socket, in a volume
+// both containers mount, or else the default ports on loopback.
+func checkOrigin(t *testing.T, objs []*unstructured.Unstructured, pod corev1.PodSpec, pxArgs map[string]string) {
+	t.Helper()
+	socket := ""
+	for _, o := range objs {
+		if o.GetKind() == "GatewayClassConfig" {
+			socket, _, _ = unstructured.NestedString(o.Object, "spec", "origin", "socket")
+		}
+	}
+	if pxArgs["-listen-tls"] != "127.0.0.1:"+strconv.Itoa(v1alpha1.DefaultOriginTLSPort) {
+		t.Errorf("proxy -listen-tls=%s; the ingress document points cloudflared at port %d", pxArgs["-listen-tls"], v1alpha1.DefaultOriginTLSPort)
+	}
+	if socket == "" {
+		if pxArgs["-listen"] != "127.0.0.1:"+strconv.Itoa(v1alpha1.DefaultOriginPort) {
+			t.Errorf("proxy -listen=%s; the ingress document points cloudflared at port %d", pxArgs["-listen"], v1alpha1.DefaultOriginPort)
+		}
+		return
+	}
+	if pxArgs["-listen"] != "unix:"+socket {
+		t.Errorf("proxy -listen=%s; the ingress document points cloudflared at unix:%s", pxArgs["-listen"], socket)
+	}
+	for _, c := range []corev1.Container{pod.InitContainers[0], pod.Containers[0]} {
+		shared := false
+		for _, m := range c.VolumeMounts {
+			if m.MountPath != path.Dir(socket) {
+				continue
+			}
+			for _, v := range pod.Volumes {
+				shared = shared || v.Name == m.Name && v.EmptyDir != nil
+			}
+		}
+		if !shared {
+			t.Errorf("container %s does not mount the origin socket's directory %s from an emptyDir", c.Name, path.Dir(socket))
+		}
 	}
 }
 
@@ -465,6 +501,9 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"CPU target over 100", []string{"--set", "proxy.autoscaling.targetCPUUtilizationPercentage=150"}, "/proxy/autoscaling/targetCPUUtilizationPercentage"},
 		{"extra arg without dash", []string{"--set", "controller.extraArgs[0]=v"}, "/controller/extraArgs/0"},
 		{"grace period not a duration", []string{"--set", "cloudflared.gracePeriod=30"}, "/cloudflared/gracePeriod"},
+		{"origin transport unknown", []string{"--set", "proxy.originTransport=udp"}, "/proxy/originTransport"},
+		{"in-cluster port out of range", []string{"--set", "proxy.inClusterService.port=70000"}, "/proxy/inClusterService/port"},
+		{"session keys Secret not a name", []string{"--set", "sessionKeys.existingSecret=My_Keys"}, "/sessionKeys/existingSecret"},
 		{"memory not a quantity", []string{"--set", "proxy.resources.limits.memory=lots"}, "/proxy/resources/limits/memory"},
 		{"5xx ratio over 1", []string{"--set", "metrics.prometheusRule.thresholds.route5xxRatio=5"}, "/metrics/prometheusRule/thresholds/route5xxRatio"},
 		{"5xx ratio not a number", []string{"--set", "metrics.prometheusRule.thresholds.route5xxRatio=5%"}, "/metrics/prometheusRule/thresholds/route5xxRatio"},
@@ -612,6 +651,22 @@ func TestPprofValues(t *testing.T) {
 	}
 	if c, p := pprof(mustRender(t, def, "--set", "controller.pprof=off", "--set", "proxy.pprof=all")); c != "off" || p != "all" {
 		t.Errorf("controller.pprof=off, proxy.pprof=all: got -pprof=%q and -pprof=%q", c, p)
+	}
+}
+
+// proxy.originTransport: unix puts the origin listener on a socket both
+// containers share, and names it in the GatewayClassConfig; tcp keeps
+// loopback port 8080.
+func TestOriginTransport(t *testing.T) {
+	def := valuesFiles(t)["default"]
+	for _, transport := range []string{"unix", "tcp"} {
+		objs := decode(t, mustRender(t, def, "--set", "proxy.originTransport="+transport))
+		proxy := typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-proxy"))
+		pxArgs := flags(proxy.Spec.Template.Spec.InitContainers[0].Args)
+		checkOrigin(t, objs, proxy.Spec.Template.Spec, pxArgs)
+		if got := strings.HasPrefix(pxArgs["-listen"], "unix:"); got != (transport == "unix") {
+			t.Errorf("originTransport %s: -listen=%s", transport, pxArgs["-listen"])
+		}
 	}
 }
 
