@@ -145,15 +145,33 @@ spec:
 	proxy := deployment("e2e-tunnelgate-proxy").Spec.Template.Spec
 	origin, originTLS, admin, plain := testproc.FreeLoopback(t), testproc.FreeLoopback(t), testproc.FreeLoopback(t), testproc.FreeLoopback(t)
 	_, configPort, _ := net.SplitHostPort(configAddr["e2e-tunnelgate-controller-a"])
-	container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: proxy.InitContainers[0],
-		listen:  map[string]string{"-listen": origin, "-listen-tls": originTLS, "-admin": admin, "-listen-plain": plain},
+	// The origin listener is a unix socket in a volume cloudflared shares
+	// (proxy.originTransport unix), used as it is, or a loopback port,
+	// moved to a free one.
+	listen := map[string]string{"-listen-tls": originTLS, "-admin": admin, "-listen-plain": plain}
+	originArg := flags(proxy.InitContainers[0].Args)["-listen"]
+	unixOrigin := strings.HasPrefix(originArg, "unix:")
+	if !unixOrigin {
+		listen["-listen"] = origin
+	}
+	mounts := container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: proxy.InitContainers[0],
+		listen:  listen,
 		rewrite: map[string]string{"-controller": "https://e2e-tunnelgate-controller.e2e-system.svc:" + configPort},
 		hosts:   "127.0.0.1 e2e-tunnelgate-controller.e2e-system.svc\n", root: root,
 	}.start(t, bin)
 
 	// As cloudflared: plain HTTP/1.1 to the origin listener...
+	cloudflared, originURL := http.DefaultClient, "http://"+origin+"/hello"
+	if unixOrigin {
+		sock := strings.TrimPrefix(hostPath(mounts, originArg), "unix:")
+		cloudflared = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}}}
+		originURL = "http://localhost/hello"
+	}
 	eventually(t, 30*time.Second, "the route through the origin listener", func() error {
-		return expectBackend(http.DefaultClient, "http://"+origin+"/hello")
+		return expectBackend(cloudflared, originURL)
 	})
 	// ...and HTTP/2 over TLS to the TLS origin, verified with the CA the
 	// chart mounts at caPool, for originServerName.
@@ -219,10 +237,11 @@ spec:
 	}
 
 	// cloudflared's side: the token file it runs with is the tunnel's, and
-	// the ingress document sends the hostname to the proxy's origin port.
+	// the ingress document sends the hostname to the proxy's origin
+	// listener.
 	cfd := proxy.Containers[0]
-	mounts := container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: cfd, root: root}.volumes(t)
-	tokenFile := hostPath(mounts, flags(cfd.Args)["--token-file"])
+	cfdMounts := container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: cfd, root: root}.volumes(t)
+	tokenFile := hostPath(cfdMounts, flags(cfd.Args)["--token-file"])
 	tok, err := os.ReadFile(tokenFile)
 	if err != nil {
 		t.Fatalf("cloudflared's token file: %v", err)
@@ -233,7 +252,11 @@ spec:
 	}
 	eventually(t, 30*time.Second, "the tunnel's ingress document", func() error {
 		doc, _ := f.TunnelConfig(account, tunnelID)
-		if !strings.Contains(string(doc), `"hostname":"app.example.com"`) || !strings.Contains(string(doc), "localhost:8080") {
+		want := "localhost:8080"
+		if unixOrigin {
+			want = originArg
+		}
+		if !strings.Contains(string(doc), `"hostname":"app.example.com"`) || !strings.Contains(string(doc), `"service":"`+want+`"`) && !strings.Contains(string(doc), `"service":"http://`+want+`"`) {
 			return fmt.Errorf("ingress document %s", doc)
 		}
 		return nil

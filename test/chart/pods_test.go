@@ -28,8 +28,8 @@ import (
 //
 //   - Volumes: each Secret volume's items (every key, without items) are
 //     written, with their modes, to a directory, and an argument that
-//     names a mount path or a file under one is pointed into that
-//     directory. Like a kubelet, it waits for a Secret
+//     names a mount path or a file under one (a unix socket's too) is
+//     pointed into that directory. Like a kubelet, it waits for a Secret
 //     that does not exist yet. emptyDirs are empty directories.
 //   - The pod network: listen addresses are moved to free loopback ports
 //     (listen), and cluster DNS names resolve through an /etc/hosts bind-
@@ -254,6 +254,9 @@ func (k container) envValue(e corev1.EnvVar) (string, error) {
 
 // hostPath points a path under a mount path into the mount's directory.
 func hostPath(mounts map[string]string, p string) string {
+	if rest, ok := strings.CutPrefix(p, "unix:"); ok {
+		return "unix:" + hostPath(mounts, rest)
+	}
 	for mountPath, dir := range mounts {
 		if p == mountPath {
 			return dir
