@@ -16,6 +16,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
@@ -25,19 +26,33 @@ type Options struct {
 	// Paths are the YAML files and directories to read.
 	Paths []string
 	// Listen is the address every HTTP listener of the accepted Gateways is
-	// served on, chosen by hostname (default 127.0.0.1:8080).
+	// served on, chosen by hostname (default 127.0.0.1:8080): "host:port"
+	// or "unix:/path".
 	Listen string
+	// BehindCloudflared serves Listen as the proxy's origin listener, for
+	// cloudflared: HTTP/1.1, and the forwarding headers cloudflared passes
+	// on (Cf-*, X-Forwarded-For, X-Forwarded-Proto) are trusted, so the
+	// visitor's scheme and address are the ones Cloudflare's edge saw.
+	// Without it Listen is a listener for direct clients, which trusts none
+	// of them. Set it only when nothing but cloudflared can reach Listen:
+	// any other client could claim any address and scheme.
+	BehindCloudflared bool
 	// Admin serves health, readiness, metrics and pprof; empty disables.
 	Admin string
 	// Pprof says who may read /debug/pprof/ on Admin; the zero value
 	// serves loopback peers only.
 	Pprof pprofgate.Mode
+	// AccessLog and Tracer, when set, log and trace requests as they do for
+	// the proxy (dataplane.Options).
+	AccessLog *observe.AccessLog
+	Tracer    *observe.Tracer
 	// ControllerName selects the GatewayClasses to serve.
 	ControllerName string
 	// Poll is how often the files are checked for changes (default 1 s).
 	Poll time.Duration
 	Log  *slog.Logger
-	// Ready, if set, is called with the bound addresses once listening.
+	// Ready, if set, is called with the bound addresses once listening:
+	// Listen's is Bound.Plain, or Bound.Origin with BehindCloudflared.
 	Ready func(dataplane.Bound)
 	// Loaded, if set, is called after every load attempt with its result.
 	Loaded func(*Result, error)
@@ -111,7 +126,7 @@ func Serve(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	p := dataplane.New(dataplane.Options{Log: log, Pprof: o.Pprof})
+	p := dataplane.New(dataplane.Options{Log: log, Pprof: o.Pprof, AccessLog: o.AccessLog, Tracer: o.Tracer})
 	defer p.Close()
 
 	// enc is used by load alone, which runs once here and then only in
@@ -167,7 +182,14 @@ func Serve(ctx context.Context, o Options) error {
 		}
 	}()
 
-	return p.Serve(ctx, dataplane.ServeOptions{Plain: o.Listen, Admin: o.Admin, Ready: o.Ready})
+	l := dataplane.ServeOptions{Plain: o.Listen, Admin: o.Admin, Ready: o.Ready}
+	if o.BehindCloudflared {
+		// Both serve every Gateway listener by hostname; the origin
+		// listener trusts its peer, and so picks the listener by the
+		// scheme the visitor used (X-Forwarded-Proto), not by its own.
+		l.Plain, l.Origin = "", o.Listen
+	}
+	return p.Serve(ctx, l)
 }
 
 // filesStamp summarises the names, sizes and modification times of the

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -23,14 +24,26 @@ func (p *pathList) String() string     { return strings.Join(*p, ",") }
 func (p *pathList) Set(v string) error { *p = append(*p, v); return nil }
 
 func runStandalone(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return standaloneMain(ctx, args, stdout, stderr, nil)
+}
+
+// standaloneMain is runStandalone until ctx ends; ready, if set, is told
+// the bound addresses (tests listen on ":0").
+func standaloneMain(ctx context.Context, args []string, stdout, stderr io.Writer, ready func(dataplane.Bound)) int {
 	fs := newFlagSet("standalone", "serve Gateway API YAML without a cluster, or check it with -check", stderr)
 	var paths pathList
 	fs.Var(&paths, "f", "YAML `file or directory` of Gateway API objects, Services and EndpointSlices (repeatable)")
-	listen := fs.String("listen", "127.0.0.1:8080", "address serving every HTTP listener of the accepted Gateways, by hostname")
+	listen := fs.String("listen", "127.0.0.1:8080", "`address` serving every HTTP listener of the accepted Gateways, by hostname: host:port or unix:/path")
+	behind := fs.Bool("behind-cloudflared", false, "serve -listen as the origin of a cloudflared on this machine: trust the Cf-* and X-Forwarded-* headers it passes on "+
+		"(the visitor's address and scheme). Only when nothing but cloudflared can reach -listen (loopback or a unix socket): any other client could forge them")
 	admin := fs.String("admin", "", "admin listener (health, readiness, metrics, pprof); empty disables")
 	pprofMode := addPprofFlag(fs)
 	check := fs.Bool("check", false, "print every object's conditions and exit: 1 if a route is not Accepted with ResolvedRefs")
 	controller := fs.String("controller-name", translate.DefaultControllerName, "GatewayClass controllerName to serve")
+	logf := addLogFlags(fs)
+	accessLog := addAccessLogFlags(fs)
 	if code, done := parse(fs, args); done {
 		return code
 	}
@@ -41,18 +54,65 @@ func runStandalone(args []string, stdout, stderr io.Writer) int {
 	if *check {
 		return checkFiles(paths, *controller, *listen, stdout, stderr)
 	}
-	log := slog.New(slog.NewTextHandler(stderr, nil))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := standalone.Serve(ctx, standalone.Options{
-		Paths: paths, Listen: *listen, Admin: *admin, Pprof: *pprofMode, ControllerName: *controller, Log: log,
-		Ready: func(b dataplane.Bound) { log.Info("listening", "addr", b.Plain, "admin", b.Admin) },
+	fail := func(code int, err error) int {
+		fmt.Fprintf(stderr, "tunnelgate standalone: %v\n", err)
+		return code
+	}
+	log, err := logf.logger(stderr)
+	if err != nil {
+		return fail(2, err)
+	}
+	al, closeAccessLog, err := accessLog.open(stdout, stderr)
+	if err != nil {
+		return fail(2, err)
+	}
+	defer closeAccessLog()
+	tracer, stopTracing, err := proxyTracer(ctx, os.Getenv, log)
+	if err != nil {
+		return fail(2, fmt.Errorf("tracing: %w", err))
+	}
+	// Deferred after closeAccessLog, so it runs first: the traces left
+	// are exported, then the access log's last lines written.
+	defer stopTracing()
+	if *behind && !loopbackOnly(*listen) {
+		log.Warn("-behind-cloudflared trusts every peer's Cf-* and X-Forwarded-* headers, and -listen is not a loopback address or a unix socket: "+
+			"make sure nothing but cloudflared can reach it", "listen", *listen)
+	}
+	err = standalone.Serve(ctx, standalone.Options{
+		Paths: paths, Listen: *listen, BehindCloudflared: *behind, Admin: *admin, Pprof: *pprofMode, ControllerName: *controller,
+		Log: log, AccessLog: al, Tracer: tracer,
+		Ready: func(b dataplane.Bound) {
+			if *behind {
+				log.Info("listening", "origin", b.Origin, "admin", b.Admin, "trust", "cloudflared's forwarding headers")
+			} else {
+				log.Info("listening", "addr", b.Plain, "admin", b.Admin)
+			}
+			if ready != nil {
+				ready(b)
+			}
+		},
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "tunnelgate standalone: %v\n", err)
-		return 1
+		return fail(1, err)
 	}
 	return 0
+}
+
+// loopbackOnly reports whether only processes on this machine can reach
+// addr: a unix socket, or a loopback address ("localhost" included).
+func loopbackOnly(addr string) bool {
+	if strings.HasPrefix(addr, "unix:") {
+		return true
+	}
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // checkFiles is the linter: it prints what a user would see with kubectl
