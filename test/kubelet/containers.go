@@ -30,6 +30,10 @@ var insecureTransport = &http.Transport{
 // container is one process of a Pod, restarted in place.
 type container struct {
 	spec corev1.Container
+	// sidecar is an init container with restartPolicy Always: started
+	// before the Pod's containers, one after the other once each passes
+	// its startup probe, always restarted, and stopped after them.
+	sidecar bool
 
 	mu        sync.Mutex
 	pid       int
@@ -238,51 +242,67 @@ func (c *container) waitUntil(deadline time.Time) {
 // every declared TCP port must accept a connection. Exec probes are not
 // run (they count as passing).
 func (c *container) probe(addr netip.Addr) bool {
-	const timeout = time.Second
-	dial := func(port intstr.IntOrString) bool {
-		n := c.port(port)
-		if n == 0 {
-			return false
-		}
-		conn, err := net.DialTimeout("tcp", netip.AddrPortFrom(addr, uint16(n)).String(), timeout)
-		if err != nil {
-			return false
-		}
-		conn.Close()
-		return true
-	}
 	if pr := c.spec.ReadinessProbe; pr != nil {
-		switch {
-		case pr.HTTPGet != nil:
-			n := c.port(pr.HTTPGet.Port)
-			if n == 0 {
-				return false
-			}
-			scheme := "http"
-			if pr.HTTPGet.Scheme == corev1.URISchemeHTTPS {
-				scheme = "https"
-			}
-			hc := &http.Client{Timeout: timeout, Transport: insecureTransport}
-			res, err := hc.Get(fmt.Sprintf("%s://%s%s", scheme, netip.AddrPortFrom(addr, uint16(n)), pr.HTTPGet.Path))
-			if err != nil {
-				return false
-			}
-			res.Body.Close()
-			return res.StatusCode >= 200 && res.StatusCode < 400
-		case pr.TCPSocket != nil:
-			return dial(pr.TCPSocket.Port)
-		case pr.GRPC != nil:
-			return dial(intstr.FromInt32(pr.GRPC.Port))
-		}
-		return true
+		return c.check(pr, addr)
 	}
 	for _, p := range c.spec.Ports {
 		if p.Protocol != "" && p.Protocol != corev1.ProtocolTCP {
 			continue
 		}
-		if !dial(intstr.FromInt32(p.ContainerPort)) {
+		if !c.dial(addr, intstr.FromInt32(p.ContainerPort)) {
 			return false
 		}
+	}
+	return true
+}
+
+// started reports whether c counts as started: running, and past its
+// startup probe if it has one.
+func (c *container) started(addr netip.Addr) bool {
+	if !c.running() {
+		return false
+	}
+	return c.spec.StartupProbe == nil || c.check(c.spec.StartupProbe, addr)
+}
+
+// dial reports whether port of the Pod's address accepts a connection.
+func (c *container) dial(addr netip.Addr, port intstr.IntOrString) bool {
+	n := c.port(port)
+	if n == 0 {
+		return false
+	}
+	conn, err := net.DialTimeout("tcp", netip.AddrPortFrom(addr, uint16(n)).String(), time.Second)
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// check runs one probe's handler once against the Pod's address.
+func (c *container) check(pr *corev1.Probe, addr netip.Addr) bool {
+	const timeout = time.Second
+	switch {
+	case pr.HTTPGet != nil:
+		n := c.port(pr.HTTPGet.Port)
+		if n == 0 {
+			return false
+		}
+		scheme := "http"
+		if pr.HTTPGet.Scheme == corev1.URISchemeHTTPS {
+			scheme = "https"
+		}
+		hc := &http.Client{Timeout: timeout, Transport: insecureTransport}
+		res, err := hc.Get(fmt.Sprintf("%s://%s%s", scheme, netip.AddrPortFrom(addr, uint16(n)), pr.HTTPGet.Path))
+		if err != nil {
+			return false
+		}
+		res.Body.Close()
+		return res.StatusCode >= 200 && res.StatusCode < 400
+	case pr.TCPSocket != nil:
+		return c.dial(addr, pr.TCPSocket.Port)
+	case pr.GRPC != nil:
+		return c.dial(addr, intstr.FromInt32(pr.GRPC.Port))
 	}
 	return true
 }

@@ -11,24 +11,34 @@
 //     namespace by a veth pair, with an address from PodCIDR (the bridge
 //     takes the first, Pods the ones after 256), so every Pod may bind the
 //     same wildcard port;
+//
 //   - one process per container, mapped from its image (Options.Images, or
 //     a program built into the test binary, see Register), with the
 //     container's environment, restarted as its restartPolicy says;
+//
 //   - Secret, ConfigMap, projected (ServiceAccount token) and emptyDir
 //     volumes, written under the Pod's directory; a container finds them
 //     through the paths in its env and args (see volumes.go), and waits
 //     as ContainerCreating for a Secret or ConfigMap that does not exist;
+//
 //   - a status the controllers act on: Running, the Pod IP, and Ready once
 //     the readiness probe, or else every declared TCP port, answers.
 //
-// Deleting a Pod sends its processes SIGTERM, then SIGKILL after the grace
-// period (at most MaxGrace), and removes the object. Processes die with the
-// test process.
+//   - native sidecars (init containers with restartPolicy Always), as the
+//     kubelet runs them: started before the Pod's containers, one after
+//     the other once each is running and past its startup probe; always
+//     restarted; their readiness counting toward the Pod's; reported in
+//     initContainerStatuses.
+//
+// Deleting a Pod sends its containers SIGTERM, and once they have exited
+// its sidecars, one after the other in the reverse of their order; what is
+// still running when the grace period (at most MaxGrace) ends gets SIGKILL,
+// and the object is removed. Processes die with the test process.
 //
 //   - container logs, served to the API server as a kubelet serves them
 //     (pods/log, `kubectl logs`).
 //
-// Not there: init containers and exec probes. It needs
+// Not there: init containers that run to completion, and exec probes. It needs
 // root and is meant to run inside the network namespace of test/netns,
 // whose local 10.244.0.0/16 does not overlap the default PodCIDR.
 package kubelet

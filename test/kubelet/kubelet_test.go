@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 	kubelet.Register(crashImage, func([]string) int { return 3 })
 	kubelet.Register(filesImage, filesMain)
 	kubelet.Register(talkImage, talkMain)
+	kubelet.Register(orderImage, orderMain)
 	kubelet.RunIfContainer()
 	netns.Run(func() int { shared.Main(m); return 0 })
 }

@@ -83,6 +83,13 @@ func (k *Kubelet) newPod(obj *corev1.Pod) (*pod, error) {
 		return nil, err
 	}
 	p.sandbox = sb
+	// Sidecars first, in order, then the Pod's containers: the order they
+	// start in, and the reverse of the order sidecars stop in.
+	for _, c := range obj.Spec.InitContainers {
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			p.containers = append(p.containers, &container{spec: c, sidecar: true})
+		}
+	}
 	for _, c := range obj.Spec.Containers {
 		p.containers = append(p.containers, &container{spec: c})
 	}
@@ -97,7 +104,13 @@ func (p *pod) run() {
 	if !p.waitVolumes() {
 		return
 	}
+	if !p.startSidecars(log) {
+		return
+	}
 	for _, c := range p.containers {
+		if c.sidecar {
+			continue
+		}
 		if err := p.startContainer(c); err != nil {
 			log.Warn("starting a container", "container", c.spec.Name, "err", err)
 		}
@@ -122,6 +135,36 @@ func (p *pod) run() {
 		}
 		t.Reset(probeEvery)
 	}
+}
+
+// startSidecars starts the sidecars one after the other, each once the
+// one before it has started (running, and past its startup probe), as
+// the kubelet does: a sidecar that exits meanwhile is restarted. It says
+// whether to go on: false when the Pod is stopped meanwhile.
+func (p *pod) startSidecars(log interface {
+	Warn(string, ...any)
+}) bool {
+	for _, c := range p.containers {
+		if !c.sidecar {
+			continue
+		}
+		if err := p.startContainer(c); err != nil {
+			log.Warn("starting a sidecar", "container", c.spec.Name, "err", err)
+		}
+		for !c.started(p.sandbox.addr) {
+			select {
+			case <-p.quit:
+				return false
+			case <-p.wake:
+			case <-time.After(100 * time.Millisecond):
+			}
+			p.restartExited(log)
+			if err := p.writeStatus(); err != nil {
+				log.Warn("writing the pod status", "err", err)
+			}
+		}
+	}
+	return true
 }
 
 // waitVolumes sets up the volumes, retrying while a Secret or ConfigMap is
@@ -181,6 +224,9 @@ func (p *pod) restartExited(log interface {
 			continue
 		}
 		policy := p.spec.RestartPolicy
+		if c.sidecar {
+			policy = corev1.RestartPolicyAlways
+		}
 		if policy == corev1.RestartPolicyNever || policy == corev1.RestartPolicyOnFailure && code == 0 {
 			continue
 		}
@@ -215,8 +261,10 @@ func (p *pod) terminate(grace time.Duration, after func()) {
 	}()
 }
 
-// stop sends the processes SIGTERM, waits up to grace, and kills what is
-// left with the sandbox.
+// stop sends the Pod's containers SIGTERM and waits for them, then does
+// the same with each sidecar in the reverse of their order, all within
+// grace, as the kubelet stops a Pod; then it kills what is left with the
+// sandbox.
 func (p *pod) stop(grace time.Duration) {
 	p.mu.Lock()
 	p.terminating = true
@@ -229,10 +277,20 @@ func (p *pod) stop(grace time.Duration) {
 	<-p.done
 	deadline := time.Now().Add(grace)
 	for _, c := range p.containers {
-		c.signal(syscall.SIGTERM)
+		if !c.sidecar {
+			c.signal(syscall.SIGTERM)
+		}
 	}
 	for _, c := range p.containers {
-		c.waitUntil(deadline)
+		if !c.sidecar {
+			c.waitUntil(deadline)
+		}
+	}
+	for i := len(p.containers) - 1; i >= 0; i-- {
+		if c := p.containers[i]; c.sidecar {
+			c.signal(syscall.SIGTERM)
+			c.waitUntil(deadline)
+		}
 	}
 	for _, c := range p.containers {
 		c.signal(syscall.SIGKILL)
@@ -307,6 +365,12 @@ func (p *pod) status() corev1.PodStatus {
 	allExited, anyFailed := true, false
 	for _, c := range p.containers {
 		cs := c.status()
+		if c.sidecar {
+			// Sidecars are init containers: they are reported there, and
+			// only their readiness counts toward the Pod's.
+			s.InitContainerStatuses = append(s.InitContainerStatuses, cs)
+			continue
+		}
 		s.ContainerStatuses = append(s.ContainerStatuses, cs)
 		if cs.State.Terminated == nil {
 			allExited = false
@@ -363,7 +427,8 @@ func mergeStatus(cur, ours corev1.PodStatus) corev1.PodStatus {
 
 // statusEqual compares what a status write would change.
 func statusEqual(a, b corev1.PodStatus) bool {
-	if a.Phase != b.Phase || a.PodIP != b.PodIP || len(a.Conditions) != len(b.Conditions) || len(a.ContainerStatuses) != len(b.ContainerStatuses) {
+	if a.Phase != b.Phase || a.PodIP != b.PodIP || len(a.Conditions) != len(b.Conditions) ||
+		len(a.ContainerStatuses) != len(b.ContainerStatuses) || len(a.InitContainerStatuses) != len(b.InitContainerStatuses) {
 		return false
 	}
 	for i := range a.Conditions {
@@ -371,17 +436,27 @@ func statusEqual(a, b corev1.PodStatus) bool {
 			return false
 		}
 	}
+	for i, x := range a.InitContainerStatuses {
+		if !containerStatusEqual(x, b.InitContainerStatuses[i]) {
+			return false
+		}
+	}
 	for i := range a.ContainerStatuses {
-		x, y := a.ContainerStatuses[i], b.ContainerStatuses[i]
-		if x.Ready != y.Ready || x.RestartCount != y.RestartCount || x.ContainerID != y.ContainerID ||
-			(x.State.Running == nil) != (y.State.Running == nil) ||
-			(x.State.Waiting == nil) != (y.State.Waiting == nil) ||
-			x.State.Waiting != nil && (x.State.Waiting.Reason != y.State.Waiting.Reason || x.State.Waiting.Message != y.State.Waiting.Message) ||
-			(x.State.Terminated == nil) != (y.State.Terminated == nil) {
+		if !containerStatusEqual(a.ContainerStatuses[i], b.ContainerStatuses[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// containerStatusEqual compares what a status write would change of one
+// container.
+func containerStatusEqual(x, y corev1.ContainerStatus) bool {
+	return x.Ready == y.Ready && x.RestartCount == y.RestartCount && x.ContainerID == y.ContainerID &&
+		(x.State.Running == nil) == (y.State.Running == nil) &&
+		(x.State.Waiting == nil) == (y.State.Waiting == nil) &&
+		(x.State.Waiting == nil || x.State.Waiting.Reason == y.State.Waiting.Reason && x.State.Waiting.Message == y.State.Waiting.Message) &&
+		(x.State.Terminated == nil) == (y.State.Terminated == nil)
 }
 
 func (p *pod) String() string { return fmt.Sprintf("%s/%s", p.namespace, p.name) }
