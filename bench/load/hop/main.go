@@ -12,11 +12,12 @@
 //
 // It prints one line of key=value pairs:
 //
-//	requests=N errors=N seconds=S rps=R p50_us=L p99_us=L
+//	requests=N errors=N seconds=S rps=R p50_us=L p99_us=L cpu_us=C
 //
 // requests counts the answers read (whatever their status), errors the
-// requests that failed plus the answers that were not 2xx, and the
-// latencies are those of the answers read. The exit status is 1 when a
+// requests that failed plus the answers that were not 2xx, the latencies
+// are those of the answers read, and cpu_us is the client's own CPU time
+// (user and system, the whole process). The exit status is 1 when a
 // request failed or nothing was answered, 2 for bad flags.
 package main
 
@@ -34,6 +35,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -255,11 +257,21 @@ func main() {
 		fmt.Fprintf(os.Stderr, "hop: %v\n", err)
 		os.Exit(2)
 	}
-	fmt.Println(r)
+	fmt.Printf("%s cpu_us=%d\n", r, cpuMicros())
 	if r.FirstError != "" {
 		fmt.Fprintf(os.Stderr, "hop: %d error(s), the first: %s\n", r.Errors, r.FirstError)
 	}
 	if r.Requests == 0 || r.Errors > 0 {
 		os.Exit(1)
 	}
+}
+
+// cpuMicros is the process's user and system CPU time so far, in µs (-1
+// when the system does not say).
+func cpuMicros() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return -1
+	}
+	return ru.Utime.Nano()/1000 + ru.Stime.Nano()/1000
 }
