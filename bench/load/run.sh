@@ -203,7 +203,11 @@ fi
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-NEXT_PORT=$((20000 + RANDOM % 20000))
+# Ports come from below the kernel's ephemeral range: a port there may be
+# held by some outgoing connection, which a connect test cannot see.
+EPHEMERAL_LO=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+[[ $EPHEMERAL_LO =~ ^[0-9]+$ ]] || EPHEMERAL_LO=32768
+NEXT_PORT=$((20000 + RANDOM % (EPHEMERAL_LO > 22000 ? EPHEMERAL_LO - 21000 : 20000)))
 # alloc_port VAR: store in VAR a loopback port that nothing listens on.
 alloc_port() {
 	while port_open "$NEXT_PORT"; do NEXT_PORT=$((NEXT_PORT + 1)); done
