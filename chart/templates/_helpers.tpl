@@ -13,7 +13,10 @@ with "-tunnelgate" added unless it already says tunnelgate.
 {{- define "tunnelgate.controller.name" -}}{{ include "tunnelgate.fullname" . }}-controller{{- end -}}
 {{- define "tunnelgate.proxy.name" -}}{{ include "tunnelgate.fullname" . }}-proxy{{- end -}}
 {{- define "tunnelgate.sessionKeys.secret" -}}{{ .Values.sessionKeys.existingSecret | default (printf "%s-session-keys" (include "tunnelgate.fullname" .)) }}{{- end -}}
-{{- define "tunnelgate.originSocket" -}}{{ if eq .Values.proxy.originTransport "unix" }}/var/run/tunnelgate/origin.sock{{ end }}{{- end -}}
+{{- define "tunnelgate.originSocket" -}}
+{{- $t := .Values.proxy.originTransport | default (ternary "unix" "tcp" .Values.gatewayClass.create) -}}
+{{- if eq $t "unix" }}/var/run/tunnelgate/origin.sock{{ end -}}
+{{- end -}}
 {{- define "tunnelgate.internal.secret" -}}{{ .Values.internalTLS.existingSecret | default (printf "%s-internal" (include "tunnelgate.fullname" .)) }}{{- end -}}
 
 {{/* Labels on every object; selectorLabels never change after install. */}}

@@ -201,7 +201,9 @@ spec:
 		if err != nil {
 			t.Fatalf("%s config API: %v", pod, err)
 		}
-		var doc struct{ Config struct{ SessionKeys [][]byte } }
+		var doc struct {
+			Config struct{ SessionKeys [][]byte }
+		}
 		err = json.NewDecoder(res.Body).Decode(&doc)
 		res.Body.Close()
 		if err != nil || len(doc.Config.SessionKeys) != 1 || string(doc.Config.SessionKeys[0]) != string(keys.Data["current"]) {
