@@ -2,8 +2,11 @@ package chart
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -212,6 +215,17 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Fatalf("the internal Secret holds %d keys, want 6", len(before))
 	}
 
+	// A rotation of the session keys, made with kubectl, as docs/install.md
+	// says: the upgrade must keep it.
+	rotated := map[string]any{"data": map[string]any{
+		"previous": base64.StdEncoding.EncodeToString([]byte("the first key 0123456789abcdef")),
+		"current":  base64.StdEncoding.EncodeToString([]byte("the second key 0123456789abcdef")),
+	}}
+	patch, _ := json.Marshal(rotated)
+	if _, err := dyn.Resource(gvrSecret).Namespace(ns).Patch(ctx, "edge-tunnelgate-session-keys", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("rotating the session keys: %v", err)
+	}
+
 	if _, err := helm(t, kubeconfig, append([]string{"upgrade", release, chartDir, "--set", "proxy.replicas=3"}, base...)...); err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +246,16 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 			t.Errorf("the upgrade replaced %s in the internal Secret: running pods would stop trusting new ones", k)
 		}
 	}
+	keys, err := dyn.Resource(gvrSecret).Namespace(ns).Get(ctx, "edge-tunnelgate-session-keys", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, _, _ := unstructured.NestedStringMap(keys.Object, "data"); !maps.Equal(data, map[string]string{
+		"previous": rotated["data"].(map[string]any)["previous"].(string),
+		"current":  rotated["data"].(map[string]any)["current"].(string),
+	}) {
+		t.Errorf("after the upgrade the session keys are %v; want the rotation made before it kept", data)
+	}
 
 	if _, err := helm(t, kubeconfig, "uninstall", release, "--namespace", ns); err != nil {
 		t.Fatal(err)
@@ -243,6 +267,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 	}{
 		{gvrDeployment, ns, "edge-tunnelgate-proxy", false},
 		{gvrSecret, ns, "edge-tunnelgate-internal", false},
+		{gvrSecret, ns, "edge-tunnelgate-session-keys", false},
 		{gvrClusterRole, "", "edge-tunnelgate-controller", false},
 		{gvrGatewayClass, "", class, true},
 		{gvrClassConfig, "", class, true},
