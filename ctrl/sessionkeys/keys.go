@@ -24,6 +24,7 @@ const maxKeyLen = 4096
 // Read returns the keys in dir, the signing key first: current, then
 // previous if it exists.
 func Read(dir string) ([][]byte, error) {
+	dir = snapshotDir(dir)
 	cur, err := readKey(filepath.Join(dir, CurrentFile))
 	if err != nil {
 		return nil, err
@@ -72,4 +73,16 @@ func readFull(f *os.File, b []byte) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// snapshotDir is the directory to read both keys from. A kubelet writes a
+// Secret volume as files linking into ..data, a link it swaps to a new
+// directory on each update: reading both keys through the directory it
+// points to now, rather than each file's link, never pairs a new current
+// with an old previous (which could drop the key a rotation just moved).
+func snapshotDir(dir string) string {
+	if d, err := filepath.EvalSymlinks(filepath.Join(dir, "..data")); err == nil {
+		return d
+	}
+	return dir
 }

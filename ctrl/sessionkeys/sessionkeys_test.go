@@ -106,3 +106,30 @@ func TestPublisherAddsKeysAndRepublishesOnRotation(t *testing.T) {
 		t.Errorf("after a bad key file the config carries %q; want the last good B, A", got)
 	}
 }
+
+// A Secret volume as a kubelet writes it: the keys link into ..data, which
+// links to the directory of the current version. Read takes both keys from
+// the version ..data names, whatever the links of the files say.
+func TestReadThroughDataLink(t *testing.T) {
+	dir := t.TempDir()
+	v1, v2 := filepath.Join(dir, "..v1"), filepath.Join(dir, "..v2")
+	for _, v := range []string{v1, v2} {
+		if err := os.Mkdir(v, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeKeys(t, v1, keyA, nil)
+	writeKeys(t, v2, keyB, keyA)
+	// A view mid-update: current still resolves to the old version, while
+	// ..data already names the new one (which alone has previous).
+	if err := os.Symlink(filepath.Join("..v1", CurrentFile), filepath.Join(dir, CurrentFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("..v2", filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := Read(dir)
+	if err != nil || len(keys) != 2 || string(keys[0]) != string(keyB) || string(keys[1]) != string(keyA) {
+		t.Errorf("Read = %q, %v; want B then A from ..data's version", keys, err)
+	}
+}
