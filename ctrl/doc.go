@@ -12,7 +12,9 @@
 //     semantics live; standalone mode runs it too.
 //   - controller watches, snapshots, translates and writes: the sync
 //     loop, statuses, events, leader election, the admin listener.
-//   - configserver serves the latest config to the proxies' long polls.
+//   - configserver serves the latest config to the proxies' long polls;
+//     sessionkeys stands in front of it, adding the session keys every
+//     proxy shares.
 //   - cloudflare keeps each tunnel's ingress document and DNS records in
 //     step with what the leader hands it.
 //
