@@ -126,3 +126,38 @@ func proxyTracer(ctx context.Context, getenv func(string) string, log *slog.Logg
 		}
 	}, nil
 }
+
+// requestObservability is what a command serving requests tells
+// operators through: the process log, the access log and the tracer.
+type requestObservability struct {
+	log                         *slog.Logger
+	accessLog                   *observe.AccessLog
+	tracer                      *observe.Tracer
+	stopTracing, closeAccessLog func()
+}
+
+// openRequestObservability opens the log, the access log and the tracer,
+// as the flags and the OTEL_* variables ask.
+func openRequestObservability(ctx context.Context, logf *logFlags, accessLog *accessLogFlags, stdout, stderr io.Writer) (*requestObservability, error) {
+	log, err := logf.logger(stderr)
+	if err != nil {
+		return nil, err
+	}
+	al, closeAccessLog, err := accessLog.open(stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	tracer, stopTracing, err := proxyTracer(ctx, os.Getenv, log)
+	if err != nil {
+		closeAccessLog()
+		return nil, fmt.Errorf("tracing: %w", err)
+	}
+	return &requestObservability{log: log, accessLog: al, tracer: tracer, stopTracing: stopTracing, closeAccessLog: closeAccessLog}, nil
+}
+
+// close exports the traces left, then writes the access log's last lines;
+// the command has stopped serving.
+func (o *requestObservability) close() {
+	o.stopTracing()
+	o.closeAccessLog()
+}

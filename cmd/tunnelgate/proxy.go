@@ -16,7 +16,6 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
-	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
@@ -42,7 +41,7 @@ func proxyMain(ctx context.Context, args []string, stdout, stderr io.Writer, rea
 		fmt.Fprintf(stderr, "tunnelgate proxy: %v\n", err)
 		return code
 	}
-	obs, err := f.openObservability(ctx, stdout, stderr)
+	obs, err := openRequestObservability(ctx, f.log, f.accessLog, stdout, stderr)
 	if err != nil {
 		return fail(2, err)
 	}
@@ -117,40 +116,6 @@ func parseProxyFlags(args []string, stderr io.Writer) (f *proxyFlags, code int, 
 	return f, 0, false
 }
 
-// proxyObservability is the process log, the access log and the tracer.
-type proxyObservability struct {
-	log                         *slog.Logger
-	accessLog                   *observe.AccessLog
-	tracer                      *observe.Tracer
-	stopTracing, closeAccessLog func()
-}
-
-// openObservability opens the log, the access log and the tracer, as the
-// flags and the OTEL_* variables ask.
-func (f *proxyFlags) openObservability(ctx context.Context, stdout, stderr io.Writer) (*proxyObservability, error) {
-	log, err := f.log.logger(stderr)
-	if err != nil {
-		return nil, err
-	}
-	al, closeAccessLog, err := f.accessLog.open(stdout, stderr)
-	if err != nil {
-		return nil, err
-	}
-	tracer, stopTracing, err := proxyTracer(ctx, os.Getenv, log)
-	if err != nil {
-		closeAccessLog()
-		return nil, fmt.Errorf("tracing: %w", err)
-	}
-	return &proxyObservability{log: log, accessLog: al, tracer: tracer, stopTracing: stopTracing, closeAccessLog: closeAccessLog}, nil
-}
-
-// close exports the traces left, then writes the access log's last lines;
-// the proxy has stopped serving.
-func (o *proxyObservability) close() {
-	o.stopTracing()
-	o.closeAccessLog()
-}
-
 // proxyRun is one run of the proxy command.
 type proxyRun struct {
 	f   *proxyFlags
@@ -162,7 +127,7 @@ type proxyRun struct {
 
 // newProxyRun builds the proxy. It serves no config until
 // startConfigSource gives it one.
-func newProxyRun(f *proxyFlags, obs *proxyObservability) *proxyRun {
+func newProxyRun(f *proxyFlags, obs *requestObservability) *proxyRun {
 	r := &proxyRun{f: f, log: obs.log}
 	// The watch client's metrics go on the admin listener with the
 	// proxy's; the meter is made at the first scrape, after watch is set.

@@ -58,29 +58,19 @@ func standaloneMain(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "tunnelgate standalone: %v\n", err)
 		return code
 	}
-	log, err := logf.logger(stderr)
+	obs, err := openRequestObservability(ctx, logf, accessLog, stdout, stderr)
 	if err != nil {
 		return fail(2, err)
 	}
-	al, closeAccessLog, err := accessLog.open(stdout, stderr)
-	if err != nil {
-		return fail(2, err)
-	}
-	defer closeAccessLog()
-	tracer, stopTracing, err := proxyTracer(ctx, os.Getenv, log)
-	if err != nil {
-		return fail(2, fmt.Errorf("tracing: %w", err))
-	}
-	// Deferred after closeAccessLog, so it runs first: the traces left
-	// are exported, then the access log's last lines written.
-	defer stopTracing()
+	defer obs.close()
+	log := obs.log
 	if *behind && !loopbackOnly(*listen) {
 		log.Warn("-behind-cloudflared trusts every peer's Cf-* and X-Forwarded-* headers, and -listen is not a loopback address or a unix socket: "+
 			"make sure nothing but cloudflared can reach it", "listen", *listen)
 	}
 	err = standalone.Serve(ctx, standalone.Options{
 		Paths: paths, Listen: *listen, BehindCloudflared: *behind, Admin: *admin, Pprof: *pprofMode, ControllerName: *controller,
-		Log: log, AccessLog: al, Tracer: tracer,
+		Log: log, AccessLog: obs.accessLog, Tracer: obs.tracer,
 		Ready: func(b dataplane.Bound) {
 			if *behind {
 				log.Info("listening", "origin", b.Origin, "admin", b.Admin, "trust", "cloudflared's forwarding headers")
