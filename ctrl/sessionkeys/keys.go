@@ -45,34 +45,17 @@ func readKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("session key: %w", err)
 	}
 	defer f.Close()
-	b := make([]byte, maxKeyLen+1)
-	n, err := readFull(f, b)
+	b, err := io.ReadAll(io.LimitReader(f, maxKeyLen+1))
 	if err != nil {
 		return nil, fmt.Errorf("session key %s: %w", path, err)
 	}
-	switch {
+	switch n := len(b); {
 	case n > maxKeyLen:
 		return nil, fmt.Errorf("session key %s: longer than %d bytes", path, maxKeyLen)
 	case n < MinKeyLen:
 		return nil, fmt.Errorf("session key %s: %d bytes; want at least %d random bytes", path, n, MinKeyLen)
 	}
-	return b[:n], nil
-}
-
-// readFull reads until b is full or the file ends.
-func readFull(f *os.File, b []byte) (int, error) {
-	n := 0
-	for n < len(b) {
-		k, err := f.Read(b[n:])
-		n += k
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return n, nil
-			}
-			return n, err
-		}
-	}
-	return n, nil
+	return b, nil
 }
 
 // snapshotDir is the directory to read both keys from. A kubelet writes a
