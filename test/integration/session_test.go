@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -136,13 +135,9 @@ func writeSessionKeys(t *testing.T, dir, current, previous string) {
 	}
 }
 
-// sessionObjects: a Gateway, a Service of three endpoints and an HTTPRoute
+// sessionObjects: a Gateway, the Service app of addrs and an HTTPRoute
 // pinning clients to one of them with a session cookie "pin".
 func sessionObjects(ns, controllerName string, addrs []string) string {
-	var eps strings.Builder
-	for _, a := range addrs {
-		fmt.Fprintf(&eps, "- addresses: [%q]\n  conditions: {ready: true}\n", a)
-	}
 	return fmt.Sprintf(`
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
@@ -155,22 +150,6 @@ metadata: {name: gw, namespace: %[1]s}
 spec:
   gatewayClassName: sessions
   listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: app, namespace: %[1]s}
-spec:
-  ports: [{name: http, port: 80, targetPort: 8080}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: app-1
-  namespace: %[1]s
-  labels: {kubernetes.io/service-name: app}
-addressType: IPv4
-ports: [{name: http, port: 8080, protocol: TCP}]
-endpoints:
 %[3]s---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -181,7 +160,7 @@ spec:
   rules:
   - backendRefs: [{name: app, port: 80}]
     sessionPersistence: {sessionName: pin, type: Cookie}
-`, ns, controllerName, eps.String())
+`, ns, controllerName, fixture.AppBackend(ns, addrs...))
 }
 
 type sessResult struct {
