@@ -2,6 +2,7 @@ package cffake
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -328,4 +329,39 @@ func (t *tunnel) json() tunnelJSON {
 		j.DeletedAt = &d
 	}
 	return j
+}
+
+// CheckTunnelToken says which tunnel a connector's token (what tunnelToken
+// hands out) names, as the edge authenticates a connector: the account and
+// tunnel must exist, the tunnel must not be deleted, and the secret must be
+// the tunnel's.
+func (f *Fake) CheckTunnelToken(token string) (accountID, tunnelID string, err error) {
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
+	if err != nil {
+		return "", "", fmt.Errorf("tunnel token is not base64: %v", err)
+	}
+	var fields struct {
+		A string `json:"a"`
+		T string `json:"t"`
+		S string `json:"s"`
+	}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return "", "", fmt.Errorf("tunnel token is not a JSON object: %v", err)
+	}
+	secret, err := base64.StdEncoding.DecodeString(fields.S)
+	if err != nil {
+		return "", "", fmt.Errorf("tunnel token's secret is not base64: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.tunnel(fields.A, fields.T)
+	switch {
+	case t == nil:
+		return "", "", fmt.Errorf("account %q has no tunnel %q", fields.A, fields.T)
+	case !t.deleted.IsZero():
+		return "", "", fmt.Errorf("tunnel %s is deleted", fields.T)
+	case subtle.ConstantTimeCompare(secret, t.secret) != 1:
+		return "", "", fmt.Errorf("tunnel %s: wrong secret", fields.T)
+	}
+	return fields.A, fields.T, nil
 }

@@ -56,6 +56,16 @@ func TestTunnelLifecycle(t *testing.T) {
 	if parts.A != acctID || parts.T != created.ID || err != nil || len(secret) < 32 {
 		t.Fatalf("token = %s", raw)
 	}
+	// The edge's side: the token names the tunnel; a forged secret does not.
+	if a, id, err := f.CheckTunnelToken(*tok); err != nil || a != acctID || id != created.ID {
+		t.Errorf("CheckTunnelToken = %s %s %v, want the created tunnel", a, id, err)
+	}
+	forged, _ := json.Marshal(map[string]string{"a": acctID, "t": created.ID, "s": base64.StdEncoding.EncodeToString(make([]byte, 32))})
+	for _, bad := range []string{base64.StdEncoding.EncodeToString(forged), "not base64!", base64.StdEncoding.EncodeToString([]byte("[]"))} {
+		if _, _, err := f.CheckTunnelToken(bad); err == nil {
+			t.Errorf("CheckTunnelToken(%q) accepted", bad)
+		}
+	}
 
 	renamed, err := tun.Edit(ctx, local.ID, zero_trust.TunnelCloudflaredEditParams{AccountID: acct, Name: cloudflare.F("renamed")})
 	check(t, err)
@@ -70,6 +80,9 @@ func TestTunnelLifecycle(t *testing.T) {
 	}
 	_, err = tun.Token.Get(ctx, created.ID, zero_trust.TunnelCloudflaredTokenGetParams{AccountID: acct})
 	apiErr(t, err, http.StatusNotFound, 1003)
+	if _, _, err := f.CheckTunnelToken(*tok); err == nil {
+		t.Error("CheckTunnelToken accepts the token of a deleted tunnel")
+	}
 	_, err = tun.Delete(ctx, created.ID, zero_trust.TunnelCloudflaredDeleteParams{AccountID: acct})
 	apiErr(t, err, http.StatusNotFound, 1003)
 
