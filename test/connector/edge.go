@@ -1,0 +1,269 @@
+//lint:file-ignore SA1019 x/net's HTTP/2 Transport is the client that runs over connections it did not dial, from a pool of our own, and retries the requests a GOAWAY says were not processed (RFC 9113, 8.7); net/http's ClientConn does neither.
+
+package connector
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// Tunnels is what the edge knows of an account's tunnels. internal/cffake's
+// Fake is one.
+type Tunnels interface {
+	// CheckTunnelToken says which tunnel a token names, or why it names none.
+	CheckTunnelToken(token string) (accountID, tunnelID string, err error)
+	// TunnelConfig returns the tunnel's configuration and its version; nil
+	// and 0 when there is none.
+	TunnelConfig(accountID, tunnelID string) (json.RawMessage, int)
+}
+
+// configPoll is how often the edge looks for a new configuration version.
+const configPoll = 100 * time.Millisecond
+
+// Edge accepts connectors' tunnel connections and sends visitors' requests
+// through them. Every registered connector is taken to serve every
+// hostname: a test runs one tunnel per Edge.
+type Edge struct {
+	tunnels Tunnels
+	ln      net.Listener
+	log     *slog.Logger
+	h2      *http2.Transport
+	rays    atomic.Uint64
+
+	mu    sync.Mutex
+	conns []*tunnelConn // registered, configured connections
+	next  int           // round robin
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+}
+
+// tunnelConn is one connector's registered connection.
+type tunnelConn struct {
+	name              string
+	account, tunnelID string
+	raw               net.Conn
+	cc                *http2.ClientConn
+	version           int // the configuration version last pushed; the poll loop's
+}
+
+// StartEdge listens for connectors on addr (host:port; port 0 picks one).
+func StartEdge(addr string, tunnels Tunnels, log *slog.Logger) (*Edge, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	e := &Edge{tunnels: tunnels, ln: ln, log: log, stop: make(chan struct{})}
+	e.h2 = &http2.Transport{AllowHTTP: true, ConnPool: edgePool{e}}
+	e.wg.Add(2)
+	go e.accept()
+	go e.pushConfigs()
+	return e, nil
+}
+
+// Addr is where connectors dial (their --edge flag).
+func (e *Edge) Addr() string { return e.ln.Addr().String() }
+
+// Client sends visitors' requests into the tunnel. Its URLs are
+// http://<hostname>/<path>; nothing is dialed by name.
+func (e *Edge) Client(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, Transport: visitorTransport{e},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// Connectors names the registered connectors, in registration order.
+func (e *Edge) Connectors() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var names []string
+	for _, c := range e.conns {
+		names = append(names, c.name)
+	}
+	return names
+}
+
+// Close stops accepting connectors and closes their connections.
+func (e *Edge) Close() error {
+	close(e.stop)
+	err := e.ln.Close()
+	e.mu.Lock()
+	for _, c := range e.conns {
+		c.raw.Close()
+	}
+	e.conns = nil
+	e.mu.Unlock()
+	e.wg.Wait()
+	return err
+}
+
+func (e *Edge) accept() {
+	defer e.wg.Done()
+	for {
+		c, err := e.ln.Accept()
+		if err != nil {
+			return
+		}
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			if err := e.register(c); err != nil {
+				e.log.Info("connector refused", "remote", c.RemoteAddr(), "err", err)
+				c.Close()
+			}
+		}()
+	}
+}
+
+// register runs the handshake, pushes the configuration and adds the
+// connection to those visitors' requests may take.
+func (e *Edge) register(c net.Conn) error {
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	h, err := readHello(c)
+	if err != nil {
+		return err
+	}
+	account, tunnelID, err := e.tunnels.CheckTunnelToken(h.Token)
+	if err != nil {
+		_ = writeLine(c, "refused: "+err.Error())
+		return fmt.Errorf("connector %q: %w", h.Connector, err)
+	}
+	if err := writeLine(c, answerOK); err != nil {
+		return err
+	}
+	_ = c.SetDeadline(time.Time{})
+	cc, err := e.h2.NewClientConn(c)
+	if err != nil {
+		return err
+	}
+	tc := &tunnelConn{name: h.Connector, account: account, tunnelID: tunnelID, raw: c, cc: cc}
+	if err := e.push(tc); err != nil {
+		return fmt.Errorf("connector %q: first configuration: %w", h.Connector, err)
+	}
+	e.mu.Lock()
+	e.conns = append(e.conns, tc)
+	e.mu.Unlock()
+	e.log.Info("connector registered", "connector", h.Connector, "tunnel", tunnelID)
+	return nil
+}
+
+// push sends the tunnel's configuration if its version is newer than the
+// last one pushed.
+func (e *Edge) push(tc *tunnelConn) error {
+	cfg, version := e.tunnels.TunnelConfig(tc.account, tc.tunnelID)
+	if version == 0 || version <= tc.version {
+		return nil
+	}
+	body, err := json.Marshal(configPush{Version: version, Config: cfg})
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequest(http.MethodPut, "http://"+configHost+"/", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	res, err := tc.cc.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	msg, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	res.Body.Close()
+	if res.StatusCode != http.StatusNoContent {
+		return fmt.Errorf("configuration %d refused: %s %s", version, res.Status, msg)
+	}
+	tc.version = version
+	return nil
+}
+
+// pushConfigs pushes new configuration versions to every connection.
+func (e *Edge) pushConfigs() {
+	defer e.wg.Done()
+	t := time.NewTicker(configPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-e.stop:
+			return
+		case <-t.C:
+		}
+		e.mu.Lock()
+		conns := slices.Clone(e.conns)
+		e.mu.Unlock()
+		for _, tc := range conns {
+			if !tc.cc.CanTakeNewRequest() {
+				continue
+			}
+			if err := e.push(tc); err != nil {
+				e.log.Info("configuration push failed", "connector", tc.name, "err", err)
+			}
+		}
+	}
+}
+
+// errNoConnector is a visitor's request with no connector to take it.
+var errNoConnector = errors.New("connector: no connector of the tunnel can take a request (Cloudflare answers error 1033)")
+
+// edgePool hands the HTTP/2 Transport the registered connections, round
+// robin, skipping those that take no new request (a GOAWAY came).
+type edgePool struct{ e *Edge }
+
+func (p edgePool) GetClientConn(*http.Request, string) (*http2.ClientConn, error) {
+	e := p.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for i := range e.conns {
+		tc := e.conns[(e.next+i)%len(e.conns)]
+		if tc.cc.ReserveNewRequest() {
+			e.next = (e.next + i + 1) % len(e.conns)
+			return tc.cc, nil
+		}
+	}
+	return nil, errNoConnector
+}
+
+func (p edgePool) MarkDead(cc *http2.ClientConn) {
+	e := p.e
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.conns = slices.DeleteFunc(e.conns, func(tc *tunnelConn) bool {
+		if tc.cc == cc {
+			e.log.Info("connector gone", "connector", tc.name)
+			return true
+		}
+		return false
+	})
+}
+
+// visitorTransport adds what Cloudflare's edge adds to a proxied request,
+// then sends it through a connector.
+type visitorTransport struct{ e *Edge }
+
+func (t visitorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	if req.URL.Scheme != "http" {
+		return nil, fmt.Errorf("connector: edge URLs are http://<hostname>/..., not %s", req.URL)
+	}
+	const visitor = "203.0.113.7" // TEST-NET-3 (RFC 5737)
+	ray := strconv.FormatUint(t.e.rays.Add(1), 16) + "-TEST"
+	req.Header.Set("Cf-Connecting-Ip", visitor)
+	req.Header.Set("Cf-Ray", ray)
+	req.Header.Set("Cf-Visitor", `{"scheme":"https"}`)
+	req.Header.Set("X-Forwarded-For", visitor)
+	req.Header.Set("X-Forwarded-Proto", "https")
+	return t.e.h2.RoundTrip(req)
+}
