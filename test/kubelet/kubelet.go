@@ -14,7 +14,9 @@
 //
 //   - one process per container, mapped from its image (Options.Images, or
 //     a program built into the test binary, see Register), with the
-//     container's environment, restarted as its restartPolicy says;
+//     container's environment (literal values, the downward API's Pod
+//     fields and resourceFieldRef, see downward.go), restarted as its
+//     restartPolicy says;
 //
 //   - Secret, ConfigMap, projected (ServiceAccount token) and emptyDir
 //     volumes, written under the Pod's directory; a container finds them

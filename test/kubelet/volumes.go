@@ -24,11 +24,12 @@ import (
 // into a program is not redirected.
 //
 // Secret, ConfigMap, emptyDir and projected volumes (of Secrets,
-// ConfigMaps, the downward API's pod name and namespace, and ServiceAccount
-// tokens, as the API server injects for kube-api-access) are supported. As a kubelet does,
-// a Pod whose Secret or ConfigMap does not exist yet waits, its containers
-// ContainerCreating, and starts once it appears (unless the volume is
-// optional). Later changes to the Secret or ConfigMap are not written.
+// ConfigMaps, the downward API (see downward.go), and ServiceAccount
+// tokens, as the API server injects for kube-api-access) are supported.
+// As a kubelet does, a Pod whose Secret or ConfigMap does not exist yet
+// waits, its containers ContainerCreating, and starts once it appears
+// (unless the volume is optional). Later changes to the Secret or
+// ConfigMap are not written.
 
 // setupVolumes writes the Pod's volumes, or says what is missing.
 func (p *pod) setupVolumes(ctx context.Context) error {
@@ -107,10 +108,8 @@ func (p *pod) writeProjected(ctx context.Context, dir string, v *corev1.Projecte
 			data := map[string][]byte{}
 			var items []corev1.KeyToPath
 			for _, f := range src.DownwardAPI.Items {
-				if f.FieldRef == nil {
-					return &errConfig{"CreateContainerConfigError", fmt.Sprintf("downwardAPI item %s: only fieldRef is supported", f.Path)}
-				}
-				val, err := p.envValue(corev1.EnvVar{Name: f.Path, ValueFrom: &corev1.EnvVarSource{FieldRef: f.FieldRef}})
+				// No container of its own: a resourceFieldRef names one.
+				val, err := p.envValue(corev1.Container{}, corev1.EnvVar{Name: f.Path, ValueFrom: &corev1.EnvVarSource{FieldRef: f.FieldRef, ResourceFieldRef: f.ResourceFieldRef}})
 				if err != nil {
 					return err
 				}
