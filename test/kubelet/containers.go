@@ -117,6 +117,14 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOSTNAME=" + p.name,
 	}
+	if err := p.makeSubPaths(c); err != nil {
+		return nil, err
+	}
+	mounts, err := p.mountsEnv(c)
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, mounts)
 	var exe string
 	if path, ok := lookupImage(p.k.opts.Images, c.Image); ok {
 		exe = path
@@ -131,15 +139,15 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 		if err != nil {
 			return nil, err
 		}
-		env = append(env, e.Name+"="+p.hostPath(c, v))
+		env = append(env, e.Name+"="+p.rewritePath(c, v))
 	}
 	args := make([]string, len(c.Args))
 	for i, a := range c.Args {
 		// -flag=/mount/path/file as well as a bare path.
 		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "-") {
-			args[i] = k + "=" + p.hostPath(c, v)
+			args[i] = k + "=" + p.rewritePath(c, v)
 		} else {
-			args[i] = p.hostPath(c, a)
+			args[i] = p.rewritePath(c, a)
 		}
 	}
 	cmd := exec.Command(exe, args...)
