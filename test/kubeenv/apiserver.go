@@ -11,9 +11,12 @@ import (
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
-// serviceCIDR is the Services' cluster IP range. Nothing routes to it (there
-// is no kube-proxy); it only has to be valid.
-const serviceCIDR = "10.96.0.0/16"
+// ServiceCIDR is the Services' cluster IP range, given to the API server
+// and the controller manager. Nothing routes to it unless a test starts
+// test/kubelet, whose Service proxy makes it local to the test's network
+// namespace. Its first address is the kubernetes Service's ClusterIP, which
+// the API server's serving certificate holds, as on a cluster.
+const ServiceCIDR = "10.96.0.0/16"
 
 // startAPIServer runs kube-apiserver on a free loopback port against etcdURL
 // and waits for /readyz. It returns the server's URL.
@@ -40,7 +43,7 @@ func (e *Env) startAPIServer(ctx context.Context, etcdURL string) (string, error
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file=" + pki(fileSAPublicKey),
 		"--service-account-signing-key-file=" + pki(fileSAPrivateKey),
-		"--service-cluster-ip-range=" + serviceCIDR,
+		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--authorization-mode=Node,RBAC",
 		// The default reconciler refuses a loopback advertise address and
 		// exits; with none, the kubernetes Service simply has no endpoints.

@@ -29,7 +29,7 @@ func (e *Env) startControllerManager() (*process, error) {
 		"--root-ca-file=" + pki(fileCACert),
 		"--cluster-signing-cert-file=" + pki(fileCACert),
 		"--cluster-signing-key-file=" + pki(fileCAKey),
-		"--service-cluster-ip-range=" + serviceCIDR,
+		"--service-cluster-ip-range=" + ServiceCIDR,
 	}
 	args = append(args, e.opts.ControllerManagerFlags...)
 	return e.start(binControllerManager, args)

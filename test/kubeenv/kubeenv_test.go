@@ -2,6 +2,8 @@ package kubeenv
 
 import (
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"os"
 	"strings"
 	"testing"
@@ -264,5 +266,29 @@ func TestNamespace(t *testing.T) {
 	long := namespaceName(strings.Repeat("TestX/Sub_Case ", 10))
 	if len(long) > 63 || strings.Contains(long, "--") || strings.ContainsAny(long, "_/ ") {
 		t.Errorf("namespace name %q is not a DNS label", long)
+	}
+}
+
+// The API server's certificate names the kubernetes Service, by its names
+// and by its ClusterIP (the first address of ServiceCIDR), as on a
+// cluster: Pods that test/kubelet runs reach it there.
+func TestServingCertificateNamesKubernetesService(t *testing.T) {
+	env := shared.Env(t)
+	b, err := os.ReadFile(env.pki.path(fileServingCert))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(b)
+	if block == nil {
+		t.Fatal("no PEM block in the serving certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"10.96.0.1", "127.0.0.1", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"} {
+		if err := cert.VerifyHostname(name); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -39,9 +40,10 @@ const (
 	fileSAPublicKey  = "sa.pub"
 )
 
-// newPKI writes a CA, the apiserver's serving certificate for 127.0.0.1 and
-// localhost, its client certificate towards kubelets, and the service
-// account signing key pair (RSA, which every Kubernetes version accepts).
+// newPKI writes a CA, the apiserver's serving certificate for 127.0.0.1,
+// localhost and the kubernetes Service (its names and ClusterIP), its
+// client certificate towards kubelets, and the service account signing key
+// pair (RSA, which every Kubernetes version accepts).
 func newPKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
@@ -78,9 +80,14 @@ func newPKI(dir string) (*pki, error) {
 		return nil, err
 	}
 
+	// As on a cluster, the kubernetes Service's ClusterIP (the first address
+	// of ServiceCIDR) is a SAN too: Pods that test/kubelet runs reach the
+	// API server there and verify it with the CA of their ServiceAccount
+	// volume.
+	kubernetesIP := netip.MustParsePrefix(ServiceCIDR).Masked().Addr().Next()
 	cert, keyPEM, err := p.issue(pkix.Name{CommonName: "kube-apiserver"}, x509.ExtKeyUsageServerAuth,
-		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc"},
-		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback})
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		[]net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback, net.IP(kubernetesIP.AsSlice())})
 	if err != nil {
 		return nil, err
 	}

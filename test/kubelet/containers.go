@@ -117,6 +117,14 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"HOSTNAME=" + p.name,
 	}
+	if err := p.makeSubPaths(c); err != nil {
+		return nil, err
+	}
+	mounts, err := p.mountsEnv(c)
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, mounts)
 	var exe string
 	if path, ok := lookupImage(p.k.opts.Images, c.Image); ok {
 		exe = path
@@ -127,51 +135,25 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 		return nil, &errConfig{"ErrImagePull", fmt.Sprintf("image %q is not mapped to a program (kubelet.Options.Images or kubelet.Register)", c.Image)}
 	}
 	for _, e := range c.Env {
-		v, err := p.envValue(e)
+		v, err := p.envValue(c, e)
 		if err != nil {
 			return nil, err
 		}
-		env = append(env, e.Name+"="+p.hostPath(c, v))
+		env = append(env, e.Name+"="+p.rewritePath(c, v))
 	}
 	args := make([]string, len(c.Args))
 	for i, a := range c.Args {
 		// -flag=/mount/path/file as well as a bare path.
 		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "-") {
-			args[i] = k + "=" + p.hostPath(c, v)
+			args[i] = k + "=" + p.rewritePath(c, v)
 		} else {
-			args[i] = p.hostPath(c, a)
+			args[i] = p.rewritePath(c, a)
 		}
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = env
 	cmd.Dir = p.dir
 	return cmd, nil
-}
-
-// envValue resolves a literal or a downward-API value.
-func (p *pod) envValue(e corev1.EnvVar) (string, error) {
-	if e.ValueFrom == nil {
-		return e.Value, nil
-	}
-	if f := e.ValueFrom.FieldRef; f != nil {
-		switch f.FieldPath {
-		case "metadata.name":
-			return p.name, nil
-		case "metadata.namespace":
-			return p.namespace, nil
-		case "metadata.uid":
-			return string(p.uid), nil
-		case "spec.nodeName":
-			return p.k.opts.NodeName, nil
-		case "spec.serviceAccountName":
-			return p.spec.ServiceAccountName, nil
-		case "status.podIP", "status.podIPs":
-			return p.sandbox.addr.String(), nil
-		case "status.hostIP", "status.hostIPs":
-			return p.k.net.gateway.String(), nil
-		}
-	}
-	return "", &errConfig{"CreateContainerConfigError", fmt.Sprintf("env %s: only literal values and the downward API's pod fields are supported", e.Name)}
 }
 
 func lookupImage(images map[string]string, image string) (string, bool) {

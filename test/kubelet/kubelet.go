@@ -14,12 +14,15 @@
 //
 //   - one process per container, mapped from its image (Options.Images, or
 //     a program built into the test binary, see Register), with the
-//     container's environment, restarted as its restartPolicy says;
+//     container's environment (literal values, the downward API's Pod
+//     fields and resourceFieldRef, see downward.go), restarted as its
+//     restartPolicy says;
 //
 //   - Secret, ConfigMap, projected (ServiceAccount token) and emptyDir
-//     volumes, written under the Pod's directory; a container finds them
-//     through the paths in its env and args (see volumes.go), and waits
-//     as ContainerCreating for a Secret or ConfigMap that does not exist;
+//     volumes, written to directories on the host; a container finds them
+//     through the paths in its env and args (see volumes.go), or, for a
+//     path it learns at runtime, through HostPath; it waits as
+//     ContainerCreating for a Secret or ConfigMap that does not exist;
 //
 //   - a status the controllers act on: Running, the Pod IP, and Ready once
 //     the readiness probe, or else every declared TCP port, answers.
@@ -79,9 +82,11 @@ type Options struct {
 	// An image found neither here nor among the registered programs leaves
 	// its Pod Pending with ErrImagePull, as an unknown image would.
 	Images map[string]string
-	// Dir holds the containers' output (<namespace>_<pod>/<container>.log)
-	// and working directories; default a temporary directory removed by
-	// Stop.
+	// Dir holds the Pods' directories, <namespace>_<pod>_<uid>/, each the
+	// working directory of its containers, with their output
+	// (<container>.log) and a link to its volumes, which are kept under
+	// volumes/ in Dir (a short path, for Unix sockets); default a
+	// temporary directory removed by Stop.
 	Dir string
 	// Log receives the Kubelet's own messages; default discard.
 	Log *slog.Logger

@@ -21,15 +21,23 @@ const leaseNamespace = "kube-node-lease"
 // period (40 s, lease duration 40 s).
 const heartbeatEvery = 10 * time.Second
 
+// nodeCapacity is what the Node reports as its capacity and allocatable,
+// and what a container's limit that is not set counts as in the downward
+// API (downward.go), as the kubelet defaults it.
+func nodeCapacity() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:              resource.MustParse("8"),
+		corev1.ResourceMemory:           resource.MustParse("16Gi"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+		corev1.ResourcePods:             resource.MustParse("250"),
+	}
+}
+
 // registerNode creates (or takes over) the Node, Ready, with the bridge's
 // address, the port logs are served on, and its first Lease.
 func (k *Kubelet) registerNode(ctx context.Context, logPort int) error {
 	nodes := k.kube.CoreV1().Nodes()
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("8"),
-		corev1.ResourceMemory: resource.MustParse("16Gi"),
-		corev1.ResourcePods:   resource.MustParse("250"),
-	}
+	capacity := nodeCapacity()
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: k.opts.NodeName, Labels: map[string]string{
 			corev1.LabelHostname: k.opts.NodeName, corev1.LabelOSStable: "linux",

@@ -2,9 +2,13 @@ package kubelet
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,25 +20,46 @@ import (
 )
 
 // Volumes. Containers share the machine's filesystem, so a volume is a
-// directory under the Pod's (<pod dir>/volumes/<name>) and a container sees
-// it through its paths: an env value or an argument that starts with a
-// volumeMount's mountPath is pointed at the volume's directory (and
-// subPath). Programs that take their files' paths from env or flags, as
-// the Gateway API conformance backends do, run unchanged; a path compiled
-// into a program is not redirected.
+// directory on the host (<pod dir>/volumes/<name>, see volumesDir) and a
+// container sees it through its paths: an env value or an argument (or
+// the value of a -flag=value argument) that is a volumeMount's mountPath
+// or a path under it, alone or after unix:, is pointed at the volume's
+// directory (and subPath). Programs that take their files' paths from env
+// or flags, as the Gateway API conformance backends do, run unchanged. A
+// path compiled into a program, or one it learns at runtime, is not
+// redirected; a program built for the stand-in maps the latter with
+// HostPath (below).
 //
 // Secret, ConfigMap, emptyDir and projected volumes (of Secrets,
-// ConfigMaps, the downward API's pod name and namespace, and ServiceAccount
-// tokens, as the API server injects for kube-api-access) are supported. As a kubelet does,
-// a Pod whose Secret or ConfigMap does not exist yet waits, its containers
-// ContainerCreating, and starts once it appears (unless the volume is
-// optional). Later changes to the Secret or ConfigMap are not written.
+// ConfigMaps, the downward API (see downward.go), and ServiceAccount
+// tokens, as the API server injects for kube-api-access) are supported.
+// As a kubelet does, a Pod whose Secret or ConfigMap does not exist yet
+// waits, its containers ContainerCreating, and starts once it appears
+// (unless the volume is optional). Later changes to the Secret or
+// ConfigMap are not written.
+
+// volumesDir is where the Pod's volumes are: <Dir>/volumes/<the first 8
+// characters of the Pod's UID>, linked from <pod dir>/volumes. Not under
+// the Pod's directory, whose name (namespace, name and UID) is long,
+// because a Unix socket's path must fit in 108 bytes: the chart's proxy
+// listens on one in an emptyDir.
+func (p *pod) volumesDir() string {
+	id := string(p.uid)
+	return filepath.Join(p.k.opts.Dir, "volumes", id[:min(len(id), 8)])
+}
 
 // setupVolumes writes the Pod's volumes, or says what is missing.
 func (p *pod) setupVolumes(ctx context.Context) error {
+	root := p.volumesDir()
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return err
+	}
+	if err := os.Symlink(root, filepath.Join(p.dir, "volumes")); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
 	dirs := map[string]string{}
 	for _, v := range p.spec.Volumes {
-		dir := filepath.Join(p.dir, "volumes", v.Name)
+		dir := filepath.Join(root, v.Name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err
 		}
@@ -107,10 +132,8 @@ func (p *pod) writeProjected(ctx context.Context, dir string, v *corev1.Projecte
 			data := map[string][]byte{}
 			var items []corev1.KeyToPath
 			for _, f := range src.DownwardAPI.Items {
-				if f.FieldRef == nil {
-					return &errConfig{"CreateContainerConfigError", fmt.Sprintf("downwardAPI item %s: only fieldRef is supported", f.Path)}
-				}
-				val, err := p.envValue(corev1.EnvVar{Name: f.Path, ValueFrom: &corev1.EnvVarSource{FieldRef: f.FieldRef}})
+				// No container of its own: a resourceFieldRef names one.
+				val, err := p.envValue(corev1.Container{}, corev1.EnvVar{Name: f.Path, ValueFrom: &corev1.EnvVarSource{FieldRef: f.FieldRef, ResourceFieldRef: f.ResourceFieldRef}})
 				if err != nil {
 					return err
 				}
@@ -200,30 +223,125 @@ func writeItems(dir string, data map[string][]byte, items []corev1.KeyToPath, de
 	return nil
 }
 
+// rewritePath is hostPath for an env value or an argument, which may also
+// name a Unix socket as unix:<path> (the chart's proxy listens on
+// unix:/var/run/tunnelgate/origin.sock).
+func (p *pod) rewritePath(c corev1.Container, s string) string {
+	if rest, ok := strings.CutPrefix(s, "unix:"); ok {
+		if h := p.hostPath(c, rest); h != rest {
+			return "unix:" + h
+		}
+		return s
+	}
+	return p.hostPath(c, s)
+}
+
 // hostPath points s, when it is a path under one of c's mount paths, at
 // the volume's directory.
 func (p *pod) hostPath(c corev1.Container, s string) string {
+	return mapPath(p.mounts(c), s)
+}
+
+// mounts maps each of c's mount paths whose volume is set up to the
+// volume's directory on the host, with the mount's subPath.
+func (p *pod) mounts(c corev1.Container) map[string]string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	best, bestLen := s, -1
+	out := map[string]string{}
 	for _, m := range c.VolumeMounts {
+		if dir, ok := p.volumes[m.Name]; ok {
+			out[m.MountPath] = filepath.Join(dir, m.SubPath)
+		}
+	}
+	return out
+}
+
+// makeSubPaths creates the subPath directories of c's mounts that do not
+// exist, as the kubelet does.
+func (p *pod) makeSubPaths(c corev1.Container) error {
+	for _, m := range c.VolumeMounts {
+		if m.SubPath == "" {
+			continue
+		}
+		if filepath.IsAbs(m.SubPath) || strings.Contains(m.SubPath, "..") {
+			return &errConfig{"CreateContainerConfigError", fmt.Sprintf("volumeMount %s: subPath %q is not a relative path", m.Name, m.SubPath)}
+		}
+		p.mu.Lock()
 		dir, ok := p.volumes[m.Name]
+		p.mu.Unlock()
 		if !ok {
 			continue
 		}
-		mp := strings.TrimSuffix(m.MountPath, "/")
+		sub := filepath.Join(dir, m.SubPath)
+		if _, err := os.Stat(sub); errors.Is(err, fs.ErrNotExist) {
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mapPath maps s through mounts (mount path -> host directory): when s is
+// a mount path or lies under one, whole path components matching, the
+// longest such mount path wins, as the innermost mount would. An absolute
+// s is matched cleaned, so /mnt/../etc is not under /mnt; what matches
+// nothing comes back as it was.
+func mapPath(mounts map[string]string, s string) string {
+	best, bestLen := s, -1
+	clean := s
+	if strings.HasPrefix(s, "/") {
+		clean = path.Clean(s)
+	}
+	for mountPath, dir := range mounts {
+		mp := strings.TrimSuffix(mountPath, "/")
 		var rest string
 		switch {
-		case s == mp:
-		case strings.HasPrefix(s, mp+"/"):
-			rest = s[len(mp)+1:]
+		case clean == mp:
+		case strings.HasPrefix(clean, mp+"/"):
+			rest = clean[len(mp)+1:]
 		default:
 			continue
 		}
-		// The longest mount path wins, as the innermost mount would.
 		if len(mp) > bestLen {
-			best, bestLen = filepath.Join(dir, m.SubPath, rest), len(mp)
+			best, bestLen = filepath.Join(dir, rest), len(mp)
 		}
 	}
 	return best
+}
+
+// Paths a program learns at runtime (from a document it is sent, say
+// unix:/var/run/tunnelgate/origin.sock) cannot be rewritten in its args or
+// env. For those, every container gets envMounts, a JSON object of its
+// mount paths to their host directories (subPath applied), and a program
+// built for the stand-in maps such a path with HostPath.
+const envMounts = "TUNNELGATE_KUBELET_MOUNTS"
+
+// mountsEnv is the envMounts entry of c's environment.
+func (p *pod) mountsEnv(c corev1.Container) (string, error) {
+	b, err := json.Marshal(p.mounts(c))
+	if err != nil {
+		return "", err
+	}
+	return envMounts + "=" + string(b), nil
+}
+
+// HostPath maps a path as a container sees it to the file on the host the
+// stand-in put there, through the mounts the Kubelet gave this process in
+// $TUNNELGATE_KUBELET_MOUNTS: the longest mount path that path is, or lies
+// under (whole path components), is replaced by its volume's directory.
+// Outside a container of the stand-in, or with no mount matching, it
+// returns path unchanged, so a program can call it whatever runs it:
+//
+//	sock := kubelet.HostPath(strings.TrimPrefix(addr, "unix:"))
+func HostPath(path string) string {
+	v := os.Getenv(envMounts)
+	if v == "" {
+		return path
+	}
+	var mounts map[string]string
+	if err := json.Unmarshal([]byte(v), &mounts); err != nil {
+		return path
+	}
+	return mapPath(mounts, path)
 }

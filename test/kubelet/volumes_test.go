@@ -143,7 +143,7 @@ stringData: {tls.crt: CERTIFICATE, tls.key: KEY}
 		res.Body.Close()
 		got := string(b)
 		if path == "/env/SCRATCH" {
-			if !strings.Contains(got, "volumes/scratch/none") || !strings.Contains(got, "no such file") {
+			if !strings.Contains(got, "/volumes/") || !strings.Contains(got, "/scratch/none") || strings.Contains(got, " /scratch/none") || !strings.Contains(got, "no such file") {
 				t.Errorf("%s: %q; want a missing file inside the emptyDir's directory", path, got)
 			}
 			continue
