@@ -1,12 +1,12 @@
 // Package kubelet is a kubelet stand-in for tests: it runs a cluster's
 // Pods as local processes, so kube-controller-manager turns Deployments
 // into Pods and Services into EndpointSlices that hold real, reachable
-// addresses, and the Pods reach each other and Services (at their
-// ClusterIPs) as on a cluster.
+// addresses, and the Pods reach each other and Services, by name, as on a
+// cluster.
 //
 // It registers one Node and keeps its Lease fresh, binds every unscheduled
 // Pod to it (there is no scheduler), and gives each Pod what a container
-// runtime and kube-proxy would:
+// runtime, kube-proxy and cluster DNS would:
 //
 //   - a network namespace of its own, joined to a bridge in the test's
 //     namespace by a veth pair, with an address from PodCIDR (the bridge
@@ -32,6 +32,11 @@
 //     API server (see services.go). The Service CIDR (Options.ServiceCIDR)
 //     is made local to the test's network namespace for that;
 //
+//   - names: each container has an /etc/hosts of its own, listing its Pod,
+//     spec.hostAliases and every Service that has a ClusterIP when it
+//     starts, as <svc>.<ns>.svc.cluster.local, <svc>.<ns>.svc, <svc>.<ns>
+//     and, in the Pod's namespace, <svc> (see dns.go);
+//
 //   - a status the controllers act on: Running, the Pod IP, and Ready once
 //     the readiness probe, or else every declared TCP port, answers;
 //
@@ -51,11 +56,14 @@
 //
 // Not there: init containers that run to completion; exec and liveness
 // probes; resource limits (only reported through the downward API);
-// securityContext (every process runs as the test's user, root); cluster
-// DNS; UDP Services, NodePorts, session affinity and traffic policies. It
-// needs root and is meant to run inside the network namespace of
-// test/netns, whose local 10.244.0.0/16 overlaps neither the default
-// PodCIDR nor the Service CIDR.
+// securityContext (every process runs as the test's user, root); a DNS
+// server (no resolv.conf search path: names resolve only through
+// /etc/hosts, so use the names above, and a Service created after a
+// container started is not in its hosts file until it restarts); UDP
+// Services, NodePorts, session affinity and traffic policies. It needs
+// root and util-linux (unshare, mount), and is meant to run inside the
+// network namespace of test/netns, whose local 10.244.0.0/16 overlaps
+// neither the default PodCIDR nor the Service CIDR.
 package kubelet
 
 import (
@@ -128,6 +136,7 @@ type Kubelet struct {
 
 	logServer *http.Server  // pod logs for the API server (logs.go)
 	proxy     *serviceProxy // Services (services.go)
+	tools     hostsTools    // what puts a container's hosts file in place (dns.go)
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the workers, the heartbeat and the proxy's loop
@@ -154,6 +163,9 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Kubelet, error
 	k := &Kubelet{opts: opts, running: map[string]*pod{}}
 	var err error
 	if k.exe, err = os.Executable(); err != nil {
+		return nil, err
+	}
+	if k.tools, err = findHostsTools(); err != nil {
 		return nil, err
 	}
 	if k.opts.Dir == "" {
@@ -225,7 +237,7 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Kubelet, error
 	}
 	k.factory.Start(runCtx.Done())
 	// The Services and EndpointSlices too, so the proxy starts with them
-	// all.
+	// all and a container's first start finds the kubernetes Service.
 	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, services.Informer().HasSynced, slices.Informer().HasSynced) {
 		k.Stop()
 		return nil, errors.New("kubelet: the Pod, Service and EndpointSlice informers did not sync")
