@@ -114,7 +114,7 @@ func reasonOf(err error) string {
 // the container's args; command is ignored. It runs with the container's
 // own /etc/hosts (dns.go); its environment has, before the container's
 // env (which wins over it), what the Kubelet gives every container: PATH,
-// HOSTNAME and the mounts (volumes.go).
+// HOSTNAME, the API server (apiaccess.go) and the mounts (volumes.go).
 func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 	env := []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -123,6 +123,11 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 	if err := p.makeSubPaths(c); err != nil {
 		return nil, err
 	}
+	api, err := p.apiEnv(c)
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, api...)
 	mounts, err := p.mountsEnv(c)
 	if err != nil {
 		return nil, err

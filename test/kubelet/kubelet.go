@@ -1,8 +1,8 @@
 // Package kubelet is a kubelet stand-in for tests: it runs a cluster's
 // Pods as local processes, so kube-controller-manager turns Deployments
 // into Pods and Services into EndpointSlices that hold real, reachable
-// addresses, and the Pods reach each other and Services, by name, as on a
-// cluster.
+// addresses, and the Pods reach each other, Services and the API server
+// as on a cluster.
 //
 // It registers one Node and keeps its Lease fresh, binds every unscheduled
 // Pod to it (there is no scheduler), and gives each Pod what a container
@@ -37,6 +37,12 @@
 //     starts, as <svc>.<ns>.svc.cluster.local, <svc>.<ns>.svc, <svc>.<ns>
 //     and, in the Pod's namespace, <svc> (see dns.go);
 //
+//   - the API server: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT,
+//     and, for a container that mounts its ServiceAccount's token at the
+//     in-cluster path, KUBECONFIG naming a kubeconfig with that token, so
+//     client-go's default loading acts as the ServiceAccount (see
+//     apiaccess.go);
+//
 //   - a status the controllers act on: Running, the Pod IP, and Ready once
 //     the readiness probe, or else every declared TCP port, answers;
 //
@@ -60,10 +66,11 @@
 // server (no resolv.conf search path: names resolve only through
 // /etc/hosts, so use the names above, and a Service created after a
 // container started is not in its hosts file until it restarts); UDP
-// Services, NodePorts, session affinity and traffic policies. It needs
-// root and util-linux (unshare, mount), and is meant to run inside the
-// network namespace of test/netns, whose local 10.244.0.0/16 overlaps
-// neither the default PodCIDR nor the Service CIDR.
+// Services, NodePorts, session affinity and traffic policies;
+// rest.InClusterConfig on its own (it reads a fixed path; KUBECONFIG
+// stands in for it). It needs root and util-linux (unshare, mount), and
+// is meant to run inside the network namespace of test/netns, whose local
+// 10.244.0.0/16 overlaps neither the default PodCIDR nor the Service CIDR.
 package kubelet
 
 import (
@@ -111,8 +118,9 @@ type Options struct {
 	Images map[string]string
 	// Dir holds the Pods' directories, <namespace>_<pod>_<uid>/, each the
 	// working directory of its containers, with their output
-	// (<container>.log) and a link to its volumes, which are kept under
-	// volumes/ in Dir (a short path, for Unix sockets); default a
+	// (<container>.log), hosts files (<container>.hosts), kubeconfigs
+	// (<container>.kubeconfig) and a link to its volumes, which are kept
+	// under volumes/ in Dir (a short path, for Unix sockets); default a
 	// temporary directory removed by Stop.
 	Dir string
 	// Log receives the Kubelet's own messages; default discard.

@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	kubelet.Register(talkImage, talkMain)
 	kubelet.Register(orderImage, orderMain)
 	kubelet.Register(netImage, netMain)
+	kubelet.Register(apiImage, apiMain)
 	kubelet.RunIfContainer()
 	netns.Run(func() int { shared.Main(m); return 0 })
 }

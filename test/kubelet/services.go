@@ -345,6 +345,26 @@ func (sp *serviceProxy) untrack(c net.Conn) {
 	sp.mu.Unlock()
 }
 
+// kubernetesService is the kubernetes Service's ClusterIP and port, where
+// Pods reach the API server; false while the informer has not seen it.
+func (sp *serviceProxy) kubernetesService() (netip.AddrPort, bool) {
+	s, err := sp.services.Services(metav1.NamespaceDefault).Get("kubernetes")
+	if err != nil {
+		return netip.AddrPort{}, false
+	}
+	addr, ok := clusterIP(s)
+	if !ok || len(s.Spec.Ports) == 0 {
+		return netip.AddrPort{}, false
+	}
+	port := s.Spec.Ports[0].Port
+	for _, p := range s.Spec.Ports {
+		if p.Name == "https" {
+			port = p.Port
+		}
+	}
+	return netip.AddrPortFrom(addr, uint16(port)), true
+}
+
 // close stops listening, closes every forwarded connection, waits for
 // their goroutines and removes the route. run must have returned.
 func (sp *serviceProxy) close() {

@@ -1,6 +1,7 @@
 package kubelet_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,9 +14,13 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/kubelet"
@@ -203,6 +208,246 @@ func podIP(t *testing.T, kube kubernetes.Interface, ns, name string) string {
 		return podReady(p), fmt.Sprintf("%+v", p.Status)
 	})
 	return ip
+}
+
+// apiImage is an in-cluster client: it loads its configuration as
+// client-go's default loading does ($KUBECONFIG, or else the in-cluster
+// config), says who it is to the API server, GETs its own Pod and tries
+// to list the Secrets of its namespace, a line each on stdout; it exits 0
+// when it is the ServiceAccount $WANT_USER, reached the API server at
+// $KUBERNETES_SERVICE_HOST, read its Pod and was refused the Secrets.
+const apiImage = "tunnelgate.test/api"
+
+func apiMain([]string) int {
+	fail := func(format string, a ...any) int {
+		fmt.Printf("FAIL "+format+"\n", a...)
+		return 1
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", os.Getenv("KUBECONFIG"))
+	if err != nil {
+		return fail("config: %v", err)
+	}
+	want := "https://" + net.JoinHostPort(os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT"))
+	if cfg.Host != want {
+		return fail("server %s, want %s (from KUBERNETES_SERVICE_HOST and _PORT)", cfg.Host, want)
+	}
+	// The namespace file of the ServiceAccount volume, through HostPath.
+	ns, err := os.ReadFile(kubelet.HostPath("/var/run/secrets/kubernetes.io/serviceaccount/namespace"))
+	if err != nil {
+		return fail("namespace: %v", err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fail("client: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		return fail("self subject review: %v", err)
+	}
+	user := review.Status.UserInfo.Username
+	fmt.Println("user", user)
+	if user != os.Getenv("WANT_USER") {
+		return fail("user %s, want %s", user, os.Getenv("WANT_USER"))
+	}
+	pod, err := kube.CoreV1().Pods(string(ns)).Get(ctx, os.Getenv("HOSTNAME"), metav1.GetOptions{})
+	if err != nil {
+		return fail("get own pod: %v", err)
+	}
+	fmt.Println("pod", pod.Namespace+"/"+pod.Name)
+	_, err = kube.CoreV1().Secrets(string(ns)).List(ctx, metav1.ListOptions{})
+	if !apierrors.IsForbidden(err) {
+		return fail("list secrets: %v, want 403 Forbidden", err)
+	}
+	fmt.Println("secrets forbidden")
+	return 0
+}
+
+// A Pod's program reaches the API server with client-go's default
+// loading, as the Pod's ServiceAccount: it reads what a Role grants and
+// is refused (403) what it does not, so it is not the admin.
+func TestPodAPIAccess(t *testing.T) {
+	env, kube := start(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	err := env.Apply(ctx, fmt.Appendf(nil, `
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: reader, namespace: %[1]s}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: pod-reader, namespace: %[1]s}
+rules: [{apiGroups: [""], resources: [pods], verbs: [get]}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: reader, namespace: %[1]s}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: pod-reader}
+subjects: [{kind: ServiceAccount, name: reader, namespace: %[1]s}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: api, namespace: %[1]s}
+spec:
+  serviceAccountName: reader
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: %[2]s
+    env: [{name: WANT_USER, value: "system:serviceaccount:%[1]s:reader"}]
+`, ns, apiImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phase corev1.PodPhase
+	eventually(t, "the API client Pod to finish", func() (bool, string) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "api", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		phase = p.Status.Phase
+		return phase == corev1.PodSucceeded || phase == corev1.PodFailed, fmt.Sprintf("%+v", p.Status)
+	})
+	logs, err := kube.CoreV1().Pods(ns).GetLogs("api", &corev1.PodLogOptions{}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if phase != corev1.PodSucceeded {
+		t.Fatalf("the Pod %s; its log:\n%s", phase, logs)
+	}
+	for _, want := range []string{"user system:serviceaccount:" + ns + ":reader", "pod " + ns + "/api", "secrets forbidden"} {
+		if !strings.Contains(string(logs), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+}
+
+// What a container sees of its Pod and the cluster: resourceFieldRef
+// values (divided by the divisor and rounded up; a limit not set is the
+// Node's allocatable), the kubernetes Service in its environment, an
+// /etc/hosts of its own, its mounts through kubelet.HostPath and a
+// unix: argument (a socket path that fits), and its own PID as the
+// container's (the hosts wrapper execs).
+func TestContainerEnvironment(t *testing.T) {
+	env, kube := start(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	err := env.Apply(ctx, fmt.Appendf(nil, `
+apiVersion: v1
+kind: Service
+metadata: {name: near, namespace: %[1]s}
+spec:
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: res, namespace: %[1]s}
+spec:
+  hostAliases: [{ip: 10.1.2.3, hostnames: [gw.example, other.example]}]
+  volumes: [{name: run, emptyDir: {}}]
+  containers:
+  - name: c
+    image: %[2]s
+    args: [-listen=unix:/var/run/tunnelgate/origin.sock]
+    ports: [{containerPort: 8080}]
+    resources:
+      limits: {memory: 64Mi}
+      requests: {cpu: 250m}
+    volumeMounts: [{name: run, mountPath: /var/run/tunnelgate, subPath: sub}]
+    env:
+    - {name: GOMEMLIMIT, valueFrom: {resourceFieldRef: {resource: limits.memory}}}
+    - {name: MEM_MI, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+    - {name: MEM_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.memory, divisor: 1Mi}}}
+    - {name: CPU_LIMIT, valueFrom: {resourceFieldRef: {resource: limits.cpu}}}
+    - {name: CPU_REQUEST, valueFrom: {resourceFieldRef: {resource: requests.cpu}}}
+    - {name: CPU_REQUEST_M, valueFrom: {resourceFieldRef: {resource: requests.cpu, divisor: 1m}}}
+    - {name: STORAGE_GI, valueFrom: {resourceFieldRef: {containerName: c, resource: limits.ephemeral-storage, divisor: 1Gi}}}
+`, ns, netImage))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ip := podIP(t, kube, ns, "res")
+	hc := &http.Client{Timeout: 5 * time.Second}
+	get := func(path string) string {
+		t.Helper()
+		res, err := hc.Get("http://" + net.JoinHostPort(ip, "8080") + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	kubernetesSvc, err := kube.CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{
+		"GOMEMLIMIT":              "67108864",
+		"MEM_MI":                  "64",
+		"MEM_REQUEST":             "64", // the API server defaults a request to its limit
+		"CPU_LIMIT":               "8",  // not set: the Node's allocatable
+		"CPU_REQUEST":             "1",  // 250m rounded up
+		"CPU_REQUEST_M":           "250",
+		"STORAGE_GI":              "100", // not set: the Node's allocatable
+		"KUBERNETES_SERVICE_HOST": kubernetesSvc.Spec.ClusterIP,
+		"KUBERNETES_SERVICE_PORT": "443",
+	} {
+		if got := get("/env/" + name); got != want {
+			t.Errorf("%s=%q, want %q", name, got, want)
+		}
+	}
+	if kc := get("/env/KUBECONFIG"); !strings.HasSuffix(kc, "/c.kubeconfig") {
+		t.Errorf("KUBECONFIG=%q; want the kubeconfig for the default ServiceAccount's volume", kc)
+	}
+
+	hosts := get("/file?p=/etc/hosts")
+	for _, line := range []string{
+		"127.0.0.1\tlocalhost\n",
+		ip + "\tres\n",
+		kubernetesSvc.Spec.ClusterIP + "\tkubernetes.default.svc.cluster.local kubernetes.default.svc kubernetes.default\n", // no short name: another namespace
+		"\tnear." + ns + ".svc.cluster.local near." + ns + ".svc near." + ns + " near\n",
+		"10.1.2.3\tgw.example other.example\n",
+	} {
+		if !strings.Contains(hosts, line) {
+			t.Errorf("/etc/hosts in the container lacks %q:\n%s", line, hosts)
+		}
+	}
+
+	sock := get("/hostpath?p=/var/run/tunnelgate/origin.sock")
+	if !strings.HasSuffix(sock, "/run/sub/origin.sock") || !strings.HasPrefix(sock, "/") {
+		t.Errorf("HostPath in the Pod: %q; want the emptyDir's sub/origin.sock", sock)
+	}
+	for _, p := range []string{"/var/run/tunnelgatex/origin.sock", "/etc/hosts"} {
+		if got := get("/hostpath?p=" + url.QueryEscape(p)); got != p {
+			t.Errorf("HostPath(%q) in the Pod: %q; want it unchanged", p, got)
+		}
+	}
+	// The -listen=unix: argument was rewritten to the same host path.
+	uc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+		},
+	}}
+	res, err := uc.Get("http://pod/env/CPU_REQUEST_M")
+	if err != nil {
+		t.Fatalf("over the Pod's Unix socket at %s: %v", sock, err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if string(b) != "250" {
+		t.Errorf("over the Unix socket: %q", b)
+	}
+
+	p, err := kube.CoreV1().Pods(ns).Get(ctx, "res", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, pid := p.Status.ContainerStatuses[0].ContainerID, get("/pid"); id != "tunnelgate-test://"+pid {
+		t.Errorf("container ID %s, but the program's PID is %s", id, pid)
+	}
 }
 
 // The kubernetes Service forwards to the API server, whose certificate
