@@ -111,7 +111,10 @@ func reasonOf(err error) string {
 
 // command maps the container's image to a program and builds its command
 // line and environment. The program is the image's entrypoint: it gets
-// the container's args; command is ignored.
+// the container's args; command is ignored. It runs with the container's
+// own /etc/hosts (dns.go); its environment has, before the container's
+// env (which wins over it), what the Kubelet gives every container: PATH,
+// HOSTNAME, the API server (apiaccess.go) and the mounts (volumes.go).
 func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 	env := []string{
 		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -120,6 +123,11 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 	if err := p.makeSubPaths(c); err != nil {
 		return nil, err
 	}
+	api, err := p.apiEnv(c)
+	if err != nil {
+		return nil, err
+	}
+	env = append(env, api...)
 	mounts, err := p.mountsEnv(c)
 	if err != nil {
 		return nil, err
@@ -127,6 +135,15 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 	env = append(env, mounts)
 	var exe string
 	if path, ok := lookupImage(p.k.opts.Images, c.Image); ok {
+		// A bare name is looked up here, as exec.Command would, not by sh
+		// in the container's PATH; and a missing program is a
+		// RunContainerError, not a container that exits 127. (A relative
+		// path is relative to the Pod's directory, as before.)
+		if !strings.Contains(path, "/") || filepath.IsAbs(path) {
+			if path, err = exec.LookPath(path); err != nil {
+				return nil, &errConfig{"RunContainerError", fmt.Sprintf("image %q: %v", c.Image, err)}
+			}
+		}
 		exe = path
 	} else if name, ok := registeredImage(c.Image); ok {
 		exe = p.k.exe
@@ -150,7 +167,11 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 			args[i] = p.rewritePath(c, a)
 		}
 	}
-	cmd := exec.Command(exe, args...)
+	hosts, err := p.writeHosts(c)
+	if err != nil {
+		return nil, err
+	}
+	cmd := p.k.tools.withHosts(hosts, exe, args)
 	cmd.Env = env
 	cmd.Dir = p.dir
 	return cmd, nil

@@ -1,11 +1,12 @@
 // Package kubelet is a kubelet stand-in for tests: it runs a cluster's
 // Pods as local processes, so kube-controller-manager turns Deployments
 // into Pods and Services into EndpointSlices that hold real, reachable
-// addresses.
+// addresses, and the Pods reach each other, Services and the API server
+// as on a cluster.
 //
 // It registers one Node and keeps its Lease fresh, binds every unscheduled
 // Pod to it (there is no scheduler), and gives each Pod what a container
-// runtime would:
+// runtime, kube-proxy and cluster DNS would:
 //
 //   - a network namespace of its own, joined to a bridge in the test's
 //     namespace by a veth pair, with an address from PodCIDR (the bridge
@@ -24,26 +25,52 @@
 //     path it learns at runtime, through HostPath; it waits as
 //     ContainerCreating for a Secret or ConfigMap that does not exist;
 //
+//   - Services: every TCP port of every Service with a ClusterIP accepts
+//     connections, from the Pods and from the test process, and the
+//     Kubelet forwards each to a ready endpoint of the Service's
+//     EndpointSlices, round robin; the kubernetes Service forwards to the
+//     API server (see services.go). The Service CIDR (Options.ServiceCIDR)
+//     is made local to the test's network namespace for that;
+//
+//   - names: each container has an /etc/hosts of its own, listing its Pod,
+//     spec.hostAliases and every Service that has a ClusterIP when it
+//     starts, as <svc>.<ns>.svc.cluster.local, <svc>.<ns>.svc, <svc>.<ns>
+//     and, in the Pod's namespace, <svc> (see dns.go);
+//
+//   - the API server: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT,
+//     and, for a container that mounts its ServiceAccount's token at the
+//     in-cluster path, KUBECONFIG naming a kubeconfig with that token, so
+//     client-go's default loading acts as the ServiceAccount (see
+//     apiaccess.go);
+//
 //   - a status the controllers act on: Running, the Pod IP, and Ready once
-//     the readiness probe, or else every declared TCP port, answers.
+//     the readiness probe, or else every declared TCP port, answers;
 //
 //   - native sidecars (init containers with restartPolicy Always), as the
 //     kubelet runs them: started before the Pod's containers, one after
 //     the other once each is running and past its startup probe; always
 //     restarted; their readiness counting toward the Pod's; reported in
-//     initContainerStatuses.
+//     initContainerStatuses;
+//
+//   - container logs, served to the API server as a kubelet serves them
+//     (pods/log, `kubectl logs`).
 //
 // Deleting a Pod sends its containers SIGTERM, and once they have exited
 // its sidecars, one after the other in the reverse of their order; what is
 // still running when the grace period (at most MaxGrace) ends gets SIGKILL,
 // and the object is removed. Processes die with the test process.
 //
-//   - container logs, served to the API server as a kubelet serves them
-//     (pods/log, `kubectl logs`).
-//
-// Not there: init containers that run to completion, and exec probes. It needs
-// root and is meant to run inside the network namespace of test/netns,
-// whose local 10.244.0.0/16 does not overlap the default PodCIDR.
+// Not there: init containers that run to completion; exec and liveness
+// probes; resource limits (only reported through the downward API);
+// securityContext (every process runs as the test's user, root); a DNS
+// server (no resolv.conf search path: names resolve only through
+// /etc/hosts, so use the names above, and a Service created after a
+// container started is not in its hosts file until it restarts); UDP
+// Services, NodePorts, session affinity and traffic policies;
+// rest.InClusterConfig on its own (it reads a fixed path; KUBECONFIG
+// stands in for it). It needs root and util-linux (unshare, mount), and
+// is meant to run inside the network namespace of test/netns, whose local
+// 10.244.0.0/16 overlaps neither the default PodCIDR nor the Service CIDR.
 package kubelet
 
 import (
@@ -63,6 +90,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 )
 
 // MaxGrace bounds how long a deleted Pod's processes get to stop, whatever
@@ -78,14 +107,20 @@ type Options struct {
 	PodCIDR netip.Prefix
 	// Bridge is the name of the bridge device; default "tgpods0".
 	Bridge string
+	// ServiceCIDR is the Services' ClusterIP range, made local to the
+	// test's network namespace so the Kubelet can proxy every ClusterIP
+	// (see services.go); default kubeenv.ServiceCIDR, what the API server
+	// allocates from.
+	ServiceCIDR netip.Prefix
 	// Images maps an image, with or without its tag, to an executable.
 	// An image found neither here nor among the registered programs leaves
 	// its Pod Pending with ErrImagePull, as an unknown image would.
 	Images map[string]string
 	// Dir holds the Pods' directories, <namespace>_<pod>_<uid>/, each the
 	// working directory of its containers, with their output
-	// (<container>.log) and a link to its volumes, which are kept under
-	// volumes/ in Dir (a short path, for Unix sockets); default a
+	// (<container>.log), hosts files (<container>.hosts), kubeconfigs
+	// (<container>.kubeconfig) and a link to its volumes, which are kept
+	// under volumes/ in Dir (a short path, for Unix sockets); default a
 	// temporary directory removed by Stop.
 	Dir string
 	// Log receives the Kubelet's own messages; default discard.
@@ -107,10 +142,12 @@ type Kubelet struct {
 	mu      sync.Mutex
 	running map[string]*pod // by namespace/name
 
-	logServer *http.Server // pod logs for the API server (logs.go)
+	logServer *http.Server  // pod logs for the API server (logs.go)
+	proxy     *serviceProxy // Services (services.go)
+	tools     hostsTools    // what puts a container's hosts file in place (dns.go)
 
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // the workers and the heartbeat
+	wg     sync.WaitGroup // the workers, the heartbeat and the proxy's loop
 }
 
 // Start registers the Node, sets up the bridge and starts running Pods.
@@ -125,12 +162,18 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Kubelet, error
 	if opts.Bridge == "" {
 		opts.Bridge = "tgpods0"
 	}
+	if !opts.ServiceCIDR.IsValid() {
+		opts.ServiceCIDR = netip.MustParsePrefix(kubeenv.ServiceCIDR)
+	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	k := &Kubelet{opts: opts, running: map[string]*pod{}}
 	var err error
 	if k.exe, err = os.Executable(); err != nil {
+		return nil, err
+	}
+	if k.tools, err = findHostsTools(); err != nil {
 		return nil, err
 	}
 	if k.opts.Dir == "" {
@@ -158,9 +201,17 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Kubelet, error
 		return nil, fmt.Errorf("registering node %s: %w", opts.NodeName, err)
 	}
 
+	k.factory = informers.NewSharedInformerFactory(k.kube, 0)
+	services, slices := k.factory.Core().V1().Services(), k.factory.Discovery().V1().EndpointSlices()
+	k.proxy, err = newServiceProxy(opts.Log, opts.ServiceCIDR, cfg.Host, services.Lister(), slices.Lister())
+	if err != nil {
+		k.logServer.Close()
+		k.net.close()
+		return nil, err
+	}
+
 	runCtx, cancel := context.WithCancel(context.Background())
 	k.cancel = cancel
-	k.factory = informers.NewSharedInformerFactory(k.kube, 0)
 	podInformer := k.factory.Core().V1().Pods().Informer()
 	k.pods = podInformer.GetIndexer()
 	k.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
@@ -175,16 +226,33 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Kubelet, error
 		DeleteFunc: enqueue,
 	}); err != nil {
 		cancel()
+		k.proxy.close()
+		k.logServer.Close()
+		k.net.close()
+		return nil, err
+	}
+	poke := func(any) { k.proxy.changed() }
+	if _, err := services.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    poke,
+		UpdateFunc: func(_, obj any) { poke(obj) },
+		DeleteFunc: poke,
+	}); err != nil {
+		cancel()
+		k.proxy.close()
+		k.logServer.Close()
 		k.net.close()
 		return nil, err
 	}
 	k.factory.Start(runCtx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced) {
+	// The Services and EndpointSlices too, so the proxy starts with them
+	// all and a container's first start finds the kubernetes Service.
+	if !cache.WaitForCacheSync(ctx.Done(), podInformer.HasSynced, services.Informer().HasSynced, slices.Informer().HasSynced) {
 		k.Stop()
-		return nil, errors.New("kubelet: the pod informer did not sync")
+		return nil, errors.New("kubelet: the Pod, Service and EndpointSlice informers did not sync")
 	}
-	k.wg.Add(3)
+	k.wg.Add(4)
 	go func() { defer k.wg.Done(); k.heartbeat(runCtx) }()
+	go func() { defer k.wg.Done(); k.proxy.run(runCtx) }()
 	go func() { defer k.wg.Done(); k.worker(runCtx) }()
 	go func() { defer k.wg.Done(); k.worker(runCtx) }()
 	return k, nil
@@ -193,7 +261,8 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Kubelet, error
 // NodeName is the name of the Kubelet's Node.
 func (k *Kubelet) NodeName() string { return k.opts.NodeName }
 
-// Stop kills every Pod's processes, removes the bridge and stops watching.
+// Stop kills every Pod's processes, stops proxying Services, removes the
+// bridge and the Service CIDR's route and stops watching.
 // The Node and Pod objects stay, as they would if a node died.
 func (k *Kubelet) Stop() {
 	k.cancel()
@@ -207,6 +276,7 @@ func (k *Kubelet) Stop() {
 	for _, p := range pods {
 		p.stop(0)
 	}
+	k.proxy.close()
 	k.logServer.Close()
 	k.net.close()
 	if k.tmpDir {

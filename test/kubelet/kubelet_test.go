@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 	kubelet.Register(filesImage, filesMain)
 	kubelet.Register(talkImage, talkMain)
 	kubelet.Register(orderImage, orderMain)
+	kubelet.Register(netImage, netMain)
+	kubelet.Register(apiImage, apiMain)
 	kubelet.RunIfContainer()
 	netns.Run(func() int { shared.Main(m); return 0 })
 }
@@ -145,8 +147,9 @@ spec:
 	})
 }
 
-// A container that exits is restarted with a back-off and counted; one
-// whose image maps to nothing waits as ErrImagePull.
+// A container that exits is restarted with a back-off and counted, its
+// exit code reported (through the hosts wrapper, which execs); one whose
+// image maps to nothing waits as ErrImagePull.
 func TestRestartsAndUnknownImages(t *testing.T) {
 	env, kube := start(t)
 	ctx := t.Context()
@@ -156,6 +159,13 @@ apiVersion: v1
 kind: Pod
 metadata: {name: crash, namespace: %[1]s}
 spec:
+  containers: [{name: c, image: %[2]s}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: once, namespace: %[1]s}
+spec:
+  restartPolicy: Never
   containers: [{name: c, image: %[2]s}]
 ---
 apiVersion: v1
@@ -174,6 +184,14 @@ spec:
 		}
 		cs := p.Status.ContainerStatuses[0]
 		return cs.RestartCount >= 2 && !cs.Ready, fmt.Sprintf("%+v", cs)
+	})
+	eventually(t, "the container that may not restart Failed with its exit code", func() (bool, string) {
+		p, err := kube.CoreV1().Pods(ns).Get(ctx, "once", metav1.GetOptions{})
+		if err != nil || len(p.Status.ContainerStatuses) != 1 {
+			return false, fmt.Sprintf("%v %+v", err, p.Status)
+		}
+		term := p.Status.ContainerStatuses[0].State.Terminated
+		return p.Status.Phase == corev1.PodFailed && term != nil && term.ExitCode == 3, fmt.Sprintf("%s %+v", p.Status.Phase, term)
 	})
 	eventually(t, "the unknown image waiting as ErrImagePull", func() (bool, string) {
 		p, err := kube.CoreV1().Pods(ns).Get(ctx, "unknown", metav1.GetOptions{})
