@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
+	"github.com/tunnelgate/tunnelgate/test/kubelet"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
@@ -33,6 +34,7 @@ var shared = kubeenv.NewShared(kubeenv.Options{})
 // The tests run in a network namespace of their own (test/netns), where
 // backends may listen on addresses an EndpointSlice accepts.
 func TestMain(m *testing.M) {
+	kubelet.RunIfContainer() // in a Pod of TestRolloutsLoseNoRequest: run its program
 	netns.Run(func() int {
 		code := shared.Run(m)
 		if binary.path != "" {
