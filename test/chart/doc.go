@@ -12,6 +12,9 @@
 //   - every rendered object is applied with server-side dry-run and strict
 //     field validation to a real kube-apiserver (test/kubeenv), and helm
 //     installs, upgrades and uninstalls a release there;
+//   - the chart's Deployments run as Pods on the kubelet stand-in, and
+//     rolling them under load through test/connector (cloudflared and the
+//     edge) loses no request;
 //   - the Grafana dashboard and the alert rules query only metrics of
 //     docs/metrics.md, and are well formed (unique panel ids, balanced
 //     expressions, a severity and annotations on every alert);

@@ -1,0 +1,323 @@
+package chart
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/connector"
+	"github.com/tunnelgate/tunnelgate/test/kubeenv"
+	"github.com/tunnelgate/tunnelgate/test/kubelet"
+)
+
+// cloudflaredImage is the chart's cloudflared image; on the kubelet
+// stand-in it runs test/connector.
+const cloudflaredImage = "cloudflare/cloudflared"
+
+func init() { kubelet.Register(cloudflaredImage, connector.Main(kubelet.HostPath)) }
+
+// Rollouts lose nothing: the chart's Deployments run as Pods (the kubelet
+// stand-in, kube-controller-manager's ReplicaSets, EndpointSlices and
+// rollouts), every request goes edge → a connector in a proxy Pod →
+// the proxy's origin socket → a backend Pod, and while load runs the
+// proxy Deployment and then the controller Deployment are rolled (as
+// `kubectl rollout restart` does). No request may fail.
+func TestRolloutsLoseNoRequest(t *testing.T) {
+	env := kubeenv.StartT(t, kubeenv.Options{ControllerManager: true})
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(env.Config)
+	podCIDR := netip.MustParsePrefix("10.88.0.0/16")
+	k, err := kubelet.Start(ctx, env.Config, kubelet.Options{
+		PodCIDR: podCIDR,
+		Images:  map[string]string{"ghcr.io/tunnelgate/tunnelgate": tunnelgateBinary(t)},
+		Log:     slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	// What Pods reach outside the cluster listens on the bridge's address.
+	host := podCIDR.Addr().Next().String()
+
+	const (
+		release, ns, class = "roll", "roll-system", "roll"
+		app                = "roll-app"
+		apiToken           = "roll-api-token"
+		account            = "0123456789abcdef0123456789abcdef"
+	)
+	f := cffake.New(cffake.Options{Token: apiToken})
+	t.Cleanup(f.Close)
+	f.AddAccount(account, "Roll")
+	f.AddZone("zone", "example.com", account)
+	apiURL := serveOn(t, host, f) + mustParseURL(t, f.URL()).Path
+	edge, err := connector.StartEdge(net.JoinHostPort(host, "0"), f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { edge.Close() })
+
+	if _, err := helm(t, []string{"KUBECONFIG=" + env.Kubeconfig()}, "install", release, chartDir,
+		"--namespace", ns, "--create-namespace",
+		"--set", "cloudflare.apiToken.value="+apiToken,
+		"--set", "cloudflare.accountID="+account,
+		"--set", "cloudflare.tunnel.name=roll-tunnel",
+		"--set", "cloudflare.apiURL="+apiURL,
+		"--set", "gatewayClass.name="+class,
+		"--set", "gatewayClass.controllerName=tunnelgate.dev/roll",
+		"--set", "cloudflared.extraArgs[0]=--edge="+edge.Addr(),
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Apply(ctx, []byte(fmt.Sprintf(`
+apiVersion: v1
+kind: Namespace
+metadata: {name: %[1]s}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: %[1]s}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers:
+      - {name: echo, image: %[3]s, ports: [{containerPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: app, namespace: %[1]s}
+spec:
+  selector: {app: app}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: %[1]s}
+spec:
+  gatewayClassName: %[2]s
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: %[1]s}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [app.example.com]
+  rules: [{backendRefs: [{name: app, port: 80}]}]
+`, app, class, kubelet.EchoImage))); err != nil {
+		t.Fatal(err)
+	}
+
+	controller, proxy := release+"-tunnelgate-controller", release+"-tunnelgate-proxy"
+	for _, d := range []string{controller, proxy} {
+		waitRolledOut(t, kube, ns, d, 3*time.Minute)
+	}
+	visitor := edge.Client(10 * time.Second)
+	eventually(t, 60*time.Second, "the route through the edge", func() error {
+		if n := len(edge.Connectors()); n != 2 {
+			return fmt.Errorf("%d connectors registered, want the 2 proxy Pods'", n)
+		}
+		return visitAppOnce(visitor)
+	})
+
+	load := startLoad(visitor, 4, 200_000)
+	phase := func(what string, do func()) {
+		before := load.counts()
+		do()
+		time.Sleep(2 * time.Second) // and traffic through the Pods it left
+		after := load.counts()
+		t.Logf("%s: %d requests sent, %d failed", what, after.sent-before.sent, after.failed-before.failed)
+		if after.sent-before.sent < 100 {
+			t.Errorf("%s: only %d requests sent; the load is not running", what, after.sent-before.sent)
+		}
+	}
+	phase("rollout of the proxies", func() {
+		connectors := edge.Connectors()
+		restart(t, kube, ns, proxy)
+		waitRolledOut(t, kube, ns, proxy, 3*time.Minute)
+		if slices.ContainsFunc(edge.Connectors(), func(c string) bool { return slices.Contains(connectors, c) }) {
+			t.Errorf("connectors %v after the proxy rollout, %v before: want only new Pods", edge.Connectors(), connectors)
+		}
+	})
+	phase("rollout of the controllers", func() {
+		restart(t, kube, ns, controller)
+		waitRolledOut(t, kube, ns, controller, 3*time.Minute)
+	})
+	// A new proxy Pod that cannot get a config (no controller answers, and
+	// its cache volume starts empty) must not take the edge's requests; the
+	// rollout waits for it while the old Pods serve.
+	phase("rollout of the proxies while no controller runs", func() {
+		scale(t, kube, ns, controller, 0)
+		waitRolledOut(t, kube, ns, controller, time.Minute)
+		restart(t, kube, ns, proxy)
+		time.Sleep(10 * time.Second)
+		scale(t, kube, ns, controller, 2)
+		waitRolledOut(t, kube, ns, controller, 3*time.Minute)
+		waitRolledOut(t, kube, ns, proxy, 3*time.Minute)
+	})
+	total := load.stop()
+	t.Logf("in all: %d requests sent, %d failed; connectors now %v", total.sent, total.failed, edge.Connectors())
+	if total.failed != 0 || total.sent < 100 {
+		t.Fatalf("%d of %d requests failed; first failures:\n%s", total.failed, total.sent, strings.Join(load.firstErrors(), "\n"))
+	}
+}
+
+// serveOn serves h on host at a free port until the test ends and returns
+// its http:// URL.
+func serveOn(t *testing.T, host string, h http.Handler) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
+}
+
+func mustParseURL(t *testing.T, s string) *url.URL {
+	t.Helper()
+	u, err := url.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// visitAppOnce is one visitor's request, answered by a backend Pod.
+func visitAppOnce(c *http.Client) error {
+	res, err := c.Get("http://app.example.com/roll")
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	var echo kubelet.EchoResponse
+	if res.StatusCode != http.StatusOK || json.Unmarshal(b, &echo) != nil || !strings.HasPrefix(echo.Pod, "app-") || echo.Path != "/roll" {
+		return fmt.Errorf("%s: %.200s", res.Status, b)
+	}
+	return nil
+}
+
+// load is visitors' requests sent by a few workers, each at most one per
+// millisecond and bounded in count.
+type load struct {
+	sent, failed atomic.Int64
+	mu           sync.Mutex
+	errs         []string
+	done         chan struct{}
+	wg           sync.WaitGroup
+}
+
+type loadCounts struct{ sent, failed int64 }
+
+func startLoad(c *http.Client, workers, perWorker int) *load {
+	l := &load{done: make(chan struct{})}
+	for range workers {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			for range perWorker {
+				select {
+				case <-l.done:
+					return
+				default:
+				}
+				time.Sleep(time.Millisecond)
+				l.sent.Add(1)
+				if err := visitAppOnce(c); err != nil {
+					l.failed.Add(1)
+					l.mu.Lock()
+					if len(l.errs) < 10 {
+						l.errs = append(l.errs, time.Now().Format("15:04:05.000")+" "+err.Error())
+					}
+					l.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return l
+}
+
+func (l *load) counts() loadCounts { return loadCounts{l.sent.Load(), l.failed.Load()} }
+
+func (l *load) stop() loadCounts {
+	close(l.done)
+	l.wg.Wait()
+	return l.counts()
+}
+
+func (l *load) firstErrors() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.errs...)
+}
+
+// restart rolls a Deployment as `kubectl rollout restart` does.
+func restart(t *testing.T, kube kubernetes.Interface, ns, name string) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`,
+		time.Now().Format(time.RFC3339Nano))
+	if _, err := kube.AppsV1().Deployments(ns).Patch(t.Context(), name, types.StrategicMergePatchType,
+		[]byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// scale sets a Deployment's replicas.
+func scale(t *testing.T, kube kubernetes.Interface, ns, name string, replicas int) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	if _, err := kube.AppsV1().Deployments(ns).Patch(t.Context(), name, types.StrategicMergePatchType,
+		[]byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitRolledOut waits until every replica of the Deployment runs its
+// current template, is available, and no older Pod is left.
+func waitRolledOut(t *testing.T, kube kubernetes.Interface, ns, name string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, "rollout of "+name, func() error {
+		d, err := kube.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		want, s := *d.Spec.Replicas, d.Status
+		if s.ObservedGeneration < d.Generation || s.UpdatedReplicas != want || s.Replicas != want ||
+			s.AvailableReplicas != want || s.UnavailableReplicas != 0 {
+			return fmt.Errorf("status %+v, want %d replicas updated and available", s, want)
+		}
+		sel := metav1.FormatLabelSelector(d.Spec.Selector)
+		pods, err := kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return err
+		}
+		if int32(len(pods.Items)) != want {
+			return fmt.Errorf("%d Pods, want %d (old ones still terminating)", len(pods.Items), want)
+		}
+		return nil
+	})
+}
