@@ -37,7 +37,9 @@ func init() { kubelet.Register(cloudflaredImage, connector.Main(kubelet.HostPath
 // rollouts), every request goes edge → a connector in a proxy Pod →
 // the proxy's origin socket → a backend Pod, and while load runs the
 // proxy Deployment and then the controller Deployment are rolled (as
-// `kubectl rollout restart` does). No request may fail.
+// `kubectl rollout restart` does). No request may fail, and a visitor
+// pinned by session persistence keeps its backend Pod whichever proxy Pod
+// serves it, old or new.
 func TestRolloutsLoseNoRequest(t *testing.T) {
 	env := kubeenv.StartT(t, kubeenv.Options{ControllerManager: true})
 	ctx := t.Context()
@@ -122,6 +124,16 @@ spec:
   parentRefs: [{name: gw}]
   hostnames: [app.example.com]
   rules: [{backendRefs: [{name: app, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: pin, namespace: %[1]s}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [pin.example.com]
+  rules:
+  - backendRefs: [{name: app, port: 80}]
+    sessionPersistence: {sessionName: pin, type: Cookie}
 `, app, class, kubelet.EchoImage))); err != nil {
 		t.Fatal(err)
 	}
@@ -138,11 +150,18 @@ spec:
 		return visitAppOnce(visitor)
 	})
 
+	// A session pinned by one proxy Pod holds through the other, and
+	// through Pods that replaced both: every proxy signs with the session
+	// key of the Secret the chart made, handed out by the controllers.
+	session := startSession(t, visitor)
+	session.check(t, "through both proxy Pods")
+
 	load := startLoad(visitor, 4, 200_000)
 	phase := func(what string, do func()) {
 		before := load.counts()
 		do()
 		time.Sleep(2 * time.Second) // and traffic through the Pods it left
+		session.check(t, "after the "+what)
 		after := load.counts()
 		t.Logf("%s: %d requests sent, %d failed", what, after.sent-before.sent, after.failed-before.failed)
 		if after.sent-before.sent < 100 {
@@ -219,6 +238,63 @@ func visitAppOnce(c *http.Client) error {
 		return fmt.Errorf("%s: %.200s", res.Status, b)
 	}
 	return nil
+}
+
+// session is a visitor pinned to a backend Pod by a session cookie.
+type session struct {
+	c           *http.Client
+	cookie, pod string
+}
+
+func startSession(t *testing.T, c *http.Client) *session {
+	t.Helper()
+	s := &session{c: c}
+	pod, res, err := s.get()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ck := range res.Cookies() {
+		if ck.Name == "pin" {
+			s.cookie = ck.Value
+		}
+	}
+	if s.cookie == "" {
+		t.Fatalf("the first request to pin.example.com set no session cookie: %v", res.Header)
+	}
+	s.pod = pod
+	return s
+}
+
+// get requests pin.example.com with the session's cookie, if any, and
+// returns the backend Pod that answered.
+func (s *session) get() (string, *http.Response, error) {
+	req, _ := http.NewRequest("GET", "http://pin.example.com/", nil)
+	if s.cookie != "" {
+		req.AddCookie(&http.Cookie{Name: "pin", Value: s.cookie})
+	}
+	res, err := s.c.Do(req)
+	if err != nil {
+		return "", nil, err
+	}
+	defer res.Body.Close()
+	var echo kubelet.EchoResponse
+	if err := json.NewDecoder(res.Body).Decode(&echo); err != nil || res.StatusCode != http.StatusOK {
+		return "", nil, fmt.Errorf("pin.example.com: %s (%v)", res.Status, err)
+	}
+	return echo.Pod, res, nil
+}
+
+// check sends 40 requests (the edge alternates the connectors, so both
+// proxy Pods serve them) and wants every one on the pinned Pod.
+func (s *session) check(t *testing.T, when string) {
+	t.Helper()
+	for i := range 40 {
+		pod, _, err := s.get()
+		if err != nil || pod != s.pod {
+			t.Errorf("%s: request %d of the session reached %q (%v); want %q, where it was pinned", when, i, pod, err, s.pod)
+			return
+		}
+	}
 }
 
 // load is visitors' requests sent by a few workers, each at most one per
