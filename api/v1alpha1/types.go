@@ -4,6 +4,9 @@
 //   - GatewayClassConfig (cluster-scoped) parameterises a GatewayClass
 //     through its parametersRef: Cloudflare credentials, the tunnel, DNS
 //     ownership and the proxies' origin listeners.
+//   - GatewayConfig (namespaced) parameterises one Gateway through its
+//     infrastructure.parametersRef: the shared proxies or a data plane of
+//     its own, and that plane's size, images and tunnel (gatewayconfig.go).
 //   - ExternalBackend (namespaced) is a backendRef target outside the
 //     cluster, addressed by DNS name or IP.
 //
@@ -35,6 +38,7 @@ var SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
 func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(SchemeGroupVersion,
 		&GatewayClassConfig{}, &GatewayClassConfigList{},
+		&GatewayConfig{}, &GatewayConfigList{},
 		&ExternalBackend{}, &ExternalBackendList{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -68,6 +69,7 @@ func TestCRDsMatchGoTypes(t *testing.T) {
 		subresouce bool
 	}{
 		{v1alpha1.GatewayClassConfig{}, v1alpha1.KindGatewayClassConfig, "gatewayclassconfigs", "Cluster", false},
+		{v1alpha1.GatewayConfig{}, v1alpha1.KindGatewayConfig, "gatewayconfigs", "Namespaced", false},
 		{v1alpha1.ExternalBackend{}, v1alpha1.KindExternalBackend, "externalbackends", "Namespaced", true},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
@@ -129,6 +131,44 @@ func TestDefaults(t *testing.T) {
 	}
 }
 
+// TestGatewayConfigSchema checks what the CRD says and the Go side relies
+// on: defaults, the replica bound, and the proxyArgs rule, which must
+// allow exactly v1alpha1.AllowedProxyFlags.
+func TestGatewayConfigSchema(t *testing.T) {
+	s := crdSchema(t, v1alpha1.KindGatewayConfig)
+	for _, tc := range []struct {
+		path []string
+		key  string
+		want any
+	}{
+		{[]string{"spec", "dataPlane"}, "default", v1alpha1.DataPlaneShared},
+		{[]string{"spec", "autoscaling", "targetCPUUtilizationPercentage"}, "default", float64(v1alpha1.DefaultTargetCPUUtilizationPercentage)},
+		{[]string{"spec", "tunnel", "tokenSecretRef", "key"}, "default", "token"},
+		{[]string{"spec", "tunnel", "deleteWithGateway"}, "default", false},
+		{[]string{"spec", "replicas"}, "maximum", float64(v1alpha1.MaxConnectorsPerTunnel)},
+		{[]string{"spec", "autoscaling", "maxReplicas"}, "maximum", float64(v1alpha1.MaxConnectorsPerTunnel)},
+	} {
+		if got := dig(t, s, tc.path...)[tc.key]; got != tc.want {
+			t.Errorf("%s: %s %v, want %v", strings.Join(tc.path, "."), tc.key, got, tc.want)
+		}
+	}
+	var modes []string
+	for _, e := range dig(t, s, "spec", "dataPlane")["enum"].([]any) {
+		modes = append(modes, e.(string))
+	}
+	if want := []string{v1alpha1.DataPlaneShared, v1alpha1.DataPlaneDedicated}; !slices.Equal(modes, want) {
+		t.Errorf("dataPlane enum %v, want %v", modes, want)
+	}
+	rules := asSlice(dig(t, s, "spec", "proxyArgs")["x-kubernetes-validations"])
+	if len(rules) != 1 {
+		t.Fatalf("proxyArgs has %d rules, want the allow-list", len(rules))
+	}
+	want := "self.all(a, a.matches('^-(" + strings.Join(v1alpha1.AllowedProxyFlags, "|") + ")=.*$'))"
+	if got := rules[0].(map[string]any)["rule"]; got != want {
+		t.Errorf("proxyArgs rule\n %v\nwant\n %s", got, want)
+	}
+}
+
 func crdSchema(t *testing.T, kind string) map[string]any {
 	t.Helper()
 	c, ok := loadCRDs(t)[kind]
@@ -155,6 +195,7 @@ func dig(t *testing.T, s map[string]any, path ...string) map[string]any {
 var (
 	typeTime       = reflect.TypeOf(metav1.Time{})
 	typeObjectMeta = reflect.TypeOf(metav1.ObjectMeta{})
+	typeQuantity   = reflect.TypeOf(resource.Quantity{})
 )
 
 // compareSchema walks a Go type and its schema together: same property
@@ -167,7 +208,7 @@ func compareSchema(t *testing.T, path string, typ reflect.Type, s map[string]any
 	want := map[reflect.Kind]string{
 		reflect.String: "string", reflect.Bool: "boolean",
 		reflect.Int32: "integer", reflect.Int64: "integer",
-		reflect.Slice: "array", reflect.Struct: "object",
+		reflect.Slice: "array", reflect.Struct: "object", reflect.Map: "object",
 	}
 	switch {
 	case typ == typeTime:
@@ -178,6 +219,11 @@ func compareSchema(t *testing.T, path string, typ reflect.Type, s map[string]any
 	case typ == typeObjectMeta:
 		if s["type"] != "object" {
 			t.Errorf("%s: want type object", path)
+		}
+		return
+	case typ == typeQuantity:
+		if s["x-kubernetes-int-or-string"] != true || s["pattern"] == nil {
+			t.Errorf("%s: a quantity wants x-kubernetes-int-or-string and a pattern", path)
 		}
 		return
 	}
@@ -194,6 +240,12 @@ func compareSchema(t *testing.T, path string, typ reflect.Type, s map[string]any
 	case reflect.Slice:
 		items, _ := s["items"].(map[string]any)
 		compareSchema(t, path+"[]", typ.Elem(), items)
+	case reflect.Map:
+		if typ.Key().Kind() != reflect.String {
+			t.Fatalf("%s: map keys must be strings", path)
+		}
+		values, _ := s["additionalProperties"].(map[string]any)
+		compareSchema(t, path+"{}", typ.Elem(), values)
 	case reflect.Struct:
 		props, _ := s["properties"].(map[string]any)
 		var required []string

@@ -26,6 +26,7 @@ var (
 	gvrHTTPRoute          = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "httproutes"}
 	gvrGatewayClassConfig = schema.GroupVersionResource{Group: "tunnelgate.dev", Version: "v1alpha1", Resource: "gatewayclassconfigs"}
 	gvrExternalBackend    = schema.GroupVersionResource{Group: "tunnelgate.dev", Version: "v1alpha1", Resource: "externalbackends"}
+	gvrGatewayConfig      = schema.GroupVersionResource{Group: "tunnelgate.dev", Version: "v1alpha1", Resource: "gatewayconfigs"}
 )
 
 // mustReject applies doc and wants the server to call it invalid, with a
@@ -128,6 +129,74 @@ spec:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			doc := strings.Replace(strings.Replace(valid, "name: cloudflare}", "name: bad}", 1), tc.from, tc.to, 1)
+			mustReject(t, env, doc, tc.want)
+		})
+	}
+}
+
+// GatewayConfig: defaults are filled in, and what a data plane cannot be
+// is refused at apply time with a message that says what to change.
+func TestGatewayConfig(t *testing.T) {
+	env := shared.Env(t)
+	const valid = `
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: tenant, namespace: default}
+spec:
+  dataPlane: Dedicated
+  autoscaling: {minReplicas: 2, maxReplicas: 10}
+  proxy:
+    image: ghcr.io/tunnelgate/tunnelgate:0.2.0
+    resources: {requests: {cpu: 200m, memory: 128Mi}, limits: {memory: 1Gi}}
+  cloudflared: {resources: {requests: {cpu: 1}}}
+  tunnel: {name: tenant-a, deleteWithGateway: true}
+  proxyArgs: [-log-level=debug, -upstream-max-conns=512]
+`
+	if err := env.Apply(t.Context(), []byte(valid)); err != nil {
+		t.Fatalf("valid GatewayConfig: %v", err)
+	}
+	got, err := env.Dynamic().Resource(gvrGatewayConfig).Namespace("default").Get(t.Context(), "tenant", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, _, _ := unstructured.NestedInt64(got.Object, "spec", "autoscaling", "targetCPUUtilizationPercentage"); v != 70 {
+		t.Errorf("default targetCPUUtilizationPercentage %d, want 70", v)
+	}
+	shared := `
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: shared, namespace: default}
+spec: {}
+`
+	if err := env.Apply(t.Context(), []byte(shared)); err != nil {
+		t.Fatalf("empty GatewayConfig: %v", err)
+	}
+	if got, err = env.Dynamic().Resource(gvrGatewayConfig).Namespace("default").Get(t.Context(), "shared", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	} else if m, _, _ := unstructured.NestedString(got.Object, "spec", "dataPlane"); m != "Shared" {
+		t.Errorf("default dataPlane %q, want Shared", m)
+	}
+
+	for _, tc := range []struct{ name, from, to, want string }{
+		{"shared with a tunnel", "dataPlane: Dedicated", "dataPlane: Shared", "set dataPlane to Dedicated"},
+		{"replicas and autoscaling", "autoscaling: {minReplicas: 2, maxReplicas: 10}", "autoscaling: {minReplicas: 2, maxReplicas: 10}\n  replicas: 3", "not both"},
+		{"more replicas than a tunnel takes", "autoscaling: {minReplicas: 2, maxReplicas: 10}", "replicas: 26", "25"},
+		{"min over max", "{minReplicas: 2, maxReplicas: 10}", "{minReplicas: 12, maxReplicas: 10}", "minReplicas must not exceed maxReplicas"},
+		{"tunnel name and id", "{name: tenant-a, deleteWithGateway: true}", "{name: tenant-a, id: 6ff42ae2-765d-4adf-8112-31c55c1551ef}", "exactly one of name, id and tokenSecretRef"},
+		{"tunnel none", "{name: tenant-a, deleteWithGateway: true}", "{}", "exactly one of name, id and tokenSecretRef"},
+		{"delete an adopted tunnel", "{name: tenant-a, deleteWithGateway: true}", "{id: 6ff42ae2-765d-4adf-8112-31c55c1551ef, deleteWithGateway: true}", "deleteWithGateway applies only"},
+		{"bad tunnel id", "{name: tenant-a, deleteWithGateway: true}", "{id: not-a-uuid}", "spec.tunnel.id"},
+		{"a flag not allowed", "-log-level=debug", "-controller=https://evil.example", "each argument is -name=value"},
+		{"a flag without value", "-log-level=debug", "-log-level", "each argument is -name=value"},
+		{"bad quantity", "cpu: 200m", "cpu: lots", "spec.proxy.resources.requests.cpu"},
+		{"a resource not allowed", "limits: {memory: 1Gi}", "limits: {nvidia.com/gpu: 1}", "only cpu, memory and ephemeral-storage"},
+		{"unknown mode", "dataPlane: Dedicated", "dataPlane: PerGateway", "Unsupported value"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			doc := strings.Replace(strings.Replace(valid, "name: tenant,", "name: bad,", 1), tc.from, tc.to, 1)
+			if doc == strings.Replace(valid, "name: tenant,", "name: bad,", 1) {
+				t.Fatalf("%q is not in the valid document", tc.from)
+			}
 			mustReject(t, env, doc, tc.want)
 		})
 	}
