@@ -114,6 +114,8 @@ func init() {
 			func(s *translate.Snapshot) *[]*discoveryv1.EndpointSlice { return &s.EndpointSlices }, defaultEndpointSlice),
 		newKind(v1alpha1.KindGatewayClassConfig, tg, []string{v1alpha1.Version}, true,
 			func(s *translate.Snapshot) *[]*v1alpha1.GatewayClassConfig { return &s.GatewayClassConfigs }, nil),
+		newKind(v1alpha1.KindGatewayConfig, tg, []string{v1alpha1.Version}, false,
+			func(s *translate.Snapshot) *[]*v1alpha1.GatewayConfig { return &s.GatewayConfigs }, nil),
 		newKind(v1alpha1.KindExternalBackend, tg, []string{v1alpha1.Version}, false,
 			func(s *translate.Snapshot) *[]*v1alpha1.ExternalBackend { return &s.ExternalBackends }, defaultExternalBackend),
 	} {

@@ -30,6 +30,7 @@ import (
 // the installed bundle version.
 var (
 	gvrGatewayClassConfigs = v1alpha1.SchemeGroupVersion.WithResource("gatewayclassconfigs")
+	gvrGatewayConfigs      = v1alpha1.SchemeGroupVersion.WithResource("gatewayconfigs")
 	gvrExternalBackends    = v1alpha1.SchemeGroupVersion.WithResource("externalbackends")
 	gvrCRDs                = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
@@ -52,7 +53,7 @@ type watched struct {
 
 	classes, gateways, listenerSets, httpRoutes, grpcRoutes, grants, policies cache.SharedIndexInformer
 	services, slices, namespaces, secrets, configMaps                         cache.SharedIndexInformer
-	classConfigs, externals, crds                                             cache.SharedIndexInformer
+	classConfigs, gatewayConfigs, externals, crds                             cache.SharedIndexInformer
 
 	missing []string // resources not served, for the log
 
@@ -112,6 +113,9 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 	if has(gvrGatewayClassConfigs) {
 		w.classConfigs = w.dyn.ForResource(gvrGatewayClassConfigs).Informer()
 	}
+	if has(gvrGatewayConfigs) {
+		w.gatewayConfigs = w.dyn.ForResource(gvrGatewayConfigs).Informer()
+	}
 	if has(gvrExternalBackends) {
 		w.externals = w.dyn.ForResource(gvrExternalBackends).Informer()
 	}
@@ -139,6 +143,8 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 		switch inf {
 		case w.classConfigs:
 			transform = typed(func() metav1.Object { return &v1alpha1.GatewayClassConfig{} })
+		case w.gatewayConfigs:
+			transform = typed(func() metav1.Object { return &v1alpha1.GatewayConfig{} })
 		case w.externals:
 			transform = typed(func() metav1.Object { return &v1alpha1.ExternalBackend{} })
 		}
@@ -166,7 +172,7 @@ func accessor(o any) metav1.Object {
 // all lists the informers that exist.
 func (w *watched) all() []cache.SharedIndexInformer {
 	list := []cache.SharedIndexInformer{w.classes, w.gateways, w.listenerSets, w.httpRoutes, w.grpcRoutes, w.grants, w.policies,
-		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.classConfigs, w.externals, w.crds}
+		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.classConfigs, w.gatewayConfigs, w.externals, w.crds}
 	return slices.DeleteFunc(list, func(i cache.SharedIndexInformer) bool { return i == nil })
 }
 

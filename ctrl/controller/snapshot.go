@@ -29,6 +29,7 @@ func (w *watched) snapshot() translate.Snapshot {
 		Secrets:             list[corev1.Secret](w.secrets),
 		ConfigMaps:          list[corev1.ConfigMap](w.configMaps),
 		GatewayClassConfigs: list[v1alpha1.GatewayClassConfig](w.classConfigs),
+		GatewayConfigs:      list[v1alpha1.GatewayConfig](w.gatewayConfigs),
 		ExternalBackends:    list[v1alpha1.ExternalBackend](w.externals),
 	}
 }

@@ -142,6 +142,7 @@ func epochOf(in *Input, sizeHint int) map[any]bool {
 	addObjects(set, s.Secrets)
 	addObjects(set, s.ConfigMaps)
 	addObjects(set, s.GatewayClassConfigs)
+	addObjects(set, s.GatewayConfigs)
 	for _, ts := range in.Tunnels {
 		set[ts] = true
 	}

@@ -327,14 +327,14 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 	}
 
 	var problem string
+	_, paramsProblem := t.gatewayParameters(g)
 	badAddress := unsupportedAddress(g)
 	switch {
 	case !gi.class.accepted:
 		problem = fmt.Sprintf("GatewayClass %s is not accepted (see its conditions)", gi.class.obj.Name)
 		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonPending), problem)
-	case g.Spec.Infrastructure != nil && g.Spec.Infrastructure.ParametersRef != nil:
-		ref := g.Spec.Infrastructure.ParametersRef
-		problem = fmt.Sprintf("infrastructure.parametersRef %s/%s %s is not supported: tunnelgate takes no per-Gateway parameters", ref.Group, ref.Kind, ref.Name)
+	case paramsProblem != "":
+		problem = paramsProblem
 		gi.conds.set(string(gwv1.GatewayConditionAccepted), false, string(gwv1.GatewayReasonInvalidParameters), problem)
 	case badAddress != "":
 		problem = badAddress

@@ -28,6 +28,7 @@ type index struct {
 	external    map[types.NamespacedName]*v1alpha1.ExternalBackend
 	grants      map[string][]*gwv1.ReferenceGrant // by the grant's (target) namespace
 	classConfig map[string]*v1alpha1.GatewayClassConfig
+	gwConfig    map[types.NamespacedName]*v1alpha1.GatewayConfig
 	policies    map[policyTarget][]*gwv1.BackendTLSPolicy
 }
 
@@ -51,6 +52,7 @@ func buildIndex(s *Snapshot) *index {
 		external:    make(map[types.NamespacedName]*v1alpha1.ExternalBackend, len(s.ExternalBackends)),
 		grants:      map[string][]*gwv1.ReferenceGrant{},
 		classConfig: make(map[string]*v1alpha1.GatewayClassConfig, len(s.GatewayClassConfigs)),
+		gwConfig:    make(map[types.NamespacedName]*v1alpha1.GatewayConfig, len(s.GatewayConfigs)),
 		policies:    map[policyTarget][]*gwv1.BackendTLSPolicy{},
 	}
 	for _, o := range s.Namespaces {
@@ -83,6 +85,9 @@ func buildIndex(s *Snapshot) *index {
 	}
 	for _, o := range s.GatewayClassConfigs {
 		ix.classConfig[o.Name] = o
+	}
+	for _, o := range s.GatewayConfigs {
+		ix.gwConfig[nn(o.Namespace, o.Name)] = o
 	}
 	for _, p := range s.BackendTLSPolicies {
 		for _, t := range p.Spec.TargetRefs {

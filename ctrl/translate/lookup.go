@@ -21,7 +21,7 @@ import (
 //     translation (routememo.go) or to find the routes a change affects
 //     (patch.go);
 //   - in the epoch: ReferenceGrants, BackendTLSPolicies, ConfigMaps,
-//     Secrets, Namespaces and GatewayClassConfigs are few and rarely
+//     Secrets, Namespaces, GatewayClassConfigs and GatewayConfigs are few and rarely
 //     change, so the Cache reuses nothing once any of them changed (its
 //     epoch, cache.go).
 //
@@ -120,6 +120,11 @@ func (l lookup) secret(ns, name string) *corev1.Secret {
 // classConfig returns a GatewayClassConfig, or nil. In the epoch.
 func (l lookup) classConfig(name string) *v1alpha1.GatewayClassConfig {
 	return l.ix.classConfig[name]
+}
+
+// gatewayConfig returns a GatewayConfig, or nil. In the epoch.
+func (l lookup) gatewayConfig(ns, name string) *v1alpha1.GatewayConfig {
+	return l.ix.gwConfig[nn(ns, name)]
 }
 
 // namespaceLabels returns a namespace's labels. In the epoch.

@@ -69,5 +69,6 @@ type Snapshot struct {
 	Secrets             []*corev1.Secret
 	ConfigMaps          []*corev1.ConfigMap
 	GatewayClassConfigs []*v1alpha1.GatewayClassConfig
+	GatewayConfigs      []*v1alpha1.GatewayConfig
 	ExternalBackends    []*v1alpha1.ExternalBackend
 }

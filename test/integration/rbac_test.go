@@ -100,6 +100,42 @@ spec:
 		}
 		return condIs(g.Status.Conditions, "Programmed", metav1.ConditionTrue, "")
 	})
+	// A Gateway's parameters, a GatewayConfig, are watched under these
+	// rules too: missing, the Gateway is refused; once it exists (Shared),
+	// accepted.
+	tenant := fmt.Sprintf(`
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: tenant, namespace: %s}
+spec:
+  gatewayClassName: rbac
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "tenant.example.com"}]
+  infrastructure:
+    parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: tenant}
+`, ns)
+	if err := env.Apply(ctx, []byte(tenant)); err != nil {
+		t.Fatal(err)
+	}
+	tenantAccepted := func(status metav1.ConditionStatus, reason string) func() (bool, string) {
+		return func() (bool, string) {
+			g, err := gwAPI.Gateways(ns).Get(ctx, "tenant", metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			return condIs(g.Status.Conditions, "Accepted", status, reason)
+		}
+	}
+	eventually(t, 30*time.Second, "the Gateway with a missing GatewayConfig refused", tenantAccepted(metav1.ConditionFalse, "InvalidParameters"))
+	if err := env.Apply(ctx, []byte(fmt.Sprintf(`
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: tenant, namespace: %s}
+spec: {dataPlane: Shared}
+`, ns))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the Gateway accepted once its GatewayConfig exists", tenantAccepted(metav1.ConditionTrue, "Accepted"))
+
 	eventually(t, 30*time.Second, "the broken route's event", func() (bool, string) {
 		evs, err := admin.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
