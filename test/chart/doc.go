@@ -12,6 +12,8 @@
 //   - every rendered object is applied with server-side dry-run and strict
 //     field validation to a real kube-apiserver (test/kubeenv), and helm
 //     installs, upgrades and uninstalls a release there;
+//   - a Gateway's dedicated data plane (ctrl/provision) has the chart's
+//     proxy Pod shape, and its objects pass the API server's validation;
 //   - the chart's Deployments run as Pods on the kubelet stand-in, and
 //     rolling them under load through test/connector (cloudflared and the
 //     edge) loses no request;

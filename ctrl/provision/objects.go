@@ -1,0 +1,78 @@
+package provision
+
+import (
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+)
+
+// serviceAccount is the Pods' identity, with no API token: the proxies
+// never call the Kubernetes API.
+func serviceAccount(p Plane) *corev1.ServiceAccount {
+	return &corev1.ServiceAccount{
+		TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta:                   meta(p),
+		AutomountServiceAccountToken: ptr(false),
+	}
+}
+
+// service exposes the proxies' and cloudflared's metrics, as the chart's
+// proxy Service does.
+func service(p Plane) *corev1.Service {
+	http := "http"
+	return &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: meta(p),
+		Spec: corev1.ServiceSpec{
+			Type:     corev1.ServiceTypeClusterIP,
+			Selector: selector(p),
+			Ports: []corev1.ServicePort{
+				{Name: "metrics", Port: proxyMetricsPort, TargetPort: intstr.FromString("metrics"), AppProtocol: &http},
+				{Name: "cfd-metrics", Port: cloudflaredMetricsPort, TargetPort: intstr.FromString("cfd-metrics"), AppProtocol: &http},
+			},
+		},
+	}
+}
+
+// podDisruptionBudget lets a drain take one proxy Pod at a time.
+func podDisruptionBudget(p Plane) *policyv1.PodDisruptionBudget {
+	one := intstr.FromInt32(1)
+	return &policyv1.PodDisruptionBudget{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "policy/v1", Kind: "PodDisruptionBudget"},
+		ObjectMeta: meta(p),
+		Spec: policyv1.PodDisruptionBudgetSpec{
+			MaxUnavailable: &one,
+			Selector:       &metav1.LabelSelector{MatchLabels: selector(p)},
+		},
+	}
+}
+
+// horizontalPodAutoscaler scales the Deployment on CPU use.
+func horizontalPodAutoscaler(p Plane) *autoscalingv2.HorizontalPodAutoscaler {
+	a := p.Params.Autoscaling
+	target := a.TargetCPUUtilizationPercentage
+	if target == 0 {
+		target = v1alpha1.DefaultTargetCPUUtilizationPercentage
+	}
+	m := meta(p)
+	return &autoscalingv2.HorizontalPodAutoscaler{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"},
+		ObjectMeta: m,
+		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
+			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: m.Name},
+			MinReplicas:    ptr(a.MinReplicas),
+			MaxReplicas:    a.MaxReplicas,
+			Metrics: []autoscalingv2.MetricSpec{{
+				Type: autoscalingv2.ResourceMetricSourceType,
+				Resource: &autoscalingv2.ResourceMetricSource{
+					Name:   corev1.ResourceCPU,
+					Target: autoscalingv2.MetricTarget{Type: autoscalingv2.UtilizationMetricType, AverageUtilization: &target},
+				},
+			}},
+		},
+	}
+}

@@ -1,0 +1,171 @@
+package provision
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+)
+
+// Install is what every dedicated plane shares: how the controller was
+// installed.
+type Install struct {
+	ProxyImage       string
+	CloudflaredImage string
+	// ControllerURL is the config API as proxies reach it
+	// (https://<controller Service>.<namespace>.svc:<port>).
+	ControllerURL string
+	// TunnelProtocol is cloudflared's --protocol (http2 or quic).
+	TunnelProtocol string
+	// GracePeriod is cloudflared's --grace-period, a Go duration.
+	GracePeriod string
+	// TerminationGracePeriodSeconds must outlast GracePeriod and then
+	// the proxy's own drain.
+	TerminationGracePeriodSeconds int64
+	ProxyResources                v1alpha1.ContainerResources
+	CloudflaredResources          v1alpha1.ContainerResources
+}
+
+// Secrets are the Secrets a plane's Pods mount, in the Gateway's
+// namespace.
+type Secrets struct {
+	// Credentials holds config-token, ca.crt, origin.crt and origin.key:
+	// the plane's own credential for the config API, the CA that signed the
+	// API's and the origin's certificates, and the TLS origin certificate.
+	Credentials string
+	// TunnelToken and TunnelTokenKey hold the tunnel token cloudflared
+	// runs with.
+	TunnelToken    string
+	TunnelTokenKey string
+}
+
+// Plane is one Gateway's dedicated data plane, to render.
+type Plane struct {
+	Gateway *gwv1.Gateway
+	Params  v1alpha1.GatewayConfigSpec
+	Install Install
+	Secrets Secrets
+}
+
+// Labels of ours on every object of a plane.
+const (
+	LabelGatewayName  = "gateway.networking.k8s.io/gateway-name"
+	LabelGatewayClass = "gateway.networking.k8s.io/gateway-class-name"
+	labelName         = "app.kubernetes.io/name"
+	labelComponent    = "app.kubernetes.io/component"
+	labelManagedBy    = "app.kubernetes.io/managed-by"
+	// ManagedBy is the managed-by label's value, and the field manager
+	// the controller applies a plane with.
+	ManagedBy = "tunnelgate"
+)
+
+// Name is the name of every object of a Gateway's plane: GEP-1762's
+// "<gateway>-<class>", or, beyond 63 characters, its first 54 and a hash
+// of the whole.
+func Name(gateway, class string) string {
+	n := gateway + "-" + class
+	if len(n) <= 63 {
+		return n
+	}
+	sum := sha256.Sum256([]byte(n))
+	return strings.TrimRight(n[:54], "-.") + "-" + hex.EncodeToString(sum[:])[:8]
+}
+
+// Objects renders the plane's objects, in the order they are best
+// applied: those the Deployment refers to first.
+func Objects(p Plane) ([]runtime.Object, error) {
+	if err := check(p); err != nil {
+		return nil, fmt.Errorf("gateway %s/%s: %w", p.Gateway.Namespace, p.Gateway.Name, err)
+	}
+	objs := []runtime.Object{serviceAccount(p), service(p), deployment(p), podDisruptionBudget(p)}
+	if p.Params.Autoscaling != nil {
+		objs = append(objs, horizontalPodAutoscaler(p))
+	}
+	return objs, nil
+}
+
+// check refuses what the CRD refuses, for a GatewayConfig that has not
+// been through it (standalone files, an older CRD).
+func check(p Plane) error {
+	if p.Params.DataPlane != v1alpha1.DataPlaneDedicated {
+		return fmt.Errorf("dataPlane is %q, not %s", p.Params.DataPlane, v1alpha1.DataPlaneDedicated)
+	}
+	if r := p.Params.Replicas; r != nil && (*r < 1 || *r > v1alpha1.MaxConnectorsPerTunnel) {
+		return fmt.Errorf("replicas %d: want 1 to %d", *r, v1alpha1.MaxConnectorsPerTunnel)
+	}
+	if a := p.Params.Autoscaling; a != nil {
+		if p.Params.Replicas != nil {
+			return fmt.Errorf("set replicas or autoscaling, not both")
+		}
+		if a.MinReplicas < 1 || a.MinReplicas > a.MaxReplicas || a.MaxReplicas > v1alpha1.MaxConnectorsPerTunnel {
+			return fmt.Errorf("autoscaling %d to %d: want 1 <= min <= max <= %d", a.MinReplicas, a.MaxReplicas, v1alpha1.MaxConnectorsPerTunnel)
+		}
+	}
+	for _, a := range p.Params.ProxyArgs {
+		name, _, ok := strings.Cut(strings.TrimPrefix(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || !ok || !slices.Contains(v1alpha1.AllowedProxyFlags, name) {
+			return fmt.Errorf("proxyArgs %q: want -name=value, name one of %s", a, strings.Join(v1alpha1.AllowedProxyFlags, ", "))
+		}
+	}
+	return nil
+}
+
+// selector picks the plane's Pods.
+func selector(p Plane) map[string]string {
+	return map[string]string{
+		labelName:         "tunnelgate",
+		labelComponent:    "proxy",
+		LabelGatewayName:  p.Gateway.Name,
+		LabelGatewayClass: string(p.Gateway.Spec.GatewayClassName),
+	}
+}
+
+// labels are the infrastructure labels with ours over them.
+func labels(p Plane) map[string]string {
+	out := map[string]string{}
+	if inf := p.Gateway.Spec.Infrastructure; inf != nil {
+		for k, v := range inf.Labels {
+			out[string(k)] = string(v)
+		}
+	}
+	maps.Copy(out, selector(p))
+	out[labelManagedBy] = ManagedBy
+	return out
+}
+
+func annotations(p Plane) map[string]string {
+	inf := p.Gateway.Spec.Infrastructure
+	if inf == nil || len(inf.Annotations) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(inf.Annotations))
+	for k, v := range inf.Annotations {
+		out[string(k)] = string(v)
+	}
+	return out
+}
+
+// meta is every object's metadata: name, namespace, labels, annotations
+// and the Gateway as its controller owner.
+func meta(p Plane) metav1.ObjectMeta {
+	g := p.Gateway
+	yes := true
+	return metav1.ObjectMeta{
+		Name:        Name(g.Name, string(g.Spec.GatewayClassName)),
+		Namespace:   g.Namespace,
+		Labels:      labels(p),
+		Annotations: annotations(p),
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: gwv1.GroupVersion.String(), Kind: "Gateway", Name: g.Name, UID: g.UID,
+			Controller: &yes, BlockOwnerDeletion: &yes,
+		}},
+	}
+}

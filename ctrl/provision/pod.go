@@ -1,0 +1,232 @@
+package provision
+
+import (
+	"path"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+)
+
+// Where things are inside a plane's Pods. The ingress document of a
+// plane's tunnel names OriginSocket and OriginCAPool, as the chart's
+// GatewayClassConfig does for the shared proxies.
+const (
+	OriginSocket = "/var/run/tunnelgate/origin.sock"
+	OriginCAPool = v1alpha1.DefaultOriginCAPool
+	originTLS    = "127.0.0.1:8443"
+
+	credentialsDir = "/etc/tunnelgate/internal"
+	cacheDir       = "/var/cache/tunnelgate"
+	tokenDir       = "/etc/cloudflared/token"
+
+	proxyMetricsPort       = 9901
+	cloudflaredMetricsPort = 2000
+	nonRoot                = 65532
+)
+
+func deployment(p Plane) *appsv1.Deployment {
+	m := meta(p)
+	var replicas *int32
+	switch {
+	case p.Params.Autoscaling != nil:
+		// The autoscaler's: applying a count would fight it.
+	case p.Params.Replicas != nil:
+		replicas = p.Params.Replicas
+	default:
+		n := int32(v1alpha1.DefaultReplicas)
+		replicas = &n
+	}
+	history := int32(5)
+	surge, unavailable := intstr.FromInt32(1), intstr.FromInt32(0)
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: m,
+		Spec: appsv1.DeploymentSpec{
+			Replicas:             replicas,
+			RevisionHistoryLimit: &history,
+			Selector:             &metav1.LabelSelector{MatchLabels: selector(p)},
+			Strategy: appsv1.DeploymentStrategy{
+				Type:          appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: m.Labels, Annotations: m.Annotations},
+				Spec:       podSpec(p, m.Name),
+			},
+		},
+	}
+}
+
+// podSpec is the chart's proxy Pod: the proxy as a native sidecar, then
+// cloudflared.
+func podSpec(p Plane, name string) corev1.PodSpec {
+	no, uid := false, int64(nonRoot)
+	grace := p.Install.TerminationGracePeriodSeconds
+	spread := func(key string) corev1.TopologySpreadConstraint {
+		return corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.ScheduleAnyway,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: selector(p)}}
+	}
+	return corev1.PodSpec{
+		ServiceAccountName:            name,
+		AutomountServiceAccountToken:  &no,
+		TerminationGracePeriodSeconds: &grace,
+		SecurityContext: &corev1.PodSecurityContext{
+			RunAsNonRoot: ptr(true), RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+		},
+		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
+			spread("kubernetes.io/hostname"), spread("topology.kubernetes.io/zone"),
+		},
+		InitContainers: []corev1.Container{proxyContainer(p)},
+		Containers:     []corev1.Container{cloudflaredContainer(p)},
+		Volumes:        volumes(p),
+	}
+}
+
+func proxyContainer(p Plane) corev1.Container {
+	always := corev1.ContainerRestartPolicyAlways
+	args := []string{
+		"proxy",
+		"-controller=" + p.Install.ControllerURL,
+		"-token-file=" + path.Join(credentialsDir, "config-token"),
+		"-ca-file=" + path.Join(credentialsDir, "ca.crt"),
+		"-config-cache=" + path.Join(cacheDir, "config.json"),
+		"-tunnel-protocol=" + p.Install.TunnelProtocol,
+		"-listen=unix:" + OriginSocket,
+		"-listen-tls=" + originTLS,
+		"-tls-cert=" + path.Join(credentialsDir, "origin.crt"),
+		"-tls-key=" + path.Join(credentialsDir, "origin.key"),
+		"-admin=:" + strconv.Itoa(proxyMetricsPort),
+		"-pprof=loopback",
+		"-log-level=info",
+		"-log-format=text",
+	}
+	args = append(args, p.Params.ProxyArgs...)
+	res := resources(p.Install.ProxyResources, p.Params.Proxy)
+	env := []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+	}
+	if _, ok := res.Limits[corev1.ResourceMemory]; ok {
+		// The Go runtime collects harder near the limit instead of being
+		// OOM-killed.
+		env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+			ContainerName: "proxy", Resource: "limits.memory", Divisor: resource.MustParse("1")}}})
+	}
+	return corev1.Container{
+		Name:            "proxy",
+		Image:           image(p.Install.ProxyImage, p.Params.Proxy),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		RestartPolicy:   &always,
+		Args:            args,
+		Env:             env,
+		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: proxyMetricsPort}},
+		// Started, and cloudflared let start, once it holds a config.
+		StartupProbe:    httpProbe("/readyz", "metrics", 1, 60),
+		LivenessProbe:   httpProbe("/healthz", "metrics", 10, 3),
+		ReadinessProbe:  httpProbe("/readyz", "metrics", 2, 2),
+		Resources:       res,
+		SecurityContext: containerSecurity(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "internal", MountPath: credentialsDir, ReadOnly: true},
+			{Name: "cache", MountPath: cacheDir},
+			{Name: "origin-socket", MountPath: path.Dir(OriginSocket)},
+		},
+	}
+}
+
+func cloudflaredContainer(p Plane) corev1.Container {
+	return corev1.Container{
+		Name:            "cloudflared",
+		Image:           image(p.Install.CloudflaredImage, p.Params.Cloudflared),
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Args: []string{
+			"tunnel",
+			"--metrics=0.0.0.0:" + strconv.Itoa(cloudflaredMetricsPort),
+			"--protocol=" + p.Install.TunnelProtocol,
+			"--grace-period=" + p.Install.GracePeriod,
+			"run",
+			"--token-file=" + path.Join(tokenDir, "token"),
+		},
+		Ports:           []corev1.ContainerPort{{Name: "cfd-metrics", ContainerPort: cloudflaredMetricsPort}},
+		LivenessProbe:   httpProbe("/healthcheck", "cfd-metrics", 10, 3),
+		ReadinessProbe:  httpProbe("/ready", "cfd-metrics", 2, 2),
+		Resources:       resources(p.Install.CloudflaredResources, p.Params.Cloudflared),
+		SecurityContext: containerSecurity(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "tunnel-token", MountPath: tokenDir, ReadOnly: true},
+			{Name: "origin-ca", MountPath: path.Dir(OriginCAPool), ReadOnly: true},
+			{Name: "origin-socket", MountPath: path.Dir(OriginSocket)},
+		},
+	}
+}
+
+func volumes(p Plane) []corev1.Volume {
+	secret := func(name, secretName string, mode int32, items ...corev1.KeyToPath) corev1.Volume {
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: secretName, DefaultMode: &mode, Items: items}}}
+	}
+	item := func(key, path string) corev1.KeyToPath { return corev1.KeyToPath{Key: key, Path: path} }
+	empty := func(name, limit string) corev1.Volume {
+		size := resource.MustParse(limit)
+		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &size}}}
+	}
+	return []corev1.Volume{
+		secret("internal", p.Secrets.Credentials, 0o440,
+			item("config-token", "config-token"), item("ca.crt", "ca.crt"), item("origin.crt", "origin.crt"), item("origin.key", "origin.key")),
+		secret("origin-ca", p.Secrets.Credentials, 0o444, item("ca.crt", path.Base(OriginCAPool))),
+		secret("tunnel-token", p.Secrets.TunnelToken, 0o440, item(p.Secrets.TunnelTokenKey, "token")),
+		// The last config: a restarted proxy serves it at once.
+		empty("cache", "64Mi"),
+		empty("origin-socket", "1Mi"),
+	}
+}
+
+func httpProbe(path, port string, period, failures int32) *corev1.Probe {
+	return &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromString(port)}},
+		PeriodSeconds:    period,
+		FailureThreshold: failures,
+	}
+}
+
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		ReadOnlyRootFilesystem:   ptr(true),
+		RunAsNonRoot:             ptr(true),
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// image is the GatewayConfig's image for a container, else Install's.
+func image(def string, c *v1alpha1.ContainerSettings) string {
+	if c != nil && c.Image != "" {
+		return c.Image
+	}
+	return def
+}
+
+// resources are Install's, with the GatewayConfig's requests and limits
+// each replacing Install's whole when set.
+func resources(def v1alpha1.ContainerResources, c *v1alpha1.ContainerSettings) corev1.ResourceRequirements {
+	r := corev1.ResourceRequirements{Requests: def.Requests.DeepCopy(), Limits: def.Limits.DeepCopy()}
+	if c != nil && c.Resources != nil {
+		if c.Resources.Requests != nil {
+			r.Requests = c.Resources.Requests.DeepCopy()
+		}
+		if c.Resources.Limits != nil {
+			r.Limits = c.Resources.Limits.DeepCopy()
+		}
+	}
+	return r
+}
+
+func ptr[T any](v T) *T { return &v }

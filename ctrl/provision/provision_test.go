@@ -1,0 +1,182 @@
+package provision
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// install is what the tests' controller was installed with.
+var install = Install{
+	ProxyImage:                    "ghcr.io/tunnelgate/tunnelgate:0.1.0",
+	CloudflaredImage:              "cloudflare/cloudflared:2026.8.2",
+	ControllerURL:                 "https://tunnelgate-controller.tunnelgate-system.svc:8081",
+	TunnelProtocol:                "http2",
+	GracePeriod:                   "30s",
+	TerminationGracePeriodSeconds: 60,
+	ProxyResources: v1alpha1.ContainerResources{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+	},
+	CloudflaredResources: v1alpha1.ContainerResources{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
+	},
+}
+
+// TestGolden renders testdata/<case>.yaml (a Gateway, then its
+// GatewayConfig) and compares with <case>.out.yaml. go test
+// ./ctrl/provision -args -update rewrites them.
+func TestGolden(t *testing.T) {
+	cases, err := filepath.Glob("testdata/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, in := range cases {
+		if strings.HasSuffix(in, ".out.yaml") {
+			continue
+		}
+		n++
+		t.Run(strings.TrimSuffix(filepath.Base(in), ".yaml"), func(t *testing.T) {
+			p := readPlane(t, in)
+			objs, err := Objects(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := render(t, objs)
+			out := strings.TrimSuffix(in, ".yaml") + ".out.yaml"
+			if *update {
+				if err := os.WriteFile(out, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s differs from the rendering (-args -update rewrites it):\n%s", out, got)
+			}
+		})
+	}
+	if n < 4 {
+		t.Fatalf("%d golden cases; want at least 4", n)
+	}
+}
+
+func readPlane(t *testing.T, path string) Plane {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := strings.Split(string(b), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%s: want a Gateway and a GatewayConfig, got %d documents", path, len(docs))
+	}
+	var gw gwv1.Gateway
+	var cfg v1alpha1.GatewayConfig
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &gw); err != nil {
+		t.Fatalf("%s: Gateway: %v", path, err)
+	}
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &cfg); err != nil {
+		t.Fatalf("%s: GatewayConfig: %v", path, err)
+	}
+	return Plane{Gateway: &gw, Params: cfg.Spec, Install: install,
+		Secrets: Secrets{Credentials: gw.Name + "-credentials", TunnelToken: gw.Name + "-tunnel", TunnelTokenKey: "token"}}
+}
+
+// render writes the objects as the controller would apply them: no status,
+// no creation timestamp.
+func render(t *testing.T, objs []runtime.Object) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	for i, o := range objs {
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		delete(u, "status")
+		if m, ok := u["metadata"].(map[string]any); ok {
+			delete(m, "creationTimestamp")
+		}
+		if tmpl, ok := nested(u, "spec", "template", "metadata"); ok {
+			delete(tmpl, "creationTimestamp")
+		}
+		b, err := yaml.Marshal(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i > 0 {
+			out.WriteString("---\n")
+		}
+		out.Write(b)
+	}
+	return out.Bytes()
+}
+
+func nested(m map[string]any, path ...string) (map[string]any, bool) {
+	for _, p := range path {
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			return nil, false
+		}
+		m = next
+	}
+	return m, true
+}
+
+// What the CRD refuses is refused here too, naming the Gateway.
+func TestObjectsRefuse(t *testing.T) {
+	base := readPlane(t, "testdata/minimal.yaml")
+	three, zero, many := int32(3), int32(0), int32(26)
+	for name, mutate := range map[string]func(*v1alpha1.GatewayConfigSpec){
+		"shared":             func(s *v1alpha1.GatewayConfigSpec) { s.DataPlane = v1alpha1.DataPlaneShared },
+		"zero replicas":      func(s *v1alpha1.GatewayConfigSpec) { s.Replicas = &zero },
+		"more than a tunnel": func(s *v1alpha1.GatewayConfigSpec) { s.Replicas = &many },
+		"replicas and autoscale": func(s *v1alpha1.GatewayConfigSpec) {
+			s.Replicas = &three
+			s.Autoscaling = &v1alpha1.Autoscaling{MinReplicas: 1, MaxReplicas: 2}
+		},
+		"min over max": func(s *v1alpha1.GatewayConfigSpec) {
+			s.Autoscaling = &v1alpha1.Autoscaling{MinReplicas: 3, MaxReplicas: 2}
+		},
+		"flag not allowed":   func(s *v1alpha1.GatewayConfigSpec) { s.ProxyArgs = []string{"-controller=https://evil.example"} },
+		"flag without value": func(s *v1alpha1.GatewayConfigSpec) { s.ProxyArgs = []string{"-log-level"} },
+		"not a flag":         func(s *v1alpha1.GatewayConfigSpec) { s.ProxyArgs = []string{"log-level=debug"} },
+	} {
+		p := base
+		p.Params = (&v1alpha1.GatewayConfig{Spec: base.Params}).DeepCopy().Spec
+		mutate(&p.Params)
+		if _, err := Objects(p); err == nil || !strings.Contains(err.Error(), "gateway tenants/minimal") {
+			t.Errorf("%s: %v; want an error naming the Gateway", name, err)
+		}
+	}
+}
+
+// Name stays within 63 characters, and apart for different Gateways.
+func TestName(t *testing.T) {
+	if got := Name("web", "tunnelgate"); got != "web-tunnelgate" {
+		t.Errorf("Name = %q", got)
+	}
+	long := strings.Repeat("a", 60)
+	a, b := Name(long+"x", "tunnelgate"), Name(long+"y", "tunnelgate")
+	if len(a) > 63 || len(b) > 63 || a == b {
+		t.Errorf("long names %q and %q: want at most 63 characters and different", a, b)
+	}
+}
