@@ -354,18 +354,18 @@ func (l *load) firstErrors() []string {
 // restart rolls a Deployment as `kubectl rollout restart` does.
 func restart(t *testing.T, kube kubernetes.Interface, ns, name string) {
 	t.Helper()
-	patch := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`,
-		time.Now().Format(time.RFC3339Nano))
-	if _, err := kube.AppsV1().Deployments(ns).Patch(t.Context(), name, types.StrategicMergePatchType,
-		[]byte(patch), metav1.PatchOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	patchDeployment(t, kube, ns, name, fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"kubectl.kubernetes.io/restartedAt":%q}}}}}`,
+		time.Now().Format(time.RFC3339Nano)))
 }
 
 // scale sets a Deployment's replicas.
 func scale(t *testing.T, kube kubernetes.Interface, ns, name string, replicas int) {
 	t.Helper()
-	patch := fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas)
+	patchDeployment(t, kube, ns, name, fmt.Sprintf(`{"spec":{"replicas":%d}}`, replicas))
+}
+
+func patchDeployment(t *testing.T, kube kubernetes.Interface, ns, name, patch string) {
+	t.Helper()
 	if _, err := kube.AppsV1().Deployments(ns).Patch(t.Context(), name, types.StrategicMergePatchType,
 		[]byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
