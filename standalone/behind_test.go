@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/internal/testpki"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 )
 
 // behindCloudflaredFiles is a Gateway for app.example.com with an HTTP
@@ -69,16 +68,6 @@ spec:
   rules:
   - backendRefs: [{name: echo, port: 80}]
 %s`, b64(cert), b64(key), serveBackends(map[string]int{"echo": port}))
-}
-
-// headerEcho answers with the request's headers as JSON.
-func headerEcho(t *testing.T) (port int) {
-	t.Helper()
-	s := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(r.Header)
-	}))
-	t.Cleanup(s.Close)
-	return s.Listener.Addr().(*net.TCPAddr).Port
 }
 
 // serveFiles runs Serve on files until the test ends and returns the
@@ -155,7 +144,7 @@ func cloudflaredRequest(t *testing.T, addr, scheme string) (status int, location
 // the HTTPS listener's route, not the HTTP listener's redirect again (the
 // loop); one who came over HTTP is redirected.
 func TestServeBehindCloudflared(t *testing.T) {
-	addr := serveFiles(t, behindCloudflaredFiles(t, headerEcho(t)), Options{BehindCloudflared: true})
+	addr := serveFiles(t, behindCloudflaredFiles(t, fixture.HeaderEcho(t)), Options{BehindCloudflared: true})
 
 	status, loc, seen := cloudflaredRequest(t, addr, "https")
 	if status != 200 {
@@ -183,14 +172,14 @@ func TestServeBehindCloudflared(t *testing.T) {
 // listener's own (http), so the same request gets the HTTP listener's
 // redirect.
 func TestServeUntrustedByDefault(t *testing.T) {
-	addr := serveFiles(t, behindCloudflaredFiles(t, headerEcho(t)), Options{})
+	addr := serveFiles(t, behindCloudflaredFiles(t, fixture.HeaderEcho(t)), Options{})
 
 	if status, loc, _ := cloudflaredRequest(t, addr, "https"); status != 301 || loc != "https://app.example.com/page?q=1" {
 		t.Errorf("a request claiming https: %d Location %q, want the HTTP listener's 301", status, loc)
 	}
 
 	// An HTTP-only hostname shows what reaches a backend.
-	files := serveGateway + serveBackends(map[string]int{"echo": headerEcho(t)}) + `---
+	files := serveGateway + serveBackends(map[string]int{"echo": fixture.HeaderEcho(t)}) + `---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: app}

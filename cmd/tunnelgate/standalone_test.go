@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
@@ -101,11 +101,7 @@ func runStandaloneCommand(t *testing.T, args ...string) (dataplane.Bound, func()
 // the directory.
 func standaloneFiles(t *testing.T) string {
 	t.Helper()
-	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(r.Header)
-	}))
-	t.Cleanup(backend.Close)
-	port := backend.Listener.Addr().(*net.TCPAddr).Port
+	port := fixture.HeaderEcho(t)
 	dir := t.TempDir()
 	files := fmt.Sprintf(`
 apiVersion: gateway.networking.k8s.io/v1

@@ -6,6 +6,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 )
@@ -16,7 +17,7 @@ func serviceAccount(p Plane) *corev1.ServiceAccount {
 	return &corev1.ServiceAccount{
 		TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
 		ObjectMeta:                   meta(p),
-		AutomountServiceAccountToken: ptr(false),
+		AutomountServiceAccountToken: ptr.To(false),
 	}
 }
 
@@ -64,7 +65,7 @@ func horizontalPodAutoscaler(p Plane) *autoscalingv2.HorizontalPodAutoscaler {
 		ObjectMeta: m,
 		Spec: autoscalingv2.HorizontalPodAutoscalerSpec{
 			ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Name: m.Name},
-			MinReplicas:    ptr(a.MinReplicas),
+			MinReplicas:    ptr.To(a.MinReplicas),
 			MaxReplicas:    a.MaxReplicas,
 			Metrics: []autoscalingv2.MetricSpec{{
 				Type: autoscalingv2.ResourceMetricSourceType,

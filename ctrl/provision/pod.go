@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 )
@@ -77,7 +78,7 @@ func podSpec(p Plane, name string) corev1.PodSpec {
 		AutomountServiceAccountToken:  &no,
 		TerminationGracePeriodSeconds: &grace,
 		SecurityContext: &corev1.PodSecurityContext{
-			RunAsNonRoot: ptr(true), RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
+			RunAsNonRoot: ptr.To(true), RunAsUser: &uid, RunAsGroup: &uid, FSGroup: &uid,
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		TopologySpreadConstraints: []corev1.TopologySpreadConstraint{
@@ -198,10 +199,10 @@ func httpProbe(path, port string, period, failures int32) *corev1.Probe {
 
 func containerSecurity() *corev1.SecurityContext {
 	return &corev1.SecurityContext{
-		AllowPrivilegeEscalation: ptr(false),
+		AllowPrivilegeEscalation: ptr.To(false),
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-		ReadOnlyRootFilesystem:   ptr(true),
-		RunAsNonRoot:             ptr(true),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		RunAsNonRoot:             ptr.To(true),
 		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 	}
 }
@@ -228,5 +229,3 @@ func resources(def v1alpha1.ContainerResources, c *v1alpha1.ContainerSettings) c
 	}
 	return r
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -247,14 +247,17 @@ func (f *Fake) deleteTunnel(t *tunnel, _ []byte) (reply, error) {
 	return reply{result: t.json()}, nil
 }
 
-// tunnelToken is what cloudflared takes as --token: base64 of
-// {"a": account tag, "t": tunnel ID, "s": base64 secret}.
+// tokenFields are a tunnel token's: what cloudflared takes as --token is
+// base64 of this JSON.
+type tokenFields struct {
+	A string `json:"a"` // account tag
+	T string `json:"t"` // tunnel ID
+	S string `json:"s"` // base64 secret
+}
+
+// tunnelToken is what cloudflared takes as --token.
 func (f *Fake) tunnelToken(t *tunnel, _ []byte) (reply, error) {
-	b, err := json.Marshal(struct {
-		A string `json:"a"`
-		T string `json:"t"`
-		S string `json:"s"`
-	}{t.acct.id, t.id, base64.StdEncoding.EncodeToString(t.secret)})
+	b, err := json.Marshal(tokenFields{t.acct.id, t.id, base64.StdEncoding.EncodeToString(t.secret)})
 	if err != nil {
 		return reply{}, err
 	}
@@ -340,11 +343,7 @@ func (f *Fake) CheckTunnelToken(token string) (accountID, tunnelID string, err e
 	if err != nil {
 		return "", "", fmt.Errorf("tunnel token is not base64: %v", err)
 	}
-	var fields struct {
-		A string `json:"a"`
-		T string `json:"t"`
-		S string `json:"s"`
-	}
+	var fields tokenFields
 	if err := json.Unmarshal(raw, &fields); err != nil {
 		return "", "", fmt.Errorf("tunnel token is not a JSON object: %v", err)
 	}

@@ -133,7 +133,7 @@ func Run(ctx context.Context, opts Options, shutdown <-chan struct{}) error {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	c := &connector{opts: opts, origins: map[string]*http.Transport{}}
+	c := &connector{opts: opts, origins: map[string]http.Handler{}}
 	if opts.Metrics != "" {
 		ms, err := c.serveMetrics()
 		if err != nil {
@@ -167,7 +167,7 @@ type connector struct {
 	rules      atomic.Pointer[ingress]
 
 	mu      sync.Mutex
-	origins map[string]*http.Transport // by service
+	origins map[string]http.Handler // by service
 }
 
 // serveConnection dials the edge, registers and serves visitors' requests
@@ -261,7 +261,7 @@ func (c *connector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case rl.origin == nil && rl.socket == "":
 		http.Error(w, "connector: service "+rl.service+" is not modeled", http.StatusBadGateway)
 	default:
-		c.proxy(rl).ServeHTTP(w, r)
+		c.origin(rl).ServeHTTP(w, r)
 	}
 }
 
@@ -281,11 +281,30 @@ func (c *connector) applyConfig(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// proxy sends the request to the rule's origin over HTTP/1.1 with
-// keep-alive, its Host and headers unchanged.
-func (c *connector) proxy(rl *rule) http.Handler {
+// origin returns the rule's origin, one per service, built once.
+func (c *connector) origin(rl *rule) http.Handler {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.origins[rl.service]; ok {
+		return h
+	}
+	h := newOrigin(rl, c.opts.Log)
+	c.origins[rl.service] = h
+	return h
+}
+
+// newOrigin sends requests to the rule's origin over HTTP/1.1 with
+// keep-alive, their Host and headers unchanged.
+func newOrigin(rl *rule, log *slog.Logger) http.Handler {
+	t := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, ResponseHeaderTimeout: 60 * time.Second}
+	if socket := rl.socket; socket != "" {
+		t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", socket)
+		}
+	}
 	return &httputil.ReverseProxy{
-		Transport: c.origin(rl),
+		Transport: t,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", pr.In.Host
 			if rl.origin != nil {
@@ -301,29 +320,10 @@ func (c *connector) proxy(rl *rule) http.Handler {
 			}
 		},
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			c.opts.Log.Info("origin request failed", "service", rl.service, "err", err)
+			log.Info("origin request failed", "service", rl.service, "err", err)
 			http.Error(w, "connector: origin: "+err.Error(), http.StatusBadGateway)
 		},
 	}
-}
-
-// origin returns the rule's transport, one per service, kept alive.
-func (c *connector) origin(rl *rule) *http.Transport {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if t, ok := c.origins[rl.service]; ok {
-		return t
-	}
-	t := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, ResponseHeaderTimeout: 60 * time.Second}
-	if rl.socket != "" {
-		socket := rl.socket
-		t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		}
-	}
-	c.origins[rl.service] = t
-	return t
 }
 
 // serveMetrics serves /ready and /healthcheck as cloudflared's metrics

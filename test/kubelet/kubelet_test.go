@@ -39,8 +39,16 @@ func TestMain(m *testing.M) {
 
 func start(t *testing.T) (*kubeenv.Env, kubernetes.Interface) {
 	t.Helper()
+	return startWith(t, kubelet.Options{})
+}
+
+// startWith starts a Kubelet with opts (logging to the test's log) on the
+// shared control plane.
+func startWith(t *testing.T, opts kubelet.Options) (*kubeenv.Env, kubernetes.Interface) {
+	t.Helper()
 	env := shared.Env(t)
-	k, err := kubelet.Start(t.Context(), env.Config, kubelet.Options{Log: testLog()})
+	opts.Log = testLog()
+	k, err := kubelet.Start(t.Context(), env.Config, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

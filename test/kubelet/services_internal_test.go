@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
@@ -42,25 +43,11 @@ func TestServiceProxyForwarding(t *testing.T) {
 	// Backends that read to EOF, then answer with their name and what
 	// they read.
 	backend := func(name string) int32 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { ln.Close() })
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				go func() {
-					defer c.Close()
-					b, _ := io.ReadAll(c)
-					io.WriteString(c, name+":"+string(b))
-				}()
-			}
-		}()
-		return int32(ln.Addr().(*net.TCPAddr).Port)
+		addr := testnet.RawServer(t, func(c net.Conn) {
+			b, _ := io.ReadAll(c)
+			io.WriteString(c, name+":"+string(b))
+		})
+		return int32(netip.MustParseAddrPort(addr).Port())
 	}
 	a, b := backend("a"), backend("b")
 	clusterIP := netns.Addr(200)

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 	"github.com/tunnelgate/tunnelgate/test/kubelet"
 )
 
@@ -43,15 +43,7 @@ func orderMain([]string) int {
 		return 1
 	}
 	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
+	go testnet.Accept(ln, func(net.Conn) {}) // accepted is all a TCP probe asks
 	note("listening")
 	<-term
 	note("term")
@@ -67,17 +59,8 @@ func orderMain([]string) int {
 // as the kubelet orders them. The sidecar is reported among the init
 // containers.
 func TestNativeSidecarOrder(t *testing.T) {
-	env := shared.Env(t)
 	dir := t.TempDir()
-	k, err := kubelet.Start(t.Context(), env.Config, kubelet.Options{Log: testLog(), Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Stop)
-	kube, err := kubernetes.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	env, kube := startWith(t, kubelet.Options{Dir: dir})
 	ctx := t.Context()
 	ns := env.Namespace(t)
 	if err := env.Apply(ctx, fmt.Appendf(nil, `
