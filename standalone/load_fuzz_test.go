@@ -269,6 +269,66 @@ metadata: {name: empty}
 spec:
   parentRefs: [{name: tls}]
 `,
+	// GatewayConfigs: a Gateway on the shared plane through one, one
+	// refused for a Dedicated plane, one naming a GatewayConfig that is
+	// not there, and a mode the CRD would refuse.
+	`apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: tunnelgate}
+spec: {controllerName: tunnelgate.dev/controller}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: shared}
+spec: {dataPlane: Shared}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: own}
+spec:
+  dataPlane: Dedicated
+  autoscaling: {minReplicas: 2, maxReplicas: 5}
+  proxy: {resources: {requests: {cpu: 100m}}}
+  tunnel: {name: own, deleteWithGateway: true}
+  proxyArgs: [-log-level=debug]
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: odd}
+spec: {dataPlane: PerGateway}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: a}
+spec:
+  gatewayClassName: tunnelgate
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: a.example.com}]
+  infrastructure: {parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: shared}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: b}
+spec:
+  gatewayClassName: tunnelgate
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: b.example.com}]
+  infrastructure: {parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: own}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: c}
+spec:
+  gatewayClassName: tunnelgate
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: c.example.com}]
+  infrastructure: {parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: missing}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: d}
+spec:
+  gatewayClassName: tunnelgate
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: d.example.com}]
+  infrastructure: {parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: odd}}
+`,
 	// Broken: an unknown field, a duplicate and an unknown kind.
 	`apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
