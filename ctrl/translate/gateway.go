@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -38,7 +39,11 @@ type gatewayInfo struct {
 	// insecureFrontend: a served HTTPS listener lets clients in without a
 	// valid certificate (frontendtls.go).
 	insecureFrontend bool
-	conds            conds
+	// params is the GatewayConfig its parametersRef names, if valid;
+	// dedicated says it asks for a data plane of the Gateway's own.
+	params    *v1alpha1.GatewayConfig
+	dedicated bool
+	conds     conds
 }
 
 // listenerInfo is one listener of a Gateway or a ListenerSet entry.
@@ -327,7 +332,8 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 	}
 
 	var problem string
-	_, paramsProblem := t.gatewayParameters(g)
+	params, dedicated, paramsProblem := t.gatewayParameters(g, gi.class)
+	gi.params, gi.dedicated = params, dedicated
 	badAddress := unsupportedAddress(g)
 	switch {
 	case !gi.class.accepted:

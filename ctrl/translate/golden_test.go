@@ -62,6 +62,15 @@ func TestGolden(t *testing.T) {
 			if err := p.Load(&out.Config); err != nil {
 				t.Errorf("the data plane refuses the config: %v", err)
 			}
+			shared, planes := out.ProxyConfigs()
+			if err := p.Load(shared); err != nil {
+				t.Errorf("the data plane refuses the shared proxies' config: %v", err)
+			}
+			for key, cfg := range planes {
+				if err := p.Load(cfg); err != nil {
+					t.Errorf("the data plane refuses the config of %s's plane: %v", key, err)
+				}
+			}
 
 			got := render(t, out)
 
@@ -219,6 +228,9 @@ func render(t *testing.T, out *translate.Output) []byte {
 		"hostnames":          out.Hostnames,
 		"events":             out.Events,
 	}
+	if len(out.Planes) > 0 {
+		doc["planes"] = renderPlanes(out)
+	}
 	// Round-trip through JSON to get a generic tree, then print every
 	// condition on one line: Type=Status Reason: message. Transition times
 	// and generations are the same everywhere here (unit tests cover them).
@@ -235,6 +247,22 @@ func render(t *testing.T, out *translate.Output) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// renderPlanes shows each dedicated Gateway's plane and the configs
+// ProxyConfigs cuts for the shared proxies and for each plane.
+func renderPlanes(out *translate.Output) map[string]any {
+	shared, configs := out.ProxyConfigs()
+	planes := map[string]any{}
+	for key, p := range out.Planes {
+		planes[key.String()] = map[string]any{
+			"gatewayConfig": p.Params.Name,
+			"listeners":     p.Listeners,
+			"hostnames":     p.Hostnames,
+			"config":        configs[key],
+		}
+	}
+	return map[string]any{"sharedConfig": shared, "byGateway": planes}
 }
 
 func compactConditions(v any) any {

@@ -11,8 +11,14 @@ import (
 // nothing in it has been applied yet. An Output is read-only: with a Cache,
 // the next translation shares the parts that did not change.
 type Output struct {
-	// Config is what the proxies serve.
+	// Config is what the proxies serve: every Gateway's listeners, those
+	// of Planes included. ProxyConfigs splits it into what each set of
+	// proxies may see.
 	Config proxycfg.Config
+
+	// Planes are the accepted Gateways served by a data plane of their
+	// own (a GatewayConfig with dataPlane Dedicated).
+	Planes map[types.NamespacedName]*Plane
 
 	// Statuses, only for the objects tunnelgate manages. Route and policy
 	// statuses hold our entries only (parentRefs we own, ancestors we
@@ -25,7 +31,7 @@ type Output struct {
 	BackendTLSPolicies map[types.NamespacedName][]gwv1.PolicyAncestorStatus
 
 	// Hostnames are the public hostnames of accepted routes, sorted, with
-	// what each needs from the tunnel.
+	// what each needs from the tunnel; those of Planes are theirs alone.
 	Hostnames []Hostname
 
 	// Events worth telling a user, in a stable order.

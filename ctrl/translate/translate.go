@@ -388,6 +388,10 @@ func (t *translator) noteHostnames(a *attachment, grpc bool) {
 	hosts := a.published()
 	class := ""
 	if gi := a.listener.gw; gi != nil && gi.class != nil {
+		if gi.dedicated {
+			t.planeHostnames(gi, hosts, grpc)
+			return
+		}
 		class = gi.class.obj.Name
 	}
 	for _, h := range hosts {
@@ -509,6 +513,7 @@ func (t *translator) assembleConfig() {
 		}
 	}
 	slices.SortFunc(t.out.Hostnames, func(a, b Hostname) int { return strings.Compare(a.Name, b.Name) })
+	t.assemblePlanes()
 }
 
 // warnOnChange records a Warning event for each condition that has just

@@ -1,0 +1,186 @@
+package translate
+
+import (
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+)
+
+// A Gateway whose GatewayConfig asks for a Dedicated data plane is
+// translated as every other Gateway is, into the one Config, and is
+// listed in Output.Planes with its listeners and hostnames. ProxyConfigs
+// then cuts the Config along Gateways: a plane's proxies are handed its
+// listeners, the routes bound to them and the clusters those routes use,
+// and nothing of any other Gateway; the shared proxies are handed the
+// rest. The cut is made after translation, so translation, the Cache and
+// its patches know nothing of planes.
+
+// Plane is a Gateway served by a data plane of its own.
+type Plane struct {
+	Gateway *gwv1.Gateway
+	Params  *v1alpha1.GatewayConfig
+	// Listeners are the data-plane names (proxycfg.Listener.Name) of its
+	// served listeners, its own and its ListenerSets'.
+	Listeners []string
+	// Hostnames are its public hostnames, sorted: its tunnel's.
+	Hostnames []Hostname
+}
+
+// planeHostnames records hostnames a dedicated Gateway serves, for its own
+// tunnel rather than its class's.
+func (t *translator) planeHostnames(gi *gatewayInfo, hosts []string, grpc bool) {
+	p := t.plane(gi)
+	for _, h := range hosts {
+		i := slices.IndexFunc(p.Hostnames, func(x Hostname) bool { return x.Name == h })
+		if i < 0 {
+			i = len(p.Hostnames)
+			p.Hostnames = append(p.Hostnames, Hostname{Name: h})
+		}
+		if grpc {
+			p.Hostnames[i].GRPC = true
+		} else {
+			p.Hostnames[i].HTTP = true
+		}
+	}
+}
+
+// plane is gi's entry in Output.Planes, made at the first use.
+func (t *translator) plane(gi *gatewayInfo) *Plane {
+	if t.out.Planes == nil {
+		t.out.Planes = map[types.NamespacedName]*Plane{}
+	}
+	p := t.out.Planes[gi.key]
+	if p == nil {
+		p = &Plane{Gateway: gi.obj, Params: gi.params}
+		t.out.Planes[gi.key] = p
+	}
+	return p
+}
+
+// assemblePlanes lists every accepted dedicated Gateway, with its served
+// listeners, once the config's listeners are known.
+func (t *translator) assemblePlanes() {
+	for _, gi := range t.gatewayList {
+		if gi.accepted && gi.dedicated {
+			t.plane(gi)
+		}
+	}
+	for _, li := range t.listenerOrder {
+		if li.serves() && li.gw.accepted && li.gw.dedicated {
+			p := t.plane(li.gw)
+			p.Listeners = append(p.Listeners, li.dpName)
+		}
+	}
+	for _, p := range t.out.Planes {
+		slices.SortFunc(p.Hostnames, func(a, b Hostname) int { return strings.Compare(a.Name, b.Name) })
+	}
+}
+
+// ProxyConfigs cuts Config into the shared proxies' config and each
+// plane's. A route bound to listeners of several Gateways is in each of
+// their configs, bound there to that config's listeners only. Without
+// planes, shared is &o.Config itself. Neither is to be modified: they
+// share Config's parts.
+func (o *Output) ProxyConfigs() (shared *proxycfg.Config, planes map[types.NamespacedName]*proxycfg.Config) {
+	if len(o.Planes) == 0 {
+		return &o.Config, nil
+	}
+	owner := map[string]types.NamespacedName{} // listener name → its plane
+	for key, p := range o.Planes {
+		for _, l := range p.Listeners {
+			owner[l] = key
+		}
+	}
+	planes = make(map[types.NamespacedName]*proxycfg.Config, len(o.Planes))
+	for key := range o.Planes {
+		planes[key] = &proxycfg.Config{Schema: o.Config.Schema, Listeners: []proxycfg.Listener{},
+			Routes: []proxycfg.Route{}, Clusters: []proxycfg.Cluster{}}
+	}
+	shared = &proxycfg.Config{Schema: o.Config.Schema, Listeners: []proxycfg.Listener{},
+		Routes: make([]proxycfg.Route, 0, len(o.Config.Routes)), Clusters: make([]proxycfg.Cluster, 0, len(o.Config.Clusters))}
+	configOf := func(listener string) *proxycfg.Config {
+		if key, ok := owner[listener]; ok {
+			return planes[key]
+		}
+		return shared
+	}
+	for _, l := range o.Config.Listeners {
+		c := configOf(l.Name)
+		c.Listeners = append(c.Listeners, l)
+	}
+	for _, r := range o.Config.Routes {
+		splitRoute(r, configOf)
+	}
+	all := append([]*proxycfg.Config{shared}, mapValues(planes)...)
+	for _, c := range all {
+		c.Clusters = usedClusters(c.Routes, o.Config.Clusters)
+	}
+	return shared, planes
+}
+
+// splitRoute adds r to the config of each of its listeners, bound there to
+// that config's listeners only; a route whose listeners are all in one
+// config goes there whole.
+func splitRoute(r proxycfg.Route, configOf func(listener string) *proxycfg.Config) {
+	var first *proxycfg.Config
+	whole := true
+	for _, l := range r.Listeners {
+		c := configOf(l)
+		if first == nil {
+			first = c
+		} else if c != first {
+			whole = false
+		}
+	}
+	if first == nil {
+		return // bound to no listener: served by none
+	}
+	if whole {
+		first.Routes = append(first.Routes, r)
+		return
+	}
+	byConfig := map[*proxycfg.Config][]string{}
+	var order []*proxycfg.Config
+	for _, l := range r.Listeners {
+		c := configOf(l)
+		if _, ok := byConfig[c]; !ok {
+			order = append(order, c)
+		}
+		byConfig[c] = append(byConfig[c], l)
+	}
+	for _, c := range order {
+		part := r
+		part.Listeners = byConfig[c]
+		c.Routes = append(c.Routes, part)
+	}
+}
+
+// usedClusters are the clusters routes use, in the order of all.
+func usedClusters(routes []proxycfg.Route, all []proxycfg.Cluster) []proxycfg.Cluster {
+	used := map[string]bool{}
+	for i := range routes {
+		for j := range routes[i].Rules {
+			forClusters(&routes[i].Rules[j], func(name string) { used[name] = true })
+		}
+	}
+	out := make([]proxycfg.Cluster, 0, len(used))
+	for _, c := range all {
+		if used[c.Name] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func mapValues[K comparable, V any](m map[K]V) []V {
+	out := make([]V, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
