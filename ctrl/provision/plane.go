@@ -37,9 +37,9 @@ type Install struct {
 // Secrets are the Secrets a plane's Pods mount, in the Gateway's
 // namespace.
 type Secrets struct {
-	// Credentials holds config-token, ca.crt, origin.crt and origin.key:
-	// the plane's own credential for the config API, the CA that signed the
-	// API's and the origin's certificates, and the TLS origin certificate.
+	// Credentials holds KeyConfigToken and KeyCA: the plane's own
+	// credential for the config API, and the CA that signed the API's
+	// certificate (CredentialsSecret renders it).
 	Credentials string
 	// TunnelToken and TunnelTokenKey hold the tunnel token cloudflared
 	// runs with.

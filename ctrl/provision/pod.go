@@ -16,12 +16,16 @@ import (
 
 // Where things are inside a plane's Pods. The ingress document of a
 // plane's tunnel names OriginSocket and OriginCAPool, as the chart's
-// GatewayClassConfig does for the shared proxies.
+// GatewayClassConfig does for the shared proxies. The proxy generates its
+// TLS origin certificate, and the CA that signed it, into certDir at
+// start (-cert-dir), so no origin key leaves its Pod and the controller
+// holds no CA key; cloudflared reads the CA there.
 const (
 	OriginSocket = "/var/run/tunnelgate/origin.sock"
-	OriginCAPool = v1alpha1.DefaultOriginCAPool
+	OriginCAPool = certDir + "/origin-ca.crt"
 	originTLS    = "127.0.0.1:8443"
 
+	certDir        = "/etc/tunnelgate/origin"
 	credentialsDir = "/etc/tunnelgate/internal"
 	cacheDir       = "/var/cache/tunnelgate"
 	tokenDir       = "/etc/cloudflared/token"
@@ -101,8 +105,7 @@ func proxyContainer(p Plane) corev1.Container {
 		"-tunnel-protocol=" + p.Install.TunnelProtocol,
 		"-listen=unix:" + OriginSocket,
 		"-listen-tls=" + originTLS,
-		"-tls-cert=" + path.Join(credentialsDir, "origin.crt"),
-		"-tls-key=" + path.Join(credentialsDir, "origin.key"),
+		"-cert-dir=" + certDir,
 		"-admin=:" + strconv.Itoa(proxyMetricsPort),
 		"-pprof=loopback",
 		"-log-level=info",
@@ -137,6 +140,7 @@ func proxyContainer(p Plane) corev1.Container {
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "internal", MountPath: credentialsDir, ReadOnly: true},
 			{Name: "cache", MountPath: cacheDir},
+			{Name: "origin-certs", MountPath: certDir},
 			{Name: "origin-socket", MountPath: path.Dir(OriginSocket)},
 		},
 	}
@@ -162,7 +166,7 @@ func cloudflaredContainer(p Plane) corev1.Container {
 		SecurityContext: containerSecurity(),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "tunnel-token", MountPath: tokenDir, ReadOnly: true},
-			{Name: "origin-ca", MountPath: path.Dir(OriginCAPool), ReadOnly: true},
+			{Name: "origin-certs", MountPath: certDir, ReadOnly: true},
 			{Name: "origin-socket", MountPath: path.Dir(OriginSocket)},
 		},
 	}
@@ -180,11 +184,11 @@ func volumes(p Plane) []corev1.Volume {
 	}
 	return []corev1.Volume{
 		secret("internal", p.Secrets.Credentials, 0o440,
-			item("config-token", "config-token"), item("ca.crt", "ca.crt"), item("origin.crt", "origin.crt"), item("origin.key", "origin.key")),
-		secret("origin-ca", p.Secrets.Credentials, 0o444, item("ca.crt", path.Base(OriginCAPool))),
+			item(KeyConfigToken, "config-token"), item(KeyCA, "ca.crt")),
 		secret("tunnel-token", p.Secrets.TunnelToken, 0o440, item(p.Secrets.TunnelTokenKey, "token")),
 		// The last config: a restarted proxy serves it at once.
 		empty("cache", "64Mi"),
+		empty("origin-certs", "1Mi"),
 		empty("origin-socket", "1Mi"),
 	}
 }

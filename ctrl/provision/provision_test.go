@@ -97,8 +97,7 @@ func readPlane(t *testing.T, path string) Plane {
 	if err := yaml.UnmarshalStrict([]byte(docs[1]), &cfg); err != nil {
 		t.Fatalf("%s: GatewayConfig: %v", path, err)
 	}
-	return Plane{Gateway: &gw, Params: cfg.Spec, Install: install,
-		Secrets: Secrets{Credentials: gw.Name + "-credentials", TunnelToken: gw.Name + "-tunnel", TunnelTokenKey: "token"}}
+	return Plane{Gateway: &gw, Params: cfg.Spec, Install: install, Secrets: SecretsOf(&gw, &cfg.Spec)}
 }
 
 // render writes the objects as the controller would apply them: no status,
@@ -178,5 +177,27 @@ func TestName(t *testing.T) {
 	a, b := Name(long+"x", "tunnelgate"), Name(long+"y", "tunnelgate")
 	if len(a) > 63 || len(b) > 63 || a == b {
 		t.Errorf("long names %q and %q: want at most 63 characters and different", a, b)
+	}
+}
+
+// A plane's Secrets: its credentials Secret, owned by the Gateway, and its
+// tunnel token where the GatewayConfig says, else where the controller
+// writes it.
+func TestSecrets(t *testing.T) {
+	p := readPlane(t, "testdata/minimal.yaml")
+	if want := (Secrets{Credentials: "minimal-tunnelgate-credentials", TunnelToken: "minimal-tunnelgate-tunnel", TunnelTokenKey: "token"}); p.Secrets != want {
+		t.Errorf("SecretsOf = %+v, want %+v", p.Secrets, want)
+	}
+	own := v1alpha1.GatewayConfigSpec{Tunnel: &v1alpha1.GatewayTunnel{TokenSecretRef: &v1alpha1.LocalSecretKeyRef{Name: "mine", Key: "tok"}}}
+	if got := SecretsOf(p.Gateway, &own); got.TunnelToken != "mine" || got.TunnelTokenKey != "tok" || got.Credentials != p.Secrets.Credentials {
+		t.Errorf("with a tokenSecretRef: %+v", got)
+	}
+	s := CredentialsSecret(p, "t0k3n", []byte("CA"))
+	if s.Name != p.Secrets.Credentials || s.Namespace != p.Gateway.Namespace ||
+		string(s.Data[KeyConfigToken]) != "t0k3n" || string(s.Data[KeyCA]) != "CA" {
+		t.Errorf("credentials Secret %s/%s %v", s.Namespace, s.Name, s.Data)
+	}
+	if o := s.OwnerReferences; len(o) != 1 || o[0].Kind != "Gateway" || o[0].Name != p.Gateway.Name || !*o[0].Controller {
+		t.Errorf("credentials Secret owners %+v: want the Gateway", o)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,9 +40,9 @@ func TestProvisionedPlaneHasTheChartsPodShape(t *testing.T) {
 	}
 	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: "team-a", UID: "u"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "tunnelgate"}}
+	dedicated := v1alpha1.GatewayConfigSpec{DataPlane: v1alpha1.DataPlaneDedicated}
 	planeObjs, err := provision.Objects(provision.Plane{Gateway: gw, Install: install,
-		Params:  v1alpha1.GatewayConfigSpec{DataPlane: v1alpha1.DataPlaneDedicated},
-		Secrets: provision.Secrets{Credentials: "tenant-credentials", TunnelToken: "tenant-tunnel", TunnelTokenKey: "token"}})
+		Params: dedicated, Secrets: provision.SecretsOf(gw, &dedicated)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,11 @@ func TestProvisionedPlaneHasTheChartsPodShape(t *testing.T) {
 		t.Fatal("the plane has no Deployment")
 	}
 
-	// What names the plane differs by design.
+	// What names the plane differs by design, and so does where the TLS
+	// origin certificate comes from: the chart's proxies share one signed
+	// by the internal CA, a plane's proxy makes its own (-cert-dir), since
+	// the controller holds no CA key.
+	dropOriginCert(&chart, &plane)
 	for _, pod := range []*corev1.PodSpec{&chart, &plane} {
 		pod.ServiceAccountName = ""
 		for i := range pod.TopologySpreadConstraints {
@@ -97,11 +102,12 @@ func TestProvisionedPlaneHasTheChartsPodShape(t *testing.T) {
 			Proxy:     &v1alpha1.ContainerSettings{Image: "registry.example.com/tunnelgate:1", Resources: &install.CloudflaredResources},
 			ProxyArgs: []string{"-log-level=debug"}},
 	} {
-		objs, err := provision.Objects(provision.Plane{Gateway: gw, Install: install, Params: params,
-			Secrets: provision.Secrets{Credentials: "tenant-credentials", TunnelToken: "tenant-tunnel", TunnelTokenKey: "token"}})
+		p := provision.Plane{Gateway: gw, Install: install, Params: params, Secrets: provision.SecretsOf(gw, &params)}
+		objs, err := provision.Objects(p)
 		if err != nil {
 			t.Fatal(err)
 		}
+		objs = append(objs, provision.CredentialsSecret(p, "token", []byte("-----BEGIN CERTIFICATE-----")))
 		for _, o := range objs {
 			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 			if err != nil {
@@ -124,4 +130,28 @@ func sortedKeys(ms ...map[string]any) []string {
 		}
 	}
 	return slices.Sorted(maps.Keys(keys))
+}
+
+// dropOriginCert takes out of both Pod specs what carries the TLS origin
+// certificate: the chart's -tls-cert and -tls-key, its Secret items and
+// its origin-ca volume; the plane's -cert-dir and its origin-certs volume.
+func dropOriginCert(pods ...*corev1.PodSpec) {
+	certVolume := func(name string) bool { return name == "origin-ca" || name == "origin-certs" }
+	for _, pod := range pods {
+		for _, cs := range [][]corev1.Container{pod.InitContainers, pod.Containers} {
+			for i := range cs {
+				c := &cs[i]
+				c.Args = slices.DeleteFunc(c.Args, func(a string) bool {
+					return strings.HasPrefix(a, "-tls-cert=") || strings.HasPrefix(a, "-tls-key=") || strings.HasPrefix(a, "-cert-dir=")
+				})
+				c.VolumeMounts = slices.DeleteFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool { return certVolume(m.Name) })
+			}
+		}
+		pod.Volumes = slices.DeleteFunc(pod.Volumes, func(v corev1.Volume) bool { return certVolume(v.Name) })
+		for i := range pod.Volumes {
+			if s := pod.Volumes[i].Secret; s != nil {
+				s.Items = slices.DeleteFunc(s.Items, func(k corev1.KeyToPath) bool { return k.Key == "origin.crt" || k.Key == "origin.key" })
+			}
+		}
+	}
 }
