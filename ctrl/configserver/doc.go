@@ -25,8 +25,9 @@
 // first request for it, and every watcher is sent the same bytes.
 //
 // Files: server.go (options, the long poll), publish.go (Publish),
-// document.go (a published version's bytes, around the Encoder's JSON),
-// negotiate.go (Accept-Encoding), auth.go (bearer tokens), proxies.go
+// scope.go (a config and its held requests), document.go (a published
+// version's bytes, around the Encoder's JSON), negotiate.go
+// (Accept-Encoding), auth.go (bearer tokens), proxies.go
 // (the tunnel protocols proxies report), tls.go (certificates from
 // files), serve.go (a listener with shutdown), metrics.go. The proxy's
 // side, and the names both sides share, are in dataplane/configwatch;

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
-	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // DefaultMaxWait is how long a request is held when Options.MaxWait is
@@ -53,18 +52,8 @@ type Server struct {
 	m       instruments
 	authLog rateLimit
 
-	// pubMu serialises Publish; enc, which remembers the last config
-	// published, is only touched under it.
-	pubMu sync.Mutex
-	enc   proxycfg.Encoder
-
-	// mu guards doc and changed. Handlers take it for an instant to read
-	// both; Publish to replace them.
-	mu  sync.Mutex
-	doc *document // nil before the first Publish
-	// changed is closed when doc is replaced, waking every held request;
-	// a new channel takes its place.
-	changed chan struct{}
+	// shared is the config the proxies read (Publish).
+	shared *scope
 
 	drainOnce sync.Once
 	drained   chan struct{}
@@ -91,7 +80,7 @@ func New(opts Options) *Server {
 		token:     token,
 		maxWait:   opts.MaxWait,
 		m:         newInstruments(opts.Meter, opts.Log),
-		changed:   make(chan struct{}),
+		shared:    newScope(opts.Log),
 		drained:   make(chan struct{}),
 		onProxies: opts.OnProxies,
 		proxies:   proxies{ttl: 3 * opts.MaxWait, now: time.Now},
@@ -99,14 +88,7 @@ func New(opts Options) *Server {
 }
 
 // Version is the version last published, "" before the first Publish.
-func (s *Server) Version() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.doc == nil {
-		return ""
-	}
-	return s.doc.version
-}
+func (s *Server) Version() string { return s.shared.version() }
 
 // Drain answers every held request at once (304 when nothing changed),
 // and from then on answers without holding. Call it before
@@ -150,7 +132,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		wait = min(wait, d)
 	}
 
-	doc, res := s.await(r.Context(), have, wait)
+	doc, res := s.await(r.Context(), s.shared, have, wait)
 	s.m.request(r.Context(), res)
 	switch res {
 	case resultCanceled:
@@ -178,16 +160,14 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// await returns the document to send for a request that has version
-// have: at once when the published version differs, else when one is
-// published within wait (resultChanged); at the end of the wait, or when
-// draining, the current document, if any, for its ETag
+// await returns the document of sc to send for a request that has
+// version have: at once when the published version differs, else when
+// one is published within wait (resultChanged); at the end of the wait,
+// or when draining, the current document, if any, for its ETag
 // (resultNotModified); nothing when the request's context ends first
 // (resultCanceled).
-func (s *Server) await(ctx context.Context, have string, wait time.Duration) (*document, result) {
-	s.mu.Lock()
-	doc, changed := s.doc, s.changed
-	s.mu.Unlock()
+func (s *Server) await(ctx context.Context, sc *scope, have string, wait time.Duration) (*document, result) {
+	doc, changed := sc.look()
 	if doc != nil && doc.version != have {
 		return doc, resultChanged
 	}
@@ -207,25 +187,17 @@ func (s *Server) await(ctx context.Context, have string, wait time.Duration) (*d
 		select {
 		case <-changed:
 		case <-timer.C:
-			return s.current(), resultNotModified
+			return sc.current(), resultNotModified
 		case <-s.drained:
-			return s.current(), resultNotModified
+			return sc.current(), resultNotModified
 		case <-ctx.Done():
 			return nil, resultCanceled
 		}
-		s.mu.Lock()
-		doc, changed = s.doc, s.changed
-		s.mu.Unlock()
+		doc, changed = sc.look()
 		// A publish that went back to the version the proxy has (A, B,
 		// A within one wait) is no change for it: keep waiting.
 		if doc != nil && doc.version != have {
 			return doc, resultChanged
 		}
 	}
-}
-
-func (s *Server) current() *document {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.doc
 }

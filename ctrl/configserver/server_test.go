@@ -293,9 +293,7 @@ func TestGzipWhenAccepted(t *testing.T) {
 		}
 	}
 	// Compressed once per version, whoever asks.
-	ts.mu.Lock()
-	d := ts.doc
-	ts.mu.Unlock()
+	d := ts.shared.current()
 	first, again := d.gzipped(), d.gzipped()
 	if d.version != v || &first[0] != &again[0] {
 		t.Error("the gzip body is made again")
