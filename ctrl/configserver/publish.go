@@ -22,8 +22,8 @@ func (s *Server) Publish(cfg *proxycfg.Config) string {
 }
 
 // publish makes cfg the config of sc, as Publish says, and returns its
-// version. A new version is counted and logged; the same version again
-// does neither.
+// version. A new version is counted and logged (with the plane, for a
+// plane's scope); the same version again does neither.
 func (s *Server) publish(sc *scope, cfg *proxycfg.Config) string {
 	doc, isNew, err := sc.publish(cfg)
 	if err != nil {

@@ -7,12 +7,14 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
-// scope is one config and what its held requests wait on: its own
-// Encoder, so a config is compared with the last one of the same scope
-// and its JSON reused, and its own changed channel, so a publish wakes
-// only the requests held for that config.
+// scope is one config and what its held requests wait on: the shared
+// proxies' (Publish) or one dedicated plane's (PublishPlanes). Each has
+// its own Encoder, so a plane's config is compared with that plane's
+// last one and its JSON reused, and its own changed channel, so a
+// publish wakes only the requests held for that config.
 type scope struct {
-	log *slog.Logger
+	shared bool
+	log    *slog.Logger // names the plane, for a plane's scope
 
 	// pubMu serialises publishes; enc, which remembers the last config
 	// published, is only touched under it.
@@ -20,16 +22,30 @@ type scope struct {
 	enc   proxycfg.Encoder
 
 	// mu guards the fields below. Handlers take it for an instant to
-	// read them; publishes to replace them.
+	// read them; publishes, and PublishPlanes for a plane's token, to
+	// replace them.
 	mu  sync.Mutex
 	doc *document // nil before the first publish
-	// changed is closed when doc is replaced, waking every held
-	// request; a new channel takes its place.
+	// changed is closed when doc is replaced, or a plane's token
+	// changes or the plane goes, waking every held request; a new
+	// channel takes its place.
 	changed chan struct{}
+	// digest is the SHA-256 of a plane's token. A request for the
+	// plane carries the digest of the token it came with, and is
+	// refused when that is no longer this one: a rotated token stops
+	// working for held requests too, not only for new ones.
+	digest [32]byte
+	// removed is set when the plane is no longer served: every request
+	// for it is refused.
+	removed bool
 }
 
-func newScope(log *slog.Logger) *scope {
-	return &scope{log: log, changed: make(chan struct{})}
+func newSharedScope(log *slog.Logger) *scope {
+	return &scope{shared: true, log: log, changed: make(chan struct{})}
+}
+
+func newPlaneScope(key string, digest [32]byte, log *slog.Logger) *scope {
+	return &scope{log: log.With("plane", key), digest: digest, changed: make(chan struct{})}
 }
 
 // publish makes cfg the scope's config. It returns the document served
@@ -58,6 +74,29 @@ func (sc *scope) wakeLocked() {
 	sc.changed = make(chan struct{})
 }
 
+// rekey makes digest the plane's token digest. When it differs from the
+// last, held requests are woken so that they are refused: they came
+// with the old token. It reports whether it differed.
+func (sc *scope) rekey(digest [32]byte) bool {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if sc.digest == digest {
+		return false
+	}
+	sc.digest = digest
+	sc.wakeLocked()
+	return true
+}
+
+// remove ends the plane: held requests are woken and refused, and so is
+// every later one that looked the plane up before it went.
+func (sc *scope) remove() {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.removed = true
+	sc.wakeLocked()
+}
+
 // current is the document served, nil before the first publish.
 func (sc *scope) current() *document {
 	sc.mu.Lock()
@@ -73,10 +112,22 @@ func (sc *scope) version() string {
 	return ""
 }
 
-// look returns the document and the channel closed at the next change,
-// both read at one instant.
-func (sc *scope) look() (*document, <-chan struct{}) {
+// grant is what a request's token opened: a scope and, for a plane, the
+// digest of that token.
+type grant struct {
+	sc     *scope
+	digest [32]byte
+}
+
+// look returns what the request is to be answered from: the document
+// and the channel closed at the next change, both read at one instant,
+// and whether the grant still holds. The shared scope's is checked at
+// the door only, as the token function decides it; a plane's is checked
+// at every look, since PublishPlanes may end it at any time.
+func (g grant) look() (doc *document, changed <-chan struct{}, ok bool) {
+	sc := g.sc
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	return sc.doc, sc.changed
+	ok = sc.shared || (!sc.removed && sc.digest == g.digest)
+	return sc.doc, sc.changed, ok
 }
