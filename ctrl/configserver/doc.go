@@ -19,9 +19,10 @@
 // proxies of its own, which present their plane's token and read only
 // the config given for it to PublishPlanes: not the shared config, nor
 // another plane's, and the shared token reads no plane's. Tenants'
-// configs hold their routes, their Secrets' TLS keys and session keys,
-// so a plane's proxies, or whoever takes their token, must not learn
-// another tenant's. Each config is a scope with its own Encoder and its own
+// configs hold their routes, their Secrets' TLS keys and session keys
+// (ctrl/sessionkeys derives a plane's from the shared ones), so a
+// plane's proxies, or whoever takes their token, must not learn another
+// tenant's. Each config is a scope with its own Encoder and its own
 // held requests: a publish wakes only the requests held for the config
 // that changed, and the long poll is the same code for all. A token
 // opens one scope or none: a plane whose token is empty, is the shared
