@@ -110,8 +110,8 @@ func TestPublishWakesOnlyTheScopeThatChanged(t *testing.T) {
 
 	// The same planes again, in new configs: nobody is woken.
 	ts.PublishPlanes(twoPlanes("10.0.0.2:80", "10.0.0.3:80"))
-	if changedOf(sa) != wa || changedOf(sb) != wb {
-		t.Error("republishing unchanged planes woke their held requests")
+	if changedOf(sa) != wa || changedOf(sb) != wb || changedOf(ts.shared) != ws {
+		t.Error("republishing unchanged planes woke held requests")
 	}
 	if planeScope(t, ts.Server, "ns/a") != sa {
 		t.Error("a plane kept in the set got a new scope (and lost its Encoder)")
