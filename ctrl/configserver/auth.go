@@ -9,23 +9,47 @@ import (
 	"time"
 )
 
-// authorized reports whether r carries the current bearer token
-// (RFC 6750 §2.1), and whether it carried one at all.
-func (s *Server) authorized(r *http.Request) (ok, presented bool) {
+// authorize reads r's bearer token (RFC 6750 §2.1) and returns the
+// scope it opens: the shared one for the shared proxies' token, a plane's
+// for that plane's token. It also reports whether a token was presented
+// at all.
+func (s *Server) authorize(r *http.Request) (g grant, ok, presented bool) {
 	vals := r.Header.Values("Authorization")
 	if len(vals) != 1 {
-		return false, len(vals) > 0
+		return grant{}, false, len(vals) > 0
 	}
 	got, presented := bearer(vals[0])
-	want := s.token()
-	if !presented || want == "" {
-		return false, presented
+	if !presented {
+		return grant{}, false, false
 	}
 	// Comparing digests keeps the time independent of where the tokens
 	// differ and of the expected token's length, which
-	// subtle.ConstantTimeCompare alone would reveal.
-	g, w := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
-	return subtle.ConstantTimeCompare(g[:], w[:]) == 1, true
+	// subtle.ConstantTimeCompare alone would reveal. A plane is found by
+	// its digest in a map: what the lookup's time could tell is about
+	// the digest, which a guesser cannot steer towards a token.
+	digest := sha256.Sum256([]byte(got))
+	shared := false
+	if want := s.token(); want != "" {
+		w := sha256.Sum256([]byte(want))
+		shared = subtle.ConstantTimeCompare(digest[:], w[:]) == 1
+	}
+	plane, key := s.planes.lookup(digest)
+	switch {
+	case shared && plane != nil:
+		// The shared token changed to a plane's after that plane was
+		// published (PublishPlanes leaves out a plane that has it).
+		// Either answer would hand one side the other's config.
+		if s.collisionLog.allow() {
+			s.log.Error("config request refused: the shared proxies' token is also a plane's token, so neither is served with it; give the shared proxies a new token (logged at most once a second)",
+				"plane", key)
+		}
+		return grant{}, false, true
+	case shared:
+		return grant{sc: s.shared}, true, true
+	case plane != nil:
+		return grant{sc: plane, digest: digest}, true, true
+	}
+	return grant{}, false, true
 }
 
 // bearer extracts the token of an "Authorization: Bearer <token>" value.

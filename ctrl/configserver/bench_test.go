@@ -82,7 +82,7 @@ func benchPublish(b *testing.B, cfgs [2]*proxycfg.Config) {
 		s.Publish(cfgs[i&1])
 		i++
 	}
-	b.ReportMetric(float64(s.doc.size), "doc-bytes")
+	b.ReportMetric(float64(s.shared.current().size), "doc-bytes")
 }
 
 // BenchmarkFirstRequest is what the first proxy to ask for a version at

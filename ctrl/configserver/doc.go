@@ -14,6 +14,21 @@
 // and a leader election interrupts nothing. Before the first Publish a
 // request waits as if its version were current, and ends in 304.
 //
+// Scopes. The shared proxies present the token of Options and read the
+// config given to Publish. A Gateway with a dedicated data plane has
+// proxies of its own, which present their plane's token and read only
+// the config given for it to PublishPlanes: not the shared config, nor
+// another plane's, and the shared token reads no plane's. Tenants'
+// configs hold their routes, their Secrets' TLS keys and session keys
+// (ctrl/sessionkeys derives a plane's from the shared ones), so a
+// plane's proxies, or whoever takes their token, must not learn another
+// tenant's. Each config is a scope with its own Encoder and its own
+// held requests: a publish wakes only the requests held for the config
+// that changed, and the long poll is the same code for all. A token
+// opens one scope or none: a plane whose token is empty, is the shared
+// one or is another plane's too is not served, and a plane that goes,
+// or takes a new token, has its held requests refused.
+//
 // Cost. At 5,000 routes the config is megabytes of JSON and the
 // controller publishes after every translation, mostly endpoint changes.
 // Publish therefore encodes only what changed (proxycfg.Encoder, which
@@ -25,6 +40,7 @@
 // first request for it, and every watcher is sent the same bytes.
 //
 // Files: server.go (options, the long poll), publish.go (Publish),
+// planes.go (PublishPlanes), scope.go (a config and its held requests),
 // document.go (a published version's bytes, around the Encoder's JSON),
 // negotiate.go (Accept-Encoding), auth.go (bearer tokens), proxies.go
 // (the tunnel protocols proxies report), tls.go (certificates from

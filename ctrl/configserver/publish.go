@@ -18,26 +18,25 @@ import (
 // those comparisons quick. cfg.Version is ignored: the version, and the
 // hashes sent with it, are proxycfg's, computed from the content.
 func (s *Server) Publish(cfg *proxycfg.Config) string {
-	s.pubMu.Lock()
-	defer s.pubMu.Unlock()
-	doc, err := encodeDocument(&s.enc, cfg)
+	return s.publish(s.shared, cfg)
+}
+
+// publish makes cfg the config of sc, as Publish says, and returns its
+// version. A new version is counted and logged (with the plane, for a
+// plane's scope); the same version again does neither.
+func (s *Server) publish(sc *scope, cfg *proxycfg.Config) string {
+	doc, isNew, err := sc.publish(cfg)
 	if err != nil {
 		// The config types hold nothing json.Marshal refuses, so this
 		// is a bug; keep serving what proxies have.
-		s.log.Error("config not published: it does not encode", "err", err)
-		return s.Version()
+		sc.log.Error("config not published: it does not encode", "err", err)
+		return sc.version()
 	}
-	s.mu.Lock()
-	if s.doc != nil && s.doc.version == doc.version {
-		s.mu.Unlock()
+	if !isNew {
 		return doc.version
 	}
-	s.doc = doc
-	close(s.changed)
-	s.changed = make(chan struct{})
-	s.mu.Unlock()
 	s.m.published.Add(context.Background(), 1)
-	s.log.Info("config published", "version", doc.version, "routesHash", doc.routesHash,
+	sc.log.Info("config published", "version", doc.version, "routesHash", doc.routesHash,
 		"clustersHash", doc.clustersHash, "bytes", doc.size,
 		"routes", len(cfg.Routes), "clusters", len(cfg.Clusters))
 	return doc.version

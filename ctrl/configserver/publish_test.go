@@ -85,7 +85,7 @@ func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
 	if again := s.Publish(cfg); again != v1 {
 		t.Fatalf("republishing the same config: version %q, want %q", again, v1)
 	}
-	routeElems := s.doc.routes.Elems
+	routeElems := s.shared.current().routes.Elems
 
 	// An endpoint change shares Routes and Listeners: their JSON is the
 	// cached one, the clusters' is new, and the document is cfg2's.
@@ -94,10 +94,10 @@ func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
 	if v2 == v1 {
 		t.Fatal("an endpoint change kept the version")
 	}
-	if &s.doc.routes.Elems[0] != &routeElems[0] {
+	if &s.shared.current().routes.Elems[0] != &routeElems[0] {
 		t.Error("the routes were looked at again although the slice is the same")
 	}
-	doc, err := configwatch.DecodeDocument(docBytes(s.doc))
+	doc, err := configwatch.DecodeDocument(docBytes(s.shared.current()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,12 +118,12 @@ func TestPublishReusesSlicesAndNeverMutates(t *testing.T) {
 	cfg3.Routes = slices.Clone(cfg2.Routes)
 	cfg3.Routes[3].Hostnames = []string{"changed.example"}
 	v3 := s.Publish(&cfg3)
-	for i, e := range s.doc.routes.Elems {
+	for i, e := range s.shared.current().routes.Elems {
 		if reused := &e[0] == &routeElems[i][0]; reused != (i != 3) {
 			t.Fatalf("route %d: JSON reused %v", i, reused)
 		}
 	}
-	doc3, err := configwatch.DecodeDocument(docBytes(s.doc))
+	doc3, err := configwatch.DecodeDocument(docBytes(s.shared.current()))
 	if err != nil {
 		t.Fatal(err)
 	}

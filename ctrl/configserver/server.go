@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
-	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // DefaultMaxWait is how long a request is held when Options.MaxWait is
@@ -22,12 +21,15 @@ const DefaultMaxWait = 55 * time.Second
 
 // Options configure a Server.
 type Options struct {
-	// Token is the bearer token proxies must present.
+	// Token is the bearer token the shared proxies must present to
+	// read the config given to Publish. (A dedicated plane's proxies
+	// present their plane's token: see PublishPlanes.)
 	Token string
 	// TokenFunc, when set, is asked for the token on every request
 	// instead of Token, so a rotated Secret takes effect without a
-	// restart. An empty token refuses every request: the config holds
-	// session keys and TLS keys, so there is no unauthenticated mode.
+	// restart. An empty token refuses every shared proxy's request: the
+	// config holds session keys and TLS keys, so there is no
+	// unauthenticated mode.
 	TokenFunc func() string
 	// MaxWait caps how long a request is held; default DefaultMaxWait.
 	// A proxy may ask for less with the wait parameter.
@@ -52,19 +54,14 @@ type Server struct {
 	maxWait time.Duration
 	m       instruments
 	authLog rateLimit
+	// collisionLog limits the error logged when the shared token is
+	// also a plane's.
+	collisionLog rateLimit
 
-	// pubMu serialises Publish; enc, which remembers the last config
-	// published, is only touched under it.
-	pubMu sync.Mutex
-	enc   proxycfg.Encoder
-
-	// mu guards doc and changed. Handlers take it for an instant to read
-	// both; Publish to replace them.
-	mu  sync.Mutex
-	doc *document // nil before the first Publish
-	// changed is closed when doc is replaced, waking every held request;
-	// a new channel takes its place.
-	changed chan struct{}
+	// shared is the config of the shared proxies (Publish); planes,
+	// those of dedicated data planes (PublishPlanes).
+	shared *scope
+	planes planeSet
 
 	drainOnce sync.Once
 	drained   chan struct{}
@@ -84,14 +81,14 @@ func New(opts Options) *Server {
 		token = func() string { return static }
 	}
 	if token() == "" {
-		opts.Log.Warn("config server has no token: every proxy request will be refused")
+		opts.Log.Warn("config server has no token: every shared proxy's request will be refused")
 	}
 	return &Server{
 		log:       opts.Log,
 		token:     token,
 		maxWait:   opts.MaxWait,
 		m:         newInstruments(opts.Meter, opts.Log),
-		changed:   make(chan struct{}),
+		shared:    newSharedScope(opts.Log),
 		drained:   make(chan struct{}),
 		onProxies: opts.OnProxies,
 		proxies:   proxies{ttl: 3 * opts.MaxWait, now: time.Now},
@@ -99,14 +96,7 @@ func New(opts Options) *Server {
 }
 
 // Version is the version last published, "" before the first Publish.
-func (s *Server) Version() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.doc == nil {
-		return ""
-	}
-	return s.doc.version
-}
+func (s *Server) Version() string { return s.shared.version() }
 
 // Drain answers every held request at once (304 when nothing changed),
 // and from then on answers without holding. Call it before
@@ -132,7 +122,8 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Vary", "Accept-Encoding")
 
-	if ok, presented := s.authorized(r); !ok {
+	g, ok, presented := s.authorize(r)
+	if !ok {
 		s.refuse(w, r, presented)
 		return
 	}
@@ -150,7 +141,13 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		wait = min(wait, d)
 	}
 
-	doc, res := s.await(r.Context(), have, wait)
+	doc, res := s.await(r.Context(), g, have, wait)
+	if res == resultUnauthorized {
+		// The plane went, or its token changed, while the request
+		// was held or on its way.
+		s.refuse(w, r, true)
+		return
+	}
 	s.m.request(r.Context(), res)
 	switch res {
 	case resultCanceled:
@@ -178,16 +175,18 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// await returns the document to send for a request that has version
-// have: at once when the published version differs, else when one is
-// published within wait (resultChanged); at the end of the wait, or when
-// draining, the current document, if any, for its ETag
+// await returns the document to send for a request granted g that has
+// version have: at once when the scope's version differs, else when one
+// is published within wait (resultChanged); at the end of the wait, or
+// when draining, the current document, if any, for its ETag
 // (resultNotModified); nothing when the request's context ends first
-// (resultCanceled).
-func (s *Server) await(ctx context.Context, have string, wait time.Duration) (*document, result) {
-	s.mu.Lock()
-	doc, changed := s.doc, s.changed
-	s.mu.Unlock()
+// (resultCanceled), or when the grant no longer holds: its plane went or
+// took another token (resultUnauthorized).
+func (s *Server) await(ctx context.Context, g grant, have string, wait time.Duration) (*document, result) {
+	doc, changed, ok := g.look()
+	if !ok {
+		return nil, resultUnauthorized
+	}
 	if doc != nil && doc.version != have {
 		return doc, resultChanged
 	}
@@ -207,15 +206,16 @@ func (s *Server) await(ctx context.Context, have string, wait time.Duration) (*d
 		select {
 		case <-changed:
 		case <-timer.C:
-			return s.current(), resultNotModified
+			return notModified(g)
 		case <-s.drained:
-			return s.current(), resultNotModified
+			return notModified(g)
 		case <-ctx.Done():
 			return nil, resultCanceled
 		}
-		s.mu.Lock()
-		doc, changed = s.doc, s.changed
-		s.mu.Unlock()
+		doc, changed, ok = g.look()
+		if !ok {
+			return nil, resultUnauthorized
+		}
 		// A publish that went back to the version the proxy has (A, B,
 		// A within one wait) is no change for it: keep waiting.
 		if doc != nil && doc.version != have {
@@ -224,8 +224,13 @@ func (s *Server) await(ctx context.Context, have string, wait time.Duration) (*d
 	}
 }
 
-func (s *Server) current() *document {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.doc
+// notModified ends a wait with the current document, for its ETag, or
+// with a refusal when the grant ended meanwhile (the wake-up that says
+// so may have lost the race with the timer).
+func notModified(g grant) (*document, result) {
+	doc, _, ok := g.look()
+	if !ok {
+		return nil, resultUnauthorized
+	}
+	return doc, resultNotModified
 }

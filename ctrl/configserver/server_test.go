@@ -75,10 +75,16 @@ func TestBeforeFirstPublishRequestsWait(t *testing.T) {
 // asyncGet starts a request and returns a channel with its response.
 func asyncGet(t *testing.T, ts *testServer, query string) <-chan *http.Response {
 	t.Helper()
+	return asyncGetAs(t, ts, testToken, query)
+}
+
+// asyncGetAs is asyncGet with the given token.
+func asyncGetAs(t *testing.T, ts *testServer, token, query string) <-chan *http.Response {
+	t.Helper()
 	ch := make(chan *http.Response, 1)
 	go func() {
 		req, _ := http.NewRequest("GET", ts.url+configwatch.Path+query, nil)
-		req.Header.Set("Authorization", "Bearer "+testToken)
+		req.Header.Set("Authorization", "Bearer "+token)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Error(err)
@@ -293,9 +299,7 @@ func TestGzipWhenAccepted(t *testing.T) {
 		}
 	}
 	// Compressed once per version, whoever asks.
-	ts.mu.Lock()
-	d := ts.doc
-	ts.mu.Unlock()
+	d := ts.shared.current()
 	first, again := d.gzipped(), d.gzipped()
 	if d.version != v || &first[0] != &again[0] {
 		t.Error("the gzip body is made again")

@@ -1,4 +1,4 @@
-// Package sessionkeys gives every proxy of a controller the same session
+// Package sessionkeys gives every proxy of a data plane the same session
 // keys, so that a client pinned to an endpoint by session persistence
 // keeps it whichever proxy its next request reaches, and across restarts.
 //
@@ -15,5 +15,13 @@
 // without waiting for a change in the cluster. Keys that cannot be read
 // or are too short are logged and the last good ones kept.
 //
-// Files: keys.go (Read), publisher.go (Publisher).
+// A dedicated data plane (configserver.PublishPlanes) gets keys of its
+// own, derived from the directory's and the plane's name (PlaneKeys):
+// its proxies share them, so its sessions hold across them, but a plane
+// holds neither the directory's keys nor another plane's, so it cannot
+// forge another data plane's session tokens. They follow a rotation of
+// the directory's keys, in the same order.
+//
+// Files: keys.go (Read), derive.go (PlaneKeys), publisher.go
+// (Publisher).
 package sessionkeys

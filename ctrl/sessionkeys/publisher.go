@@ -7,16 +7,19 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // Next is where a Publisher hands configs on: the config server.
 type Next interface {
 	Publish(cfg *proxycfg.Config) (version string)
+	PublishPlanes(planes map[string]configserver.Plane)
 }
 
 // Publisher adds the session keys of a directory to every config it
-// publishes.
+// publishes: the keys themselves to the shared proxies' config, and to a
+// dedicated plane's the keys derived for it (PlaneKeys).
 type Publisher struct {
 	next Next
 	dir  string
@@ -25,6 +28,10 @@ type Publisher struct {
 	mu   sync.Mutex
 	keys [][]byte
 	last *proxycfg.Config // the last config given, as given
+	// lastPlanes are the last planes given, each with the last config
+	// given for it (a nil Config keeps the one before); nil before the
+	// first PublishPlanes.
+	lastPlanes map[string]configserver.Plane
 }
 
 // New reads the keys of dir; it fails if they cannot be read, so a
@@ -46,9 +53,27 @@ func (p *Publisher) Publish(cfg *proxycfg.Config) string {
 	return p.next.Publish(withKeys(cfg, p.keys))
 }
 
+// PublishPlanes hands planes on, each plane's config carrying the keys
+// derived for it. The configs themselves are not changed.
+func (p *Publisher) PublishPlanes(planes map[string]configserver.Plane) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	last := make(map[string]configserver.Plane, len(planes))
+	for key, pl := range planes {
+		// The server keeps a plane's config when given none; so must
+		// this, for Reload to hand it on again with new keys.
+		if pl.Config == nil {
+			pl.Config = p.lastPlanes[key].Config
+		}
+		last[key] = pl
+	}
+	p.lastPlanes = last
+	p.next.PublishPlanes(withPlaneKeys(last, p.keys))
+}
+
 // Run reads the keys again every interval until ctx ends. When they
-// changed, the last config is published again with them; when they
-// cannot be read, the last good keys stay.
+// changed, the last config and planes are published again with them;
+// when they cannot be read, the last good keys stay.
 func (p *Publisher) Run(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -62,8 +87,8 @@ func (p *Publisher) Run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// Reload reads the keys again, and publishes the last config with them if
-// they changed. It reports whether they did.
+// Reload reads the keys again, and publishes the last config and planes
+// with them if they changed. It reports whether they did.
 func (p *Publisher) Reload() bool {
 	keys, err := Read(p.dir)
 	if err != nil {
@@ -80,7 +105,24 @@ func (p *Publisher) Reload() bool {
 	if p.last != nil {
 		p.next.Publish(withKeys(p.last, keys))
 	}
+	if p.lastPlanes != nil {
+		p.next.PublishPlanes(withPlaneKeys(p.lastPlanes, keys))
+	}
 	return true
+}
+
+// withPlaneKeys is planes with each config a shallow copy carrying the
+// keys derived from keys for that plane. A nil config (a plane with none
+// yet) stays nil.
+func withPlaneKeys(planes map[string]configserver.Plane, keys [][]byte) map[string]configserver.Plane {
+	out := make(map[string]configserver.Plane, len(planes))
+	for key, pl := range planes {
+		if pl.Config != nil {
+			pl.Config = withKeys(pl.Config, PlaneKeys(keys, key))
+		}
+		out[key] = pl
+	}
+	return out
 }
 
 // withKeys is a shallow copy of cfg carrying keys.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -56,12 +57,22 @@ func TestRead(t *testing.T) {
 	}
 }
 
+// The config server is what a Publisher hands on to.
+var _ Next = (*configserver.Server)(nil)
+
 // recorder is a Next that keeps what it was given.
-type recorder struct{ got []*proxycfg.Config }
+type recorder struct {
+	got    []*proxycfg.Config
+	planes []map[string]configserver.Plane
+}
 
 func (r *recorder) Publish(cfg *proxycfg.Config) string {
 	r.got = append(r.got, cfg)
 	return "v"
+}
+
+func (r *recorder) PublishPlanes(planes map[string]configserver.Plane) {
+	r.planes = append(r.planes, planes)
 }
 
 func TestPublisherAddsKeysAndRepublishesOnRotation(t *testing.T) {
@@ -131,5 +142,86 @@ func TestReadThroughDataLink(t *testing.T) {
 	keys, err := Read(dir)
 	if err != nil || len(keys) != 2 || string(keys[0]) != string(keyB) || string(keys[1]) != string(keyA) {
 		t.Errorf("Read = %q, %v; want B then A from ..data's version", keys, err)
+	}
+}
+
+// A plane's config carries the keys derived for it, not the directory's,
+// and a rotation republishes the planes with the new derived keys.
+func TestPublisherDerivesPlaneKeys(t *testing.T) {
+	dir := t.TempDir()
+	writeKeys(t, dir, keyA, nil)
+	next := &recorder{}
+	p, err := New(next, dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgA, cfgB := &proxycfg.Config{Schema: proxycfg.SchemaVersion}, &proxycfg.Config{Schema: proxycfg.SchemaVersion}
+	planes := map[string]configserver.Plane{
+		"ns/a": {Token: "ta", Config: cfgA},
+		"ns/b": {Token: "tb", Config: cfgB},
+		"ns/c": {Token: "tc"}, // no config yet
+	}
+	p.PublishPlanes(planes)
+	if len(next.planes) != 1 {
+		t.Fatalf("handed on %d sets of planes, want 1", len(next.planes))
+	}
+	check := func(got map[string]configserver.Plane, keys [][]byte) {
+		t.Helper()
+		if len(got) != 3 {
+			t.Fatalf("handed on %d planes, want 3", len(got))
+		}
+		for _, key := range []string{"ns/a", "ns/b"} {
+			pl := got[key]
+			if pl.Token != planes[key].Token {
+				t.Errorf("%s: token changed", key)
+			}
+			if want := PlaneKeys(keys, key); !equalKeys(pl.Config.SessionKeys, want) {
+				t.Errorf("%s: keys %q, want the ones derived for it", key, pl.Config.SessionKeys)
+			}
+			for _, k := range pl.Config.SessionKeys {
+				for _, dk := range keys {
+					if string(k) == string(dk) {
+						t.Errorf("%s carries a key of the directory", key)
+					}
+				}
+			}
+		}
+		if got["ns/c"].Config != nil || got["ns/c"].Token != "tc" {
+			t.Errorf("a plane without a config: %+v", got["ns/c"])
+		}
+	}
+	check(next.planes[0], [][]byte{keyA})
+	if cfgA.SessionKeys != nil || cfgB.SessionKeys != nil || next.planes[0]["ns/a"].Config == cfgA {
+		t.Error("PublishPlanes wrote the keys into the caller's configs")
+	}
+
+	writeKeys(t, dir, keyB, keyA)
+	if !p.Reload() {
+		t.Fatal("rotation not noticed")
+	}
+	if len(next.planes) != 2 {
+		t.Fatalf("after rotation handed on %d sets of planes, want 2", len(next.planes))
+	}
+	check(next.planes[1], [][]byte{keyB, keyA})
+	// The old signing key's derivation is still accepted, second.
+	if string(next.planes[1]["ns/a"].Config.SessionKeys[1]) != string(next.planes[0]["ns/a"].Config.SessionKeys[0]) {
+		t.Error("after rotation the plane's old key is not kept second")
+	}
+	if len(next.got) != 0 {
+		t.Errorf("no shared config was given, yet %d were published", len(next.got))
+	}
+
+	// A plane given no config keeps its last one, which a rotation
+	// republishes with the new keys rather than leaving the old ones.
+	p.PublishPlanes(map[string]configserver.Plane{"ns/a": {Token: "ta"}})
+	if got := next.planes[2]["ns/a"].Config; got == nil || !equalKeys(got.SessionKeys, PlaneKeys([][]byte{keyB, keyA}, "ns/a")) {
+		t.Fatalf("a plane given no config: handed on %+v, want its last config", got)
+	}
+	writeKeys(t, dir, keyA, keyB)
+	if !p.Reload() {
+		t.Fatal("rotation not noticed")
+	}
+	if got := next.planes[3]; len(got) != 1 || got["ns/a"].Config == nil || !equalKeys(got["ns/a"].Config.SessionKeys, PlaneKeys([][]byte{keyA, keyB}, "ns/a")) {
+		t.Errorf("after rotation handed on %+v; want plane a's last config with keys derived from A, B", got)
 	}
 }
