@@ -1,0 +1,170 @@
+package planes
+
+import (
+	"maps"
+	"reflect"
+	"slices"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/types"
+	kubeinformers "k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
+)
+
+// owned watches the objects of every plane: those labelled managed by us
+// and naming a Gateway. The informers list only those, so the memory they
+// take grows with planes, not with the cluster.
+type owned struct {
+	factory  kubeinformers.SharedInformerFactory
+	byKind   map[string]cache.SharedIndexInformer
+	secrets  cache.SharedIndexInformer
+	deploys  cache.SharedIndexInformer
+	changed  func(k objectKey, gateway types.NamespacedName, resourceVersion string)
+	stateNew func()
+}
+
+// planeSelector picks the objects of planes.
+func planeSelector() string {
+	managed, _ := labels.NewRequirement("app.kubernetes.io/managed-by", selection.Equals, []string{provision.ManagedBy})
+	gateway, _ := labels.NewRequirement(provision.LabelGatewayName, selection.Exists, nil)
+	return labels.NewSelector().Add(*managed, *gateway).String()
+}
+
+func newOwned(kube kubernetes.Interface, changed func(objectKey, types.NamespacedName, string), stateChanged func()) (*owned, error) {
+	f := kubeinformers.NewSharedInformerFactoryWithOptions(kube, 0,
+		kubeinformers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = planeSelector() }))
+	o := &owned{factory: f, changed: changed, stateNew: stateChanged, byKind: map[string]cache.SharedIndexInformer{
+		"Secret":                  f.Core().V1().Secrets().Informer(),
+		"ServiceAccount":          f.Core().V1().ServiceAccounts().Informer(),
+		"Service":                 f.Core().V1().Services().Informer(),
+		"Deployment":              f.Apps().V1().Deployments().Informer(),
+		"PodDisruptionBudget":     f.Policy().V1().PodDisruptionBudgets().Informer(),
+		"HorizontalPodAutoscaler": f.Autoscaling().V2().HorizontalPodAutoscalers().Informer(),
+	}}
+	o.secrets, o.deploys = o.byKind["Secret"], o.byKind["Deployment"]
+	for kind, inf := range o.byKind {
+		if _, err := inf.AddEventHandler(o.handler(kind)); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// handler tells changed of every change to an object of kind that is not
+// its status alone; a Deployment's status change is a state change.
+func (o *owned) handler(kind string) cache.ResourceEventHandler {
+	tell := func(obj any) {
+		a := accessor(obj)
+		if a == nil {
+			return
+		}
+		gw := types.NamespacedName{Namespace: a.GetNamespace(), Name: a.GetLabels()[provision.LabelGatewayName]}
+		o.changed(objectKey{kind, a.GetNamespace(), a.GetName()}, gw, a.GetResourceVersion())
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: tell,
+		UpdateFunc: func(old, now any) {
+			a, b := accessor(old), accessor(now)
+			if a == nil || b == nil || a.GetResourceVersion() == b.GetResourceVersion() {
+				return
+			}
+			if statusOnly(kind, a, b) {
+				if kind == "Deployment" {
+					o.stateNew()
+				}
+				return
+			}
+			tell(now)
+		},
+		DeleteFunc: func(obj any) {
+			tell(obj)
+			if kind == "Deployment" {
+				o.stateNew()
+			}
+		},
+	}
+}
+
+// statusOnly reports whether an update changed only an object's status:
+// kinds with a generation bump it for every change but the status's.
+func statusOnly(kind string, a, b metav1.Object) bool {
+	switch kind {
+	case "Deployment", "PodDisruptionBudget", "HorizontalPodAutoscaler":
+		return a.GetGeneration() == b.GetGeneration() && maps.Equal(a.GetLabels(), b.GetLabels()) &&
+			maps.Equal(a.GetAnnotations(), b.GetAnnotations()) && reflect.DeepEqual(a.GetOwnerReferences(), b.GetOwnerReferences())
+	}
+	return false
+}
+
+func accessor(obj any) metav1.Object {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	a, err := meta.Accessor(obj)
+	if err != nil {
+		return nil
+	}
+	return a
+}
+
+func (o *owned) start(stop <-chan struct{}) { o.factory.Start(stop) }
+
+func (o *owned) synced() []cache.InformerSynced {
+	var out []cache.InformerSynced
+	for _, inf := range o.byKind {
+		out = append(out, inf.HasSynced)
+	}
+	return out
+}
+
+// secret is a plane Secret from the cache, or nil.
+func (o *owned) secret(namespace, name string) *corev1.Secret {
+	obj, ok, _ := o.secrets.GetStore().GetByKey(namespace + "/" + name)
+	if !ok {
+		return nil
+	}
+	s, _ := obj.(*corev1.Secret)
+	return s
+}
+
+// deployment is a plane's Deployment from the cache, or nil.
+func (o *owned) deployment(namespace, name string) *appsv1.Deployment {
+	obj, ok, _ := o.deploys.GetStore().GetByKey(namespace + "/" + name)
+	if !ok {
+		return nil
+	}
+	d, _ := obj.(*appsv1.Deployment)
+	return d
+}
+
+// objectsOf lists the objects of a Gateway's plane: labelled with its
+// name and controlled by a Gateway of that name (and of that UID, unless
+// uid is empty).
+func (o *owned) objectsOf(gateway types.NamespacedName, uid types.UID) []objectKey {
+	var out []objectKey
+	for _, kind := range slices.Sorted(maps.Keys(o.byKind)) {
+		for _, obj := range o.byKind[kind].GetStore().List() {
+			a := accessor(obj)
+			if a == nil || a.GetNamespace() != gateway.Namespace || a.GetLabels()[provision.LabelGatewayName] != gateway.Name {
+				continue
+			}
+			c := metav1.GetControllerOfNoCopy(a)
+			if c == nil || c.Kind != "Gateway" || c.Name != gateway.Name || (uid != "" && c.UID != uid) {
+				continue
+			}
+			out = append(out, objectKey{kind, a.GetNamespace(), a.GetName()})
+		}
+	}
+	return out
+}
+
+// has reports whether a Gateway has any plane object.
+func (o *owned) has(gateway types.NamespacedName) bool { return len(o.objectsOf(gateway, "")) > 0 }
