@@ -194,3 +194,23 @@ takes them.
 {{- end -}}
 {{- join "," $list -}}
 {{- end -}}
+
+{{/*
+The settings every dedicated data plane shares, as JSON for the
+controller's -planes flag (ctrl/provision.Install): the chart's proxy Pod
+shape, so a plane's Pods are the chart's proxies, named for one Gateway.
+*/}}
+{{- define "tunnelgate.planes" -}}
+{{- $p := .Values.proxy -}}
+{{- $cfd := .Values.cloudflared -}}
+{{- dict
+  "proxyImage" (include "tunnelgate.image" (list .Values.image .Chart.AppVersion))
+  "cloudflaredImage" (include "tunnelgate.image" (list $cfd.image $cfd.image.tag))
+  "controllerURL" (printf "https://%s.%s.svc:8081" (include "tunnelgate.controller.name" .) .Release.Namespace)
+  "tunnelProtocol" $cfd.protocol
+  "gracePeriod" $cfd.gracePeriod
+  "terminationGracePeriodSeconds" (int $p.terminationGracePeriodSeconds)
+  "proxyResources" (pick ($p.resources | default dict) "requests" "limits")
+  "cloudflaredResources" (pick ($cfd.resources | default dict) "requests" "limits")
+  | toJson -}}
+{{- end }}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -34,6 +36,8 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/ctrl/controller"
+	"github.com/tunnelgate/tunnelgate/ctrl/planes"
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/ctrl/sessionkeys"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
@@ -76,6 +80,8 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	pool := fs.String("gateway-address-pool", "", "`CIDR` to give each Gateway an address of its own from, for proxies run with -listen-gateways (in-cluster clients, conformance)")
 	cfURL := fs.String("cloudflare-api-url", "", "Cloudflare API base `URL` (default: Cloudflare's; for tests and proxies)")
 	noCloudflare := fs.Bool("no-cloudflare", false, "never call Cloudflare: tunnels and DNS stay as they are (statuses say so)")
+	planesFile := fs.String("planes", "", "`file` of the settings every dedicated data plane shares (JSON: images, the config API's URL as proxies reach it, tunnel protocol, grace periods, default resources); without it, Gateways asking for a Dedicated plane get none")
+	planesCA := fs.String("planes-ca-file", "", "PEM `file` of the CA that signed -config-tls-cert, handed to dedicated planes' proxies (required with -planes)")
 	qps := fs.Float64("kube-qps", 50, "API requests per second (status writes)")
 	burst := fs.Int("kube-burst", 100, "API request burst")
 	verbose := fs.Bool("v", false, "debug logging (as -log-level debug)")
@@ -119,6 +125,11 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		fmt.Fprintln(stderr, "tunnelgate controller: -config-insecure-plaintext and -config-tls-cert exclude each other: drop one")
 		return 2
 	}
+	install, planesCAPEM, err := readPlanes(*planesFile, *planesCA)
+	if err != nil {
+		fmt.Fprintf(stderr, "tunnelgate controller: %v\n", err)
+		return 2
+	}
 	if setKlog != nil {
 		setKlog(log)
 	}
@@ -127,6 +138,7 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		configListen: *configListen, tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey,
 		leaderElect: *leaderElect, leaseNS: *leaseNS, leaseName: *leaseName, identity: *identity,
 		address: *address, addressPool: addressPool, sessionKeysDir: *sessionKeys, qps: float32(*qps), burst: *burst, cloudflareURL: *cfURL, noCloudflare: *noCloudflare,
+		planes: install, planesCA: planesCAPEM,
 	}, log); err != nil {
 		fmt.Fprintf(stderr, "tunnelgate controller: %v\n", err)
 		return 1
@@ -148,6 +160,40 @@ type controllerFlags struct {
 	leaderElect, noCloudflare                                         bool
 	qps                                                               float32
 	burst                                                             int
+	// planes is what dedicated planes share (-planes), nil without it;
+	// planesCA the PEM they are given to check the config API.
+	planes   *provision.Install
+	planesCA []byte
+}
+
+// readPlanes reads -planes and -planes-ca-file; neither given, planes
+// are off.
+func readPlanes(file, caFile string) (*provision.Install, []byte, error) {
+	if file == "" {
+		if caFile != "" {
+			return nil, nil, errors.New("-planes-ca-file is given without -planes")
+		}
+		return nil, nil, nil
+	}
+	if caFile == "" {
+		return nil, nil, errors.New("-planes needs -planes-ca-file: planes' proxies check the config API's certificate with it")
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, err := provision.ParseInstall(data)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-planes %s: %w", file, err)
+	}
+	ca, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	if block, _ := pem.Decode(ca); block == nil || block.Type != "CERTIFICATE" {
+		return nil, nil, fmt.Errorf("-planes-ca-file %s holds no PEM certificate", caFile)
+	}
+	return &in, ca, nil
 }
 
 // controllerMain builds the controller's parts and runs them until ctx
@@ -237,10 +283,11 @@ func startEvents(kube kubernetes.Interface) record.EventBroadcaster {
 
 // parts are what the controller command runs.
 type parts struct {
-	srv  *configserver.Server
-	keys *sessionkeys.Publisher // nil without -session-keys-dir
-	cf   *cloudflare.Syncer     // nil with -no-cloudflare
-	c    *controller.Controller
+	srv    *configserver.Server
+	keys   *sessionkeys.Publisher // nil without -session-keys-dir
+	cf     *cloudflare.Syncer     // nil with -no-cloudflare
+	planes *planes.Provisioner    // nil without -planes
+	c      *controller.Controller
 }
 
 // buildParts builds the config server (behind the session keys, if
@@ -261,10 +308,19 @@ func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events
 	// leader's syncs hand it.
 	if !f.noCloudflare {
 		p.cf = cloudflare.New(cloudflare.Options{
-			BaseURL: f.cloudflareURL, SaveToken: controller.TunnelTokenWriter(clients.kube), Log: log.With("part", "cloudflare"),
+			BaseURL: f.cloudflareURL, SaveToken: controller.TunnelTokenWriter(clients.kube, asker.TokenOwner), Log: log.With("part", "cloudflare"),
 			OnChange:       asker.Changed,
 			TracerProvider: tracing.Provider, Meter: meter,
 		})
+	}
+	var provisioner controller.Provisioner
+	if f.planes != nil {
+		pl, err := planes.New(planes.Options{Kube: clients.kube, Dynamic: clients.dyn, Install: *f.planes, CA: f.planesCA,
+			OnChange: asker.Changed, Log: log.With("part", "planes")})
+		if err != nil {
+			return nil, err
+		}
+		p.planes, provisioner = pl, pl
 	}
 	c, err := controller.New(controller.Options{
 		Kube: clients.kube, Gateway: clients.gw, Dynamic: clients.dyn,
@@ -273,6 +329,7 @@ func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events
 		AddressPool:    f.addressPool,
 		Events:         events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
 		Cloudflare:     p.cf,
+		Planes:         provisioner,
 		ProxyProtocols: p.srv.Protocols,
 		TracerProvider: tracing.Provider,
 	})
@@ -302,6 +359,14 @@ func (a *syncAsker) Changed() {
 	}
 }
 
+// TokenOwner is the controller's TokenOwner, once it exists.
+func (a *syncAsker) TokenOwner(namespace, name string) *metav1.OwnerReference {
+	if c := a.c.Load(); c != nil {
+		return c.TokenOwner(namespace, name)
+	}
+	return nil
+}
+
 // runParts serves configs and the admin listener, elects the leader,
 // and runs the Cloudflare syncer and the controller, until ctx ends or
 // one of them fails.
@@ -326,6 +391,9 @@ func runParts(ctx context.Context, f controllerFlags, p *parts, kube kubernetes.
 	}
 	if p.cf != nil {
 		g.run("cloudflare", func() error { p.cf.Run(g.ctx); return nil })
+	}
+	if p.planes != nil {
+		g.run("planes", func() error { return p.planes.Run(g.ctx) })
 	}
 	if p.keys != nil {
 		g.run("session keys", func() error { p.keys.Run(g.ctx, sessionKeysInterval); return nil })

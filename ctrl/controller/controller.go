@@ -23,13 +23,16 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
+	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
-// Publisher takes every translated proxy config (the config server).
+// Publisher takes every translated proxy config (the config server):
+// the shared proxies', and each dedicated plane's with its token.
 type Publisher interface {
 	Publish(cfg *proxycfg.Config) (version string)
+	PublishPlanes(planes map[string]configserver.Plane)
 }
 
 // Options configure a Controller.
@@ -53,6 +56,9 @@ type Options struct {
 	AddressPool netip.Prefix
 	// Events records events on objects; nil records none.
 	Events EventSink
+	// Planes, when set, is handed the dedicated planes to apply while
+	// this replica leads.
+	Planes Provisioner
 	// Cloudflare, when set, gets each class's tunnel wishes while this
 	// replica leads, and its reports feed the statuses. Its OnChange
 	// should call Changed.
@@ -209,11 +215,14 @@ func (c *Controller) sync(ctx context.Context) error {
 func (c *Controller) pass(ctx context.Context, span trace.Span) error {
 	leading := c.leader.Load()
 	in, out := c.runTranslate(ctx)
-	c.publish(ctx, span, &out.Config)
+	shared, planeConfigs := out.ProxyConfigs()
+	c.publish(ctx, span, shared)
+	c.publishPlanes(&in.Snapshot, out, planeConfigs)
 	c.remember(out)
 	if span.IsRecording() {
 		span.SetAttributes(attrLeader.Bool(leading))
 	}
+	c.handPlanes(ctx, leading, &in.Snapshot, out)
 	if !leading {
 		c.standBy(ctx)
 		return nil

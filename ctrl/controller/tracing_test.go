@@ -22,12 +22,15 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwfake "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned/fake"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 type versionPublisher struct{}
 
 func (versionPublisher) Publish(*proxycfg.Config) string { return "v-test" }
+
+func (versionPublisher) PublishPlanes(map[string]configserver.Plane) {}
 
 // A leading sync is a span with a child per step; a status write that
 // fails shows on the write span and fails the sync span; the duration

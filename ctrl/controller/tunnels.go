@@ -2,8 +2,11 @@ package controller
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
@@ -47,7 +51,97 @@ func desiredTunnels(snap *translate.Snapshot, out *translate.Output, controllerN
 		}
 		list = append(list, d)
 	}
+	return append(list, planeTunnels(snap, out, configs)...)
+}
+
+// planeTunnels is what each Gateway with a plane wants from Cloudflare:
+// its own tunnel, with its hostnames, written with its class's
+// credentials. The ingress document sends them to the plane's proxies
+// (provision.OriginSocket, provision.OriginCAPool); DNS follows the
+// class's settings under an owner of the Gateway's own, so the class's
+// sync and the plane's never take each other's records.
+func planeTunnels(snap *translate.Snapshot, out *translate.Output, configs map[string]*v1alpha1.GatewayClassConfig) []cloudflare.Desired {
+	var list []cloudflare.Desired
+	for key, p := range out.Planes {
+		class := string(p.Gateway.Spec.GatewayClassName)
+		cc := configs[classParams(snap, class)]
+		t := p.Params.Spec.Tunnel
+		if cc == nil || t == nil {
+			continue // translate accepts neither
+		}
+		spec := v1alpha1.GatewayClassConfigSpec{
+			CredentialsRef: cc.Spec.CredentialsRef,
+			AccountID:      cc.Spec.AccountID,
+			Origin:         &v1alpha1.OriginSettings{Socket: provision.OriginSocket, CAPool: provision.OriginCAPool},
+		}
+		d := cloudflare.Desired{Class: translate.PlaneTunnelKey(class, key), Hostnames: p.Hostnames}
+		if dns := cc.Spec.DNS; dns != nil {
+			own := *dns
+			owner := dns.OwnerID
+			if owner == "" {
+				owner = class
+			}
+			own.OwnerID = owner + "/" + key.Namespace + "/" + key.Name
+			spec.DNS = &own
+		}
+		secrets := provision.SecretsOf(p.Gateway, &p.Params.Spec)
+		switch {
+		case t.TokenSecretRef != nil:
+			id, problem := tunnelOfToken(snap.Secrets, key.Namespace, secrets.TunnelToken, secrets.TunnelTokenKey)
+			d.Problem = problem
+			spec.Tunnel = &v1alpha1.TunnelRef{ID: id}
+		default:
+			// The controller reads the token from Cloudflare and keeps it
+			// where the plane's cloudflared reads it.
+			spec.Tunnel = &v1alpha1.TunnelRef{ID: t.ID, Name: t.Name, TokenSecretRef: &v1alpha1.SecretKeyRef{
+				Namespace: key.Namespace, Name: secrets.TunnelToken, Key: secrets.TunnelTokenKey}}
+		}
+		d.Spec = spec
+		if d.Problem == "" {
+			d.Token, d.Problem = apiToken(snap.Secrets, cc.Spec.CredentialsRef)
+		}
+		list = append(list, d)
+	}
+	slices.SortFunc(list, func(a, b cloudflare.Desired) int { return strings.Compare(a.Class, b.Class) })
 	return list
+}
+
+// classParams is the GatewayClassConfig name a class's parametersRef
+// names, or "".
+func classParams(snap *translate.Snapshot, class string) string {
+	for _, gc := range snap.GatewayClasses {
+		if gc.Name == class && gc.Spec.ParametersRef != nil && string(gc.Spec.ParametersRef.Kind) == v1alpha1.KindGatewayClassConfig {
+			return gc.Spec.ParametersRef.Name
+		}
+	}
+	return ""
+}
+
+// tunnelOfToken reads the tunnel ID from a tunnel token a Secret holds
+// (base64 of {"a": account, "t": tunnel, "s": secret}), or says what is
+// wrong with it.
+func tunnelOfToken(secrets []*corev1.Secret, namespace, name, key string) (id, problem string) {
+	for _, s := range secrets {
+		if s.Namespace != namespace || s.Name != name {
+			continue
+		}
+		raw := strings.TrimSpace(string(s.Data[key]))
+		if raw == "" {
+			return "", fmt.Sprintf("tunnel token Secret %s/%s has no key %q", namespace, name, key)
+		}
+		b, err := base64.StdEncoding.DecodeString(raw)
+		var tok struct {
+			Tunnel string `json:"t"`
+		}
+		if err == nil {
+			err = json.Unmarshal(b, &tok)
+		}
+		if err != nil || tok.Tunnel == "" {
+			return "", fmt.Sprintf("tunnel token Secret %s/%s key %q does not hold a tunnel token (base64 JSON with the tunnel ID)", namespace, name, key)
+		}
+		return tok.Tunnel, ""
+	}
+	return "", fmt.Sprintf("tunnel token Secret %s/%s not found", namespace, name)
 }
 
 // apiToken reads the Cloudflare API token a credentialsRef names, or says
@@ -71,36 +165,74 @@ func apiToken(secrets []*corev1.Secret, ref *v1alpha1.SecretKeyRef) (token, prob
 	return "", fmt.Sprintf("credentials Secret %s/%s not found", ref.Namespace, ref.Name)
 }
 
+// TokenOwnerFunc names the owner a tunnel token Secret is to have, or
+// nil: a plane's Gateway owns the Secret of its tunnel's token, so
+// deleting the Gateway deletes it.
+type TokenOwnerFunc func(namespace, name string) *metav1.OwnerReference
+
 // TunnelTokenWriter stores tunnel tokens in Secrets for the cloudflared
-// sidecars, creating the Secret or changing only its key.
-func TunnelTokenWriter(kube kubernetes.Interface) cloudflare.SaveTokenFunc {
+// sidecars, creating the Secret or changing only its key (and adding the
+// owner owner names, when it names one).
+func TunnelTokenWriter(kube kubernetes.Interface, owner TokenOwnerFunc) cloudflare.SaveTokenFunc {
 	return func(ctx context.Context, ref v1alpha1.SecretKeyRef, token string) error {
 		key := ref.Key
 		if key == "" {
 			key = "token"
 		}
+		var own *metav1.OwnerReference
+		if owner != nil {
+			own = owner(ref.Namespace, ref.Name)
+		}
 		secrets := kube.CoreV1().Secrets(ref.Namespace)
 		s, err := secrets.Get(ctx, ref.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
-			_, err = secrets.Create(ctx, &corev1.Secret{
+			s = &corev1.Secret{
 				ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace,
 					Labels: map[string]string{"app.kubernetes.io/managed-by": "tunnelgate"}},
 				Type: corev1.SecretTypeOpaque,
 				Data: map[string][]byte{key: []byte(token)},
-			}, metav1.CreateOptions{FieldManager: fieldManager})
+			}
+			if own != nil {
+				s.OwnerReferences = []metav1.OwnerReference{*own}
+			}
+			_, err = secrets.Create(ctx, s, metav1.CreateOptions{FieldManager: fieldManager})
 			return err
 		}
 		if err != nil {
 			return err
 		}
-		if string(s.Data[key]) == token {
+		owned := own == nil || slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == own.UID })
+		if string(s.Data[key]) == token && owned {
 			return nil
 		}
 		if s.Data == nil {
 			s.Data = map[string][]byte{}
 		}
 		s.Data[key] = []byte(token)
+		if !owned {
+			s.OwnerReferences = append(s.OwnerReferences, *own)
+		}
 		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: fieldManager})
 		return err
 	}
+}
+
+// TokenOwner is the Gateway that owns a tunnel token Secret the
+// controller writes, per the last translation: a plane's, when its tunnel
+// is one the controller reads the token of.
+func (c *Controller) TokenOwner(namespace, name string) *metav1.OwnerReference {
+	out := c.Last()
+	if out == nil {
+		return nil
+	}
+	for key, p := range out.Planes {
+		t := p.Params.Spec.Tunnel
+		if key.Namespace != namespace || t == nil || t.TokenSecretRef != nil ||
+			provision.SecretsOf(p.Gateway, &p.Params.Spec).TunnelToken != name {
+			continue
+		}
+		return &metav1.OwnerReference{APIVersion: gwv1.GroupVersion.String(), Kind: "Gateway",
+			Name: p.Gateway.Name, UID: p.Gateway.UID}
+	}
+	return nil
 }

@@ -16,22 +16,23 @@ import (
 )
 
 // Install is what every dedicated plane shares: how the controller was
-// installed.
+// installed. The chart writes it as JSON (ParseInstall) for the
+// controller's -planes flag.
 type Install struct {
-	ProxyImage       string
-	CloudflaredImage string
+	ProxyImage       string `json:"proxyImage"`
+	CloudflaredImage string `json:"cloudflaredImage"`
 	// ControllerURL is the config API as proxies reach it
 	// (https://<controller Service>.<namespace>.svc:<port>).
-	ControllerURL string
+	ControllerURL string `json:"controllerURL"`
 	// TunnelProtocol is cloudflared's --protocol (http2 or quic).
-	TunnelProtocol string
+	TunnelProtocol string `json:"tunnelProtocol"`
 	// GracePeriod is cloudflared's --grace-period, a Go duration.
-	GracePeriod string
+	GracePeriod string `json:"gracePeriod"`
 	// TerminationGracePeriodSeconds must outlast GracePeriod and then
 	// the proxy's own drain.
-	TerminationGracePeriodSeconds int64
-	ProxyResources                v1alpha1.ContainerResources
-	CloudflaredResources          v1alpha1.ContainerResources
+	TerminationGracePeriodSeconds int64                       `json:"terminationGracePeriodSeconds"`
+	ProxyResources                v1alpha1.ContainerResources `json:"proxyResources"`
+	CloudflaredResources          v1alpha1.ContainerResources `json:"cloudflaredResources"`
 }
 
 // Secrets are the Secrets a plane's Pods mount, in the Gateway's

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -200,4 +202,50 @@ func TestSecrets(t *testing.T) {
 	if o := s.OwnerReferences; len(o) != 1 || o[0].Kind != "Gateway" || o[0].Name != p.Gateway.Name || !*o[0].Controller {
 		t.Errorf("credentials Secret owners %+v: want the Gateway", o)
 	}
+}
+
+// The install settings the chart writes are read back as they were, and
+// what would make a broken plane is refused.
+func TestParseInstall(t *testing.T) {
+	b, err := json.Marshal(install)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseInstall(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(got, install) {
+		t.Errorf("round trip: got %+v, want %+v", got, install)
+	}
+	for name, doc := range map[string]string{
+		"unknown field":  `{"proxyImage":"a","prxyImage":"b"}`,
+		"plain http":     strings.Replace(string(b), "https://", "http://", 1),
+		"no image":       strings.Replace(string(b), `"proxyImage":"ghcr.io/tunnelgate/tunnelgate:0.1.0"`, `"proxyImage":""`, 1),
+		"short grace":    strings.Replace(string(b), `"terminationGracePeriodSeconds":60`, `"terminationGracePeriodSeconds":30`, 1),
+		"bad protocol":   strings.Replace(string(b), `"http2"`, `"h3"`, 1),
+		"two objects":    string(b) + string(b),
+		"not json":       "proxyImage: a",
+		"negative grace": strings.Replace(string(b), `"30s"`, `"-1s"`, 1),
+	} {
+		if _, err := ParseInstall([]byte(doc)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func FuzzParseInstall(f *testing.F) {
+	b, _ := json.Marshal(install)
+	f.Add(b)
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"gracePeriod":"9223372036854775807s"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		in, err := ParseInstall(data)
+		if err != nil {
+			return
+		}
+		if err := in.check(); err != nil {
+			t.Fatalf("accepted settings fail their own check: %v", err)
+		}
+	})
 }

@@ -39,8 +39,9 @@ type Input struct {
 	// clients, the conformance suite). A Gateway keeps the address its
 	// status holds while it stays in the pool (addresses.go).
 	AddressPool netip.Prefix
-	// Tunnels are the Cloudflare sync's reports, by GatewayClass name; a
-	// class without one (standalone mode, no GatewayClassConfig) gets no
+	// Tunnels are the Cloudflare sync's reports, by GatewayClass name, and
+	// for a Gateway with a plane and a tunnel of its own by
+	// PlaneTunnelKey; a class without one (standalone mode, no GatewayClassConfig) gets no
 	// tunnel address and no DNS condition.
 	Tunnels map[string]*TunnelState
 	// TunnelProtocols are the protocols the proxies' cloudflared sidecars

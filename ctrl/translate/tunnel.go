@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -50,12 +51,22 @@ const (
 // TunnelHostnameSuffix makes a tunnel's public name from its ID.
 const TunnelHostnameSuffix = ".cfargotunnel.com"
 
-// tunnelOf returns the tunnel state of a Gateway's class, or nil.
+// tunnelOf returns the state of the tunnel that carries a Gateway: its
+// own when it has a plane, else its class's; or nil.
 func (t *translator) tunnelOf(gi *gatewayInfo) *TunnelState {
 	if gi == nil || gi.class == nil {
 		return nil
 	}
+	if gi.dedicated {
+		return t.in.Tunnels[PlaneTunnelKey(gi.class.obj.Name, gi.key)]
+	}
 	return t.in.Tunnels[gi.class.obj.Name]
+}
+
+// PlaneTunnelKey is the Input.Tunnels key of a Gateway's own tunnel; a
+// class's is its name, which has no "/".
+func PlaneTunnelKey(class string, gateway types.NamespacedName) string {
+	return class + "/" + gateway.Namespace + "/" + gateway.Name
 }
 
 // gatewayAddresses are the tunnel's hostname, when known, then the

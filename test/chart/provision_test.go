@@ -19,24 +19,19 @@ import (
 )
 
 // A Gateway's dedicated data plane (ctrl/provision) has the chart's proxy
-// Pod shape: rendered from the same images, config API, protocol, grace
-// period and resources, its Pod spec equals the chart's proxy Pod spec in
-// everything but what names the plane (its ServiceAccount, Secrets and
-// selector labels). A probe, security setting, argument, mount or volume
-// changed in one and not the other fails here.
+// Pod shape: rendered from the settings the chart gives the controller
+// (-planes), its Pod spec equals the chart's proxy Pod spec in everything
+// but what names the plane (its ServiceAccount, Secrets and selector
+// labels). A probe, security setting, argument, mount or volume changed
+// in one and not the other fails here, and so does a setting the chart
+// writes for planes that differs from its own proxies'.
 func TestProvisionedPlaneHasTheChartsPodShape(t *testing.T) {
 	objs := decode(t, mustRender(t, valuesFiles(t)["default"]))
 	chart := typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-proxy")).Spec.Template.Spec
-	proxy, cfd := chart.InitContainers[0], chart.Containers[0]
-	install := provision.Install{
-		ProxyImage:                    proxy.Image,
-		CloudflaredImage:              cfd.Image,
-		ControllerURL:                 flags(proxy.Args)["-controller"],
-		TunnelProtocol:                flags(proxy.Args)["-tunnel-protocol"],
-		GracePeriod:                   cfdFlag(cfd.Args, "--grace-period"),
-		TerminationGracePeriodSeconds: *chart.TerminationGracePeriodSeconds,
-		ProxyResources:                v1alpha1.ContainerResources{Requests: proxy.Resources.Requests, Limits: proxy.Resources.Limits},
-		CloudflaredResources:          v1alpha1.ContainerResources{Requests: cfd.Resources.Requests, Limits: cfd.Resources.Limits},
+	settings := typed[corev1.ConfigMap](t, find(t, objs, "ConfigMap", "-planes")).Data["planes.json"]
+	install, err := provision.ParseInstall([]byte(settings))
+	if err != nil {
+		t.Fatalf("the chart's planes.json: %v", err)
 	}
 	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: "team-a", UID: "u"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "tunnelgate"}}

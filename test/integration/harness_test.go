@@ -142,7 +142,7 @@ func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlO
 	var c *controller.Controller
 	var cf *cloudflare.Syncer
 	if o.cloudflare != "" {
-		cf = cloudflare.New(cloudflare.Options{BaseURL: o.cloudflare, SaveToken: controller.TunnelTokenWriter(cl.kube),
+		cf = cloudflare.New(cloudflare.Options{BaseURL: o.cloudflare, SaveToken: controller.TunnelTokenWriter(cl.kube, nil),
 			OnChange: func() { c.Changed() }, Log: log, DriftEvery: o.cfDriftEvery,
 			MinBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second})
 		if o.cloudflareRef != nil {

@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"context"
+
+	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
+	"github.com/tunnelgate/tunnelgate/ctrl/planes"
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+)
+
+// Provisioner applies the planes the leader wants (ctrl/planes).
+type Provisioner interface {
+	Update(leading bool, wanted map[types.NamespacedName]planes.Want, retired []types.NamespacedName)
+}
+
+// publishPlanes hands the config server each plane's config with the
+// token from its credentials Secret. A plane whose Secret is not written
+// yet is left out: its proxies do not exist yet either.
+func (c *Controller) publishPlanes(snap *translate.Snapshot, out *translate.Output, configs map[types.NamespacedName]*proxycfg.Config) {
+	if c.opts.Publisher == nil {
+		return
+	}
+	credentials := make(map[types.NamespacedName]types.NamespacedName, len(configs)) // Secret → plane
+	for key := range configs {
+		p := out.Planes[key]
+		name := provision.SecretsOf(p.Gateway, &p.Params.Spec).Credentials
+		credentials[types.NamespacedName{Namespace: key.Namespace, Name: name}] = key
+	}
+	list := make(map[string]configserver.Plane, len(configs))
+	for _, s := range snap.Secrets {
+		key, ok := credentials[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}]
+		if tok := s.Data[provision.KeyConfigToken]; ok && len(tok) > 0 {
+			list[key.String()] = configserver.Plane{Token: string(tok), Config: configs[key]}
+		}
+	}
+	c.opts.Publisher.PublishPlanes(list)
+}
+
+// handPlanes gives the provisioner, while leading, the planes to apply
+// and the Gateways of ours that ask for none.
+func (c *Controller) handPlanes(_ context.Context, leading bool, snap *translate.Snapshot, out *translate.Output) {
+	if c.opts.Planes == nil {
+		return
+	}
+	if !leading {
+		c.opts.Planes.Update(false, nil, nil)
+		return
+	}
+	wanted := make(map[types.NamespacedName]planes.Want, len(out.Planes))
+	for key, p := range out.Planes {
+		wanted[key] = planes.Want{Gateway: p.Gateway, Params: p.Params.Spec}
+	}
+	c.opts.Planes.Update(true, wanted, sharedGateways(snap, c.controllerName))
+}
+
+// sharedGateways are our Gateways that say they want no plane of their
+// own: no parametersRef, or a GatewayConfig with dataPlane Shared. A
+// Gateway refused for another reason (its GatewayConfig missing) is in
+// neither list, and its plane, if it has one, is left running.
+func sharedGateways(snap *translate.Snapshot, controllerName string) []types.NamespacedName {
+	ours := map[string]bool{}
+	for _, gc := range snap.GatewayClasses {
+		ours[gc.Name] = string(gc.Spec.ControllerName) == controllerName
+	}
+	configs := map[types.NamespacedName]*v1alpha1.GatewayConfig{}
+	for _, gc := range snap.GatewayConfigs {
+		configs[types.NamespacedName{Namespace: gc.Namespace, Name: gc.Name}] = gc
+	}
+	var out []types.NamespacedName
+	for _, g := range snap.Gateways {
+		if !ours[string(g.Spec.GatewayClassName)] || !wantsShared(g, configs) {
+			continue
+		}
+		out = append(out, types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
+	}
+	return out
+}
+
+func wantsShared(g *gwv1.Gateway, configs map[types.NamespacedName]*v1alpha1.GatewayConfig) bool {
+	inf := g.Spec.Infrastructure
+	if inf == nil || inf.ParametersRef == nil {
+		return true
+	}
+	ref := inf.ParametersRef
+	if string(ref.Group) != v1alpha1.Group || string(ref.Kind) != v1alpha1.KindGatewayConfig {
+		return false
+	}
+	cfg := configs[types.NamespacedName{Namespace: g.Namespace, Name: ref.Name}]
+	return cfg != nil && (cfg.Spec.DataPlane == "" || cfg.Spec.DataPlane == v1alpha1.DataPlaneShared)
+}
