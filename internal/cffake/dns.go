@@ -332,3 +332,39 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// tunnelSuffix is the CNAME target of a hostname served by a tunnel.
+const tunnelSuffix = ".cfargotunnel.com"
+
+// ResolveTunnel is what Cloudflare's edge does with a visitor's hostname:
+// the records at that name, or when there are none the wildcard one label
+// up (RFC 4592), decide; a proxied CNAME there pointing at
+// <tunnel ID>.cfargotunnel.com names the tunnel that serves it. ok is
+// false when it names none.
+func (f *Fake) ResolveTunnel(hostname string) (tunnelID string, ok bool) {
+	host := strings.ToLower(strings.TrimSuffix(hostname, "."))
+	names := []string{host}
+	if _, parent, found := strings.Cut(host, "."); found {
+		names = append(names, "*."+parent)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, name := range names {
+		exists := false
+		for _, z := range f.zones {
+			for _, r := range z.records {
+				if r.name != name {
+					continue
+				}
+				exists = true
+				if r.typ == "CNAME" && r.proxied && strings.HasSuffix(r.content, tunnelSuffix) {
+					return strings.TrimSuffix(r.content, tunnelSuffix), true
+				}
+			}
+		}
+		if exists {
+			return "", false // the name's own records answer, and name no tunnel
+		}
+	}
+	return "", false
+}

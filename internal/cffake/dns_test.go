@@ -298,3 +298,28 @@ func TestConcurrentWrites(t *testing.T) {
 }
 
 func firstErr[T any](_ T, err error) error { return err }
+
+// A visitor's hostname reaches the tunnel its proxied CNAME names, exactly
+// or through the wildcard one label up; anything else reaches none.
+func TestResolveTunnel(t *testing.T) {
+	f, _ := setup(t)
+	f.AddRecord(zoneID, cffake.Record{Type: "CNAME", Name: "app.example.com", Content: "t-app.cfargotunnel.com", Proxied: true})
+	f.AddRecord(zoneID, cffake.Record{Type: "CNAME", Name: "*.example.com", Content: "t-wild.cfargotunnel.com", Proxied: true})
+	f.AddRecord(zoneID, cffake.Record{Type: "CNAME", Name: "dns-only.example.com", Content: "t-x.cfargotunnel.com"})
+	f.AddRecord(zoneID, cffake.Record{Type: "CNAME", Name: "elsewhere.example.com", Content: "origin.example.net", Proxied: true})
+	for host, want := range map[string]string{
+		"app.example.com":        "t-app",
+		"APP.example.com.":       "t-app",
+		"other.example.com":      "t-wild",
+		"dns-only.example.com":   "", // its own record answers, unproxied
+		"elsewhere.example.com":  "",
+		"a.b.example.com":        "",
+		"example.com":            "",
+		"app.example.com.evil.x": "",
+	} {
+		got, ok := f.ResolveTunnel(host)
+		if got != want || ok != (want != "") {
+			t.Errorf("ResolveTunnel(%q) = %q, %v; want %q", host, got, ok, want)
+		}
+	}
+}

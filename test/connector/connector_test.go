@@ -349,3 +349,57 @@ func TestParseArgs(t *testing.T) {
 		}
 	}
 }
+
+// twoTunnels are tunnels "ta" and "tb" (tokens "a" and "b"), each with a
+// catch-all to its connectors' origin; hostnames resolve by their first
+// label: a.example.com to ta, b.example.com to tb, others to none.
+type twoTunnels struct{}
+
+func (twoTunnels) CheckTunnelToken(token string) (string, string, error) {
+	if token != "a" && token != "b" {
+		return "", "", errors.New("wrong secret")
+	}
+	return "account", "t" + token, nil
+}
+
+func (twoTunnels) TunnelConfig(string, string) (json.RawMessage, int) {
+	return json.RawMessage(`{"ingress":[{"service":"unix:/sock"}]}`), 1
+}
+
+func (twoTunnels) ResolveTunnel(host string) (string, bool) {
+	switch host {
+	case "a.example.com", "b.example.com":
+		return "t" + host[:1], true
+	}
+	return "", false
+}
+
+// With RouteByDNS, a request reaches only the connectors of the tunnel its
+// hostname names, and a hostname that names none reaches nobody.
+func TestRouteByDNS(t *testing.T) {
+	e, err := StartEdge("127.0.0.1:0", twoTunnels{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e.RouteByDNS(twoTunnels{})
+	oa, ob := startOrigin(t, "origin-a"), startOrigin(t, "origin-b")
+	startConnector(t, e, "a1", "a", oa.socket, time.Second)
+	startConnector(t, e, "b1", "b", ob.socket, time.Second)
+	waitFor(t, "both connectors", func() bool { return len(e.Connectors()) == 2 })
+	if got := e.ConnectorsOf("ta"); len(got) != 1 || got[0] != "a1" {
+		t.Errorf("ConnectorsOf(ta) = %v", got)
+	}
+	c := e.Client(5 * time.Second)
+	for range 4 { // round robin would reach the other tunnel's connector
+		for host, want := range map[string]string{"a.example.com": "origin-a", "b.example.com": "origin-b"} {
+			code, body, err := get(c, "http://"+host+"/")
+			if err != nil || code != 200 || !strings.HasPrefix(body, want+" ") {
+				t.Fatalf("GET %s = %d %q, %v; want %s", host, code, body, err, want)
+			}
+		}
+	}
+	if _, _, err := get(c, "http://c.example.com/"); err == nil || !strings.Contains(err.Error(), "names no tunnel") {
+		t.Errorf("a hostname naming no tunnel: %v", err)
+	}
+}

@@ -33,15 +33,23 @@ type Tunnels interface {
 // configPoll is how often the edge looks for a new configuration version.
 const configPoll = 100 * time.Millisecond
 
+// Resolver names the tunnel that serves a hostname, as Cloudflare's DNS
+// does (internal/cffake's Fake does, from its CNAME records).
+type Resolver interface {
+	ResolveTunnel(hostname string) (tunnelID string, ok bool)
+}
+
 // Edge accepts connectors' tunnel connections and sends visitors' requests
 // through them. Every registered connector is taken to serve every
-// hostname: a test runs one tunnel per Edge.
+// hostname, unless RouteByDNS is set: then a request goes only to the
+// connectors of the tunnel its hostname resolves to.
 type Edge struct {
-	tunnels Tunnels
-	ln      net.Listener
-	log     *slog.Logger
-	h2      *http2.Transport
-	rays    atomic.Uint64
+	tunnels  Tunnels
+	ln       net.Listener
+	log      *slog.Logger
+	h2       *http2.Transport
+	rays     atomic.Uint64
+	resolver atomic.Pointer[Resolver]
 
 	mu    sync.Mutex
 	conns []*tunnelConn // registered, configured connections
@@ -85,6 +93,25 @@ func (e *Edge) Addr() string { return e.ln.Addr().String() }
 func (e *Edge) Client(timeout time.Duration) *http.Client {
 	return &http.Client{Timeout: timeout, Transport: visitorTransport{e},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// RouteByDNS makes the edge send each visitor's request only to the
+// connectors of the tunnel r names for its hostname, as Cloudflare does
+// with a hostname's CNAME; a hostname that names no tunnel reaches none
+// (Cloudflare's error 1016).
+func (e *Edge) RouteByDNS(r Resolver) { e.resolver.Store(&r) }
+
+// ConnectorsOf names the registered connectors of one tunnel.
+func (e *Edge) ConnectorsOf(tunnelID string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var names []string
+	for _, c := range e.conns {
+		if c.tunnelID == tunnelID {
+			names = append(names, c.name)
+		}
+	}
+	return names
 }
 
 // Connectors names the registered connectors, in registration order.
@@ -218,16 +245,30 @@ func (e *Edge) pushConfigs() {
 // errNoConnector is a visitor's request with no connector to take it.
 var errNoConnector = errors.New("connector: no connector of the tunnel can take a request (Cloudflare answers error 1033)")
 
+// errNoTunnel is a visitor's hostname that names no tunnel.
+var errNoTunnel = errors.New("connector: the hostname names no tunnel (Cloudflare answers error 1016)")
+
 // edgePool hands the HTTP/2 Transport the registered connections, round
 // robin, skipping those that take no new request (a GOAWAY came).
 type edgePool struct{ e *Edge }
 
-func (p edgePool) GetClientConn(*http.Request, string) (*http2.ClientConn, error) {
+func (p edgePool) GetClientConn(req *http.Request, _ string) (*http2.ClientConn, error) {
 	e := p.e
+	tunnel := ""
+	if r := e.resolver.Load(); r != nil {
+		id, ok := (*r).ResolveTunnel(req.URL.Hostname())
+		if !ok {
+			return nil, fmt.Errorf("%w: %s", errNoTunnel, req.URL.Hostname())
+		}
+		tunnel = id
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for i := range e.conns {
 		tc := e.conns[(e.next+i)%len(e.conns)]
+		if tunnel != "" && tc.tunnelID != tunnel {
+			continue
+		}
 		if tc.cc.ReserveNewRequest() {
 			e.next = (e.next + i + 1) % len(e.conns)
 			return tc.cc, nil
