@@ -209,6 +209,7 @@ shape, so a plane's Pods are the chart's proxies, named for one Gateway.
   "controllerURL" (printf "https://%s.%s.svc:8081" (include "tunnelgate.controller.name" .) .Release.Namespace)
   "tunnelProtocol" $cfd.protocol
   "gracePeriod" $cfd.gracePeriod
+  "cloudflaredArgs" ($cfd.extraArgs | default list)
   "terminationGracePeriodSeconds" (int $p.terminationGracePeriodSeconds)
   "proxyResources" (pick ($p.resources | default dict) "requests" "limits")
   "cloudflaredResources" (pick ($cfd.resources | default dict) "requests" "limits")

@@ -232,7 +232,7 @@ func (c *Controller) TokenOwner(namespace, name string) *metav1.OwnerReference {
 			continue
 		}
 		return &metav1.OwnerReference{APIVersion: gwv1.GroupVersion.String(), Kind: "Gateway",
-			Name: p.Gateway.Name, UID: p.Gateway.UID}
+			Name: p.Gateway.Name, UID: p.Gateway.UID, Controller: new(true)}
 	}
 	return nil
 }

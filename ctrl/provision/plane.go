@@ -28,6 +28,9 @@ type Install struct {
 	TunnelProtocol string `json:"tunnelProtocol"`
 	// GracePeriod is cloudflared's --grace-period, a Go duration.
 	GracePeriod string `json:"gracePeriod"`
+	// CloudflaredArgs are more of cloudflared's tunnel flags (the chart's
+	// cloudflared.extraArgs), before "run".
+	CloudflaredArgs []string `json:"cloudflaredArgs,omitempty"`
 	// TerminationGracePeriodSeconds must outlast GracePeriod and then
 	// the proxy's own drain.
 	TerminationGracePeriodSeconds int64                       `json:"terminationGracePeriodSeconds"`

@@ -2,6 +2,7 @@ package provision
 
 import (
 	"path"
+	"slices"
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -151,14 +152,15 @@ func cloudflaredContainer(p Plane) corev1.Container {
 		Name:            "cloudflared",
 		Image:           image(p.Install.CloudflaredImage, p.Params.Cloudflared),
 		ImagePullPolicy: corev1.PullIfNotPresent,
-		Args: []string{
+		Args: slices.Concat([]string{
 			"tunnel",
 			"--metrics=0.0.0.0:" + strconv.Itoa(cloudflaredMetricsPort),
 			"--protocol=" + p.Install.TunnelProtocol,
 			"--grace-period=" + p.Install.GracePeriod,
+		}, p.Install.CloudflaredArgs, []string{
 			"run",
 			"--token-file=" + path.Join(tokenDir, "token"),
-		},
+		}),
 		Ports:           []corev1.ContainerPort{{Name: "cfd-metrics", ContainerPort: cloudflaredMetricsPort}},
 		LivenessProbe:   httpProbe("/healthcheck", "cfd-metrics", 10, 3),
 		ReadinessProbe:  httpProbe("/ready", "cfd-metrics", 2, 2),

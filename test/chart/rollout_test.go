@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -20,9 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tunnelgate/tunnelgate/internal/cffake"
 	"github.com/tunnelgate/tunnelgate/test/connector"
-	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/kubelet"
 )
 
@@ -41,51 +37,10 @@ func init() { kubelet.Register(cloudflaredImage, connector.Main(kubelet.HostPath
 // pinned by session persistence keeps its backend Pod whichever proxy Pod
 // serves it, old or new.
 func TestRolloutsLoseNoRequest(t *testing.T) {
-	env := kubeenv.StartT(t, kubeenv.Options{ControllerManager: true})
+	r := startRig(t, "roll")
+	env, kube, edge, ns, class := r.env, r.kube, r.edge, r.ns, r.class
 	ctx := t.Context()
-	kube := kubernetes.NewForConfigOrDie(env.Config)
-	podCIDR := netip.MustParsePrefix("10.88.0.0/16")
-	k, err := kubelet.Start(ctx, env.Config, kubelet.Options{
-		PodCIDR: podCIDR,
-		Images:  map[string]string{"ghcr.io/tunnelgate/tunnelgate": tunnelgateBinary(t)},
-		Log:     slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Stop)
-	// What Pods reach outside the cluster listens on the bridge's address.
-	host := podCIDR.Addr().Next().String()
-
-	const (
-		release, ns, class = "roll", "roll-system", "roll"
-		app                = "roll-app"
-		apiToken           = "roll-api-token"
-		account            = "0123456789abcdef0123456789abcdef"
-	)
-	f := cffake.New(cffake.Options{Token: apiToken})
-	t.Cleanup(f.Close)
-	f.AddAccount(account, "Roll")
-	f.AddZone("zone", "example.com", account)
-	apiURL := serveOn(t, host, f) + mustParseURL(t, f.URL()).Path
-	edge, err := connector.StartEdge(net.JoinHostPort(host, "0"), f, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { edge.Close() })
-
-	if _, err := helm(t, []string{"KUBECONFIG=" + env.Kubeconfig()}, "install", release, chartDir,
-		"--namespace", ns, "--create-namespace",
-		"--set", "cloudflare.apiToken.value="+apiToken,
-		"--set", "cloudflare.accountID="+account,
-		"--set", "cloudflare.tunnel.name=roll-tunnel",
-		"--set", "cloudflare.apiURL="+apiURL,
-		"--set", "gatewayClass.name="+class,
-		"--set", "gatewayClass.controllerName=tunnelgate.dev/roll",
-		"--set", "cloudflared.extraArgs[0]=--edge="+edge.Addr(),
-	); err != nil {
-		t.Fatal(err)
-	}
+	const app = "roll-app"
 	if err := env.Apply(ctx, []byte(fmt.Sprintf(`
 apiVersion: v1
 kind: Namespace
@@ -138,7 +93,7 @@ spec:
 		t.Fatal(err)
 	}
 
-	controller, proxy := release+"-tunnelgate-controller", release+"-tunnelgate-proxy"
+	controller, proxy := r.controller(), r.proxy()
 	for _, d := range []string{controller, proxy} {
 		waitRolledOut(t, kube, ns, d, 3*time.Minute)
 	}

@@ -1,0 +1,438 @@
+package chart
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
+	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/test/kubelet"
+)
+
+// A Gateway with a data plane of its own, beside one on the chart's shared
+// proxies, through the real path: the controller provisions the plane
+// (Deployment, Service, ServiceAccount, PodDisruptionBudget, credentials
+// Secret, all owned by the Gateway and labelled from spec.infrastructure),
+// creates the Gateway's own tunnel, and the plane's Pods run on the
+// kubelet stand-in with a connector of that tunnel. The edge routes each
+// hostname by its DNS record, so a request for the tenant's hostname can
+// only be served by the tenant's Pods. Then: each credential reads its
+// own config only; a hand edit is put back; parameters and labels change
+// the plane; autoscaling adds an autoscaler and removing it prunes it;
+// deleting the Gateway deletes the plane and keeps the tunnel.
+func TestDedicatedPlanes(t *testing.T) {
+	r := startRig(t, "planes")
+	r.edge.RouteByDNS(r.fake)
+	r.dumpPodsOnFailure(t, "team-a")
+	ctx := t.Context()
+	if err := r.env.Apply(ctx, []byte(fmt.Sprintf(`
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-b}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: own, namespace: team-a}
+spec:
+  dataPlane: Dedicated
+  replicas: 1
+  tunnel: {name: team-a-tunnel}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: team-a}
+spec:
+  gatewayClassName: %[1]s
+  infrastructure:
+    labels: {team: a}
+    annotations: {example.com/owner: team-a}
+    parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: own}
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "a.example.com"}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: team-b}
+spec:
+  gatewayClassName: %[1]s
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "b.example.com"}]
+`+backend("team-a")+backend("team-b"), r.class, kubelet.EchoImage))); err != nil {
+		t.Fatal(err)
+	}
+	plane := provision.Name("gw", r.class)
+	gwA := types.NamespacedName{Namespace: "team-a", Name: "gw"}
+	waitRolledOut(t, r.kube, r.ns, r.proxy(), 3*time.Minute)
+	waitRolledOut(t, r.kube, "team-a", plane, 3*time.Minute)
+
+	// What the plane is made of, owned by the Gateway and labelled from it.
+	gwUID := gatewayUID(t, r, gwA)
+	d := checkPlaneObjects(t, r.kube, gwA, plane, gwUID)
+	if d.Labels["team"] != "a" || d.Annotations["example.com/owner"] != "team-a" || d.Spec.Template.Labels["team"] != "a" {
+		t.Errorf("plane Deployment labels %v annotations %v: want spec.infrastructure's", d.Labels, d.Annotations)
+	}
+
+	// Each hostname through its own tunnel: the tenant's only through the
+	// plane's connectors, which are its Pods.
+	tunnelA := tunnelID(t, r, "team-a-tunnel")
+	visitor := r.edge.Client(10 * time.Second)
+	eventually(t, 90*time.Second, "both hostnames served through their tunnels", func() error {
+		if err := visitBackend(visitor, "a.example.com", "team-a"); err != nil {
+			return err
+		}
+		return visitBackend(visitor, "b.example.com", "team-b")
+	})
+	if got := r.edge.ConnectorsOf(tunnelA); len(got) != 1 || !strings.HasPrefix(got[0], plane+"-") {
+		t.Errorf("connectors of the tenant's tunnel: %v; want the plane's one Pod", got)
+	}
+	if slices.ContainsFunc(r.edge.Connectors(), func(c string) bool {
+		return strings.HasPrefix(c, r.proxy()) && slices.Contains(r.edge.ConnectorsOf(tunnelA), c)
+	}) {
+		t.Error("a shared proxy Pod connects the tenant's tunnel")
+	}
+
+	// Each credential reads its own config: the plane's, its Gateway's
+	// listeners and session keys of its own; the shared proxies', no
+	// listener of the plane's Gateway; a wrong token, nothing.
+	api := configAPI(t, r)
+	planeToken := secretKey(t, r.kube, "team-a", plane+"-credentials", provision.KeyConfigToken)
+	sharedToken := secretKey(t, r.kube, r.ns, r.class+"-tunnelgate-internal", "config-token")
+	planeCfg, sharedCfg := api.read(t, planeToken), api.read(t, sharedToken)
+	if names := listenerNames(planeCfg); len(names) != 1 || names[0] != "team-a/gw/http" {
+		t.Errorf("the plane's config has listeners %v; want team-a/gw/http alone", names)
+	}
+	if names := listenerNames(sharedCfg); slices.Contains(names, "team-a/gw/http") || !slices.Contains(names, "team-b/gw/http") {
+		t.Errorf("the shared config has listeners %v; want team-b's and not team-a's", names)
+	}
+	if len(planeCfg.SessionKeys) == 0 || slices.ContainsFunc(planeCfg.SessionKeys, func(k []byte) bool {
+		return slices.ContainsFunc(sharedCfg.SessionKeys, func(s []byte) bool { return string(s) == string(k) })
+	}) {
+		t.Error("the plane's session keys are missing or shared with the shared proxies")
+	}
+	if code := api.status(t, "not-"+planeToken); code != http.StatusUnauthorized {
+		t.Errorf("a wrong token: %d, want 401", code)
+	}
+
+	// A hand edit is put back.
+	scale(t, r.kube, "team-a", plane, 3)
+	eventually(t, 30*time.Second, "the plane's replicas put back", func() error {
+		return wantReplicas(ctx, r.kube, "team-a", plane, 1)
+	})
+
+	// Parameters and labels change the plane.
+	if err := r.env.Apply(ctx, []byte(`
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: own, namespace: team-a}
+spec:
+  dataPlane: Dedicated
+  replicas: 2
+  tunnel: {name: team-a-tunnel}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	patchGateway(t, r, gwA, `{"spec":{"infrastructure":{"labels":{"team":"alpha"}}}}`)
+	eventually(t, 30*time.Second, "two replicas labelled team=alpha", func() error {
+		d, err := r.kube.AppsV1().Deployments("team-a").Get(ctx, plane, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if *d.Spec.Replicas != 2 || d.Labels["team"] != "alpha" || d.Spec.Template.Labels["team"] != "alpha" {
+			return fmt.Errorf("replicas %d, labels %v", *d.Spec.Replicas, d.Labels)
+		}
+		return nil
+	})
+	waitRolledOut(t, r.kube, "team-a", plane, 3*time.Minute)
+	eventually(t, 60*time.Second, "two connectors of the tenant's tunnel", func() error {
+		if n := len(r.edge.ConnectorsOf(tunnelA)); n != 2 {
+			return fmt.Errorf("%d connectors", n)
+		}
+		return visitBackend(visitor, "a.example.com", "team-a")
+	})
+
+	// Autoscaling adds an autoscaler; going back to replicas prunes it.
+	hpas := r.kube.AutoscalingV2().HorizontalPodAutoscalers("team-a")
+	for _, step := range []struct {
+		spec string
+		want bool
+	}{{"autoscaling: {minReplicas: 1, maxReplicas: 3}", true}, {"replicas: 1", false}} {
+		if err := r.env.Apply(ctx, []byte(`
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: own, namespace: team-a}
+spec:
+  dataPlane: Dedicated
+  tunnel: {name: team-a-tunnel}
+  `+step.spec+"\n")); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 30*time.Second, step.spec, func() error {
+			_, err := hpas.Get(ctx, plane, metav1.GetOptions{})
+			if got := err == nil; got != step.want {
+				return fmt.Errorf("autoscaler exists: %v (%v), want %v", got, err, step.want)
+			}
+			return nil
+		})
+	}
+
+	// Deleting the Gateway deletes its plane (the garbage collector
+	// follows the ownerReferences) and keeps its tunnel.
+	if err := r.gw.GatewayV1().Gateways("team-a").Delete(ctx, "gw", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the plane deleted with its Gateway", func() error {
+		for _, get := range []func() error{
+			func() error { _, err := r.kube.AppsV1().Deployments("team-a").Get(ctx, plane, metav1.GetOptions{}); return err },
+			func() error { _, err := r.kube.CoreV1().Services("team-a").Get(ctx, plane, metav1.GetOptions{}); return err },
+			func() error {
+				_, err := r.kube.CoreV1().Secrets("team-a").Get(ctx, plane+"-credentials", metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := r.kube.CoreV1().Secrets("team-a").Get(ctx, plane+"-tunnel", metav1.GetOptions{})
+				return err
+			},
+		} {
+			if err := get(); !apierrors.IsNotFound(err) {
+				return fmt.Errorf("still there (%v)", err)
+			}
+		}
+		return nil
+	})
+	if tunnelID(t, r, "team-a-tunnel") != tunnelA {
+		t.Error("the tenant's tunnel changed")
+	}
+	if err := visitBackend(visitor, "b.example.com", "team-b"); err != nil {
+		t.Errorf("the shared Gateway after the tenant's went: %v", err)
+	}
+}
+
+// backend is an echo Deployment, its Service app and an HTTPRoute for
+// <first letter of the team's suffix>.example.com on the team's Gateway.
+func backend(ns string) string {
+	host := ns[len(ns)-1:] + ".example.com"
+	return fmt.Sprintf(`
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: %[1]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers:
+      - name: echo
+        image: %%[2]s
+        ports: [{containerPort: 8080}]
+        env: [{name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: app, namespace: %[1]s}
+spec:
+  selector: {app: app}
+  ports: [{port: 80, targetPort: 8080}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: %[1]s}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [%[2]s]
+  rules: [{backendRefs: [{name: app, port: 80}]}]
+`, ns, host)
+}
+
+// visitBackend is a visitor's request for host, answered by a Pod of the
+// app Deployment in ns.
+func visitBackend(c *http.Client, host, ns string) error {
+	res, err := c.Get("http://" + host + "/visit")
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		return err
+	}
+	var echo kubelet.EchoResponse
+	if res.StatusCode != http.StatusOK || json.Unmarshal(b, &echo) != nil || !strings.HasPrefix(echo.Pod, "app-") || echo.Namespace != ns {
+		return fmt.Errorf("%s: %s: %.200s", host, res.Status, b)
+	}
+	return nil
+}
+
+func gatewayUID(t *testing.T, r *rig, key types.NamespacedName) types.UID {
+	t.Helper()
+	g, err := r.gw.GatewayV1().Gateways(key.Namespace).Get(t.Context(), key.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.UID
+}
+
+func patchGateway(t *testing.T, r *rig, key types.NamespacedName, patch string) {
+	t.Helper()
+	if _, err := r.gw.GatewayV1().Gateways(key.Namespace).Patch(t.Context(), key.Name, types.MergePatchType,
+		[]byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// checkPlaneObjects checks that every object of the plane exists and is
+// controlled by the Gateway, and returns its Deployment.
+func checkPlaneObjects(t *testing.T, kube kubernetes.Interface, gw types.NamespacedName, plane string, uid types.UID) *appsv1.Deployment {
+	t.Helper()
+	ctx := t.Context()
+	ns := gw.Namespace
+	d, err := kube.AppsV1().Deployments(ns).Get(ctx, plane, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	metas := []metav1.Object{d}
+	for _, get := range []func() (metav1.Object, error){
+		func() (metav1.Object, error) { return kube.CoreV1().Services(ns).Get(ctx, plane, metav1.GetOptions{}) },
+		func() (metav1.Object, error) { return kube.CoreV1().ServiceAccounts(ns).Get(ctx, plane, metav1.GetOptions{}) },
+		func() (metav1.Object, error) { return kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, plane, metav1.GetOptions{}) },
+		func() (metav1.Object, error) {
+			return kube.CoreV1().Secrets(ns).Get(ctx, plane+"-credentials", metav1.GetOptions{})
+		},
+		func() (metav1.Object, error) { return kube.CoreV1().Secrets(ns).Get(ctx, plane+"-tunnel", metav1.GetOptions{}) },
+	} {
+		o, err := get()
+		if err != nil {
+			t.Fatal(err)
+		}
+		metas = append(metas, o)
+	}
+	for _, o := range metas {
+		c := metav1.GetControllerOf(o)
+		if c == nil || c.Kind != "Gateway" || c.Name != gw.Name || c.UID != uid {
+			t.Errorf("%s: controller %+v, want the Gateway %s", o.GetName(), c, gw)
+		}
+	}
+	return d
+}
+
+func wantReplicas(ctx context.Context, kube kubernetes.Interface, ns, name string, want int32) error {
+	d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if *d.Spec.Replicas != want {
+		return fmt.Errorf("replicas %d, want %d", *d.Spec.Replicas, want)
+	}
+	return nil
+}
+
+// tunnelID is the ID of the account's tunnel of that name.
+func tunnelID(t *testing.T, r *rig, name string) string {
+	t.Helper()
+	for _, tun := range r.fake.Tunnels(rigAccount) {
+		if tun.Name == name && tun.DeletedAt.IsZero() {
+			return tun.ID
+		}
+	}
+	t.Fatalf("no tunnel %q in the account", name)
+	return ""
+}
+
+func secretKey(t *testing.T, kube kubernetes.Interface, ns, name, key string) string {
+	t.Helper()
+	s, err := kube.CoreV1().Secrets(ns).Get(t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Data[key]) == 0 {
+		t.Fatalf("Secret %s/%s has no %s", ns, name, key)
+	}
+	return string(s.Data[key])
+}
+
+func listenerNames(cfg *proxycfg.Config) []string {
+	var out []string
+	for _, l := range cfg.Listeners {
+		out = append(out, l.Name)
+	}
+	return out
+}
+
+// configAPIClient reads the config API of a controller Pod as a proxy
+// does: over TLS checked against the chart's internal CA.
+type configAPIClient struct {
+	url string
+	c   *http.Client
+}
+
+func configAPI(t *testing.T, r *rig) *configAPIClient {
+	t.Helper()
+	pods, err := r.kube.CoreV1().Pods(r.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})
+	if err != nil || len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
+		t.Fatalf("a controller Pod with an IP: %v (%d Pods)", err, len(pods.Items))
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM([]byte(secretKey(t, r.kube, r.ns, r.class+"-tunnelgate-internal", "ca.crt"))) {
+		t.Fatal("the internal CA does not parse")
+	}
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
+		ServerName: r.controller() + "." + r.ns + ".svc"}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &configAPIClient{url: "https://" + net.JoinHostPort(pods.Items[0].Status.PodIP, "8081") + "/v1/config?wait=0s",
+		c: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+}
+
+func (a *configAPIClient) get(t *testing.T, token string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, a.url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	res, err := a.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, b
+}
+
+func (a *configAPIClient) read(t *testing.T, token string) *proxycfg.Config {
+	t.Helper()
+	res, b := a.get(t, token)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("config API: %s: %.200s", res.Status, b)
+	}
+	doc, err := configwatch.DecodeDocument(b)
+	if err != nil {
+		t.Fatalf("config API: %v", err)
+	}
+	return &doc.Config
+}
+
+func (a *configAPIClient) status(t *testing.T, token string) int {
+	t.Helper()
+	res, _ := a.get(t, token)
+	return res.StatusCode
+}

@@ -1,0 +1,117 @@
+package chart
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/netip"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
+
+	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/connector"
+	"github.com/tunnelgate/tunnelgate/test/kubeenv"
+	"github.com/tunnelgate/tunnelgate/test/kubelet"
+)
+
+// rig is a cluster whose Pods run, with the chart installed: a
+// kube-apiserver with kube-controller-manager, the kubelet stand-in
+// (tunnelgate's image is the Dockerfile's binary, cloudflared's is
+// test/connector), and Cloudflare's API (internal/cffake) and edge
+// (test/connector) listening on the Pods' bridge. The release is named
+// name, in namespace name-system, with the GatewayClass name of
+// controller tunnelgate.dev/name and its tunnel name-tunnel.
+type rig struct {
+	env       *kubeenv.Env
+	kube      kubernetes.Interface
+	gw        gwclient.Interface
+	fake      *cffake.Fake
+	edge      *connector.Edge
+	ns, class string
+}
+
+const (
+	rigAPIToken = "rig-api-token"
+	rigAccount  = "0123456789abcdef0123456789abcdef"
+	rigZone     = "example.com"
+)
+
+func startRig(t *testing.T, name string, helmSet ...string) *rig {
+	t.Helper()
+	env := kubeenv.StartT(t, kubeenv.Options{ControllerManager: true})
+	podCIDR := netip.MustParsePrefix("10.88.0.0/16")
+	k, err := kubelet.Start(t.Context(), env.Config, kubelet.Options{
+		PodCIDR: podCIDR,
+		Images:  map[string]string{"ghcr.io/tunnelgate/tunnelgate": tunnelgateBinary(t)},
+		Log:     slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Stop)
+	// What Pods reach outside the cluster listens on the bridge's address.
+	host := podCIDR.Addr().Next().String()
+
+	r := &rig{env: env, kube: kubernetes.NewForConfigOrDie(env.Config), gw: gwclient.NewForConfigOrDie(env.Config),
+		ns: name + "-system", class: name}
+	r.fake = cffake.New(cffake.Options{Token: rigAPIToken})
+	t.Cleanup(r.fake.Close)
+	r.fake.AddAccount(rigAccount, "Rig")
+	r.fake.AddZone("zone", rigZone, rigAccount)
+	apiURL := serveOn(t, host, r.fake) + mustParseURL(t, r.fake.URL()).Path
+	if r.edge, err = connector.StartEdge(net.JoinHostPort(host, "0"), r.fake, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.edge.Close() })
+
+	args := []string{"install", name, chartDir, "--namespace", r.ns, "--create-namespace",
+		"--set", "cloudflare.apiToken.value=" + rigAPIToken,
+		"--set", "cloudflare.accountID=" + rigAccount,
+		"--set", "cloudflare.tunnel.name=" + name + "-tunnel",
+		"--set", "cloudflare.apiURL=" + apiURL,
+		"--set", "gatewayClass.name=" + r.class,
+		"--set", "gatewayClass.controllerName=tunnelgate.dev/" + name,
+		"--set", "cloudflared.extraArgs[0]=--edge=" + r.edge.Addr(),
+	}
+	for _, s := range helmSet {
+		args = append(args, "--set", s)
+	}
+	if _, err := helm(t, []string{"KUBECONFIG=" + env.Kubeconfig()}, args...); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// controller and proxy name the release's Deployments.
+func (r *rig) controller() string { return r.class + "-tunnelgate-controller" }
+func (r *rig) proxy() string      { return r.class + "-tunnelgate-proxy" }
+
+// dumpPodsOnFailure logs, if the test fails, the state and the last log
+// lines of every container of the Pods in ns: what a user would read with
+// kubectl describe and kubectl logs.
+func (r *rig) dumpPodsOnFailure(t *testing.T, ns string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		pods, err := r.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Logf("pods of %s: %v", ns, err)
+			return
+		}
+		for _, p := range pods.Items {
+			t.Logf("pod %s/%s phase %s conditions %v", ns, p.Name, p.Status.Phase, p.Status.Conditions)
+			for _, cs := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+				t.Logf("  container %s ready %v state %+v", cs.Name, cs.Ready, cs.State)
+				tail := int64(15)
+				b, err := r.kube.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: cs.Name, TailLines: &tail}).DoRaw(ctx)
+				t.Logf("  logs (%v):\n%s", err, b)
+			}
+		}
+	})
+}
