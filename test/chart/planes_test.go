@@ -201,8 +201,14 @@ spec:
 	}
 	eventually(t, 60*time.Second, "the plane deleted with its Gateway", func() error {
 		for _, get := range []func() error{
-			func() error { _, err := r.kube.AppsV1().Deployments("team-a").Get(ctx, plane, metav1.GetOptions{}); return err },
-			func() error { _, err := r.kube.CoreV1().Services("team-a").Get(ctx, plane, metav1.GetOptions{}); return err },
+			func() error {
+				_, err := r.kube.AppsV1().Deployments("team-a").Get(ctx, plane, metav1.GetOptions{})
+				return err
+			},
+			func() error {
+				_, err := r.kube.CoreV1().Services("team-a").Get(ctx, plane, metav1.GetOptions{})
+				return err
+			},
 			func() error {
 				_, err := r.kube.CoreV1().Secrets("team-a").Get(ctx, plane+"-credentials", metav1.GetOptions{})
 				return err
@@ -313,12 +319,18 @@ func checkPlaneObjects(t *testing.T, kube kubernetes.Interface, gw types.Namespa
 	metas := []metav1.Object{d}
 	for _, get := range []func() (metav1.Object, error){
 		func() (metav1.Object, error) { return kube.CoreV1().Services(ns).Get(ctx, plane, metav1.GetOptions{}) },
-		func() (metav1.Object, error) { return kube.CoreV1().ServiceAccounts(ns).Get(ctx, plane, metav1.GetOptions{}) },
-		func() (metav1.Object, error) { return kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, plane, metav1.GetOptions{}) },
+		func() (metav1.Object, error) {
+			return kube.CoreV1().ServiceAccounts(ns).Get(ctx, plane, metav1.GetOptions{})
+		},
+		func() (metav1.Object, error) {
+			return kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, plane, metav1.GetOptions{})
+		},
 		func() (metav1.Object, error) {
 			return kube.CoreV1().Secrets(ns).Get(ctx, plane+"-credentials", metav1.GetOptions{})
 		},
-		func() (metav1.Object, error) { return kube.CoreV1().Secrets(ns).Get(ctx, plane+"-tunnel", metav1.GetOptions{}) },
+		func() (metav1.Object, error) {
+			return kube.CoreV1().Secrets(ns).Get(ctx, plane+"-tunnel", metav1.GetOptions{})
+		},
 	} {
 		o, err := get()
 		if err != nil {
