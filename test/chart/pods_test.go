@@ -152,12 +152,35 @@ func (k container) volumes(t *testing.T) map[string]string {
 				t.Fatal(err)
 			}
 			k.writeSecret(t, dir, vol.Secret, fsGroup)
+		case vol.ConfigMap != nil:
+			if err := os.Chmod(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			k.writeConfigMap(t, dir, vol.ConfigMap)
 		default:
 			t.Fatalf("%s: volume %s is of a kind this test does not run", k.c.Name, vol.Name)
 		}
 		mounts[m.MountPath] = dir
 	}
 	return mounts
+}
+
+// writeConfigMap writes every key of a ConfigMap the chart renders (it
+// exists before the Pods), readable by all, as a kubelet does by default.
+func (k container) writeConfigMap(t *testing.T, dir string, src *corev1.ConfigMapVolumeSource) {
+	t.Helper()
+	cm, err := k.kube.CoreV1().ConfigMaps(k.namespace).Get(context.Background(), src.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("%s: ConfigMap %s for the pod: %v", k.c.Name, src.Name, err)
+	}
+	if len(src.Items) > 0 {
+		t.Fatalf("%s: ConfigMap volume %s names items, which this test does not run", k.c.Name, src.Name)
+	}
+	for key, data := range cm.Data {
+		if err := os.WriteFile(filepath.Join(dir, key), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // writeSecret waits for the Secret, as a kubelet does, and writes its
