@@ -15,6 +15,7 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -93,8 +94,9 @@ type Controller struct {
 	synced atomic.Bool // informers synced and a config published
 
 	// The worker's state: one sync at a time.
-	cache   *translate.Cache
-	written *translate.Output // the last output whose statuses were all written; nil: compare everything
+	cache           *translate.Cache
+	lastPlaneStates map[types.NamespacedName]*translate.PlaneState // planeStates
+	written         *translate.Output                              // the last output whose statuses were all written; nil: compare everything
 
 	mu   sync.Mutex
 	last *translate.Output // the last translation, for debugging and tests
@@ -260,6 +262,7 @@ func (c *Controller) translateSnapshot() (*translate.Input, *translate.Output) {
 	if c.opts.ProxyProtocols != nil {
 		in.TunnelProtocols = c.opts.ProxyProtocols()
 	}
+	in.Planes = c.planeStates()
 	return in, c.cache.Translate(in)
 }
 

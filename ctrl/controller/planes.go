@@ -14,9 +14,37 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
-// Provisioner applies the planes the leader wants (ctrl/planes).
+// Provisioner applies the planes the leader wants, and says what their
+// proxies are up to (ctrl/planes).
 type Provisioner interface {
 	Update(leading bool, wanted map[types.NamespacedName]planes.Want, retired []types.NamespacedName)
+	State(gateway types.NamespacedName, class string) (planes.State, bool)
+}
+
+// planeStates are the states of the planes of the last translation, for
+// the next one: a state that did not change is the same pointer as
+// before, as translate's Cache wants. A plane new in a translation gets
+// its state at the next, which its Deployment's first events bring.
+func (c *Controller) planeStates() map[types.NamespacedName]*translate.PlaneState {
+	last := c.Last()
+	if c.opts.Planes == nil || last == nil || len(last.Planes) == 0 {
+		c.lastPlaneStates = nil
+		return nil
+	}
+	out := make(map[types.NamespacedName]*translate.PlaneState, len(last.Planes))
+	for key, p := range last.Planes {
+		st, ok := c.opts.Planes.State(key, string(p.Gateway.Spec.GatewayClassName))
+		if !ok {
+			continue
+		}
+		ps := &translate.PlaneState{Replicas: st.Replicas, Ready: st.Ready, Problem: st.Problem, NoResources: st.NoResources}
+		if prev := c.lastPlaneStates[key]; prev != nil && *prev == *ps {
+			ps = prev
+		}
+		out[key] = ps
+	}
+	c.lastPlaneStates = out
+	return out
 }
 
 // publishPlanes hands the config server each plane's config with the

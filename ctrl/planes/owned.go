@@ -27,6 +27,7 @@ type owned struct {
 	byKind   map[string]cache.SharedIndexInformer
 	secrets  cache.SharedIndexInformer
 	deploys  cache.SharedIndexInformer
+	pods     cache.SharedIndexInformer
 	changed  func(k objectKey, gateway types.NamespacedName, resourceVersion string)
 	stateNew func()
 }
@@ -54,6 +55,16 @@ func newOwned(kube kubernetes.Interface, changed func(objectKey, types.Namespace
 		if _, err := inf.AddEventHandler(o.handler(kind)); err != nil {
 			return nil, err
 		}
+	}
+	// The plane's Pods carry its labels too: what their containers wait
+	// for (an image, a crash) is a state to report, not a change to undo.
+	o.pods = f.Core().V1().Pods().Informer()
+	if _, err := o.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { stateChanged() },
+		UpdateFunc: func(any, any) { stateChanged() },
+		DeleteFunc: func(any) { stateChanged() },
+	}); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -118,7 +129,7 @@ func accessor(obj any) metav1.Object {
 func (o *owned) start(stop <-chan struct{}) { o.factory.Start(stop) }
 
 func (o *owned) synced() []cache.InformerSynced {
-	var out []cache.InformerSynced
+	out := []cache.InformerSynced{o.pods.HasSynced}
 	for _, inf := range o.byKind {
 		out = append(out, inf.HasSynced)
 	}
@@ -143,6 +154,27 @@ func (o *owned) deployment(namespace, name string) *appsv1.Deployment {
 	}
 	d, _ := obj.(*appsv1.Deployment)
 	return d
+}
+
+// podsOf lists the Pods of a plane's Deployment, by its selector labels.
+func (o *owned) podsOf(d *appsv1.Deployment) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, obj := range o.pods.GetStore().List() {
+		p, ok := obj.(*corev1.Pod)
+		if ok && p.Namespace == d.Namespace && d.Spec.Selector != nil && labelsMatch(d.Spec.Selector.MatchLabels, p.Labels) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func labelsMatch(want, have map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // objectsOf lists the objects of a Gateway's plane: labelled with its

@@ -2,6 +2,8 @@ package planes
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -10,17 +12,24 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 )
 
-// State is what a plane's Deployment says of its proxies.
+// State is what a plane's Deployment and Pods say of its proxies.
 type State struct {
 	// Replicas is how many proxies the Deployment wants, Ready how many
 	// of them are ready (their proxy holds a config, their cloudflared is
 	// connected).
 	Replicas, Ready int32
-	// Problem is why proxies are missing, from the Deployment's
-	// conditions (a quota refusing Pods, a rollout past its deadline), or
-	// "" when there is no Deployment yet, or none is missing.
-	Problem string
+	// Problem is why proxies are missing, when the cluster says: a quota
+	// or a missing node refusing Pods (NoResources), an image that cannot
+	// be pulled, a container that keeps crashing, a rollout past its
+	// deadline; "" otherwise.
+	Problem     string
+	NoResources bool
 }
+
+// waitingProblems are the reasons a container waits for that a user must
+// act on; others (ContainerCreating, PodInitializing) pass by themselves.
+var waitingProblems = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CrashLoopBackOff",
+	"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 
 // State reads a Gateway's plane from the informers' cache; ok is false
 // while it has no Deployment.
@@ -29,24 +38,44 @@ func (p *Provisioner) State(gateway types.NamespacedName, class string) (st Stat
 	if d == nil {
 		return State{}, false
 	}
-	return stateOf(d), true
+	return stateOf(d, p.owned.podsOf(d)), true
 }
 
-func stateOf(d *appsv1.Deployment) State {
+func stateOf(d *appsv1.Deployment, pods []*corev1.Pod) State {
 	st := State{Ready: d.Status.ReadyReplicas, Replicas: 1}
 	if d.Spec.Replicas != nil {
 		st.Replicas = *d.Spec.Replicas
 	}
-	if d.Status.ObservedGeneration < d.Generation {
-		st.Problem = "the Deployment's controller has not seen its latest spec yet"
-	}
 	for _, c := range d.Status.Conditions {
 		switch {
 		case c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue:
-			st.Problem = fmt.Sprintf("%s: %s", c.Reason, c.Message)
-		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse:
+			// The ReplicaSet could not make Pods: a quota, a policy.
+			st.Problem, st.NoResources = fmt.Sprintf("%s: %s", c.Reason, c.Message), true
+		case c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && st.Problem == "":
 			st.Problem = fmt.Sprintf("%s: %s", c.Reason, c.Message)
 		}
 	}
+	if st.Problem == "" {
+		st.Problem, st.NoResources = podsProblem(pods)
+	}
 	return st
+}
+
+// podsProblem is the first thing a Pod of the plane waits for that a user
+// must act on, in Pod name order so the report is stable.
+func podsProblem(pods []*corev1.Pod) (string, bool) {
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range pods {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				return fmt.Sprintf("Pod %s cannot be scheduled: %s", p.Name, c.Message), true
+			}
+		}
+		for _, cs := range slices.Concat(p.Status.InitContainerStatuses, p.Status.ContainerStatuses) {
+			if w := cs.State.Waiting; w != nil && slices.Contains(waitingProblems, w.Reason) {
+				return fmt.Sprintf("Pod %s container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message), false
+			}
+		}
+	}
+	return "", false
 }

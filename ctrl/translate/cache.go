@@ -146,6 +146,9 @@ func epochOf(in *Input, sizeHint int) map[any]bool {
 	for _, ts := range in.Tunnels {
 		set[ts] = true
 	}
+	for _, ps := range in.Planes {
+		set[ps] = true
+	}
 	return set
 }
 

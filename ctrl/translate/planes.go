@@ -1,9 +1,11 @@
 package translate
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -29,6 +31,65 @@ type Plane struct {
 	Listeners []string
 	// Hostnames are its public hostnames, sorted: its tunnel's.
 	Hostnames []Hostname
+}
+
+// PlaneState is what a Gateway's plane reports of its proxies. Like a
+// TunnelState it is replaced, never edited, when it changes.
+type PlaneState struct {
+	// Replicas is how many proxies the plane wants, Ready how many are
+	// ready (a config loaded, the tunnel connected).
+	Replicas, Ready int32
+	// Problem is why proxies are missing, when the cluster says: a quota
+	// refusing Pods, an image that cannot be pulled, a container that
+	// keeps crashing, a rollout past its deadline.
+	Problem string
+	// NoResources marks a Problem of capacity (a quota, no node), which
+	// the Gateway API names NoResources; others are Pending.
+	NoResources bool
+}
+
+// planeProgrammed decides a dedicated Gateway's Programmed condition: its
+// own tunnel routes its hostnames, and its plane has a ready proxy.
+func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool, reason, msg string) {
+	ps := t.in.Planes[gi.key]
+	switch {
+	case ts == nil:
+		return false, string(gwv1.GatewayReasonPending), "waiting for the Gateway's own tunnel"
+	case ts.Pending != "":
+		return false, string(gwv1.GatewayReasonPending), ts.Pending
+	case ps == nil:
+		return false, string(gwv1.GatewayReasonPending), "waiting for the Deployment of the Gateway's data plane"
+	case ps.Ready == 0:
+		reason, msg = string(gwv1.GatewayReasonPending), fmt.Sprintf("0 of %d proxies of the Gateway's data plane are ready", ps.Replicas)
+		if ps.Problem != "" {
+			msg += ": " + ps.Problem
+		}
+		if ps.NoResources {
+			reason = string(gwv1.GatewayReasonNoResources)
+		}
+		return false, reason, msg
+	}
+	msg = fmt.Sprintf("%d of %d proxies of the Gateway's data plane are ready and its tunnel routes its hostnames to them", ps.Ready, ps.Replicas)
+	if ps.Problem != "" {
+		msg += "; " + ps.Problem
+	}
+	return true, string(gwv1.GatewayReasonProgrammed), msg
+}
+
+// warnOnPlaneChange records a Warning event on a dedicated Gateway whose
+// plane has no ready proxy for a reason the cluster gives (an image, a
+// quota, a crash), once per new message: Programmed is otherwise left out
+// of events, as it is False for a moment at every start.
+func (t *translator) warnOnPlaneChange(gi *gatewayInfo, ok bool, reason, msg string) {
+	ps := t.in.Planes[gi.key]
+	if ok || ps == nil || ps.Problem == "" {
+		return
+	}
+	if p := findCond(gi.conds.prev, string(gwv1.GatewayConditionProgrammed)); p != nil && p.Status == metav1.ConditionFalse && p.Message == msg {
+		return
+	}
+	t.out.Events = append(t.out.Events, Event{Kind: "Gateway", Namespace: gi.obj.Namespace, Name: gi.obj.Name,
+		Type: "Warning", Reason: reason, Message: "Programmed: " + msg})
 }
 
 // planeHostnames records hostnames a dedicated Gateway serves, for its own

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
@@ -44,6 +45,10 @@ type Input struct {
 	// PlaneTunnelKey; a class without one (standalone mode, no GatewayClassConfig) gets no
 	// tunnel address and no DNS condition.
 	Tunnels map[string]*TunnelState
+	// Planes are what the Deployments of Gateways' dedicated planes say
+	// (ctrl/planes), by Gateway; a plane without an entry has no
+	// Deployment yet.
+	Planes map[types.NamespacedName]*PlaneState
 	// TunnelProtocols are the protocols the proxies' cloudflared sidecars
 	// report running the tunnel with; a GRPCRoute through a tunnel needs
 	// all of them to be "http2".

@@ -430,6 +430,11 @@ func (t *translator) gatewayStatuses() {
 		case gi.accepted && gi.addressReason != "":
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, gi.addressReason, gi.addressMsg)
+		case gi.accepted && gi.dedicated:
+			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
+			ok, reason, msg := t.planeProgrammed(gi, ts)
+			gi.conds.set(string(gwv1.GatewayConditionProgrammed), ok, reason, msg)
+			t.warnOnPlaneChange(gi, ok, reason, msg)
 		case gi.accepted && ts != nil && ts.Pending != "":
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending), ts.Pending)

@@ -1,10 +1,12 @@
 package translate_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
@@ -143,6 +145,81 @@ func TestGRPCNeedsHTTP2Tunnel(t *testing.T) {
 				}
 			}
 			wantCond(t, out.HTTPRoutes[httpRoute][0].Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+		})
+	}
+}
+
+// A Gateway with its own plane is Programmed once its own tunnel's
+// document is applied and a proxy of its plane is ready; until then the
+// reason says what it waits for, and a problem the cluster reports (a
+// quota, an image) is told once as a Warning event. Its addresses are its
+// own tunnel's hostname.
+func TestPlaneStateInStatuses(t *testing.T) {
+	gw := nsName("default", "team-a")
+	tunnelKey := translate.PlaneTunnelKey("tunnelgate", gw)
+	applied := &translate.TunnelState{ID: "own"}
+	quota := &translate.PlaneState{Replicas: 2, Problem: `FailedCreate: pods "x" is forbidden: exceeded quota`, NoResources: true}
+	cases := []struct {
+		name            string
+		tunnel          *translate.TunnelState
+		plane           *translate.PlaneState
+		status          metav1.ConditionStatus
+		reason, message string
+		event           bool
+	}{
+		{"no tunnel yet", nil, nil, metav1.ConditionFalse, "Pending", "own tunnel", false},
+		{"document pending", &translate.TunnelState{ID: "own", Pending: "Cloudflare API: 503"}, nil, metav1.ConditionFalse, "Pending", "503", false},
+		{"no Deployment yet", applied, nil, metav1.ConditionFalse, "Pending", "Deployment", false},
+		{"no proxy ready", applied, &translate.PlaneState{Replicas: 2}, metav1.ConditionFalse, "Pending", "0 of 2", false},
+		{"a quota", applied, quota, metav1.ConditionFalse, "NoResources", "exceeded quota", true},
+		{"an image", applied, &translate.PlaneState{Replicas: 1, Problem: "ImagePullBackOff: back-off pulling image"}, metav1.ConditionFalse, "Pending", "ImagePullBackOff", true},
+		{"ready", applied, &translate.PlaneState{Replicas: 2, Ready: 1}, metav1.ConditionTrue, "Programmed", "1 of 2", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadGolden(t, "planes.yaml")
+			in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "class"}}
+			if tc.tunnel != nil {
+				in.Tunnels[tunnelKey] = tc.tunnel
+			}
+			if tc.plane != nil {
+				in.Planes = map[types.NamespacedName]*translate.PlaneState{gw: tc.plane}
+			}
+			out := translate.Translate(in)
+			c := wantCond(t, out.Gateways[gw].Conditions, "Programmed", tc.status, tc.reason)
+			if c != nil && !strings.Contains(c.Message, tc.message) {
+				t.Errorf("Programmed message %q does not say %q", c.Message, tc.message)
+			}
+			events := 0
+			for _, e := range out.Events {
+				if e.Kind == "Gateway" && e.Name == gw.Name && e.Type == "Warning" && strings.HasPrefix(e.Message, "Programmed: ") {
+					events++
+				}
+			}
+			if want := map[bool]int{true: 1}[tc.event]; events != want {
+				t.Errorf("%d Warning events for Programmed, want %d: %+v", events, want, out.Events)
+			}
+			if tc.tunnel != nil && tc.tunnel.ID != "" {
+				if a := out.Gateways[gw].Addresses; len(a) == 0 || a[0].Value != tc.tunnel.ID+translate.TunnelHostnameSuffix {
+					t.Errorf("addresses %+v: want the Gateway's own tunnel's hostname first", a)
+				}
+			}
+			if tc.event {
+				// Told once: written back, the same condition tells nothing.
+				in.Gateways = slices.Clone(in.Gateways)
+				for i, g := range in.Gateways {
+					if g.Namespace == gw.Namespace && g.Name == gw.Name {
+						g = g.DeepCopy()
+						g.Status = *out.Gateways[gw]
+						in.Gateways[i] = g
+					}
+				}
+				for _, e := range translate.Translate(in).Events {
+					if e.Name == gw.Name && strings.HasPrefix(e.Message, "Programmed: ") {
+						t.Errorf("told again: %+v", e)
+					}
+				}
+			}
 		})
 	}
 }

@@ -15,7 +15,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -41,6 +43,7 @@ func TestDedicatedPlanes(t *testing.T) {
 	r := startRig(t, "planes")
 	r.edge.RouteByDNS(r.fake)
 	r.dumpPodsOnFailure(t, "team-a")
+	r.dumpPodsOnFailure(t, r.ns)
 	ctx := t.Context()
 	if err := r.env.Apply(ctx, []byte(fmt.Sprintf(`
 apiVersion: v1
@@ -82,7 +85,7 @@ spec:
 	plane := provision.Name("gw", r.class)
 	gwA := types.NamespacedName{Namespace: "team-a", Name: "gw"}
 	waitRolledOut(t, r.kube, r.ns, r.proxy(), 3*time.Minute)
-	waitRolledOut(t, r.kube, "team-a", plane, 3*time.Minute)
+	waitRolledOut(t, r.kube, "team-a", plane, time.Minute)
 
 	// What the plane is made of, owned by the Gateway and labelled from it.
 	gwUID := gatewayUID(t, r, gwA)
@@ -109,6 +112,63 @@ spec:
 	}) {
 		t.Error("a shared proxy Pod connects the tenant's tunnel")
 	}
+
+	// The Gateway is Programmed, at its own tunnel's address.
+	eventually(t, 30*time.Second, "the tenant's Gateway Programmed at its tunnel's address", func() error {
+		g, err := r.gw.GatewayV1().Gateways("team-a").Get(ctx, "gw", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
+		if c == nil || c.Status != metav1.ConditionTrue || len(g.Status.Addresses) == 0 || g.Status.Addresses[0].Value != tunnelA+".cfargotunnel.com" {
+			return fmt.Errorf("Programmed %+v, addresses %+v", c, g.Status.Addresses)
+		}
+		return nil
+	})
+
+	// A plane whose proxies cannot start says why, on the Gateway's
+	// Programmed condition and in a Warning event.
+	if err := r.env.Apply(ctx, []byte(fmt.Sprintf(`
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: broken, namespace: team-a}
+spec:
+  dataPlane: Dedicated
+  replicas: 1
+  tunnel: {name: team-a-broken}
+  proxy: {image: registry.example.com/missing:1}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: broken, namespace: team-a}
+spec:
+  gatewayClassName: %s
+  infrastructure:
+    parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: broken}
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "broken.example.com"}]
+`, r.class))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "the broken plane's Gateway says why it is not Programmed", func() error {
+		g, err := r.gw.GatewayV1().Gateways("team-a").Get(ctx, "broken", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
+		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "ErrImagePull") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		events, err := r.kube.CoreV1().Events("team-a").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=broken,involvedObject.kind=Gateway"})
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(events.Items, func(e corev1.Event) bool {
+			return e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "ErrImagePull")
+		}) {
+			return fmt.Errorf("no Warning event naming ErrImagePull among %d events", len(events.Items))
+		}
+		return nil
+	})
 
 	// Each credential reads its own config: the plane's, its Gateway's
 	// listeners and session keys of its own; the shared proxies', no
