@@ -26,6 +26,24 @@ type DNSOptions struct {
 	TunnelID string
 	Proxied  bool
 	Takeover bool
+	// LivePlanes, when not nil, are the owners under this one
+	// ("<Owner>/<namespace>/<gateway>": the tunnels of Gateways with a
+	// plane of their own) whose Gateway still exists. The records of any
+	// other owner under this one are a deleted Gateway's, and go as this
+	// owner's unwanted records do.
+	LivePlanes []string
+}
+
+// PlaneOwner is the DNS owner of the tunnel of a Gateway with a plane of
+// its own, in a class whose owner is classOwner.
+func PlaneOwner(classOwner, namespace, gateway string) string {
+	return classOwner + "/" + namespace + "/" + gateway
+}
+
+// orphaned reports whether owner is a plane's under o.Owner whose Gateway
+// is gone.
+func (o DNSOptions) orphaned(owner string) bool {
+	return o.LivePlanes != nil && strings.HasPrefix(owner, o.Owner+"/") && !slices.Contains(o.LivePlanes, owner)
 }
 
 // DNSPlan is what to change in one zone, in the order a batch applies it
@@ -43,7 +61,8 @@ func (p *DNSPlan) Empty() bool { return len(p.Deletes)+len(p.Updates)+len(p.Crea
 
 // PlanDNS decides the records of one zone: for each wanted hostname a
 // proxied CNAME to the tunnel and an ownership TXT record; for each
-// hostname we own but no longer want, their removal. records is every
+// hostname we own but no longer want, or a deleted Gateway's plane owned
+// (DNSOptions.LivePlanes), their removal. records is every
 // record of the zone. It never touches a record of a hostname owned by
 // another owner, nor, without takeover, one of a hostname nobody owns.
 func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
@@ -107,7 +126,7 @@ func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
 		if !ok || wanted[h] || r.Type != "TXT" {
 			continue
 		}
-		if own, ok := parseOwnership(r.Content); !ok || own.owner != o.Owner {
+		if own, ok := parseOwnership(r.Content); !ok || (own.owner != o.Owner && !o.orphaned(own.owner)) {
 			continue
 		}
 		plan.Deletes = append(plan.Deletes, r)

@@ -1,6 +1,7 @@
 package cloudflare
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,5 +123,35 @@ func TestOwnershipRoundTrip(t *testing.T) {
 		if _, ok := parseOwnership(c); ok {
 			t.Errorf("%s taken as ours", c)
 		}
+	}
+}
+
+// The records of a plane whose Gateway is gone go with the class's sync;
+// those of a live plane, of another class and of an owner that merely
+// starts with the class's name stay; without LivePlanes nothing of a
+// plane's is touched.
+func TestPlanDNSRemovesDeletedPlanes(t *testing.T) {
+	plane := func(owner, host, id string) []Record {
+		return []Record{
+			{ID: id + "c", Type: "CNAME", Name: host, Content: "tp.cfargotunnel.com", Proxied: true},
+			{ID: id + "t", Type: "TXT", Name: ownershipName(host), Content: ownershipContent(owner, "tp")},
+		}
+	}
+	var records []Record
+	records = append(records, plane(PlaneOwner("prod", "team-a", "gone"), "gone.example.com", "1")...)
+	records = append(records, plane(PlaneOwner("prod", "team-a", "live"), "live.example.com", "2")...)
+	records = append(records, plane(PlaneOwner("staging", "team-a", "gone"), "other.example.com", "3")...)
+	records = append(records, plane("production/team-a/gone", "prefix.example.com", "4")...)
+	o := DNSOptions{Owner: "prod", TunnelID: "t1", Proxied: true, LivePlanes: []string{PlaneOwner("prod", "team-a", "live")}}
+	var got []string
+	for _, r := range PlanDNS(nil, records, o).Deletes {
+		got = append(got, r.Type+" "+r.Name)
+	}
+	if want := "CNAME gone.example.com,TXT _tunnelgate.gone.example.com"; strings.Join(slices.Sorted(slices.Values(got)), ",") != want {
+		t.Errorf("deletes %v, want %s", got, want)
+	}
+	o.LivePlanes = nil
+	if p := PlanDNS(nil, records, o); !p.Empty() {
+		t.Errorf("without LivePlanes: %+v, want nothing", p)
 	}
 }

@@ -39,6 +39,10 @@ type Desired struct {
 	Hold      bool
 	Spec      v1alpha1.GatewayClassConfigSpec
 	Hostnames []translate.Hostname // of this class
+	// LivePlanes are the DNS owners (PlaneOwner) of the class's Gateways
+	// that exist, so the class's DNS sync removes the records of a plane
+	// whose Gateway was deleted; nil removes none.
+	LivePlanes []string
 }
 
 // SaveTokenFunc stores a tunnel's token in the Secret ref names.
@@ -121,8 +125,9 @@ type learned struct {
 
 	applied   string // hash of the ingress document last applied
 	lastDrift time.Time
-	dnsKey    string // hash of the DNS inputs last applied
-	lastDNS   time.Time
+	dnsKey     string // hash of the DNS inputs last applied
+	lastDNS    time.Time
+	livePlanes []string // DNSOptions.LivePlanes of the last DNS pass
 }
 
 // New returns a Syncer; Run starts it.
@@ -520,9 +525,11 @@ func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired, last map[
 		c.l.dnsZones = map[string]bool{}
 	}
 	var errs []error
+	// A plane gone since the last pass may have records in any zone.
+	sweep := slices.ContainsFunc(c.l.livePlanes, func(p string) bool { return !slices.Contains(o.LivePlanes, p) })
 	for _, z := range c.l.zones {
 		want := byZone[z.id]
-		if len(want) == 0 && !c.l.dnsZones[z.id] && !full {
+		if len(want) == 0 && !c.l.dnsZones[z.id] && !full && !sweep {
 			continue // never ours, nothing to clean
 		}
 		records, err := c.l.api.listRecords(ctx, z.id)
@@ -551,7 +558,7 @@ func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired, last map[
 	if len(errs) > 0 {
 		return states, errors.Join(errs...)
 	}
-	c.l.dnsKey, c.l.lastDNS = key, now
+	c.l.dnsKey, c.l.lastDNS, c.l.livePlanes = key, now, o.LivePlanes
 	return states, nil
 }
 
@@ -574,7 +581,7 @@ func keepStates(into, last map[string]translate.DNSState, hosts []string, err er
 }
 
 func dnsOptions(d Desired, tunnelID string) DNSOptions {
-	o := DNSOptions{Owner: d.Spec.DNS.OwnerID, TunnelID: tunnelID, Proxied: true, Takeover: d.Spec.DNS.Takeover}
+	o := DNSOptions{Owner: d.Spec.DNS.OwnerID, TunnelID: tunnelID, Proxied: true, Takeover: d.Spec.DNS.Takeover, LivePlanes: d.LivePlanes}
 	if o.Owner == "" {
 		o.Owner = d.Class
 	}
@@ -618,7 +625,8 @@ func desiredKey(d Desired) string {
 		H       bool
 		S       v1alpha1.GatewayClassConfigSpec
 		Servers []translate.Hostname
-	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames})
+		L       []string
+	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes})
 }
 
 func hash(s string) string {

@@ -96,10 +96,7 @@ func sharedGateways(snap *translate.Snapshot, controllerName string) []types.Nam
 	for _, gc := range snap.GatewayClasses {
 		ours[gc.Name] = string(gc.Spec.ControllerName) == controllerName
 	}
-	configs := map[types.NamespacedName]*v1alpha1.GatewayConfig{}
-	for _, gc := range snap.GatewayConfigs {
-		configs[types.NamespacedName{Namespace: gc.Namespace, Name: gc.Name}] = gc
-	}
+	configs := gatewayConfigs(snap)
 	var out []types.NamespacedName
 	for _, g := range snap.Gateways {
 		if !ours[string(g.Spec.GatewayClassName)] || !wantsShared(g, configs) {
@@ -108,6 +105,15 @@ func sharedGateways(snap *translate.Snapshot, controllerName string) []types.Nam
 		out = append(out, types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
 	}
 	return out
+}
+
+// gatewayConfigs indexes the snapshot's GatewayConfigs.
+func gatewayConfigs(snap *translate.Snapshot) map[types.NamespacedName]*v1alpha1.GatewayConfig {
+	configs := make(map[types.NamespacedName]*v1alpha1.GatewayConfig, len(snap.GatewayConfigs))
+	for _, gc := range snap.GatewayConfigs {
+		configs[types.NamespacedName{Namespace: gc.Namespace, Name: gc.Name}] = gc
+	}
+	return configs
 }
 
 func wantsShared(g *gwv1.Gateway, configs map[types.NamespacedName]*v1alpha1.GatewayConfig) bool {

@@ -40,7 +40,7 @@ func desiredTunnels(snap *translate.Snapshot, out *translate.Output, controllerN
 		if cfg == nil || cfg.Spec.Tunnel == nil {
 			continue // no tunnel: served by the proxies alone
 		}
-		d := cloudflare.Desired{Class: gc.Name, Spec: *cfg.Spec.DeepCopy()}
+		d := cloudflare.Desired{Class: gc.Name, Spec: *cfg.Spec.DeepCopy(), LivePlanes: livePlanes(snap, gc.Name, cfg)}
 		d.Token, d.Problem = apiToken(snap.Secrets, cfg.Spec.CredentialsRef)
 		res := out.GatewayClasses[gc.Name]
 		d.Hold = res == nil || !meta.IsStatusConditionTrue(res.Status.Conditions, string(gwv1.GatewayClassConditionStatusAccepted))
@@ -77,11 +77,7 @@ func planeTunnels(snap *translate.Snapshot, out *translate.Output, configs map[s
 		d := cloudflare.Desired{Class: translate.PlaneTunnelKey(class, key), Hostnames: p.Hostnames}
 		if dns := cc.Spec.DNS; dns != nil {
 			own := *dns
-			owner := dns.OwnerID
-			if owner == "" {
-				owner = class
-			}
-			own.OwnerID = owner + "/" + key.Namespace + "/" + key.Name
+			own.OwnerID = cloudflare.PlaneOwner(classOwner(class, cc), key.Namespace, key.Name)
 			spec.DNS = &own
 		}
 		secrets := provision.SecretsOf(p.Gateway, &p.Params.Spec)
@@ -104,6 +100,34 @@ func planeTunnels(snap *translate.Snapshot, out *translate.Output, configs map[s
 	}
 	slices.SortFunc(list, func(a, b cloudflare.Desired) int { return strings.Compare(a.Class, b.Class) })
 	return list
+}
+
+// classOwner is the DNS owner of a class's records: its dns.ownerID, or
+// else its name, as the Cloudflare sync takes it.
+func classOwner(class string, cfg *v1alpha1.GatewayClassConfig) string {
+	if cfg.Spec.DNS != nil && cfg.Spec.DNS.OwnerID != "" {
+		return cfg.Spec.DNS.OwnerID
+	}
+	return class
+}
+
+// livePlanes are the DNS owners the class's Gateways' planes would have,
+// for every Gateway of the class that exists and does not ask for the
+// shared proxies: the records of any other plane owner under the class's
+// are a deleted Gateway's, or one gone back to the class's tunnel. A
+// Gateway that exists but lost its plane to a mistake (its GatewayConfig
+// deleted) keeps its records, as it keeps its proxies.
+func livePlanes(snap *translate.Snapshot, class string, cfg *v1alpha1.GatewayClassConfig) []string {
+	owner := classOwner(class, cfg)
+	configs := gatewayConfigs(snap)
+	out := []string{}
+	for _, g := range snap.Gateways {
+		if string(g.Spec.GatewayClassName) == class && !wantsShared(g, configs) {
+			out = append(out, cloudflare.PlaneOwner(owner, g.Namespace, g.Name))
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // classParams is the GatewayClassConfig name a class's parametersRef

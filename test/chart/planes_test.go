@@ -38,7 +38,8 @@ import (
 // only be served by the tenant's Pods. Then: each credential reads its
 // own config only; a hand edit is put back; parameters and labels change
 // the plane; autoscaling adds an autoscaler and removing it prunes it;
-// deleting the Gateway deletes the plane and keeps the tunnel.
+// deleting the Gateway deletes the plane and its DNS records, and keeps
+// the tunnel.
 func TestDedicatedPlanes(t *testing.T) {
 	r := startRig(t, "planes")
 	r.edge.RouteByDNS(r.fake)
@@ -287,6 +288,14 @@ spec:
 	if tunnelID(t, r, "team-a-tunnel") != tunnelA {
 		t.Error("the tenant's tunnel changed")
 	}
+	eventually(t, 30*time.Second, "the deleted Gateway's DNS records removed", func() error {
+		for _, rec := range r.fake.Records("zone") {
+			if rec.Name == "a.example.com" || rec.Name == "_tunnelgate.a.example.com" {
+				return fmt.Errorf("still there: %s %s → %s", rec.Type, rec.Name, rec.Content)
+			}
+		}
+		return nil
+	})
 	if err := visitBackend(visitor, "b.example.com", "team-b"); err != nil {
 		t.Errorf("the shared Gateway after the tenant's went: %v", err)
 	}
