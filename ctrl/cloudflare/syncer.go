@@ -123,8 +123,8 @@ type learned struct {
 	zones      []zone
 	dnsZones   map[string]bool // zones that held our hostnames
 
-	applied   string // hash of the ingress document last applied
-	lastDrift time.Time
+	applied    string // hash of the ingress document last applied
+	lastDrift  time.Time
 	dnsKey     string // hash of the DNS inputs last applied
 	lastDNS    time.Time
 	livePlanes []string // DNSOptions.LivePlanes of the last DNS pass
