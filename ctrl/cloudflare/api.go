@@ -180,6 +180,22 @@ func (a *api) tunnelByName(ctx context.Context, account, name string) (string, e
 	return "", nil
 }
 
+// countTunnels counts the account's tunnels that are not deleted.
+func (a *api) countTunnels(ctx context.Context, account string) (int, error) {
+	ctx = withOp(ctx, opTunnelList)
+	const per = 1000
+	list, err := pages(ctx, per, func(page int) (*pagination.V4PagePaginationArray[shared.CloudflareTunnel], error) {
+		return a.tunnels.List(ctx, zero_trust.TunnelCloudflaredListParams{
+			AccountID: cf.F(account), IsDeleted: cf.F(false),
+			Page: cf.F(float64(page)), PerPage: cf.F(float64(per)),
+		})
+	})
+	if err != nil {
+		return 0, wrap("counting the account's tunnels", err)
+	}
+	return len(list), nil
+}
+
 // createTunnel creates a remotely managed tunnel; Cloudflare generates
 // its secret.
 func (a *api) createTunnel(ctx context.Context, account, name string) (string, error) {

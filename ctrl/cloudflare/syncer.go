@@ -370,6 +370,9 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 		if p, ok := err.(problem); ok {
 			return &translate.TunnelState{Problem: string(p)}, nil
 		}
+		if l, ok := err.(limit); ok {
+			return &translate.TunnelState{Problem: string(l), NoResources: true}, nil
+		}
 		return refusal(err)
 	}
 	st.ID = c.l.tunnelID
@@ -412,6 +415,15 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 type problem string
 
 func (p problem) Error() string { return string(p) }
+
+// limit is one of Cloudflare's limits reached: only a user can make room.
+type limit string
+
+func (l limit) Error() string { return string(l) }
+
+// MaxTunnelsPerAccount is how many tunnels Cloudflare lets an account
+// have. A tunnel is not created beyond it: the Gateway says so instead.
+const MaxTunnelsPerAccount = 1000
 
 func (s *Syncer) resolveAccount(ctx context.Context, c *classSync, d Desired) error {
 	if d.Spec.AccountID != "" {
@@ -456,6 +468,14 @@ func (s *Syncer) resolveTunnel(ctx context.Context, c *classSync, d Desired) err
 			return err
 		}
 		if id == "" {
+			n, err := c.l.api.countTunnels(ctx, c.l.account)
+			if err != nil {
+				return err
+			}
+			if n >= MaxTunnelsPerAccount {
+				return limit(fmt.Sprintf("account %s has %d tunnels, Cloudflare's limit; tunnel %q is not created: delete unused tunnels, or use an existing one (tunnel.id)",
+					c.l.account, n, t.Name))
+			}
 			if id, err = c.l.api.createTunnel(ctx, c.l.account, t.Name); err != nil {
 				return err
 			}

@@ -425,3 +425,25 @@ func TestSyncerTraced(t *testing.T) {
 		}
 	}
 }
+
+// At Cloudflare's limit of tunnels per account, a tunnel is not created:
+// the report says so, as a limit, and nothing was asked to create one.
+// With room made, the next look creates it.
+func TestSyncerTunnelLimit(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{DriftEvery: 100 * time.Millisecond})
+	for i := range cloudflare.MaxTunnelsPerAccount {
+		w.f.AddTunnel(account, fmt.Sprintf("00000000-0000-4000-8000-%012d", i), fmt.Sprintf("other-%d", i))
+	}
+	w.s.Update([]cloudflare.Desired{desired("app.example.com")})
+	st := w.waitState(t, "the limit reported", func(s *translate.TunnelState) bool { return s.Problem != "" })
+	if !st.NoResources || !strings.Contains(st.Problem, "1000 tunnels") {
+		t.Errorf("report %+v: want a limit naming the count", st)
+	}
+	for _, tun := range w.f.Tunnels(account) {
+		if tun.Name == "prod-tunnel" {
+			t.Fatal("a tunnel was created beyond the limit")
+		}
+	}
+	w.f.DeleteTunnel(account, "00000000-0000-4000-8000-000000000000")
+	w.waitState(t, "the tunnel created once there is room", func(s *translate.TunnelState) bool { return s.Problem == "" && s.ID != "" })
+}

@@ -55,6 +55,10 @@ func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool,
 	switch {
 	case ts == nil:
 		return false, string(gwv1.GatewayReasonPending), "waiting for the Gateway's own tunnel"
+	case ts.Problem != "" && ts.NoResources:
+		return false, string(gwv1.GatewayReasonNoResources), "the Gateway's own tunnel: " + ts.Problem
+	case ts.Problem != "":
+		return false, string(gwv1.GatewayReasonInvalid), "the Gateway's own tunnel: " + ts.Problem
 	case ts.Pending != "":
 		return false, string(gwv1.GatewayReasonPending), ts.Pending
 	case ps == nil:
@@ -78,11 +82,12 @@ func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool,
 
 // warnOnPlaneChange records a Warning event on a dedicated Gateway whose
 // plane has no ready proxy for a reason the cluster gives (an image, a
-// quota, a crash), once per new message: Programmed is otherwise left out
+// quota, a crash), or whose tunnel Cloudflare refuses, once per new
+// message: Programmed is otherwise left out
 // of events, as it is False for a moment at every start.
 func (t *translator) warnOnPlaneChange(gi *gatewayInfo, ok bool, reason, msg string) {
-	ps := t.in.Planes[gi.key]
-	if ok || ps == nil || ps.Problem == "" {
+	ps, ts := t.in.Planes[gi.key], t.tunnelOf(gi)
+	if ok || ((ps == nil || ps.Problem == "") && (ts == nil || ts.Problem == "")) {
 		return
 	}
 	if p := findCond(gi.conds.prev, string(gwv1.GatewayConditionProgrammed)); p != nil && p.Status == metav1.ConditionFalse && p.Message == msg {

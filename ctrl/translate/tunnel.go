@@ -18,8 +18,12 @@ type TunnelState struct {
 	// ID is the tunnel's ID, once known.
 	ID string
 	// Problem is a configuration error only the user can fix (credentials
-	// refused, no such tunnel or account): the class is not accepted.
+	// refused, no such tunnel or account): the class is not accepted, or a
+	// Gateway with a tunnel of its own is not programmed.
 	Problem string
+	// NoResources marks a Problem that is one of Cloudflare's limits (the
+	// tunnels an account may have).
+	NoResources bool
 	// Pending says why the tunnel's ingress document is not applied yet;
 	// empty once it is.
 	Pending string

@@ -168,6 +168,9 @@ func TestPlaneStateInStatuses(t *testing.T) {
 		event           bool
 	}{
 		{"no tunnel yet", nil, nil, metav1.ConditionFalse, "Pending", "own tunnel", false},
+		{"the account's tunnels at the limit", &translate.TunnelState{Problem: "account a has 1000 tunnels", NoResources: true}, nil,
+			metav1.ConditionFalse, "NoResources", "1000 tunnels", true},
+		{"no such tunnel", &translate.TunnelState{Problem: "tunnel x does not exist"}, nil, metav1.ConditionFalse, "Invalid", "does not exist", true},
 		{"document pending", &translate.TunnelState{ID: "own", Pending: "Cloudflare API: 503"}, nil, metav1.ConditionFalse, "Pending", "503", false},
 		{"no Deployment yet", applied, nil, metav1.ConditionFalse, "Pending", "Deployment", false},
 		{"no proxy ready", applied, &translate.PlaneState{Replicas: 2}, metav1.ConditionFalse, "Pending", "0 of 2", false},

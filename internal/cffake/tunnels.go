@@ -42,6 +42,21 @@ func (f *Fake) AddTunnel(accountID, id, name string) {
 		acct: f.mustAccount(accountID), secret: secret, created: t, configAt: t})
 }
 
+// DeleteTunnel marks a tunnel deleted, as deleting it through the API or
+// the dashboard does; it reports whether the tunnel existed.
+func (f *Fake) DeleteTunnel(accountID, id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.tunnel(accountID, id)
+	if t == nil {
+		return false
+	}
+	if t.deleted.IsZero() {
+		t.deleted = now()
+	}
+	return true
+}
+
 // Tunnels returns the account's tunnels, deleted ones included, oldest first.
 func (f *Fake) Tunnels(accountID string) []Tunnel {
 	f.mu.Lock()
