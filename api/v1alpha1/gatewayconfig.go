@@ -119,7 +119,8 @@ type GatewayTunnel struct {
 	TokenSecretRef *LocalSecretKeyRef `json:"tokenSecretRef,omitempty"`
 	// DeleteWithGateway deletes the tunnel when the Gateway is deleted,
 	// only if the controller created it (Name). Off by default: a tunnel
-	// outlives its Gateway unless this says otherwise.
+	// outlives its Gateway unless this says otherwise. Not carried out
+	// yet: this version never deletes a tunnel.
 	DeleteWithGateway bool `json:"deleteWithGateway,omitempty"`
 }
 
