@@ -187,8 +187,8 @@ func (p *Provisioner) processOne(ctx context.Context) bool {
 // sync brings one Gateway's plane to what is wanted of it.
 func (p *Provisioner) sync(ctx context.Context, key types.NamespacedName) error {
 	p.mu.Lock()
-	leading, want, wanted, retired := p.leading, p.wanted[key], false, p.retired[key]
-	_, wanted = p.wanted[key]
+	want, wanted := p.wanted[key]
+	leading, retired := p.leading, p.retired[key]
 	p.mu.Unlock()
 	switch {
 	case !leading:

@@ -200,17 +200,7 @@ spec:
 	})
 
 	// Parameters and labels change the plane.
-	if err := r.env.Apply(ctx, []byte(`
-apiVersion: tunnelgate.dev/v1alpha1
-kind: GatewayConfig
-metadata: {name: own, namespace: team-a}
-spec:
-  dataPlane: Dedicated
-  replicas: 2
-  tunnel: {name: team-a-tunnel}
-`)); err != nil {
-		t.Fatal(err)
-	}
+	setOwnPlane(t, r, "replicas: 2")
 	patchGateway(t, r, gwA, `{"spec":{"infrastructure":{"labels":{"team":"alpha"}}}}`)
 	eventually(t, 30*time.Second, "two replicas labelled team=alpha", func() error {
 		d, err := r.kube.AppsV1().Deployments("team-a").Get(ctx, plane, metav1.GetOptions{})
@@ -236,16 +226,7 @@ spec:
 		spec string
 		want bool
 	}{{"autoscaling: {minReplicas: 1, maxReplicas: 3}", true}, {"replicas: 1", false}} {
-		if err := r.env.Apply(ctx, []byte(`
-apiVersion: tunnelgate.dev/v1alpha1
-kind: GatewayConfig
-metadata: {name: own, namespace: team-a}
-spec:
-  dataPlane: Dedicated
-  tunnel: {name: team-a-tunnel}
-  `+step.spec+"\n")); err != nil {
-			t.Fatal(err)
-		}
+		setOwnPlane(t, r, step.spec)
 		eventually(t, 30*time.Second, step.spec, func() error {
 			_, err := hpas.Get(ctx, plane, metav1.GetOptions{})
 			if got := err == nil; got != step.want {
@@ -298,6 +279,22 @@ spec:
 	})
 	if err := visitBackend(visitor, "b.example.com", "team-b"); err != nil {
 		t.Errorf("the shared Gateway after the tenant's went: %v", err)
+	}
+}
+
+// setOwnPlane applies team-a's GatewayConfig "own" with its tunnel and
+// size, a line of YAML under spec (replicas or autoscaling).
+func setOwnPlane(t *testing.T, r *rig, size string) {
+	t.Helper()
+	if err := r.env.Apply(t.Context(), []byte(`
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: own, namespace: team-a}
+spec:
+  dataPlane: Dedicated
+  tunnel: {name: team-a-tunnel}
+  `+size+"\n")); err != nil {
+		t.Fatal(err)
 	}
 }
 
