@@ -80,6 +80,12 @@ func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
 		wanted[h] = true
 		ours, others := ownershipRecords(byName[ownershipName(h)], o.Owner)
 		if ours == nil && len(others) > 0 {
+			if own, _ := parseOwnership(others[0].Content); o.orphaned(own.owner) {
+				// A deleted plane's: its hostname is ours now.
+				ours, others = &others[0], others[1:]
+			}
+		}
+		if ours == nil && len(others) > 0 {
 			own, _ := parseOwnership(others[0].Content)
 			plan.States[h] = translate.DNSState{Reason: translate.DNSReasonOwnedByOther, Message: fmt.Sprintf(
 				"owned by tunnelgate owner %q (TXT %s); set a distinct hostname, or remove that owner's records", own.owner, others[0].Name)}

@@ -154,4 +154,22 @@ func TestPlanDNSRemovesDeletedPlanes(t *testing.T) {
 	if p := PlanDNS(nil, records, o); !p.Empty() {
 		t.Errorf("without LivePlanes: %+v, want nothing", p)
 	}
+
+	// A hostname the class now wants, from a plane that is gone: the
+	// class takes its records over.
+	o.LivePlanes = []string{}
+	p := PlanDNS([]string{"gone.example.com"}, records, o)
+	var updates []string
+	for _, r := range p.Updates {
+		updates = append(updates, r.Type+" "+r.Name+" "+r.Content)
+	}
+	if len(p.Creates) != 0 || !slices.Contains(updates, "CNAME gone.example.com t1.cfargotunnel.com") ||
+		!slices.Contains(updates, "TXT _tunnelgate.gone.example.com "+ownershipContent("prod", "t1")) || !p.States["gone.example.com"].Ready {
+		t.Errorf("a gone plane's hostname wanted by the class: updates %v, creates %v, states %v", updates, p.Creates, p.States)
+	}
+	// A live plane's hostname stays the plane's.
+	p = PlanDNS([]string{"live.example.com"}, records, DNSOptions{Owner: "prod", TunnelID: "t1", LivePlanes: []string{PlaneOwner("prod", "team-a", "live")}})
+	if st := p.States["live.example.com"]; st.Ready || st.Reason != translate.DNSReasonOwnedByOther {
+		t.Errorf("a live plane's hostname wanted by the class: %+v", st)
+	}
 }

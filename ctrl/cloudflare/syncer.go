@@ -66,6 +66,11 @@ type Options struct {
 	// DNSEvery is how often every allowed zone is listed again to repair
 	// records changed elsewhere (default 30 minutes).
 	DNSEvery time.Duration
+	// DNSRecheck is how soon a class whose hostname another owner holds
+	// looks again (default 15 s): when a Gateway moves between the
+	// class's tunnel and one of its own, the old owner deletes its records
+	// a moment later, and the new one takes them at its next look.
+	DNSRecheck time.Duration
 	// MinBackoff and MaxBackoff bound the wait after a failure (defaults
 	// 1 s and 5 minutes); a longer Retry-After wins.
 	MinBackoff, MaxBackoff time.Duration
@@ -123,11 +128,15 @@ type learned struct {
 	zones      []zone
 	dnsZones   map[string]bool // zones that held our hostnames
 
-	applied    string // hash of the ingress document last applied
-	lastDrift  time.Time
-	dnsKey     string // hash of the DNS inputs last applied
-	lastDNS    time.Time
-	livePlanes []string // DNSOptions.LivePlanes of the last DNS pass
+	applied   string // hash of the ingress document last applied
+	lastDrift time.Time
+	dnsKey    string // hash of the DNS inputs last applied
+	lastDNS   time.Time
+	// dnsContested: a hostname was another owner's at the last pass, which
+	// it may give up at any time (a Gateway moving between the class's
+	// tunnel and one of its own): looked at again after dnsRecheck.
+	dnsContested bool
+	livePlanes   []string // DNSOptions.LivePlanes of the last DNS pass
 }
 
 // New returns a Syncer; Run starts it.
@@ -137,6 +146,9 @@ func New(opts Options) *Syncer {
 	}
 	if opts.DNSEvery == 0 {
 		opts.DNSEvery = 30 * time.Minute
+	}
+	if opts.DNSRecheck == 0 {
+		opts.DNSRecheck = 15 * time.Second
 	}
 	if opts.MinBackoff == 0 {
 		opts.MinBackoff = time.Second
@@ -290,7 +302,7 @@ func (s *Syncer) dueAt(c *classSync, key string) time.Time {
 	}
 	due := last.Add(s.opts.DriftEvery)
 	if c.l.dnsKey != "" {
-		due = minTime(due, c.l.lastDNS.Add(s.opts.DNSEvery))
+		due = minTime(due, c.l.lastDNS.Add(s.dnsInterval(c)))
 	}
 	return due
 }
@@ -520,7 +532,7 @@ func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired, last map[
 		Z []string
 	}{d.Hostnames, o, d.Spec.DNS.Zones})
 	now := s.opts.Now()
-	full := now.Sub(c.l.lastDNS) >= s.opts.DNSEvery
+	full := now.Sub(c.l.lastDNS) >= s.dnsInterval(c)
 	if key == c.l.dnsKey && !full {
 		return last, nil
 	}
@@ -579,7 +591,18 @@ func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired, last map[
 		return states, errors.Join(errs...)
 	}
 	c.l.dnsKey, c.l.lastDNS, c.l.livePlanes = key, now, o.LivePlanes
+	c.l.dnsContested = slices.ContainsFunc(slices.Collect(maps.Values(states)), func(st translate.DNSState) bool {
+		return st.Reason == translate.DNSReasonOwnedByOther
+	})
 	return states, nil
+}
+
+// dnsInterval is how long after a pass the zones are listed again.
+func (s *Syncer) dnsInterval(c *classSync) time.Duration {
+	if c.l.dnsContested {
+		return min(s.opts.DNSRecheck, s.opts.DNSEvery)
+	}
+	return s.opts.DNSEvery
 }
 
 // keepStates carries the last known state of hosts whose zone failed;

@@ -447,3 +447,64 @@ func TestSyncerTunnelLimit(t *testing.T) {
 	w.f.DeleteTunnel(account, "00000000-0000-4000-8000-000000000000")
 	w.waitState(t, "the tunnel created once there is room", func(s *translate.TunnelState) bool { return s.Problem == "" && s.ID != "" })
 }
+
+// A Gateway moving from its class's tunnel to one of its own: the plane
+// finds its hostname held by the class, which lets it go a moment later,
+// and the plane takes it at its next look (DNSRecheck), long before the
+// next full pass (DNSEvery). Moving back, the class takes the plane's
+// records over at once once the plane is gone (LivePlanes).
+func TestSyncerHostnameMovesBetweenTunnels(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{DNSEvery: time.Hour, DNSRecheck: 100 * time.Millisecond})
+	class := desired("app.example.com")
+	class.LivePlanes = []string{}
+	w.s.Update([]cloudflare.Desired{class})
+	w.waitState(t, "the class's record", func(s *translate.TunnelState) bool { return s.DNS["app.example.com"].Ready })
+	classTunnel := w.tunnelID(t)
+
+	plane := desired("app.example.com")
+	plane.Class = "prod/team-a/gw"
+	plane.Spec.Tunnel = &v1alpha1.TunnelRef{Name: "team-a"}
+	plane.Spec.DNS = &v1alpha1.DNSSettings{Enabled: true, OwnerID: cloudflare.PlaneOwner("prod", "team-a", "gw")}
+	// For a moment both want it (the class's sync has not run yet): the
+	// plane finds it held.
+	class.LivePlanes = []string{plane.Spec.DNS.OwnerID}
+	w.s.Update([]cloudflare.Desired{plane, class})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := w.s.States()[plane.Class]
+		if st != nil && st.DNS["app.example.com"].Reason == translate.DNSReasonOwnedByOther {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the plane never found the hostname held: %+v", st)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	movedClass := desired()
+	movedClass.LivePlanes = class.LivePlanes
+	w.s.Update([]cloudflare.Desired{plane, movedClass})
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		st := w.s.States()[plane.Class]
+		if st != nil && st.DNS["app.example.com"].Ready {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the plane never took the hostname: %+v; records %v", st, w.records("zone-com"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := w.records("zone-com")["CNAME app.example.com"]; got == classTunnel+".cfargotunnel.com" || got == "" {
+		t.Fatalf("CNAME → %q, want the plane's tunnel", got)
+	}
+
+	class.LivePlanes = []string{}
+	w.s.Update([]cloudflare.Desired{class}) // the plane gone, the Gateway back on the class
+	deadline = time.Now().Add(10 * time.Second)
+	for w.records("zone-com")["CNAME app.example.com"] != classTunnel+".cfargotunnel.com" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the class never took the hostname back: %v", w.records("zone-com"))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
@@ -35,11 +36,13 @@ import (
 // creates the Gateway's own tunnel, and the plane's Pods run on the
 // kubelet stand-in with a connector of that tunnel. The edge routes each
 // hostname by its DNS record, so a request for the tenant's hostname can
-// only be served by the tenant's Pods. Then: each credential reads its
-// own config only; a hand edit is put back; parameters and labels change
-// the plane; autoscaling adds an autoscaler and removing it prunes it;
-// deleting the Gateway deletes the plane and its DNS records, and keeps
-// the tunnel.
+// only be served by the tenant's Pods. Then: the Gateway is Programmed at
+// its tunnel's address, and one whose proxies cannot start says why; each
+// credential reads its own config only; a hand edit is put back;
+// parameters and labels change the plane; autoscaling adds an autoscaler
+// and removing it prunes it; back on the shared proxies the plane goes
+// and the hostname moves to the class's tunnel; deleting a Gateway
+// deletes its plane and DNS records, and keeps its tunnel.
 func TestDedicatedPlanes(t *testing.T) {
 	r := startRig(t, "planes")
 	r.edge.RouteByDNS(r.fake)
@@ -147,6 +150,13 @@ spec:
   infrastructure:
     parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: broken}
   listeners: [{name: http, protocol: HTTP, port: 80, hostname: "broken.example.com"}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: broken, namespace: team-a}
+spec:
+  parentRefs: [{name: broken}]
+  rules: [{backendRefs: [{name: app, port: 80}]}]
 `, r.class))); err != nil {
 		t.Fatal(err)
 	}
@@ -236,47 +246,43 @@ spec:
 		})
 	}
 
-	// Deleting the Gateway deletes its plane (the garbage collector
-	// follows the ownerReferences) and keeps its tunnel.
-	if err := r.gw.GatewayV1().Gateways("team-a").Delete(ctx, "gw", metav1.DeleteOptions{}); err != nil {
+	// Back to the shared proxies: the plane goes (its tunnel stays), the
+	// hostname moves to the class's tunnel, its DNS record with it.
+	setOwnPlaneShared(t, r)
+	eventually(t, 60*time.Second, "the plane deleted once its Gateway wants none", func() error {
+		return gone(ctx, r.kube, "team-a", plane, true)
+	})
+	classTunnel := tunnelID(t, r, r.class+"-tunnel")
+	eventually(t, 60*time.Second, "the tenant's hostname through the class's tunnel", func() error {
+		if err := cnameTo(r, "a.example.com", classTunnel); err != nil {
+			return err
+		}
+		return visitBackend(visitor, "a.example.com", "team-a")
+	})
+
+	// Deleting a Gateway deletes its plane (the garbage collector follows
+	// the ownerReferences) and its DNS records, and keeps its tunnel.
+	brokenPlane := provision.Name("broken", r.class)
+	if err := cnameTo(r, "broken.example.com", tunnelID(t, r, "team-a-broken")); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the plane deleted with its Gateway", func() error {
-		for _, get := range []func() error{
-			func() error {
-				_, err := r.kube.AppsV1().Deployments("team-a").Get(ctx, plane, metav1.GetOptions{})
-				return err
-			},
-			func() error {
-				_, err := r.kube.CoreV1().Services("team-a").Get(ctx, plane, metav1.GetOptions{})
-				return err
-			},
-			func() error {
-				_, err := r.kube.CoreV1().Secrets("team-a").Get(ctx, plane+"-credentials", metav1.GetOptions{})
-				return err
-			},
-			func() error {
-				_, err := r.kube.CoreV1().Secrets("team-a").Get(ctx, plane+"-tunnel", metav1.GetOptions{})
-				return err
-			},
-		} {
-			if err := get(); !apierrors.IsNotFound(err) {
-				return fmt.Errorf("still there (%v)", err)
-			}
-		}
-		return nil
-	})
-	if tunnelID(t, r, "team-a-tunnel") != tunnelA {
-		t.Error("the tenant's tunnel changed")
+	if err := r.gw.GatewayV1().Gateways("team-a").Delete(ctx, "broken", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "the deleted Gateway's DNS records removed", func() error {
+	eventually(t, 60*time.Second, "the plane and DNS records deleted with their Gateway", func() error {
+		if err := gone(ctx, r.kube, "team-a", brokenPlane, false); err != nil {
+			return err
+		}
 		for _, rec := range r.fake.Records("zone") {
-			if rec.Name == "a.example.com" || rec.Name == "_tunnelgate.a.example.com" {
+			if rec.Name == "broken.example.com" || rec.Name == "_tunnelgate.broken.example.com" {
 				return fmt.Errorf("still there: %s %s → %s", rec.Type, rec.Name, rec.Content)
 			}
 		}
 		return nil
 	})
+	for _, name := range []string{"team-a-tunnel", "team-a-broken"} {
+		tunnelID(t, r, name) // fails the test if deleted
+	}
 	if err := visitBackend(visitor, "b.example.com", "team-b"); err != nil {
 		t.Errorf("the shared Gateway after the tenant's went: %v", err)
 	}
@@ -296,6 +302,56 @@ spec:
   `+size+"\n")); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// setOwnPlaneShared sends team-a's Gateway back to the shared proxies.
+func setOwnPlaneShared(t *testing.T, r *rig) {
+	t.Helper()
+	if _, err := r.env.Dynamic().Resource(v1alpha1.SchemeGroupVersion.WithResource("gatewayconfigs")).Namespace("team-a").Patch(
+		t.Context(), "own", types.MergePatchType, []byte(`{"spec":{"dataPlane":"Shared","tunnel":null,"replicas":null,"autoscaling":null}}`),
+		metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gone reports an error while an object of the plane is left: its
+// Deployment, Service and credentials Secret, and its
+// tunnel token Secret unless keepToken (a Gateway back on the shared
+// proxies keeps it until the Gateway goes).
+func gone(ctx context.Context, kube kubernetes.Interface, ns, plane string, keepToken bool) error {
+	gets := []func() error{
+		func() error { _, err := kube.AppsV1().Deployments(ns).Get(ctx, plane, metav1.GetOptions{}); return err },
+		func() error { _, err := kube.CoreV1().Services(ns).Get(ctx, plane, metav1.GetOptions{}); return err },
+		func() error {
+			_, err := kube.CoreV1().Secrets(ns).Get(ctx, plane+"-credentials", metav1.GetOptions{})
+			return err
+		},
+	}
+	if !keepToken {
+		gets = append(gets, func() error {
+			_, err := kube.CoreV1().Secrets(ns).Get(ctx, plane+"-tunnel", metav1.GetOptions{})
+			return err
+		})
+	}
+	for _, get := range gets {
+		if err := get(); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+	}
+	return nil
+}
+
+// cnameTo checks that host's CNAME points at the tunnel.
+func cnameTo(r *rig, host, tunnel string) error {
+	for _, rec := range r.fake.Records("zone") {
+		if rec.Name == host && rec.Type == "CNAME" {
+			if rec.Content != tunnel+".cfargotunnel.com" {
+				return fmt.Errorf("%s → %s, want tunnel %s", host, rec.Content, tunnel)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("no CNAME for %s", host)
 }
 
 // backend is an echo Deployment, its Service app and an HTTPRoute for
