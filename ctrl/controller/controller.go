@@ -263,6 +263,10 @@ func (c *Controller) translateSnapshot() (*translate.Input, *translate.Output) {
 		in.TunnelProtocols = c.opts.ProxyProtocols()
 	}
 	in.Planes = c.planeStates()
+	in.Provisioning = translate.NoPlanes
+	if c.opts.Planes != nil {
+		in.Provisioning = translate.ProvisionPlanes
+	}
 	return in, c.cache.Translate(in)
 }
 

@@ -132,7 +132,7 @@ func (c *Cache) endFull(t *translator) {
 func epochOf(in *Input, sizeHint int) map[any]bool {
 	s := &in.Snapshot
 	set := make(map[any]bool, sizeHint)
-	set[epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress, strings.Join(in.TunnelProtocols, ","), in.AddressPool}] = true
+	set[epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress, strings.Join(in.TunnelProtocols, ","), in.AddressPool, in.Provisioning}] = true
 	addObjects(set, s.GatewayClasses)
 	addObjects(set, s.Gateways)
 	addObjects(set, s.ListenerSets)
@@ -158,6 +158,7 @@ type epochFacts struct {
 	anyEndpointAddress            bool
 	tunnelProtocols               string
 	addressPool                   netip.Prefix
+	provisioning                  Provisioning
 }
 
 func addObjects[T any](set map[any]bool, objs []*T) {

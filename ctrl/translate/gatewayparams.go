@@ -30,6 +30,10 @@ func (t *translator) gatewayParameters(g *gwv1.Gateway, class *classInfo) (cfg *
 	case "", v1alpha1.DataPlaneShared:
 		return cfg, false, ""
 	case v1alpha1.DataPlaneDedicated:
+		if t.in.Provisioning == NoPlanes {
+			return nil, false, fmt.Sprintf("GatewayConfig %q asks for a Dedicated data plane, and this controller runs none: "+
+				"start it with -planes (the Helm chart does), or set dataPlane to Shared", ref.Name)
+		}
 		if p := dedicatedProblem(ref.Name, &cfg.Spec, class); p != "" {
 			return nil, false, p
 		}

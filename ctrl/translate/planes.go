@@ -22,6 +22,23 @@ import (
 // rest. The cut is made after translation, so translation, the Cache and
 // its patches know nothing of planes.
 
+// Provisioning says who serves a Gateway that asks for a Dedicated plane.
+type Provisioning int
+
+const (
+	// ServeDedicatedHere: the process that translates serves every Gateway
+	// (standalone mode). A Dedicated Gateway is checked as the controller
+	// would and listed in Planes, and served like any other.
+	ServeDedicatedHere Provisioning = iota
+	// ProvisionPlanes: the controller runs a plane per Dedicated Gateway;
+	// Input.Planes holds what their Deployments say, which decides the
+	// Gateway's Programmed condition.
+	ProvisionPlanes
+	// NoPlanes: the controller runs no planes (started without -planes),
+	// so a Dedicated Gateway is refused, saying so.
+	NoPlanes
+)
+
 // Plane is a Gateway served by a data plane of its own.
 type Plane struct {
 	Gateway *gwv1.Gateway

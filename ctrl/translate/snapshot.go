@@ -25,6 +25,9 @@ type Input struct {
 	ControllerName string
 	// Now stamps lastTransitionTime on conditions whose status changes.
 	Now time.Time
+	// Provisioning says who serves a Gateway that asks for a Dedicated
+	// data plane; the zero value, ServeDedicatedHere, is standalone mode's.
+	Provisioning Provisioning
 	// BundleVersion is the Gateway API CRD bundle version installed in the
 	// cluster (the gateway.networking.k8s.io/bundle-version annotation).
 	// Empty is taken as supported: standalone mode has no CRDs. A

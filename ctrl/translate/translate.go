@@ -430,7 +430,7 @@ func (t *translator) gatewayStatuses() {
 		case gi.accepted && gi.addressReason != "":
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, gi.addressReason, gi.addressMsg)
-		case gi.accepted && gi.dedicated:
+		case gi.accepted && gi.dedicated && t.in.Provisioning == ProvisionPlanes:
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
 			ok, reason, msg := t.planeProgrammed(gi, ts)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), ok, reason, msg)

@@ -181,6 +181,7 @@ func TestPlaneStateInStatuses(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			in := loadGolden(t, "planes.yaml")
+			in.Provisioning = translate.ProvisionPlanes
 			in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "class"}}
 			if tc.tunnel != nil {
 				in.Tunnels[tunnelKey] = tc.tunnel
@@ -225,4 +226,23 @@ func TestPlaneStateInStatuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A controller that runs no planes refuses a Gateway asking for one,
+// saying how to get one; standalone mode serves it as any other.
+func TestDedicatedWithoutPlanes(t *testing.T) {
+	gw := nsName("default", "team-a")
+	in := loadGolden(t, "planes.yaml")
+	in.Provisioning = translate.NoPlanes
+	out := translate.Translate(in)
+	c := wantCond(t, out.Gateways[gw].Conditions, "Accepted", metav1.ConditionFalse, "InvalidParameters")
+	if c != nil && !strings.Contains(c.Message, "-planes") {
+		t.Errorf("Accepted message %q does not say how to get a plane", c.Message)
+	}
+	if len(out.Planes) != 0 {
+		t.Errorf("planes %v from a controller that runs none", out.Planes)
+	}
+	in.Provisioning = translate.ServeDedicatedHere
+	out = translate.Translate(in)
+	wantCond(t, out.Gateways[gw].Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
 }
