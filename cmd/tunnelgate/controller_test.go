@@ -230,3 +230,37 @@ func TestGatewayAddressesFlag(t *testing.T) {
 		t.Error("no flag: want no addresses")
 	}
 }
+
+// -planes and -planes-ca-file go together, and what they name must hold:
+// settings a plane can run with, and a PEM certificate.
+func TestControllerPlanesFlags(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	token := write("token", "s3cret\n")
+	good := write("planes.json", `{"proxyImage":"p:1","cloudflaredImage":"c:1","controllerURL":"https://c.ns.svc:8081",
+		"tunnelProtocol":"http2","gracePeriod":"30s","terminationGracePeriodSeconds":60,"proxyResources":{},"cloudflaredResources":{}}`)
+	bad := write("bad.json", `{"proxyImage":"p:1"}`)
+	notPEM := write("ca.txt", "not a certificate")
+	base := []string{"controller", "-kubeconfig", filepath.Join(dir, "no-kubeconfig"), "-config-token-file", token, "-config-insecure-plaintext"}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"settings without a CA", []string{"-planes", good}, "-planes needs -planes-ca-file"},
+		{"a CA without settings", []string{"-planes-ca-file", notPEM}, "without -planes"},
+		{"settings a plane cannot run with", []string{"-planes", bad, "-planes-ca-file", notPEM}, "controllerURL"},
+		{"a CA that is no certificate", []string{"-planes", good, "-planes-ca-file", notPEM}, "no PEM certificate"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := run(slices.Concat(base, c.args), &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("%s: exit %d, want 2 saying %q:\n%s", c.name, code, c.want, stderr.String())
+		}
+	}
+}
