@@ -9,9 +9,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
+	applymetav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -195,48 +196,26 @@ func apiToken(secrets []*corev1.Secret, ref *v1alpha1.SecretKeyRef) (token, prob
 type TokenOwnerFunc func(namespace, name string) *metav1.OwnerReference
 
 // TunnelTokenWriter stores tunnel tokens in Secrets for the cloudflared
-// sidecars, creating the Secret or changing only its key (and adding the
-// owner owner names, when it names one).
+// sidecars, with server-side apply: the Secret is created, or only its
+// token key (and the owner owner names, if any) is set, other keys and
+// fields left as they are. Applying needs no read of the Secret, so the
+// controller is not allowed to read Secrets one by one.
 func TunnelTokenWriter(kube kubernetes.Interface, owner TokenOwnerFunc) cloudflare.SaveTokenFunc {
 	return func(ctx context.Context, ref v1alpha1.SecretKeyRef, token string) error {
 		key := ref.Key
 		if key == "" {
 			key = "token"
 		}
-		var own *metav1.OwnerReference
+		s := applycorev1.Secret(ref.Name, ref.Namespace).
+			WithLabels(map[string]string{"app.kubernetes.io/managed-by": "tunnelgate"}).
+			WithData(map[string][]byte{key: []byte(token)})
 		if owner != nil {
-			own = owner(ref.Namespace, ref.Name)
-		}
-		secrets := kube.CoreV1().Secrets(ref.Namespace)
-		s, err := secrets.Get(ctx, ref.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			s = &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Name: ref.Name, Namespace: ref.Namespace,
-					Labels: map[string]string{"app.kubernetes.io/managed-by": "tunnelgate"}},
-				Type: corev1.SecretTypeOpaque,
-				Data: map[string][]byte{key: []byte(token)},
+			if o := owner(ref.Namespace, ref.Name); o != nil {
+				s.WithOwnerReferences(applymetav1.OwnerReference().WithAPIVersion(o.APIVersion).WithKind(o.Kind).
+					WithName(o.Name).WithUID(o.UID).WithController(true))
 			}
-			if own != nil {
-				s.OwnerReferences = []metav1.OwnerReference{*own}
-			}
-			_, err = secrets.Create(ctx, s, metav1.CreateOptions{FieldManager: fieldManager})
-			return err
 		}
-		if err != nil {
-			return err
-		}
-		owned := own == nil || slices.ContainsFunc(s.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == own.UID })
-		if string(s.Data[key]) == token && owned {
-			return nil
-		}
-		if s.Data == nil {
-			s.Data = map[string][]byte{}
-		}
-		s.Data[key] = []byte(token)
-		if !owned {
-			s.OwnerReferences = append(s.OwnerReferences, *own)
-		}
-		_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: fieldManager})
+		_, err := kube.CoreV1().Secrets(ref.Namespace).Apply(ctx, s, metav1.ApplyOptions{FieldManager: fieldManager, Force: true})
 		return err
 	}
 }

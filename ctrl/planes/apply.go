@@ -132,12 +132,16 @@ func (p *Provisioner) prune(ctx context.Context, w Want, rendered map[objectKey]
 	return errors.Join(errs...)
 }
 
-// deletePlane deletes every object of a Gateway's plane: the Gateway now
-// asks for none.
+// deletePlane deletes every object of a Gateway's plane but its
+// credentials Secret: the Gateway now asks for none. The Secret goes with
+// the Gateway (garbage collection), since the controller may not delete
+// Secrets; the config API no longer honours its token meanwhile.
 func (p *Provisioner) deletePlane(ctx context.Context, key types.NamespacedName) error {
 	var errs []error
 	for _, k := range p.owned.objectsOf(key, "") {
-		errs = append(errs, p.delete(ctx, k))
+		if k.kind != "Secret" {
+			errs = append(errs, p.delete(ctx, k))
+		}
 	}
 	return errors.Join(errs...)
 }

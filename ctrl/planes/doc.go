@@ -23,7 +23,9 @@
 //     GatewayConfig, or one with dataPlane Shared): a Gateway refused for
 //     a mistake (its GatewayConfig deleted by accident) keeps its proxies,
 //     which keep serving their last config. A deleted Gateway takes its
-//     plane with it through ownerReferences, by the garbage collector.
+//     plane with it through ownerReferences, by the garbage collector; so
+//     does a Gateway back on the shared proxies take its credentials
+//     Secret, since the controller may not delete Secrets.
 //   - The config token in a credentials Secret is made once, at random,
 //     and kept; the Secret's other keys follow the controller.
 //   - Nothing is done unless this replica leads (Update with leading

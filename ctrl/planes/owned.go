@@ -198,5 +198,8 @@ func (o *owned) objectsOf(gateway types.NamespacedName, uid types.UID) []objectK
 	return out
 }
 
-// has reports whether a Gateway has any plane object.
-func (o *owned) has(gateway types.NamespacedName) bool { return len(o.objectsOf(gateway, "")) > 0 }
+// hasDeletable reports whether a Gateway has a plane object that retiring
+// its plane deletes (any but its credentials Secret).
+func (o *owned) hasDeletable(gateway types.NamespacedName) bool {
+	return slices.ContainsFunc(o.objectsOf(gateway, ""), func(k objectKey) bool { return k.kind != "Secret" })
+}

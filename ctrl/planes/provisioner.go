@@ -132,7 +132,7 @@ func (p *Provisioner) Update(leading bool, wanted map[types.NamespacedName]Want,
 	p.retired = make(map[types.NamespacedName]bool, len(retired))
 	for _, key := range retired {
 		p.retired[key] = true
-		if p.owned.has(key) {
+		if p.owned.hasDeletable(key) {
 			p.queue.Add(key)
 		}
 	}

@@ -250,7 +250,7 @@ spec:
 	// hostname moves to the class's tunnel, its DNS record with it.
 	setOwnPlaneShared(t, r)
 	eventually(t, 60*time.Second, "the plane deleted once its Gateway wants none", func() error {
-		return gone(ctx, r.kube, "team-a", plane, true)
+		return gone(ctx, r.kube, "team-a", plane, false)
 	})
 	classTunnel := tunnelID(t, r, r.class+"-tunnel")
 	eventually(t, 60*time.Second, "the tenant's hostname through the class's tunnel", func() error {
@@ -270,7 +270,7 @@ spec:
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the plane and DNS records deleted with their Gateway", func() error {
-		if err := gone(ctx, r.kube, "team-a", brokenPlane, false); err != nil {
+		if err := gone(ctx, r.kube, "team-a", brokenPlane, true); err != nil {
 			return err
 		}
 		for _, rec := range r.fake.Records("zone") {
@@ -315,23 +315,18 @@ func setOwnPlaneShared(t *testing.T, r *rig) {
 }
 
 // gone reports an error while an object of the plane is left: its
-// Deployment, Service and credentials Secret, and its
-// tunnel token Secret unless keepToken (a Gateway back on the shared
-// proxies keeps it until the Gateway goes).
-func gone(ctx context.Context, kube kubernetes.Interface, ns, plane string, keepToken bool) error {
+// Deployment and Service, and with secrets its credentials and tunnel
+// token Secrets (which a Gateway back on the shared proxies keeps until
+// the Gateway goes: the controller may not delete Secrets).
+func gone(ctx context.Context, kube kubernetes.Interface, ns, plane string, secrets bool) error {
 	gets := []func() error{
 		func() error { _, err := kube.AppsV1().Deployments(ns).Get(ctx, plane, metav1.GetOptions{}); return err },
 		func() error { _, err := kube.CoreV1().Services(ns).Get(ctx, plane, metav1.GetOptions{}); return err },
-		func() error {
-			_, err := kube.CoreV1().Secrets(ns).Get(ctx, plane+"-credentials", metav1.GetOptions{})
-			return err
-		},
 	}
-	if !keepToken {
-		gets = append(gets, func() error {
-			_, err := kube.CoreV1().Secrets(ns).Get(ctx, plane+"-tunnel", metav1.GetOptions{})
-			return err
-		})
+	if secrets {
+		for _, name := range []string{plane + "-credentials", plane + "-tunnel"} {
+			gets = append(gets, func() error { _, err := kube.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{}); return err })
+		}
 	}
 	for _, get := range gets {
 		if err := get(); !apierrors.IsNotFound(err) {

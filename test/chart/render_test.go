@@ -342,8 +342,8 @@ func TestTunnelFromValues(t *testing.T) {
 	if cfg.Spec.AccountID != "0123456789abcdef0123456789abcdef" || cfg.Spec.Tunnel.ID != "6ff42ae2-765d-4adf-8112-31c55c1551ef" {
 		t.Errorf("from the tunnel token: account %q, tunnel %q; want those inside the token", cfg.Spec.AccountID, cfg.Spec.Tunnel.ID)
 	}
-	if cfg.Spec.Tunnel.TokenSecretRef != nil || has(objs, "Role", "-tunnel-token") {
-		t.Error("with a tunnel token given, the controller must not write the token Secret (nor be allowed to)")
+	if cfg.Spec.Tunnel.TokenSecretRef != nil {
+		t.Error("with a tunnel token given, the controller must not write the token Secret")
 	}
 	if got := tokenSecret(t, objs); got != "tunnelgate-tunnel-token" || !has(objs, "Secret", "-tunnel-token") {
 		t.Errorf("cloudflared reads Secret %q; want the chart's tunnelgate-tunnel-token", got)
@@ -361,9 +361,6 @@ func TestTunnelFromValues(t *testing.T) {
 	}
 	if ref.Namespace != releaseNS || ref.Name != tokenSecret(t, objs) || has(objs, "Secret", "-tunnel-token") {
 		t.Errorf("the controller writes %s/%s, cloudflared reads %s, and the chart must not make that Secret itself", ref.Namespace, ref.Name, tokenSecret(t, objs))
-	}
-	if !has(objs, "Role", "-tunnel-token") || !has(objs, "RoleBinding", "-tunnel-token") {
-		t.Error("the controller may not write the tunnel token Secret")
 	}
 	if cfg.Spec.CredentialsRef.Name != "cloudflare-api" || cfg.Spec.CredentialsRef.Key != "api-token" {
 		t.Errorf("credentialsRef %+v; want the existing Secret cloudflare-api, key api-token", cfg.Spec.CredentialsRef)
@@ -398,8 +395,8 @@ func TestControllerRBACMatchesConfig(t *testing.T) {
 		}
 		want[r.Kind+"/"+strings.TrimPrefix(r.Metadata.Name, "tunnelgate-controller")] = r.Rules
 	}
-	if len(want) != 3 {
-		t.Fatalf("config/rbac holds %d roles; this test knows 3", len(want))
+	if len(want) != 2 {
+		t.Fatalf("config/rbac holds %d roles; this test knows 2", len(want))
 	}
 	objs := decode(t, mustRender(t, valuesFiles(t)["ha"]))
 	for key, rules := range want {

@@ -58,8 +58,11 @@ subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: %[2]s}]
 	if _, err := cl.kube.CoreV1().Secrets(ns).Get(ctx, "any", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Fatalf("reading one Secret: %v, want forbidden (the controller lists, it never gets)", err)
 	}
-	if err := cl.kube.CoreV1().Services(ns).Delete(ctx, "app", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
-		t.Fatalf("deleting a Service: %v, want forbidden", err)
+	if err := cl.kube.CoreV1().Secrets(ns).Delete(ctx, "any", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("deleting a Secret: %v, want forbidden", err)
+	}
+	if err := cl.kube.CoreV1().ConfigMaps(ns).Delete(ctx, "any", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("deleting a ConfigMap: %v, want forbidden", err)
 	}
 
 	const controllerName = "tunnelgate.dev/test-rbac"
