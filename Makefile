@@ -11,7 +11,7 @@ FUZZTIME  ?= 30s
 # The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
 RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
 
-.PHONY: help build run test testenv prism chart-tools chart-check conformance conformance-check bench bench-check bench-load fuzz lint
+.PHONY: help build run test testenv prism chart-tools chart-check conformance conformance-check bench bench-check bench-load bench-planes fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
@@ -72,6 +72,9 @@ conformance: testenv ## run the Gateway API conformance suite, write its report,
 
 bench: ## run all benchmarks (BENCHTIME=1s COUNT=1)
 	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
+
+bench-planes: ## PLANES (default 100) Gateways with planes of their own, from apply to Programmed, on a local cluster
+	go test -run '^$$' -bench BenchmarkPlanesToProgrammed -benchtime 1x -timeout 30m ./test/chart
 
 bench-check: ## enforce the gates in BENCHMARKS.md
 	go run ./bench/benchcheck -file BENCHMARKS.md

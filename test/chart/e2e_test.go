@@ -326,7 +326,7 @@ func conditionTrue(u *unstructured.Unstructured, typ string) error {
 }
 
 // eventually retries check until it returns nil or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+func eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), timeout)
 	defer cancel()

@@ -40,7 +40,7 @@ const (
 	rigZone     = "example.com"
 )
 
-func startRig(t *testing.T, name string, helmSet ...string) *rig {
+func startRig(t testing.TB, name string, helmSet ...string) *rig {
 	t.Helper()
 	env := kubeenv.StartT(t, kubeenv.Options{ControllerManager: true})
 	podCIDR := netip.MustParsePrefix("10.88.0.0/16")

@@ -156,7 +156,7 @@ spec:
 
 // serveOn serves h on host at a free port until the test ends and returns
 // its http:// URL.
-func serveOn(t *testing.T, host string, h http.Handler) string {
+func serveOn(t testing.TB, host string, h http.Handler) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
@@ -168,7 +168,7 @@ func serveOn(t *testing.T, host string, h http.Handler) string {
 	return "http://" + ln.Addr().String()
 }
 
-func mustParseURL(t *testing.T, s string) *url.URL {
+func mustParseURL(t testing.TB, s string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(s)
 	if err != nil {
@@ -329,7 +329,7 @@ func patchDeployment(t *testing.T, kube kubernetes.Interface, ns, name, patch st
 
 // waitRolledOut waits until every replica of the Deployment runs its
 // current template, is available, and no older Pod is left.
-func waitRolledOut(t *testing.T, kube kubernetes.Interface, ns, name string, timeout time.Duration) {
+func waitRolledOut(t testing.TB, kube kubernetes.Interface, ns, name string, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, "rollout of "+name, func() error {
 		d, err := kube.AppsV1().Deployments(ns).Get(t.Context(), name, metav1.GetOptions{})
