@@ -54,6 +54,7 @@ type Provisioner struct {
 	wanted  map[types.NamespacedName]Want
 	retired map[types.NamespacedName]bool
 	applied map[objectKey]appliedObject // what this replica applied last, while leading
+	failed  map[types.NamespacedName]string // why a plane's last apply failed, for its State
 
 	Stats Stats
 }
@@ -98,6 +99,7 @@ func New(opts Options) (*Provisioner, error) {
 		wanted:  map[types.NamespacedName]Want{},
 		retired: map[types.NamespacedName]bool{},
 		applied: map[objectKey]appliedObject{},
+		failed:  map[types.NamespacedName]string{},
 	}
 	owned, err := newOwned(opts.Kube, p.ownedChanged, p.stateChanged)
 	if err != nil {
@@ -129,6 +131,11 @@ func (p *Provisioner) Update(leading bool, wanted map[types.NamespacedName]Want,
 		}
 	}
 	p.wanted = wanted
+	for key := range p.failed {
+		if _, ok := wanted[key]; !ok {
+			delete(p.failed, key) // no plane to report on
+		}
+	}
 	p.retired = make(map[types.NamespacedName]bool, len(retired))
 	for _, key := range retired {
 		p.retired[key] = true
@@ -174,7 +181,9 @@ func (p *Provisioner) processOne(ctx context.Context) bool {
 		return false
 	}
 	defer p.queue.Done(key)
-	if err := p.sync(ctx, key); err != nil {
+	err := p.sync(ctx, key)
+	p.noteFailure(key, err)
+	if err != nil {
 		p.Stats.add(0, 0, 1)
 		p.opts.Log.Warn("plane not applied; retrying", "gateway", key.String(), "retries", p.queue.NumRequeues(key), "err", err)
 		p.queue.AddRateLimited(key)
@@ -182,6 +191,27 @@ func (p *Provisioner) processOne(ctx context.Context) bool {
 	}
 	p.queue.Forget(key)
 	return true
+}
+
+// noteFailure remembers why a plane's apply failed (a quota, an admission
+// webhook, a permission), or that it no longer fails, for its State, and
+// asks for a translation when that changed: the Gateway's status says it.
+func (p *Provisioner) noteFailure(key types.NamespacedName, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	p.mu.Lock()
+	changed := p.failed[key] != msg
+	if msg == "" {
+		delete(p.failed, key)
+	} else {
+		p.failed[key] = msg
+	}
+	p.mu.Unlock()
+	if changed {
+		p.stateChanged()
+	}
 }
 
 // sync brings one Gateway's plane to what is wanted of it.

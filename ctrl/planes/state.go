@@ -32,13 +32,21 @@ var waitingProblems = []string{"ErrImagePull", "ImagePullBackOff", "InvalidImage
 	"CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 
 // State reads a Gateway's plane from the informers' cache; ok is false
-// while it has no Deployment.
+// while it has no Deployment and nothing failed. A failed apply (a quota,
+// an admission webhook) is the State's Problem.
 func (p *Provisioner) State(gateway types.NamespacedName, class string) (st State, ok bool) {
-	d := p.owned.deployment(gateway.Namespace, provision.Name(gateway.Name, class))
-	if d == nil {
-		return State{}, false
+	p.mu.Lock()
+	failed := p.failed[gateway]
+	p.mu.Unlock()
+	if d := p.owned.deployment(gateway.Namespace, provision.Name(gateway.Name, class)); d != nil {
+		st, ok = stateOf(d, p.owned.podsOf(d)), true
 	}
-	return stateOf(d, p.owned.podsOf(d)), true
+	if failed != "" {
+		st.Problem = "applying the plane: " + failed
+		st.NoResources = strings.Contains(failed, "exceeded quota")
+		ok = true
+	}
+	return st, ok
 }
 
 func stateOf(d *appsv1.Deployment, pods []*corev1.Pod) State {

@@ -181,6 +181,50 @@ spec:
 		return nil
 	})
 
+	// A plane the cluster refuses to make (a quota on Services in its
+	// namespace) says so on its Gateway.
+	if err := r.env.Apply(ctx, []byte(fmt.Sprintf(`
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-q}
+---
+apiVersion: v1
+kind: ResourceQuota
+metadata: {name: no-services, namespace: team-q}
+spec:
+  hard: {services: "0"}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: own, namespace: team-q}
+spec:
+  dataPlane: Dedicated
+  replicas: 1
+  tunnel: {name: team-q}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: team-q}
+spec:
+  gatewayClassName: %s
+  infrastructure:
+    parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: own}
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "q.example.com"}]
+`, r.class))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, "a plane refused by a quota said so", func() error {
+		g, err := r.gw.GatewayV1().Gateways("team-q").Get(ctx, "gw", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "NoResources" || !strings.Contains(c.Message, "exceeded quota") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+
 	// Each credential reads its own config: the plane's, its Gateway's
 	// listeners and session keys of its own; the shared proxies', no
 	// listener of the plane's Gateway; a wrong token, nothing.
