@@ -339,6 +339,9 @@ func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events
 	if err := c.RegisterMetrics(meter); err != nil {
 		return nil, err
 	}
+	if err := planes.RegisterMetrics(meter, p.planes); err != nil {
+		return nil, err
+	}
 	asker.c.Store(c)
 	p.c = c
 	return p, nil

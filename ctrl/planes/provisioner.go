@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -53,7 +54,7 @@ type Provisioner struct {
 	leading bool
 	wanted  map[types.NamespacedName]Want
 	retired map[types.NamespacedName]bool
-	applied map[objectKey]appliedObject // what this replica applied last, while leading
+	applied map[objectKey]appliedObject     // what this replica applied last, while leading
 	failed  map[types.NamespacedName]string // why a plane's last apply failed, for its State
 
 	Stats Stats
@@ -61,23 +62,13 @@ type Provisioner struct {
 
 // Stats count the Provisioner's API writes, for metrics and tests.
 type Stats struct {
-	mu                       sync.Mutex
-	Applies, Deletes, Errors int
+	Applies, Deletes, Errors atomic.Int64
 }
 
 func (s *Stats) add(applies, deletes, errs int) {
-	s.mu.Lock()
-	s.Applies += applies
-	s.Deletes += deletes
-	s.Errors += errs
-	s.mu.Unlock()
-}
-
-// Counts reads the counters.
-func (s *Stats) Counts() (applies, deletes, errs int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.Applies, s.Deletes, s.Errors
+	s.Applies.Add(int64(applies))
+	s.Deletes.Add(int64(deletes))
+	s.Errors.Add(int64(errs))
 }
 
 // New builds a Provisioner and the informers of what planes own.
