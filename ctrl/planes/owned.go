@@ -52,6 +52,9 @@ func newOwned(kube kubernetes.Interface, changed func(objectKey, types.Namespace
 	}}
 	o.secrets, o.deploys = o.byKind["Secret"], o.byKind["Deployment"]
 	for kind, inf := range o.byKind {
+		if err := inf.AddIndexers(cache.Indexers{byGateway: gatewayIndex}); err != nil {
+			return nil, err
+		}
 		if _, err := inf.AddEventHandler(o.handler(kind)); err != nil {
 			return nil, err
 		}
@@ -59,6 +62,9 @@ func newOwned(kube kubernetes.Interface, changed func(objectKey, types.Namespace
 	// The plane's Pods carry its labels too: what their containers wait
 	// for (an image, a crash) is a state to report, not a change to undo.
 	o.pods = f.Core().V1().Pods().Informer()
+	if err := o.pods.AddIndexers(cache.Indexers{byGateway: gatewayIndex}); err != nil {
+		return nil, err
+	}
 	if _, err := o.pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { stateChanged() },
 		UpdateFunc: func(any, any) { stateChanged() },
@@ -158,10 +164,14 @@ func (o *owned) deployment(namespace, name string) *appsv1.Deployment {
 
 // podsOf lists the Pods of a plane's Deployment, by its selector labels.
 func (o *owned) podsOf(d *appsv1.Deployment) []*corev1.Pod {
+	if d.Spec.Selector == nil {
+		return nil
+	}
+	objs, _ := o.pods.GetIndexer().ByIndex(byGateway, d.Namespace+"/"+d.Spec.Selector.MatchLabels[provision.LabelGatewayName])
 	var out []*corev1.Pod
-	for _, obj := range o.pods.GetStore().List() {
+	for _, obj := range objs {
 		p, ok := obj.(*corev1.Pod)
-		if ok && p.Namespace == d.Namespace && d.Spec.Selector != nil && labelsMatch(d.Spec.Selector.MatchLabels, p.Labels) {
+		if ok && labelsMatch(d.Spec.Selector.MatchLabels, p.Labels) {
 			out = append(out, p)
 		}
 	}
@@ -177,15 +187,27 @@ func labelsMatch(want, have map[string]string) bool {
 	return true
 }
 
+// byGateway indexes plane objects by "namespace/gateway-name".
+const byGateway = "gateway"
+
+func gatewayIndex(obj any) ([]string, error) {
+	a := accessor(obj)
+	if a == nil {
+		return nil, nil
+	}
+	return []string{a.GetNamespace() + "/" + a.GetLabels()[provision.LabelGatewayName]}, nil
+}
+
 // objectsOf lists the objects of a Gateway's plane: labelled with its
 // name and controlled by a Gateway of that name (and of that UID, unless
 // uid is empty).
 func (o *owned) objectsOf(gateway types.NamespacedName, uid types.UID) []objectKey {
 	var out []objectKey
 	for _, kind := range slices.Sorted(maps.Keys(o.byKind)) {
-		for _, obj := range o.byKind[kind].GetStore().List() {
+		objs, _ := o.byKind[kind].GetIndexer().ByIndex(byGateway, gateway.String())
+		for _, obj := range objs {
 			a := accessor(obj)
-			if a == nil || a.GetNamespace() != gateway.Namespace || a.GetLabels()[provision.LabelGatewayName] != gateway.Name {
+			if a == nil {
 				continue
 			}
 			c := metav1.GetControllerOfNoCopy(a)
