@@ -2,7 +2,10 @@
 // GatewayClass whose GatewayClassConfig names a tunnel, the tunnel's
 // ingress document routes every hostname of the class to the proxies, and,
 // when DNS is enabled, each hostname has a proxied CNAME to the tunnel
-// plus a TXT record saying it is ours.
+// plus a TXT record saying it is ours. A Gateway with a dedicated data
+// plane has a tunnel of its own, synced the same way under a key and a
+// DNS owner of its own (PlaneOwner), below its class's: the class's sync
+// removes the records of such an owner whose Gateway is gone.
 //
 // The work splits as the rest of the controller does: pure functions
 // decide (BuildDocument and SameDocument for the ingress document,

@@ -23,9 +23,18 @@
 //     API token, and the tunnel tokens it gets back are stored in Secrets
 //     (tunnels.go).
 //
+// Gateways with a dedicated data plane (translate's Output.Planes) are
+// handed on three ways (planes.go): each plane's share of the config is
+// published under the token of its credentials Secret; the leader hands
+// the planes to apply, and the Gateways that want none, to the
+// provisioner (ctrl/planes), whose reports of the planes' Deployments
+// feed the next translation; and each plane's own tunnel goes to the
+// Cloudflare syncer beside the classes' (tunnels.go).
+//
 // Files: informers.go (what is watched), snapshot.go (listers to a
 // Snapshot), controller.go (queue, worker, the steps of a sync),
 // status.go (status merge and writes), events.go, tunnels.go (what
-// Cloudflare is handed), leader.go, admin.go (health, metrics, pprof),
-// tracing.go (the spans of a sync).
+// Cloudflare is handed, the tunnel token writer), planes.go (what
+// dedicated planes are handed), leader.go, admin.go (health, metrics,
+// pprof), tracing.go (the spans of a sync).
 package controller

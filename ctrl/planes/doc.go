@@ -32,6 +32,7 @@
 //     false): two writers would fight over every field.
 //
 // Files: provisioner.go (Options, Update, the queue), apply.go (one
-// plane's sync), owned.go (informers of what planes own), state.go (what a
-// plane's Deployment says, for the Gateway's status).
+// plane's sync), owned.go (informers of what planes own, indexed by
+// Gateway), state.go (what a plane's Deployment and Pods say, for the
+// Gateway's status), metrics.go.
 package planes

@@ -32,11 +32,13 @@
 //
 // # Inputs
 //
-// Install is what every plane shares, from the controller's flags: the
-// images, the config API's URL, the tunnel protocol and grace period,
-// default resources. Secrets names the Secrets a plane's Pods mount: its
-// own config API credential (token, CA, TLS origin certificate) and its
-// tunnel token; writing them is the controller's job, not this package's.
+// Install is what every plane shares, from the controller's -planes file
+// (ParseInstall): the images, the config API's URL, the tunnel protocol,
+// grace period and cloudflared's extra flags, default resources. Secrets
+// (SecretsOf) names the Secrets a plane's Pods mount: its own config API
+// credential (token and the API's CA; CredentialsSecret renders it, from
+// a token the controller makes) and its tunnel token. The proxy makes its
+// TLS origin certificate itself, in the Pod.
 // The GatewayConfig's fields override Install's: images, resources
 // (requests and limits each replaced whole), replicas or autoscaling, and
 // ProxyArgs appended after the defaults (the proxy takes the last value
@@ -45,5 +47,7 @@
 //
 // Files: plane.go (inputs, names, labels, Objects), pod.go (the Pod
 // template), objects.go (ServiceAccount, Service, PodDisruptionBudget,
-// HorizontalPodAutoscaler).
+// HorizontalPodAutoscaler), secrets.go (the plane's Secrets: names, the
+// credentials Secret), install.go (ParseInstall, the controller's
+// -planes file).
 package provision
