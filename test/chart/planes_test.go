@@ -42,7 +42,8 @@ import (
 // parameters and labels change the plane; autoscaling adds an autoscaler
 // and removing it prunes it; back on the shared proxies the plane goes
 // and the hostname moves to the class's tunnel; deleting a Gateway
-// deletes its plane and DNS records, and keeps its tunnel.
+// deletes its plane and DNS records, and keeps its tunnel; a Gateway on
+// the shared proxies moves to a plane of its own.
 func TestDedicatedPlanes(t *testing.T) {
 	r := startRig(t, "planes")
 	r.edge.RouteByDNS(r.fake)
@@ -330,6 +331,41 @@ spec:
 	if err := visitBackend(visitor, "b.example.com", "team-b"); err != nil {
 		t.Errorf("the shared Gateway after the tenant's went: %v", err)
 	}
+
+	// A Gateway on the shared proxies moves to a plane of its own: its
+	// hostname's record changes hands from the class to the plane, whose
+	// Pod then serves its visitors.
+	if err := r.env.Apply(ctx, []byte(`
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: own, namespace: team-b}
+spec:
+  dataPlane: Dedicated
+  replicas: 1
+  tunnel: {name: team-b-tunnel}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	patchGateway(t, r, types.NamespacedName{Namespace: "team-b", Name: "gw"},
+		`{"spec":{"infrastructure":{"parametersRef":{"group":"tunnelgate.dev","kind":"GatewayConfig","name":"own"}}}}`)
+	eventually(t, 90*time.Second, "the moved Gateway's hostname through its own tunnel", func() error {
+		tunnelB := ""
+		for _, tun := range r.fake.Tunnels(rigAccount) {
+			if tun.Name == "team-b-tunnel" {
+				tunnelB = tun.ID
+			}
+		}
+		if tunnelB == "" {
+			return fmt.Errorf("no tunnel team-b-tunnel yet")
+		}
+		if err := cnameTo(r, "b.example.com", tunnelB); err != nil {
+			return err
+		}
+		if n := len(r.edge.ConnectorsOf(tunnelB)); n != 1 {
+			return fmt.Errorf("%d connectors of the Gateway's own tunnel", n)
+		}
+		return visitBackend(visitor, "b.example.com", "team-b")
+	})
 }
 
 // setOwnPlane applies team-a's GatewayConfig "own" with its tunnel and
