@@ -1,6 +1,7 @@
 package chart
 
 import (
+	"encoding/json"
 	"maps"
 	"reflect"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -149,4 +151,55 @@ func dropOriginCert(pods ...*corev1.PodSpec) {
 			}
 		}
 	}
+}
+
+// The chart's NetworkPolicy lets a dedicated plane's proxies, in any
+// namespace, reach the config API: a peer of the config API's rule selects
+// the plane's Pod labels in every namespace.
+func TestNetworkPolicyAdmitsPlanes(t *testing.T) {
+	objs := decode(t, mustRender(t, valuesFiles(t)["default"]))
+	var np struct {
+		Spec struct {
+			Ingress []struct {
+				Ports []struct{ Port int }
+				From  []struct {
+					NamespaceSelector *metav1.LabelSelector
+					PodSelector       *metav1.LabelSelector
+				}
+			}
+		}
+	}
+	b, _ := json.Marshal(find(t, objs, "NetworkPolicy", "-controller").Object)
+	if err := json.Unmarshal(b, &np); err != nil {
+		t.Fatal(err)
+	}
+	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: "team-a", UID: "u"},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "tunnelgate"}}
+	params := v1alpha1.GatewayConfigSpec{DataPlane: v1alpha1.DataPlaneDedicated}
+	planeObjs, err := provision.Objects(provision.Plane{Gateway: gw, Params: params, Secrets: provision.SecretsOf(gw, &params),
+		Install: provision.Install{TunnelProtocol: "http2", GracePeriod: "30s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var podLabels map[string]string
+	for _, o := range planeObjs {
+		if d, ok := o.(*appsv1.Deployment); ok {
+			podLabels = d.Spec.Template.Labels
+		}
+	}
+	for _, rule := range np.Spec.Ingress {
+		if len(rule.Ports) != 1 || rule.Ports[0].Port != 8081 {
+			continue
+		}
+		for _, peer := range rule.From {
+			if peer.NamespaceSelector == nil || len(peer.NamespaceSelector.MatchLabels)+len(peer.NamespaceSelector.MatchExpressions) > 0 || peer.PodSelector == nil {
+				continue
+			}
+			sel, err := metav1.LabelSelectorAsSelector(peer.PodSelector)
+			if err == nil && sel.Matches(labels.Set(podLabels)) {
+				return
+			}
+		}
+	}
+	t.Errorf("no peer of the config API's rule admits a plane's Pods (labels %v): %+v", podLabels, np.Spec.Ingress)
 }
