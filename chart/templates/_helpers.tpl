@@ -213,5 +213,6 @@ shape, so a plane's Pods are the chart's proxies, named for one Gateway.
   "terminationGracePeriodSeconds" (int $p.terminationGracePeriodSeconds)
   "proxyResources" (pick ($p.resources | default dict) "requests" "limits")
   "cloudflaredResources" (pick ($cfd.resources | default dict) "requests" "limits")
+  "networkPolicy" (ternary (dict "metricsFrom" .Values.networkPolicy.metricsFrom) nil .Values.networkPolicy.enabled)
   | toJson -}}
 {{- end }}

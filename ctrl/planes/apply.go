@@ -38,6 +38,7 @@ var resources = map[string]schema.GroupVersionResource{
 	"Deployment":              {Group: "apps", Version: "v1", Resource: "deployments"},
 	"PodDisruptionBudget":     {Group: "policy", Version: "v1", Resource: "poddisruptionbudgets"},
 	"HorizontalPodAutoscaler": {Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"},
+	"NetworkPolicy":           {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
 }
 
 // applyPlane applies a wanted plane: its credentials Secret first (the

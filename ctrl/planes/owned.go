@@ -49,6 +49,7 @@ func newOwned(kube kubernetes.Interface, changed func(objectKey, types.Namespace
 		"Deployment":              f.Apps().V1().Deployments().Informer(),
 		"PodDisruptionBudget":     f.Policy().V1().PodDisruptionBudgets().Informer(),
 		"HorizontalPodAutoscaler": f.Autoscaling().V2().HorizontalPodAutoscalers().Informer(),
+		"NetworkPolicy":           f.Networking().V1().NetworkPolicies().Informer(),
 	}}
 	o.secrets, o.deploys = o.byKind["Secret"], o.byKind["Deployment"]
 	for kind, inf := range o.byKind {
@@ -114,7 +115,7 @@ func (o *owned) handler(kind string) cache.ResourceEventHandler {
 // kinds with a generation bump it for every change but the status's.
 func statusOnly(kind string, a, b metav1.Object) bool {
 	switch kind {
-	case "Deployment", "PodDisruptionBudget", "HorizontalPodAutoscaler":
+	case "Deployment", "PodDisruptionBudget", "HorizontalPodAutoscaler", "NetworkPolicy":
 		return a.GetGeneration() == b.GetGeneration() && maps.Equal(a.GetLabels(), b.GetLabels()) &&
 			maps.Equal(a.GetAnnotations(), b.GetAnnotations()) && reflect.DeepEqual(a.GetOwnerReferences(), b.GetOwnerReferences())
 	}

@@ -3,6 +3,7 @@ package provision
 import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -50,6 +51,33 @@ func podDisruptionBudget(p Plane) *policyv1.PodDisruptionBudget {
 			Selector:       &metav1.LabelSelector{MatchLabels: selector(p)},
 		},
 	}
+}
+
+// networkPolicy lets nothing reach the plane's Pods but metrics scrapes
+// from the peers Install names, as the chart's NetworkPolicy does for its
+// proxies.
+func networkPolicy(p Plane) *networkingv1.NetworkPolicy {
+	tcp := corev1.ProtocolTCP
+	np := &networkingv1.NetworkPolicy{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"},
+		ObjectMeta: meta(p),
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: selector(p)},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{},
+		},
+	}
+	if from := p.Install.NetworkPolicy.MetricsFrom; len(from) > 0 {
+		port := func(n int) networkingv1.NetworkPolicyPort {
+			v := intstr.FromInt32(int32(n))
+			return networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: &v}
+		}
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
+			Ports: []networkingv1.NetworkPolicyPort{port(proxyMetricsPort), port(cloudflaredMetricsPort)},
+			From:  from,
+		})
+	}
+	return np
 }
 
 // horizontalPodAutoscaler scales the Deployment on CPU use.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -36,6 +37,16 @@ type Install struct {
 	TerminationGracePeriodSeconds int64                       `json:"terminationGracePeriodSeconds"`
 	ProxyResources                v1alpha1.ContainerResources `json:"proxyResources"`
 	CloudflaredResources          v1alpha1.ContainerResources `json:"cloudflaredResources"`
+	// NetworkPolicy, when set, gives every plane a NetworkPolicy as the
+	// chart gives its proxies (the chart's networkPolicy.enabled).
+	NetworkPolicy *NetworkPolicy `json:"networkPolicy,omitempty"`
+}
+
+// NetworkPolicy is what a plane's NetworkPolicy lets in: nothing but
+// metrics scrapes from MetricsFrom (none while it is empty), since
+// cloudflared dials out and hands requests to the proxy inside the Pod.
+type NetworkPolicy struct {
+	MetricsFrom []networkingv1.NetworkPolicyPeer `json:"metricsFrom,omitempty"`
 }
 
 // Secrets are the Secrets a plane's Pods mount, in the Gateway's
@@ -92,6 +103,9 @@ func Objects(p Plane) ([]runtime.Object, error) {
 	objs := []runtime.Object{serviceAccount(p), service(p), deployment(p), podDisruptionBudget(p)}
 	if p.Params.Autoscaling != nil {
 		objs = append(objs, horizontalPodAutoscaler(p))
+	}
+	if p.Install.NetworkPolicy != nil {
+		objs = append(objs, networkPolicy(p))
 	}
 	return objs, nil
 }

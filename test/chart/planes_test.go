@@ -31,8 +31,9 @@ import (
 
 // A Gateway with a data plane of its own, beside one on the chart's shared
 // proxies, through the real path: the controller provisions the plane
-// (Deployment, Service, ServiceAccount, PodDisruptionBudget, credentials
-// Secret, all owned by the Gateway and labelled from spec.infrastructure),
+// (Deployment, Service, ServiceAccount, PodDisruptionBudget,
+// NetworkPolicy, credentials Secret, all owned by the Gateway and labelled
+// from spec.infrastructure),
 // creates the Gateway's own tunnel, and the plane's Pods run on the
 // kubelet stand-in with a connector of that tunnel. The edge routes each
 // hostname by its DNS record, so a request for the tenant's hostname can
@@ -521,6 +522,9 @@ func checkPlaneObjects(t *testing.T, kube kubernetes.Interface, gw types.Namespa
 		},
 		func() (metav1.Object, error) {
 			return kube.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, plane, metav1.GetOptions{})
+		},
+		func() (metav1.Object, error) {
+			return kube.NetworkingV1().NetworkPolicies(ns).Get(ctx, plane, metav1.GetOptions{})
 		},
 		func() (metav1.Object, error) {
 			return kube.CoreV1().Secrets(ns).Get(ctx, plane+"-credentials", metav1.GetOptions{})
