@@ -21,7 +21,9 @@
 //   - a Service for the proxies' and cloudflared's metrics;
 //   - a PodDisruptionBudget (one Pod down at a time);
 //   - a HorizontalPodAutoscaler when the GatewayConfig asks for
-//     autoscaling (the Deployment then leaves replicas to it).
+//     autoscaling (the Deployment then leaves replicas to it);
+//   - a NetworkPolicy when Install has one: nothing reaches the Pods but
+//     metrics scrapes from its peers, as the chart's proxies.
 //
 // Every object is owned by the Gateway (a controller ownerReference, so
 // deleting the Gateway deletes them) and carries the Gateway's
