@@ -43,7 +43,10 @@ type gatewayInfo struct {
 	// dedicated says it asks for a data plane of the Gateway's own.
 	params    *v1alpha1.GatewayConfig
 	dedicated bool
-	conds     conds
+	// moving: a dedicated Gateway the shared proxies still serve, through
+	// its class's tunnel, until its plane has a ready proxy (planes.go).
+	moving bool
+	conds  conds
 }
 
 // listenerInfo is one listener of a Gateway or a ListenerSet entry.
@@ -334,6 +337,7 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 	var problem string
 	params, dedicated, paramsProblem := t.gatewayParameters(g, gi.class)
 	gi.params, gi.dedicated = params, dedicated
+	gi.moving = dedicated && t.movingToPlane(gi)
 	badAddress := unsupportedAddress(g)
 	switch {
 	case !gi.class.accepted:

@@ -43,6 +43,11 @@ const (
 type Plane struct {
 	Gateway *gwv1.Gateway
 	Params  *v1alpha1.GatewayConfig
+	// Moving is set while the Gateway moves onto its plane from the shared
+	// proxies: they serve it still, through its class's tunnel, until its
+	// plane has a ready proxy. Its listeners are then in both configs,
+	// and its hostnames the class's.
+	Moving bool
 	// Listeners are the data-plane names (proxycfg.Listener.Name) of its
 	// served listeners, its own and its ListenerSets'.
 	Listeners []string
@@ -139,10 +144,41 @@ func (t *translator) plane(gi *gatewayInfo) *Plane {
 	}
 	p := t.out.Planes[gi.key]
 	if p == nil {
-		p = &Plane{Gateway: gi.obj, Params: gi.params}
+		p = &Plane{Gateway: gi.obj, Params: gi.params, Moving: gi.moving}
 		t.out.Planes[gi.key] = p
 	}
 	return p
+}
+
+// GatewayConditionDataPlane says, on a Gateway that asks for a plane of
+// its own, what serves it: its plane (reason DataPlaneDedicated), or,
+// while it moves onto its plane, the shared proxies (DataPlaneMoving).
+const (
+	GatewayConditionDataPlane = "tunnelgate.dev/DataPlane"
+	DataPlaneDedicated        = "Dedicated"
+	DataPlaneMoving           = "MovingFromSharedProxies"
+)
+
+// movingToPlane reports whether a dedicated Gateway is still to be served
+// by the shared proxies: the controller runs planes, this Gateway's has
+// no ready proxy yet, and until now the shared proxies served it. That is
+// read from the Gateway's own status, so every controller replica decides
+// alike: it was moving already, or it was Programmed without a
+// DataPlane condition (on the shared proxies). A Gateway new to the
+// cluster is not moving: the shared proxies never hold its config.
+func (t *translator) movingToPlane(gi *gatewayInfo) bool {
+	if t.in.Provisioning != ProvisionPlanes {
+		return false
+	}
+	if ps := t.in.Planes[gi.key]; ps != nil && ps.Ready > 0 {
+		return false
+	}
+	prev := gi.conds.prev
+	if dp := findCond(prev, GatewayConditionDataPlane); dp != nil {
+		return dp.Reason == DataPlaneMoving
+	}
+	p := findCond(prev, string(gwv1.GatewayConditionProgrammed))
+	return p != nil && p.Status == metav1.ConditionTrue
 }
 
 // assemblePlanes lists every accepted dedicated Gateway, with its served
@@ -174,9 +210,11 @@ func (o *Output) ProxyConfigs() (shared *proxycfg.Config, planes map[types.Names
 		return &o.Config, nil
 	}
 	owner := map[string]types.NamespacedName{} // listener name → its plane
+	moving := map[string]bool{}                // listeners the shared proxies serve too
 	for key, p := range o.Planes {
 		for _, l := range p.Listeners {
 			owner[l] = key
+			moving[l] = p.Moving
 		}
 	}
 	planes = make(map[types.NamespacedName]*proxycfg.Config, len(o.Planes))
@@ -186,18 +224,23 @@ func (o *Output) ProxyConfigs() (shared *proxycfg.Config, planes map[types.Names
 	}
 	shared = &proxycfg.Config{Schema: o.Config.Schema, Listeners: []proxycfg.Listener{},
 		Routes: make([]proxycfg.Route, 0, len(o.Config.Routes)), Clusters: make([]proxycfg.Cluster, 0, len(o.Config.Clusters))}
-	configOf := func(listener string) *proxycfg.Config {
-		if key, ok := owner[listener]; ok {
-			return planes[key]
+	configsOf := func(listener string) []*proxycfg.Config {
+		key, ok := owner[listener]
+		switch {
+		case !ok:
+			return []*proxycfg.Config{shared}
+		case moving[listener]:
+			return []*proxycfg.Config{shared, planes[key]}
 		}
-		return shared
+		return []*proxycfg.Config{planes[key]}
 	}
 	for _, l := range o.Config.Listeners {
-		c := configOf(l.Name)
-		c.Listeners = append(c.Listeners, l)
+		for _, c := range configsOf(l.Name) {
+			c.Listeners = append(c.Listeners, l)
+		}
 	}
 	for _, r := range o.Config.Routes {
-		splitRoute(r, configOf)
+		splitRoute(r, configsOf)
 	}
 	all := append([]*proxycfg.Config{shared}, mapValues(planes)...)
 	for _, c := range all {
@@ -206,39 +249,25 @@ func (o *Output) ProxyConfigs() (shared *proxycfg.Config, planes map[types.Names
 	return shared, planes
 }
 
-// splitRoute adds r to the config of each of its listeners, bound there to
-// that config's listeners only; a route whose listeners are all in one
-// config goes there whole.
-func splitRoute(r proxycfg.Route, configOf func(listener string) *proxycfg.Config) {
-	var first *proxycfg.Config
-	whole := true
-	for _, l := range r.Listeners {
-		c := configOf(l)
-		if first == nil {
-			first = c
-		} else if c != first {
-			whole = false
-		}
-	}
-	if first == nil {
-		return // bound to no listener: served by none
-	}
-	if whole {
-		first.Routes = append(first.Routes, r)
-		return
-	}
+// splitRoute adds r to the configs of each of its listeners, bound there
+// to that config's listeners only; a route whose listeners are all in the
+// same configs goes there whole.
+func splitRoute(r proxycfg.Route, configsOf func(listener string) []*proxycfg.Config) {
 	byConfig := map[*proxycfg.Config][]string{}
 	var order []*proxycfg.Config
 	for _, l := range r.Listeners {
-		c := configOf(l)
-		if _, ok := byConfig[c]; !ok {
-			order = append(order, c)
+		for _, c := range configsOf(l) {
+			if _, ok := byConfig[c]; !ok {
+				order = append(order, c)
+			}
+			byConfig[c] = append(byConfig[c], l)
 		}
-		byConfig[c] = append(byConfig[c], l)
 	}
 	for _, c := range order {
 		part := r
-		part.Listeners = byConfig[c]
+		if len(byConfig[c]) != len(r.Listeners) {
+			part.Listeners = byConfig[c]
+		}
 		c.Routes = append(c.Routes, part)
 	}
 }

@@ -388,7 +388,7 @@ func (t *translator) noteHostnames(a *attachment, grpc bool) {
 	hosts := a.published()
 	class := ""
 	if gi := a.listener.gw; gi != nil && gi.class != nil {
-		if gi.dedicated {
+		if gi.dedicated && !gi.moving {
 			t.planeHostnames(gi, hosts, grpc)
 			return
 		}
@@ -430,10 +430,18 @@ func (t *translator) gatewayStatuses() {
 		case gi.accepted && gi.addressReason != "":
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, gi.addressReason, gi.addressMsg)
+		case gi.accepted && gi.moving:
+			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
+			_, _, wait := t.planeProgrammed(gi, t.in.Tunnels[PlaneTunnelKey(gi.class.obj.Name, gi.key)])
+			gi.conds.set(string(gwv1.GatewayConditionProgrammed), true, string(gwv1.GatewayReasonProgrammed),
+				"the shared proxies serve this gateway through its class's tunnel until its own data plane is ready: "+wait)
+			gi.conds.set(GatewayConditionDataPlane, true, DataPlaneMoving,
+				"served by the shared proxies until a proxy of its own data plane is ready")
 		case gi.accepted && gi.dedicated && t.in.Provisioning == ProvisionPlanes:
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
 			ok, reason, msg := t.planeProgrammed(gi, ts)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), ok, reason, msg)
+			gi.conds.set(GatewayConditionDataPlane, true, DataPlaneDedicated, "served by its own data plane")
 			t.warnOnPlaneChange(gi, ok, reason, msg)
 		case gi.accepted && ts != nil && ts.Pending != "":
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)

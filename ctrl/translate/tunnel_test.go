@@ -10,6 +10,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // The Cloudflare sync's report becomes statuses: the tunnel's hostname on
@@ -245,4 +246,94 @@ func TestDedicatedWithoutPlanes(t *testing.T) {
 	in.Provisioning = translate.ServeDedicatedHere
 	out = translate.Translate(in)
 	wantCond(t, out.Gateways[gw].Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
+}
+
+// A Gateway the shared proxies served through its class's tunnel, which
+// now asks for a plane, stays on them until a proxy of its plane is
+// ready: its listeners in both configs, its hostnames the class's, its
+// address the class's tunnel, Programmed saying what it waits for. A
+// Gateway new to the cluster never is on them.
+func TestMovingOntoAPlane(t *testing.T) {
+	gw := nsName("default", "team-a")
+	// was sets the Gateway's status as the controller wrote it last.
+	was := func(in *translate.Input, conds ...metav1.Condition) {
+		for i, g := range in.Gateways {
+			if g.Namespace == gw.Namespace && g.Name == gw.Name {
+				g = g.DeepCopy()
+				g.Status.Conditions = conds
+				in.Gateways[i] = g
+			}
+		}
+	}
+	programmed := metav1.Condition{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed"}
+	dataPlane := func(reason string) metav1.Condition {
+		return metav1.Condition{Type: translate.GatewayConditionDataPlane, Status: metav1.ConditionTrue, Reason: reason}
+	}
+	notReady := &translate.PlaneState{Replicas: 1}
+	for _, tc := range []struct {
+		name           string
+		before         []metav1.Condition
+		plane          *translate.PlaneState
+		moving         bool
+		classHostnames bool
+	}{
+		{"served by the shared proxies, plane not ready", []metav1.Condition{programmed}, notReady, true, true},
+		{"served by the shared proxies, no Deployment yet", []metav1.Condition{programmed}, nil, true, true},
+		{"moving, plane not ready", []metav1.Condition{programmed, dataPlane(translate.DataPlaneMoving)}, notReady, true, true},
+		{"moving, plane ready", []metav1.Condition{programmed, dataPlane(translate.DataPlaneMoving)}, &translate.PlaneState{Replicas: 1, Ready: 1}, false, false},
+		{"on its plane, which lost its proxies", []metav1.Condition{programmed, dataPlane(translate.DataPlaneDedicated)}, notReady, false, false},
+		{"new, plane not ready", nil, notReady, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadGolden(t, "planes.yaml")
+			in.Gateways = slices.Clone(in.Gateways)
+			in.Provisioning = translate.ProvisionPlanes
+			in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "class"}, translate.PlaneTunnelKey("tunnelgate", gw): {ID: "own"}}
+			was(in, tc.before...)
+			if tc.plane != nil {
+				in.Planes = map[types.NamespacedName]*translate.PlaneState{gw: tc.plane}
+			}
+			out := translate.Translate(in)
+			p := out.Planes[gw]
+			if p == nil || p.Moving != tc.moving {
+				t.Fatalf("plane %+v, want Moving %v", p, tc.moving)
+			}
+			shared, planes := out.ProxyConfigs()
+			inShared := slices.Contains(listenerNames(shared), "default/team-a/http")
+			if inShared != tc.moving || !slices.Contains(listenerNames(planes[gw]), "default/team-a/http") {
+				t.Errorf("team-a's listener in the shared config: %v, in its plane's: %v; want %v, true",
+					inShared, listenerNames(planes[gw]), tc.moving)
+			}
+			sharedRoute := slices.ContainsFunc(shared.Routes, func(r proxycfg.Route) bool { return r.Name == "team-a-only" })
+			if sharedRoute != tc.moving {
+				t.Errorf("team-a's route in the shared config: %v, want %v", sharedRoute, tc.moving)
+			}
+			classHas := slices.ContainsFunc(out.Hostnames, func(h translate.Hostname) bool { return h.Name == "www.a.example.com" })
+			if classHas != tc.classHostnames || classHas == (len(p.Hostnames) > 0) {
+				t.Errorf("www.a.example.com the class's: %v, the plane's: %v; want the class's %v", classHas, p.Hostnames, tc.classHostnames)
+			}
+			st := out.Gateways[gw]
+			c := cond(st.Conditions, "Programmed")
+			wantAddr := "own" + translate.TunnelHostnameSuffix
+			wantDataPlane := translate.DataPlaneDedicated
+			if tc.moving {
+				wantAddr, wantDataPlane = "class"+translate.TunnelHostnameSuffix, translate.DataPlaneMoving
+				if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "until its own data plane is ready") {
+					t.Errorf("Programmed %+v: want True, saying it waits for its plane", c)
+				}
+			}
+			wantCond(t, st.Conditions, translate.GatewayConditionDataPlane, metav1.ConditionTrue, wantDataPlane)
+			if len(st.Addresses) == 0 || st.Addresses[0].Value != wantAddr {
+				t.Errorf("addresses %+v, want %s first", st.Addresses, wantAddr)
+			}
+		})
+	}
+}
+
+func listenerNames(cfg *proxycfg.Config) []string {
+	var out []string
+	for _, l := range cfg.Listeners {
+		out = append(out, l.Name)
+	}
+	return out
 }

@@ -44,7 +44,8 @@ import (
 // and removing it prunes it; back on the shared proxies the plane goes
 // and the hostname moves to the class's tunnel; deleting a Gateway
 // deletes its plane and DNS records, and keeps its tunnel; a Gateway on
-// the shared proxies moves to a plane of its own.
+// the shared proxies moves to a plane of its own, served by them until
+// its plane is ready.
 func TestDedicatedPlanes(t *testing.T) {
 	r := startRig(t, "planes")
 	r.edge.RouteByDNS(r.fake)
@@ -333,10 +334,14 @@ spec:
 		t.Errorf("the shared Gateway after the tenant's went: %v", err)
 	}
 
-	// A Gateway on the shared proxies moves to a plane of its own: its
-	// hostname's record changes hands from the class to the plane, whose
-	// Pod then serves its visitors.
-	if err := r.env.Apply(ctx, []byte(`
+	// A Gateway on the shared proxies moves to a plane of its own. While
+	// its plane has no ready proxy (here: an image that cannot be pulled)
+	// the shared proxies keep serving it through the class's tunnel, and
+	// its status says what it waits for; once the plane is ready its
+	// record changes hands, and the plane serves it.
+	moveB := func(image string) {
+		t.Helper()
+		if err := r.env.Apply(ctx, []byte(`
 apiVersion: tunnelgate.dev/v1alpha1
 kind: GatewayConfig
 metadata: {name: own, namespace: team-b}
@@ -344,11 +349,35 @@ spec:
   dataPlane: Dedicated
   replicas: 1
   tunnel: {name: team-b-tunnel}
-`)); err != nil {
-		t.Fatal(err)
+`+image)); err != nil {
+			t.Fatal(err)
+		}
 	}
+	moveB("  proxy: {image: registry.example.com/missing:1}\n")
 	patchGateway(t, r, types.NamespacedName{Namespace: "team-b", Name: "gw"},
 		`{"spec":{"infrastructure":{"parametersRef":{"group":"tunnelgate.dev","kind":"GatewayConfig","name":"own"}}}}`)
+	eventually(t, 60*time.Second, "the moving Gateway still on the shared proxies, saying why", func() error {
+		g, err := r.gw.GatewayV1().Gateways("team-b").Get(ctx, "gw", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "ErrImagePull") {
+			return fmt.Errorf("Programmed %+v", c)
+		}
+		return nil
+	})
+	for range 20 {
+		if err := cnameTo(r, "b.example.com", classTunnel); err != nil {
+			t.Fatalf("while its plane cannot start: %v", err)
+		}
+		if err := visitBackend(visitor, "b.example.com", "team-b"); err != nil {
+			g, _ := r.gw.GatewayV1().Gateways("team-b").Get(ctx, "gw", metav1.GetOptions{})
+			t.Fatalf("while its plane cannot start: %v\nGateway status: %+v", err, g.Status)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	moveB("")
 	eventually(t, 90*time.Second, "the moved Gateway's hostname through its own tunnel", func() error {
 		tunnelB := ""
 		for _, tun := range r.fake.Tunnels(rigAccount) {
