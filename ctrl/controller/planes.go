@@ -54,6 +54,10 @@ func (c *Controller) publishPlanes(snap *translate.Snapshot, out *translate.Outp
 	if c.opts.Publisher == nil {
 		return
 	}
+	if len(configs) == 0 {
+		c.opts.Publisher.PublishPlanes(nil) // none: the server drops any it served
+		return
+	}
 	credentials := make(map[types.NamespacedName]types.NamespacedName, len(configs)) // Secret → plane
 	for key := range configs {
 		p := out.Planes[key]
@@ -99,10 +103,24 @@ func sharedGateways(snap *translate.Snapshot, controllerName string) []types.Nam
 	configs := gatewayConfigs(snap)
 	var out []types.NamespacedName
 	for _, g := range snap.Gateways {
-		if !ours[string(g.Spec.GatewayClassName)] || !wantsShared(g, configs) {
-			continue
+		if ours[string(g.Spec.GatewayClassName)] && wantsShared(g, configs) {
+			out = append(out, types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
 		}
-		out = append(out, types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
+	}
+	return out
+}
+
+// gatewaysWantingPlanes are, by class, the Gateways that do not ask for
+// the shared proxies: those with a plane, and those refused for a mistake
+// (their GatewayConfig missing), whose plane is kept.
+func gatewaysWantingPlanes(snap *translate.Snapshot) map[string][]types.NamespacedName {
+	configs := gatewayConfigs(snap)
+	out := map[string][]types.NamespacedName{}
+	for _, g := range snap.Gateways {
+		if !wantsShared(g, configs) {
+			class := string(g.Spec.GatewayClassName)
+			out[class] = append(out[class], types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
+		}
 	}
 	return out
 }

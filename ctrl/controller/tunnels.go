@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	applycorev1 "k8s.io/client-go/applyconfigurations/core/v1"
 	applymetav1 "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -26,22 +27,16 @@ import (
 // from Cloudflare after a translation: its hostnames, its settings and
 // its API token, read from the credentials Secret.
 func desiredTunnels(snap *translate.Snapshot, out *translate.Output, controllerName string) []cloudflare.Desired {
-	configs := map[string]*v1alpha1.GatewayClassConfig{}
-	for _, c := range snap.GatewayClassConfigs {
-		configs[c.Name] = c
-	}
+	byClass := classConfigs(snap, controllerName)
+	planeGateways := gatewaysWantingPlanes(snap)
 	var list []cloudflare.Desired
 	for _, gc := range snap.GatewayClasses {
-		ref := gc.Spec.ParametersRef
-		if string(gc.Spec.ControllerName) != controllerName || ref == nil ||
-			string(ref.Group) != v1alpha1.Group || string(ref.Kind) != v1alpha1.KindGatewayClassConfig {
-			continue
-		}
-		cfg := configs[ref.Name]
+		cfg := byClass[gc.Name]
 		if cfg == nil || cfg.Spec.Tunnel == nil {
 			continue // no tunnel: served by the proxies alone
 		}
-		d := cloudflare.Desired{Class: gc.Name, Spec: *cfg.Spec.DeepCopy(), LivePlanes: livePlanes(snap, gc.Name, cfg)}
+		d := cloudflare.Desired{Class: gc.Name, Spec: *cfg.Spec.DeepCopy(),
+			LivePlanes: livePlanes(classOwner(gc.Name, cfg), planeGateways[gc.Name])}
 		d.Token, d.Problem = apiToken(snap.Secrets, cfg.Spec.CredentialsRef)
 		res := out.GatewayClasses[gc.Name]
 		d.Hold = res == nil || !meta.IsStatusConditionTrue(res.Status.Conditions, string(gwv1.GatewayClassConditionStatusAccepted))
@@ -52,7 +47,28 @@ func desiredTunnels(snap *translate.Snapshot, out *translate.Output, controllerN
 		}
 		list = append(list, d)
 	}
-	return append(list, planeTunnels(snap, out, configs)...)
+	return append(list, planeTunnels(snap, out, byClass)...)
+}
+
+// classConfigs are the GatewayClassConfigs of our GatewayClasses, by
+// class.
+func classConfigs(snap *translate.Snapshot, controllerName string) map[string]*v1alpha1.GatewayClassConfig {
+	configs := make(map[string]*v1alpha1.GatewayClassConfig, len(snap.GatewayClassConfigs))
+	for _, c := range snap.GatewayClassConfigs {
+		configs[c.Name] = c
+	}
+	byClass := map[string]*v1alpha1.GatewayClassConfig{}
+	for _, gc := range snap.GatewayClasses {
+		ref := gc.Spec.ParametersRef
+		if string(gc.Spec.ControllerName) != controllerName || ref == nil ||
+			string(ref.Group) != v1alpha1.Group || string(ref.Kind) != v1alpha1.KindGatewayClassConfig {
+			continue
+		}
+		if cfg := configs[ref.Name]; cfg != nil {
+			byClass[gc.Name] = cfg
+		}
+	}
+	return byClass
 }
 
 // planeTunnels is what each Gateway with a plane wants from Cloudflare:
@@ -61,11 +77,11 @@ func desiredTunnels(snap *translate.Snapshot, out *translate.Output, controllerN
 // (provision.OriginSocket, provision.OriginCAPool); DNS follows the
 // class's settings under an owner of the Gateway's own, so the class's
 // sync and the plane's never take each other's records.
-func planeTunnels(snap *translate.Snapshot, out *translate.Output, configs map[string]*v1alpha1.GatewayClassConfig) []cloudflare.Desired {
+func planeTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[string]*v1alpha1.GatewayClassConfig) []cloudflare.Desired {
 	var list []cloudflare.Desired
 	for key, p := range out.Planes {
 		class := string(p.Gateway.Spec.GatewayClassName)
-		cc := configs[classParams(snap, class)]
+		cc := byClass[class]
 		t := p.Params.Spec.Tunnel
 		if cc == nil || t == nil {
 			continue // translate accepts neither
@@ -112,34 +128,17 @@ func classOwner(class string, cfg *v1alpha1.GatewayClassConfig) string {
 	return class
 }
 
-// livePlanes are the DNS owners the class's Gateways' planes would have,
-// for every Gateway of the class that exists and does not ask for the
-// shared proxies: the records of any other plane owner under the class's
-// are a deleted Gateway's, or one gone back to the class's tunnel. A
-// Gateway that exists but lost its plane to a mistake (its GatewayConfig
-// deleted) keeps its records, as it keeps its proxies.
-func livePlanes(snap *translate.Snapshot, class string, cfg *v1alpha1.GatewayClassConfig) []string {
-	owner := classOwner(class, cfg)
-	configs := gatewayConfigs(snap)
-	out := []string{}
-	for _, g := range snap.Gateways {
-		if string(g.Spec.GatewayClassName) == class && !wantsShared(g, configs) {
-			out = append(out, cloudflare.PlaneOwner(owner, g.Namespace, g.Name))
-		}
+// livePlanes are the DNS owners the planes of a class's Gateways that
+// want one would have (gatewaysWantingPlanes): the records of any other
+// plane owner under the class's are a deleted Gateway's, or one gone back
+// to the class's tunnel.
+func livePlanes(classOwner string, gateways []types.NamespacedName) []string {
+	out := make([]string, 0, len(gateways))
+	for _, g := range gateways {
+		out = append(out, cloudflare.PlaneOwner(classOwner, g.Namespace, g.Name))
 	}
 	slices.Sort(out)
 	return out
-}
-
-// classParams is the GatewayClassConfig name a class's parametersRef
-// names, or "".
-func classParams(snap *translate.Snapshot, class string) string {
-	for _, gc := range snap.GatewayClasses {
-		if gc.Name == class && gc.Spec.ParametersRef != nil && string(gc.Spec.ParametersRef.Kind) == v1alpha1.KindGatewayClassConfig {
-			return gc.Spec.ParametersRef.Name
-		}
-	}
-	return ""
 }
 
 // tunnelOfToken reads the tunnel ID from a tunnel token a Secret holds

@@ -145,22 +145,22 @@ func (o *owned) synced() []cache.InformerSynced {
 
 // secret is a plane Secret from the cache, or nil.
 func (o *owned) secret(namespace, name string) *corev1.Secret {
-	obj, ok, _ := o.secrets.GetStore().GetByKey(namespace + "/" + name)
-	if !ok {
-		return nil
-	}
-	s, _ := obj.(*corev1.Secret)
-	return s
+	return cached[corev1.Secret](o.secrets, namespace, name)
 }
 
 // deployment is a plane's Deployment from the cache, or nil.
 func (o *owned) deployment(namespace, name string) *appsv1.Deployment {
-	obj, ok, _ := o.deploys.GetStore().GetByKey(namespace + "/" + name)
+	return cached[appsv1.Deployment](o.deploys, namespace, name)
+}
+
+// cached is an object of an informer's cache, or nil.
+func cached[T any](inf cache.SharedIndexInformer, namespace, name string) *T {
+	obj, ok, _ := inf.GetStore().GetByKey(namespace + "/" + name)
 	if !ok {
 		return nil
 	}
-	d, _ := obj.(*appsv1.Deployment)
-	return d
+	t, _ := obj.(*T)
+	return t
 }
 
 // podsOf lists the Pods of a plane's Deployment, by its selector labels.
@@ -168,24 +168,15 @@ func (o *owned) podsOf(d *appsv1.Deployment) []*corev1.Pod {
 	if d.Spec.Selector == nil {
 		return nil
 	}
+	match := labels.SelectorFromSet(d.Spec.Selector.MatchLabels)
 	objs, _ := o.pods.GetIndexer().ByIndex(byGateway, d.Namespace+"/"+d.Spec.Selector.MatchLabels[provision.LabelGatewayName])
 	var out []*corev1.Pod
 	for _, obj := range objs {
-		p, ok := obj.(*corev1.Pod)
-		if ok && labelsMatch(d.Spec.Selector.MatchLabels, p.Labels) {
+		if p, ok := obj.(*corev1.Pod); ok && match.Matches(labels.Set(p.Labels)) {
 			out = append(out, p)
 		}
 	}
 	return out
-}
-
-func labelsMatch(want, have map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // byGateway indexes plane objects by "namespace/gateway-name".

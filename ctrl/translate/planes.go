@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -242,7 +243,7 @@ func (o *Output) ProxyConfigs() (shared *proxycfg.Config, planes map[types.Names
 	for _, r := range o.Config.Routes {
 		splitRoute(r, configsOf)
 	}
-	all := append([]*proxycfg.Config{shared}, mapValues(planes)...)
+	all := append([]*proxycfg.Config{shared}, slices.Collect(maps.Values(planes))...)
 	for _, c := range all {
 		c.Clusters = usedClusters(c.Routes, o.Config.Clusters)
 	}
@@ -285,14 +286,6 @@ func usedClusters(routes []proxycfg.Route, all []proxycfg.Cluster) []proxycfg.Cl
 		if used[c.Name] {
 			out = append(out, c)
 		}
-	}
-	return out
-}
-
-func mapValues[K comparable, V any](m map[K]V) []V {
-	out := make([]V, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
 	}
 	return out
 }
