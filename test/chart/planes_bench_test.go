@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tunnelgate/tunnelgate/test/kubelet"
 )
 
 // BenchmarkPlanesToProgrammed applies $PLANES (default 100) Gateways at
@@ -39,25 +38,7 @@ func BenchmarkPlanesToProgrammed(b *testing.B) {
 apiVersion: v1
 kind: Namespace
 metadata: {name: tenants}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: app, namespace: tenants}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: app}}
-  template:
-    metadata: {labels: {app: app}}
-    spec:
-      containers: [{name: echo, image: %s, ports: [{containerPort: 8080}]}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: app, namespace: tenants}
-spec:
-  selector: {app: app}
-  ports: [{port: 80, targetPort: 8080}]
-`, kubelet.EchoImage)
+%s`, echoApp("tenants", 1))
 	for i := range n {
 		fmt.Fprintf(&docs, `---
 apiVersion: tunnelgate.dev/v1alpha1

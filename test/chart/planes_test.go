@@ -17,7 +17,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -86,7 +85,7 @@ metadata: {name: gw, namespace: team-b}
 spec:
   gatewayClassName: %[1]s
   listeners: [{name: http, protocol: HTTP, port: 80, hostname: "b.example.com"}]
-`+backend("team-a")+backend("team-b"), r.class, kubelet.EchoImage))); err != nil {
+`+backend("team-a")+backend("team-b"), r.class))); err != nil {
 		t.Fatal(err)
 	}
 	plane := provision.Name("gw", r.class)
@@ -122,11 +121,10 @@ spec:
 
 	// The Gateway is Programmed, at its own tunnel's address.
 	eventually(t, 30*time.Second, "the tenant's Gateway Programmed at its tunnel's address", func() error {
-		g, err := r.gw.GatewayV1().Gateways("team-a").Get(ctx, "gw", metav1.GetOptions{})
+		g, c, err := r.gatewayCondition(ctx, "team-a", "gw", "Programmed")
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
 		if c == nil || c.Status != metav1.ConditionTrue || len(g.Status.Addresses) == 0 || g.Status.Addresses[0].Value != tunnelA+".cfargotunnel.com" {
 			return fmt.Errorf("Programmed %+v, addresses %+v", c, g.Status.Addresses)
 		}
@@ -164,11 +162,10 @@ spec:
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the broken plane's Gateway says why it is not Programmed", func() error {
-		g, err := r.gw.GatewayV1().Gateways("team-a").Get(ctx, "broken", metav1.GetOptions{})
+		_, c, err := r.gatewayCondition(ctx, "team-a", "broken", "Programmed")
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
 		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "ErrImagePull") {
 			return fmt.Errorf("Programmed %+v", c)
 		}
@@ -217,11 +214,10 @@ spec:
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "a plane refused by a quota said so", func() error {
-		g, err := r.gw.GatewayV1().Gateways("team-q").Get(ctx, "gw", metav1.GetOptions{})
+		_, c, err := r.gatewayCondition(ctx, "team-q", "gw", "Programmed")
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
 		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "NoResources" || !strings.Contains(c.Message, "exceeded quota") {
 			return fmt.Errorf("Programmed %+v", c)
 		}
@@ -357,11 +353,10 @@ spec:
 	patchGateway(t, r, types.NamespacedName{Namespace: "team-b", Name: "gw"},
 		`{"spec":{"infrastructure":{"parametersRef":{"group":"tunnelgate.dev","kind":"GatewayConfig","name":"own"}}}}`)
 	eventually(t, 60*time.Second, "the moving Gateway still on the shared proxies, saying why", func() error {
-		g, err := r.gw.GatewayV1().Gateways("team-b").Get(ctx, "gw", metav1.GetOptions{})
+		_, c, err := r.gatewayCondition(ctx, "team-b", "gw", "Programmed")
 		if err != nil {
 			return err
 		}
-		c := meta.FindStatusCondition(g.Status.Conditions, "Programmed")
 		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "ErrImagePull") {
 			return fmt.Errorf("Programmed %+v", c)
 		}
@@ -459,33 +454,11 @@ func cnameTo(r *rig, host, tunnel string) error {
 	return fmt.Errorf("no CNAME for %s", host)
 }
 
-// backend is an echo Deployment, its Service app and an HTTPRoute for
-// <first letter of the team's suffix>.example.com on the team's Gateway.
+// backend is an echo app (echoApp) and an HTTPRoute for <the last letter
+// of ns>.example.com on the Gateway gw of ns.
 func backend(ns string) string {
 	host := ns[len(ns)-1:] + ".example.com"
-	return fmt.Sprintf(`
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: app, namespace: %[1]s}
-spec:
-  replicas: 1
-  selector: {matchLabels: {app: app}}
-  template:
-    metadata: {labels: {app: app}}
-    spec:
-      containers:
-      - name: echo
-        image: %%[2]s
-        ports: [{containerPort: 8080}]
-        env: [{name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}]
----
-apiVersion: v1
-kind: Service
-metadata: {name: app, namespace: %[1]s}
-spec:
-  selector: {app: app}
-  ports: [{port: 80, targetPort: 8080}]
+	return echoApp(ns, 1) + fmt.Sprintf(`
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute

@@ -2,14 +2,17 @@ package chart
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/netip"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/tunnelgate/tunnelgate/internal/cffake"
@@ -114,4 +117,44 @@ func (r *rig) dumpPodsOnFailure(t *testing.T, ns string) {
 			}
 		}
 	})
+}
+
+// echoApp is the YAML of an echo Deployment "app" of replicas Pods in ns
+// (each answers with its Pod's name and namespace) and its Service "app"
+// on port 80.
+func echoApp(ns string, replicas int) string {
+	return fmt.Sprintf(`
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app, namespace: %[1]s}
+spec:
+  replicas: %[2]d
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers:
+      - name: echo
+        image: %[3]s
+        ports: [{containerPort: 8080}]
+        env: [{name: NAMESPACE, valueFrom: {fieldRef: {fieldPath: metadata.namespace}}}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: app, namespace: %[1]s}
+spec:
+  selector: {app: app}
+  ports: [{port: 80, targetPort: 8080}]
+`, ns, replicas, kubelet.EchoImage)
+}
+
+// gatewayCondition reads a Gateway and its condition of type typ (nil
+// while it has none).
+func (r *rig) gatewayCondition(ctx context.Context, ns, name, typ string) (*gwv1.Gateway, *metav1.Condition, error) {
+	g, err := r.gw.GatewayV1().Gateways(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	return g, meta.FindStatusCondition(g.Status.Conditions, typ), nil
 }

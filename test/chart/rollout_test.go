@@ -45,25 +45,7 @@ func TestRolloutsLoseNoRequest(t *testing.T) {
 apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s}
----
-apiVersion: apps/v1
-kind: Deployment
-metadata: {name: app, namespace: %[1]s}
-spec:
-  replicas: 2
-  selector: {matchLabels: {app: app}}
-  template:
-    metadata: {labels: {app: app}}
-    spec:
-      containers:
-      - {name: echo, image: %[3]s, ports: [{containerPort: 8080}]}
----
-apiVersion: v1
-kind: Service
-metadata: {name: app, namespace: %[1]s}
-spec:
-  selector: {app: app}
-  ports: [{port: 80, targetPort: 8080}]
+%[3]s
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
@@ -89,7 +71,7 @@ spec:
   rules:
   - backendRefs: [{name: app, port: 80}]
     sessionPersistence: {sessionName: pin, type: Cookie}
-`, app, class, kubelet.EchoImage))); err != nil {
+`, app, class, echoApp(app, 2)))); err != nil {
 		t.Fatal(err)
 	}
 
