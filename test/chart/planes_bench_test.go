@@ -13,7 +13,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 )
 
 // BenchmarkPlanesToProgrammed applies $PLANES (default 100) Gateways at

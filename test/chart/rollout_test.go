@@ -161,20 +161,30 @@ func mustParseURL(t testing.TB, s string) *url.URL {
 
 // visitAppOnce is one visitor's request, answered by a backend Pod.
 func visitAppOnce(c *http.Client) error {
-	res, err := c.Get("http://app.example.com/roll")
+	echo, err := visitEcho(c, "http://app.example.com/roll")
+	if err == nil && echo.Path != "/roll" {
+		err = fmt.Errorf("answered for path %q, want /roll", echo.Path)
+	}
+	return err
+}
+
+// visitEcho is a visitor's request for url through the edge, answered 200
+// by a Pod of an echo app (echoApp).
+func visitEcho(c *http.Client, url string) (*kubelet.EchoResponse, error) {
+	res, err := c.Get(url)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var echo kubelet.EchoResponse
-	if res.StatusCode != http.StatusOK || json.Unmarshal(b, &echo) != nil || !strings.HasPrefix(echo.Pod, "app-") || echo.Path != "/roll" {
-		return fmt.Errorf("%s: %.200s", res.Status, b)
+	if res.StatusCode != http.StatusOK || json.Unmarshal(b, &echo) != nil || !strings.HasPrefix(echo.Pod, "app-") {
+		return nil, fmt.Errorf("%s: %s: %.200s", url, res.Status, b)
 	}
-	return nil
+	return &echo, nil
 }
 
 // session is a visitor pinned to a backend Pod by a session cookie.
