@@ -6,26 +6,39 @@
 package testproc
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
 // FreePort asks the kernel for an unused loopback port. Between closing it
 // here and a child binding it another process may take it; callers that
-// care notice the child's "address already in use" and retry.
+// care notice the child's "address already in use" and retry. Within this
+// process a port is handed out once: the kernel may offer a port closed a
+// moment ago again, and two children told to listen on it would collide.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 100 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if _, taken := handedOut.LoadOrStore(port, true); !taken {
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("testproc: no loopback port this process has not handed out already")
 }
+
+// handedOut are the ports FreePort returned.
+var handedOut sync.Map
 
 // FreeLoopback is a free "127.0.0.1:port" for a child to listen on,
 // failing the test when there is none.
