@@ -40,6 +40,10 @@ func (in *GatewayClassConfigSpec) DeepCopy() *GatewayClassConfigSpec {
 		}
 		out.DNS = &d
 	}
+	if in.DefaultGatewayConfigRef != nil {
+		r := *in.DefaultGatewayConfigRef
+		out.DefaultGatewayConfigRef = &r
+	}
 	if in.Origin != nil {
 		o := *in.Origin
 		out.Origin = &o

@@ -41,13 +41,19 @@ type GatewayConfigSpec struct {
 	// Cloudflared is the cloudflared container: its image (default the
 	// one the controller was installed with) and resources.
 	Cloudflared *ContainerSettings `json:"cloudflared,omitempty"`
-	// Tunnel, when set, is a tunnel of the Gateway's own; unset, the
-	// Gateway's hostnames go through its class's tunnel.
+	// Tunnel, when set, is a tunnel of the Gateway's own. Unset, the
+	// plane serves in the cluster only (ServesInCluster), which its class
+	// must allow by having no tunnel either.
 	Tunnel *GatewayTunnel `json:"tunnel,omitempty"`
 	// ProxyArgs are extra proxy flags, each "-name=value", of
 	// AllowedProxyFlags only.
 	ProxyArgs []string `json:"proxyArgs,omitempty"`
 }
+
+// ServesInCluster says whether a Dedicated plane serves the Gateway's
+// listeners on its Service, to clients in the cluster: it does when it
+// has no tunnel of its own, its only way in.
+func (s *GatewayConfigSpec) ServesInCluster() bool { return s.Tunnel == nil }
 
 // Data plane modes.
 const (

@@ -66,6 +66,17 @@ type GatewayClassConfigSpec struct {
 	DNS *DNSSettings `json:"dns,omitempty"`
 	// Origin configures the proxies' listeners cloudflared connects to.
 	Origin *OriginSettings `json:"origin,omitempty"`
+	// DefaultGatewayConfigRef names the GatewayConfig of this class's
+	// Gateways that name none in spec.infrastructure.parametersRef.
+	// Unset, they are served by the shared proxies. It must not name a
+	// tunnel: a tunnel of its own serves one Gateway.
+	DefaultGatewayConfigRef *ObjectRef `json:"defaultGatewayConfigRef,omitempty"`
+}
+
+// ObjectRef names a namespaced object.
+type ObjectRef struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
 }
 
 // SecretKeyRef points at one key of a Secret.

@@ -37,7 +37,8 @@ func (c *Controller) planeStates() map[types.NamespacedName]*translate.PlaneStat
 		if !ok {
 			continue
 		}
-		ps := &translate.PlaneState{Replicas: st.Replicas, Ready: st.Ready, Problem: st.Problem, NoResources: st.NoResources}
+		ps := &translate.PlaneState{Replicas: st.Replicas, Ready: st.Ready, Problem: st.Problem, NoResources: st.NoResources,
+			ServiceIP: st.ServiceIP}
 		if prev := c.lastPlaneStates[key]; prev != nil && *prev == *ps {
 			ps = prev
 		}
@@ -86,16 +87,30 @@ func (c *Controller) handPlanes(_ context.Context, leading bool, snap *translate
 	}
 	wanted := make(map[types.NamespacedName]planes.Want, len(out.Planes))
 	for key, p := range out.Planes {
-		wanted[key] = planes.Want{Gateway: p.Gateway, Params: p.Params.Spec}
+		wanted[key] = wantOf(p)
 	}
 	c.opts.Planes.Update(true, wanted, sharedGateways(snap, c.controllerName))
 }
 
+// wantOf is what the provisioner needs of a translated plane.
+func wantOf(p *translate.Plane) planes.Want {
+	w := planes.Want{Gateway: p.Gateway, Params: p.Params.Spec}
+	for _, port := range p.Ports {
+		w.Ports = append(w.Ports, provision.Port{Port: port.Port, TLS: port.Protocol == gwv1.HTTPSProtocolType})
+	}
+	if p.Address.IsValid() {
+		w.ClusterIP = p.Address.String()
+	}
+	return w
+}
+
 // sharedGateways are our Gateways that say they want no plane of their
-// own: no parametersRef, or a GatewayConfig with dataPlane Shared. A
-// Gateway refused for another reason (its GatewayConfig missing) is in
-// neither list, and its plane, if it has one, is left running.
+// own: no GatewayConfig (none named, no class default), or one with
+// dataPlane Shared. A Gateway refused for another reason (its GatewayConfig
+// missing) is in neither list, and its plane, if it has one, is left
+// running.
 func sharedGateways(snap *translate.Snapshot, controllerName string) []types.NamespacedName {
+	byClass := classConfigs(snap, controllerName)
 	ours := map[string]bool{}
 	for _, gc := range snap.GatewayClasses {
 		ours[gc.Name] = string(gc.Spec.ControllerName) == controllerName
@@ -103,7 +118,8 @@ func sharedGateways(snap *translate.Snapshot, controllerName string) []types.Nam
 	configs := gatewayConfigs(snap)
 	var out []types.NamespacedName
 	for _, g := range snap.Gateways {
-		if ours[string(g.Spec.GatewayClassName)] && wantsShared(g, configs) {
+		class := string(g.Spec.GatewayClassName)
+		if ours[class] && wantsShared(g, byClass[class], configs) {
 			out = append(out, types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
 		}
 	}
@@ -113,12 +129,12 @@ func sharedGateways(snap *translate.Snapshot, controllerName string) []types.Nam
 // gatewaysWantingPlanes are, by class, the Gateways that do not ask for
 // the shared proxies: those with a plane, and those refused for a mistake
 // (their GatewayConfig missing), whose plane is kept.
-func gatewaysWantingPlanes(snap *translate.Snapshot) map[string][]types.NamespacedName {
+func gatewaysWantingPlanes(snap *translate.Snapshot, byClass map[string]*v1alpha1.GatewayClassConfig) map[string][]types.NamespacedName {
 	configs := gatewayConfigs(snap)
 	out := map[string][]types.NamespacedName{}
 	for _, g := range snap.Gateways {
-		if !wantsShared(g, configs) {
-			class := string(g.Spec.GatewayClassName)
+		class := string(g.Spec.GatewayClassName)
+		if !wantsShared(g, byClass[class], configs) {
 			out[class] = append(out[class], types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
 		}
 	}
@@ -134,15 +150,25 @@ func gatewayConfigs(snap *translate.Snapshot) map[types.NamespacedName]*v1alpha1
 	return configs
 }
 
-func wantsShared(g *gwv1.Gateway, configs map[types.NamespacedName]*v1alpha1.GatewayConfig) bool {
-	inf := g.Spec.Infrastructure
-	if inf == nil || inf.ParametersRef == nil {
+// wantsShared says whether a Gateway asks for the shared proxies: the
+// GatewayConfig it names, or else its class's default (class may be nil),
+// is missing neither and says Shared, or there is none. It resolves the
+// reference as translate does; a reference it cannot resolve asks for
+// neither.
+func wantsShared(g *gwv1.Gateway, class *v1alpha1.GatewayClassConfig, configs map[types.NamespacedName]*v1alpha1.GatewayConfig) bool {
+	var key types.NamespacedName
+	switch inf := g.Spec.Infrastructure; {
+	case inf != nil && inf.ParametersRef != nil:
+		ref := inf.ParametersRef
+		if string(ref.Group) != v1alpha1.Group || string(ref.Kind) != v1alpha1.KindGatewayConfig {
+			return false
+		}
+		key = types.NamespacedName{Namespace: g.Namespace, Name: ref.Name}
+	case class != nil && class.Spec.DefaultGatewayConfigRef != nil:
+		key = types.NamespacedName{Namespace: class.Spec.DefaultGatewayConfigRef.Namespace, Name: class.Spec.DefaultGatewayConfigRef.Name}
+	default:
 		return true
 	}
-	ref := inf.ParametersRef
-	if string(ref.Group) != v1alpha1.Group || string(ref.Kind) != v1alpha1.KindGatewayConfig {
-		return false
-	}
-	cfg := configs[types.NamespacedName{Namespace: g.Namespace, Name: ref.Name}]
+	cfg := configs[key]
 	return cfg != nil && (cfg.Spec.DataPlane == "" || cfg.Spec.DataPlane == v1alpha1.DataPlaneShared)
 }

@@ -28,7 +28,7 @@ import (
 // its API token, read from the credentials Secret.
 func desiredTunnels(snap *translate.Snapshot, out *translate.Output, controllerName string) []cloudflare.Desired {
 	byClass := classConfigs(snap, controllerName)
-	planeGateways := gatewaysWantingPlanes(snap)
+	planeGateways := gatewaysWantingPlanes(snap, byClass)
 	var list []cloudflare.Desired
 	for _, gc := range snap.GatewayClasses {
 		cfg := byClass[gc.Name]

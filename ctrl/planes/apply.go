@@ -46,7 +46,7 @@ var resources = map[string]schema.GroupVersionResource{
 // longer renders.
 func (p *Provisioner) applyPlane(ctx context.Context, w Want) error {
 	plane := provision.Plane{Gateway: w.Gateway, Params: w.Params, Install: p.opts.Install,
-		Secrets: provision.SecretsOf(w.Gateway, &w.Params)}
+		Secrets: provision.SecretsOf(w.Gateway, &w.Params), Ports: w.Ports, ClusterIP: w.ClusterIP}
 	objs, err := provision.Objects(plane)
 	if err != nil {
 		return err // the CRD refuses what Objects does: a GatewayConfig from before it
@@ -65,6 +65,9 @@ func (p *Provisioner) applyPlane(ctx context.Context, w Want) error {
 		}
 		k := objectKey{u.GetKind(), u.GetNamespace(), u.GetName()}
 		rendered[k] = true
+		if err := p.replaceService(ctx, k, plane.ClusterIP); err != nil {
+			return err
+		}
 		did, err := p.apply(ctx, k, u)
 		if did {
 			applies++
@@ -76,6 +79,22 @@ func (p *Provisioner) applyPlane(ctx context.Context, w Want) error {
 	}
 	p.Stats.add(applies, 0, 0)
 	return p.prune(ctx, w, rendered)
+}
+
+// replaceService deletes the plane's Service when it has a ClusterIP other
+// than the one wanted, which the API server does not let change, so that
+// the apply creates it anew: the Gateway was given another address.
+func (p *Provisioner) replaceService(ctx context.Context, k objectKey, clusterIP string) error {
+	if k.kind != "Service" || clusterIP == "" {
+		return nil
+	}
+	svc := p.owned.service(k.namespace, k.name)
+	if svc == nil || svc.Spec.ClusterIP == "" || svc.Spec.ClusterIP == clusterIP {
+		return nil
+	}
+	p.opts.Log.Info("replacing a plane's Service for its Gateway's new address", "namespace", k.namespace, "name", k.name,
+		"from", svc.Spec.ClusterIP, "to", clusterIP)
+	return p.delete(ctx, k)
 }
 
 // configToken is the token in the plane's credentials Secret, or a new

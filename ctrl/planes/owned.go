@@ -26,6 +26,7 @@ type owned struct {
 	factory  kubeinformers.SharedInformerFactory
 	byKind   map[string]cache.SharedIndexInformer
 	secrets  cache.SharedIndexInformer
+	services cache.SharedIndexInformer
 	deploys  cache.SharedIndexInformer
 	pods     cache.SharedIndexInformer
 	changed  func(k objectKey, gateway types.NamespacedName, resourceVersion string)
@@ -51,7 +52,7 @@ func newOwned(kube kubernetes.Interface, changed func(objectKey, types.Namespace
 		"HorizontalPodAutoscaler": f.Autoscaling().V2().HorizontalPodAutoscalers().Informer(),
 		"NetworkPolicy":           f.Networking().V1().NetworkPolicies().Informer(),
 	}}
-	o.secrets, o.deploys = o.byKind["Secret"], o.byKind["Deployment"]
+	o.secrets, o.services, o.deploys = o.byKind["Secret"], o.byKind["Service"], o.byKind["Deployment"]
 	for kind, inf := range o.byKind {
 		if err := inf.AddIndexers(cache.Indexers{byGateway: gatewayIndex}); err != nil {
 			return nil, err
@@ -79,13 +80,19 @@ func newOwned(kube kubernetes.Interface, changed func(objectKey, types.Namespace
 // handler tells changed of every change to an object of kind that is not
 // its status alone; a Deployment's status change is a state change.
 func (o *owned) handler(kind string) cache.ResourceEventHandler {
-	tell := func(obj any) {
+	told := func(obj any) {
 		a := accessor(obj)
 		if a == nil {
 			return
 		}
 		gw := types.NamespacedName{Namespace: a.GetNamespace(), Name: a.GetLabels()[provision.LabelGatewayName]}
 		o.changed(objectKey{kind, a.GetNamespace(), a.GetName()}, gw, a.GetResourceVersion())
+	}
+	tell := told
+	if kind == "Service" {
+		// Its ClusterIP is the address of a plane that serves in the
+		// cluster: a state to report, whoever made the change.
+		tell = func(obj any) { told(obj); o.stateNew() }
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: tell,
@@ -146,6 +153,11 @@ func (o *owned) synced() []cache.InformerSynced {
 // secret is a plane Secret from the cache, or nil.
 func (o *owned) secret(namespace, name string) *corev1.Secret {
 	return cached[corev1.Secret](o.secrets, namespace, name)
+}
+
+// service is a plane's Service from the cache, or nil.
+func (o *owned) service(namespace, name string) *corev1.Service {
+	return cached[corev1.Service](o.services, namespace, name)
 }
 
 // deployment is a plane's Deployment from the cache, or nil.

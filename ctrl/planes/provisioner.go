@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"reflect"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,6 +25,10 @@ import (
 type Want struct {
 	Gateway *gwv1.Gateway
 	Params  v1alpha1.GatewayConfigSpec
+	// Ports and ClusterIP are provision.Plane's: the listener ports and
+	// the pool address of a plane that serves in the cluster.
+	Ports     []provision.Port
+	ClusterIP string
 }
 
 // Options configure a Provisioner.
@@ -141,7 +146,8 @@ func sameWant(a, b Want) bool {
 	ga, gb := a.Gateway, b.Gateway
 	return ga.UID == gb.UID && ga.Name == gb.Name && ga.Namespace == gb.Namespace &&
 		ga.Spec.GatewayClassName == gb.Spec.GatewayClassName &&
-		reflect.DeepEqual(ga.Spec.Infrastructure, gb.Spec.Infrastructure) && reflect.DeepEqual(a.Params, b.Params)
+		reflect.DeepEqual(ga.Spec.Infrastructure, gb.Spec.Infrastructure) && reflect.DeepEqual(a.Params, b.Params) &&
+		slices.Equal(a.Ports, b.Ports) && a.ClusterIP == b.ClusterIP
 }
 
 // Run starts the informers and the workers until ctx ends.

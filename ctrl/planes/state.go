@@ -24,6 +24,8 @@ type State struct {
 	// deadline; "" otherwise.
 	Problem     string
 	NoResources bool
+	// ServiceIP is the ClusterIP of the plane's Service, once it has one.
+	ServiceIP string
 }
 
 // waitingProblems are the reasons a container waits for that a user must
@@ -38,8 +40,12 @@ func (p *Provisioner) State(gateway types.NamespacedName, class string) (st Stat
 	p.mu.Lock()
 	failed := p.failed[gateway]
 	p.mu.Unlock()
-	if d := p.owned.deployment(gateway.Namespace, provision.Name(gateway.Name, class)); d != nil {
+	name := provision.Name(gateway.Name, class)
+	if d := p.owned.deployment(gateway.Namespace, name); d != nil {
 		st, ok = stateOf(d, p.owned.podsOf(d)), true
+	}
+	if svc := p.owned.service(gateway.Namespace, name); ok && svc != nil && svc.Spec.ClusterIP != corev1.ClusterIPNone {
+		st.ServiceIP = svc.Spec.ClusterIP
 	}
 	if failed != "" {
 		st.Problem = "applying the plane: " + failed

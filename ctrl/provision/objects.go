@@ -1,6 +1,8 @@
 package provision
 
 import (
+	"fmt"
+
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -23,19 +25,33 @@ func serviceAccount(p Plane) *corev1.ServiceAccount {
 }
 
 // service exposes the proxies' and cloudflared's metrics, as the chart's
-// proxy Service does.
+// proxy Service does, and, serving in the cluster, the listener ports:
+// each to the same port of the Pod, where the proxy serves it
+// (-listen-listener-ports).
 func service(p Plane) *corev1.Service {
-	http := "http"
+	http, https := "http", "https"
+	ports := []corev1.ServicePort{
+		{Name: "metrics", Port: proxyMetricsPort, TargetPort: intstr.FromString("metrics"), AppProtocol: &http},
+	}
+	if p.Params.ServesInCluster() {
+		for _, l := range p.Ports {
+			sp := corev1.ServicePort{Name: fmt.Sprintf("http-%d", l.Port), Port: l.Port, TargetPort: intstr.FromInt32(l.Port), AppProtocol: &http}
+			if l.TLS {
+				sp.Name, sp.AppProtocol = fmt.Sprintf("https-%d", l.Port), &https
+			}
+			ports = append(ports, sp)
+		}
+	} else {
+		ports = append(ports, corev1.ServicePort{Name: "cfd-metrics", Port: cloudflaredMetricsPort, TargetPort: intstr.FromString("cfd-metrics"), AppProtocol: &http})
+	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: meta(p),
 		Spec: corev1.ServiceSpec{
-			Type:     corev1.ServiceTypeClusterIP,
-			Selector: selector(p),
-			Ports: []corev1.ServicePort{
-				{Name: "metrics", Port: proxyMetricsPort, TargetPort: intstr.FromString("metrics"), AppProtocol: &http},
-				{Name: "cfd-metrics", Port: cloudflaredMetricsPort, TargetPort: intstr.FromString("cfd-metrics"), AppProtocol: &http},
-			},
+			Type:      corev1.ServiceTypeClusterIP,
+			ClusterIP: p.ClusterIP,
+			Selector:  selector(p),
+			Ports:     ports,
 		},
 	}
 }
@@ -55,7 +71,7 @@ func podDisruptionBudget(p Plane) *policyv1.PodDisruptionBudget {
 
 // networkPolicy lets nothing reach the plane's Pods but metrics scrapes
 // from the peers Install names, as the chart's NetworkPolicy does for its
-// proxies.
+// proxies, and, serving in the cluster, any client on the listener ports.
 func networkPolicy(p Plane) *networkingv1.NetworkPolicy {
 	tcp := corev1.ProtocolTCP
 	np := &networkingv1.NetworkPolicy{
@@ -67,15 +83,23 @@ func networkPolicy(p Plane) *networkingv1.NetworkPolicy {
 			Ingress:     []networkingv1.NetworkPolicyIngressRule{},
 		},
 	}
+	port := func(n int32) networkingv1.NetworkPolicyPort {
+		v := intstr.FromInt32(n)
+		return networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: &v}
+	}
 	if from := p.Install.NetworkPolicy.MetricsFrom; len(from) > 0 {
-		port := func(n int) networkingv1.NetworkPolicyPort {
-			v := intstr.FromInt32(int32(n))
-			return networkingv1.NetworkPolicyPort{Protocol: &tcp, Port: &v}
+		metrics := []networkingv1.NetworkPolicyPort{port(proxyMetricsPort)}
+		if !p.Params.ServesInCluster() {
+			metrics = append(metrics, port(cloudflaredMetricsPort))
 		}
-		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
-			Ports: []networkingv1.NetworkPolicyPort{port(proxyMetricsPort), port(cloudflaredMetricsPort)},
-			From:  from,
-		})
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{Ports: metrics, From: from})
+	}
+	if p.Params.ServesInCluster() && len(p.Ports) > 0 {
+		var listeners []networkingv1.NetworkPolicyPort
+		for _, l := range p.Ports {
+			listeners = append(listeners, port(l.Port))
+		}
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{Ports: listeners})
 	}
 	return np
 }

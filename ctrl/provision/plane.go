@@ -68,6 +68,21 @@ type Plane struct {
 	Params  v1alpha1.GatewayConfigSpec
 	Install Install
 	Secrets Secrets
+	// Ports are the Gateway's served listener ports, which a plane that
+	// serves in the cluster (Params.ServesInCluster) exposes on its
+	// Service. They are not in the Pod template, so a listener added or
+	// removed does not roll the Pods: the proxy opens and closes its
+	// sockets as its config changes.
+	Ports []Port
+	// ClusterIP, when set, is the Service's ClusterIP: the Gateway's
+	// address from the controller's address pool.
+	ClusterIP string
+}
+
+// Port is a listener port and whether its listeners terminate TLS.
+type Port struct {
+	Port int32
+	TLS  bool
 }
 
 // Labels of ours on every object of a plane.

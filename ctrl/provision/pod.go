@@ -70,7 +70,10 @@ func deployment(p Plane) *appsv1.Deployment {
 }
 
 // podSpec is the chart's proxy Pod: the proxy as a native sidecar, then
-// cloudflared.
+// cloudflared. A plane that serves in the cluster has no cloudflared: the
+// proxy is its one container, serving the listener ports, which may be
+// below 1024 (net.ipv4.ip_unprivileged_port_start, a sysctl Kubernetes
+// counts as safe, lets the non-root proxy bind them with no capability).
 func podSpec(p Plane, name string) corev1.PodSpec {
 	no, uid := false, int64(nonRoot)
 	grace := p.Install.TerminationGracePeriodSeconds
@@ -78,7 +81,7 @@ func podSpec(p Plane, name string) corev1.PodSpec {
 		return corev1.TopologySpreadConstraint{MaxSkew: 1, TopologyKey: key, WhenUnsatisfiable: corev1.ScheduleAnyway,
 			LabelSelector: &metav1.LabelSelector{MatchLabels: selector(p)}}
 	}
-	return corev1.PodSpec{
+	spec := corev1.PodSpec{
 		ServiceAccountName:            name,
 		AutomountServiceAccountToken:  &no,
 		TerminationGracePeriodSeconds: &grace,
@@ -93,6 +96,13 @@ func podSpec(p Plane, name string) corev1.PodSpec {
 		Containers:     []corev1.Container{cloudflaredContainer(p)},
 		Volumes:        volumes(p),
 	}
+	if p.Params.ServesInCluster() {
+		proxy := proxyContainer(p)
+		proxy.RestartPolicy = nil
+		spec.InitContainers, spec.Containers = nil, []corev1.Container{proxy}
+		spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}}
+	}
+	return spec
 }
 
 func proxyContainer(p Plane) corev1.Container {
@@ -103,15 +113,28 @@ func proxyContainer(p Plane) corev1.Container {
 		"-token-file=" + path.Join(credentialsDir, "config-token"),
 		"-ca-file=" + path.Join(credentialsDir, "ca.crt"),
 		"-config-cache=" + path.Join(cacheDir, "config.json"),
-		"-tunnel-protocol=" + p.Install.TunnelProtocol,
-		"-listen=unix:" + OriginSocket,
-		"-listen-tls=" + originTLS,
-		"-cert-dir=" + certDir,
-		"-admin=:" + strconv.Itoa(proxyMetricsPort),
+	}
+	mounts := []corev1.VolumeMount{
+		{Name: "internal", MountPath: credentialsDir, ReadOnly: true},
+		{Name: "cache", MountPath: cacheDir},
+	}
+	if p.Params.ServesInCluster() {
+		args = append(args, "-listen-listener-ports")
+	} else {
+		args = append(args,
+			"-tunnel-protocol="+p.Install.TunnelProtocol,
+			"-listen=unix:"+OriginSocket,
+			"-listen-tls="+originTLS,
+			"-cert-dir="+certDir)
+		mounts = append(mounts,
+			corev1.VolumeMount{Name: "origin-certs", MountPath: certDir},
+			corev1.VolumeMount{Name: "origin-socket", MountPath: path.Dir(OriginSocket)})
+	}
+	args = append(args,
+		"-admin=:"+strconv.Itoa(proxyMetricsPort),
 		"-pprof=loopback",
 		"-log-level=info",
-		"-log-format=text",
-	}
+		"-log-format=text")
 	args = append(args, p.Params.ProxyArgs...)
 	res := resources(p.Install.ProxyResources, p.Params.Proxy)
 	env := []corev1.EnvVar{
@@ -138,12 +161,7 @@ func proxyContainer(p Plane) corev1.Container {
 		ReadinessProbe:  httpProbe("/readyz", "metrics", 2, 2),
 		Resources:       res,
 		SecurityContext: containerSecurity(),
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: "internal", MountPath: credentialsDir, ReadOnly: true},
-			{Name: "cache", MountPath: cacheDir},
-			{Name: "origin-certs", MountPath: certDir},
-			{Name: "origin-socket", MountPath: path.Dir(OriginSocket)},
-		},
+		VolumeMounts:    mounts,
 	}
 }
 
@@ -184,12 +202,16 @@ func volumes(p Plane) []corev1.Volume {
 		size := resource.MustParse(limit)
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &size}}}
 	}
+	credentials := secret("internal", p.Secrets.Credentials, 0o440, item(KeyConfigToken, "config-token"), item(KeyCA, "ca.crt"))
+	// The last config: a restarted proxy serves it at once.
+	cache := empty("cache", "64Mi")
+	if p.Params.ServesInCluster() {
+		return []corev1.Volume{credentials, cache}
+	}
 	return []corev1.Volume{
-		secret("internal", p.Secrets.Credentials, 0o440,
-			item(KeyConfigToken, "config-token"), item(KeyCA, "ca.crt")),
+		credentials,
 		secret("tunnel-token", p.Secrets.TunnelToken, 0o440, item(p.Secrets.TunnelTokenKey, "token")),
-		// The last config: a restarted proxy serves it at once.
-		empty("cache", "64Mi"),
+		cache,
 		empty("origin-certs", "1Mi"),
 		empty("origin-socket", "1Mi"),
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,7 +104,18 @@ func readPlane(t *testing.T, path string) Plane {
 	if err := yaml.UnmarshalStrict([]byte(docs[1]), &cfg); err != nil {
 		t.Fatalf("%s: GatewayConfig: %v", path, err)
 	}
-	return Plane{Gateway: &gw, Params: cfg.Spec, Install: install, Secrets: SecretsOf(&gw, &cfg.Spec)}
+	p := Plane{Gateway: &gw, Params: cfg.Spec, Install: install, Secrets: SecretsOf(&gw, &cfg.Spec)}
+	// What translate would hand: the listener ports, and a static address
+	// as the pool's.
+	for _, l := range gw.Spec.Listeners {
+		if !slices.ContainsFunc(p.Ports, func(x Port) bool { return x.Port == l.Port }) {
+			p.Ports = append(p.Ports, Port{Port: l.Port, TLS: l.Protocol == gwv1.HTTPSProtocolType})
+		}
+	}
+	if len(gw.Spec.Addresses) > 0 {
+		p.ClusterIP = gw.Spec.Addresses[0].Value
+	}
+	return p
 }
 
 // render writes the objects as the controller would apply them: no status,

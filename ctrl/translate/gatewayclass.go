@@ -95,6 +95,9 @@ func validateClassConfig(s *v1alpha1.GatewayClassConfigSpec) string {
 	if s.Tunnel != nil && s.Tunnel.TokenSecretRef != nil && (s.Tunnel.TokenSecretRef.Name == "" || s.Tunnel.TokenSecretRef.Namespace == "") {
 		return "tunnel.tokenSecretRef needs a namespace and a name"
 	}
+	if r := s.DefaultGatewayConfigRef; r != nil && (r.Name == "" || r.Namespace == "") {
+		return "defaultGatewayConfigRef needs a namespace and a name"
+	}
 	if s.DNS != nil && s.DNS.OwnerID != "" && !validOwnerID(s.DNS.OwnerID) {
 		return fmt.Sprintf("dns.ownerID %q: use letters, digits, '-', '.' and '_' (at most 63)", s.DNS.OwnerID)
 	}

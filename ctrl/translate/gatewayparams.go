@@ -8,56 +8,81 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 )
 
-// gatewayParameters resolves a Gateway's infrastructure.parametersRef: a
-// GatewayConfig in the Gateway's namespace. An empty problem means the
-// Gateway may be accepted; without a parametersRef, or with a GatewayConfig
-// whose dataPlane is Shared, the shared proxies serve it, and with
-// Dedicated a plane of its own (dedicated is then true).
+// gatewayParameters resolves a Gateway's parameters: the GatewayConfig in
+// its namespace that its infrastructure.parametersRef names, or else its
+// class's default (GatewayClassConfig defaultGatewayConfigRef), or none.
+// An empty problem means the Gateway may be accepted; with no
+// GatewayConfig, or one whose dataPlane is Shared, the shared proxies
+// serve it, and with Dedicated a plane of its own (dedicated is then
+// true).
 func (t *translator) gatewayParameters(g *gwv1.Gateway, class *classInfo) (cfg *v1alpha1.GatewayConfig, dedicated bool, problem string) {
-	if g.Spec.Infrastructure == nil || g.Spec.Infrastructure.ParametersRef == nil {
+	var what string
+	switch {
+	case g.Spec.Infrastructure != nil && g.Spec.Infrastructure.ParametersRef != nil:
+		ref := g.Spec.Infrastructure.ParametersRef
+		if string(ref.Group) != v1alpha1.Group || string(ref.Kind) != v1alpha1.KindGatewayConfig {
+			return nil, false, fmt.Sprintf("infrastructure.parametersRef must be group %s kind %s, not %s/%s",
+				v1alpha1.Group, v1alpha1.KindGatewayConfig, ref.Group, ref.Kind)
+		}
+		what = fmt.Sprintf("GatewayConfig %q", ref.Name)
+		if cfg = t.look.gatewayConfig(g.Namespace, ref.Name); cfg == nil {
+			return nil, false, fmt.Sprintf("infrastructure.parametersRef: GatewayConfig %q not found in namespace %s", ref.Name, g.Namespace)
+		}
+	case class.config != nil && class.config.Spec.DefaultGatewayConfigRef != nil:
+		ref := class.config.Spec.DefaultGatewayConfigRef
+		what = fmt.Sprintf("GatewayConfig %s/%s (GatewayClass %s's default)", ref.Namespace, ref.Name, class.obj.Name)
+		if cfg = t.look.gatewayConfig(ref.Namespace, ref.Name); cfg == nil {
+			return nil, false, fmt.Sprintf("GatewayClass %s gives its Gateways GatewayConfig %s/%s (defaultGatewayConfigRef), which is not found",
+				class.obj.Name, ref.Namespace, ref.Name)
+		}
+		if cfg.Spec.Tunnel != nil {
+			return nil, false, what + " names a tunnel, which serves one Gateway: a class's default must not; " +
+				"give this Gateway a GatewayConfig of its own (spec.infrastructure.parametersRef)"
+		}
+	default:
 		return nil, false, ""
-	}
-	ref := g.Spec.Infrastructure.ParametersRef
-	if string(ref.Group) != v1alpha1.Group || string(ref.Kind) != v1alpha1.KindGatewayConfig {
-		return nil, false, fmt.Sprintf("infrastructure.parametersRef must be group %s kind %s, not %s/%s",
-			v1alpha1.Group, v1alpha1.KindGatewayConfig, ref.Group, ref.Kind)
-	}
-	cfg = t.look.gatewayConfig(g.Namespace, ref.Name)
-	if cfg == nil {
-		return nil, false, fmt.Sprintf("infrastructure.parametersRef: GatewayConfig %q not found in namespace %s", ref.Name, g.Namespace)
 	}
 	switch cfg.Spec.DataPlane {
 	case "", v1alpha1.DataPlaneShared:
 		return cfg, false, ""
 	case v1alpha1.DataPlaneDedicated:
 		if t.in.Provisioning == NoPlanes {
-			return nil, false, fmt.Sprintf("GatewayConfig %q asks for a Dedicated data plane, and this controller runs none: "+
-				"start it with -planes (the Helm chart does), or set dataPlane to Shared", ref.Name)
+			return nil, false, fmt.Sprintf("%s asks for a Dedicated data plane, and this controller runs none: "+
+				"start it with -planes (the Helm chart does), or set dataPlane to Shared", what)
 		}
-		if p := dedicatedProblem(ref.Name, &cfg.Spec, class); p != "" {
+		if p := dedicatedProblem(what, &cfg.Spec, class); p != "" {
 			return nil, false, p
 		}
 		return cfg, true, ""
 	default:
-		return nil, false, fmt.Sprintf("GatewayConfig %q: dataPlane %q: want %s or %s", ref.Name, cfg.Spec.DataPlane,
+		return nil, false, fmt.Sprintf("%s: dataPlane %q: want %s or %s", what, cfg.Spec.DataPlane,
 			v1alpha1.DataPlaneShared, v1alpha1.DataPlaneDedicated)
 	}
 }
 
-// dedicatedProblem says why a Dedicated plane cannot run, or "". A plane
-// reaches Cloudflare through a tunnel of its own: the connectors of one
-// tunnel are interchangeable at Cloudflare's edge, so the class's tunnel
-// could not keep this Gateway's requests on this Gateway's proxies. The
-// tunnel's document and DNS records are written with the class's
-// Cloudflare credentials.
-func dedicatedProblem(name string, spec *v1alpha1.GatewayConfigSpec, class *classInfo) string {
-	if spec.Tunnel == nil {
-		return fmt.Sprintf("GatewayConfig %q: a Dedicated data plane needs a tunnel of its own (spec.tunnel: name, id or tokenSecretRef); "+
-			"this version of tunnelgate does not serve a Dedicated plane without one", name)
+// dedicatedProblem says why a Dedicated plane cannot run, or "".
+//
+// A plane with a tunnel of its own reaches Cloudflare through it: the
+// connectors of one tunnel are interchangeable at Cloudflare's edge, so
+// the class's tunnel could not keep this Gateway's requests on this
+// Gateway's proxies. That tunnel's document and DNS records are written
+// with the class's Cloudflare credentials.
+//
+// A plane without one serves in the cluster only, on its Service. A class
+// with a tunnel publishes its Gateways' hostnames through it, which such
+// a plane would not serve, so it is refused there.
+func dedicatedProblem(what string, spec *v1alpha1.GatewayConfigSpec, class *classInfo) string {
+	if spec.ServesInCluster() {
+		if class.config != nil && class.config.Spec.Tunnel != nil {
+			return fmt.Sprintf("%s has no tunnel of its own, so its data plane would serve in the cluster only, "+
+				"while GatewayClass %s publishes its Gateways through its tunnel: give it a tunnel (spec.tunnel: name, id or tokenSecretRef)",
+				what, class.obj.Name)
+		}
+		return ""
 	}
 	if class.config == nil || class.config.Spec.CredentialsRef == nil {
-		return fmt.Sprintf("GatewayConfig %q: a Gateway's own tunnel is managed with its GatewayClass's Cloudflare credentials: "+
-			"GatewayClass %s has no GatewayClassConfig with a credentialsRef", name, class.obj.Name)
+		return fmt.Sprintf("%s: a Gateway's own tunnel is managed with its GatewayClass's Cloudflare credentials: "+
+			"GatewayClass %s has no GatewayClassConfig with a credentialsRef", what, class.obj.Name)
 	}
 	return ""
 }

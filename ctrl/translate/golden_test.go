@@ -259,6 +259,8 @@ func renderPlanes(out *translate.Output) map[string]any {
 			"gatewayConfig": p.Params.Name,
 			"listeners":     p.Listeners,
 			"hostnames":     p.Hostnames,
+			"ports":         p.Ports,
+			"address":       p.Address,
 			"config":        configs[key],
 		}
 	}

@@ -3,6 +3,7 @@ package translate
 import (
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -54,6 +55,18 @@ type Plane struct {
 	Listeners []string
 	// Hostnames are its public hostnames, sorted: its tunnel's.
 	Hostnames []Hostname
+	// Ports are its served listeners' ports, each once, sorted: those its
+	// Service exposes when it serves in the cluster.
+	Ports []PlanePort
+	// Address, when valid, is the Gateway's address from the address pool
+	// (Input.AddressPool), which its Service takes as its ClusterIP.
+	Address netip.Addr
+}
+
+// PlanePort is a listener port of a plane and its listeners' protocol.
+type PlanePort struct {
+	Port     int32
+	Protocol gwv1.ProtocolType
 }
 
 // PlaneState is what a Gateway's plane reports of its proxies. Like a
@@ -69,13 +82,19 @@ type PlaneState struct {
 	// NoResources marks a Problem of capacity (a quota, no node), which
 	// the Gateway API names NoResources; others are Pending.
 	NoResources bool
+	// ServiceIP is the ClusterIP of the plane's Service, once it has one:
+	// the Gateway's address when its plane serves in the cluster.
+	ServiceIP string
 }
 
 // planeProgrammed decides a dedicated Gateway's Programmed condition: its
-// own tunnel routes its hostnames, and its plane has a ready proxy.
+// plane has a ready proxy and, when it has a tunnel of its own, that
+// tunnel routes its hostnames.
 func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool, reason, msg string) {
 	ps := t.in.Planes[gi.key]
+	inCluster := gi.params.Spec.ServesInCluster()
 	switch {
+	case inCluster:
 	case ts == nil:
 		return false, string(gwv1.GatewayReasonPending), "waiting for the Gateway's own tunnel"
 	case ts.Problem != "" && ts.NoResources:
@@ -84,6 +103,8 @@ func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool,
 		return false, string(gwv1.GatewayReasonInvalid), "the Gateway's own tunnel: " + ts.Problem
 	case ts.Pending != "":
 		return false, string(gwv1.GatewayReasonPending), ts.Pending
+	}
+	switch {
 	case ps == nil:
 		return false, string(gwv1.GatewayReasonPending), "waiting for the Deployment of the Gateway's data plane"
 	case ps.Ready == 0:
@@ -95,12 +116,33 @@ func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool,
 			reason = string(gwv1.GatewayReasonNoResources)
 		}
 		return false, reason, msg
+	case inCluster && ps.ServiceIP == "":
+		return false, string(gwv1.GatewayReasonPending), "waiting for the Service of the Gateway's data plane"
 	}
-	msg = fmt.Sprintf("%d of %d proxies of the Gateway's data plane are ready and its tunnel routes its hostnames to them", ps.Ready, ps.Replicas)
+	if inCluster {
+		msg = fmt.Sprintf("%d of %d proxies of the Gateway's data plane are ready, serving in the cluster on its Service", ps.Ready, ps.Replicas)
+	} else {
+		msg = fmt.Sprintf("%d of %d proxies of the Gateway's data plane are ready and its tunnel routes its hostnames to them", ps.Ready, ps.Replicas)
+	}
 	if ps.Problem != "" {
 		msg += "; " + ps.Problem
 	}
 	return true, string(gwv1.GatewayReasonProgrammed), msg
+}
+
+// planeAddresses are a dedicated Gateway's addresses: its own tunnel's
+// hostname, or, serving in the cluster, its Service's ClusterIP (unless
+// it has an address of the pool, which its Service then takes, and which
+// gatewayStatuses puts first). The shared proxies' addresses
+// (Input.Addresses) are not its.
+func (t *translator) planeAddresses(gi *gatewayInfo, ts *TunnelState) []gwv1.GatewayStatusAddress {
+	if !gi.params.Spec.ServesInCluster() {
+		return gatewayAddresses(ts, nil)
+	}
+	if ps := t.in.Planes[gi.key]; ps != nil && ps.ServiceIP != "" && !gi.address.IsValid() {
+		return []gwv1.GatewayStatusAddress{{Type: new(gwv1.IPAddressType), Value: ps.ServiceIP}}
+	}
+	return nil
 }
 
 // warnOnPlaneChange records a Warning event on a dedicated Gateway whose
@@ -187,17 +229,21 @@ func (t *translator) movingToPlane(gi *gatewayInfo) bool {
 func (t *translator) assemblePlanes() {
 	for _, gi := range t.gatewayList {
 		if gi.accepted && gi.dedicated {
-			t.plane(gi)
+			t.plane(gi).Address = gi.address
 		}
 	}
 	for _, li := range t.listenerOrder {
 		if li.serves() && li.gw.accepted && li.gw.dedicated {
 			p := t.plane(li.gw)
 			p.Listeners = append(p.Listeners, li.dpName)
+			if !slices.ContainsFunc(p.Ports, func(x PlanePort) bool { return x.Port == li.port }) {
+				p.Ports = append(p.Ports, PlanePort{Port: li.port, Protocol: li.protocol})
+			}
 		}
 	}
 	for _, p := range t.out.Planes {
 		slices.SortFunc(p.Hostnames, func(a, b Hostname) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(p.Ports, func(a, b PlanePort) int { return int(a.Port - b.Port) })
 	}
 }
 

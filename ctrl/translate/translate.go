@@ -417,6 +417,15 @@ func (t *translator) hostNeeds(h, class string, grpc bool) {
 	}
 }
 
+// statusAddresses are the addresses of an accepted Gateway's status, but
+// for the one of the address pool.
+func (t *translator) statusAddresses(gi *gatewayInfo, ts *TunnelState) []gwv1.GatewayStatusAddress {
+	if gi.dedicated && !gi.moving && t.in.Provisioning == ProvisionPlanes {
+		return t.planeAddresses(gi, ts)
+	}
+	return gatewayAddresses(ts, t.in.Addresses)
+}
+
 // gatewayStatuses writes Gateway and ListenerSet statuses once routes have
 // been counted.
 func (t *translator) gatewayStatuses() {
@@ -428,7 +437,7 @@ func (t *translator) gatewayStatuses() {
 		ts := t.tunnelOf(gi)
 		switch {
 		case gi.accepted && gi.addressReason != "":
-			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
+			st.Addresses = t.statusAddresses(gi, ts)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, gi.addressReason, gi.addressMsg)
 		case gi.accepted && gi.moving:
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
@@ -438,7 +447,7 @@ func (t *translator) gatewayStatuses() {
 			gi.conds.set(GatewayConditionDataPlane, true, DataPlaneMoving,
 				"served by the shared proxies until a proxy of its own data plane is ready")
 		case gi.accepted && gi.dedicated && t.in.Provisioning == ProvisionPlanes:
-			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
+			st.Addresses = t.statusAddresses(gi, ts)
 			ok, reason, msg := t.planeProgrammed(gi, ts)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), ok, reason, msg)
 			gi.conds.set(GatewayConditionDataPlane, true, DataPlaneDedicated, "served by its own data plane")
@@ -447,7 +456,7 @@ func (t *translator) gatewayStatuses() {
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonPending), ts.Pending)
 		case gi.accepted:
-			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
+			st.Addresses = t.statusAddresses(gi, ts)
 			msg := "the proxies serve this gateway"
 			if ts != nil {
 				msg = "the proxies serve this gateway and the tunnel routes its hostnames to them"

@@ -1,6 +1,7 @@
 package translate_test
 
 import (
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -336,4 +337,62 @@ func listenerNames(cfg *proxycfg.Config) []string {
 		out = append(out, l.Name)
 	}
 	return out
+}
+
+// A plane without a tunnel of its own serves in the cluster: it is
+// Programmed once a proxy is ready and its Service has a ClusterIP, which
+// is then its one address (not the shared proxies' nor any tunnel's); with
+// an address pool, the pool's address is its address, and its Service's
+// ClusterIP to be.
+func TestInClusterPlane(t *testing.T) {
+	gw := nsName("default", "internal")
+	cases := []struct {
+		name    string
+		plane   *translate.PlaneState
+		pool    bool
+		status  metav1.ConditionStatus
+		reason  string
+		message string
+		address string
+	}{
+		{"no Deployment yet", nil, false, metav1.ConditionFalse, "Pending", "Deployment", ""},
+		{"no proxy ready", &translate.PlaneState{Replicas: 1, ServiceIP: "10.96.0.9"}, false, metav1.ConditionFalse, "Pending", "0 of 1", "10.96.0.9"},
+		{"no ClusterIP yet", &translate.PlaneState{Replicas: 1, Ready: 1}, false, metav1.ConditionFalse, "Pending", "Service", ""},
+		{"ready", &translate.PlaneState{Replicas: 1, Ready: 1, ServiceIP: "10.96.0.9"}, false, metav1.ConditionTrue, "Programmed", "in the cluster", "10.96.0.9"},
+		{"ready, from the pool", &translate.PlaneState{Replicas: 1, Ready: 1, ServiceIP: "10.96.0.1"}, true, metav1.ConditionTrue, "Programmed", "in the cluster", "10.96.0.1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadGolden(t, "planes.yaml")
+			in.Provisioning = translate.ProvisionPlanes
+			if tc.pool {
+				in.AddressPool = netip.MustParsePrefix("10.96.0.0/28")
+			}
+			if tc.plane != nil {
+				in.Planes = map[types.NamespacedName]*translate.PlaneState{gw: tc.plane}
+			}
+			out := translate.Translate(in)
+			c := wantCond(t, out.Gateways[gw].Conditions, "Programmed", tc.status, tc.reason)
+			if c != nil && !strings.Contains(c.Message, tc.message) {
+				t.Errorf("Programmed message %q does not say %q", c.Message, tc.message)
+			}
+			var got []string
+			for _, a := range out.Gateways[gw].Addresses {
+				got = append(got, a.Value)
+			}
+			if want := []string{tc.address}; tc.address == "" && len(got) != 0 || tc.address != "" && !slices.Equal(got, want) {
+				t.Errorf("addresses %v, want %q alone", got, tc.address)
+			}
+			p := out.Planes[gw]
+			if p == nil {
+				t.Fatal("not a plane")
+			}
+			if want := []translate.PlanePort{{Port: 80, Protocol: "HTTP"}, {Port: 8080, Protocol: "HTTP"}}; !slices.Equal(p.Ports, want) {
+				t.Errorf("ports %+v, want %+v", p.Ports, want)
+			}
+			if tc.pool != p.Address.IsValid() || tc.pool && p.Address.String() != tc.address {
+				t.Errorf("plane address %v; want the pool's %q", p.Address, tc.address)
+			}
+		})
+	}
 }
