@@ -15,34 +15,49 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // gatewayConfig is a config with one HTTP Gateway on each of addrs (no
 // hostname, port), each routing everything to its own backend.
 func gatewayConfig(port int, addrs map[string]string) *proxycfg.Config {
-	cfg := &proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: "gateways"}
+	var ls []proxycfg.Listener
+	backends := map[string]string{}
 	for addr, backend := range addrs {
-		name := "gw-" + addr
-		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{Protocol: proxycfg.ListenerHTTP, Name: name + "/http", Port: port, Address: addr})
-		r := route("default/"+name, to(name))
-		r.Namespace, r.Listeners, r.Created = "default", []string{name + "/http"}, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		name := "gw-" + addr + "/http"
+		ls = append(ls, proxycfg.Listener{Protocol: proxycfg.ListenerHTTP, Name: name, Port: port, Address: addr})
+		backends[name] = backend
+	}
+	return routeEach(ls, backends)
+}
+
+// routeEach is a config of listeners ls, each with a route of its own
+// sending everything to its backend in backends (by listener name).
+func routeEach(ls []proxycfg.Listener, backends map[string]string) *proxycfg.Config {
+	cfg := &proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: "route-each", Listeners: ls}
+	for _, l := range ls {
+		r := route("default/"+l.Name, to(l.Name))
+		r.Namespace, r.Listeners, r.Created = "default", []string{l.Name}, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		cfg.Routes = append(cfg.Routes, r)
-		cfg.Clusters = append(cfg.Clusters, cluster(name, backend))
+		cfg.Clusters = append(cfg.Clusters, cluster(l.Name, backends[l.Name]))
 	}
 	return cfg
 }
 
-// serveGateways runs p with gateway addresses until the test ends.
-func serveGateways(t *testing.T, p *Proxy) {
+// serveGateways runs p with l and its gateway addresses until the test
+// ends. It returns the bound listeners.
+func serveGateways(t *testing.T, p *Proxy, l ServeOptions) Bound {
 	t.Helper()
+	l.Gateways = true
+	l.Admin, l.Grace = "127.0.0.1:0", time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		done <- p.Serve(ctx, ServeOptions{Gateways: true, Admin: "127.0.0.1:0", Grace: time.Second, Ready: func(Bound) { close(ready) }})
-	}()
+	ready := make(chan Bound, 1)
+	l.Ready = func(b Bound) { ready <- b }
+	go func() { done <- p.Serve(ctx, l) }()
+	var b Bound
 	select {
-	case <-ready:
+	case b = <-ready:
 	case err := <-done:
 		t.Fatalf("Serve: %v", err)
 	}
@@ -52,6 +67,7 @@ func serveGateways(t *testing.T, p *Proxy) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
+	return b
 }
 
 // serveOneRoute serves, on gateway addresses, listeners and one route on
@@ -69,18 +85,25 @@ func serveOneRoute(t *testing.T, backend string, listeners ...proxycfg.Listener)
 	if err := p.Load(cfg); err != nil {
 		t.Fatal(err)
 	}
-	serveGateways(t, p)
+	serveGateways(t, p, ServeOptions{})
 	return cfg, p
 }
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
+}
+
+// dialTo is a DialContext that dials addr whatever host a request names,
+// so that it can name hosts no resolver knows.
+func dialTo(addr string) func(ctx context.Context, network, _ string) (net.Conn, error) {
+	return func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
 }
 
 // Each Gateway answers on its own address with its own routes, even on the
@@ -93,7 +116,7 @@ func TestGatewayAddresses(t *testing.T) {
 	if err := p.Load(gatewayConfig(port, map[string]string{"127.0.0.2": a, "127.0.0.3": b})); err != nil {
 		t.Fatal(err)
 	}
-	serveGateways(t, p)
+	serveGateways(t, p, ServeOptions{})
 	get := func(addr string) (string, error) {
 		res, err := http.Get("http://" + net.JoinHostPort(addr, strconv.Itoa(port)) + "/x")
 		if err != nil {
@@ -163,10 +186,7 @@ func TestGatewayHTTPS(t *testing.T) {
 		res.Body.Close()
 		t.Fatal("a.example.com resolved: this test dials the address itself")
 	}
-	tr := &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{RootCAs: roots},
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		}}
+	tr := &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{RootCAs: roots}, DialContext: dialTo(addr)}
 	res, err = (&http.Client{Transport: tr}).Get("https://x.example.org/p")
 	if err != nil {
 		t.Fatal(err)
@@ -190,10 +210,7 @@ func TestGatewayHTTPS(t *testing.T) {
 		{"x.example.org", "a.example.com", 421},
 		{"other.test", "elsewhere.test", 200}, // both the listener without hostname
 	} {
-		tr := &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{ServerName: c.sni, InsecureSkipVerify: true},
-			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, network, addr)
-			}}
+		tr := &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{ServerName: c.sni, InsecureSkipVerify: true}, DialContext: dialTo(addr)}
 		req, _ := http.NewRequest("GET", "https://"+c.host+"/", nil)
 		res, err := (&http.Client{Transport: tr}).Do(req)
 		if err != nil {
@@ -278,10 +295,7 @@ func TestGatewayClientValidation(t *testing.T) {
 			tc.Certificates = []tls.Certificate{client.tlsCert()}
 		}
 		addr := net.JoinHostPort("127.0.0.7", strconv.Itoa(port))
-		tr := &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, network, addr)
-			}}
+		tr := &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true, DialContext: dialTo(addr)}
 		res, err := (&http.Client{Transport: tr}).Get("https://mtls.test/")
 		if err != nil {
 			return "refused"
