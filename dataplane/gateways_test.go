@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,11 +46,12 @@ func routeEach(ls []proxycfg.Listener, backends map[string]string) *proxycfg.Con
 	return cfg
 }
 
-// serveGateways runs p with l and its gateway addresses until the test
-// ends. It returns the bound listeners.
+// serveGateways runs p with l until the test ends, serving its sockets of
+// their own: Gateway addresses or, for a proxy made with
+// Options.ListenerPorts, listener ports. It returns the bound listeners.
 func serveGateways(t *testing.T, p *Proxy, l ServeOptions) Bound {
 	t.Helper()
-	l.Gateways = true
+	l.Gateways = !p.opts.ListenerPorts
 	l.Admin, l.Grace = "127.0.0.1:0", time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -350,4 +353,177 @@ func TestGatewayClientValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after the change", required, map[*btlsTestCert]string{fromA: "refused", fromB: "200"})
+}
+
+// ownSockets are the addresses of the sockets of their own p serves.
+func ownSockets(p *Proxy) []string {
+	g := p.gateways.Load()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for e := range g.servers {
+		out = append(out, e.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A proxy made with Options.ListenerPorts (a Gateway's own data plane)
+// serves each listener port on every local address, whether its
+// listeners have an address or not: HTTP on one port, HTTPS with the
+// certificate SNI names on another, beside the origin listener, which
+// serves every listener by Host, those without a port too. A listener
+// moved to another port is served there, its old socket closed; a config
+// mixing protocols on one port is refused, the previous one kept.
+func TestListenerPorts(t *testing.T) {
+	backends := map[string]string{
+		"gw/http": startBackend(t, echo("plain")), "gw/https": startBackend(t, echo("tls")), "gw/tunnel": startBackend(t, echo("tunnel")),
+	}
+	ca := btlsCA(t, "plane CA", nil)
+	leaf := btlsLeafCN(t, ca, "app", []string{"app.test"}, nil, x509.ExtKeyUsageServerAuth)
+	httpPort, httpsPort, moved := freePort(t), freePort(t), freePort(t)
+	config := func(version string, httpAt int) *proxycfg.Config {
+		cfg := routeEach([]proxycfg.Listener{
+			{Name: "gw/http", Protocol: proxycfg.ListenerHTTP, Port: httpAt},
+			// An address, not this machine's, changes nothing here.
+			{Name: "gw/https", Hostname: "app.test", Protocol: proxycfg.ListenerHTTPS, Port: httpsPort, Address: "192.0.2.1",
+				Certificates: []proxycfg.Certificate{{Cert: leaf.certPEM(), Key: leaf.keyPEM(t)}}},
+			{Name: "gw/tunnel", Hostname: "tunnel.test", Protocol: proxycfg.ListenerHTTP},
+		}, backends)
+		cfg.Version = version
+		return cfg
+	}
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ListenerPorts: true})
+	if err := p.Load(config("ports-1", httpPort)); err != nil {
+		t.Fatal(err)
+	}
+	b := serveGateways(t, p, ServeOptions{Origin: "127.0.0.1:0"})
+
+	plain := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(addr, host string) (string, error) {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/x", nil)
+		req.Host = host
+		res, err := plain.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return echoed(string(body), "backend"), nil
+	}
+	at := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	var h2 http.Protocols
+	h2.SetHTTP2(true)
+	secure := &http.Client{Transport: &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true,
+		DialContext: dialTo(at(httpsPort))}}
+	checkHTTPS := func(when string) {
+		t.Helper()
+		res, err := secure.Get("https://app.test/p")
+		if err != nil {
+			t.Fatalf("%s: HTTPS: %v", when, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.ProtoMajor != 2 || echoed(string(body), "backend") != "tls" || echoed(string(body), "X-Forwarded-Proto") != "https" {
+			t.Errorf("%s: HTTPS request: %s %q", when, res.Proto, body)
+		}
+	}
+	want := func(when string, ports ...int) {
+		t.Helper()
+		var addrs []string
+		for _, port := range ports {
+			addrs = append(addrs, ":"+strconv.Itoa(port))
+		}
+		slices.Sort(addrs)
+		if got := ownSockets(p); !slices.Equal(got, addrs) {
+			t.Errorf("%s: sockets %q, want %q", when, got, addrs)
+		}
+	}
+
+	want("at start", httpPort, httpsPort)
+	if got, err := get(at(httpPort), "any.test"); err != nil || got != "plain" {
+		t.Errorf("HTTP port: backend %q, %v", got, err)
+	}
+	if ln, err := net.Listen("tcp", "[::1]:0"); err == nil {
+		ln.Close()
+		if got, err := get(net.JoinHostPort("::1", strconv.Itoa(httpPort)), "any.test"); err != nil || got != "plain" {
+			t.Errorf("HTTP port on ::1: backend %q, %v", got, err)
+		}
+	}
+	checkHTTPS("at start")
+	if got, err := get(b.Origin, "tunnel.test"); err != nil || got != "tunnel" {
+		t.Errorf("origin listener, the listener without port: backend %q, %v", got, err)
+	}
+
+	if err := p.Load(config("ports-2", moved)); err != nil {
+		t.Fatal(err)
+	}
+	want("moved", moved, httpsPort)
+	waitFor(t, "the old port closed", func() bool { _, err := get(at(httpPort), "any.test"); return err != nil })
+	if got, err := get(at(moved), "any.test"); err != nil || got != "plain" {
+		t.Errorf("the new port: backend %q, %v", got, err)
+	}
+	checkHTTPS("moved")
+
+	err := p.Load(config("ports-3", httpsPort))
+	if want := fmt.Sprintf(`listener "gw/https": HTTPS on :%d, where another listener is HTTP`, httpsPort); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("HTTP and HTTPS on one port: %v, want an error saying %q", err, want)
+	}
+	want("refused", moved, httpsPort)
+	if got, err := get(at(moved), "any.test"); err != nil || got != "plain" {
+		t.Errorf("after the refusal: backend %q, %v", got, err)
+	}
+	checkHTTPS("after the refusal")
+}
+
+// Placed by port, listeners share a socket across addresses, and those
+// without an address are checked as those with one: configs a proxy
+// serving Gateway addresses takes, a proxy serving listener ports
+// refuses. A listener without port is no problem for it.
+func TestListenerPortsRefused(t *testing.T) {
+	ca := btlsCA(t, "plane CA", nil)
+	leaf := btlsLeafCN(t, ca, "x", []string{"x.test"}, nil, x509.ExtKeyUsageServerAuth)
+	cert := []proxycfg.Certificate{{Cert: leaf.certPEM(), Key: leaf.keyPEM(t)}}
+	cv := func(ca string) *proxycfg.ClientValidation { return &proxycfg.ClientValidation{CACertificates: ca} }
+	for name, c := range map[string]struct {
+		ls   []proxycfg.Listener
+		want string // "": both take it
+	}{
+		"mixed protocols across addresses": {[]proxycfg.Listener{
+			{Name: "a", Protocol: proxycfg.ListenerHTTP, Port: 80, Address: "10.0.0.1"},
+			{Name: "b", Hostname: "x.test", Protocol: proxycfg.ListenerHTTPS, Port: 80, Address: "10.0.0.2", Certificates: cert}},
+			`listener "b": HTTPS on :80, where another listener is HTTP`},
+		"mixed protocols without addresses": {[]proxycfg.Listener{
+			{Name: "a", Protocol: proxycfg.ListenerHTTP, Port: 80},
+			{Name: "b", Hostname: "x.test", Protocol: proxycfg.ListenerHTTPS, Port: 80, Certificates: cert}},
+			`listener "b": HTTPS on :80, where another listener is HTTP`},
+		"HTTPS without certificate or address": {[]proxycfg.Listener{{Name: "l", Protocol: proxycfg.ListenerHTTPS, Port: 443}},
+			`listener "l": HTTPS on :443 needs a certificate`},
+		"validation on HTTP without address": {[]proxycfg.Listener{{Name: "l", Protocol: proxycfg.ListenerHTTP, Port: 80, ClientValidation: cv(leaf.certPEM())}},
+			"not HTTPS"},
+		"validations differ on a port across addresses": {[]proxycfg.Listener{
+			{Name: "a", Hostname: "a.test", Protocol: proxycfg.ListenerHTTPS, Port: 443, Address: "10.0.0.1", Certificates: cert, ClientValidation: cv(leaf.certPEM())},
+			{Name: "b", Hostname: "b.test", Protocol: proxycfg.ListenerHTTPS, Port: 443, Address: "10.0.0.2", Certificates: cert}},
+			"client certificate validation differs"},
+		"HTTPS without port": {[]proxycfg.Listener{{Name: "l", Protocol: proxycfg.ListenerHTTPS}}, ""},
+	} {
+		for _, ports := range []bool{false, true} {
+			p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ListenerPorts: ports})
+			err := p.Load(&proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: "bad", Listeners: c.ls})
+			switch {
+			case (!ports || c.want == "") && err != nil:
+				t.Errorf("%s, listener ports %v: %v", name, ports, err)
+			case ports && c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("%s, listener ports: %v, want an error saying %q", name, err, c.want)
+			}
+		}
+	}
+
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ListenerPorts: true})
+	err := p.Serve(context.Background(), ServeOptions{Gateways: true, Admin: "127.0.0.1:0"})
+	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Errorf("Serve with Gateways: %v", err)
+	}
 }
