@@ -43,11 +43,12 @@ type servedRule struct {
 	spanNames map[string]string
 }
 
-// compile checks cfg and builds a compiledConfig with the views in want.
+// compile checks cfg and builds a compiledConfig with the views in want,
+// its listeners given sockets of their own as place says (gateways.go).
 // slotFor returns the stable slot for a cluster name; compile does not
 // install cluster states (the proxy does that once the whole config has
 // passed). Every problem is reported, joined, each naming its place.
-func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want viewSet) (*compiledConfig, error) {
+func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want viewSet, place placement) (*compiledConfig, error) {
 	if cfg.Schema != proxycfg.SchemaVersion {
 		return nil, fmt.Errorf("config schema is %q; this proxy reads %q (upgrade the proxy or the controller so they match)", cfg.Schema, proxycfg.SchemaVersion)
 	}
@@ -56,7 +57,7 @@ func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want 
 		c.cc.session = newSessionCodec(cfg.SessionKeys...)
 	}
 	c.clusters(slotFor)
-	c.listeners()
+	c.listeners(place)
 	c.routes()
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
@@ -99,9 +100,9 @@ func (c *compiler) clusters(slotFor func(name string) *clusterSlot) {
 	}
 }
 
-// listeners checks each listener, and how the listeners with a Gateway
-// address share addresses and ports.
-func (c *compiler) listeners() {
+// listeners checks each listener, and how the listeners placed on
+// sockets of their own share them.
+func (c *compiler) listeners(place placement) {
 	c.byName = map[string]*proxycfg.Listener{}
 	for i := range c.cfg.Listeners {
 		l := &c.cfg.Listeners[i]
@@ -125,7 +126,7 @@ func (c *compiler) listeners() {
 			c.byName[l.Name] = l
 		}
 	}
-	at, errs := placeGatewayListeners(c.cfg.Listeners)
+	at, errs := placeGatewayListeners(c.cfg.Listeners, place)
 	c.errs = append(c.errs, errs...)
 	var gatewayTLS map[gatewayAddr]*tls.Config
 	if len(errs) == 0 {

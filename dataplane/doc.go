@@ -5,7 +5,8 @@
 // # How a request goes through
 //
 //	listener (package http1's server on the origin listener; net/http
-//	          for TLS with HTTP/2, plain h2c, Gateway addresses, admin)
+//	          for TLS with HTTP/2, plain h2c, Gateway addresses and
+//	          listener ports, admin)
 //	  → handler.ServeHTTP (handler.go), which keeps the request's record
 //	    (record.go) for metrics, traces and the access log
 //	  → handler.serve (pipeline.go): refuse what no request line may hold,
@@ -47,9 +48,9 @@
 //   - What net/http's servers need beside the own one: netwriter.go (the
 //     status and size of an answer, and deadlines on slow clients).
 //   - Answers the proxy makes itself: reply.go. Forwarding headers:
-//     forwarded.go. Listeners and shutdown: server.go; Gateway addresses:
-//     gateways.go; the admin listener: admin.go. The generated TLS origin
-//     certificate: selfsigned.go.
+//     forwarded.go. Listeners and shutdown: server.go; Gateway addresses
+//     and listener ports: gateways.go; the admin listener: admin.go. The
+//     generated TLS origin certificate: selfsigned.go.
 //   - Metrics, traces and the access log are package observe's; here is
 //     what feeds them: what the proxy counts (counters.go), the record
 //     each request leaves (record.go), the spans filled from it

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -18,27 +19,57 @@ import (
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
 
-// Gateway addresses. When the controller gives each Gateway an IP address
-// (Listener.Address), a proxy started with Listeners.Gateways serves every
-// Gateway where its clients expect it: one socket per address and port,
-// opened and closed as configs come and go, answering with that Gateway's
-// listeners only. HTTPS listeners terminate TLS there with their
-// certificates, chosen by SNI the way requests choose a listener by Host:
-// the exact hostname, then the longest wildcard, then a listener without
-// hostname.
+// Sockets of their own. Beside the origin listeners, a proxy may serve the
+// config's listeners on sockets of their own, in one of two modes:
+//
+//   - Gateway addresses (ServeOptions.Gateways): when the controller gives
+//     each Gateway an IP address (Listener.Address), every Gateway is
+//     served where its clients expect it: one socket per address and
+//     port, answering with that Gateway's listeners only.
+//   - Listener ports (Options.ListenerPorts): the proxy of one Gateway's
+//     own data plane, behind its Service, serves every listener with a
+//     port on that port alone: one socket per port on every local
+//     address, answering with that port's listeners.
+//
+// Either way the sockets open and close as configs come and go, and
+// HTTPS listeners terminate TLS there with their certificates, chosen by
+// SNI the way requests choose a listener by Host: the exact hostname,
+// then the longest wildcard, then a listener without hostname. How
+// listeners are placed is decided at compile (placeGatewayListeners), so
+// that a config the sockets cannot serve is refused.
 //
 // The origin listeners (cloudflared's) are unaffected: through the tunnel
 // every Gateway of the class shares the edge, and hostnames tell them apart.
 
-// gatewayAddr is a Gateway address and port.
+// placement is how listeners are given sockets of their own.
+type placement int
+
+const (
+	// byAddress: a socket per Gateway address and port, for the listeners
+	// with an address.
+	byAddress placement = iota
+	// byPort: a socket per port on every address, for every listener
+	// with a port (Options.ListenerPorts).
+	byPort
+)
+
+// gatewayAddr is the address and port of a socket of its own: a Gateway
+// address, or no address (the zero netip.Addr) for every local address.
 type gatewayAddr struct {
 	addr netip.Addr
 	port int
 }
 
-func (e gatewayAddr) String() string { return netip.AddrPortFrom(e.addr, uint16(e.port)).String() }
+// String is the address to listen on: "ip:port", or ":port" for every
+// local address (IPv4 and, where the host has it, IPv6).
+func (e gatewayAddr) String() string {
+	if !e.addr.IsValid() {
+		return ":" + strconv.Itoa(e.port)
+	}
+	return netip.AddrPortFrom(e.addr, uint16(e.port)).String()
+}
 
-// gatewayEndpoint is what one Gateway address and port serves.
+// gatewayEndpoint is what one socket of its own serves.
 type gatewayEndpoint struct {
 	listeners *listenerSet
 	// tls is nil where the listeners are plain HTTP. Handshakes take it
@@ -47,12 +78,14 @@ type gatewayEndpoint struct {
 	tls *tls.Config
 }
 
-// placeGatewayListeners finds the Gateway address and port of each
-// listener that has an address, and checks that the listeners of one
-// address and port agree on the protocol (the Gateway API calls a mix a
-// conflict, which translate reports) and carry certificates where, and
-// only where, they terminate TLS.
-func placeGatewayListeners(ls []proxycfg.Listener) (map[*proxycfg.Listener]gatewayAddr, []error) {
+// placeGatewayListeners finds the socket of each listener placed: by
+// Gateway address and port, each listener that has an address; by port,
+// each listener that has a port (one without is served only through the
+// origin listeners). It checks that the listeners of one socket agree on
+// the protocol (the Gateway API calls a mix a conflict, which translate
+// reports) and carry certificates where, and only where, they terminate
+// TLS, and, either way, that addresses are IP addresses with a port.
+func placeGatewayListeners(ls []proxycfg.Listener, how placement) (map[*proxycfg.Listener]gatewayAddr, []error) {
 	protocols := map[gatewayAddr]string{}
 	at := map[*proxycfg.Listener]gatewayAddr{}
 	var errs []error
@@ -62,25 +95,31 @@ func placeGatewayListeners(ls []proxycfg.Listener) (map[*proxycfg.Listener]gatew
 		if !https && len(l.Certificates) > 0 {
 			errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
 		}
-		if l.Address == "" {
-			continue
+		var e gatewayAddr // port 0: not placed
+		if l.Address != "" {
+			addr, err := netip.ParseAddr(l.Address)
+			if err != nil || addr.Zone() != "" {
+				errs = append(errs, fmt.Errorf("listener %q: address %q is not an IP address", l.Name, l.Address))
+				continue
+			}
+			if l.Port < 1 {
+				errs = append(errs, fmt.Errorf("listener %q: an address needs a port", l.Name))
+				continue
+			}
+			e = gatewayAddr{addr.Unmap(), l.Port}
 		}
-		addr, err := netip.ParseAddr(l.Address)
-		if err != nil || addr.Zone() != "" {
-			errs = append(errs, fmt.Errorf("listener %q: address %q is not an IP address", l.Name, l.Address))
-			continue
+		if how == byPort && l.Port > 0 {
+			e = gatewayAddr{port: l.Port}
 		}
-		if l.Port < 1 {
-			errs = append(errs, fmt.Errorf("listener %q: an address needs a port", l.Name))
+		if e.port == 0 {
 			continue
 		}
 		if https && len(l.Certificates) == 0 {
-			errs = append(errs, fmt.Errorf("listener %q: HTTPS on address %s needs a certificate", l.Name, l.Address))
+			errs = append(errs, fmt.Errorf("listener %q: HTTPS on %s needs a certificate", l.Name, e))
 		}
 		if !https && l.ClientValidation != nil {
 			errs = append(errs, fmt.Errorf("listener %q: client certificate validation on a listener that is not HTTPS", l.Name))
 		}
-		e := gatewayAddr{addr.Unmap(), l.Port}
 		at[l] = e
 		if p, ok := protocols[e]; ok && p != l.Protocol {
 			errs = append(errs, fmt.Errorf("listener %q: %s on %s, where another listener is %s", l.Name, l.Protocol, e, p))
@@ -90,10 +129,10 @@ func placeGatewayListeners(ls []proxycfg.Listener) (map[*proxycfg.Listener]gatew
 	return at, errs
 }
 
-// buildGatewayTLS builds the TLS configuration of each HTTPS Gateway
-// address and port: its listeners' certificates and client validation.
-// Every proxy checks them, whether it serves Gateway addresses or not,
-// so that a config one proxy would refuse is refused by all.
+// buildGatewayTLS builds the TLS configuration of each HTTPS socket of
+// its own: its listeners' certificates and client validation. Every
+// proxy checks them, whether it serves sockets of their own or not, so
+// that a config one proxy would refuse is refused by all.
 func buildGatewayTLS(ls []proxycfg.Listener, at map[*proxycfg.Listener]gatewayAddr) (map[gatewayAddr]*tls.Config, error) {
 	out := map[gatewayAddr]*tls.Config{}
 	for l, e := range at {
@@ -110,7 +149,7 @@ func buildGatewayTLS(ls []proxycfg.Listener, at map[*proxycfg.Listener]gatewayAd
 	return out, nil
 }
 
-// gatewayEndpoints builds what each Gateway address and port serves: its
+// gatewayEndpoints builds what each socket of its own serves: its
 // listeners, and for HTTPS the TLS configuration compile built.
 func (f *filing) gatewayEndpoints() (map[gatewayAddr]*gatewayEndpoint, error) {
 	out := map[gatewayAddr]*gatewayEndpoint{}
@@ -228,7 +267,8 @@ func (p *Proxy) serverTLS(e gatewayAddr) (*tls.Config, error) {
 	return ge.tls, nil
 }
 
-// gatewayServers keeps one server per Gateway address and port of the current config.
+// gatewayServers keeps one server per socket of its own of the current
+// config.
 type gatewayServers struct {
 	p        *Proxy
 	grace    time.Duration

@@ -4,45 +4,63 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // gatewayConfig is a config with one HTTP Gateway on each of addrs (no
 // hostname, port), each routing everything to its own backend.
 func gatewayConfig(port int, addrs map[string]string) *proxycfg.Config {
-	cfg := &proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: "gateways"}
+	var ls []proxycfg.Listener
+	backends := map[string]string{}
 	for addr, backend := range addrs {
-		name := "gw-" + addr
-		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{Protocol: proxycfg.ListenerHTTP, Name: name + "/http", Port: port, Address: addr})
-		r := route("default/"+name, to(name))
-		r.Namespace, r.Listeners, r.Created = "default", []string{name + "/http"}, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		name := "gw-" + addr + "/http"
+		ls = append(ls, proxycfg.Listener{Protocol: proxycfg.ListenerHTTP, Name: name, Port: port, Address: addr})
+		backends[name] = backend
+	}
+	return routeEach(ls, backends)
+}
+
+// routeEach is a config of listeners ls, each with a route of its own
+// sending everything to its backend in backends (by listener name).
+func routeEach(ls []proxycfg.Listener, backends map[string]string) *proxycfg.Config {
+	cfg := &proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: "route-each", Listeners: ls}
+	for _, l := range ls {
+		r := route("default/"+l.Name, to(l.Name))
+		r.Namespace, r.Listeners, r.Created = "default", []string{l.Name}, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		cfg.Routes = append(cfg.Routes, r)
-		cfg.Clusters = append(cfg.Clusters, cluster(name, backend))
+		cfg.Clusters = append(cfg.Clusters, cluster(l.Name, backends[l.Name]))
 	}
 	return cfg
 }
 
-// serveGateways runs p with gateway addresses until the test ends.
-func serveGateways(t *testing.T, p *Proxy) {
+// serveGateways runs p with l until the test ends, serving its sockets of
+// their own: Gateway addresses or, for a proxy made with
+// Options.ListenerPorts, listener ports. It returns the bound listeners.
+func serveGateways(t *testing.T, p *Proxy, l ServeOptions) Bound {
 	t.Helper()
+	l.Gateways = !p.opts.ListenerPorts
+	l.Admin, l.Grace = "127.0.0.1:0", time.Second
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	ready := make(chan struct{})
-	go func() {
-		done <- p.Serve(ctx, ServeOptions{Gateways: true, Admin: "127.0.0.1:0", Grace: time.Second, Ready: func(Bound) { close(ready) }})
-	}()
+	ready := make(chan Bound, 1)
+	l.Ready = func(b Bound) { ready <- b }
+	go func() { done <- p.Serve(ctx, l) }()
+	var b Bound
 	select {
-	case <-ready:
+	case b = <-ready:
 	case err := <-done:
 		t.Fatalf("Serve: %v", err)
 	}
@@ -52,6 +70,7 @@ func serveGateways(t *testing.T, p *Proxy) {
 			t.Errorf("Serve: %v", err)
 		}
 	})
+	return b
 }
 
 // serveOneRoute serves, on gateway addresses, listeners and one route on
@@ -69,18 +88,25 @@ func serveOneRoute(t *testing.T, backend string, listeners ...proxycfg.Listener)
 	if err := p.Load(cfg); err != nil {
 		t.Fatal(err)
 	}
-	serveGateways(t, p)
+	serveGateways(t, p, ServeOptions{})
 	return cfg, p
 }
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := testproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return port
+}
+
+// dialTo is a DialContext that dials addr whatever host a request names,
+// so that it can name hosts no resolver knows.
+func dialTo(addr string) func(ctx context.Context, network, _ string) (net.Conn, error) {
+	return func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}
 }
 
 // Each Gateway answers on its own address with its own routes, even on the
@@ -93,7 +119,7 @@ func TestGatewayAddresses(t *testing.T) {
 	if err := p.Load(gatewayConfig(port, map[string]string{"127.0.0.2": a, "127.0.0.3": b})); err != nil {
 		t.Fatal(err)
 	}
-	serveGateways(t, p)
+	serveGateways(t, p, ServeOptions{})
 	get := func(addr string) (string, error) {
 		res, err := http.Get("http://" + net.JoinHostPort(addr, strconv.Itoa(port)) + "/x")
 		if err != nil {
@@ -163,10 +189,7 @@ func TestGatewayHTTPS(t *testing.T) {
 		res.Body.Close()
 		t.Fatal("a.example.com resolved: this test dials the address itself")
 	}
-	tr := &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{RootCAs: roots},
-		DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-			return (&net.Dialer{}).DialContext(ctx, network, addr)
-		}}
+	tr := &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{RootCAs: roots}, DialContext: dialTo(addr)}
 	res, err = (&http.Client{Transport: tr}).Get("https://x.example.org/p")
 	if err != nil {
 		t.Fatal(err)
@@ -190,10 +213,7 @@ func TestGatewayHTTPS(t *testing.T) {
 		{"x.example.org", "a.example.com", 421},
 		{"other.test", "elsewhere.test", 200}, // both the listener without hostname
 	} {
-		tr := &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{ServerName: c.sni, InsecureSkipVerify: true},
-			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, network, addr)
-			}}
+		tr := &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{ServerName: c.sni, InsecureSkipVerify: true}, DialContext: dialTo(addr)}
 		req, _ := http.NewRequest("GET", "https://"+c.host+"/", nil)
 		res, err := (&http.Client{Transport: tr}).Do(req)
 		if err != nil {
@@ -278,10 +298,7 @@ func TestGatewayClientValidation(t *testing.T) {
 			tc.Certificates = []tls.Certificate{client.tlsCert()}
 		}
 		addr := net.JoinHostPort("127.0.0.7", strconv.Itoa(port))
-		tr := &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true,
-			DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-				return (&net.Dialer{}).DialContext(ctx, network, addr)
-			}}
+		tr := &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true, DialContext: dialTo(addr)}
 		res, err := (&http.Client{Transport: tr}).Get("https://mtls.test/")
 		if err != nil {
 			return "refused"
@@ -336,4 +353,177 @@ func TestGatewayClientValidation(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("after the change", required, map[*btlsTestCert]string{fromA: "refused", fromB: "200"})
+}
+
+// ownSockets are the addresses of the sockets of their own p serves.
+func ownSockets(p *Proxy) []string {
+	g := p.gateways.Load()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []string
+	for e := range g.servers {
+		out = append(out, e.String())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// A proxy made with Options.ListenerPorts (a Gateway's own data plane)
+// serves each listener port on every local address, whether its
+// listeners have an address or not: HTTP on one port, HTTPS with the
+// certificate SNI names on another, beside the origin listener, which
+// serves every listener by Host, those without a port too. A listener
+// moved to another port is served there, its old socket closed; a config
+// mixing protocols on one port is refused, the previous one kept.
+func TestListenerPorts(t *testing.T) {
+	backends := map[string]string{
+		"gw/http": startBackend(t, echo("plain")), "gw/https": startBackend(t, echo("tls")), "gw/tunnel": startBackend(t, echo("tunnel")),
+	}
+	ca := btlsCA(t, "plane CA", nil)
+	leaf := btlsLeafCN(t, ca, "app", []string{"app.test"}, nil, x509.ExtKeyUsageServerAuth)
+	httpPort, httpsPort, moved := freePort(t), freePort(t), freePort(t)
+	config := func(version string, httpAt int) *proxycfg.Config {
+		cfg := routeEach([]proxycfg.Listener{
+			{Name: "gw/http", Protocol: proxycfg.ListenerHTTP, Port: httpAt},
+			// An address, not this machine's, changes nothing here.
+			{Name: "gw/https", Hostname: "app.test", Protocol: proxycfg.ListenerHTTPS, Port: httpsPort, Address: "192.0.2.1",
+				Certificates: []proxycfg.Certificate{{Cert: leaf.certPEM(), Key: leaf.keyPEM(t)}}},
+			{Name: "gw/tunnel", Hostname: "tunnel.test", Protocol: proxycfg.ListenerHTTP},
+		}, backends)
+		cfg.Version = version
+		return cfg
+	}
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ListenerPorts: true})
+	if err := p.Load(config("ports-1", httpPort)); err != nil {
+		t.Fatal(err)
+	}
+	b := serveGateways(t, p, ServeOptions{Origin: "127.0.0.1:0"})
+
+	plain := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	get := func(addr, host string) (string, error) {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/x", nil)
+		req.Host = host
+		res, err := plain.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer res.Body.Close()
+		body, _ := io.ReadAll(res.Body)
+		return echoed(string(body), "backend"), nil
+	}
+	at := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.cert)
+	var h2 http.Protocols
+	h2.SetHTTP2(true)
+	secure := &http.Client{Transport: &http.Transport{Protocols: &h2, TLSClientConfig: &tls.Config{RootCAs: roots}, DisableKeepAlives: true,
+		DialContext: dialTo(at(httpsPort))}}
+	checkHTTPS := func(when string) {
+		t.Helper()
+		res, err := secure.Get("https://app.test/p")
+		if err != nil {
+			t.Fatalf("%s: HTTPS: %v", when, err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.ProtoMajor != 2 || echoed(string(body), "backend") != "tls" || echoed(string(body), "X-Forwarded-Proto") != "https" {
+			t.Errorf("%s: HTTPS request: %s %q", when, res.Proto, body)
+		}
+	}
+	want := func(when string, ports ...int) {
+		t.Helper()
+		var addrs []string
+		for _, port := range ports {
+			addrs = append(addrs, ":"+strconv.Itoa(port))
+		}
+		slices.Sort(addrs)
+		if got := ownSockets(p); !slices.Equal(got, addrs) {
+			t.Errorf("%s: sockets %q, want %q", when, got, addrs)
+		}
+	}
+
+	want("at start", httpPort, httpsPort)
+	if got, err := get(at(httpPort), "any.test"); err != nil || got != "plain" {
+		t.Errorf("HTTP port: backend %q, %v", got, err)
+	}
+	if ln, err := net.Listen("tcp", "[::1]:0"); err == nil {
+		ln.Close()
+		if got, err := get(net.JoinHostPort("::1", strconv.Itoa(httpPort)), "any.test"); err != nil || got != "plain" {
+			t.Errorf("HTTP port on ::1: backend %q, %v", got, err)
+		}
+	}
+	checkHTTPS("at start")
+	if got, err := get(b.Origin, "tunnel.test"); err != nil || got != "tunnel" {
+		t.Errorf("origin listener, the listener without port: backend %q, %v", got, err)
+	}
+
+	if err := p.Load(config("ports-2", moved)); err != nil {
+		t.Fatal(err)
+	}
+	want("moved", moved, httpsPort)
+	waitFor(t, "the old port closed", func() bool { _, err := get(at(httpPort), "any.test"); return err != nil })
+	if got, err := get(at(moved), "any.test"); err != nil || got != "plain" {
+		t.Errorf("the new port: backend %q, %v", got, err)
+	}
+	checkHTTPS("moved")
+
+	err := p.Load(config("ports-3", httpsPort))
+	if want := fmt.Sprintf(`listener "gw/https": HTTPS on :%d, where another listener is HTTP`, httpsPort); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("HTTP and HTTPS on one port: %v, want an error saying %q", err, want)
+	}
+	want("refused", moved, httpsPort)
+	if got, err := get(at(moved), "any.test"); err != nil || got != "plain" {
+		t.Errorf("after the refusal: backend %q, %v", got, err)
+	}
+	checkHTTPS("after the refusal")
+}
+
+// Placed by port, listeners share a socket across addresses, and those
+// without an address are checked as those with one: configs a proxy
+// serving Gateway addresses takes, a proxy serving listener ports
+// refuses. A listener without port is no problem for it.
+func TestListenerPortsRefused(t *testing.T) {
+	ca := btlsCA(t, "plane CA", nil)
+	leaf := btlsLeafCN(t, ca, "x", []string{"x.test"}, nil, x509.ExtKeyUsageServerAuth)
+	cert := []proxycfg.Certificate{{Cert: leaf.certPEM(), Key: leaf.keyPEM(t)}}
+	cv := func(ca string) *proxycfg.ClientValidation { return &proxycfg.ClientValidation{CACertificates: ca} }
+	for name, c := range map[string]struct {
+		ls   []proxycfg.Listener
+		want string // "": both take it
+	}{
+		"mixed protocols across addresses": {[]proxycfg.Listener{
+			{Name: "a", Protocol: proxycfg.ListenerHTTP, Port: 80, Address: "10.0.0.1"},
+			{Name: "b", Hostname: "x.test", Protocol: proxycfg.ListenerHTTPS, Port: 80, Address: "10.0.0.2", Certificates: cert}},
+			`listener "b": HTTPS on :80, where another listener is HTTP`},
+		"mixed protocols without addresses": {[]proxycfg.Listener{
+			{Name: "a", Protocol: proxycfg.ListenerHTTP, Port: 80},
+			{Name: "b", Hostname: "x.test", Protocol: proxycfg.ListenerHTTPS, Port: 80, Certificates: cert}},
+			`listener "b": HTTPS on :80, where another listener is HTTP`},
+		"HTTPS without certificate or address": {[]proxycfg.Listener{{Name: "l", Protocol: proxycfg.ListenerHTTPS, Port: 443}},
+			`listener "l": HTTPS on :443 needs a certificate`},
+		"validation on HTTP without address": {[]proxycfg.Listener{{Name: "l", Protocol: proxycfg.ListenerHTTP, Port: 80, ClientValidation: cv(leaf.certPEM())}},
+			"not HTTPS"},
+		"validations differ on a port across addresses": {[]proxycfg.Listener{
+			{Name: "a", Hostname: "a.test", Protocol: proxycfg.ListenerHTTPS, Port: 443, Address: "10.0.0.1", Certificates: cert, ClientValidation: cv(leaf.certPEM())},
+			{Name: "b", Hostname: "b.test", Protocol: proxycfg.ListenerHTTPS, Port: 443, Address: "10.0.0.2", Certificates: cert}},
+			"client certificate validation differs"},
+		"HTTPS without port": {[]proxycfg.Listener{{Name: "l", Protocol: proxycfg.ListenerHTTPS}}, ""},
+	} {
+		for _, ports := range []bool{false, true} {
+			p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ListenerPorts: ports})
+			err := p.Load(&proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: "bad", Listeners: c.ls})
+			switch {
+			case (!ports || c.want == "") && err != nil:
+				t.Errorf("%s, listener ports %v: %v", name, ports, err)
+			case ports && c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("%s, listener ports: %v, want an error saying %q", name, err, c.want)
+			}
+		}
+	}
+
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ListenerPorts: true})
+	err := p.Serve(context.Background(), ServeOptions{Gateways: true, Admin: "127.0.0.1:0"})
+	if err == nil || !strings.Contains(err.Error(), "exclude each other") {
+		t.Errorf("Serve with Gateways: %v", err)
+	}
 }

@@ -26,8 +26,9 @@ type handler struct {
 	// timeouts are the listener's deadlines on its clients, for net/http's
 	// servers (the own server keeps its own); zero for none.
 	timeouts clientTimeouts
-	// gateway is the endpoint a gateway address server answers for
-	// (isGateway): only its listeners are considered.
+	// gateway is the socket of its own (a Gateway address and port, or a
+	// listener port) a server answers for (isGateway): only its listeners
+	// are considered.
 	gateway   gatewayAddr
 	isGateway bool
 }

@@ -83,8 +83,9 @@ func (x *exchange) refuseNonPathTarget() bool {
 }
 
 // chooseListener picks the listener that takes the request's host: on a
-// Gateway address among that address's listeners, on a direct port among
-// the port's, and behind the tunnel among every port's. None is no
+// socket of its own (a Gateway address, a listener port) among that
+// socket's listeners, on a direct port among the port's, and behind the
+// tunnel among every port's. None is no
 // answer yet: the request then matches no rule.
 func (x *exchange) chooseListener(scheme string) (vh *vhost, answered bool) {
 	h, r, cc := x.h, x.r, x.cc

@@ -48,6 +48,14 @@ type Options struct {
 	// (record.go). The caller closes it after Serve returns.
 	AccessLog *observe.AccessLog
 	Pprof     PprofMode // who may read /debug/pprof/ (admin.go)
+	// ListenerPorts makes this the proxy of a Gateway's own data plane,
+	// behind its Service: Serve serves each listener that has a port on a
+	// socket for that port on every local address, whether the listener
+	// has an address or not (gateways.go); a listener without a port is
+	// served only through the origin listeners. Every config is checked
+	// for it: the listeners of one port must agree on the protocol, and
+	// HTTPS ones must carry certificates. It excludes ServeOptions.Gateways.
+	ListenerPorts bool
 }
 
 // Proxy is the data plane: it serves HTTP with the last config that
@@ -71,8 +79,9 @@ type Proxy struct {
 	// fallbackSession signs session tokens when the config has no secret.
 	fallbackSession *sessionCodec
 
-	// gateways serves the Gateway addresses while Serve runs with
-	// Listeners.Gateways; Load opens and closes them as configs change.
+	// gateways serves the sockets of their own (Gateway addresses, or
+	// listener ports) while Serve runs; Load opens and closes them as
+	// configs change.
 	gateways atomic.Pointer[gatewayServers]
 
 	// tracer is nil when tracing is off.
@@ -174,7 +183,7 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 		s := &clusterSlot{name: name}
 		fresh[name] = s
 		return s
-	}, p.views)
+	}, p.views, p.placement())
 	// Build every cluster state before installing any. Their problems are
 	// listed with the routes' so one rejection names everything to fix.
 	states := make([]*clusterState, len(cfg.Clusters))
@@ -213,6 +222,14 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 		g.sync()
 	}
 	return nil
+}
+
+// placement is how the proxy's listeners get sockets of their own.
+func (p *Proxy) placement() placement {
+	if p.opts.ListenerPorts {
+		return byPort
+	}
+	return byAddress
 }
 
 func (p *Proxy) sweepLocked() {

@@ -47,7 +47,9 @@ type ServeOptions struct {
 	PlainPort int
 	// Gateways serves every Gateway address of the config (Listener.Address)
 	// on its own socket, opened and closed as configs change (gateways.go).
-	// The addresses must be local to this machine.
+	// The addresses must be local to this machine. A proxy made with
+	// Options.ListenerPorts serves its listener ports instead, and refuses
+	// Gateways.
 	Gateways bool
 	// Admin serves health, readiness, metrics and pprof.
 	Admin string
@@ -77,14 +79,18 @@ type Bound struct {
 // accepting and waits up to Grace for in-flight requests.
 func (p *Proxy) Serve(ctx context.Context, l ServeOptions) error {
 	l.setDefaults()
+	if l.Gateways && p.opts.ListenerPorts {
+		return errors.New("ServeOptions.Gateways and Options.ListenerPorts exclude each other: listeners are served on sockets of their own by Gateway address or by port, not both")
+	}
+	ownSockets := l.Gateways || p.opts.ListenerPorts
 	s := &serving{p: p, l: l, timeouts: clientTimeouts{body: l.BodyTimeout, write: l.WriteTimeout}}
 	if err := s.open(); err != nil {
 		return err
 	}
-	if len(s.servers) == 0 && s.own == nil && !l.Gateways {
+	if len(s.servers) == 0 && s.own == nil && !ownSockets {
 		return errors.New("no listener configured")
 	}
-	if l.Gateways {
+	if ownSockets {
 		stop := s.serveGateways()
 		defer stop()
 	}
@@ -252,9 +258,10 @@ func (s *serving) openHTTP(addr string, h http.Handler, proto func(*http.Protoco
 
 func h1only(ps *http.Protocols) { ps.SetHTTP1(true) }
 
-// serveGateways serves the Gateway addresses of the config loaded before
-// Serve (a cache, a file), and from then on of each config loaded
-// (gateways.go). It returns what stops them.
+// serveGateways serves the sockets of their own (Gateway addresses, or
+// listener ports) of the config loaded before Serve (a cache, a file),
+// and from then on of each config loaded (gateways.go). It returns what
+// stops them.
 func (s *serving) serveGateways() (stop func()) {
 	p := s.p
 	p.serveView(viewSet{gateways: true})

@@ -19,8 +19,9 @@ import (
 //     request goes first to the listeners of the scheme its client used;
 //   - a port view (a direct listener for one Gateway port): the
 //     listeners of that port;
-//   - the Gateway address view (Listeners.Gateways): the listeners of
-//     each address and port, with their certificates.
+//   - the view of sockets of their own (gateways.go): the listeners of
+//     each Gateway address and port (ServeOptions.Gateways), or of each
+//     port (Options.ListenerPorts), with their certificates.
 //
 // Within a view, listeners with the same hostname are merged into one
 // vhost whose routes share a matcher table. A route's matches are
@@ -101,8 +102,9 @@ type views struct {
 	// ones (origin[1]).
 	origin [2]*listenerSet
 	ports  map[int]*listenerSet
-	// gateways serves the listeners of each Gateway address and port
-	// (gateways.go), with the certificates of its HTTPS listeners.
+	// gateways serves the listeners of each socket of its own (a Gateway
+	// address and port, or a port; gateways.go), with the certificates of
+	// its HTTPS listeners.
 	gateways map[gatewayAddr]*gatewayEndpoint
 }
 
@@ -121,21 +123,21 @@ type vhost struct {
 	name  string
 	table *matcher.Table[*compiled.Target]
 	// certRequired: a merged listener requires a valid client
-	// certificate, which only a handshake on its Gateway address checks.
+	// certificate, which only a handshake on a socket of its own checks.
 	certRequired bool
 }
 
 // filing is what views are built from: the config's listeners, the
-// prepared matches of the routes attached to each, and where the
-// listeners with a Gateway address are served.
+// prepared matches of the routes attached to each, and where listeners
+// are served on sockets of their own.
 type filing struct {
 	listeners []proxycfg.Listener
 	// routesOf are the prepared matches of each listener's routes, by
 	// listener name, in config order.
 	routesOf map[string][]*matcher.Prepared[*compiled.Target]
-	// gatewayAt is the Gateway address and port of each listener that
-	// has one (placeGatewayListeners); gatewayTLS the TLS configuration
-	// of each HTTPS one (buildGatewayTLS).
+	// gatewayAt is the socket of its own of each listener placed on one
+	// (placeGatewayListeners); gatewayTLS the TLS configuration of each
+	// HTTPS one (buildGatewayTLS).
 	gatewayAt  map[*proxycfg.Listener]gatewayAddr
 	gatewayTLS map[gatewayAddr]*tls.Config
 }

@@ -69,6 +69,8 @@ type proxyFlags struct {
 	pprof     *pprofgate.Mode
 	log       *logFlags
 	accessLog *accessLogFlags
+
+	listenerPorts bool // -listen-listener-ports: dataplane.Options.ListenerPorts
 }
 
 // parseProxyFlags parses and checks the flags. done is true when the
@@ -94,6 +96,7 @@ func parseProxyFlags(args []string, stderr io.Writer) (f *proxyFlags, code int, 
 	fs.StringVar(&f.listen.OriginKey, "tls-key", "", "PEM key for -listen-tls")
 	fs.StringVar(&f.listen.Plain, "listen-plain", "", "listener for direct clients (HTTP/1.1 and h2c)")
 	fs.BoolVar(&f.listen.Gateways, "listen-gateways", false, "serve each Gateway on the address the controller gave it (its port; HTTPS with its certificates); the addresses must be local")
+	fs.BoolVar(&f.listenerPorts, "listen-listener-ports", false, "serve each listener of the config on its own port on every local address (the proxy of a Gateway's own data plane, behind its Service)")
 	fs.StringVar(&f.listen.Admin, "admin", "127.0.0.1:9901", "admin listener (health, readiness, metrics, pprof); empty disables")
 	f.pprof = addPprofFlag(fs)
 	fs.BoolVar(&f.listen.OriginNetHTTP, "origin-nethttp", false, "serve the origin listener with net/http's server instead of tunnelgate's own")
@@ -111,6 +114,10 @@ func parseProxyFlags(args []string, stderr io.Writer) (f *proxyFlags, code int, 
 	}
 	if msg := checkProxySource(fs, f.file, f.watch.URL, f.watch.TokenFile); msg != "" {
 		fmt.Fprintf(stderr, "tunnelgate proxy: %s\n", msg)
+		return nil, 2, true
+	}
+	if f.listen.Gateways && f.listenerPorts {
+		fmt.Fprintln(stderr, "tunnelgate proxy: -listen-gateways and -listen-listener-ports exclude each other: drop one")
 		return nil, 2, true
 	}
 	return f, 0, false
@@ -132,6 +139,7 @@ func newProxyRun(f *proxyFlags, obs *requestObservability) *proxyRun {
 	// The watch client's metrics go on the admin listener with the
 	// proxy's; the meter is made at the first scrape, after watch is set.
 	r.p = dataplane.New(dataplane.Options{Log: obs.log, AccessLog: obs.accessLog, Tracer: obs.tracer, Pprof: *f.pprof, Pool: f.pool,
+		ListenerPorts: f.listenerPorts,
 		Metrics: func(m metric.Meter) error {
 			if r.watch == nil {
 				return nil

@@ -3,16 +3,21 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 func TestProxyCommandRefusesBadConfig(t *testing.T) {
@@ -140,5 +145,53 @@ func TestPprofFlagRefusesUnknownModes(t *testing.T) {
 		if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", args, code, stderr.String(), want)
 		}
+	}
+}
+
+// -listen-listener-ports serves the config's listeners on their own
+// ports, beside the origin listener; with -listen-gateways it is a usage
+// error.
+func TestProxyCommandListenerPorts(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := []string{"proxy", "-config", "../../examples/proxy/config.json", "-listen-gateways", "-listen-listener-ports"}
+	want := "-listen-gateways and -listen-listener-ports exclude each other"
+	if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), want) {
+		t.Errorf("%q: exit %d, stderr %q; want 2 and %q", args, code, stderr.String(), want)
+	}
+
+	example, err := os.ReadFile("../../examples/proxy/config.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := testproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	onPort := strings.Replace(string(example), `"port": 80,`, fmt.Sprintf(`"port": %d,`, port), 1)
+	if onPort == string(example) {
+		t.Fatal("the example's listener is no longer on port 80")
+	}
+	file := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(file, []byte(onPort), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	b, stop, errs := runProxyCommand(t, "-config", file, "-listen-listener-ports")
+	// The example's /old redirects: no backend needed.
+	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for _, addr := range []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), b.Origin} {
+		req, _ := http.NewRequest("GET", "http://"+addr+"/old", nil)
+		req.Host = "localhost"
+		res, err := noFollow.Do(req)
+		if err != nil {
+			t.Errorf("%s: %v", addr, err)
+			continue
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusMovedPermanently || !strings.HasSuffix(res.Header.Get("Location"), "/api") {
+			t.Errorf("%s: %d, Location %q; want the example's redirect", addr, res.StatusCode, res.Header.Get("Location"))
+		}
+	}
+	if code := stop(); code != 0 {
+		t.Errorf("proxy exited %d\n%s", code, errs)
 	}
 }
