@@ -92,7 +92,7 @@ type PlaneState struct {
 // tunnel routes its hostnames.
 func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool, reason, msg string) {
 	ps := t.in.Planes[gi.key]
-	inCluster := gi.params.Spec.ServesInCluster()
+	inCluster := gi.servesInCluster()
 	switch {
 	case inCluster:
 	case ts == nil:
@@ -130,13 +130,19 @@ func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool,
 	return true, string(gwv1.GatewayReasonProgrammed), msg
 }
 
+// servesInCluster says whether the Gateway's own plane serves its listener
+// ports in the cluster, terminating TLS there.
+func (gi *gatewayInfo) servesInCluster() bool {
+	return gi.dedicated && gi.params.Spec.ServesInCluster()
+}
+
 // planeAddresses are a dedicated Gateway's addresses: its own tunnel's
 // hostname, or, serving in the cluster, its Service's ClusterIP (unless
 // it has an address of the pool, which its Service then takes, and which
 // gatewayStatuses puts first). The shared proxies' addresses
 // (Input.Addresses) are not its.
 func (t *translator) planeAddresses(gi *gatewayInfo, ts *TunnelState) []gwv1.GatewayStatusAddress {
-	if !gi.params.Spec.ServesInCluster() {
+	if !gi.servesInCluster() {
 		return gatewayAddresses(ts, nil)
 	}
 	if ps := t.in.Planes[gi.key]; ps != nil && ps.ServiceIP != "" && !gi.address.IsValid() {

@@ -516,6 +516,11 @@ func (t *translator) assembleConfig() {
 				ClientValidation: li.clientValidation}
 			if li.gw.address.IsValid() {
 				l.Address = li.gw.address.String()
+			}
+			// Certificates go where the proxies terminate TLS themselves:
+			// on a Gateway address, or on the listener ports of a plane
+			// that serves in the cluster. Through a tunnel, the edge does.
+			if li.gw.address.IsValid() || li.gw.servesInCluster() {
 				l.Certificates = li.certs
 			}
 			cfg.Listeners = append(cfg.Listeners, l)

@@ -387,8 +387,14 @@ func TestInClusterPlane(t *testing.T) {
 			if p == nil {
 				t.Fatal("not a plane")
 			}
-			if want := []translate.PlanePort{{Port: 80, Protocol: "HTTP"}, {Port: 8080, Protocol: "HTTP"}}; !slices.Equal(p.Ports, want) {
+			if want := []translate.PlanePort{{Port: 80, Protocol: "HTTP"}, {Port: 443, Protocol: "HTTPS"}, {Port: 8080, Protocol: "HTTP"}}; !slices.Equal(p.Ports, want) {
 				t.Errorf("ports %+v, want %+v", p.Ports, want)
+			}
+			_, configs := out.ProxyConfigs()
+			for _, l := range configs[gw].Listeners {
+				if (l.Protocol == "HTTPS") != (len(l.Certificates) > 0) {
+					t.Errorf("listener %s (%s) has %d certificates; the plane terminates TLS of HTTPS listeners only", l.Name, l.Protocol, len(l.Certificates))
+				}
 			}
 			if tc.pool != p.Address.IsValid() || tc.pool && p.Address.String() != tc.address {
 				t.Errorf("plane address %v; want the pool's %q", p.Address, tc.address)
