@@ -77,7 +77,7 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	identity := fs.String("identity", envOr("POD_NAME", hostname()), "this replica's name in the Lease")
 	sessionKeys := fs.String("session-keys-dir", "", "`directory` of the session keys every proxy shares: current (signs) and previous (still accepted during a rotation); re-read every 10 s. Without it each proxy signs with a key of its own")
 	address := fs.String("gateway-address", "", "addresses written on programmed Gateways' status after the tunnel's hostname: hostnames or IPs, separated by commas")
-	pool := fs.String("gateway-address-pool", "", "`CIDR` to give each Gateway an address of its own from, for proxies run with -listen-gateways (in-cluster clients, conformance)")
+	pool := fs.String("gateway-address-pool", "", "`CIDR` to give each Gateway an address of its own from: proxies run with -listen-gateways serve it, and a plane serving in the cluster takes it as its Service's ClusterIP")
 	cfURL := fs.String("cloudflare-api-url", "", "Cloudflare API base `URL` (default: Cloudflare's; for tests and proxies)")
 	noCloudflare := fs.Bool("no-cloudflare", false, "never call Cloudflare: tunnels and DNS stay as they are (statuses say so)")
 	planesFile := fs.String("planes", "", "`file` of the settings every dedicated data plane shares (JSON: images, the config API's URL as proxies reach it, tunnel protocol, grace periods, default resources); without it, Gateways asking for a Dedicated plane get none")

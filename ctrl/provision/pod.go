@@ -119,7 +119,9 @@ func proxyContainer(p Plane) corev1.Container {
 		{Name: "cache", MountPath: cacheDir},
 	}
 	if p.Params.ServesInCluster() {
-		args = append(args, "-listen-listener-ports")
+		// The listener ports alone: no origin listener, whose default
+		// port (8080) a listener may well use.
+		args = append(args, "-listen=", "-listen-listener-ports")
 	} else {
 		args = append(args,
 			"-tunnel-protocol="+p.Install.TunnelProtocol,

@@ -66,14 +66,7 @@ var supported = []features.FeatureName{
 
 // skipped are tests of declared features that tunnelgate does not pass,
 // each with the reason (docs/conformance.md repeats it).
-var skipped = map[string]string{
-	// It looks for a ServiceAccount, Pod or Service made for the Gateway
-	// that carries spec.infrastructure's labels and annotations. The
-	// proxies serve every Gateway of a class, so tunnelgate makes no
-	// object per Gateway to carry them; it accepts them and validates
-	// parametersRef (GatewayInvalidParametersRef passes).
-	"GatewayInfrastructureMetadata": "no Kubernetes object is made per Gateway",
-}
+var skipped = map[string]string{}
 
 func TestConformance(t *testing.T) {
 	h := startHarness(t)

@@ -2,18 +2,22 @@ package conformance
 
 import (
 	"bytes"
+	"encoding/json"
+	"net"
 	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
+	"github.com/tunnelgate/tunnelgate/internal/testpki"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/kubelet"
-	"github.com/tunnelgate/tunnelgate/test/netns"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
@@ -21,10 +25,18 @@ import (
 // namespace (test/netns): kube-apiserver, etcd and kube-controller-manager
 // (test/kubeenv), the kubelet stand-in running the suite's backends as
 // processes (test/kubelet, echo-basic built from the suite's module), and
-// tunnelgate's controller and proxy as processes of the real binary. Each
-// Gateway gets an address of its own from gatewayPool, which the proxy
-// serves (-listen-gateways), so the suite reaches every Gateway on its
-// listener ports as it would behind a load balancer per Gateway.
+// tunnelgate's controller as a process of the real binary.
+//
+// The class gives every Gateway a data plane of its own (its
+// GatewayClassConfig's defaultGatewayConfigRef: Dedicated, one replica,
+// no tunnel), so each Gateway gets a Deployment, Service and
+// ServiceAccount carrying its spec.infrastructure labels and annotations,
+// as GatewayInfrastructureMetadata checks. The plane's proxy runs in a Pod
+// of the kubelet stand-in (the tunnelgate binary as its image) and serves
+// the Gateway's listener ports; its Service takes the Gateway's address
+// from gatewayPool as ClusterIP, which the stand-in makes reachable, so
+// the suite reaches every Gateway on its listener ports as it would
+// behind a Service per Gateway.
 const (
 	gatewayClass   = "tunnelgate-conformance"
 	controllerName = "tunnelgate.dev/conformance"
@@ -33,12 +45,16 @@ const (
 	// namespace's Pods all become Ready.
 	corednsImage = "registry.k8s.io/coredns/coredns"
 	echoImage    = "registry.k8s.io/gateway-api/echo-basic"
+	// proxyImage is the planes' proxy image: the tunnelgate binary.
+	proxyImage = "tunnelgate.test/tunnelgate"
 )
 
 // gatewayPool is where each Gateway gets its own address
-// (-gateway-address-pool): a part of netns.Range, which is local inside
-// the namespace, so the proxy can bind every address of it.
-var gatewayPool = netip.PrefixFrom(netns.Addr(200<<8), 24)
+// (-gateway-address-pool), which its plane's Service takes as ClusterIP:
+// the upper half of the Service CIDR's lower band, which the API server
+// keeps for Services that ask for an address (KEP-3070), so no other
+// Service holds one.
+var gatewayPool = netip.MustParsePrefix("10.96.0.128/25")
 
 // idleMain is the coredns stand-in: it waits to be stopped.
 func idleMain([]string) int {
@@ -60,7 +76,7 @@ func startHarness(t *testing.T) *harness {
 	echo := h.build(t, "echo-basic", ".", "sigs.k8s.io/gateway-api/conformance/echo-basic")
 
 	k, err := kubelet.Start(t.Context(), env.Config, kubelet.Options{
-		Images: map[string]string{echoImage: echo},
+		Images: map[string]string{echoImage: echo, proxyImage: tunnelgate},
 		Dir:    filepath.Join(h.bins, "kubelet"),
 	})
 	if err != nil {
@@ -68,28 +84,86 @@ func startHarness(t *testing.T) *harness {
 	}
 	t.Cleanup(k.Stop)
 
+	configAddr, tls := h.configAPI(t, k.HostAddr())
+	planes := filepath.Join(h.bins, "planes.json")
+	writeJSON(t, planes, provision.Install{
+		ProxyImage: proxyImage, CloudflaredImage: "tunnelgate.test/unused",
+		ControllerURL:  "https://" + configAddr,
+		TunnelProtocol: "http2", GracePeriod: "1s", TerminationGracePeriodSeconds: 5,
+	})
 	token := filepath.Join(h.bins, "config-token")
 	if err := os.WriteFile(token, []byte("conformance-token"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	configAddr := testproc.FreeLoopback(t)
 	h.run(t, "controller", tunnelgate, "controller",
 		"-kubeconfig="+env.Kubeconfig(), "-controller-name="+controllerName,
-		"-config-token-file="+token, "-config-listen="+configAddr, "-config-insecure-plaintext", "-admin="+testproc.FreeLoopback(t),
+		"-config-token-file="+token, "-config-listen="+configAddr,
+		"-config-tls-cert="+tls.cert, "-config-tls-key="+tls.key,
+		"-planes="+planes, "-planes-ca-file="+tls.ca,
+		"-admin="+testproc.FreeLoopback(t),
 		"-leader-elect=false", "-no-cloudflare", "-gateway-address-pool="+gatewayPool.String())
-	h.run(t, "proxy", tunnelgate, "proxy",
-		"-controller=http://"+configAddr, "-token-file="+token,
-		"-listen="+testproc.FreeLoopback(t), "-admin="+testproc.FreeLoopback(t), "-listen-gateways")
 
 	if err := env.Apply(t.Context(), fmt.Appendf(nil, `
+apiVersion: v1
+kind: Namespace
+metadata: {name: %[3]s}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: plane-per-gateway, namespace: %[3]s}
+spec: {dataPlane: Dedicated, replicas: 1}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayClassConfig
+metadata: {name: %[1]s}
+spec:
+  defaultGatewayConfigRef: {namespace: %[3]s, name: plane-per-gateway}
+---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
-metadata: {name: %s}
-spec: {controllerName: %s}
-`, gatewayClass, controllerName)); err != nil {
+metadata: {name: %[1]s}
+spec:
+  controllerName: %[2]s
+  parametersRef: {group: tunnelgate.dev, kind: GatewayClassConfig, name: %[1]s}
+`, gatewayClass, controllerName, platformNamespace)); err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// platformNamespace holds the class's default GatewayConfig.
+const platformNamespace = "tunnelgate-conformance"
+
+// tlsFiles are the config API's certificate, key and CA, as files.
+type tlsFiles struct{ cert, key, ca string }
+
+// configAPI picks the config API's address, where the planes' proxies
+// reach the controller (the kubelet's host address), and makes its
+// certificate.
+func (h *harness) configAPI(t *testing.T, host netip.Addr) (string, tlsFiles) {
+	ca := testpki.NewCA(t, "conformance config API")
+	cert, key := ca.IssueServer(t, host.String())
+	files := tlsFiles{cert: filepath.Join(h.bins, "config.crt"), key: filepath.Join(h.bins, "config.key"), ca: filepath.Join(h.bins, "config-ca.crt")}
+	for path, b := range map[string][]byte{files.cert: cert, files.key: key, files.ca: ca.PEM} {
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	port, err := testproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort(host.String(), strconv.Itoa(port)), files
+}
+
+func writeJSON(t *testing.T, path string, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // binDir is a directory for the binaries and processes' files, kept after

@@ -261,6 +261,10 @@ func Start(ctx context.Context, cfg *rest.Config, opts Options) (*Kubelet, error
 // NodeName is the name of the Kubelet's Node.
 func (k *Kubelet) NodeName() string { return k.opts.NodeName }
 
+// HostAddr is the address Pods reach the test's own processes at: the
+// bridge's, their default route.
+func (k *Kubelet) HostAddr() netip.Addr { return k.net.gateway }
+
 // Stop kills every Pod's processes, stops proxying Services, removes the
 // bridge and the Service CIDR's route and stops watching.
 // The Node and Pod objects stay, as they would if a node died.
