@@ -3,8 +3,8 @@ package conformance
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
