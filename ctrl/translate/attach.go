@@ -42,6 +42,9 @@ type attachment struct {
 	// lostTo names the route that won a HTTPRoute/GRPCRoute hostname
 	// conflict on this listener.
 	lostTo string
+	// lost are the public hostnames older claims hold through other
+	// tunnels (claims.go).
+	lost []lostClaim
 }
 
 // published are the public hostnames an attachment serves: its own, or,

@@ -50,6 +50,7 @@ type attachmentSummary struct {
 	hosts    []string
 	anyHost  bool
 	lostTo   string
+	lost     []lostClaim
 }
 
 func summarize(ps []*parentInfo) []parentSummary {
@@ -58,7 +59,7 @@ func summarize(ps []*parentInfo) []parentSummary {
 		s := &out[i]
 		s.ref, s.gw, s.reason, s.msg = p.ref, p.gw.key, p.reason, p.msg
 		for _, a := range p.attachments {
-			s.attachments = append(s.attachments, attachmentSummary{listener: a.listener.dpName, hosts: a.hosts, anyHost: a.hosts == nil, lostTo: a.lostTo})
+			s.attachments = append(s.attachments, attachmentSummary{listener: a.listener.dpName, hosts: a.hosts, anyHost: a.hosts == nil, lostTo: a.lostTo, lost: a.lost})
 		}
 		for _, li := range p.counts {
 			s.counts = append(s.counts, li.dpName)
@@ -154,7 +155,7 @@ func parentsSame(a []parentSummary, b []*parentInfo) bool {
 		}
 		for j := range x.attachments {
 			p, q := &x.attachments[j], y.attachments[j]
-			if p.listener != q.listener.dpName || p.lostTo != q.lostTo || p.anyHost != (q.hosts == nil) || !slices.Equal(p.hosts, q.hosts) {
+			if p.listener != q.listener.dpName || p.lostTo != q.lostTo || p.anyHost != (q.hosts == nil) || !slices.Equal(p.hosts, q.hosts) || !slices.Equal(p.lost, q.lost) {
 				return false
 			}
 		}

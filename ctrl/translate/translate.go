@@ -132,6 +132,7 @@ func (t *translator) routes() {
 		t.attach(p.info)
 	}
 	t.kindConflicts()
+	t.settleClaims(all)
 
 	for _, p := range all {
 		t.routeResult(p)
@@ -385,7 +386,7 @@ func (t *translator) countAttached(r *routeInfo) {
 // attachment that takes any host publishes the listener's hostname; a
 // listener without one has nothing to publish.
 func (t *translator) noteHostnames(a *attachment, grpc bool) {
-	hosts := a.published()
+	hosts := a.held()
 	class := ""
 	if gi := a.listener.gw; gi != nil && gi.class != nil {
 		if gi.dedicated && !gi.moving {

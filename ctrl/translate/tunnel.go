@@ -86,20 +86,25 @@ func gatewayAddresses(ts *TunnelState, common []gwv1.GatewayStatusAddress) []gwv
 
 // dnsCondition sums up the records of the hostnames a route publishes
 // through one parent: True when all are ready, False naming the ones that
-// are not, Unknown while the sync has not reported them. ok is false when
-// the class does not manage DNS or the parent publishes nothing.
+// are not (or that an older route holds through another tunnel), Unknown
+// while the sync has not reported them. ok is false when the class does
+// not manage DNS or the parent publishes nothing.
 func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatus, reason, msg string, ok bool) {
-	if ts == nil || ts.DNS == nil {
-		return "", "", "", false
-	}
-	var hosts []string
+	var hosts, lost []string
 	for _, a := range pi.attachments {
 		if a.lostTo != "" {
 			continue
 		}
-		hosts = append(hosts, a.published()...)
+		hosts = append(hosts, a.held()...)
+		for _, l := range a.lost {
+			lost = append(lost, l.host+": published by the older "+l.winner)
+		}
 	}
-	if len(hosts) == 0 {
+	if len(lost) > 0 {
+		slices.Sort(lost)
+		return metav1.ConditionFalse, DNSReasonClaimedEarlier, joinLimited(slices.Compact(lost)), true
+	}
+	if ts == nil || ts.DNS == nil || len(hosts) == 0 {
 		return "", "", "", false
 	}
 	slices.Sort(hosts)

@@ -402,3 +402,39 @@ func TestInClusterPlane(t *testing.T) {
 		})
 	}
 }
+
+// A hostname published through two tunnels is held by the oldest route's;
+// when that route goes, the next oldest takes it, and a Cache agrees.
+func TestHostnameClaimPassesOn(t *testing.T) {
+	in := loadGolden(t, "claims.yaml")
+	cache := translate.NewCache()
+	holders := func(out *translate.Output, host string) []string {
+		for _, h := range out.Hostnames {
+			if h.Name == host {
+				return h.Classes
+			}
+		}
+		return nil
+	}
+	east := nsName("default", "shop-east")
+	for _, out := range []*translate.Output{translate.Translate(in), cache.Translate(in)} {
+		if got := holders(out, "shop.example.com"); !slices.Equal(got, []string{"manual", "west"}) {
+			t.Fatalf("shop.example.com published by %v, want manual (no claim) and west (the oldest)", got)
+		}
+		if c := cond(out.HTTPRoutes[east][0].Conditions, translate.RouteConditionDNSRecords); c == nil ||
+			c.Reason != translate.DNSReasonClaimedEarlier || !strings.Contains(c.Message, "HTTPRoute default/shop-west,") {
+			t.Fatalf("shop-east's DNS condition %+v: want ClaimedByOlderRoute naming shop-west", c)
+		}
+	}
+	in.HTTPRoutes = slices.DeleteFunc(slices.Clone(in.HTTPRoutes), func(r *gwv1.HTTPRoute) bool {
+		return r.Name == "shop-west" || r.Name == "shop-west-admin"
+	})
+	for _, out := range []*translate.Output{translate.Translate(in), cache.Translate(in)} {
+		if got := holders(out, "shop.example.com"); !slices.Equal(got, []string{"east", "manual"}) {
+			t.Errorf("after shop-west went, shop.example.com published by %v, want east and manual", got)
+		}
+		if c := cond(out.HTTPRoutes[east][0].Conditions, translate.RouteConditionDNSRecords); c != nil {
+			t.Errorf("shop-east holds the hostname now, yet says %+v", c)
+		}
+	}
+}
