@@ -1,6 +1,7 @@
 package cloudflare
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -39,6 +40,10 @@ type Desired struct {
 	Hold      bool
 	Spec      v1alpha1.GatewayClassConfigSpec
 	Hostnames []translate.Hostname // of this class
+	// Since is when the wish began: a Gateway's creation, for its own
+	// tunnel. Of two Gateways naming one tunnel, the elder is synced
+	// first after a restart, and so keeps it (tunnelHolder).
+	Since time.Time
 	// LivePlanes are the DNS owners (PlaneOwner) of the class's Gateways
 	// that exist, so the class's DNS sync removes the records of a plane
 	// whose Gateway was deleted; nil removes none.
@@ -250,7 +255,7 @@ func (s *Syncer) Run(ctx context.Context) {
 // next one is.
 func (s *Syncer) runDue(ctx context.Context) time.Duration {
 	s.mu.Lock()
-	names := slices.Sorted(maps.Keys(s.classes))
+	names := s.runOrder()
 	s.mu.Unlock()
 	wait := time.Hour
 	for _, name := range names {
@@ -283,6 +288,29 @@ func (s *Syncer) runDue(ctx context.Context) time.Duration {
 		wait = min(wait, max(o.at.Sub(s.opts.Now()), 0))
 	}
 	return max(wait, 10*time.Millisecond)
+}
+
+// runOrder is the order wishes are synced in: classes, then Gateways'
+// own tunnels, oldest Gateway first, so that after a restart a tunnel two
+// wishes name goes back to the one that held it (tunnelHolder). Called
+// with s.mu held.
+func (s *Syncer) runOrder() []string {
+	names := slices.Collect(maps.Keys(s.classes))
+	slices.SortFunc(names, func(a, b string) int {
+		da, db := s.classes[a].desired, s.classes[b].desired
+		return cmp.Or(cmpBool(isPlane(a), isPlane(b)), da.Since.Compare(db.Since), strings.Compare(a, b))
+	})
+	return names
+}
+
+func cmpBool(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	}
+	return -1
 }
 
 // dueAt is when c next needs a sync. Called with s.mu held.
@@ -387,6 +415,9 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 		}
 		return refusal(err)
 	}
+	if holder := s.tunnelHolder(c, d); holder != "" {
+		return s.refuseHeldTunnel(ctx, c, d, holder)
+	}
 	st.ID = c.l.tunnelID
 	if err := s.saveToken(ctx, c, d); err != nil {
 		return refusal(err)
@@ -422,6 +453,61 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 	st.DNS = dns
 	return st, err
 }
+
+// One tunnel serves one wish: two would write their documents over each
+// other's, and a Gateway's plane would be handed the token of a tunnel
+// another class or Gateway serves, and with it that tunnel's traffic. A
+// GatewayConfig may name any tunnel of its class's account (by name or
+// id), so a tunnel that another wish of this controller already holds is
+// refused. A class's wish takes the tunnel from a Gateway's (classes are
+// the cluster admin's, GatewayConfigs a tenant's); otherwise the wish that
+// held it first keeps it, and after a restart classes are synced first,
+// then Gateways oldest first (runOrder).
+
+// tunnelHolder names the other wish that holds the tunnel c resolved to, or
+// "". Called from Run's goroutine, which owns every classSync's learned.
+func (s *Syncer) tunnelHolder(c *classSync, d Desired) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, o := range s.classes {
+		if o == c || o.l.tunnelID != c.l.tunnelID || o.l.account != c.l.account {
+			continue
+		}
+		if isPlane(d.Class) && !isPlane(name) || isPlane(d.Class) == isPlane(name) {
+			return name
+		}
+		// A class takes the tunnel from a Gateway: that one is refused at
+		// its next sync, which comes at once.
+		o.doneKey, o.next = "", time.Time{}
+		s.poke()
+	}
+	return ""
+}
+
+// refuseHeldTunnel reports a tunnel held by another wish, forgets it, and
+// empties the token Secret this wish had been given, if any, so its
+// cloudflared stops serving a tunnel that is not its own.
+func (s *Syncer) refuseHeldTunnel(ctx context.Context, c *classSync, d Desired, holder string) (*translate.TunnelState, error) {
+	id := c.l.tunnelID
+	c.l.tunnelID, c.l.tunnelFor, c.l.applied, c.l.dnsKey = "", "", "", ""
+	what := "GatewayClass " + holder
+	if isPlane(holder) {
+		what = "Gateway " + strings.SplitN(holder, "/", 2)[1] + " (its own tunnel)"
+	}
+	st := &translate.TunnelState{Problem: fmt.Sprintf("tunnel %s is already %s's: a tunnel serves one GatewayClass or Gateway", id, what)}
+	if ref := d.Spec.Tunnel.TokenSecretRef; ref != nil && c.l.savedToken != "" && s.opts.SaveToken != nil {
+		if err := s.opts.SaveToken(ctx, *ref, ""); err != nil {
+			return st, fmt.Errorf("emptying the tunnel token in Secret %s/%s: %w", ref.Namespace, ref.Name, err)
+		}
+		c.l.savedToken = ""
+	}
+	s.opts.Log.Warn("tunnel refused: another class or Gateway holds it", "class", d.Class, "tunnel", id, "holder", holder)
+	return st, nil
+}
+
+// isPlane says whether a wish's key is a Gateway's own tunnel's
+// (translate.PlaneTunnelKey) rather than a class's.
+func isPlane(key string) bool { return strings.Contains(key, "/") }
 
 // problem is a configuration error only the user can fix.
 type problem string

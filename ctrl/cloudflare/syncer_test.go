@@ -508,3 +508,71 @@ func TestSyncerHostnameMovesBetweenTunnels(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A GatewayConfig may name any tunnel of the class's account. One that a
+// class of this controller already holds is refused to the Gateway: no
+// token, no document, a Problem naming the holder. A class that names a
+// tunnel a Gateway holds takes it, and the Gateway's token Secret is
+// emptied so its cloudflared stops serving it.
+func TestSyncerOneTunnelOneHolder(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{DNSEvery: time.Hour})
+	class := desired("app.example.com")
+	w.s.Update([]cloudflare.Desired{class})
+	w.waitState(t, "the class's tunnel", func(s *translate.TunnelState) bool { return s.ID != "" && s.Pending == "" })
+	classTunnel := w.tunnelID(t)
+
+	thief := desired("steal.example.com")
+	thief.Class = "prod/team-b/gw"
+	thief.Spec.Tunnel = &v1alpha1.TunnelRef{ID: classTunnel, TokenSecretRef: &v1alpha1.SecretKeyRef{Namespace: "team-b", Name: "gw-prod-tunnel", Key: "token"}}
+	thief.Spec.DNS = &v1alpha1.DNSSettings{Enabled: true, OwnerID: cloudflare.PlaneOwner("prod", "team-b", "gw")}
+	w.s.Update([]cloudflare.Desired{class, thief})
+	st := waitKey(t, w, thief.Class, func(s *translate.TunnelState) bool { return s.Problem != "" })
+	if !strings.Contains(st.Problem, "already GatewayClass prod's") {
+		t.Errorf("problem %q: want it to name the class holding the tunnel", st.Problem)
+	}
+	if _, ok := w.tokens.Load("team-b/gw-prod-tunnel/token"); ok {
+		t.Error("the Gateway was handed the class's tunnel token")
+	}
+	if got := w.ingress(t, classTunnel); slices.Contains(got, "steal.example.com") {
+		t.Errorf("the class's document %v has the Gateway's hostname", got)
+	}
+
+	// The other way round: a Gateway's tunnel first, then a class naming it.
+	w2 := newWorld(t, cloudflare.Options{DNSEvery: time.Hour})
+	plane := desired("api.example.com")
+	plane.Class = "prod/team-a/gw"
+	plane.Spec.Tunnel = &v1alpha1.TunnelRef{Name: "team-a", TokenSecretRef: &v1alpha1.SecretKeyRef{Namespace: "team-a", Name: "gw-prod-tunnel", Key: "token"}}
+	plane.Spec.DNS = &v1alpha1.DNSSettings{Enabled: true, OwnerID: cloudflare.PlaneOwner("prod", "team-a", "gw")}
+	w2.s.Update([]cloudflare.Desired{plane})
+	planeSt := waitKey(t, w2, plane.Class, func(s *translate.TunnelState) bool { return s.ID != "" && s.Pending == "" })
+	if tok, _ := w2.tokens.Load("team-a/gw-prod-tunnel/token"); tok == "" || tok == nil {
+		t.Fatal("the Gateway's token was not saved")
+	}
+	takeover := desired("app.example.com")
+	takeover.Spec.Tunnel = &v1alpha1.TunnelRef{ID: planeSt.ID, TokenSecretRef: takeover.Spec.Tunnel.TokenSecretRef}
+	w2.s.Update([]cloudflare.Desired{takeover, plane})
+	st = waitKey(t, w2, plane.Class, func(s *translate.TunnelState) bool { return s.Problem != "" })
+	if !strings.Contains(st.Problem, "already GatewayClass prod's") {
+		t.Errorf("problem %q: want it to name the class", st.Problem)
+	}
+	if tok, _ := w2.tokens.Load("team-a/gw-prod-tunnel/token"); tok != "" {
+		t.Errorf("the Gateway's token Secret still holds %v; want it emptied", tok)
+	}
+	waitKey(t, w2, takeover.Class, func(s *translate.TunnelState) bool { return s.ID == planeSt.ID && s.Problem == "" && s.Pending == "" })
+}
+
+// waitKey waits for one wish's report to satisfy ok.
+func waitKey(t *testing.T, w *world, key string, ok func(*translate.TunnelState) bool) *translate.TunnelState {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := w.s.States()[key]
+		if st != nil && ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 10s; state %+v; log:\n%s", key, st, w.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

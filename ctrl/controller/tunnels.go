@@ -91,7 +91,7 @@ func planeTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[s
 			AccountID:      cc.Spec.AccountID,
 			Origin:         &v1alpha1.OriginSettings{Socket: provision.OriginSocket, CAPool: provision.OriginCAPool},
 		}
-		d := cloudflare.Desired{Class: translate.PlaneTunnelKey(class, key), Hostnames: p.Hostnames}
+		d := cloudflare.Desired{Class: translate.PlaneTunnelKey(class, key), Hostnames: p.Hostnames, Since: p.Gateway.CreationTimestamp.Time}
 		if dns := cc.Spec.DNS; dns != nil {
 			own := *dns
 			own.OwnerID = cloudflare.PlaneOwner(classOwner(class, cc), key.Namespace, key.Name)

@@ -37,7 +37,7 @@ func TestProvisionedPlaneHasTheChartsPodShape(t *testing.T) {
 	}
 	gw := &gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "tenant", Namespace: "team-a", UID: "u"},
 		Spec: gwv1.GatewaySpec{GatewayClassName: "tunnelgate"}}
-	dedicated := v1alpha1.GatewayConfigSpec{DataPlane: v1alpha1.DataPlaneDedicated}
+	dedicated := v1alpha1.GatewayConfigSpec{DataPlane: v1alpha1.DataPlaneDedicated, Tunnel: &v1alpha1.GatewayTunnel{Name: "tenant"}}
 	planeObjs, err := provision.Objects(provision.Plane{Gateway: gw, Install: install,
 		Params: dedicated, Secrets: provision.SecretsOf(gw, &dedicated)})
 	if err != nil {
