@@ -226,6 +226,9 @@ func TestStopFinishesInFlightAndTakesNoNew(t *testing.T) {
 	waitFor(t, "b registered", registered(e, "a", "b"))
 
 	close(a.stop)
+	// The edge learns of the stop from a's GOAWAY; a request it routed
+	// before that is a's to answer, as at Cloudflare.
+	waitFor(t, "a's GOAWAY at the edge", func() bool { return strings.Join(e.Taking(), ",") == "b" })
 	for i := range 20 {
 		code, body, err := get(c, "http://app.example.com/fast")
 		if err != nil || code != 200 || !strings.HasPrefix(body, "b ") {

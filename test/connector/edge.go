@@ -125,6 +125,20 @@ func (e *Edge) Connectors() []string {
 	return names
 }
 
+// Taking names the registered connectors that take new requests: not
+// those whose GOAWAY reached the edge.
+func (e *Edge) Taking() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var names []string
+	for _, c := range e.conns {
+		if c.cc.CanTakeNewRequest() {
+			names = append(names, c.name)
+		}
+	}
+	return names
+}
+
 // Close stops accepting connectors and closes their connections.
 func (e *Edge) Close() error {
 	close(e.stop)
