@@ -192,10 +192,7 @@ func TestPlaneStateInStatuses(t *testing.T) {
 				in.Planes = map[types.NamespacedName]*translate.PlaneState{gw: tc.plane}
 			}
 			out := translate.Translate(in)
-			c := wantCond(t, out.Gateways[gw].Conditions, "Programmed", tc.status, tc.reason)
-			if c != nil && !strings.Contains(c.Message, tc.message) {
-				t.Errorf("Programmed message %q does not say %q", c.Message, tc.message)
-			}
+			wantProgrammed(t, out, gw, tc.status, tc.reason, tc.message)
 			events := 0
 			for _, e := range out.Events {
 				if e.Kind == "Gateway" && e.Name == gw.Name && e.Type == "Warning" && strings.HasPrefix(e.Message, "Programmed: ") {
@@ -372,10 +369,7 @@ func TestInClusterPlane(t *testing.T) {
 				in.Planes = map[types.NamespacedName]*translate.PlaneState{gw: tc.plane}
 			}
 			out := translate.Translate(in)
-			c := wantCond(t, out.Gateways[gw].Conditions, "Programmed", tc.status, tc.reason)
-			if c != nil && !strings.Contains(c.Message, tc.message) {
-				t.Errorf("Programmed message %q does not say %q", c.Message, tc.message)
-			}
+			wantProgrammed(t, out, gw, tc.status, tc.reason, tc.message)
 			var got []string
 			for _, a := range out.Gateways[gw].Addresses {
 				got = append(got, a.Value)
@@ -436,5 +430,15 @@ func TestHostnameClaimPassesOn(t *testing.T) {
 		if c := cond(out.HTTPRoutes[east][0].Conditions, translate.RouteConditionDNSRecords); c != nil {
 			t.Errorf("shop-east holds the hostname now, yet says %+v", c)
 		}
+	}
+}
+
+// wantProgrammed checks a Gateway's Programmed condition: its status,
+// reason, and a part of its message.
+func wantProgrammed(t *testing.T, out *translate.Output, gw types.NamespacedName, status metav1.ConditionStatus, reason, message string) {
+	t.Helper()
+	c := wantCond(t, out.Gateways[gw].Conditions, "Programmed", status, reason)
+	if c != nil && !strings.Contains(c.Message, message) {
+		t.Errorf("Programmed message %q does not say %q", c.Message, message)
 	}
 }
