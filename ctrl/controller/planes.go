@@ -150,24 +150,13 @@ func gatewayConfigs(snap *translate.Snapshot) map[types.NamespacedName]*v1alpha1
 	return configs
 }
 
-// wantsShared says whether a Gateway asks for the shared proxies: the
-// GatewayConfig it names, or else its class's default (class may be nil),
-// is missing neither and says Shared, or there is none. It resolves the
-// reference as translate does; a reference it cannot resolve asks for
-// neither.
+// wantsShared says whether a Gateway asks for the shared proxies: it takes
+// no GatewayConfig (translate.GatewayConfigRef), or one that exists and
+// says Shared. A reference that cannot be resolved asks for neither.
 func wantsShared(g *gwv1.Gateway, class *v1alpha1.GatewayClassConfig, configs map[types.NamespacedName]*v1alpha1.GatewayConfig) bool {
-	var key types.NamespacedName
-	switch inf := g.Spec.Infrastructure; {
-	case inf != nil && inf.ParametersRef != nil:
-		ref := inf.ParametersRef
-		if string(ref.Group) != v1alpha1.Group || string(ref.Kind) != v1alpha1.KindGatewayConfig {
-			return false
-		}
-		key = types.NamespacedName{Namespace: g.Namespace, Name: ref.Name}
-	case class != nil && class.Spec.DefaultGatewayConfigRef != nil:
-		key = types.NamespacedName{Namespace: class.Spec.DefaultGatewayConfigRef.Namespace, Name: class.Spec.DefaultGatewayConfigRef.Name}
-	default:
-		return true
+	key, named, problem := translate.GatewayConfigRef(g, class)
+	if !named {
+		return problem == ""
 	}
 	cfg := configs[key]
 	return cfg != nil && (cfg.Spec.DataPlane == "" || cfg.Spec.DataPlane == v1alpha1.DataPlaneShared)

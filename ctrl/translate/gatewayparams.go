@@ -3,44 +3,58 @@ package translate
 import (
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 )
 
-// gatewayParameters resolves a Gateway's parameters: the GatewayConfig in
-// its namespace that its infrastructure.parametersRef names, or else its
-// class's default (GatewayClassConfig defaultGatewayConfigRef), or none.
-// An empty problem means the Gateway may be accepted; with no
-// GatewayConfig, or one whose dataPlane is Shared, the shared proxies
-// serve it, and with Dedicated a plane of its own (dedicated is then
-// true).
-func (t *translator) gatewayParameters(g *gwv1.Gateway, class *classInfo) (cfg *v1alpha1.GatewayConfig, dedicated bool, problem string) {
-	var what string
+// GatewayConfigRef is the GatewayConfig a Gateway takes: the one in its
+// namespace its infrastructure.parametersRef names, or else its class's
+// default (classConfig's defaultGatewayConfigRef; classConfig may be nil).
+// named is false when it takes none. A parametersRef to another group or
+// kind is a problem, and names nothing. The controller resolves it the
+// same way to know which Gateways want a plane.
+func GatewayConfigRef(g *gwv1.Gateway, classConfig *v1alpha1.GatewayClassConfig) (key types.NamespacedName, named bool, problem string) {
 	switch {
 	case g.Spec.Infrastructure != nil && g.Spec.Infrastructure.ParametersRef != nil:
 		ref := g.Spec.Infrastructure.ParametersRef
 		if string(ref.Group) != v1alpha1.Group || string(ref.Kind) != v1alpha1.KindGatewayConfig {
-			return nil, false, fmt.Sprintf("infrastructure.parametersRef must be group %s kind %s, not %s/%s",
+			return key, false, fmt.Sprintf("infrastructure.parametersRef must be group %s kind %s, not %s/%s",
 				v1alpha1.Group, v1alpha1.KindGatewayConfig, ref.Group, ref.Kind)
 		}
-		what = fmt.Sprintf("GatewayConfig %q", ref.Name)
-		if cfg = t.look.gatewayConfig(g.Namespace, ref.Name); cfg == nil {
-			return nil, false, fmt.Sprintf("infrastructure.parametersRef: GatewayConfig %q not found in namespace %s", ref.Name, g.Namespace)
-		}
-	case class.config != nil && class.config.Spec.DefaultGatewayConfigRef != nil:
-		ref := class.config.Spec.DefaultGatewayConfigRef
-		what = fmt.Sprintf("GatewayConfig %s/%s (GatewayClass %s's default)", ref.Namespace, ref.Name, class.obj.Name)
-		if cfg = t.look.gatewayConfig(ref.Namespace, ref.Name); cfg == nil {
-			return nil, false, fmt.Sprintf("GatewayClass %s gives its Gateways GatewayConfig %s/%s (defaultGatewayConfigRef), which is not found",
-				class.obj.Name, ref.Namespace, ref.Name)
-		}
-		if cfg.Spec.Tunnel != nil {
-			return nil, false, what + " names a tunnel, which serves one Gateway: a class's default must not; " +
-				"give this Gateway a GatewayConfig of its own (spec.infrastructure.parametersRef)"
-		}
-	default:
-		return nil, false, ""
+		return types.NamespacedName{Namespace: g.Namespace, Name: ref.Name}, true, ""
+	case classConfig != nil && classConfig.Spec.DefaultGatewayConfigRef != nil:
+		ref := classConfig.Spec.DefaultGatewayConfigRef
+		return types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, true, ""
+	}
+	return key, false, ""
+}
+
+// gatewayParameters resolves a Gateway's parameters (GatewayConfigRef). An
+// empty problem means the Gateway may be accepted; with no GatewayConfig,
+// or one whose dataPlane is Shared, the shared proxies serve it, and with
+// Dedicated a plane of its own (dedicated is then true).
+func (t *translator) gatewayParameters(g *gwv1.Gateway, class *classInfo) (cfg *v1alpha1.GatewayConfig, dedicated bool, problem string) {
+	key, named, problem := GatewayConfigRef(g, class.config)
+	if !named {
+		return nil, false, problem
+	}
+	own := g.Spec.Infrastructure != nil && g.Spec.Infrastructure.ParametersRef != nil
+	what := fmt.Sprintf("GatewayConfig %q", key.Name)
+	if !own {
+		what = fmt.Sprintf("GatewayConfig %s (GatewayClass %s's default)", key, class.obj.Name)
+	}
+	cfg = t.look.gatewayConfig(key.Namespace, key.Name)
+	switch {
+	case cfg == nil && own:
+		return nil, false, fmt.Sprintf("infrastructure.parametersRef: GatewayConfig %q not found in namespace %s", key.Name, key.Namespace)
+	case cfg == nil:
+		return nil, false, fmt.Sprintf("GatewayClass %s gives its Gateways GatewayConfig %s (defaultGatewayConfigRef), which is not found",
+			class.obj.Name, key)
+	case !own && cfg.Spec.Tunnel != nil:
+		return nil, false, what + " names a tunnel, which serves one Gateway: a class's default must not; " +
+			"give this Gateway a GatewayConfig of its own (spec.infrastructure.parametersRef)"
 	}
 	switch cfg.Spec.DataPlane {
 	case "", v1alpha1.DataPlaneShared:
