@@ -473,8 +473,8 @@ func (s *Syncer) tunnelHolder(c *classSync, d Desired) string {
 		if o == c || o.l.tunnelID != c.l.tunnelID || o.l.account != c.l.account {
 			continue
 		}
-		if isPlane(d.Class) && !isPlane(name) || isPlane(d.Class) == isPlane(name) {
-			return name
+		if isPlane(d.Class) || !isPlane(name) {
+			return name // held first, or by a class
 		}
 		// A class takes the tunnel from a Gateway: that one is refused at
 		// its next sync, which comes at once.

@@ -80,19 +80,18 @@ func newOwned(kube kubernetes.Interface, changed func(objectKey, types.Namespace
 // handler tells changed of every change to an object of kind that is not
 // its status alone; a Deployment's status change is a state change.
 func (o *owned) handler(kind string) cache.ResourceEventHandler {
-	told := func(obj any) {
+	tell := func(obj any) {
 		a := accessor(obj)
 		if a == nil {
 			return
 		}
 		gw := types.NamespacedName{Namespace: a.GetNamespace(), Name: a.GetLabels()[provision.LabelGatewayName]}
 		o.changed(objectKey{kind, a.GetNamespace(), a.GetName()}, gw, a.GetResourceVersion())
-	}
-	tell := told
-	if kind == "Service" {
-		// Its ClusterIP is the address of a plane that serves in the
-		// cluster: a state to report, whoever made the change.
-		tell = func(obj any) { told(obj); o.stateNew() }
+		if kind == "Service" {
+			// Its ClusterIP is the address of a plane that serves in the
+			// cluster: a state to report, whoever made the change.
+			o.stateNew()
+		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: tell,

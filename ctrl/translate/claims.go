@@ -92,7 +92,7 @@ func (t *translator) claimingTunnel(gi *gatewayInfo, host string) (string, bool)
 		return "", false
 	}
 	switch {
-	case gi.dedicated && !gi.moving:
+	case gi.onPlane():
 		if gi.params.Spec.Tunnel == nil {
 			return "", false
 		}
@@ -119,7 +119,7 @@ func inZones(host string, zones []string) bool {
 func describeClaim(c hostClaim) string {
 	r, gw := c.a.route, c.a.listener.gw
 	through := fmt.Sprintf("GatewayClass %s's tunnel", gw.class.obj.Name)
-	if gw.dedicated && !gw.moving {
+	if gw.onPlane() {
 		through = "its own tunnel"
 	}
 	return fmt.Sprintf("%s %s/%s, through Gateway %s/%s (%s)", r.kind, r.meta.Namespace, r.meta.Name, gw.obj.Namespace, gw.obj.Name, through)

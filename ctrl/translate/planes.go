@@ -130,6 +130,10 @@ func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool,
 	return true, string(gwv1.GatewayReasonProgrammed), msg
 }
 
+// onPlane says whether the Gateway's own plane serves it now: it asks for
+// one and is not still moving onto it.
+func (gi *gatewayInfo) onPlane() bool { return gi.dedicated && !gi.moving }
+
 // servesInCluster says whether the Gateway's own plane serves its listener
 // ports in the cluster, terminating TLS there.
 func (gi *gatewayInfo) servesInCluster() bool {

@@ -389,7 +389,7 @@ func (t *translator) noteHostnames(a *attachment, grpc bool) {
 	hosts := a.held()
 	class := ""
 	if gi := a.listener.gw; gi != nil && gi.class != nil {
-		if gi.dedicated && !gi.moving {
+		if gi.onPlane() {
 			t.planeHostnames(gi, hosts, grpc)
 			return
 		}
@@ -421,7 +421,7 @@ func (t *translator) hostNeeds(h, class string, grpc bool) {
 // statusAddresses are the addresses of an accepted Gateway's status, but
 // for the one of the address pool.
 func (t *translator) statusAddresses(gi *gatewayInfo, ts *TunnelState) []gwv1.GatewayStatusAddress {
-	if gi.dedicated && !gi.moving && t.in.Provisioning == ProvisionPlanes {
+	if gi.onPlane() && t.in.Provisioning == ProvisionPlanes {
 		return t.planeAddresses(gi, ts)
 	}
 	return gatewayAddresses(ts, t.in.Addresses)

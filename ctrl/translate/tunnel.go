@@ -61,7 +61,7 @@ func (t *translator) tunnelOf(gi *gatewayInfo) *TunnelState {
 	if gi == nil || gi.class == nil {
 		return nil
 	}
-	if gi.dedicated && !gi.moving {
+	if gi.onPlane() {
 		return t.in.Tunnels[PlaneTunnelKey(gi.class.obj.Name, gi.key)]
 	}
 	return t.in.Tunnels[gi.class.obj.Name]
