@@ -129,14 +129,7 @@ spec:
   gatewayClassName: %[3]s
   listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
 ---
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: web, namespace: %[1]s}
-spec:
-  parentRefs: [{name: gw}]
-  hostnames: [app.example.com]
-  rules: [{backendRefs: [{name: app, port: 80}]}]
-`, app, backendAddr, class, fixture.AppBackend(app, backendAddr)))); err != nil {
+%[5]s`, app, backendAddr, class, fixture.AppBackend(app, backendAddr), webRoute(app, "app.example.com")))); err != nil {
 		t.Fatal(err)
 	}
 

@@ -449,16 +449,7 @@ func cnameTo(r *rig, host, tunnel string) error {
 // of ns>.example.com on the Gateway gw of ns.
 func backend(ns string) string {
 	host := ns[len(ns)-1:] + ".example.com"
-	return echoApp(ns, 1) + fmt.Sprintf(`
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: web, namespace: %[1]s}
-spec:
-  parentRefs: [{name: gw}]
-  hostnames: [%[2]s]
-  rules: [{backendRefs: [{name: app, port: 80}]}]
-`, ns, host)
+	return echoApp(ns, 1) + "\n---\n" + webRoute(ns, host)
 }
 
 // visitBackend is a visitor's request for host, answered by a Pod of the

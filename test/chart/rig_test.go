@@ -119,6 +119,19 @@ func (r *rig) dumpPodsOnFailure(t *testing.T, ns string) {
 	})
 }
 
+// webRoute is the YAML of an HTTPRoute "web" in ns for host, on the
+// Gateway gw of ns, to the Service app on port 80.
+func webRoute(ns, host string) string {
+	return fmt.Sprintf(`apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: %[1]s}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [%[2]s]
+  rules: [{backendRefs: [{name: app, port: 80}]}]
+`, ns, host)
+}
+
 // echoApp is the YAML of an echo Deployment "app" of replicas Pods in ns
 // (each answers with its Pod's name and namespace) and its Service "app"
 // on port 80.

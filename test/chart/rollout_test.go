@@ -54,14 +54,7 @@ spec:
   gatewayClassName: %[2]s
   listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
 ---
-apiVersion: gateway.networking.k8s.io/v1
-kind: HTTPRoute
-metadata: {name: web, namespace: %[1]s}
-spec:
-  parentRefs: [{name: gw}]
-  hostnames: [app.example.com]
-  rules: [{backendRefs: [{name: app, port: 80}]}]
----
+%[4]s---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: pin, namespace: %[1]s}
@@ -71,7 +64,7 @@ spec:
   rules:
   - backendRefs: [{name: app, port: 80}]
     sessionPersistence: {sessionName: pin, type: Cookie}
-`, app, class, echoApp(app, 2)))); err != nil {
+`, app, class, echoApp(app, 2), webRoute(app, "app.example.com")))); err != nil {
 		t.Fatal(err)
 	}
 
