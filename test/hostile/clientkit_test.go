@@ -64,18 +64,25 @@ func (p path) dialFrom(t testing.TB, ip string) net.Conn {
 	return tc
 }
 
-// proxy is the proxy that serves p (origin-nethttp has one of its own).
+// proxy is the proxy that serves p (origin-nethttp and the listener
+// ports have one of their own).
 func (e *env) proxy(p path) *dataplane.Proxy {
-	if p.listener == "origin-nethttp" {
+	switch p.listener {
+	case "origin-nethttp":
 		return e.pNet
+	case "ports", "ports-tls":
+		return e.pPorts
 	}
 	return e.p
 }
 
 // adminOf is the admin listener of the proxy that serves p.
 func (e *env) adminOf(p path) string {
-	if p.listener == "origin-nethttp" {
+	switch p.listener {
+	case "origin-nethttp":
 		return e.adminNet
+	case "ports", "ports-tls":
+		return e.adminPorts
 	}
 	return e.admin
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -41,8 +42,9 @@ type path struct {
 	// name is "listener/protocol", e.g. "gateway-tls/h2"; tests use it as
 	// the subtest name.
 	name string
-	// listener is origin, origin-nethttp, origin-tls, plain, gateway or
-	// gateway-tls.
+	// listener is origin, origin-nethttp, origin-tls, plain, gateway,
+	// gateway-tls, ports or ports-tls (a proxy serving listener ports, as
+	// a Gateway's own plane does).
 	listener string
 	// proto is h1, h2 (over TLS) or h2c.
 	proto string
@@ -94,13 +96,16 @@ func (p path) dial(t testing.TB) net.Conn {
 type env struct {
 	t *testing.T
 	// p serves the origin (own server), TLS origin, plain and Gateway
-	// listeners; pNet serves an origin listener with net/http's server.
-	p, pNet *dataplane.Proxy
-	paths   []path
-	// cfg is the config both proxies loaded.
+	// listeners; pNet serves an origin listener with net/http's server;
+	// pPorts serves listener ports on every address
+	// (Options.ListenerPorts), the config's route on listeners of its own.
+	p, pNet, pPorts *dataplane.Proxy
+	paths           []path
+	// cfg is the config p and pNet loaded.
 	cfg *proxycfg.Config
-	// admin and adminNet are the admin listeners of p and pNet (/metrics).
-	admin, adminNet string
+	// admin, adminNet and adminPorts are the admin listeners of p, pNet
+	// and pPorts (/metrics).
+	admin, adminNet, adminPorts string
 }
 
 // setup tunes an env before it starts.
@@ -138,7 +143,7 @@ func quiet() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
-// newEnv starts two proxies with one route to backend (host:port of an
+// newEnv starts three proxies with one route to backend (host:port of an
 // HTTP/1.1 server, or of whatever protocol withCluster sets) and returns
 // the ways in. Both stop when the test ends.
 func newEnv(t *testing.T, backend string, opts ...option) *env {
@@ -179,11 +184,12 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	}
 	e := &env{t: t, cfg: cfg}
 
-	start := func(l dataplane.ServeOptions) (*dataplane.Proxy, dataplane.Bound) {
+	start := func(l dataplane.ServeOptions, cfg *proxycfg.Config, listenerPorts bool) (*dataplane.Proxy, dataplane.Bound) {
 		o := dataplane.Options{Log: quiet()}
 		if s.options != nil {
 			s.options(&o)
 		}
+		o.ListenerPorts = listenerPorts
 		p := dataplane.New(o)
 		if err := p.Load(cfg); err != nil {
 			t.Fatalf("Load: %v", err)
@@ -220,12 +226,16 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	e.p, b = start(dataplane.ServeOptions{
 		Origin: "127.0.0.1:0", OriginTLS: "127.0.0.1:0", CertDir: t.TempDir(),
 		Plain: "127.0.0.1:0", Gateways: true,
-	})
-	var bNet dataplane.Bound
-	e.pNet, bNet = start(dataplane.ServeOptions{Origin: "127.0.0.1:0", OriginNetHTTP: true})
-	e.admin, e.adminNet = b.Admin, bNet.Admin
+	}, cfg, false)
+	var bNet, bPorts dataplane.Bound
+	e.pNet, bNet = start(dataplane.ServeOptions{Origin: "127.0.0.1:0", OriginNetHTTP: true}, cfg, false)
+	portHTTP, portHTTPS := freePort(t, "127.0.0.1"), freePort(t, "127.0.0.1")
+	e.pPorts, bPorts = start(dataplane.ServeOptions{}, portsConfig(cfg, portHTTP, portHTTPS), true)
+	e.admin, e.adminNet, e.adminPorts = b.Admin, bNet.Admin, bPorts.Admin
 	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTP)))
 	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTPS)))
+	waitListening(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(portHTTP)))
+	waitListening(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(portHTTPS)))
 
 	originCA, err := os.ReadFile(b.OriginCA)
 	if err != nil {
@@ -258,7 +268,34 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	add("gateway", "h2c", gwAddr(gwHTTP), nil, false)
 	add("gateway-tls", "h1", gwAddr(gwHTTPS), gwRoots, false)
 	add("gateway-tls", "h2", gwAddr(gwHTTPS), gwRoots, false)
+	portAddr := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+	add("ports", "h1", portAddr(portHTTP), nil, false)
+	add("ports", "h2c", portAddr(portHTTP), nil, false)
+	add("ports-tls", "h1", portAddr(portHTTPS), gwRoots, false)
+	add("ports-tls", "h2", portAddr(portHTTPS), gwRoots, false)
 	return e
+}
+
+// portsConfig is cfg for the listener-ports proxy: its route on an HTTP
+// and an HTTPS listener of their own ports, with the Gateway address's
+// certificate, and no address.
+func portsConfig(cfg *proxycfg.Config, httpPort, httpsPort int) *proxycfg.Config {
+	c := *cfg
+	var https proxycfg.Listener
+	for _, l := range cfg.Listeners {
+		if l.Protocol == proxycfg.ListenerHTTPS {
+			https = l
+		}
+	}
+	c.Listeners = []proxycfg.Listener{
+		{Protocol: proxycfg.ListenerHTTP, Name: "default/gw/ports-http", Port: httpPort},
+		{Protocol: proxycfg.ListenerHTTPS, Name: "default/gw/ports-https", Port: httpsPort, Certificates: https.Certificates},
+	}
+	c.Routes = slices.Clone(cfg.Routes)
+	for i := range c.Routes {
+		c.Routes[i].Listeners = []string{"default/gw/ports-http", "default/gw/ports-https"}
+	}
+	return &c
 }
 
 // newClient is an http.Client that speaks p.proto to p.addr.

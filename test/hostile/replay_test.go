@@ -198,10 +198,7 @@ func TestPOSTRetriedWhenRefused(t *testing.T) {
 		}
 	}
 	e.each(func(t *testing.T, p path) {
-		stats := e.p.Stats()
-		if p.listener == "origin-nethttp" {
-			stats = e.pNet.Stats()
-		}
+		stats := e.proxy(p).Stats()
 		refusals := stats.UpstreamErrors.Load()
 		id := idFor(p, 0, 1)
 		done := make(chan outcome, 1)
