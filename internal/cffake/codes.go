@@ -8,6 +8,7 @@ const (
 	codeTunnelNotFound  = 1003
 	codeDNSValidation   = 1004
 	codeTunnelNameTaken = 1013
+	codeTunnelActive    = 1022
 	codeTunnelConfig    = 1056
 	codeRoute           = 7003
 	codeMethod          = 7001

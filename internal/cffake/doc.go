@@ -34,10 +34,14 @@
 //     succeeds and makes the tunnel remotely managed.
 //   - A tunnel's configuration reads as version 0 with a null config until
 //     the first PUT.
+//   - A tunnel's connections are only those tests make (Connect); DELETE
+//     of a tunnel with any is refused until DELETE …/connections removes
+//     them.
 //
 // Error codes. Seen in public reports of real responses: 10000
 // "Authentication error" (403 here, wrong token), 1013 (tunnel name taken;
-// 409 here), 1004 "DNS Validation Error", 9004 (proxied on a type that
+// 409 here), 1022 (deleting a tunnel that has connections; 400 here),
+// 1004 "DNS Validation Error", 9004 (proxied on a type that
 // cannot be), 9005 (bad IPv4), 9021 (bad TTL), 81053 (a CNAME where any
 // record has the name), 81054 (a non-CNAME where a CNAME has the name),
 // 81058 (identical record). Recalled, not verified: 9106 (400, no

@@ -19,6 +19,9 @@ type tunnel struct {
 	config              json.RawMessage // the "config" object of the last PUT
 	version             int
 	configAt            time.Time
+	// connections are the connectors connected now, by client ID, with
+	// when each connected (Connect).
+	connections map[string]time.Time
 }
 
 // Tunnel is a snapshot of a tunnel's state.
@@ -102,6 +105,8 @@ func (f *Fake) routeTunnels() {
 	f.handle("GET "+base+"/{tunnel_id}/token", f.tunnelEndpoint(true, f.tunnelToken))
 	f.handle("GET "+base+"/{tunnel_id}/configurations", f.tunnelEndpoint(false, f.getTunnelConfig))
 	f.handle("PUT "+base+"/{tunnel_id}/configurations", f.tunnelEndpoint(true, f.putTunnelConfig))
+	f.handle("GET "+base+"/{tunnel_id}/connections", f.tunnelEndpoint(false, f.listConnections))
+	f.handle("DELETE "+base+"/{tunnel_id}/connections", f.cleanupConnections)
 }
 
 // tunnelEndpoint resolves the path's tunnel. Reads still see a deleted
@@ -258,6 +263,10 @@ func (f *Fake) editTunnel(t *tunnel, body []byte) (reply, error) {
 }
 
 func (f *Fake) deleteTunnel(t *tunnel, _ []byte) (reply, error) {
+	if len(t.connections) > 0 {
+		return reply{}, newErr(http.StatusBadRequest, codeTunnelActive,
+			"Cannot delete tunnel because it has active connections. Clean up its connections first.")
+	}
 	t.deleted = now()
 	return reply{result: t.json()}, nil
 }
@@ -342,6 +351,9 @@ func (t *tunnel) json() tunnelJSON {
 	j := tunnelJSON{ID: t.id, AccountTag: t.acct.id, Name: t.name, CreatedAt: t.created,
 		ConfigSrc: t.configSrc, RemoteConfig: t.configSrc == "cloudflare",
 		Status: "inactive", TunType: "cfd_tunnel", Connections: []struct{}{}}
+	if len(t.connections) > 0 {
+		j.Status = "healthy"
+	}
 	if !t.deleted.IsZero() {
 		d := t.deleted
 		j.DeletedAt = &d
