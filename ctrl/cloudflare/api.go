@@ -146,17 +146,24 @@ func (a *api) listZones(ctx context.Context, account string) ([]zone, error) {
 	return out, wrap("listing zones", err)
 }
 
-// tunnelExists says whether the account has the tunnel, not deleted.
-func (a *api) tunnelExists(ctx context.Context, account, id string) (bool, error) {
+// tunnelInfo is what the sync reads of a tunnel.
+type tunnelInfo struct {
+	name      string
+	createdAt time.Time
+}
+
+// getTunnel reads a tunnel; ok is false when the account has none by that
+// ID, or it is deleted.
+func (a *api) getTunnel(ctx context.Context, account, id string) (info tunnelInfo, ok bool, err error) {
 	ctx = withOp(ctx, opTunnelGet)
 	t, err := a.tunnels.Get(ctx, id, zero_trust.TunnelCloudflaredGetParams{AccountID: cf.F(account)})
 	if status(err) == http.StatusNotFound {
-		return false, nil
+		return tunnelInfo{}, false, nil
 	}
 	if err != nil {
-		return false, wrap("reading tunnel "+id, err)
+		return tunnelInfo{}, false, wrap("reading tunnel "+id, err)
 	}
-	return t.DeletedAt.IsZero(), nil
+	return tunnelInfo{name: t.Name, createdAt: t.CreatedAt}, t.DeletedAt.IsZero(), nil
 }
 
 // tunnelByName finds a live tunnel by name; "" when there is none.
@@ -208,6 +215,28 @@ func (a *api) createTunnel(ctx context.Context, account, name string) (string, e
 		return "", wrap("creating tunnel "+name, err)
 	}
 	return t.ID, nil
+}
+
+// cleanupConnections removes every connector of the tunnel, as
+// `cloudflared tunnel cleanup` does: Cloudflare refuses to delete a tunnel
+// that has any (error 1022), and a connector whose Pod is gone may linger.
+func (a *api) cleanupConnections(ctx context.Context, account, id string) error {
+	ctx = withOp(ctx, opTunnelConnectionsDelete)
+	_, err := a.tunnels.Connections.Delete(ctx, id, zero_trust.TunnelCloudflaredConnectionDeleteParams{AccountID: cf.F(account)})
+	if status(err) == http.StatusNotFound {
+		return nil
+	}
+	return wrap("removing the connections of tunnel "+id, err)
+}
+
+// deleteTunnel deletes the tunnel; one already gone is no error.
+func (a *api) deleteTunnel(ctx context.Context, account, id string) error {
+	ctx = withOp(ctx, opTunnelDelete)
+	_, err := a.tunnels.Delete(ctx, id, zero_trust.TunnelCloudflaredDeleteParams{AccountID: cf.F(account)})
+	if status(err) == http.StatusNotFound {
+		return nil
+	}
+	return wrap("deleting tunnel "+id, err)
 }
 
 // tunnelToken is the credential cloudflared runs the tunnel with.

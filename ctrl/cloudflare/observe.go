@@ -39,13 +39,16 @@ const (
 	opTunnelTokenGet
 	opTunnelConfigGet
 	opTunnelConfigPut
+	opTunnelConnectionsDelete
+	opTunnelDelete
 	opDNSList
 	opDNSBatch // deletes, updates and creates of one zone, applied all or nothing
 	numOps
 )
 
 var opNames = [numOps]string{"other", "account_list", "zone_list", "tunnel_get", "tunnel_list", "tunnel_create",
-	"tunnel_token_get", "tunnel_config_get", "tunnel_config_put", "dns_list", "dns_batch"}
+	"tunnel_token_get", "tunnel_config_get", "tunnel_config_put",
+	"tunnel_connections_delete", "tunnel_delete", "dns_list", "dns_batch"}
 
 // callOutcome is how a call ended: the "outcome" label.
 type callOutcome uint8

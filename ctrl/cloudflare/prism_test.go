@@ -25,7 +25,7 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 	}{
 		{"list accounts", func() error { _, err := a.accountIDs(ctx); return err }},
 		{"list zones", func() error { _, err := a.listZones(ctx, acc); return err }},
-		{"get tunnel", func() error { _, err := a.tunnelExists(ctx, acc, tunnel); return err }},
+		{"get tunnel", func() error { _, _, err := a.getTunnel(ctx, acc, tunnel); return err }},
 		{"find tunnel by name", func() error { _, err := a.tunnelByName(ctx, acc, "prod"); return err }},
 		{"create tunnel", func() error { _, err := a.createTunnel(ctx, acc, "prod"); return err }},
 		{"get tunnel token", func() error { _, err := a.tunnelToken(ctx, acc, tunnel); return err }},
@@ -35,6 +35,8 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 				{Name: "app.example.com", HTTP: true}, {Name: "grpc.example.com", GRPC: true}, {Name: "*.example.com", HTTP: true},
 			}, nil))
 		}},
+		{"remove tunnel connections", func() error { return a.cleanupConnections(ctx, acc, tunnel) }},
+		{"delete tunnel", func() error { return a.deleteTunnel(ctx, acc, tunnel) }},
 		{"list records", func() error { _, err := a.listRecords(ctx, zoneID); return err }},
 		{"batch records", func() error {
 			plan := PlanDNS([]string{"new.example.com", "moved.example.com"}, []Record{

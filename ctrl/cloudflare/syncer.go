@@ -552,7 +552,7 @@ func (s *Syncer) resolveTunnel(ctx context.Context, c *classSync, d Desired) err
 	}
 	c.l.tunnelID, c.l.applied, c.l.dnsKey = "", "", ""
 	if t.ID != "" {
-		ok, err := c.l.api.tunnelExists(ctx, c.l.account, t.ID)
+		_, ok, err := c.l.api.getTunnel(ctx, c.l.account, t.ID)
 		if err != nil {
 			return err
 		}

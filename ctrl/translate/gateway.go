@@ -92,6 +92,9 @@ func (t *translator) gateways() {
 			continue
 		}
 		t.out.GatewayClasses[ci.obj.Name].Finalizer = true
+		if g.DeletionTimestamp != nil {
+			continue // being deleted: it holds its class, and is served no more
+		}
 		gi := &gatewayInfo{obj: g, key: nn(g.Namespace, g.Name), class: ci,
 			conds: t.newConds(g.Status.Conditions, g.Generation)}
 		t.gatewayByKey[gi.key] = gi

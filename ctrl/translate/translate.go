@@ -447,11 +447,13 @@ func (t *translator) gatewayStatuses() {
 				"the shared proxies serve this gateway through its class's tunnel until its own data plane is ready: "+wait)
 			gi.conds.set(GatewayConditionDataPlane, true, DataPlaneMoving,
 				"served by the shared proxies until a proxy of its own data plane is ready")
+			t.ownTunnelCondition(gi)
 		case gi.accepted && gi.dedicated && t.in.Provisioning == ProvisionPlanes:
 			st.Addresses = t.statusAddresses(gi, ts)
 			ok, reason, msg := t.planeProgrammed(gi, ts)
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), ok, reason, msg)
 			gi.conds.set(GatewayConditionDataPlane, true, DataPlaneDedicated, "served by its own data plane")
+			t.ownTunnelCondition(gi)
 			t.warnOnPlaneChange(gi, ok, reason, msg)
 		case gi.accepted && ts != nil && ts.Pending != "":
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)

@@ -30,6 +30,13 @@ type TunnelState struct {
 	// DNS is the state of each hostname's records; nil when the class does
 	// not manage DNS.
 	DNS map[string]DNSState
+	// Created: tunnelgate created this tunnel for the Gateway whose own it
+	// is (GatewayConditionTunnel records it).
+	Created bool
+	// Departed: the cleanup after a Gateway that no longer has a tunnel
+	// of its own is done (its DNS records removed, its tunnel emptied or
+	// deleted); the controller then lets the Gateway go.
+	Departed bool
 }
 
 // DNSState is the state of one hostname's records.

@@ -24,6 +24,7 @@ var DefaultPaths = []string{
 	"/accounts/{account_id}/cfd_tunnel/{tunnel_id}",
 	"/accounts/{account_id}/cfd_tunnel/{tunnel_id}/token",
 	"/accounts/{account_id}/cfd_tunnel/{tunnel_id}/configurations",
+	"/accounts/{account_id}/cfd_tunnel/{tunnel_id}/connections",
 	"/zones/{zone_id}/dns_records",
 	"/zones/{zone_id}/dns_records/{dns_record_id}",
 	"/zones/{zone_id}/dns_records/batch",

@@ -1,0 +1,112 @@
+package translate
+
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// A Gateway with a tunnel of its own says on its status which tunnel that
+// is and whether tunnelgate created it, in the condition
+// GatewayConditionTunnel. The condition is also the record the controller
+// reads when the Gateway is deleted: Cloudflare keeps no note of who
+// created a tunnel, and the GatewayConfig that named it may be gone by
+// then (a namespace deleted at once). So a tunnel is deleted with its
+// Gateway only when this record says tunnelgate created it for the
+// Gateway, and deleteWithGateway was set.
+//
+// The message starts "tunnel <ID> ", which TunnelRecordOf reads back; the
+// reason says the rest.
+const (
+	GatewayConditionTunnel = "tunnelgate.dev/Tunnel"
+	// TunnelReasonCreated: tunnelgate created the tunnel for this Gateway
+	// (tunnel.name, none by that name existed); deleting the Gateway
+	// keeps it.
+	TunnelReasonCreated = "Created"
+	// TunnelReasonCreatedDeleteWithGateway: as Created, and
+	// tunnel.deleteWithGateway is set, so it goes with the Gateway.
+	TunnelReasonCreatedDeleteWithGateway = "CreatedDeleteWithGateway"
+	// TunnelReasonExisting: the tunnel existed before (tunnel.id,
+	// tunnel.tokenSecretRef, or a name taken over); tunnelgate never
+	// deletes it.
+	TunnelReasonExisting = "Existing"
+)
+
+// TunnelRecord is what a Gateway's status records of its own tunnel.
+type TunnelRecord struct {
+	ID string
+	// Created: tunnelgate created the tunnel for this Gateway.
+	Created bool
+	// DeleteWithGateway: it is to be deleted with the Gateway.
+	DeleteWithGateway bool
+}
+
+// TunnelRecordOf reads the record from a Gateway's status; ok is false
+// when there is none, or it is not one tunnelgate wrote.
+func TunnelRecordOf(g *gwv1.Gateway) (TunnelRecord, bool) {
+	return parseTunnelRecord(findCond(g.Status.Conditions, GatewayConditionTunnel))
+}
+
+func parseTunnelRecord(c *metav1.Condition) (TunnelRecord, bool) {
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return TunnelRecord{}, false
+	}
+	rest, ok := strings.CutPrefix(c.Message, "tunnel ")
+	id, _, _ := strings.Cut(rest, " ")
+	if !ok || !validTunnelID(id) {
+		return TunnelRecord{}, false
+	}
+	switch c.Reason {
+	case TunnelReasonCreated:
+		return TunnelRecord{ID: id, Created: true}, true
+	case TunnelReasonCreatedDeleteWithGateway:
+		return TunnelRecord{ID: id, Created: true, DeleteWithGateway: true}, true
+	case TunnelReasonExisting:
+		return TunnelRecord{ID: id}, true
+	}
+	return TunnelRecord{}, false
+}
+
+// validTunnelID accepts what a tunnel ID (a UUID) is made of, so a record
+// edited by hand cannot carry a path or a query into an API call.
+func validTunnelID(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for _, c := range id {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// ownTunnelCondition sets GatewayConditionTunnel on a Gateway with a
+// tunnel of its own, from that tunnel's report; until the report names
+// the tunnel (at a start, before the first sync) the record it had is
+// kept.
+func (t *translator) ownTunnelCondition(gi *gatewayInfo) {
+	tun := gi.params.Spec.Tunnel
+	if tun == nil {
+		return
+	}
+	ts := t.in.Tunnels[PlaneTunnelKey(gi.class.obj.Name, gi.key)]
+	if ts == nil || ts.ID == "" {
+		if prev := findCond(gi.conds.prev, GatewayConditionTunnel); prev != nil {
+			gi.conds.setStatus(prev.Type, prev.Status, prev.Reason, prev.Message)
+		}
+		return
+	}
+	switch {
+	case !ts.Created:
+		gi.conds.set(GatewayConditionTunnel, true, TunnelReasonExisting,
+			"tunnel "+ts.ID+" existed before this Gateway named it; tunnelgate never deletes it")
+	case tun.DeleteWithGateway:
+		gi.conds.set(GatewayConditionTunnel, true, TunnelReasonCreatedDeleteWithGateway,
+			"tunnel "+ts.ID+" was created by tunnelgate for this Gateway, and is deleted with it (tunnel.deleteWithGateway)")
+	default:
+		gi.conds.set(GatewayConditionTunnel, true, TunnelReasonCreated,
+			"tunnel "+ts.ID+" was created by tunnelgate for this Gateway; it is kept when the Gateway is deleted (set tunnel.deleteWithGateway to delete it then)")
+	}
+}

@@ -1,0 +1,151 @@
+package translate_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+)
+
+// A Gateway with a tunnel of its own records on its status which tunnel
+// that is and whether tunnelgate created it; the record reads back, and is
+// kept while the tunnel's report does not name it yet (after a restart).
+func TestTunnelRecord(t *testing.T) {
+	gw := nsName("default", "team-a")
+	key := translate.PlaneTunnelKey("tunnelgate", gw)
+	const id = "6ff42ae2-765d-4adf-8112-31c55c1551ef"
+	cases := []struct {
+		name       string
+		state      *translate.TunnelState
+		deleteWith bool
+		reason     string
+		want       translate.TunnelRecord
+	}{
+		{"taken over", &translate.TunnelState{ID: id}, false, translate.TunnelReasonExisting, translate.TunnelRecord{ID: id}},
+		{"created", &translate.TunnelState{ID: id, Created: true}, false, translate.TunnelReasonCreated,
+			translate.TunnelRecord{ID: id, Created: true}},
+		{"created, deleted with the Gateway", &translate.TunnelState{ID: id, Created: true}, true,
+			translate.TunnelReasonCreatedDeleteWithGateway, translate.TunnelRecord{ID: id, Created: true, DeleteWithGateway: true}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := loadGolden(t, "planes.yaml")
+			in.Provisioning = translate.ProvisionPlanes
+			in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "class"}, key: tc.state}
+			if tc.deleteWith {
+				for i, c := range in.GatewayConfigs {
+					if c.Name == "own-plane" {
+						c = c.DeepCopy()
+						c.Spec.Tunnel.DeleteWithGateway = true
+						in.GatewayConfigs[i] = c
+					}
+				}
+			}
+			out := translate.Translate(in)
+			c := cond(out.Gateways[gw].Conditions, translate.GatewayConditionTunnel)
+			if c == nil || c.Status != metav1.ConditionTrue || c.Reason != tc.reason || !strings.HasPrefix(c.Message, "tunnel "+id+" ") {
+				t.Fatalf("%s = %+v, want True %s naming the tunnel", translate.GatewayConditionTunnel, c, tc.reason)
+			}
+			written := writeBack(in, gw, out)
+			if got, ok := translate.TunnelRecordOf(gatewayOf(written, gw)); !ok || got != tc.want {
+				t.Errorf("record read back: %+v %v, want %+v", got, ok, tc.want)
+			}
+
+			// A restart: the tunnel's report names no tunnel yet.
+			written.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "class"}, key: {Pending: "waiting for the first sync"}}
+			again := translate.Translate(written)
+			if k := cond(again.Gateways[gw].Conditions, translate.GatewayConditionTunnel); k == nil || *k != *c {
+				t.Errorf("after a restart: %+v, want the record kept: %+v", k, c)
+			}
+		})
+	}
+}
+
+// Records written by hand, or by something else, are not read.
+func TestTunnelRecordRefusesOthers(t *testing.T) {
+	good := metav1.Condition{Type: translate.GatewayConditionTunnel, Status: metav1.ConditionTrue,
+		Reason: translate.TunnelReasonCreated, Message: "tunnel 6ff42ae2-765d-4adf-8112-31c55c1551ef was created"}
+	for name, mutate := range map[string]func(c *metav1.Condition){
+		"false":          func(c *metav1.Condition) { c.Status = metav1.ConditionFalse },
+		"other reason":   func(c *metav1.Condition) { c.Reason = "Adopted" },
+		"no tunnel word": func(c *metav1.Condition) { c.Message = "6ff42ae2-765d-4adf-8112-31c55c1551ef was created" },
+		"a path":         func(c *metav1.Condition) { c.Message = "tunnel ../../zones/x was created" },
+		"a query":        func(c *metav1.Condition) { c.Message = "tunnel abc?client_id=1 was created" },
+		"empty id":       func(c *metav1.Condition) { c.Message = "tunnel  was created" },
+	} {
+		c := good
+		mutate(&c)
+		g := gatewayWith(c)
+		if rec, ok := translate.TunnelRecordOf(g); ok {
+			t.Errorf("%s: read %+v", name, rec)
+		}
+	}
+	if _, ok := translate.TunnelRecordOf(gatewayWith(good)); !ok {
+		t.Error("the good record is not read")
+	}
+}
+
+// A Gateway being deleted is served no more, but still holds its class.
+func TestDeletingGatewayNotServed(t *testing.T) {
+	in := loadGolden(t, "basic.yaml")
+	out := translate.Translate(in)
+	var gw types.NamespacedName
+	for k := range out.Gateways {
+		gw = k
+		break
+	}
+	class := string(gatewayOf(in, gw).Spec.GatewayClassName)
+	for i, g := range in.Gateways {
+		if g.Namespace == gw.Namespace && g.Name == gw.Name {
+			g = g.DeepCopy()
+			g.DeletionTimestamp = &metav1.Time{Time: goldenNow}
+			g.Finalizers = []string{"example.com/wait"}
+			in.Gateways[i] = g
+		}
+	}
+	gone := translate.Translate(in)
+	if _, ok := gone.Gateways[gw]; ok {
+		t.Errorf("Gateway %s being deleted still has a status to write", gw)
+	}
+	for _, l := range gone.Config.Listeners {
+		if strings.HasPrefix(l.Name, gw.Namespace+"/"+gw.Name+"/") {
+			t.Errorf("listener %s of a Gateway being deleted still served", l.Name)
+		}
+	}
+	if !gone.GatewayClasses[class].Finalizer {
+		t.Errorf("class %s lost its finalizer while its Gateway is being deleted", class)
+	}
+}
+
+// writeBack is in with out's statuses written onto copies of its objects,
+// as they come back from the controller's writes.
+func writeBack(in *translate.Input, gw types.NamespacedName, out *translate.Output) *translate.Input {
+	next := *in
+	next.Snapshot.Gateways = slices.Clone(in.Gateways)
+	next.Snapshot.GatewayClasses = slices.Clone(in.GatewayClasses)
+	next.Snapshot.ListenerSets = slices.Clone(in.ListenerSets)
+	next.Snapshot.HTTPRoutes = slices.Clone(in.HTTPRoutes)
+	next.Snapshot.GRPCRoutes = slices.Clone(in.GRPCRoutes)
+	next.Snapshot.BackendTLSPolicies = slices.Clone(in.BackendTLSPolicies)
+	writeBackAll(&next.Snapshot, out)
+	return &next
+}
+
+func gatewayOf(in *translate.Input, key types.NamespacedName) *gwv1.Gateway {
+	for _, g := range in.Gateways {
+		if g.Namespace == key.Namespace && g.Name == key.Name {
+			return g
+		}
+	}
+	return nil
+}
+
+func gatewayWith(c metav1.Condition) *gwv1.Gateway {
+	return &gwv1.Gateway{Status: gwv1.GatewayStatus{Conditions: []metav1.Condition{c}}}
+}
