@@ -48,6 +48,18 @@ type Desired struct {
 	// that exist, so the class's DNS sync removes the records of a plane
 	// whose Gateway was deleted; nil removes none.
 	LivePlanes []string
+
+	// Departing marks the cleanup after a Gateway's own tunnel
+	// (departure.go): Hostnames is empty, nothing is created and no token
+	// saved; the report says Departed once it is done.
+	Departing bool
+	// DeleteTunnel, departing, deletes the tunnel if tunnelgate created it
+	// for this Gateway.
+	DeleteTunnel bool
+	// CreatedTunnel is the tunnel the Gateway's status records as created
+	// for it (translate.TunnelRecord), which after a restart no memory of
+	// this Syncer holds.
+	CreatedTunnel string
 }
 
 // SaveTokenFunc stores a tunnel's token in the Secret ref names.
@@ -132,6 +144,12 @@ type learned struct {
 	savedToken string // hash of ref and token last saved
 	zones      []zone
 	dnsZones   map[string]bool // zones that held our hostnames
+
+	// created is the tunnel this Syncer created for the wish, and the
+	// wish's Since then: a Gateway made anew under the same name is
+	// another wish.
+	created      string
+	createdSince time.Time
 
 	applied   string // hash of the ingress document last applied
 	lastDrift time.Time
@@ -277,7 +295,7 @@ func (s *Syncer) runDue(ctx context.Context) time.Duration {
 			continue
 		}
 		sctx, span := s.startClassSpan(ctx, name, cause)
-		st, err := s.syncClass(sctx, c, d)
+		st, err := s.syncWish(sctx, c, d)
 		s.mu.Lock()
 		o := s.finish(name, c, key, st, err)
 		s.mu.Unlock()
@@ -372,33 +390,51 @@ func (s *Syncer) finish(name string, c *classSync, key string, st *translate.Tun
 	return o
 }
 
-// syncClass does one class's work and returns its report. An error means
-// "try again later"; the report then says what is known so far.
+// syncWish does one wish's work, a class's or a Gateway's own tunnel's,
+// or the cleanup after one (departure.go).
+func (s *Syncer) syncWish(ctx context.Context, c *classSync, d Desired) (*translate.TunnelState, error) {
+	if d.Problem != "" {
+		return &translate.TunnelState{Problem: d.Problem}, nil
+	}
+	if d.Departing {
+		return s.syncDeparture(ctx, c, d)
+	}
+	return s.syncClass(ctx, c, d)
+}
+
+// useToken starts c's memory afresh when the API token changed: what the
+// old one showed may not hold.
+func (s *Syncer) useToken(c *classSync, d Desired) {
+	if tk := hash(d.Token); tk != c.l.tokenKey {
+		c.l = learned{tokenKey: tk, api: newAPI(s.opts.BaseURL, d.Token, s.opts.HTTPClient, &s.Stats, s.obs)}
+	}
+}
+
+// refusal is the report of a failed call: a Problem when Cloudflare
+// refused the token, else st, pending with the error.
+func refusal(st *translate.TunnelState, err error) (*translate.TunnelState, error) {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.refused() {
+		return &translate.TunnelState{Problem: "Cloudflare refused the API token: " + ae.msg +
+			"; it needs Account: Cloudflare Tunnel: Edit, and Zone: DNS: Edit for DNS"}, err
+	}
+	st.Pending = "not applied: " + err.Error()
+	return st, err
+}
+
+// syncClass does one class's work, or a Gateway's own tunnel's, and
+// returns its report. An error means "try again later"; the report then
+// says what is known so far.
 func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*translate.TunnelState, error) {
 	s.mu.Lock()
 	prev := c.state
 	s.mu.Unlock()
-	st := &translate.TunnelState{ID: c.l.tunnelID, Pending: prev.Pending, DNS: prev.DNS}
-	if d.Problem != "" {
-		return &translate.TunnelState{Problem: d.Problem}, nil
-	}
 	if d.Spec.Tunnel == nil || d.Spec.Tunnel.ID == "" && d.Spec.Tunnel.Name == "" {
 		return &translate.TunnelState{Problem: "the GatewayClassConfig names no tunnel (tunnel.id or tunnel.name)"}, nil
 	}
-	if tk := hash(d.Token); tk != c.l.tokenKey {
-		// A new token: what the old one showed may not hold.
-		c.l = learned{tokenKey: tk, api: newAPI(s.opts.BaseURL, d.Token, s.opts.HTTPClient, &s.Stats, s.obs)}
-		st.ID = ""
-	}
-	refusal := func(err error) (*translate.TunnelState, error) {
-		var ae *apiError
-		if errors.As(err, &ae) && ae.refused() {
-			return &translate.TunnelState{Problem: "Cloudflare refused the API token: " + ae.msg +
-				"; it needs Account: Cloudflare Tunnel: Edit, and Zone: DNS: Edit for DNS"}, err
-		}
-		st.Pending = "not applied: " + err.Error()
-		return st, err
-	}
+	s.useToken(c, d)
+	st := &translate.TunnelState{ID: c.l.tunnelID, Pending: prev.Pending, DNS: prev.DNS}
+	refusal := func(err error) (*translate.TunnelState, error) { return refusal(st, err) }
 
 	if err := s.resolveAccount(ctx, c, d); err != nil {
 		if p, ok := err.(problem); ok {
@@ -419,6 +455,7 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 		return s.refuseHeldTunnel(ctx, c, d, holder)
 	}
 	st.ID = c.l.tunnelID
+	st.Created = s.createdFor(c, d, st.ID)
 	if err := s.saveToken(ctx, c, d); err != nil {
 		return refusal(err)
 	}
@@ -577,6 +614,7 @@ func (s *Syncer) resolveTunnel(ctx context.Context, c *classSync, d Desired) err
 			if id, err = c.l.api.createTunnel(ctx, c.l.account, t.Name); err != nil {
 				return err
 			}
+			c.l.created, c.l.createdSince = id, d.Since
 			s.opts.Log.Info("tunnel created", "class", d.Class, "name", t.Name, "tunnel", id)
 		}
 		c.l.tunnelID = id
@@ -755,7 +793,9 @@ func desiredKey(d Desired) string {
 		S       v1alpha1.GatewayClassConfigSpec
 		Servers []translate.Hostname
 		L       []string
-	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes})
+		D       [3]string
+	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes,
+		[3]string{fmt.Sprint(d.Departing), fmt.Sprint(d.DeleteTunnel), d.CreatedTunnel}})
 }
 
 func hash(s string) string {
