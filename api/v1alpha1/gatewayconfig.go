@@ -124,9 +124,9 @@ type GatewayTunnel struct {
 	// existing tunnel's token.
 	TokenSecretRef *LocalSecretKeyRef `json:"tokenSecretRef,omitempty"`
 	// DeleteWithGateway deletes the tunnel when the Gateway is deleted,
-	// only if the controller created it (Name). Off by default: a tunnel
-	// outlives its Gateway unless this says otherwise. Not carried out
-	// yet: this version never deletes a tunnel.
+	// only if the controller created it for this Gateway (Name, and no
+	// tunnel of that name existed). Off by default: a tunnel outlives its
+	// Gateway unless this says otherwise.
 	DeleteWithGateway bool `json:"deleteWithGateway,omitempty"`
 }
 

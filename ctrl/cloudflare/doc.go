@@ -5,7 +5,9 @@
 // plus a TXT record saying it is ours. A Gateway with a dedicated data
 // plane has a tunnel of its own, synced the same way under a key and a
 // DNS owner of its own (PlaneOwner), below its class's: the class's sync
-// removes the records of such an owner whose Gateway is gone.
+// removes the records of such an owner whose Gateway is gone. When the
+// Gateway goes, a departure (departure.go) removes its records and
+// empties or deletes its tunnel.
 //
 // The work splits as the rest of the controller does: pure functions
 // decide (BuildDocument and SameDocument for the ingress document,

@@ -229,9 +229,10 @@ func (c *Controller) pass(ctx context.Context, span trace.Span) error {
 		c.standBy(ctx)
 		return nil
 	}
-	c.handTunnels(ctx, span, &in.Snapshot, out)
+	deps := c.handTunnels(ctx, span, &in.Snapshot, out)
 	c.recordEvents(out.Events)
-	return c.updateStatuses(ctx, span, out)
+	finErr := c.keepFinalizers(ctx, &in.Snapshot, out, deps)
+	return errors.Join(c.updateStatuses(ctx, span, out), finErr)
 }
 
 // runTranslate is the translate step, in its span.
@@ -303,16 +304,20 @@ func (c *Controller) standBy(ctx context.Context) {
 	}
 }
 
-// handTunnels gives the Cloudflare syncer each class's tunnel wishes.
-func (c *Controller) handTunnels(ctx context.Context, span trace.Span, snap *translate.Snapshot, out *translate.Output) {
+// handTunnels gives the Cloudflare syncer each class's tunnel wishes, and
+// returns the departures among them (departures.go).
+func (c *Controller) handTunnels(ctx context.Context, span trace.Span, snap *translate.Snapshot, out *translate.Output) []departure {
 	if c.opts.Cloudflare == nil {
-		return
+		return nil
 	}
-	tunnels := desiredTunnels(snap, out, c.controllerName)
+	byClass := classConfigs(snap, c.controllerName)
+	deps := departures(snap, out, byClass)
+	tunnels := desiredTunnels(snap, out, byClass, deps)
 	if span.IsRecording() {
 		span.SetAttributes(attrTunnelClasses.Int(len(tunnels)))
 	}
 	c.opts.Cloudflare.UpdateContext(ctx, tunnels)
+	return deps
 }
 
 // updateStatuses writes the statuses that differ from the last ones

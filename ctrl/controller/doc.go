@@ -29,12 +29,15 @@
 // the planes to apply, and the Gateways that want none, to the
 // provisioner (ctrl/planes), whose reports of the planes' Deployments
 // feed the next translation; and each plane's own tunnel goes to the
-// Cloudflare syncer beside the classes' (tunnels.go).
+// Cloudflare syncer beside the classes' (tunnels.go). A Gateway with a
+// tunnel of its own is held by a finalizer, when it goes, until the
+// syncer has cleaned up after it (departures.go).
 //
 // Files: informers.go (what is watched), snapshot.go (listers to a
 // Snapshot), controller.go (queue, worker, the steps of a sync),
 // status.go (status merge and writes), events.go, tunnels.go (what
 // Cloudflare is handed, the tunnel token writer), planes.go (what
-// dedicated planes are handed), leader.go, admin.go (health, metrics,
+// dedicated planes are handed), departures.go (the cleanup finalizer),
+// leader.go, admin.go (health, metrics,
 // pprof), tracing.go (the spans of a sync).
 package controller

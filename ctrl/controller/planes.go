@@ -89,7 +89,7 @@ func (c *Controller) handPlanes(_ context.Context, leading bool, snap *translate
 	for key, p := range out.Planes {
 		wanted[key] = wantOf(p)
 	}
-	c.opts.Planes.Update(true, wanted, sharedGateways(snap, c.controllerName))
+	c.opts.Planes.Update(true, wanted, gatewaysWantingNoPlane(snap, c.controllerName))
 }
 
 // wantOf is what the provisioner needs of a translated plane.
@@ -104,12 +104,14 @@ func wantOf(p *translate.Plane) planes.Want {
 	return w
 }
 
-// sharedGateways are our Gateways that say they want no plane of their
-// own: no GatewayConfig (none named, no class default), or one with
-// dataPlane Shared. A Gateway refused for another reason (its GatewayConfig
-// missing) is in neither list, and its plane, if it has one, is left
-// running.
-func sharedGateways(snap *translate.Snapshot, controllerName string) []types.NamespacedName {
+// gatewaysWantingNoPlane are our Gateways being deleted, whose planes go
+// at once (so a plane's connectors leave its tunnel before the tunnel is
+// cleaned up, departures.go), and those that say they want no plane of
+// their own: no GatewayConfig (none named, no class default), or one with
+// dataPlane Shared. A Gateway refused for another reason (its
+// GatewayConfig missing) is in neither list, and its plane, if it has one,
+// is left running.
+func gatewaysWantingNoPlane(snap *translate.Snapshot, controllerName string) []types.NamespacedName {
 	byClass := classConfigs(snap, controllerName)
 	ours := map[string]bool{}
 	for _, gc := range snap.GatewayClasses {
@@ -119,7 +121,7 @@ func sharedGateways(snap *translate.Snapshot, controllerName string) []types.Nam
 	var out []types.NamespacedName
 	for _, g := range snap.Gateways {
 		class := string(g.Spec.GatewayClassName)
-		if ours[class] && wantsShared(g, byClass[class], configs) {
+		if ours[class] && (g.DeletionTimestamp != nil || wantsShared(g, byClass[class], configs)) {
 			out = append(out, types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
 		}
 	}
@@ -128,12 +130,16 @@ func sharedGateways(snap *translate.Snapshot, controllerName string) []types.Nam
 
 // gatewaysWantingPlanes are, by class, the Gateways that do not ask for
 // the shared proxies: those with a plane, and those refused for a mistake
-// (their GatewayConfig missing), whose plane is kept.
+// (their GatewayConfig missing), whose plane is kept. A Gateway being
+// deleted wants none.
 func gatewaysWantingPlanes(snap *translate.Snapshot, byClass map[string]*v1alpha1.GatewayClassConfig) map[string][]types.NamespacedName {
 	configs := gatewayConfigs(snap)
 	out := map[string][]types.NamespacedName{}
 	for _, g := range snap.Gateways {
 		class := string(g.Spec.GatewayClassName)
+		if g.DeletionTimestamp != nil {
+			continue
+		}
 		if !wantsShared(g, byClass[class], configs) {
 			out[class] = append(out[class], types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
 		}

@@ -51,6 +51,7 @@ func TestWhoWantsAPlane(t *testing.T) {
 			gateway("by-default", "planes", nil),           // a plane: the class's default
 			gateway("opted-out", "planes", ref("shared")),  // shared: its own wins
 			gateway("missing", "planes", ref("not-there")), // neither: refused, its plane kept
+			deleting(gateway("deleting", "planes", nil)),   // its plane goes at once
 		},
 	}
 	nn := func(names ...string) []types.NamespacedName {
@@ -60,10 +61,10 @@ func TestWhoWantsAPlane(t *testing.T) {
 		}
 		return out
 	}
-	shared := sharedGateways(snap, controllerName)
-	slices.SortFunc(shared, compareNN)
-	if want := nn("opted-out", "plain"); !slices.Equal(shared, want) {
-		t.Errorf("shared %v, want %v", shared, want)
+	none := gatewaysWantingNoPlane(snap, controllerName)
+	slices.SortFunc(none, compareNN)
+	if want := nn("deleting", "opted-out", "plain"); !slices.Equal(none, want) {
+		t.Errorf("wanting no plane: %v, want %v", none, want)
 	}
 	wanting := gatewaysWantingPlanes(snap, classConfigs(snap, controllerName))
 	for c := range wanting {
@@ -79,4 +80,9 @@ func TestWhoWantsAPlane(t *testing.T) {
 
 func compareNN(a, b types.NamespacedName) int {
 	return cmp.Or(strings.Compare(a.Namespace, b.Namespace), strings.Compare(a.Name, b.Name))
+}
+
+func deleting(g *gwv1.Gateway) *gwv1.Gateway {
+	g.DeletionTimestamp = &metav1.Time{}
+	return g
 }

@@ -25,10 +25,16 @@ import (
 
 // desiredTunnels is what each of our GatewayClasses with a tunnel wants
 // from Cloudflare after a translation: its hostnames, its settings and
-// its API token, read from the credentials Secret.
-func desiredTunnels(snap *translate.Snapshot, out *translate.Output, controllerName string) []cloudflare.Desired {
-	byClass := classConfigs(snap, controllerName)
+// its API token, read from the credentials Secret; then each Gateway's
+// own tunnel, and the cleanup after each departed one (deps).
+func desiredTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[string]*v1alpha1.GatewayClassConfig, deps []departure) []cloudflare.Desired {
 	planeGateways := gatewaysWantingPlanes(snap, byClass)
+	for _, d := range deps {
+		// Its departure removes its records: the class's sync must not.
+		g := d.gateway
+		class := string(g.Spec.GatewayClassName)
+		planeGateways[class] = append(planeGateways[class], types.NamespacedName{Namespace: g.Namespace, Name: g.Name})
+	}
 	var list []cloudflare.Desired
 	for _, gc := range snap.GatewayClasses {
 		cfg := byClass[gc.Name]
@@ -47,7 +53,13 @@ func desiredTunnels(snap *translate.Snapshot, out *translate.Output, controllerN
 		}
 		list = append(list, d)
 	}
-	return append(list, planeTunnels(snap, out, byClass)...)
+	list = append(list, planeTunnels(snap, out, byClass)...)
+	for _, d := range deps {
+		if d.desired != nil {
+			list = append(list, *d.desired)
+		}
+	}
+	return list
 }
 
 // classConfigs are the GatewayClassConfigs of our GatewayClasses, by
@@ -73,10 +85,8 @@ func classConfigs(snap *translate.Snapshot, controllerName string) map[string]*v
 
 // planeTunnels is what each Gateway with a plane wants from Cloudflare:
 // its own tunnel, with its hostnames, written with its class's
-// credentials. The ingress document sends them to the plane's proxies
-// (provision.OriginSocket, provision.OriginCAPool); DNS follows the
-// class's settings under an owner of the Gateway's own, so the class's
-// sync and the plane's never take each other's records.
+// credentials (planeSpec). The ingress document sends them to the plane's
+// proxies (provision.OriginSocket, provision.OriginCAPool).
 func planeTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[string]*v1alpha1.GatewayClassConfig) []cloudflare.Desired {
 	var list []cloudflare.Desired
 	for key, p := range out.Planes {
@@ -86,16 +96,10 @@ func planeTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[s
 		if cc == nil || t == nil {
 			continue // translate accepts neither
 		}
-		spec := v1alpha1.GatewayClassConfigSpec{
-			CredentialsRef: cc.Spec.CredentialsRef,
-			AccountID:      cc.Spec.AccountID,
-			Origin:         &v1alpha1.OriginSettings{Socket: provision.OriginSocket, CAPool: provision.OriginCAPool},
-		}
+		spec := planeSpec(class, key, cc)
 		d := cloudflare.Desired{Class: translate.PlaneTunnelKey(class, key), Hostnames: p.Hostnames, Since: p.Gateway.CreationTimestamp.Time}
-		if dns := cc.Spec.DNS; dns != nil {
-			own := *dns
-			own.OwnerID = cloudflare.PlaneOwner(classOwner(class, cc), key.Namespace, key.Name)
-			spec.DNS = &own
+		if rec, ok := translate.TunnelRecordOf(p.Gateway); ok && rec.Created {
+			d.CreatedTunnel = rec.ID
 		}
 		secrets := provision.SecretsOf(p.Gateway, &p.Params.Spec)
 		switch {

@@ -22,10 +22,13 @@
 //   - A plane is deleted only when its Gateway says it wants none (no
 //     GatewayConfig, or one with dataPlane Shared): a Gateway refused for
 //     a mistake (its GatewayConfig deleted by accident) keeps its proxies,
-//     which keep serving their last config. A deleted Gateway takes its
-//     plane with it through ownerReferences, by the garbage collector; so
-//     does a Gateway back on the shared proxies take its credentials
-//     Secret, since the controller may not delete Secrets.
+//     which keep serving their last config. A Gateway being deleted has
+//     its plane deleted at once, so its connectors leave its tunnel before
+//     the tunnel is cleaned up (a finalizer may hold the Gateway a while);
+//     its Secrets go with it through ownerReferences, by the garbage
+//     collector, as a Gateway back on the shared proxies keeps its
+//     credentials Secret until it goes, since the controller may not
+//     delete Secrets.
 //   - The config token in a credentials Secret is made once, at random,
 //     and kept; the Secret's other keys follow the controller.
 //   - Nothing is done unless this replica leads (Update with leading

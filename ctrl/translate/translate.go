@@ -471,6 +471,7 @@ func (t *translator) gatewayStatuses() {
 		if gi.accepted && gi.address.IsValid() {
 			st.Addresses = append([]gwv1.GatewayStatusAddress{{Type: new(gwv1.IPAddressType), Value: gi.address.String()}}, st.Addresses...)
 		}
+		keepTunnelRecord(gi)
 		n := int32(0)
 		for _, si := range gi.sets {
 			if si.conds.isTrue(string(gwv1.ListenerSetConditionAccepted)) {

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,6 +81,23 @@ func validTunnelID(id string) bool {
 		}
 	}
 	return true
+}
+
+// TunnelFinalizer is the controller's finalizer on a Gateway with a
+// tunnel of its own: it holds the Gateway, deleted or gone off its own
+// tunnel, until that tunnel is cleaned up in Cloudflare. While it does,
+// the Gateway's record is kept, since the cleanup reads it.
+const TunnelFinalizer = "tunnelgate.dev/tunnel-cleanup"
+
+// keepTunnelRecord carries a Gateway's record while it holds
+// TunnelFinalizer and nothing set it anew.
+func keepTunnelRecord(gi *gatewayInfo) {
+	if gi.conds.get(GatewayConditionTunnel) != nil || !slices.Contains(gi.obj.Finalizers, TunnelFinalizer) {
+		return
+	}
+	if prev := findCond(gi.conds.prev, GatewayConditionTunnel); prev != nil {
+		gi.conds.setStatus(prev.Type, prev.Status, prev.Reason, prev.Message)
+	}
 }
 
 // ownTunnelCondition sets GatewayConditionTunnel on a Gateway with a

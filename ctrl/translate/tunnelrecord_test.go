@@ -149,3 +149,37 @@ func gatewayOf(in *translate.Input, key types.NamespacedName) *gwv1.Gateway {
 func gatewayWith(c metav1.Condition) *gwv1.Gateway {
 	return &gwv1.Gateway{Status: gwv1.GatewayStatus{Conditions: []metav1.Condition{c}}}
 }
+
+// A Gateway gone off its own tunnel keeps its record while the
+// controller's finalizer holds it (the cleanup reads it), and drops it
+// after.
+func TestTunnelRecordKeptForTheCleanup(t *testing.T) {
+	gw := nsName("default", "team-a")
+	const id = "6ff42ae2-765d-4adf-8112-31c55c1551ef"
+	in := loadGolden(t, "planes.yaml")
+	in.Provisioning = translate.ProvisionPlanes
+	in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "class"},
+		translate.PlaneTunnelKey("tunnelgate", gw): {ID: id, Created: true}}
+	in = writeBack(in, gw, translate.Translate(in))
+	for _, held := range []bool{true, false} {
+		next := *in
+		next.Gateways = slices.Clone(in.Gateways)
+		for i, g := range next.Gateways {
+			if g.Namespace == gw.Namespace && g.Name == gw.Name {
+				g = g.DeepCopy()
+				g.Spec.Infrastructure = nil // back to the shared proxies
+				if held {
+					g.Finalizers = []string{translate.TunnelFinalizer}
+				}
+				next.Gateways[i] = g
+			}
+		}
+		c := cond(translate.Translate(&next).Gateways[gw].Conditions, translate.GatewayConditionTunnel)
+		if held && (c == nil || c.Reason != translate.TunnelReasonCreated) {
+			t.Errorf("held by the finalizer: record %+v, want it kept", c)
+		}
+		if !held && c != nil {
+			t.Errorf("no finalizer: record %+v, want it dropped", c)
+		}
+	}
+}

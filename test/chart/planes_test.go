@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -16,12 +17,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/provision"
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
@@ -126,12 +129,21 @@ spec:
 		if c == nil || c.Status != metav1.ConditionTrue || len(g.Status.Addresses) == 0 || g.Status.Addresses[0].Value != tunnelA+".cfargotunnel.com" {
 			return fmt.Errorf("Programmed %+v, addresses %+v", c, g.Status.Addresses)
 		}
+		// Its status records the tunnel as created for it, and the
+		// controller's finalizer holds it for the cleanup in Cloudflare.
+		rec := meta.FindStatusCondition(g.Status.Conditions, translate.GatewayConditionTunnel)
+		if rec == nil || rec.Reason != translate.TunnelReasonCreated || !strings.HasPrefix(rec.Message, "tunnel "+tunnelA+" ") {
+			return fmt.Errorf("%s: %+v", translate.GatewayConditionTunnel, rec)
+		}
+		if !slices.Contains(g.Finalizers, translate.TunnelFinalizer) {
+			return fmt.Errorf("finalizers %v", g.Finalizers)
+		}
 		return nil
 	})
 
 	// A plane whose proxies cannot start says why, on the Gateway's
 	// Programmed condition and in a Warning event.
-	if err := r.env.Apply(ctx, []byte(planeGateway("team-a", "broken", r.class, "team-a-broken", "broken.example.com",
+	if err := r.env.Apply(ctx, []byte(planeGateway("team-a", "broken", r.class, "name: team-a-broken, deleteWithGateway: true", "broken.example.com",
 		"proxy: {image: registry.example.com/missing:1}")+`
 ---
 apiVersion: gateway.networking.k8s.io/v1
@@ -175,7 +187,7 @@ kind: ResourceQuota
 metadata: {name: no-services, namespace: team-q}
 spec:
   hard: {services: "0"}
----`+planeGateway("team-q", "gw", r.class, "team-q", "q.example.com", ""))); err != nil {
+---`+planeGateway("team-q", "gw", r.class, "name: team-q", "q.example.com", ""))); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "a plane refused by a quota said so", func() error {
@@ -254,12 +266,27 @@ spec:
 		})
 	}
 
-	// Back to the shared proxies: the plane goes (its tunnel stays), the
-	// hostname moves to the class's tunnel, its DNS record with it.
+	// Back to the shared proxies: the plane goes, the hostname moves to
+	// the class's tunnel, its DNS record with it. Its own tunnel stays,
+	// its document emptied, and the Gateway's finalizer goes.
 	setOwnPlaneShared(t, r)
 	eventually(t, 60*time.Second, "the plane deleted once its Gateway wants none", func() error {
 		return gone(ctx, r.kube, "team-a", plane, false)
 	})
+	eventually(t, 60*time.Second, "the tunnel it left kept, emptied, and the finalizer gone", func() error {
+		if hosts := ingressHostnames(t, r, tunnelA); len(hosts) != 0 {
+			return fmt.Errorf("the tunnel it left still routes %v", hosts)
+		}
+		g, err := r.gw.GatewayV1().Gateways("team-a").Get(ctx, "gw", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if slices.Contains(g.Finalizers, translate.TunnelFinalizer) {
+			return fmt.Errorf("finalizers %v", g.Finalizers)
+		}
+		return nil
+	})
+	tunnelID(t, r, "team-a-tunnel") // fails the test if deleted
 	classTunnel := tunnelID(t, r, r.class+"-tunnel")
 	eventually(t, 60*time.Second, "the tenant's hostname through the class's tunnel", func() error {
 		if err := cnameTo(r, "a.example.com", classTunnel); err != nil {
@@ -268,16 +295,36 @@ spec:
 		return visitBackend(visitor, "a.example.com", "team-a")
 	})
 
-	// Deleting a Gateway deletes its plane (the garbage collector follows
-	// the ownerReferences) and its DNS records, and keeps its tunnel.
+	// Deleting a Gateway deletes its plane and its DNS records, and, as
+	// its GatewayConfig asks (deleteWithGateway) and its status records
+	// creating it, its tunnel, though connectors are still connected to
+	// it; the finalizer then lets the Gateway go, and the garbage
+	// collector takes the rest.
 	brokenPlane := provision.Name("broken", r.class)
-	if err := cnameTo(r, "broken.example.com", tunnelID(t, r, "team-a-broken")); err != nil {
+	brokenTunnel := tunnelID(t, r, "team-a-broken")
+	if err := cnameTo(r, "broken.example.com", brokenTunnel); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the broken Gateway's tunnel recorded as created, to be deleted with it", func() error {
+		_, c, err := r.gatewayCondition(ctx, "team-a", "broken", translate.GatewayConditionTunnel)
+		if err != nil {
+			return err
+		}
+		if c == nil || c.Reason != translate.TunnelReasonCreatedDeleteWithGateway {
+			return fmt.Errorf("%+v", c)
+		}
+		return nil
+	})
+	if err := r.fake.Connect(rigAccount, brokenTunnel, "a-connector-still-running"); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.gw.GatewayV1().Gateways("team-a").Delete(ctx, "broken", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 60*time.Second, "the plane and DNS records deleted with their Gateway", func() error {
+	eventually(t, 60*time.Second, "the Gateway, its plane, DNS records and tunnel deleted", func() error {
+		if _, err := r.gw.GatewayV1().Gateways("team-a").Get(ctx, "broken", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the Gateway is still there: %v", err)
+		}
 		if err := gone(ctx, r.kube, "team-a", brokenPlane, true); err != nil {
 			return err
 		}
@@ -286,11 +333,14 @@ spec:
 				return fmt.Errorf("still there: %s %s → %s", rec.Type, rec.Name, rec.Content)
 			}
 		}
+		for _, tun := range r.fake.Tunnels(rigAccount) {
+			if tun.ID == brokenTunnel && tun.DeletedAt.IsZero() {
+				return fmt.Errorf("tunnel team-a-broken not deleted")
+			}
+		}
 		return nil
 	})
-	for _, name := range []string{"team-a-tunnel", "team-a-broken"} {
-		tunnelID(t, r, name) // fails the test if deleted
-	}
+	tunnelID(t, r, "team-a-tunnel") // fails the test if deleted
 	if err := visitBackend(visitor, "b.example.com", "team-b"); err != nil {
 		t.Errorf("the shared Gateway after the tenant's went: %v", err)
 	}
@@ -386,7 +436,7 @@ metadata: {name: %[2]s, namespace: %[1]s}
 spec:
   dataPlane: Dedicated
   replicas: 1
-  tunnel: {name: %[4]s}
+  tunnel: {%[4]s}
   %[6]s
 ---
 apiVersion: gateway.networking.k8s.io/v1
@@ -623,4 +673,23 @@ func (a *configAPIClient) status(t *testing.T, token string) int {
 	t.Helper()
 	res, _ := a.get(t, token)
 	return res.StatusCode
+}
+
+// ingressHostnames are the hostnames a tunnel's ingress document routes.
+func ingressHostnames(t *testing.T, r *rig, tunnel string) []string {
+	t.Helper()
+	raw, _ := r.fake.TunnelConfig(rigAccount, tunnel)
+	var doc struct {
+		Ingress []struct{ Hostname string } `json:"ingress"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("tunnel %s configuration %s: %v", tunnel, raw, err)
+	}
+	var out []string
+	for _, rule := range doc.Ingress {
+		if rule.Hostname != "" {
+			out = append(out, rule.Hostname)
+		}
+	}
+	return out
 }

@@ -30,6 +30,15 @@ type Tunnels interface {
 	TunnelConfig(accountID, tunnelID string) (json.RawMessage, int)
 }
 
+// ConnectionLedger is what an edge tells its Tunnels of connectors, when
+// they keep a ledger (internal/cffake's Fake does: Cloudflare refuses to
+// delete a tunnel with connections). A connector is recorded when it
+// registers, and forgotten when the edge finds it gone.
+type ConnectionLedger interface {
+	Connect(accountID, tunnelID, clientID string) error
+	Disconnect(accountID, tunnelID, clientID string)
+}
+
 // configPoll is how often the edge looks for a new configuration version.
 const configPoll = 100 * time.Millisecond
 
@@ -199,6 +208,9 @@ func (e *Edge) register(c net.Conn) error {
 	e.mu.Lock()
 	e.conns = append(e.conns, tc)
 	e.mu.Unlock()
+	if l, ok := e.tunnels.(ConnectionLedger); ok {
+		_ = l.Connect(account, tunnelID, h.Connector) // a tunnel deleted meanwhile: the connector serves nothing
+	}
 	e.log.Info("connector registered", "connector", h.Connector, "tunnel", tunnelID)
 	return nil
 }
@@ -298,6 +310,9 @@ func (p edgePool) MarkDead(cc *http2.ClientConn) {
 	e.conns = slices.DeleteFunc(e.conns, func(tc *tunnelConn) bool {
 		if tc.cc == cc {
 			e.log.Info("connector gone", "connector", tc.name)
+			if l, ok := e.tunnels.(ConnectionLedger); ok {
+				l.Disconnect(tc.account, tc.tunnelID, tc.name)
+			}
 			return true
 		}
 		return false
