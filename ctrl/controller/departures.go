@@ -204,9 +204,10 @@ func (c *Controller) keepFinalizers(ctx context.Context, snap *translate.Snapsho
 	return errors.Join(errs...)
 }
 
-// setTunnelFinalizer adds or removes translate.TunnelFinalizer with a merge patch
-// that holds the resourceVersion read, so a finalizer someone else added
-// meanwhile is never lost: a conflict is retried by the next sync.
+// setTunnelFinalizer adds or removes translate.TunnelFinalizer with a
+// merge patch that holds the resourceVersion read, so a finalizer someone
+// else added meanwhile is never lost. A conflict is no error: the change
+// that caused it brings the Gateway to the informer, and a sync with it.
 func (c *Controller) setTunnelFinalizer(ctx context.Context, g *gwv1.Gateway, on bool) error {
 	fins := slices.DeleteFunc(slices.Clone(g.Finalizers), func(f string) bool { return f == translate.TunnelFinalizer })
 	if on {
@@ -220,7 +221,7 @@ func (c *Controller) setTunnelFinalizer(ctx context.Context, g *gwv1.Gateway, on
 		return err
 	}
 	_, err = c.gw.GatewayV1().Gateways(g.Namespace).Patch(ctx, g.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager})
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}
 	if err != nil {
