@@ -225,7 +225,7 @@ func (c *Controller) setTunnelFinalizer(ctx context.Context, g *gwv1.Gateway, on
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("Gateway %s/%s finalizer %s: %w", g.Namespace, g.Name, translate.TunnelFinalizer, err)
+		return fmt.Errorf("finalizer %s of Gateway %s/%s: %w", translate.TunnelFinalizer, g.Namespace, g.Name, err)
 	}
 	c.Stats.StatusWrites.Add(1)
 	return nil

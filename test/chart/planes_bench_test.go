@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,6 +104,40 @@ spec:
 	b.Logf("%d planes: apply took %s, all Programmed after %s; controller RSS %.0f MiB, heap %.0f MiB, %d connectors",
 		n, applied.Round(time.Millisecond), elapsed.Round(time.Second), m["process_resident_memory_bytes"]/(1<<20),
 		m["go_memstats_heap_alloc_bytes"]/(1<<20), len(r.edge.Connectors()))
+	b.ReportMetric(deleteAllGateways(b, r, n).Seconds(), "s-to-deleted")
+}
+
+// tenantHost matches the benchmark's hostnames and their ownership
+// records.
+var tenantHost = regexp.MustCompile(`(^|\.)t[0-9]+\.example\.com$`)
+
+// deleteAllGateways deletes the n Gateways of the namespace tenants at
+// once and times them until each is gone, which the controller's
+// finalizer holds until its plane is deleted, its DNS records removed and
+// its tunnel emptied.
+func deleteAllGateways(b *testing.B, r *rig, n int) time.Duration {
+	start := time.Now()
+	if err := r.gw.GatewayV1().Gateways("tenants").DeleteCollection(b.Context(), metav1.DeleteOptions{}, metav1.ListOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	eventually(b, 20*time.Minute, fmt.Sprintf("%d Gateways deleted", n), func() error {
+		list, err := r.gw.GatewayV1().Gateways("tenants").List(b.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if left := len(list.Items); left > 0 {
+			return fmt.Errorf("%d of %d Gateways left", left, n)
+		}
+		for _, rec := range r.fake.Records("zone") {
+			if tenantHost.MatchString(rec.Name) {
+				return fmt.Errorf("DNS record %s %s left", rec.Type, rec.Name)
+			}
+		}
+		return nil
+	})
+	took := time.Since(start)
+	b.Logf("%d Gateways deleted, their planes and DNS records with them, after %s", n, took.Round(time.Second))
+	return took
 }
 
 // controllerMetrics scrapes the controller Pod's unlabelled gauges.
