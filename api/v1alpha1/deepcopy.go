@@ -44,6 +44,10 @@ func (in *GatewayClassConfigSpec) DeepCopy() *GatewayClassConfigSpec {
 		r := *in.DefaultGatewayConfigRef
 		out.DefaultGatewayConfigRef = &r
 	}
+	if in.GatewayTunnels != nil {
+		p := *in.GatewayTunnels
+		out.GatewayTunnels = &p
+	}
 	if in.Origin != nil {
 		o := *in.Origin
 		out.Origin = &o

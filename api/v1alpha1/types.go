@@ -14,6 +14,8 @@
 package v1alpha1
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -71,6 +73,27 @@ type GatewayClassConfigSpec struct {
 	// Unset, they are served by the shared proxies. It must not name a
 	// tunnel: a tunnel of its own serves one Gateway.
 	DefaultGatewayConfigRef *ObjectRef `json:"defaultGatewayConfigRef,omitempty"`
+	// GatewayTunnels limits the tunnels of the class's account that a
+	// Gateway's GatewayConfig may name as its own. Unset, it may name any
+	// tunnel that no other class or Gateway of this controller holds.
+	GatewayTunnels *GatewayTunnelPolicy `json:"gatewayTunnels,omitempty"`
+}
+
+// GatewayTunnelPolicy is which tunnels a class's Gateways may name as
+// their own. A tunnel named by its token (tokenSecretRef) is always
+// allowed: whoever holds a tunnel's token can run it anyway.
+type GatewayTunnelPolicy struct {
+	// NamePrefix is the prefix every tunnel.name must start with. The text
+	// "{namespace}" in it stands for the Gateway's namespace, so
+	// "{namespace}-" keeps each namespace to tunnels named after it.
+	NamePrefix string `json:"namePrefix,omitempty"`
+	// AllowIDs lets tunnel.id name an existing tunnel of the account.
+	AllowIDs bool `json:"allowIDs,omitempty"`
+}
+
+// NamePrefixFor is NamePrefix for a Gateway in namespace.
+func (p *GatewayTunnelPolicy) NamePrefixFor(namespace string) string {
+	return strings.ReplaceAll(p.NamePrefix, "{namespace}", namespace)
 }
 
 // ObjectRef names a namespaced object.

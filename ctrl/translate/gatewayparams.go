@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -64,7 +65,7 @@ func (t *translator) gatewayParameters(g *gwv1.Gateway, class *classInfo) (cfg *
 			return nil, false, fmt.Sprintf("%s asks for a Dedicated data plane, and this controller runs none: "+
 				"start it with -planes (the Helm chart does), or set dataPlane to Shared", what)
 		}
-		if p := dedicatedProblem(what, &cfg.Spec, class); p != "" {
+		if p := dedicatedProblem(what, g.Namespace, &cfg.Spec, class); p != "" {
 			return nil, false, p
 		}
 		return cfg, true, ""
@@ -85,7 +86,7 @@ func (t *translator) gatewayParameters(g *gwv1.Gateway, class *classInfo) (cfg *
 // A plane without one serves in the cluster only, on its Service. A class
 // with a tunnel publishes its Gateways' hostnames through it, which such
 // a plane would not serve, so it is refused there.
-func dedicatedProblem(what string, spec *v1alpha1.GatewayConfigSpec, class *classInfo) string {
+func dedicatedProblem(what, namespace string, spec *v1alpha1.GatewayConfigSpec, class *classInfo) string {
 	if spec.ServesInCluster() {
 		if class.config != nil && class.config.Spec.Tunnel != nil {
 			return fmt.Sprintf("%s has no tunnel of its own, so its data plane would serve in the cluster only, "+
@@ -97,6 +98,26 @@ func dedicatedProblem(what string, spec *v1alpha1.GatewayConfigSpec, class *clas
 	if class.config == nil || class.config.Spec.CredentialsRef == nil {
 		return fmt.Sprintf("%s: a Gateway's own tunnel is managed with its GatewayClass's Cloudflare credentials: "+
 			"GatewayClass %s has no GatewayClassConfig with a credentialsRef", what, class.obj.Name)
+	}
+	return tunnelPolicyProblem(what, namespace, spec.Tunnel, class)
+}
+
+// tunnelPolicyProblem says why the class's gatewayTunnels policy refuses
+// the tunnel a Gateway names, or "". The tunnels of the class's account
+// are managed with the class's credentials, so which of them a tenant's
+// GatewayConfig may name is the cluster admin's to say.
+func tunnelPolicyProblem(what, namespace string, t *v1alpha1.GatewayTunnel, class *classInfo) string {
+	p := class.config.Spec.GatewayTunnels
+	if p == nil {
+		return ""
+	}
+	switch {
+	case t.ID != "" && !p.AllowIDs:
+		return fmt.Sprintf("%s: tunnel.id: GatewayClass %s lets its Gateways name their tunnel by name or token, not by ID "+
+			"(gatewayTunnels.allowIDs)", what, class.obj.Name)
+	case t.Name != "" && !strings.HasPrefix(t.Name, p.NamePrefixFor(namespace)):
+		return fmt.Sprintf("%s: tunnel.name %q: GatewayClass %s wants the names of its Gateways' tunnels in namespace %s "+
+			"to start with %q (gatewayTunnels.namePrefix)", what, t.Name, class.obj.Name, namespace, p.NamePrefixFor(namespace))
 	}
 	return ""
 }
