@@ -14,6 +14,7 @@
 package v1alpha1
 
 import (
+	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,6 +95,21 @@ type GatewayTunnelPolicy struct {
 // NamePrefixFor is NamePrefix for a Gateway in namespace.
 func (p *GatewayTunnelPolicy) NamePrefixFor(namespace string) string {
 	return strings.ReplaceAll(p.NamePrefix, "{namespace}", namespace)
+}
+
+// Refuses says why the policy refuses the tunnel a Gateway in namespace
+// names, or ""; a nil policy refuses nothing.
+func (p *GatewayTunnelPolicy) Refuses(namespace string, t *GatewayTunnel) string {
+	switch {
+	case p == nil || t == nil:
+		return ""
+	case t.ID != "" && !p.AllowIDs:
+		return "tunnel.id: a Gateway's own tunnel is to be named by name or token, not by ID (gatewayTunnels.allowIDs)"
+	case t.Name != "" && !strings.HasPrefix(t.Name, p.NamePrefixFor(namespace)):
+		return fmt.Sprintf("tunnel.name %q: the names of Gateways' tunnels in namespace %s are to start with %q (gatewayTunnels.namePrefix)",
+			t.Name, namespace, p.NamePrefixFor(namespace))
+	}
+	return ""
 }
 
 // ObjectRef names a namespaced object.

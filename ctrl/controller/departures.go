@@ -72,9 +72,9 @@ func departures(snap *translate.Snapshot, out *translate.Output, byClass map[str
 }
 
 // departureOf is the cleanup after g's own tunnel. The tunnel is the one
-// its GatewayConfig names, or else the one its status records; it is to
-// be deleted when the Gateway is, if the GatewayConfig (or, when that is
-// gone, the record) asks.
+// its GatewayConfig names (within the class's gatewayTunnels policy), or
+// else the one its status records; it is to be deleted when the Gateway
+// is, if the GatewayConfig (or, when that is gone, the record) asks.
 func departureOf(snap *translate.Snapshot, g *gwv1.Gateway, class string, cc *v1alpha1.GatewayClassConfig, cfg *v1alpha1.GatewayConfig) cloudflare.Desired {
 	key := types.NamespacedName{Namespace: g.Namespace, Name: g.Name}
 	d := cloudflare.Desired{Class: translate.PlaneTunnelKey(class, key), Departing: true,
@@ -84,7 +84,11 @@ func departureOf(snap *translate.Snapshot, g *gwv1.Gateway, class string, cc *v1
 		d.CreatedTunnel = rec.ID
 	}
 	deleting := g.DeletionTimestamp != nil
-	switch t := tunnelOf(cfg); {
+	t := tunnelOf(cfg)
+	if cc.Spec.GatewayTunnels.Refuses(g.Namespace, t) != "" {
+		t = nil // named against the class's policy: only the record counts
+	}
+	switch {
 	case t != nil && t.TokenSecretRef != nil:
 		if recorded {
 			d.Spec.Tunnel = &v1alpha1.TunnelRef{ID: rec.ID}

@@ -119,3 +119,25 @@ func TestDepartures(t *testing.T) {
 		t.Errorf("departing: %v, want %d of them", names, len(wants))
 	}
 }
+
+// A GatewayConfig edited, while its Gateway is deleted, to name a tunnel
+// the class's policy refuses is not followed: only the record counts.
+func TestDepartureKeepsToThePolicy(t *testing.T) {
+	const recorded = "6ff42ae2-765d-4adf-8112-31c55c1551ef"
+	g := deleting(&gwv1.Gateway{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "gw", Finalizers: []string{translate.TunnelFinalizer}},
+		Spec: gwv1.GatewaySpec{GatewayClassName: "ours", Infrastructure: &gwv1.GatewayInfrastructure{
+			ParametersRef: &gwv1.LocalParametersReference{Group: v1alpha1.Group, Kind: v1alpha1.KindGatewayConfig, Name: "own"}}},
+		Status: gwv1.GatewayStatus{Conditions: []metav1.Condition{{Type: translate.GatewayConditionTunnel, Status: metav1.ConditionTrue,
+			Reason: translate.TunnelReasonCreated, Message: "tunnel " + recorded + " was created"}}}})
+	cc := &v1alpha1.GatewayClassConfig{Spec: v1alpha1.GatewayClassConfigSpec{GatewayTunnels: &v1alpha1.GatewayTunnelPolicy{NamePrefix: "{namespace}-"}}}
+	for name, tun := range map[string]v1alpha1.GatewayTunnel{
+		"outside the prefix": {Name: "other-cluster", DeleteWithGateway: true},
+		"an ID":              {ID: "11111111-2222-4333-8444-555555555555", DeleteWithGateway: true},
+	} {
+		cfg := &v1alpha1.GatewayConfig{Spec: v1alpha1.GatewayConfigSpec{DataPlane: v1alpha1.DataPlaneDedicated, Tunnel: &tun}}
+		d := departureOf(&translate.Snapshot{}, g, "ours", cc, cfg)
+		if d.Spec.Tunnel == nil || d.Spec.Tunnel.ID != recorded || d.Spec.Tunnel.Name != "" || d.DeleteTunnel {
+			t.Errorf("%s: tunnel %+v delete %v; want the recorded one, kept", name, d.Spec.Tunnel, d.DeleteTunnel)
+		}
+	}
+}

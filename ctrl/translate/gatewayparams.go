@@ -2,7 +2,6 @@ package translate
 
 import (
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -107,17 +106,8 @@ func dedicatedProblem(what, namespace string, spec *v1alpha1.GatewayConfigSpec, 
 // are managed with the class's credentials, so which of them a tenant's
 // GatewayConfig may name is the cluster admin's to say.
 func tunnelPolicyProblem(what, namespace string, t *v1alpha1.GatewayTunnel, class *classInfo) string {
-	p := class.config.Spec.GatewayTunnels
-	if p == nil {
-		return ""
-	}
-	switch {
-	case t.ID != "" && !p.AllowIDs:
-		return fmt.Sprintf("%s: tunnel.id: GatewayClass %s lets its Gateways name their tunnel by name or token, not by ID "+
-			"(gatewayTunnels.allowIDs)", what, class.obj.Name)
-	case t.Name != "" && !strings.HasPrefix(t.Name, p.NamePrefixFor(namespace)):
-		return fmt.Sprintf("%s: tunnel.name %q: GatewayClass %s wants the names of its Gateways' tunnels in namespace %s "+
-			"to start with %q (gatewayTunnels.namePrefix)", what, t.Name, class.obj.Name, namespace, p.NamePrefixFor(namespace))
+	if why := class.config.Spec.GatewayTunnels.Refuses(namespace, t); why != "" {
+		return fmt.Sprintf("%s: %s, as GatewayClass %s says", what, why, class.obj.Name)
 	}
 	return ""
 }
