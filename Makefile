@@ -73,7 +73,7 @@ conformance: testenv ## run the Gateway API conformance suite, write its report,
 bench: ## run all benchmarks (BENCHTIME=1s COUNT=1)
 	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
 
-bench-planes: ## PLANES (default 100) Gateways with planes of their own, from apply to Programmed, on a local cluster
+bench-planes: ## PLANES (default 100) Gateways with planes of their own, from apply to Programmed, then deleted, on a local cluster
 	go test -run '^$$' -bench BenchmarkPlanesToProgrammed -benchtime 1x -timeout 30m ./test/chart
 
 bench-check: ## enforce the gates in BENCHMARKS.md
