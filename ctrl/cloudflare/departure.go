@@ -34,22 +34,22 @@ func (s *Syncer) syncDeparture(ctx context.Context, c *classSync, d Desired) (*t
 		if p, ok := err.(problem); ok {
 			return &translate.TunnelState{Problem: string(p)}, nil
 		}
-		return refusal(st, err)
+		return failure(st, err)
 	}
 	if d.Spec.DNS != nil && d.Spec.DNS.Enabled {
 		none := d
 		none.Hostnames = nil
 		if _, err := s.syncDNS(ctx, c, none, nil); err != nil {
-			return refusal(st, err)
+			return failure(st, err)
 		}
 	}
 	id, err := s.departingTunnel(ctx, c, d)
 	if err != nil {
-		return refusal(st, err)
+		return failure(st, err)
 	}
 	if id != "" {
 		if err := s.leaveTunnel(ctx, c, d, id); err != nil {
-			return refusal(st, err)
+			return failure(st, err)
 		}
 	}
 	// Done: the tunnel is no longer this wish's, so it holds up no other.

@@ -410,9 +410,9 @@ func (s *Syncer) useToken(c *classSync, d Desired) {
 	}
 }
 
-// refusal is the report of a failed call: a Problem when Cloudflare
+// failure is the report of a failed call: a Problem when Cloudflare
 // refused the token, else st, pending with the error.
-func refusal(st *translate.TunnelState, err error) (*translate.TunnelState, error) {
+func failure(st *translate.TunnelState, err error) (*translate.TunnelState, error) {
 	var ae *apiError
 	if errors.As(err, &ae) && ae.refused() {
 		return &translate.TunnelState{Problem: "Cloudflare refused the API token: " + ae.msg +
@@ -434,13 +434,12 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 	}
 	s.useToken(c, d)
 	st := &translate.TunnelState{ID: c.l.tunnelID, Pending: prev.Pending, DNS: prev.DNS}
-	refusal := func(err error) (*translate.TunnelState, error) { return refusal(st, err) }
 
 	if err := s.resolveAccount(ctx, c, d); err != nil {
 		if p, ok := err.(problem); ok {
 			return &translate.TunnelState{Problem: string(p)}, nil
 		}
-		return refusal(err)
+		return failure(st, err)
 	}
 	if err := s.resolveTunnel(ctx, c, d); err != nil {
 		if p, ok := err.(problem); ok {
@@ -449,7 +448,7 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 		if l, ok := err.(limit); ok {
 			return &translate.TunnelState{Problem: string(l), NoResources: true}, nil
 		}
-		return refusal(err)
+		return failure(st, err)
 	}
 	if holder := s.tunnelHolder(c, d); holder != "" {
 		return s.refuseHeldTunnel(ctx, c, d, holder)
@@ -457,7 +456,7 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 	st.ID = c.l.tunnelID
 	st.Created = s.createdFor(c, d, st.ID)
 	if err := s.saveToken(ctx, c, d); err != nil {
-		return refusal(err)
+		return failure(st, err)
 	}
 	if d.Hold {
 		st.Problem = ""
@@ -470,11 +469,11 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 	if docKey != c.l.applied || now.Sub(c.l.lastDrift) >= s.opts.DriftEvery {
 		remote, err := c.l.api.getConfig(ctx, c.l.account, c.l.tunnelID)
 		if err != nil {
-			return refusal(err)
+			return failure(st, err)
 		}
 		if !SameDocument(remote, doc) {
 			if err := c.l.api.putConfig(ctx, c.l.account, c.l.tunnelID, doc); err != nil {
-				return refusal(err)
+				return failure(st, err)
 			}
 			s.opts.Log.Info("tunnel ingress document written", "class", d.Class, "tunnel", c.l.tunnelID, "rules", len(doc.Ingress))
 		}
@@ -793,9 +792,10 @@ func desiredKey(d Desired) string {
 		S       v1alpha1.GatewayClassConfigSpec
 		Servers []translate.Hostname
 		L       []string
-		D       [3]string
-	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes,
-		[3]string{fmt.Sprint(d.Departing), fmt.Sprint(d.DeleteTunnel), d.CreatedTunnel}})
+		Dep     bool
+		Del     bool
+		Created string
+	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes, d.Departing, d.DeleteTunnel, d.CreatedTunnel})
 }
 
 func hash(s string) string {
