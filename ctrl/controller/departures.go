@@ -173,8 +173,8 @@ func (c *Controller) keepFinalizers(ctx context.Context, snap *translate.Snapsho
 		}
 		return errors.Join(errs...)
 	}
-	for _, p := range out.Planes {
-		if g := p.Gateway; p.Params.Spec.Tunnel != nil && g.DeletionTimestamp == nil && !slices.Contains(g.Finalizers, translate.TunnelFinalizer) {
+	for key, p := range out.Planes {
+		if g := p.Gateway; ownTunnel(out, key) && g.DeletionTimestamp == nil && !slices.Contains(g.Finalizers, translate.TunnelFinalizer) {
 			errs = append(errs, c.setTunnelFinalizer(ctx, g, true))
 		}
 	}

@@ -76,6 +76,14 @@ func (c *conds) setStatus(typ string, status metav1.ConditionStatus, reason, msg
 }
 
 // get returns the condition of type typ, if set.
+// keep sets the condition of type typ as the previous status had it, if
+// it had one: for a condition whose source says nothing new.
+func (c *conds) keep(typ string) {
+	if p := findCond(c.prev, typ); p != nil {
+		c.setStatus(p.Type, p.Status, p.Reason, p.Message)
+	}
+}
+
 func (c *conds) get(typ string) *metav1.Condition {
 	for i := range c.list {
 		if c.list[i].Type == typ {

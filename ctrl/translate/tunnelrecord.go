@@ -92,11 +92,8 @@ const TunnelFinalizer = "tunnelgate.dev/tunnel-cleanup"
 // keepTunnelRecord carries a Gateway's record while it holds
 // TunnelFinalizer and nothing set it anew.
 func keepTunnelRecord(gi *gatewayInfo) {
-	if gi.conds.get(GatewayConditionTunnel) != nil || !slices.Contains(gi.obj.Finalizers, TunnelFinalizer) {
-		return
-	}
-	if prev := findCond(gi.conds.prev, GatewayConditionTunnel); prev != nil {
-		gi.conds.setStatus(prev.Type, prev.Status, prev.Reason, prev.Message)
+	if gi.conds.get(GatewayConditionTunnel) == nil && slices.Contains(gi.obj.Finalizers, TunnelFinalizer) {
+		gi.conds.keep(GatewayConditionTunnel)
 	}
 }
 
@@ -111,9 +108,7 @@ func (t *translator) ownTunnelCondition(gi *gatewayInfo) {
 	}
 	ts := t.in.Tunnels[PlaneTunnelKey(gi.class.obj.Name, gi.key)]
 	if ts == nil || ts.ID == "" {
-		if prev := findCond(gi.conds.prev, GatewayConditionTunnel); prev != nil {
-			gi.conds.setStatus(prev.Type, prev.Status, prev.Reason, prev.Message)
-		}
+		gi.conds.keep(GatewayConditionTunnel)
 		return
 	}
 	switch {
