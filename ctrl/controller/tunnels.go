@@ -2,8 +2,6 @@ package controller
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -157,17 +155,11 @@ func tunnelOfToken(secrets []*corev1.Secret, namespace, name, key string) (id, p
 		if raw == "" {
 			return "", fmt.Sprintf("tunnel token Secret %s/%s has no key %q", namespace, name, key)
 		}
-		b, err := base64.StdEncoding.DecodeString(raw)
-		var tok struct {
-			Tunnel string `json:"t"`
-		}
-		if err == nil {
-			err = json.Unmarshal(b, &tok)
-		}
-		if err != nil || tok.Tunnel == "" {
+		id, err := cloudflare.TunnelIDOfToken(raw)
+		if err != nil {
 			return "", fmt.Sprintf("tunnel token Secret %s/%s key %q does not hold a tunnel token (base64 JSON with the tunnel ID)", namespace, name, key)
 		}
-		return tok.Tunnel, ""
+		return id, ""
 	}
 	return "", fmt.Sprintf("tunnel token Secret %s/%s not found", namespace, name)
 }
