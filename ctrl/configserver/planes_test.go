@@ -1,7 +1,6 @@
 package configserver
 
 import (
-	"bytes"
 	"log/slog"
 	"net/http"
 	"reflect"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 const (
@@ -200,29 +200,11 @@ func TestPlaneTokenRotation(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink the server's goroutines may write to.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
 // A token must name one config: a plane without one, with the shared
 // proxies', or with another plane's is not served, and the shared
 // proxies keep theirs. The error names the plane, never the token.
 func TestCollidingPlaneTokensGrantNothing(t *testing.T) {
-	var logs syncBuffer
+	var logs testproc.SyncBuffer
 	ts := startServer(t, Options{Token: testToken, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	ts.Publish(smallConfig("10.0.0.1:80"))
 	ts.PublishPlanes(map[string]Plane{

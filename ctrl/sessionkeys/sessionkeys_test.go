@@ -75,14 +75,21 @@ func (r *recorder) PublishPlanes(planes map[string]configserver.Plane) {
 	r.planes = append(r.planes, planes)
 }
 
-func TestPublisherAddsKeysAndRepublishesOnRotation(t *testing.T) {
-	dir := t.TempDir()
-	writeKeys(t, dir, keyA, nil)
+// newPublisher is a Publisher of dir's keys handing configs to a recorder.
+func newPublisher(t *testing.T, dir string) (*Publisher, *recorder) {
+	t.Helper()
 	next := &recorder{}
 	p, err := New(next, dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return p, next
+}
+
+func TestPublisherAddsKeysAndRepublishesOnRotation(t *testing.T) {
+	dir := t.TempDir()
+	writeKeys(t, dir, keyA, nil)
+	p, next := newPublisher(t, dir)
 	if p.Reload() {
 		t.Error("nothing published yet and keys unchanged: Reload says they changed")
 	}
@@ -150,11 +157,7 @@ func TestReadThroughDataLink(t *testing.T) {
 func TestPublisherDerivesPlaneKeys(t *testing.T) {
 	dir := t.TempDir()
 	writeKeys(t, dir, keyA, nil)
-	next := &recorder{}
-	p, err := New(next, dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, next := newPublisher(t, dir)
 	cfgA, cfgB := &proxycfg.Config{Schema: proxycfg.SchemaVersion}, &proxycfg.Config{Schema: proxycfg.SchemaVersion}
 	planes := map[string]configserver.Plane{
 		"ns/a": {Token: "ta", Config: cfgA},

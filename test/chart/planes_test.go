@@ -156,12 +156,8 @@ spec:
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "the broken plane's Gateway says why it is not Programmed", func() error {
-		_, c, err := r.gatewayCondition(ctx, "team-a", "broken", "Programmed")
-		if err != nil {
+		if err := r.conditionSays(ctx, "team-a", "broken", "Programmed", metav1.ConditionFalse, "", "ErrImagePull"); err != nil {
 			return err
-		}
-		if c == nil || c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "ErrImagePull") {
-			return fmt.Errorf("Programmed %+v", c)
 		}
 		events, err := r.kube.CoreV1().Events("team-a").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=broken,involvedObject.kind=Gateway"})
 		if err != nil {
@@ -191,14 +187,7 @@ spec:
 		t.Fatal(err)
 	}
 	eventually(t, 60*time.Second, "a plane refused by a quota said so", func() error {
-		_, c, err := r.gatewayCondition(ctx, "team-q", "gw", "Programmed")
-		if err != nil {
-			return err
-		}
-		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != "NoResources" || !strings.Contains(c.Message, "exceeded quota") {
-			return fmt.Errorf("Programmed %+v", c)
-		}
-		return nil
+		return r.conditionSays(ctx, "team-q", "gw", "Programmed", metav1.ConditionFalse, "NoResources", "exceeded quota")
 	})
 
 	// Each credential reads its own config: the plane's, its Gateway's
@@ -368,14 +357,7 @@ spec:
 	patchGateway(t, r, types.NamespacedName{Namespace: "team-b", Name: "gw"},
 		`{"spec":{"infrastructure":{"parametersRef":{"group":"tunnelgate.dev","kind":"GatewayConfig","name":"own"}}}}`)
 	eventually(t, 60*time.Second, "the moving Gateway still on the shared proxies, saying why", func() error {
-		_, c, err := r.gatewayCondition(ctx, "team-b", "gw", "Programmed")
-		if err != nil {
-			return err
-		}
-		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "ErrImagePull") {
-			return fmt.Errorf("Programmed %+v", c)
-		}
-		return nil
+		return r.conditionSays(ctx, "team-b", "gw", "Programmed", metav1.ConditionTrue, "", "ErrImagePull")
 	})
 	for range 20 {
 		if err := cnameTo(r, "b.example.com", classTunnel); err != nil {

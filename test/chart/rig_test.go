@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -170,4 +171,17 @@ func (r *rig) gatewayCondition(ctx context.Context, ns, name, typ string) (*gwv1
 		return nil, nil, err
 	}
 	return g, meta.FindStatusCondition(g.Status.Conditions, typ), nil
+}
+
+// conditionSays checks a Gateway's condition of type typ: its status, its
+// reason (any, when reason is ""), and a part of its message.
+func (r *rig) conditionSays(ctx context.Context, ns, name, typ string, status metav1.ConditionStatus, reason, text string) error {
+	_, c, err := r.gatewayCondition(ctx, ns, name, typ)
+	if err != nil {
+		return err
+	}
+	if c == nil || c.Status != status || reason != "" && c.Reason != reason || !strings.Contains(c.Message, text) {
+		return fmt.Errorf("%s %+v", typ, c)
+	}
+	return nil
 }
