@@ -3,6 +3,7 @@ package dataplane
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -33,9 +34,15 @@ type ServeOptions struct {
 	// controller tells cloudflared to expect (originServerName in the
 	// tunnel's ingress document).
 	OriginCert, OriginKey string
-	CertDir               string
-	OriginServerName      string
-	UntrustedOrigin       bool
+	// OriginClientCA, when set, is a PEM file of the CAs a client of
+	// OriginTLS must present a certificate from: a dedicated plane that
+	// takes its requests from the shared proxies (they relay them from
+	// the class's tunnel) trusts their forwarding headers because nobody
+	// else can complete the handshake.
+	OriginClientCA   string
+	CertDir          string
+	OriginServerName string
+	UntrustedOrigin  bool
 	// OriginNetHTTP serves the origin listener with net/http's server
 	// instead of the proxy's own HTTP/1.1 server (package http1); a
 	// fallback should the own server misbehave with some client.
@@ -388,5 +395,26 @@ func originTLS(l ServeOptions) (*tls.Config, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, caFile, nil
+	conf := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if l.OriginClientCA != "" {
+		if err := requireClientCerts(conf, l.OriginClientCA); err != nil {
+			return nil, "", err
+		}
+	}
+	return conf, caFile, nil
+}
+
+// requireClientCerts makes conf refuse a handshake without a client
+// certificate that chains to the CAs in caFile.
+func requireClientCerts(conf *tls.Config, caFile string) error {
+	pemBytes, err := os.ReadFile(caFile)
+	if err != nil {
+		return fmt.Errorf("client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pemBytes) {
+		return fmt.Errorf("client CA %s: no PEM certificate in it", caFile)
+	}
+	conf.ClientCAs, conf.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	return nil
 }

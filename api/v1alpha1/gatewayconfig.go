@@ -41,19 +41,31 @@ type GatewayConfigSpec struct {
 	// Cloudflared is the cloudflared container: its image (default the
 	// one the controller was installed with) and resources.
 	Cloudflared *ContainerSettings `json:"cloudflared,omitempty"`
-	// Tunnel, when set, is a tunnel of the Gateway's own. Unset, the
-	// plane serves in the cluster only (ServesInCluster), which its class
-	// must allow by having no tunnel either.
+	// Tunnel, when set, is a tunnel of the Gateway's own. Unset, and
+	// without ClassTunnel, the plane serves in the cluster only
+	// (ServesInCluster), which its class must allow by having no tunnel
+	// either.
 	Tunnel *GatewayTunnel `json:"tunnel,omitempty"`
+	// ClassTunnel, instead of Tunnel, publishes the Gateway's hostnames
+	// through its class's tunnel: the shared proxies take its requests
+	// from the class's cloudflared and relay them, over mutual TLS, to
+	// this plane, which alone holds the Gateway's routes, certificates
+	// and session keys.
+	ClassTunnel bool `json:"classTunnel,omitempty"`
 	// ProxyArgs are extra proxy flags, each "-name=value", of
 	// AllowedProxyFlags only.
 	ProxyArgs []string `json:"proxyArgs,omitempty"`
 }
 
 // ServesInCluster says whether a Dedicated plane serves the Gateway's
-// listeners on its Service, to clients in the cluster: it does when it
-// has no tunnel of its own, its only way in.
-func (s *GatewayConfigSpec) ServesInCluster() bool { return s.Tunnel == nil }
+// listeners on its Service, to clients in the cluster: it does when no
+// tunnel leads to it, its own or its class's.
+func (s *GatewayConfigSpec) ServesInCluster() bool { return s.Tunnel == nil && !s.ClassTunnel }
+
+// Relayed says whether a Dedicated plane takes its requests from the
+// shared proxies, which receive them through the class's tunnel
+// (ClassTunnel).
+func (s *GatewayConfigSpec) Relayed() bool { return s.Tunnel == nil && s.ClassTunnel }
 
 // Data plane modes.
 const (

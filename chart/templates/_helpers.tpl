@@ -203,6 +203,10 @@ shape, so a plane's Pods are the chart's proxies, named for one Gateway.
 {{- define "tunnelgate.planes" -}}
 {{- $p := .Values.proxy -}}
 {{- $cfd := .Values.cloudflared -}}
+{{- /* This release's proxies: they alone reach the relay of a plane they relay to (GatewayConfig classTunnel). */ -}}
+{{- $relayFrom := list (dict
+  "namespaceSelector" (dict "matchLabels" (dict "kubernetes.io/metadata.name" .Release.Namespace))
+  "podSelector" (dict "matchLabels" (include "tunnelgate.proxy.selectorLabels" . | fromYaml))) -}}
 {{- dict
   "proxyImage" (include "tunnelgate.image" (list .Values.image .Chart.AppVersion))
   "cloudflaredImage" (include "tunnelgate.image" (list $cfd.image $cfd.image.tag))
@@ -213,6 +217,6 @@ shape, so a plane's Pods are the chart's proxies, named for one Gateway.
   "terminationGracePeriodSeconds" (int $p.terminationGracePeriodSeconds)
   "proxyResources" (pick ($p.resources | default dict) "requests" "limits")
   "cloudflaredResources" (pick ($cfd.resources | default dict) "requests" "limits")
-  "networkPolicy" (ternary (dict "metricsFrom" .Values.networkPolicy.metricsFrom) nil .Values.networkPolicy.enabled)
+  "networkPolicy" (ternary (dict "metricsFrom" .Values.networkPolicy.metricsFrom "relayFrom" $relayFrom) nil .Values.networkPolicy.enabled)
   | toJson -}}
 {{- end }}

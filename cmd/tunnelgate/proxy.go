@@ -94,6 +94,7 @@ func parseProxyFlags(args []string, stderr io.Writer) (f *proxyFlags, code int, 
 		"`name` the generated TLS origin certificate is valid for, beside localhost: the GatewayClassConfig's spec.origin.serverName, which cloudflared checks")
 	fs.StringVar(&f.listen.OriginCert, "tls-cert", "", "PEM certificate for -listen-tls (default: generated)")
 	fs.StringVar(&f.listen.OriginKey, "tls-key", "", "PEM key for -listen-tls")
+	fs.StringVar(&f.listen.OriginClientCA, "tls-client-ca", "", "PEM `file` of CAs: -listen-tls then admits only clients with a certificate they signed")
 	fs.StringVar(&f.listen.Plain, "listen-plain", "", "listener for direct clients (HTTP/1.1 and h2c)")
 	fs.BoolVar(&f.listen.Gateways, "listen-gateways", false, "serve each Gateway on the address the controller gave it (its port; HTTPS with its certificates); the addresses must be local")
 	fs.BoolVar(&f.listenerPorts, "listen-listener-ports", false, "serve each listener of the config on its own port on every local address (the proxy of a Gateway's own data plane, behind its Service)")

@@ -2,6 +2,11 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"strconv"
 
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -39,13 +44,42 @@ func (c *Controller) planeStates() map[types.NamespacedName]*translate.PlaneStat
 		}
 		ps := &translate.PlaneState{Replicas: st.Replicas, Ready: st.Ready, Problem: st.Problem, NoResources: st.NoResources,
 			ServiceIP: st.ServiceIP}
-		if prev := c.lastPlaneStates[key]; prev != nil && *prev == *ps {
+		var problem string
+		if ps.Relay, problem = relayOf(st); problem != "" && ps.Problem == "" {
+			ps.Problem = fmt.Sprintf("the relay credentials in Secret %s/%s: %s", key.Namespace,
+				provision.CredentialsName(key.Name, string(p.Gateway.Spec.GatewayClassName)), problem)
+		}
+		if prev := c.lastPlaneStates[key]; prev.Equal(ps) {
 			ps = prev
 		}
 		out[key] = ps
 	}
 	c.lastPlaneStates = out
 	return out
+}
+
+// relayOf is how the shared proxies reach a plane, from its state: its
+// ready Pods' relay listeners and its relay credentials, once these are
+// written. Credentials that do not parse are left out, with why: the
+// shared proxies refuse a whole config with a cluster they cannot use,
+// and the provisioner writes new ones.
+func relayOf(st planes.State) (*translate.Relay, string) {
+	c := st.Relay
+	if c == nil {
+		return nil, ""
+	}
+	if _, err := tls.X509KeyPair(c.ClientCert, c.ClientKey); err != nil {
+		return nil, "the client certificate: " + err.Error()
+	}
+	if !x509.NewCertPool().AppendCertsFromPEM(c.CA) {
+		return nil, "the CA holds no PEM certificate"
+	}
+	r := &translate.Relay{ServerName: provision.RelayServerName, CAPEM: string(c.CA),
+		ClientCertPEM: string(c.ClientCert), ClientKeyPEM: string(c.ClientKey)}
+	for _, ip := range st.PodIPs {
+		r.Endpoints = append(r.Endpoints, net.JoinHostPort(ip, strconv.Itoa(provision.RelayPort)))
+	}
+	return r, ""
 }
 
 // publishPlanes hands the config server each plane's config with the

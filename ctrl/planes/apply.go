@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,6 +48,14 @@ var resources = map[string]schema.GroupVersionResource{
 func (p *Provisioner) applyPlane(ctx context.Context, w Want) error {
 	plane := provision.Plane{Gateway: w.Gateway, Params: w.Params, Install: p.opts.Install,
 		Secrets: provision.SecretsOf(w.Gateway, &w.Params), Ports: w.Ports, ClusterIP: w.ClusterIP}
+	if plane.Params.Relayed() {
+		existing, ok := provision.RelayCredentialsOf(p.owned.secret(plane.Gateway.Namespace, plane.Secrets.Credentials))
+		c, err := relayCredentials(existing, ok, time.Now())
+		if err != nil {
+			return err
+		}
+		plane.Relay = &c
+	}
 	objs, err := provision.Objects(plane)
 	if err != nil {
 		return err // the CRD refuses what Objects does: a GatewayConfig from before it

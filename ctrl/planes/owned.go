@@ -87,9 +87,10 @@ func (o *owned) handler(kind string) cache.ResourceEventHandler {
 		}
 		gw := types.NamespacedName{Namespace: a.GetNamespace(), Name: a.GetLabels()[provision.LabelGatewayName]}
 		o.changed(objectKey{kind, a.GetNamespace(), a.GetName()}, gw, a.GetResourceVersion())
-		if kind == "Service" {
-			// Its ClusterIP is the address of a plane that serves in the
-			// cluster: a state to report, whoever made the change.
+		if kind == "Service" || kind == "Secret" {
+			// A Service's ClusterIP is the address of a plane that serves
+			// in the cluster, and the credentials Secret holds the relay's
+			// credentials: states to report, whoever made the change.
 			o.stateNew()
 		}
 	}

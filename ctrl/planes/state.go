@@ -26,6 +26,13 @@ type State struct {
 	NoResources bool
 	// ServiceIP is the ClusterIP of the plane's Service, once it has one.
 	ServiceIP string
+	// PodIPs are the addresses of its ready Pods that are not being
+	// deleted, sorted: where the shared proxies relay to a plane that
+	// takes its requests through them.
+	PodIPs []string
+	// Relay are the relay's credentials, once its credentials Secret
+	// holds them (provision.RelayCredentialsOf).
+	Relay *provision.RelayCredentials
 }
 
 // waitingProblems are the reasons a container waits for that a user must
@@ -47,6 +54,12 @@ func (p *Provisioner) State(gateway types.NamespacedName, class string) (st Stat
 	if svc := p.owned.service(gateway.Namespace, name); ok && svc != nil && svc.Spec.ClusterIP != corev1.ClusterIPNone {
 		st.ServiceIP = svc.Spec.ClusterIP
 	}
+	if ok {
+		secret := p.owned.secret(gateway.Namespace, provision.CredentialsName(gateway.Name, class))
+		if c, has := provision.RelayCredentialsOf(secret); has {
+			st.Relay = &c
+		}
+	}
 	if failed != "" {
 		st.Problem = "applying the plane: " + failed
 		st.NoResources = strings.Contains(failed, "exceeded quota")
@@ -56,7 +69,7 @@ func (p *Provisioner) State(gateway types.NamespacedName, class string) (st Stat
 }
 
 func stateOf(d *appsv1.Deployment, pods []*corev1.Pod) State {
-	st := State{Ready: d.Status.ReadyReplicas, Replicas: 1}
+	st := State{Ready: d.Status.ReadyReplicas, Replicas: 1, PodIPs: readyIPs(pods)}
 	if d.Spec.Replicas != nil {
 		st.Replicas = *d.Spec.Replicas
 	}
@@ -92,4 +105,22 @@ func podsProblem(pods []*corev1.Pod) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// readyIPs are the addresses of the Pods that are Ready and not being
+// deleted (a Pod draining still answers, but takes nothing new), sorted.
+func readyIPs(pods []*corev1.Pod) []string {
+	var out []string
+	for _, p := range pods {
+		if p.DeletionTimestamp != nil || p.Status.PodIP == "" {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				out = append(out, p.Status.PodIP)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

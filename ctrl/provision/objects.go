@@ -27,13 +27,14 @@ func serviceAccount(p Plane) *corev1.ServiceAccount {
 // service exposes the proxies' and cloudflared's metrics, as the chart's
 // proxy Service does, and, serving in the cluster, the listener ports:
 // each to the same port of the Pod, where the proxy serves it
-// (-listen-listener-ports).
+// (-listen-listener-ports); relayed to, the relay's port.
 func service(p Plane) *corev1.Service {
 	http, https := "http", "https"
 	ports := []corev1.ServicePort{
 		{Name: "metrics", Port: proxyMetricsPort, TargetPort: intstr.FromString("metrics"), AppProtocol: &http},
 	}
-	if p.Params.ServesInCluster() {
+	switch {
+	case p.Params.ServesInCluster():
 		for _, l := range p.Ports {
 			sp := corev1.ServicePort{Name: fmt.Sprintf("http-%d", l.Port), Port: l.Port, TargetPort: intstr.FromInt32(l.Port), AppProtocol: &http}
 			if l.TLS {
@@ -41,7 +42,9 @@ func service(p Plane) *corev1.Service {
 			}
 			ports = append(ports, sp)
 		}
-	} else {
+	case p.Params.Relayed():
+		ports = append(ports, corev1.ServicePort{Name: "relay", Port: RelayPort, TargetPort: intstr.FromString("relay"), AppProtocol: &https})
+	default:
 		ports = append(ports, corev1.ServicePort{Name: "cfd-metrics", Port: cloudflaredMetricsPort, TargetPort: intstr.FromString("cfd-metrics"), AppProtocol: &http})
 	}
 	return &corev1.Service{
@@ -71,7 +74,8 @@ func podDisruptionBudget(p Plane) *policyv1.PodDisruptionBudget {
 
 // networkPolicy lets nothing reach the plane's Pods but metrics scrapes
 // from the peers Install names, as the chart's NetworkPolicy does for its
-// proxies, and, serving in the cluster, any client on the listener ports.
+// proxies, and, serving in the cluster, any client on the listener ports;
+// relayed to, the shared proxies (Install's RelayFrom) on the relay port.
 func networkPolicy(p Plane) *networkingv1.NetworkPolicy {
 	tcp := corev1.ProtocolTCP
 	np := &networkingv1.NetworkPolicy{
@@ -89,7 +93,7 @@ func networkPolicy(p Plane) *networkingv1.NetworkPolicy {
 	}
 	if from := p.Install.NetworkPolicy.MetricsFrom; len(from) > 0 {
 		metrics := []networkingv1.NetworkPolicyPort{port(proxyMetricsPort)}
-		if !p.Params.ServesInCluster() {
+		if hasCloudflared(p) {
 			metrics = append(metrics, port(cloudflaredMetricsPort))
 		}
 		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{Ports: metrics, From: from})
@@ -100,6 +104,12 @@ func networkPolicy(p Plane) *networkingv1.NetworkPolicy {
 			listeners = append(listeners, port(l.Port))
 		}
 		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{Ports: listeners})
+	}
+	if p.Params.Relayed() {
+		// The relay's client certificate is the gate; this keeps the
+		// rest of the cluster from even knocking.
+		np.Spec.Ingress = append(np.Spec.Ingress, networkingv1.NetworkPolicyIngressRule{
+			Ports: []networkingv1.NetworkPolicyPort{port(RelayPort)}, From: p.Install.NetworkPolicy.RelayFrom})
 	}
 	return np
 }

@@ -47,6 +47,10 @@ type Install struct {
 // cloudflared dials out and hands requests to the proxy inside the Pod.
 type NetworkPolicy struct {
 	MetricsFrom []networkingv1.NetworkPolicyPeer `json:"metricsFrom,omitempty"`
+	// RelayFrom are the shared proxies, which alone may reach the relay
+	// port of a plane they relay to (GatewayConfig classTunnel); empty
+	// lets any peer try, and the relay's client certificate decides.
+	RelayFrom []networkingv1.NetworkPolicyPeer `json:"relayFrom,omitempty"`
 }
 
 // Secrets are the Secrets a plane's Pods mount, in the Gateway's
@@ -77,6 +81,11 @@ type Plane struct {
 	// ClusterIP, when set, is the Service's ClusterIP: the Gateway's
 	// address from the controller's address pool.
 	ClusterIP string
+	// Relay, for a plane the shared proxies relay to (Params.Relayed), are
+	// its relay credentials, made by the controller and kept in its
+	// credentials Secret. The Pods are made anew when they change, since
+	// the proxy reads its certificate at start.
+	Relay *RelayCredentials
 }
 
 // Port is a listener port and whether its listeners terminate TLS.

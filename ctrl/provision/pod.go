@@ -1,6 +1,9 @@
 package provision
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
 	"path"
 	"slices"
 	"strconv"
@@ -62,11 +65,30 @@ func deployment(p Plane) *appsv1.Deployment {
 				RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &surge, MaxUnavailable: &unavailable},
 			},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: m.Labels, Annotations: m.Annotations},
+				ObjectMeta: metav1.ObjectMeta{Labels: m.Labels, Annotations: podAnnotations(p, m.Annotations)},
 				Spec:       podSpec(p, m.Name),
 			},
 		},
 	}
+}
+
+// AnnotationRelayCA is on the Pods of a plane the shared proxies relay
+// to: the SHA-256 of its relay CA, so new relay credentials roll the Pods.
+const AnnotationRelayCA = "tunnelgate.dev/relay-ca-sha256"
+
+// podAnnotations are the infrastructure annotations, and the relay CA's
+// hash when the plane has one.
+func podAnnotations(p Plane, infra map[string]string) map[string]string {
+	if p.Relay == nil {
+		return infra
+	}
+	out := maps.Clone(infra)
+	if out == nil {
+		out = map[string]string{}
+	}
+	sum := sha256.Sum256(p.Relay.CA)
+	out[AnnotationRelayCA] = hex.EncodeToString(sum[:])
+	return out
 }
 
 // podSpec is the chart's proxy Pod: the proxy as a native sidecar, then
@@ -96,14 +118,22 @@ func podSpec(p Plane, name string) corev1.PodSpec {
 		Containers:     []corev1.Container{cloudflaredContainer(p)},
 		Volumes:        volumes(p),
 	}
-	if p.Params.ServesInCluster() {
+	if !hasCloudflared(p) {
 		proxy := proxyContainer(p)
 		proxy.RestartPolicy = nil
 		spec.InitContainers, spec.Containers = nil, []corev1.Container{proxy}
+	}
+	if p.Params.ServesInCluster() {
 		spec.SecurityContext.Sysctls = []corev1.Sysctl{{Name: "net.ipv4.ip_unprivileged_port_start", Value: "0"}}
 	}
 	return spec
 }
+
+// hasCloudflared says whether the plane's Pods run cloudflared: they do
+// with a tunnel of the Gateway's own. A plane that serves in the cluster
+// has none, nor one the shared proxies relay to (the class's
+// cloudflared runs beside them).
+func hasCloudflared(p Plane) bool { return p.Params.Tunnel != nil }
 
 func proxyContainer(p Plane) corev1.Container {
 	always := corev1.ContainerRestartPolicyAlways
@@ -118,11 +148,23 @@ func proxyContainer(p Plane) corev1.Container {
 		{Name: "internal", MountPath: credentialsDir, ReadOnly: true},
 		{Name: "cache", MountPath: cacheDir},
 	}
-	if p.Params.ServesInCluster() {
+	ports := []corev1.ContainerPort{{Name: "metrics", ContainerPort: proxyMetricsPort}}
+	switch {
+	case p.Params.ServesInCluster():
 		// The listener ports alone: no origin listener, whose default
 		// port (8080) a listener may well use.
 		args = append(args, "-listen=", "-listen-listener-ports")
-	} else {
+	case p.Params.Relayed():
+		// The relay alone: TLS on the Pod's address, admitting only the
+		// shared proxies' certificate, whose forwarding headers are then
+		// trusted as cloudflared's would be.
+		args = append(args, "-listen=",
+			"-listen-tls=:"+strconv.Itoa(RelayPort),
+			"-tls-cert="+path.Join(credentialsDir, KeyRelayCert),
+			"-tls-key="+path.Join(credentialsDir, KeyRelayKey),
+			"-tls-client-ca="+path.Join(credentialsDir, KeyRelayCA))
+		ports = append(ports, corev1.ContainerPort{Name: "relay", ContainerPort: RelayPort})
+	default:
 		args = append(args,
 			"-tunnel-protocol="+p.Install.TunnelProtocol,
 			"-listen=unix:"+OriginSocket,
@@ -156,7 +198,7 @@ func proxyContainer(p Plane) corev1.Container {
 		RestartPolicy:   &always,
 		Args:            args,
 		Env:             env,
-		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: proxyMetricsPort}},
+		Ports:           ports,
 		// Started, and cloudflared let start, once it holds a config.
 		StartupProbe:    httpProbe("/readyz", "metrics", 1, 60),
 		LivenessProbe:   httpProbe("/healthz", "metrics", 10, 3),
@@ -204,10 +246,15 @@ func volumes(p Plane) []corev1.Volume {
 		size := resource.MustParse(limit)
 		return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{SizeLimit: &size}}}
 	}
-	credentials := secret("internal", p.Secrets.Credentials, 0o440, item(KeyConfigToken, "config-token"), item(KeyCA, "ca.crt"))
+	items := []corev1.KeyToPath{item(KeyConfigToken, "config-token"), item(KeyCA, "ca.crt")}
+	if p.Params.Relayed() {
+		// Not the relay's client key: that is the shared proxies'.
+		items = append(items, item(KeyRelayCA, KeyRelayCA), item(KeyRelayCert, KeyRelayCert), item(KeyRelayKey, KeyRelayKey))
+	}
+	credentials := secret("internal", p.Secrets.Credentials, 0o440, items...)
 	// The last config: a restarted proxy serves it at once.
 	cache := empty("cache", "64Mi")
-	if p.Params.ServesInCluster() {
+	if !hasCloudflared(p) {
 		return []corev1.Volume{credentials, cache}
 	}
 	return []corev1.Volume{

@@ -40,8 +40,14 @@ var install = Install{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")},
 	},
-	NetworkPolicy: &NetworkPolicy{MetricsFrom: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
-		MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}}},
+	NetworkPolicy: &NetworkPolicy{
+		MetricsFrom: []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}},
+		RelayFrom: []networkingv1.NetworkPolicyPeer{{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "tunnelgate-system"}},
+			PodSelector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app.kubernetes.io/component": "proxy"}},
+		}},
+	},
 }
 
 // TestGolden renders testdata/<case>.yaml (a Gateway, then its
@@ -114,6 +120,9 @@ func readPlane(t *testing.T, path string) Plane {
 	}
 	if len(gw.Spec.Addresses) > 0 {
 		p.ClusterIP = gw.Spec.Addresses[0].Value
+	}
+	if p.Params.Relayed() {
+		p.Relay = &RelayCredentials{CA: []byte("relay CA"), Cert: []byte("cert"), Key: []byte("key")}
 	}
 	return p
 }

@@ -17,6 +17,45 @@ const (
 	KeyCA = "ca.crt"
 )
 
+// The relay's keys in the credentials Secret of a plane that takes its
+// requests from the shared proxies (GatewayConfig classTunnel). The CA
+// is the plane's alone and signed the two certificates only: its key was
+// dropped once they were made. The plane's proxies serve the relay with
+// the server certificate and admit only clients of that CA; the shared
+// proxies relay with the client certificate, from their config.
+const (
+	KeyRelayCA         = "relay-ca.crt"
+	KeyRelayCert       = "relay.crt"
+	KeyRelayKey        = "relay.key"
+	KeyRelayClientCert = "relay-client.crt"
+	KeyRelayClientKey  = "relay-client.key"
+)
+
+// RelayServerName is the name in every relay server certificate, which
+// the shared proxies check (each plane's CA is its own, so one name
+// does for all).
+const RelayServerName = "relay.tunnelgate.internal"
+
+// RelayPort is the port of a plane's relay listener, on its Pods and its
+// Service.
+const RelayPort = 8443
+
+// RelayCredentials are a plane's relay certificates and keys, in PEM.
+type RelayCredentials struct {
+	CA, Cert, Key, ClientCert, ClientKey []byte
+}
+
+// RelayCredentialsOf reads them from a credentials Secret; ok is false
+// while one is missing.
+func RelayCredentialsOf(s *corev1.Secret) (c RelayCredentials, ok bool) {
+	if s == nil {
+		return c, false
+	}
+	c = RelayCredentials{CA: s.Data[KeyRelayCA], Cert: s.Data[KeyRelayCert], Key: s.Data[KeyRelayKey],
+		ClientCert: s.Data[KeyRelayClientCert], ClientKey: s.Data[KeyRelayClientKey]}
+	return c, len(c.CA) > 0 && len(c.Cert) > 0 && len(c.Key) > 0 && len(c.ClientCert) > 0 && len(c.ClientKey) > 0
+}
+
 // defaultTokenKey is the key of a tunnel token Secret when none is named.
 const defaultTokenKey = "token"
 
@@ -25,7 +64,7 @@ const defaultTokenKey = "token"
 // else in one the controller writes.
 func SecretsOf(g *gwv1.Gateway, params *v1alpha1.GatewayConfigSpec) Secrets {
 	name := Name(g.Name, string(g.Spec.GatewayClassName))
-	s := Secrets{Credentials: name + "-credentials", TunnelToken: name + "-tunnel", TunnelTokenKey: defaultTokenKey}
+	s := Secrets{Credentials: CredentialsName(g.Name, string(g.Spec.GatewayClassName)), TunnelToken: name + "-tunnel", TunnelTokenKey: defaultTokenKey}
 	if t := params.Tunnel; t != nil && t.TokenSecretRef != nil {
 		s.TunnelToken = t.TokenSecretRef.Name
 		if t.TokenSecretRef.Key != "" {
@@ -35,16 +74,25 @@ func SecretsOf(g *gwv1.Gateway, params *v1alpha1.GatewayConfigSpec) Secrets {
 	return s
 }
 
+// CredentialsName names the credentials Secret of a Gateway's plane.
+func CredentialsName(gateway, class string) string { return Name(gateway, class) + "-credentials" }
+
 // CredentialsSecret is a plane's credentials Secret, owned by its Gateway
 // like the rest of the plane. The token is the controller's to make (at
-// random, once) and to keep: it is not derived from anything.
+// random, once) and to keep: it is not derived from anything. So are the
+// relay's credentials, for a plane that has them (Plane.Relay).
 func CredentialsSecret(p Plane, token string, ca []byte) *corev1.Secret {
 	m := meta(p)
 	m.Name = p.Secrets.Credentials
+	data := map[string][]byte{KeyConfigToken: []byte(token), KeyCA: ca}
+	if relay := p.Relay; relay != nil {
+		data[KeyRelayCA], data[KeyRelayCert], data[KeyRelayKey] = relay.CA, relay.Cert, relay.Key
+		data[KeyRelayClientCert], data[KeyRelayClientKey] = relay.ClientCert, relay.ClientKey
+	}
 	return &corev1.Secret{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
 		ObjectMeta: m,
 		Type:       corev1.SecretTypeOpaque,
-		Data:       map[string][]byte{KeyConfigToken: []byte(token), KeyCA: ca},
+		Data:       data,
 	}
 }

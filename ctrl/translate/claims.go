@@ -92,11 +92,10 @@ func (t *translator) claimingTunnel(gi *gatewayInfo, host string) (string, bool)
 		return "", false
 	}
 	switch {
-	case gi.onPlane():
-		if gi.params.Spec.Tunnel == nil {
-			return "", false
-		}
+	case gi.ownTunnel():
 		return PlaneTunnelKey(gi.class.obj.Name, gi.key), true
+	case gi.onPlane() && !gi.relayed():
+		return "", false // its plane serves in the cluster
 	case spec.Tunnel != nil:
 		return gi.class.obj.Name, true
 	}
@@ -119,7 +118,7 @@ func inZones(host string, zones []string) bool {
 func describeClaim(c hostClaim) string {
 	r, gw := c.a.route, c.a.listener.gw
 	through := fmt.Sprintf("GatewayClass %s's tunnel", gw.class.obj.Name)
-	if gw.onPlane() {
+	if gw.ownTunnel() {
 		through = "its own tunnel"
 	}
 	return fmt.Sprintf("%s %s/%s, through Gateway %s/%s (%s)", r.kind, r.meta.Namespace, r.meta.Name, gw.obj.Namespace, gw.obj.Name, through)

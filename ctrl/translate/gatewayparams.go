@@ -82,16 +82,28 @@ func (t *translator) gatewayParameters(g *gwv1.Gateway, class *classInfo) (cfg *
 // Gateway's proxies. That tunnel's document and DNS records are written
 // with the class's Cloudflare credentials.
 //
-// A plane without one serves in the cluster only, on its Service. A class
-// with a tunnel publishes its Gateways' hostnames through it, which such
-// a plane would not serve, so it is refused there.
+// A plane with classTunnel takes its requests from the shared proxies,
+// which the class's tunnel carries them to: the class must have one.
+//
+// A plane with neither serves in the cluster only, on its Service. A
+// class with a tunnel publishes its Gateways' hostnames through it, which
+// such a plane would not serve, so it is refused there.
 func dedicatedProblem(what, namespace string, spec *v1alpha1.GatewayConfigSpec, class *classInfo) string {
-	if spec.ServesInCluster() {
-		if class.config != nil && class.config.Spec.Tunnel != nil {
-			return fmt.Sprintf("%s has no tunnel of its own, so its data plane would serve in the cluster only, "+
-				"while GatewayClass %s publishes its Gateways through its tunnel: give it a tunnel (spec.tunnel: name, id or tokenSecretRef)",
-				what, class.obj.Name)
-		}
+	classTunnel := class.config != nil && class.config.Spec.Tunnel != nil
+	switch {
+	case spec.Tunnel != nil && spec.ClassTunnel:
+		return what + ": set tunnel or classTunnel, not both"
+	case spec.Relayed() && !classTunnel:
+		return fmt.Sprintf("%s: classTunnel: GatewayClass %s has no tunnel (its GatewayClassConfig's spec.tunnel) to carry the Gateway's requests",
+			what, class.obj.Name)
+	case spec.Relayed():
+		return ""
+	case spec.ServesInCluster() && classTunnel:
+		return fmt.Sprintf("%s has no tunnel, so its data plane would serve in the cluster only, "+
+			"while GatewayClass %s publishes its Gateways through its tunnel: give it a tunnel of its own (spec.tunnel: name, id or tokenSecretRef), "+
+			"or the class's (spec.classTunnel: true)",
+			what, class.obj.Name)
+	case spec.ServesInCluster():
 		return ""
 	}
 	if class.config == nil || class.config.Spec.CredentialsRef == nil {

@@ -61,6 +61,31 @@ type Plane struct {
 	// Address, when valid, is the Gateway's address from the address pool
 	// (Input.AddressPool), which its Service takes as its ClusterIP.
 	Address netip.Addr
+	// Relay, for a plane the shared proxies relay to (GatewayConfig
+	// classTunnel), is how they reach it, once its state says
+	// (PlaneState.Relay). ProxyConfigs gives the shared proxies a relay
+	// for its hostnames, and nothing else of it.
+	Relay *Relay
+}
+
+// Relay is how the shared proxies reach the proxies of a plane that
+// takes its requests through them: over TLS, checking the plane's
+// certificate against a CA of that plane alone and presenting a client
+// certificate of the same CA, which the plane's proxies require.
+type Relay struct {
+	// Endpoints are its ready proxies' relay listeners, "ip:port", sorted.
+	Endpoints []string
+	// ServerName is the name its certificate is checked for.
+	ServerName                         string
+	CAPEM, ClientCertPEM, ClientKeyPEM string
+}
+
+func (r *Relay) equal(o *Relay) bool {
+	if r == nil || o == nil {
+		return r == o
+	}
+	return slices.Equal(r.Endpoints, o.Endpoints) && r.ServerName == o.ServerName && r.CAPEM == o.CAPEM &&
+		r.ClientCertPEM == o.ClientCertPEM && r.ClientKeyPEM == o.ClientKeyPEM
 }
 
 // PlanePort is a listener port of a plane and its listeners' protocol.
@@ -85,6 +110,19 @@ type PlaneState struct {
 	// ServiceIP is the ClusterIP of the plane's Service, once it has one:
 	// the Gateway's address when its plane serves in the cluster.
 	ServiceIP string
+	// Relay, for a plane the shared proxies relay to, is how they reach
+	// it, once its credentials are written.
+	Relay *Relay
+}
+
+// Equal says whether two states say the same; the controller keeps the
+// earlier one then, as the Cache wants.
+func (s *PlaneState) Equal(o *PlaneState) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	return s.Replicas == o.Replicas && s.Ready == o.Ready && s.Problem == o.Problem && s.NoResources == o.NoResources &&
+		s.ServiceIP == o.ServiceIP && s.Relay.equal(o.Relay)
 }
 
 // planeProgrammed decides a dedicated Gateway's Programmed condition: its
@@ -92,15 +130,19 @@ type PlaneState struct {
 // tunnel routes its hostnames.
 func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool, reason, msg string) {
 	ps := t.in.Planes[gi.key]
-	inCluster := gi.servesInCluster()
+	inCluster, relayed := gi.servesInCluster(), gi.params.Spec.Relayed()
+	through := "the Gateway's own tunnel"
+	if relayed {
+		through = "its class's tunnel"
+	}
 	switch {
 	case inCluster:
 	case ts == nil:
-		return false, string(gwv1.GatewayReasonPending), "waiting for the Gateway's own tunnel"
+		return false, string(gwv1.GatewayReasonPending), "waiting for " + through
 	case ts.Problem != "" && ts.NoResources:
-		return false, string(gwv1.GatewayReasonNoResources), "the Gateway's own tunnel: " + ts.Problem
+		return false, string(gwv1.GatewayReasonNoResources), through + ": " + ts.Problem
 	case ts.Problem != "":
-		return false, string(gwv1.GatewayReasonInvalid), "the Gateway's own tunnel: " + ts.Problem
+		return false, string(gwv1.GatewayReasonInvalid), through + ": " + ts.Problem
 	case ts.Pending != "":
 		return false, string(gwv1.GatewayReasonPending), ts.Pending
 	}
@@ -118,10 +160,20 @@ func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool,
 		return false, reason, msg
 	case inCluster && ps.ServiceIP == "":
 		return false, string(gwv1.GatewayReasonPending), "waiting for the Service of the Gateway's data plane"
+	case relayed && ps.Relay == nil:
+		msg = "waiting for the relay credentials of the Gateway's data plane"
+		if ps.Problem != "" {
+			msg += ": " + ps.Problem
+		}
+		return false, string(gwv1.GatewayReasonPending), msg
 	}
-	if inCluster {
+	switch {
+	case inCluster:
 		msg = fmt.Sprintf("%d of %d proxies of the Gateway's data plane are ready, serving in the cluster on its Service", ps.Ready, ps.Replicas)
-	} else {
+	case relayed:
+		msg = fmt.Sprintf("%d of %d proxies of the Gateway's data plane are ready; its class's tunnel routes its hostnames to the shared proxies, which relay them to the plane",
+			ps.Ready, ps.Replicas)
+	default:
 		msg = fmt.Sprintf("%d of %d proxies of the Gateway's data plane are ready and its tunnel routes its hostnames to them", ps.Ready, ps.Replicas)
 	}
 	if ps.Problem != "" {
@@ -133,6 +185,14 @@ func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool,
 // onPlane says whether the Gateway's own plane serves it now: it asks for
 // one and is not still moving onto it.
 func (gi *gatewayInfo) onPlane() bool { return gi.dedicated && !gi.moving }
+
+// ownTunnel says whether the Gateway's own plane serves it now, through a
+// tunnel of the Gateway's own.
+func (gi *gatewayInfo) ownTunnel() bool { return gi.onPlane() && gi.params.Spec.Tunnel != nil }
+
+// relayed says whether the Gateway's own plane serves it now, with the
+// requests the shared proxies take from the class's tunnel and relay.
+func (gi *gatewayInfo) relayed() bool { return gi.onPlane() && gi.params.Spec.Relayed() }
 
 // servesInCluster says whether the Gateway's own plane serves its listener
 // ports in the cluster, terminating TLS there.
@@ -239,7 +299,11 @@ func (t *translator) movingToPlane(gi *gatewayInfo) bool {
 func (t *translator) assemblePlanes() {
 	for _, gi := range t.gatewayList {
 		if gi.accepted && gi.dedicated {
-			t.plane(gi).Address = gi.address
+			p := t.plane(gi)
+			p.Address = gi.address
+			if ps := t.in.Planes[gi.key]; gi.params.Spec.Relayed() && ps != nil {
+				p.Relay = ps.Relay
+			}
 		}
 	}
 	for _, li := range t.listenerOrder {
@@ -258,7 +322,8 @@ func (t *translator) assemblePlanes() {
 }
 
 // ProxyConfigs cuts Config into the shared proxies' config and each
-// plane's. A route bound to listeners of several Gateways is in each of
+// plane's, and gives the shared proxies the relays to the planes they
+// relay to (relay.go). A route bound to listeners of several Gateways is in each of
 // their configs, bound there to that config's listeners only. Without
 // planes, shared is &o.Config itself. Neither is to be modified: they
 // share Config's parts.
@@ -303,6 +368,7 @@ func (o *Output) ProxyConfigs() (shared *proxycfg.Config, planes map[types.Names
 	for _, c := range all {
 		c.Clusters = usedClusters(c.Routes, o.Config.Clusters)
 	}
+	o.addRelays(shared)
 	return shared, planes
 }
 

@@ -382,16 +382,20 @@ func (t *translator) countAttached(r *routeInfo) {
 	}
 }
 
-// noteHostnames records the public hostnames an attachment serves. An
-// attachment that takes any host publishes the listener's hostname; a
-// listener without one has nothing to publish.
+// noteHostnames records the public hostnames an attachment serves, for
+// its Gateway's plane or its class's tunnel, or both when the shared
+// proxies relay to the plane. An attachment that takes any host
+// publishes the listener's hostname; a listener without one has nothing
+// to publish.
 func (t *translator) noteHostnames(a *attachment, grpc bool) {
 	hosts := a.held()
 	class := ""
 	if gi := a.listener.gw; gi != nil && gi.class != nil {
 		if gi.onPlane() {
 			t.planeHostnames(gi, hosts, grpc)
-			return
+			if !gi.relayed() {
+				return
+			}
 		}
 		class = gi.class.obj.Name
 	}
@@ -442,7 +446,7 @@ func (t *translator) gatewayStatuses() {
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, gi.addressReason, gi.addressMsg)
 		case gi.accepted && gi.moving:
 			st.Addresses = gatewayAddresses(ts, t.in.Addresses)
-			_, _, wait := t.planeProgrammed(gi, t.in.Tunnels[PlaneTunnelKey(gi.class.obj.Name, gi.key)])
+			_, _, wait := t.planeProgrammed(gi, t.planeTunnel(gi))
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), true, string(gwv1.GatewayReasonProgrammed),
 				"the shared proxies serve this gateway through its class's tunnel until its own data plane is ready: "+wait)
 			gi.conds.set(GatewayConditionDataPlane, true, DataPlaneMoving,

@@ -62,16 +62,31 @@ const (
 // TunnelHostnameSuffix makes a tunnel's public name from its ID.
 const TunnelHostnameSuffix = ".cfargotunnel.com"
 
-// tunnelOf returns the state of the tunnel that carries a Gateway: its
-// own when it has a plane, else its class's; or nil.
+// tunnelOf returns the state of the tunnel that carries a Gateway now:
+// its own when its plane has one, none when its plane serves in the
+// cluster, else its class's; or nil.
 func (t *translator) tunnelOf(gi *gatewayInfo) *TunnelState {
 	if gi == nil || gi.class == nil {
 		return nil
 	}
 	if gi.onPlane() {
-		return t.in.Tunnels[PlaneTunnelKey(gi.class.obj.Name, gi.key)]
+		return t.planeTunnel(gi)
 	}
 	return t.in.Tunnels[gi.class.obj.Name]
+}
+
+// planeTunnel returns the state of the tunnel that carries a dedicated
+// Gateway once its plane serves it, moving or not: its own, or its
+// class's when the shared proxies relay to its plane; nil when its plane
+// serves in the cluster.
+func (t *translator) planeTunnel(gi *gatewayInfo) *TunnelState {
+	switch {
+	case gi.params.Spec.Tunnel != nil:
+		return t.in.Tunnels[PlaneTunnelKey(gi.class.obj.Name, gi.key)]
+	case gi.params.Spec.Relayed():
+		return t.in.Tunnels[gi.class.obj.Name]
+	}
+	return nil
 }
 
 // PlaneTunnelKey is the Input.Tunnels key of a Gateway's own tunnel; a
