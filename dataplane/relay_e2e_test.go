@@ -82,9 +82,14 @@ func servePlane(t *testing.T, cfg *proxycfg.Config, certs relayCerts) string {
 // relayPair is a shared proxy relaying web.example (HTTP/1.1) and
 // grpc.example (HTTP/2) to a plane, which routes both to echo.
 func relayPair(t *testing.T) (*testEnv, string, relayCerts) {
+	return relayPairTo(t, echo("app"))
+}
+
+// relayPairTo is relayPair with the plane's backend serving h.
+func relayPairTo(t *testing.T, h http.HandlerFunc) (*testEnv, string, relayCerts) {
 	t.Helper()
 	certs := newRelayCerts(t)
-	backend := startBackend(t, echo("app"))
+	backend := startBackend(t, h)
 	plane := config([]proxycfg.Route{route("app", to("default/app:80"))}, cluster("default/app:80", backend))
 	addr := servePlane(t, plane, certs)
 	settings := proxycfg.TLSSettings{SNI: relaySNI, CAPEM: certs.ca.certPEM(),
@@ -185,4 +190,17 @@ func TestRelayE2ERequiresTheClientCertificate(t *testing.T) {
 	if err := get(other.client); err == nil {
 		t.Error("with another plane's client certificate: admitted")
 	}
+}
+
+// A WebSocket is relayed over HTTP/1.1 both hops, both ways, half-close
+// included.
+func TestRelayE2EWebSocket(t *testing.T) {
+	sawEOF := make(chan struct{}, 1)
+	e, _, _ := relayPairTo(t, wsBackend(false, sawEOF))
+	c, res := wsHandshake(t, e.bound.Origin, "web.example")
+	if res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("handshake: status %d", res.StatusCode)
+	}
+	c.exchange()
+	c.halfClose(sawEOF)
 }

@@ -5,12 +5,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/ctrl/planes"
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
@@ -85,4 +88,34 @@ func compareNN(a, b types.NamespacedName) int {
 func deleting(g *gwv1.Gateway) *gwv1.Gateway {
 	g.DeletionTimestamp = &metav1.Time{}
 	return g
+}
+
+// The shared proxies get a relay only with credentials that parse: a
+// cluster they cannot use would make them refuse their whole config.
+func TestRelayOf(t *testing.T) {
+	if r, problem := relayOf(planes.State{}); r != nil || problem != "" {
+		t.Errorf("no credentials yet: %+v %q; want nothing", r, problem)
+	}
+	good, err := planes.NewRelayCredentials(time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, problem := relayOf(planes.State{PodIPs: []string{"10.244.1.2", "fd00::5"}, Relay: &good})
+	if problem != "" || r == nil {
+		t.Fatalf("good credentials: %q", problem)
+	}
+	if want := []string{"10.244.1.2:8443", "[fd00::5]:8443"}; !slices.Equal(r.Endpoints, want) || r.ServerName != provision.RelayServerName ||
+		r.CAPEM != string(good.CA) || r.ClientCertPEM != string(good.ClientCert) || r.ClientKeyPEM != string(good.ClientKey) {
+		t.Errorf("relay %+v; want endpoints %v and the credentials", r, want)
+	}
+	for name, broken := range map[string]func(c *provision.RelayCredentials){
+		"client key of another": func(c *provision.RelayCredentials) { c.ClientKey = good.Key },
+		"no CA":                 func(c *provision.RelayCredentials) { c.CA = []byte("not PEM") },
+	} {
+		c := good
+		broken(&c)
+		if r, problem := relayOf(planes.State{Relay: &c}); r != nil || problem == "" {
+			t.Errorf("%s: relay %v, problem %q; want none, and why", name, r != nil, problem)
+		}
+	}
 }

@@ -30,12 +30,14 @@
 //     credentials Secret until it goes, since the controller may not
 //     delete Secrets.
 //   - The config token in a credentials Secret is made once, at random,
-//     and kept; the Secret's other keys follow the controller.
+//     and kept; so are the relay's credentials of a plane the shared
+//     proxies relay to (relaycert.go), made anew only near their end or
+//     when broken; the Secret's other keys follow the controller.
 //   - Nothing is done unless this replica leads (Update with leading
 //     false): two writers would fight over every field.
 //
 // Files: provisioner.go (Options, Update, the queue), apply.go (one
-// plane's sync), owned.go (informers of what planes own, indexed by
+// plane's sync), relaycert.go (the relay's credentials), owned.go (informers of what planes own, indexed by
 // Gateway), state.go (what a plane's Deployment and Pods say, for the
 // Gateway's status), metrics.go.
 package planes

@@ -39,7 +39,7 @@ func relayCredentials(existing provision.RelayCredentials, ok bool, now time.Tim
 	if ok && relayLasts(existing, now) {
 		return existing, nil
 	}
-	return newRelayCredentials(now)
+	return NewRelayCredentials(now)
 }
 
 // relayLasts says whether both certificates parse, chain to the CA, and
@@ -74,10 +74,10 @@ func parsePEMCert(b []byte) (*x509.Certificate, error) {
 	return x509.ParseCertificate(block.Bytes)
 }
 
-// newRelayCredentials makes a CA (ECDSA P-256), a server certificate for
+// NewRelayCredentials makes a CA (ECDSA P-256), a server certificate for
 // provision.RelayServerName and a client certificate, all valid from an
 // hour before now for ten years, and drops the CA's key.
-func newRelayCredentials(now time.Time) (provision.RelayCredentials, error) {
+func NewRelayCredentials(now time.Time) (provision.RelayCredentials, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return provision.RelayCredentials{}, err

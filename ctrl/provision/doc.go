@@ -15,7 +15,11 @@
 //     with restartPolicy Always, started before cloudflared once it holds
 //     a config, stopped after it) and the cloudflared container; non-root,
 //     read-only, no capabilities, RuntimeDefault seccomp; one new Pod at a
-//     time, none taken away before its successor is Ready;
+//     time, none taken away before its successor is Ready. A plane with no
+//     tunnel of its own has no cloudflared: the proxy serves the listener
+//     ports (serving in the cluster) or the relay from the shared proxies
+//     (classTunnel: TLS on RelayPort, admitting only the relay's client
+//     certificate);
 //   - a ServiceAccount with no API token (the proxies never call the
 //     Kubernetes API);
 //   - a Service for the proxies' and cloudflared's metrics;
@@ -39,8 +43,9 @@
 // grace period and cloudflared's extra flags, default resources. Secrets
 // (SecretsOf) names the Secrets a plane's Pods mount: its own config API
 // credential (token and the API's CA; CredentialsSecret renders it, from
-// a token the controller makes) and its tunnel token. The proxy makes its
-// TLS origin certificate itself, in the Pod.
+// a token the controller makes; with classTunnel, the relay's credentials
+// too, Plane.Relay) and its tunnel token. The proxy makes its TLS origin
+// certificate itself, in the Pod.
 // The GatewayConfig's fields override Install's: images, resources
 // (requests and limits each replaced whole), replicas or autoscaling, and
 // ProxyArgs appended after the defaults (the proxy takes the last value

@@ -388,6 +388,97 @@ spec:
 		}
 		return visitBackend(visitor, "b.example.com", "team-b")
 	})
+
+	checkRelayedPlane(t, r, api, sharedToken, classTunnel)
+}
+
+// checkRelayedPlane: a Gateway whose plane is reached through the class's
+// tunnel (classTunnel). Its hostname's record points at the class's
+// tunnel, whose connectors are the shared proxies alone; a visitor's
+// request goes through them and the plane's relay listener to the
+// tenant's backend. The shared proxies' config holds a relay for it, with
+// the plane's relay credentials, and never its route; the plane's holds
+// the route.
+func checkRelayedPlane(t *testing.T, r *rig, api *configAPIClient, sharedToken, classTunnel string) {
+	ctx := t.Context()
+	r.dumpPodsOnFailure(t, "team-r")
+	if err := r.env.Apply(ctx, []byte(fmt.Sprintf(`
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-r}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: relayed, namespace: team-r}
+spec: {dataPlane: Dedicated, replicas: 1, classTunnel: true}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: team-r}
+spec:
+  gatewayClassName: %s
+  infrastructure:
+    parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: relayed}
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "r.example.com"}]
+`, r.class)+backend("team-r"))); err != nil {
+		t.Fatal(err)
+	}
+	plane := provision.Name("gw", r.class)
+	waitRolledOut(t, r.kube, "team-r", plane, 2*time.Minute)
+	visitor := r.edge.Client(10 * time.Second)
+	eventually(t, 90*time.Second, "the relayed Gateway Programmed at the class tunnel's address, and served", func() error {
+		if err := r.conditionSays(ctx, "team-r", "gw", "Programmed", metav1.ConditionTrue, "", "relay them to the plane"); err != nil {
+			return err
+		}
+		g, err := r.gw.GatewayV1().Gateways("team-r").Get(ctx, "gw", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if len(g.Status.Addresses) != 1 || g.Status.Addresses[0].Value != classTunnel+".cfargotunnel.com" {
+			return fmt.Errorf("addresses %+v, want the class tunnel's", g.Status.Addresses)
+		}
+		if err := cnameTo(r, "r.example.com", classTunnel); err != nil {
+			return err
+		}
+		return visitBackend(visitor, "r.example.com", "team-r")
+	})
+	for _, c := range r.edge.ConnectorsOf(classTunnel) {
+		if !strings.HasPrefix(c, r.proxy()) {
+			t.Errorf("connector %s of the class's tunnel: want the shared proxies' alone", c)
+		}
+	}
+	d, err := r.kube.AppsV1().Deployments("team-r").Get(ctx, plane, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := d.Spec.Template.Spec.Containers; len(cs) != 1 || cs[0].Name != "proxy" || len(d.Spec.Template.Spec.InitContainers) != 0 {
+		t.Errorf("the relayed plane's Pod runs %d containers (%+v); want the proxy alone", len(cs), cs)
+	}
+
+	sharedCfg := api.read(t, sharedToken)
+	var relay *proxycfg.Route
+	for i, rt := range sharedCfg.Routes {
+		if rt.Namespace != "team-r" {
+			continue
+		}
+		if rt.Name != "relay:gw" {
+			t.Errorf("the shared config holds team-r's route %s", rt.Name)
+		}
+		relay = &sharedCfg.Routes[i]
+	}
+	if relay == nil || !slices.Equal(relay.Hostnames, []string{"r.example.com"}) {
+		t.Fatalf("the shared config's relay of team-r: %+v", relay)
+	}
+	relayCA := secretKey(t, r.kube, "team-r", plane+"-credentials", provision.KeyRelayCA)
+	for _, c := range sharedCfg.Clusters {
+		if c.Name == relay.Rules[0].Backends[0].Cluster && (c.TLS == nil || c.TLS.CAPEM != relayCA || c.TLS.ClientKeyPEM == "" || len(c.Endpoints) != 1) {
+			t.Errorf("relay cluster %s: %d endpoints, TLS %+v; want the plane's Pod and relay credentials", c.Name, len(c.Endpoints), c.TLS != nil)
+		}
+	}
+	planeCfg := api.read(t, secretKey(t, r.kube, "team-r", plane+"-credentials", provision.KeyConfigToken))
+	if !slices.ContainsFunc(planeCfg.Routes, func(rt proxycfg.Route) bool { return rt.Namespace == "team-r" && rt.Name == "web" }) {
+		t.Errorf("the relayed plane's config lacks its route: %v", planeCfg.Routes)
+	}
 }
 
 // setOwnPlane applies team-a's GatewayConfig "own" with its tunnel and
