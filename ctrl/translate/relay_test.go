@@ -1,19 +1,11 @@
 package translate_test
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io"
 	"log/slog"
-	"math/big"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +13,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/testpki"
 )
 
 // A plane with classTunnel (planes.yaml's team-r) is published through
@@ -31,9 +24,10 @@ import (
 // not Programmed.
 func TestRelayedPlane(t *testing.T) {
 	gw := nsName("default", "team-r")
-	ca, cert, key := selfSigned(t)
+	ca := testpki.NewCA(t, "relay CA")
+	cert, key := ca.Issue(t, "shared proxies", false)
 	relay := &translate.Relay{Endpoints: []string{"10.244.9.1:8443", "10.244.9.2:8443"}, ServerName: "relay.example",
-		CAPEM: ca, ClientCertPEM: cert, ClientKeyPEM: key}
+		CAPEM: string(ca.PEM), ClientCertPEM: string(cert), ClientKeyPEM: string(key)}
 	for _, tc := range []struct {
 		name    string
 		plane   *translate.PlaneState
@@ -148,26 +142,4 @@ func checkRelay(t *testing.T, shared *proxycfg.Config, relays []proxycfg.Route, 
 			t.Errorf("relay route of %s: %+v; want one rule, no timeout, retry or filter", want.host, r.Rules)
 		}
 	}
-}
-
-// selfSigned is a self-signed certificate and its key in PEM, twice
-// the certificate: as the CA and as the client certificate.
-func selfSigned(t *testing.T) (ca, cert, key string) {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "relay test"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, k.Public(), k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalPKCS8PrivateKey(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}))
-	return c, c, string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}))
 }
