@@ -2,12 +2,9 @@ package planes
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/base64"
 	"errors"
 	"fmt"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,23 +45,17 @@ var resources = map[string]schema.GroupVersionResource{
 func (p *Provisioner) applyPlane(ctx context.Context, w Want) error {
 	plane := provision.Plane{Gateway: w.Gateway, Params: w.Params, Install: p.opts.Install,
 		Secrets: provision.SecretsOf(w.Gateway, &w.Params), Ports: w.Ports, ClusterIP: w.ClusterIP}
-	if plane.Params.Relayed() {
-		existing, ok := provision.RelayCredentialsOf(p.owned.secret(plane.Gateway.Namespace, plane.Secrets.Credentials))
-		c, err := relayCredentials(existing, ok, time.Now())
-		if err != nil {
-			return err
-		}
-		plane.Relay = &c
+	key := types.NamespacedName{Namespace: w.Gateway.Namespace, Name: w.Gateway.Name}
+	creds, err := p.credentialsOf(key, plane)
+	if err != nil {
+		return err
 	}
+	plane.Relay = creds.relay
 	objs, err := provision.Objects(plane)
 	if err != nil {
 		return err // the CRD refuses what Objects does: a GatewayConfig from before it
 	}
-	token, err := p.configToken(plane)
-	if err != nil {
-		return err
-	}
-	objs = append([]runtime.Object{provision.CredentialsSecret(plane, token, p.opts.CA)}, objs...)
+	objs = append([]runtime.Object{provision.CredentialsSecret(plane, creds.token, p.opts.CA)}, objs...)
 	rendered := map[objectKey]bool{}
 	applies := 0
 	for _, o := range objs {
@@ -85,6 +76,9 @@ func (p *Provisioner) applyPlane(ctx context.Context, w Want) error {
 			p.Stats.add(applies, 0, 0)
 			return fmt.Errorf("%s %s/%s: %w", k.kind, k.namespace, k.name, err)
 		}
+		if k.kind == "Secret" {
+			p.remember(key, creds)
+		}
 	}
 	p.Stats.add(applies, 0, 0)
 	return p.prune(ctx, w, rendered)
@@ -104,21 +98,6 @@ func (p *Provisioner) replaceService(ctx context.Context, k objectKey, clusterIP
 	p.opts.Log.Info("replacing a plane's Service for its Gateway's new address", "namespace", k.namespace, "name", k.name,
 		"from", svc.Spec.ClusterIP, "to", clusterIP)
 	return p.delete(ctx, k)
-}
-
-// configToken is the token in the plane's credentials Secret, or a new
-// random one when there is none yet.
-func (p *Provisioner) configToken(plane provision.Plane) (string, error) {
-	if s := p.owned.secret(plane.Gateway.Namespace, plane.Secrets.Credentials); s != nil {
-		if t := s.Data[provision.KeyConfigToken]; len(t) >= 32 {
-			return string(t), nil
-		}
-	}
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
 }
 
 // apply sends u with server-side apply unless the same rendering was
@@ -166,6 +145,7 @@ func (p *Provisioner) prune(ctx context.Context, w Want, rendered map[objectKey]
 // the Gateway (garbage collection), since the controller may not delete
 // Secrets; the config API no longer honours its token meanwhile.
 func (p *Provisioner) deletePlane(ctx context.Context, key types.NamespacedName) error {
+	p.forget(key)
 	var errs []error
 	for _, k := range p.owned.objectsOf(key, "") {
 		if k.kind != "Secret" {

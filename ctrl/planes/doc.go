@@ -30,14 +30,16 @@
 //     credentials Secret until it goes, since the controller may not
 //     delete Secrets.
 //   - The config token in a credentials Secret is made once, at random,
-//     and kept; so are the relay's credentials of a plane the shared
+//     and kept (also while the informer has not shown the Secret yet);
+//     so are the relay's credentials of a plane the shared
 //     proxies relay to (relaycert.go), made anew only near their end or
 //     when broken; the Secret's other keys follow the controller.
 //   - Nothing is done unless this replica leads (Update with leading
 //     false): two writers would fight over every field.
 //
 // Files: provisioner.go (Options, Update, the queue), apply.go (one
-// plane's sync), relaycert.go (the relay's credentials), owned.go (informers of what planes own, indexed by
+// plane's sync), credentials.go (what the credentials Secret holds, kept
+// across applies), relaycert.go (the relay's credentials), owned.go (informers of what planes own, indexed by
 // Gateway), state.go (what a plane's Deployment and Pods say, for the
 // Gateway's status), metrics.go.
 package planes

@@ -59,8 +59,9 @@ type Provisioner struct {
 	leading bool
 	wanted  map[types.NamespacedName]Want
 	retired map[types.NamespacedName]bool
-	applied map[objectKey]appliedObject     // what this replica applied last, while leading
-	failed  map[types.NamespacedName]string // why a plane's last apply failed, for its State
+	applied map[objectKey]appliedObject          // what this replica applied last, while leading
+	made    map[types.NamespacedName]credentials // the credentials it wrote last, while leading (credentials.go)
+	failed  map[types.NamespacedName]string      // why a plane's last apply failed, for its State
 
 	Stats Stats
 }
@@ -95,6 +96,7 @@ func New(opts Options) (*Provisioner, error) {
 		wanted:  map[types.NamespacedName]Want{},
 		retired: map[types.NamespacedName]bool{},
 		applied: map[objectKey]appliedObject{},
+		made:    map[types.NamespacedName]credentials{},
 		failed:  map[types.NamespacedName]string{},
 	}
 	owned, err := newOwned(opts.Kube, p.ownedChanged, p.stateChanged)
@@ -116,6 +118,7 @@ func (p *Provisioner) Update(leading bool, wanted map[types.NamespacedName]Want,
 		if p.leading {
 			// A future lead compares everything with the cluster again.
 			p.leading, p.applied = false, map[objectKey]appliedObject{}
+			p.made = map[types.NamespacedName]credentials{} // another leader may write others
 		}
 		return
 	}
