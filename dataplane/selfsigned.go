@@ -1,21 +1,17 @@
 package dataplane
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/internal/onetimeca"
 )
 
 // A self-signed origin certificate for the TLS origin listener, when none
@@ -61,68 +57,14 @@ func generateOriginCert(hosts []string, now time.Time) (certPEM, keyPEM, caPEM [
 			dns = append(dns, h)
 		}
 	}
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("origin certificate: CA key: %w", err)
-	}
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("origin certificate: key: %w", err)
-	}
-	notBefore := now.Add(-originBackdate)
-	caTmpl := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "tunnelgate origin CA", Organization: []string{"tunnelgate"}},
-		NotBefore:             notBefore,
-		NotAfter:              now.Add(originCALifetime),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		MaxPathLenZero:        true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-	}
-	if caTmpl.SerialNumber, err = originSerial(); err != nil {
-		return nil, nil, nil, err
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("origin certificate: CA: %w", err)
-	}
-	ca, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("origin certificate: CA: %w", err)
-	}
-	leafTmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: hosts[0], Organization: []string{"tunnelgate"}},
-		NotBefore:   notBefore,
-		NotAfter:    now.Add(originLeafLifetime),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:    dns,
-		IPAddresses: ips,
-	}
-	if leafTmpl.SerialNumber, err = originSerial(); err != nil {
-		return nil, nil, nil, err
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, ca, leafKey.Public(), caKey)
+	caPEM, certs, err := onetimeca.Issue("tunnelgate origin CA", originCALifetime, now, originBackdate, onetimeca.Leaf{
+		CommonName: hosts[0], DNSNames: dns, IPAddresses: ips,
+		Usage: x509.ExtKeyUsageServerAuth, Lifetime: originLeafLifetime,
+	})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("origin certificate: %w", err)
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(leafKey)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("origin certificate: key: %w", err)
-	}
-	certPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER})
-	keyPEM = pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER})
-	caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	return certPEM, keyPEM, caPEM, nil
-}
-
-// originSerial is a random positive 128-bit serial number.
-func originSerial() (*big.Int, error) {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
-	if err != nil {
-		return nil, fmt.Errorf("origin certificate: serial number: %w", err)
-	}
-	return n.Add(n, big.NewInt(1)), nil
+	return certs[0].CertPEM, certs[0].KeyPEM, caPEM, nil
 }
 
 // writeOriginCert makes sure dir holds an origin certificate for hosts and

@@ -1,18 +1,14 @@
 package planes
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/provision"
+	"github.com/tunnelgate/tunnelgate/internal/onetimeca"
 )
 
 // The relay between the shared proxies and a plane that takes its
@@ -74,67 +70,17 @@ func parsePEMCert(b []byte) (*x509.Certificate, error) {
 	return x509.ParseCertificate(block.Bytes)
 }
 
-// NewRelayCredentials makes a CA (ECDSA P-256), a server certificate for
+// NewRelayCredentials makes a CA, a server certificate for
 // provision.RelayServerName and a client certificate, all valid from an
 // hour before now for ten years, and drops the CA's key.
 func NewRelayCredentials(now time.Time) (provision.RelayCredentials, error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, certs, err := onetimeca.Issue("tunnelgate relay CA", relayLifetime, now, relayBackdate,
+		onetimeca.Leaf{CommonName: provision.RelayServerName, DNSNames: []string{provision.RelayServerName},
+			Usage: x509.ExtKeyUsageServerAuth, Lifetime: relayLifetime},
+		onetimeca.Leaf{CommonName: "tunnelgate shared proxies", Usage: x509.ExtKeyUsageClientAuth, Lifetime: relayLifetime})
 	if err != nil {
-		return provision.RelayCredentials{}, err
+		return provision.RelayCredentials{}, fmt.Errorf("relay credentials: %w", err)
 	}
-	caTmpl := relayTemplate("tunnelgate relay CA", now)
-	caTmpl.IsCA, caTmpl.BasicConstraintsValid, caTmpl.MaxPathLenZero = true, true, true
-	caTmpl.KeyUsage = x509.KeyUsageCertSign
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, caKey.Public(), caKey)
-	if err != nil {
-		return provision.RelayCredentials{}, fmt.Errorf("relay CA: %w", err)
-	}
-	server := relayTemplate(provision.RelayServerName, now)
-	server.DNSNames = []string{provision.RelayServerName}
-	server.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
-	certPEM, keyPEM, err := relayLeaf(server, caTmpl, caKey)
-	if err != nil {
-		return provision.RelayCredentials{}, fmt.Errorf("relay server certificate: %w", err)
-	}
-	client := relayTemplate("tunnelgate shared proxies", now)
-	client.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	clientPEM, clientKeyPEM, err := relayLeaf(client, caTmpl, caKey)
-	if err != nil {
-		return provision.RelayCredentials{}, fmt.Errorf("relay client certificate: %w", err)
-	}
-	return provision.RelayCredentials{
-		CA:   pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		Cert: certPEM, Key: keyPEM, ClientCert: clientPEM, ClientKey: clientKeyPEM,
-	}, nil
-}
-
-// relayTemplate is a certificate named cn with a random serial number.
-func relayTemplate(cn string, now time.Time) *x509.Certificate {
-	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	return &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn, Organization: []string{"tunnelgate"}},
-		NotBefore:    now.Add(-relayBackdate),
-		NotAfter:     now.Add(relayLifetime),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-	}
-}
-
-// relayLeaf signs tmpl with the CA, for a new key, and returns both in
-// PEM.
-func relayLeaf(tmpl, ca *x509.Certificate, caKey *ecdsa.PrivateKey) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, key.Public(), caKey)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+	return provision.RelayCredentials{CA: ca, Cert: certs[0].CertPEM, Key: certs[0].KeyPEM,
+		ClientCert: certs[1].CertPEM, ClientKey: certs[1].KeyPEM}, nil
 }
