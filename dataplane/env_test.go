@@ -42,27 +42,9 @@ func newTestEnv(t *testing.T, cfg *proxycfg.Config, opts ...func(*Options)) *tes
 			t.Fatalf("Load: %v", err)
 		}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan Bound, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- p.Serve(ctx, ServeOptions{
-			Origin: "127.0.0.1:0", OriginTLS: "127.0.0.1:0", CertDir: t.TempDir(),
-			Plain: "127.0.0.1:0", Admin: "127.0.0.1:0", Grace: 5 * time.Second,
-			Ready: func(b Bound) { ready <- b },
-		})
-	}()
-	var b Bound
-	select {
-	case b = <-ready:
-	case err := <-done:
-		t.Fatalf("Serve: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
+	b := serveUntilCleanup(t, p, ServeOptions{
+		Origin: "127.0.0.1:0", OriginTLS: "127.0.0.1:0", CertDir: t.TempDir(),
+		Plain: "127.0.0.1:0", Admin: "127.0.0.1:0", Grace: 5 * time.Second,
 	})
 	caPEM, err := os.ReadFile(b.OriginCA)
 	if err != nil {
@@ -88,6 +70,30 @@ func newTestEnv(t *testing.T, cfg *proxycfg.Config, opts ...func(*Options)) *tes
 	})
 	t.Cleanup(func() { checkNoLeakedConns(t, p) }) // runs first: before shutdown
 	return e
+}
+
+// serveUntilCleanup runs p.Serve(l) until the test ends, and returns the
+// bound listeners once they are open.
+func serveUntilCleanup(t *testing.T, p *Proxy, l ServeOptions) Bound {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan Bound, 1), make(chan error, 1)
+	l.Ready = func(b Bound) { ready <- b }
+	go func() { done <- p.Serve(ctx, l) }()
+	var b Bound
+	select {
+	case b = <-ready:
+	case err := <-done:
+		cancel()
+		t.Fatalf("Serve: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return b
 }
 
 // checkNoLeakedConns checks that, once a test's requests are over, every

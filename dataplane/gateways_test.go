@@ -53,24 +53,7 @@ func serveGateways(t *testing.T, p *Proxy, l ServeOptions) Bound {
 	t.Helper()
 	l.Gateways = !p.opts.ListenerPorts
 	l.Admin, l.Grace = "127.0.0.1:0", time.Second
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	ready := make(chan Bound, 1)
-	l.Ready = func(b Bound) { ready <- b }
-	go func() { done <- p.Serve(ctx, l) }()
-	var b Bound
-	select {
-	case b = <-ready:
-	case err := <-done:
-		t.Fatalf("Serve: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return b
+	return serveUntilCleanup(t, p, l)
 }
 
 // serveOneRoute serves, on gateway addresses, listeners and one route on

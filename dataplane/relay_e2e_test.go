@@ -1,7 +1,6 @@
 package dataplane
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"io"
@@ -52,31 +51,13 @@ func servePlane(t *testing.T, cfg *proxycfg.Config, certs relayCerts) string {
 	if err := p.Load(cfg); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan Bound, 1), make(chan error, 1)
-	go func() {
-		done <- p.Serve(ctx, ServeOptions{
-			OriginTLS:      "127.0.0.1:0",
-			OriginCert:     write("relay.crt", certs.server.certPEM()),
-			OriginKey:      write("relay.key", certs.server.keyPEM(t)),
-			OriginClientCA: write("relay-ca.crt", certs.ca.certPEM()),
-			Grace:          time.Second,
-			Ready:          func(b Bound) { ready <- b },
-		})
-	}()
-	var b Bound
-	select {
-	case b = <-ready:
-	case err := <-done:
-		t.Fatalf("plane Serve: %v", err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("plane Serve: %v", err)
-		}
-	})
-	return b.OriginTLS
+	return serveUntilCleanup(t, p, ServeOptions{
+		OriginTLS:      "127.0.0.1:0",
+		OriginCert:     write("relay.crt", certs.server.certPEM()),
+		OriginKey:      write("relay.key", certs.server.keyPEM(t)),
+		OriginClientCA: write("relay-ca.crt", certs.ca.certPEM()),
+		Grace:          time.Second,
+	}).OriginTLS
 }
 
 // relayPair is a shared proxy relaying web.example (HTTP/1.1) and
