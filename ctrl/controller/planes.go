@@ -44,12 +44,17 @@ func (c *Controller) planeStates() map[types.NamespacedName]*translate.PlaneStat
 		}
 		ps := &translate.PlaneState{Replicas: st.Replicas, Ready: st.Ready, Problem: st.Problem, NoResources: st.NoResources,
 			ServiceIP: st.ServiceIP}
+		prev := c.lastPlaneStates[key]
+		var checked *translate.Relay
+		if prev != nil {
+			checked = prev.Relay
+		}
 		var problem string
-		if ps.Relay, problem = relayOf(st); problem != "" && ps.Problem == "" {
+		if ps.Relay, problem = relayOf(st, checked); problem != "" && ps.Problem == "" {
 			ps.Problem = fmt.Sprintf("the relay credentials in Secret %s/%s: %s", key.Namespace,
 				provision.CredentialsName(key.Name, string(p.Gateway.Spec.GatewayClassName)), problem)
 		}
-		if prev := c.lastPlaneStates[key]; prev.Equal(ps) {
+		if prev.Equal(ps) {
 			ps = prev
 		}
 		out[key] = ps
@@ -62,17 +67,22 @@ func (c *Controller) planeStates() map[types.NamespacedName]*translate.PlaneStat
 // ready Pods' relay listeners and its relay credentials, once these are
 // written. Credentials that do not parse are left out, with why: the
 // shared proxies refuse a whole config with a cluster they cannot use,
-// and the provisioner writes new ones.
-func relayOf(st planes.State) (*translate.Relay, string) {
+// and the provisioner writes new ones. Those of prev, the last sync's,
+// were checked then: every sync runs this for every plane.
+func relayOf(st planes.State, prev *translate.Relay) (*translate.Relay, string) {
 	c := st.Relay
 	if c == nil {
 		return nil, ""
 	}
-	if _, err := tls.X509KeyPair(c.ClientCert, c.ClientKey); err != nil {
-		return nil, "the client certificate: " + err.Error()
-	}
-	if !x509.NewCertPool().AppendCertsFromPEM(c.CA) {
-		return nil, "the CA holds no PEM certificate"
+	checked := prev != nil && prev.CAPEM == string(c.CA) && prev.ClientCertPEM == string(c.ClientCert) &&
+		prev.ClientKeyPEM == string(c.ClientKey)
+	if !checked {
+		if _, err := tls.X509KeyPair(c.ClientCert, c.ClientKey); err != nil {
+			return nil, "the client certificate: " + err.Error()
+		}
+		if !x509.NewCertPool().AppendCertsFromPEM(c.CA) {
+			return nil, "the CA holds no PEM certificate"
+		}
 	}
 	r := &translate.Relay{ServerName: provision.RelayServerName, CAPEM: string(c.CA),
 		ClientCertPEM: string(c.ClientCert), ClientKeyPEM: string(c.ClientKey)}

@@ -93,14 +93,14 @@ func deleting(g *gwv1.Gateway) *gwv1.Gateway {
 // The shared proxies get a relay only with credentials that parse: a
 // cluster they cannot use would make them refuse their whole config.
 func TestRelayOf(t *testing.T) {
-	if r, problem := relayOf(planes.State{}); r != nil || problem != "" {
+	if r, problem := relayOf(planes.State{}, nil); r != nil || problem != "" {
 		t.Errorf("no credentials yet: %+v %q; want nothing", r, problem)
 	}
 	good, err := planes.NewRelayCredentials(time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, problem := relayOf(planes.State{PodIPs: []string{"10.244.1.2", "fd00::5"}, Relay: &good})
+	r, problem := relayOf(planes.State{PodIPs: []string{"10.244.1.2", "fd00::5"}, Relay: &good}, nil)
 	if problem != "" || r == nil {
 		t.Fatalf("good credentials: %q", problem)
 	}
@@ -114,7 +114,7 @@ func TestRelayOf(t *testing.T) {
 	} {
 		c := good
 		broken(&c)
-		if r, problem := relayOf(planes.State{Relay: &c}); r != nil || problem == "" {
+		if r, problem := relayOf(planes.State{Relay: &c}, r); r != nil || problem == "" {
 			t.Errorf("%s: relay %v, problem %q; want none, and why", name, r != nil, problem)
 		}
 	}
