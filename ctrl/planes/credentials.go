@@ -43,7 +43,7 @@ func (p *Provisioner) credentialsOf(key types.NamespacedName, plane provision.Pl
 	if last.relay != nil {
 		existing, ok = *last.relay, true
 	}
-	relay, err := relayCredentials(existing, ok, time.Now())
+	relay, err := KeepOrRenewRelayCredentials(existing, ok, time.Now())
 	if err != nil {
 		return credentials{}, err
 	}

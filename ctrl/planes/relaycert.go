@@ -1,6 +1,7 @@
 package planes
 
 import (
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
@@ -29,18 +30,24 @@ const (
 	relayMinRemaining = 30 * 24 * time.Hour
 )
 
-// relayCredentials are the plane's relay credentials from its Secret,
-// or new ones when it has none, or none that will last.
-func relayCredentials(existing provision.RelayCredentials, ok bool, now time.Time) (provision.RelayCredentials, error) {
+// KeepOrRenewRelayCredentials are a plane's relay credentials as it has
+// them (ok: it has them all), or new ones when it has none, or none that
+// will last. existing may be anything a user wrote into the Secret.
+func KeepOrRenewRelayCredentials(existing provision.RelayCredentials, ok bool, now time.Time) (provision.RelayCredentials, error) {
 	if ok && relayLasts(existing, now) {
 		return existing, nil
 	}
 	return NewRelayCredentials(now)
 }
 
-// relayLasts says whether both certificates parse, chain to the CA, and
-// stay valid for relayMinRemaining.
+// relayLasts says whether both certificates parse, go with their keys,
+// chain to the CA, and stay valid for relayMinRemaining.
 func relayLasts(c provision.RelayCredentials, now time.Time) bool {
+	for _, pair := range [][2][]byte{{c.Cert, c.Key}, {c.ClientCert, c.ClientKey}} {
+		if _, err := tls.X509KeyPair(pair[0], pair[1]); err != nil {
+			return false
+		}
+	}
 	ca, err := parsePEMCert(c.CA)
 	if err != nil {
 		return false

@@ -13,7 +13,7 @@ import (
 // they last, and are made anew when they near their end or are broken.
 func TestRelayCredentials(t *testing.T) {
 	now := time.Date(2026, 11, 25, 0, 0, 0, 0, time.UTC)
-	c, err := relayCredentials(provision.RelayCredentials{}, false, now)
+	c, err := KeepOrRenewRelayCredentials(provision.RelayCredentials{}, false, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,19 +47,24 @@ func TestRelayCredentials(t *testing.T) {
 		t.Error("the client certificate also serves")
 	}
 
-	kept, err := relayCredentials(c, true, now.Add(365*24*time.Hour))
+	kept, err := KeepOrRenewRelayCredentials(c, true, now.Add(365*24*time.Hour))
 	if err != nil || string(kept.CA) != string(c.CA) {
 		t.Errorf("a year on: made anew (%v); want kept", err)
 	}
 	for name, at := range map[string]time.Time{"near their end": now.Add(relayLifetime - relayMinRemaining/2)} {
-		renewed, err := relayCredentials(c, true, at)
+		renewed, err := KeepOrRenewRelayCredentials(c, true, at)
 		if err != nil || string(renewed.CA) == string(c.CA) {
 			t.Errorf("%s: kept (%v); want new ones", name, err)
 		}
 	}
 	broken := c
 	broken.ClientCert = c.Cert // a server certificate where the client's goes
-	if renewed, err := relayCredentials(broken, true, now); err != nil || string(renewed.CA) == string(c.CA) {
+	if renewed, err := KeepOrRenewRelayCredentials(broken, true, now); err != nil || string(renewed.CA) == string(c.CA) {
 		t.Errorf("broken: kept (%v); want new ones", err)
+	}
+	keyless := c
+	keyless.Key = []byte("lost")
+	if renewed, err := KeepOrRenewRelayCredentials(keyless, true, now); err != nil || string(renewed.CA) == string(c.CA) {
+		t.Errorf("the server key lost: kept (%v); want new ones", err)
 	}
 }
