@@ -229,7 +229,9 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	}, cfg, false)
 	var bNet, bPorts dataplane.Bound
 	e.pNet, bNet = start(dataplane.ServeOptions{Origin: "127.0.0.1:0", OriginNetHTTP: true}, cfg, false)
-	portHTTP, portHTTPS := freePort(t, "127.0.0.1"), freePort(t, "127.0.0.1")
+	// That proxy binds its ports on every local address: a port free on
+	// 127.0.0.1 may be taken on another loopback address by a test beside.
+	portHTTP, portHTTPS := freePort(t, ""), freePort(t, "")
 	e.pPorts, bPorts = start(dataplane.ServeOptions{}, portsConfig(cfg, portHTTP, portHTTPS), true)
 	e.admin, e.adminNet, e.adminPorts = b.Admin, bNet.Admin, bPorts.Admin
 	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTP)))
@@ -359,7 +361,8 @@ func freeLoopbackIP(t testing.TB) string {
 	return ""
 }
 
-// freePort is a TCP port nothing listens on at ip.
+// freePort is a TCP port nothing listens on at ip, or, with ip "", on
+// any local address.
 func freePort(t testing.TB, ip string) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", ip+":0")
