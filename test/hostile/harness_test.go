@@ -14,6 +14,8 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -154,7 +156,14 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	}
 	ca := testpki.NewCA(t, "hostile test CA")
 	gwIP := freeLoopbackIP(t)
-	gwHTTP, gwHTTPS := freePort(t, gwIP), freePort(t, gwIP)
+	// Four ports free on every local address at once: the listener-ports
+	// proxy binds its two on every address, so no port may be another's.
+	// Envs made in parallel choose and bind theirs one after the other.
+	portsMu.Lock()
+	portsChosen := sync.OnceFunc(portsMu.Unlock)
+	defer portsChosen()
+	ports := freePorts(t, 4)
+	gwHTTP, gwHTTPS := ports[0], ports[1]
 	certPEM, keyPEM := ca.IssueServer(t, "localhost", gwIP)
 
 	rule := proxycfg.Rule{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "backend", Weight: 1}}}
@@ -229,15 +238,14 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	}, cfg, false)
 	var bNet, bPorts dataplane.Bound
 	e.pNet, bNet = start(dataplane.ServeOptions{Origin: "127.0.0.1:0", OriginNetHTTP: true}, cfg, false)
-	// That proxy binds its ports on every local address: a port free on
-	// 127.0.0.1 may be taken on another loopback address by a test beside.
-	portHTTP, portHTTPS := freePort(t, ""), freePort(t, "")
+	portHTTP, portHTTPS := ports[2], ports[3]
 	e.pPorts, bPorts = start(dataplane.ServeOptions{}, portsConfig(cfg, portHTTP, portHTTPS), true)
 	e.admin, e.adminNet, e.adminPorts = b.Admin, bNet.Admin, bPorts.Admin
 	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTP)))
 	waitListening(t, net.JoinHostPort(gwIP, strconv.Itoa(gwHTTPS)))
 	waitListening(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(portHTTP)))
 	waitListening(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(portHTTPS)))
+	portsChosen()
 
 	originCA, err := os.ReadFile(b.OriginCA)
 	if err != nil {
@@ -361,8 +369,50 @@ func freeLoopbackIP(t testing.TB) string {
 	return ""
 }
 
-// freePort is a TCP port nothing listens on at ip, or, with ip "", on
-// any local address.
+// portsMu is held by an env from choosing its ports until its proxies
+// listen on them.
+var portsMu sync.Mutex
+
+// freePorts are n distinct TCP ports nothing listens on, on any local
+// address: all are held open together while they are chosen. They come
+// from below the kernel's ephemeral range, which it hands out for every
+// ":0" listener (a test backend's, say): one of those could otherwise
+// take a port between its choice here and the proxy's bind.
+func freePorts(t testing.TB, n int) []int {
+	t.Helper()
+	low := ephemeralLow(t)
+	var out []int
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 1000 {
+			t.Fatalf("no free port below %d", low)
+		}
+		port := low - 1 - mrand.IntN(low/2)
+		ln, err := net.Listen("tcp", ":"+strconv.Itoa(port))
+		if err != nil {
+			continue // taken
+		}
+		defer ln.Close()
+		out = append(out, port)
+	}
+	return out
+}
+
+// ephemeralLow is the lowest port of the kernel's ephemeral range.
+func ephemeralLow(t testing.TB) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768 // Linux's default
+	}
+	f := strings.Fields(string(b))
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low < 4096 {
+		t.Fatalf("ip_local_port_range %q: want a range starting at 4096 or above", b)
+	}
+	return low
+}
+
+// freePort is a TCP port nothing listens on at ip.
 func freePort(t testing.TB, ip string) int {
 	t.Helper()
 	ln, err := net.Listen("tcp", ip+":0")
