@@ -689,8 +689,9 @@ func listenerNames(cfg *proxycfg.Config) []string {
 	return out
 }
 
-// configAPIClient reads the config API of a controller Pod as a proxy
-// does: over TLS checked against the chart's internal CA.
+// configAPIClient reads the config API of the ready controller Pod (the
+// leader: a follower is not ready, so out of the Service proxies reach)
+// as a proxy does: over TLS checked against the chart's internal CA.
 type configAPIClient struct {
 	url string
 	c   *http.Client
@@ -698,10 +699,23 @@ type configAPIClient struct {
 
 func configAPI(t *testing.T, r *rig) *configAPIClient {
 	t.Helper()
-	pods, err := r.kube.CoreV1().Pods(r.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})
-	if err != nil || len(pods.Items) == 0 || pods.Items[0].Status.PodIP == "" {
-		t.Fatalf("a controller Pod with an IP: %v (%d Pods)", err, len(pods.Items))
-	}
+	var podIP string
+	eventually(t, 60*time.Second, "a ready controller Pod", func() error {
+		pods, err := r.kube.CoreV1().Pods(r.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})
+		if err != nil {
+			return err
+		}
+		for _, p := range pods.Items {
+			ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+			})
+			if ready && p.Status.PodIP != "" {
+				podIP = p.Status.PodIP
+				return nil
+			}
+		}
+		return fmt.Errorf("none ready among %d", len(pods.Items))
+	})
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM([]byte(secretKey(t, r.kube, r.ns, r.class+"-tunnelgate-internal", "ca.crt"))) {
 		t.Fatal("the internal CA does not parse")
@@ -709,7 +723,7 @@ func configAPI(t *testing.T, r *rig) *configAPIClient {
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
 		ServerName: r.controller() + "." + r.ns + ".svc"}}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &configAPIClient{url: "https://" + net.JoinHostPort(pods.Items[0].Status.PodIP, "8081") + "/v1/config?wait=0s",
+	return &configAPIClient{url: "https://" + net.JoinHostPort(podIP, "8081") + "/v1/config?wait=0s",
 		c: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
 }
 
