@@ -43,7 +43,7 @@ type GatewayConfigSpec struct {
 	Cloudflared *ContainerSettings `json:"cloudflared,omitempty"`
 	// Tunnel, when set, is a tunnel of the Gateway's own. Unset, and
 	// without ClassTunnel, the plane serves in the cluster only
-	// (ServesInCluster), which its class must allow by having no tunnel
+	// (InClusterOnly), which its class must allow by having no tunnel
 	// either.
 	Tunnel *GatewayTunnel `json:"tunnel,omitempty"`
 	// ClassTunnel, instead of Tunnel, publishes the Gateway's hostnames
@@ -52,15 +52,23 @@ type GatewayConfigSpec struct {
 	// this plane, which alone holds the Gateway's routes, certificates
 	// and session keys.
 	ClassTunnel bool `json:"classTunnel,omitempty"`
+	// ServeInCluster, with Tunnel or ClassTunnel, also serves the
+	// Gateway's listeners to clients in the cluster, on its listener
+	// ports at the plane's Service, as a plane without a tunnel does.
+	ServeInCluster bool `json:"serveInCluster,omitempty"`
 	// ProxyArgs are extra proxy flags, each "-name=value", of
 	// AllowedProxyFlags only.
 	ProxyArgs []string `json:"proxyArgs,omitempty"`
 }
 
 // ServesInCluster says whether a Dedicated plane serves the Gateway's
-// listeners on its Service, to clients in the cluster: it does when no
-// tunnel leads to it, its own or its class's.
-func (s *GatewayConfigSpec) ServesInCluster() bool { return s.Tunnel == nil && !s.ClassTunnel }
+// listeners on its Service, to clients in the cluster: it does when asked
+// (ServeInCluster), and when no tunnel leads to it (InClusterOnly).
+func (s *GatewayConfigSpec) ServesInCluster() bool { return s.ServeInCluster || s.InClusterOnly() }
+
+// InClusterOnly says whether a Dedicated plane has no tunnel leading to
+// it, its own or its class's, and so serves in the cluster alone.
+func (s *GatewayConfigSpec) InClusterOnly() bool { return s.Tunnel == nil && !s.ClassTunnel }
 
 // Relayed says whether a Dedicated plane takes its requests from the
 // shared proxies, which receive them through the class's tunnel

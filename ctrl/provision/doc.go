@@ -19,10 +19,13 @@
 //     tunnel of its own has no cloudflared: the proxy serves the listener
 //     ports (serving in the cluster) or the relay from the shared proxies
 //     (classTunnel: TLS on RelayPort, admitting only the relay's client
-//     certificate);
+//     certificate). A plane serving in the cluster beside a tunnel
+//     (serveInCluster) serves the listener ports too, on every port but
+//     those its Pods hold (PortHolder);
 //   - a ServiceAccount with no API token (the proxies never call the
 //     Kubernetes API);
-//   - a Service for the proxies' and cloudflared's metrics;
+//   - a Service for the proxies' and cloudflared's metrics, the relay
+//     port, and, serving in the cluster, the listener ports;
 //   - a PodDisruptionBudget (one Pod down at a time);
 //   - a HorizontalPodAutoscaler when the GatewayConfig asks for
 //     autoscaling (the Deployment then leaves replicas to it);

@@ -25,16 +25,21 @@ func serviceAccount(p Plane) *corev1.ServiceAccount {
 }
 
 // service exposes the proxies' and cloudflared's metrics, as the chart's
-// proxy Service does, and, serving in the cluster, the listener ports:
-// each to the same port of the Pod, where the proxy serves it
-// (-listen-listener-ports); relayed to, the relay's port.
+// proxy Service does; relayed to, the relay's port; and, serving in the
+// cluster, the listener ports: each to the same port of the Pod, where
+// the proxy serves it (-listen-listener-ports).
 func service(p Plane) *corev1.Service {
 	http, https := "http", "https"
 	ports := []corev1.ServicePort{
 		{Name: "metrics", Port: proxyMetricsPort, TargetPort: intstr.FromString("metrics"), AppProtocol: &http},
 	}
 	switch {
-	case p.Params.ServesInCluster():
+	case hasCloudflared(p):
+		ports = append(ports, corev1.ServicePort{Name: "cfd-metrics", Port: cloudflaredMetricsPort, TargetPort: intstr.FromString("cfd-metrics"), AppProtocol: &http})
+	case p.Params.Relayed():
+		ports = append(ports, corev1.ServicePort{Name: "relay", Port: RelayPort, TargetPort: intstr.FromString("relay"), AppProtocol: &https})
+	}
+	if p.Params.ServesInCluster() {
 		for _, l := range p.Ports {
 			sp := corev1.ServicePort{Name: fmt.Sprintf("http-%d", l.Port), Port: l.Port, TargetPort: intstr.FromInt32(l.Port), AppProtocol: &http}
 			if l.TLS {
@@ -42,10 +47,6 @@ func service(p Plane) *corev1.Service {
 			}
 			ports = append(ports, sp)
 		}
-	case p.Params.Relayed():
-		ports = append(ports, corev1.ServicePort{Name: "relay", Port: RelayPort, TargetPort: intstr.FromString("relay"), AppProtocol: &https})
-	default:
-		ports = append(ports, corev1.ServicePort{Name: "cfd-metrics", Port: cloudflaredMetricsPort, TargetPort: intstr.FromString("cfd-metrics"), AppProtocol: &http})
 	}
 	return &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},

@@ -27,7 +27,7 @@ import (
 const (
 	OriginSocket = "/var/run/tunnelgate/origin.sock"
 	OriginCAPool = certDir + "/origin-ca.crt"
-	originTLS    = "127.0.0.1:8443"
+	originTLS    = "127.0.0.1:8443" // originTLSPort
 
 	certDir        = "/etc/tunnelgate/origin"
 	credentialsDir = "/etc/tunnelgate/internal"
@@ -36,6 +36,7 @@ const (
 
 	proxyMetricsPort       = 9901
 	cloudflaredMetricsPort = 2000
+	originTLSPort          = 8443
 	nonRoot                = 65532
 )
 
@@ -150,10 +151,10 @@ func proxyContainer(p Plane) corev1.Container {
 	}
 	ports := []corev1.ContainerPort{{Name: "metrics", ContainerPort: proxyMetricsPort}}
 	switch {
-	case p.Params.ServesInCluster():
-		// The listener ports alone: no origin listener, whose default
-		// port (8080) a listener may well use.
-		args = append(args, "-listen=", "-listen-listener-ports")
+	case p.Params.InClusterOnly():
+		// No origin listener, whose default port (8080) a listener may
+		// well use.
+		args = append(args, "-listen=")
 	case p.Params.Relayed():
 		// The relay alone: TLS on the Pod's address, admitting only the
 		// shared proxies' certificate, whose forwarding headers are then
@@ -173,6 +174,10 @@ func proxyContainer(p Plane) corev1.Container {
 		mounts = append(mounts,
 			corev1.VolumeMount{Name: "origin-certs", MountPath: certDir},
 			corev1.VolumeMount{Name: "origin-socket", MountPath: path.Dir(OriginSocket)})
+	}
+	if p.Params.ServesInCluster() {
+		// Ports PortHolder names are refused to listeners in translate.
+		args = append(args, "-listen-listener-ports")
 	}
 	args = append(args,
 		"-admin=:"+strconv.Itoa(proxyMetricsPort),

@@ -28,6 +28,9 @@ import (
 // before the others, so a Gateway asking for an address another holds
 // only from the pool gets it. A Gateway has one address.
 //
+// A Gateway whose own data plane serves it through a tunnel only gets no
+// address: nothing would listen on it.
+//
 // A Gateway left without the address it needs is not Programmed: reason
 // AddressNotUsable for a static address that cannot be had,
 // AddressNotAssigned when the pool is exhausted or there is none.
@@ -75,6 +78,13 @@ func (t *translator) assignAddresses() {
 		return
 	}
 	pool = pool.Masked()
+	for _, gi := range t.gatewayList {
+		if gi.accepted && tunnelOnlyPlane(gi) && len(gi.obj.Spec.Addresses) > 0 {
+			gi.addressReason = string(gwv1.GatewayReasonAddressNotUsable)
+			gi.addressMsg = "spec.addresses asks for an IP address, and the Gateway's data plane serves it through a tunnel only: " +
+				"set serveInCluster on its GatewayConfig to serve it in the cluster at an address"
+		}
+	}
 	gws := slices.Clone(t.gatewayList)
 	slices.SortStableFunc(gws, func(a, b *gatewayInfo) int {
 		if c := a.obj.CreationTimestamp.Compare(b.obj.CreationTimestamp.Time); c != 0 {
@@ -83,10 +93,8 @@ func (t *translator) assignAddresses() {
 		return cmp.Or(cmp.Compare(a.key.Namespace, b.key.Namespace), cmp.Compare(a.key.Name, b.key.Name))
 	})
 	taken := map[netip.Addr]*gatewayInfo{}
+	gws = slices.DeleteFunc(gws, func(gi *gatewayInfo) bool { return !gi.accepted || tunnelOnlyPlane(gi) })
 	for _, gi := range gws {
-		if !gi.accepted {
-			continue
-		}
 		if len(gi.obj.Spec.Addresses) > 1 {
 			gi.addressReason = string(gwv1.GatewayReasonAddressNotUsable)
 			gi.addressMsg = fmt.Sprintf("spec.addresses lists %d addresses; a Gateway gets one", len(gi.obj.Spec.Addresses))
@@ -108,7 +116,7 @@ func (t *translator) assignAddresses() {
 	}
 	var want []*gatewayInfo
 	for _, gi := range gws {
-		if !gi.accepted || gi.address.IsValid() || gi.addressReason != "" {
+		if gi.address.IsValid() || gi.addressReason != "" {
 			continue
 		}
 		if a, ok := statusAddress(gi.obj, pool); ok && taken[a] == nil {
@@ -130,6 +138,11 @@ func (t *translator) assignAddresses() {
 		gi.address, taken[next] = next, gi
 	}
 }
+
+// tunnelOnlyPlane says whether a Gateway's own plane serves it through a
+// tunnel alone, listening on no address in the cluster: it gets none of
+// the pool.
+func tunnelOnlyPlane(gi *gatewayInfo) bool { return gi.dedicated && !gi.servesInCluster() }
 
 func isStatic(g *gwv1.Gateway) bool { _, ok := staticAddress(g); return ok }
 

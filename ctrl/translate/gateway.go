@@ -341,6 +341,9 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 	params, dedicated, paramsProblem := t.gatewayParameters(g, gi.class)
 	gi.params, gi.dedicated = params, dedicated
 	gi.moving = dedicated && t.movingToPlane(gi)
+	if gi.servesInCluster() {
+		refuseHeldPorts(gi)
+	}
 	badAddress := unsupportedAddress(g)
 	switch {
 	case !gi.class.accepted:

@@ -87,7 +87,8 @@ func (t *translator) gatewayParameters(g *gwv1.Gateway, class *classInfo) (cfg *
 //
 // A plane with neither serves in the cluster only, on its Service. A
 // class with a tunnel publishes its Gateways' hostnames through it, which
-// such a plane would not serve, so it is refused there.
+// such a plane would not serve, so it is refused there. Either of the
+// others may serve in the cluster too (serveInCluster).
 func dedicatedProblem(what, namespace string, spec *v1alpha1.GatewayConfigSpec, class *classInfo) string {
 	classTunnel := class.config != nil && class.config.Spec.Tunnel != nil
 	switch {
@@ -98,12 +99,12 @@ func dedicatedProblem(what, namespace string, spec *v1alpha1.GatewayConfigSpec, 
 			what, class.obj.Name)
 	case spec.Relayed():
 		return ""
-	case spec.ServesInCluster() && classTunnel:
+	case spec.InClusterOnly() && classTunnel:
 		return fmt.Sprintf("%s has no tunnel, so its data plane would serve in the cluster only, "+
 			"while GatewayClass %s publishes its Gateways through its tunnel: give it a tunnel of its own (spec.tunnel: name, id or tokenSecretRef), "+
-			"or the class's (spec.classTunnel: true)",
+			"or the class's (spec.classTunnel: true) (either may also serve in the cluster: serveInCluster: true)",
 			what, class.obj.Name)
-	case spec.ServesInCluster():
+	case spec.InClusterOnly():
 		return ""
 	}
 	if class.config == nil || class.config.Spec.CredentialsRef == nil {

@@ -12,6 +12,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -136,7 +137,7 @@ func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool,
 		through = "its class's tunnel"
 	}
 	switch {
-	case inCluster:
+	case gi.params.Spec.InClusterOnly():
 	case ts == nil:
 		return false, string(gwv1.GatewayReasonPending), "waiting for " + through
 	case ts.Problem != "" && ts.NoResources:
@@ -168,13 +169,16 @@ func (t *translator) planeProgrammed(gi *gatewayInfo, ts *TunnelState) (ok bool,
 		return false, string(gwv1.GatewayReasonPending), msg
 	}
 	switch {
-	case inCluster:
+	case gi.params.Spec.InClusterOnly():
 		msg = fmt.Sprintf("%d of %d proxies of the Gateway's data plane are ready, serving in the cluster on its Service", ps.Ready, ps.Replicas)
 	case relayed:
 		msg = fmt.Sprintf("%d of %d proxies of the Gateway's data plane are ready; its class's tunnel routes its hostnames to the shared proxies, which relay them to the plane",
 			ps.Ready, ps.Replicas)
 	default:
 		msg = fmt.Sprintf("%d of %d proxies of the Gateway's data plane are ready and its tunnel routes its hostnames to them", ps.Ready, ps.Replicas)
+	}
+	if inCluster && !gi.params.Spec.InClusterOnly() {
+		msg += "; they also serve in the cluster on its Service"
 	}
 	if ps.Problem != "" {
 		msg += "; " + ps.Problem
@@ -200,19 +204,38 @@ func (gi *gatewayInfo) servesInCluster() bool {
 	return gi.dedicated && gi.params.Spec.ServesInCluster()
 }
 
-// planeAddresses are a dedicated Gateway's addresses: its own tunnel's
-// hostname, or, serving in the cluster, its Service's ClusterIP (unless
-// it has an address of the pool, which its Service then takes, and which
-// gatewayStatuses puts first). The shared proxies' addresses
-// (Input.Addresses) are not its.
+// refuseHeldPorts refuses the listeners of a Gateway whose plane serves
+// in the cluster that ask for a port its Pods already hold
+// (provision.PortHolder): that listener could not be served there.
+func refuseHeldPorts(gi *gatewayInfo) {
+	for _, li := range gi.listeners {
+		holder := provision.PortHolder(&gi.params.Spec, li.port)
+		if holder == "" || !li.attachable {
+			continue
+		}
+		li.attachable = false
+		li.conds.set(string(gwv1.ListenerConditionAccepted), false, string(gwv1.ListenerReasonPortUnavailable),
+			fmt.Sprintf("port %d is %s in the Pods of the Gateway's data plane, which serves its listeners on their own ports in the cluster: choose another port", li.port, holder))
+	}
+}
+
+// planeAddresses are a dedicated Gateway's addresses: its tunnel's
+// hostname (its own or, relayed, its class's), then, serving in the
+// cluster, its Service's ClusterIP (unless it has an address of the pool,
+// which its Service then takes, and which gatewayStatuses puts first).
+// The shared proxies' addresses (Input.Addresses) are not its.
 func (t *translator) planeAddresses(gi *gatewayInfo, ts *TunnelState) []gwv1.GatewayStatusAddress {
+	addrs := gatewayAddresses(ts, nil)
 	if !gi.servesInCluster() {
-		return gatewayAddresses(ts, nil)
+		return addrs
+	}
+	if gi.params.Spec.InClusterOnly() {
+		addrs = nil
 	}
 	if ps := t.in.Planes[gi.key]; ps != nil && ps.ServiceIP != "" && !gi.address.IsValid() {
-		return []gwv1.GatewayStatusAddress{{Type: new(gwv1.IPAddressType), Value: ps.ServiceIP}}
+		addrs = append(addrs, gwv1.GatewayStatusAddress{Type: new(gwv1.IPAddressType), Value: ps.ServiceIP})
 	}
-	return nil
+	return addrs
 }
 
 // warnOnPlaneChange records a Warning event on a dedicated Gateway whose

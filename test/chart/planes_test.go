@@ -255,6 +255,9 @@ spec:
 		})
 	}
 
+	setOwnPlane(t, r, "replicas: 1\n  serveInCluster: true")
+	checkServingInCluster(t, r, gwA, plane, tunnelA, visitor)
+
 	// Back to the shared proxies: the plane goes, the hostname moves to
 	// the class's tunnel, its DNS record with it. Its own tunnel stays,
 	// its document emptied, and the Gateway's finalizer goes.
@@ -392,6 +395,51 @@ spec:
 	checkRelayedPlane(t, r, api, sharedToken, classTunnel)
 }
 
+// checkServingInCluster: team-a's plane, with its own tunnel, serves in
+// the cluster too (serveInCluster). Its Service's ClusterIP follows the
+// tunnel's address on the Gateway, and a client in the cluster reaches
+// the tenant's backend at that ClusterIP on the listener's port, while a
+// visitor still does through the tunnel.
+func checkServingInCluster(t *testing.T, r *rig, gw types.NamespacedName, plane, tunnel string, visitor *http.Client) {
+	t.Helper()
+	ctx := t.Context()
+	waitRolledOut(t, r.kube, gw.Namespace, plane, 3*time.Minute)
+	var clusterIP string
+	eventually(t, 60*time.Second, "the Gateway Programmed at its tunnel's address and its Service's", func() error {
+		svc, err := r.kube.CoreV1().Services(gw.Namespace).Get(ctx, plane, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		clusterIP = svc.Spec.ClusterIP
+		g, c, err := r.gatewayCondition(ctx, gw.Namespace, gw.Name, "Programmed")
+		if err != nil {
+			return err
+		}
+		var addrs []string
+		for _, a := range g.Status.Addresses {
+			addrs = append(addrs, a.Value)
+		}
+		if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "in the cluster") ||
+			!slices.Equal(addrs, []string{tunnel + ".cfargotunnel.com", clusterIP}) {
+			return fmt.Errorf("Programmed %+v, addresses %v; want the tunnel's, then %s", c, addrs, clusterIP)
+		}
+		return nil
+	})
+	var d net.Dialer
+	inCluster := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return d.DialContext(ctx, "tcp", net.JoinHostPort(clusterIP, "80"))
+		},
+	}}
+	defer inCluster.CloseIdleConnections()
+	eventually(t, 60*time.Second, "the tenant's backend at its plane's Service and through its tunnel", func() error {
+		if err := visitBackend(inCluster, "a.example.com", gw.Namespace); err != nil {
+			return fmt.Errorf("in the cluster: %w", err)
+		}
+		return visitBackend(visitor, "a.example.com", gw.Namespace)
+	})
+}
+
 // checkRelayedPlane: a Gateway whose plane is reached through the class's
 // tunnel (classTunnel). Its hostname's record points at the class's
 // tunnel, whose connectors are the shared proxies alone; a visitor's
@@ -527,7 +575,7 @@ spec:
 func setOwnPlaneShared(t *testing.T, r *rig) {
 	t.Helper()
 	if _, err := r.env.Dynamic().Resource(v1alpha1.SchemeGroupVersion.WithResource("gatewayconfigs")).Namespace("team-a").Patch(
-		t.Context(), "own", types.MergePatchType, []byte(`{"spec":{"dataPlane":"Shared","tunnel":null,"replicas":null,"autoscaling":null}}`),
+		t.Context(), "own", types.MergePatchType, []byte(`{"spec":{"dataPlane":"Shared","tunnel":null,"replicas":null,"autoscaling":null,"serveInCluster":null}}`),
 		metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -150,6 +150,7 @@ spec:
     resources: {requests: {cpu: 200m, memory: 128Mi}, limits: {memory: 1Gi}}
   cloudflared: {resources: {requests: {cpu: 1}}}
   tunnel: {name: tenant-a, deleteWithGateway: true}
+  serveInCluster: true
   proxyArgs: [-log-level=debug, -upstream-max-conns=512]
 `
 	if err := env.Apply(t.Context(), []byte(valid)); err != nil {
