@@ -393,6 +393,53 @@ spec:
 	})
 
 	checkRelayedPlane(t, r, api, sharedToken, classTunnel)
+	checkTenantsApart(t, r, api, sharedToken, "team-b", "team-r")
+}
+
+// checkTenantsApart: two tenants' planes (and the shared proxies) running
+// side by side each read, with their own token, a config holding only
+// their own Gateway's listeners, routes and clusters, and session keys
+// none of the others holds; each plane's Pods mount only Secrets of their
+// own plane.
+func checkTenantsApart(t *testing.T, r *rig, api *configAPIClient, sharedToken string, tenants ...string) {
+	t.Helper()
+	plane := provision.Name("gw", r.class)
+	keys := map[string]string{} // session key → who holds it
+	owns := func(who string, cfg *proxycfg.Config) {
+		for _, k := range cfg.SessionKeys {
+			if other, ok := keys[string(k)]; ok {
+				t.Errorf("%s and %s hold the same session key", who, other)
+			}
+			keys[string(k)] = who
+		}
+	}
+	owns("the shared proxies", api.read(t, sharedToken))
+	for _, ns := range tenants {
+		cfg := api.read(t, secretKey(t, r.kube, ns, plane+"-credentials", provision.KeyConfigToken))
+		owns(ns, cfg)
+		if names := listenerNames(cfg); !slices.Equal(names, []string{ns + "/gw/http"}) {
+			t.Errorf("%s's plane config has listeners %v; want its own alone", ns, names)
+		}
+		for _, rt := range cfg.Routes {
+			if rt.Namespace != ns {
+				t.Errorf("%s's plane config holds route %s/%s", ns, rt.Namespace, rt.Name)
+			}
+		}
+		for _, c := range cfg.Clusters {
+			if !strings.HasPrefix(c.Name, ns+"/") {
+				t.Errorf("%s's plane config holds cluster %s", ns, c.Name)
+			}
+		}
+		d, err := r.kube.AppsV1().Deployments(ns).Get(t.Context(), plane, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Secret != nil && !strings.HasPrefix(v.Secret.SecretName, plane+"-") {
+				t.Errorf("%s's plane mounts Secret %s, not its own", ns, v.Secret.SecretName)
+			}
+		}
+	}
 }
 
 // checkServingInCluster: team-a's plane, with its own tunnel, serves in
@@ -791,11 +838,26 @@ func (a *configAPIClient) get(t *testing.T, token string) (*http.Response, []byt
 	return res, b
 }
 
+// read is the config token reads. A token just written may wait for the
+// controller's informer (as a proxy's first request would, and retry), so
+// a refusal is retried for a few seconds, and logged.
 func (a *configAPIClient) read(t *testing.T, token string) *proxycfg.Config {
 	t.Helper()
-	res, b := a.get(t, token)
-	if res.StatusCode != http.StatusOK {
-		t.Fatalf("config API: %s: %.200s", res.Status, b)
+	var b []byte
+	refused := 0
+	eventually(t, 15*time.Second, "the config API to answer the token", func() error {
+		var res *http.Response
+		res, b = a.get(t, token)
+		if res.StatusCode != http.StatusOK {
+			if refused++; refused == 1 {
+				t.Logf("config API: %s at %s: %.200s", res.Status, time.Now().Format(time.StampMilli), b)
+			}
+			return fmt.Errorf("%s: %.200s", res.Status, b)
+		}
+		return nil
+	})
+	if refused > 0 {
+		t.Logf("config API: the token was answered after %d refusals", refused)
 	}
 	doc, err := configwatch.DecodeDocument(b)
 	if err != nil {
