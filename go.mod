@@ -4,8 +4,10 @@ go 1.26.0
 
 require (
 	github.com/cloudflare/cloudflare-go/v7 v7.9.0
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/otlptranslator v1.0.0
+	github.com/puzpuzpuz/xsync/v4 v4.5.0
 	github.com/valyala/bytebufferpool v1.0.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/exporters/otlp/otlptrace v1.47.0
