@@ -4,8 +4,15 @@ package dataplane
 
 import (
 	"bufio"
+	"bytes"
+	"io"
+	"log/slog"
 	"net"
+	"slices"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // proxyAllocBudget is the whole process's allocations for one proxied GET
@@ -42,4 +49,60 @@ func TestAllocsProxyGET(t *testing.T) {
 			t.Errorf("header filters %v: %.1f allocations per request, budget %d", headers, n, proxyAllocBudget)
 		}
 	}
+}
+
+// A protected rule's request with a token the proxy verified before costs
+// no allocation more than the same request on an open rule: the token is
+// found in the cache without allocating, and the identity headers are
+// written straight to the backend connection. (The token's header field
+// itself, an eleventh, costs the request one.)
+func TestAllocsProxyGETWithAccess(t *testing.T) {
+	be := rawBackend(t)
+	key := accessTeamKey(t)
+	req := withHeader(benchRequest, "Cf-Access-Jwt-Assertion", accessJWT(t, key, accessClaims()))
+	allocs := map[bool]float64{}
+	for _, protected := range []bool{false, true} {
+		rule := to("a")
+		if protected {
+			rule.Access = &proxycfg.Access{Team: e2eTeam, Audiences: []string{e2eAud}, EmailHeader: "X-Auth-Email", GroupsHeader: "X-Auth-Groups"}
+		}
+		cfg := config([]proxycfg.Route{route("r", rule)}, cluster("a", be))
+		cfg.AccessTeams = []proxycfg.AccessTeam{accessTeam(t, &key.PublicKey)}
+		p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err := p.Load(cfg); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(p.Close)
+		c, err := net.Dial("tcp", serveOwn(t, p.Handler(0, true)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		body := make([]byte, 100)
+		get := func() {
+			if _, err := c.Write(req); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := readResponse(br, body); err != nil || n != 100 {
+				t.Fatalf("response: %d bytes, %v", n, err)
+			}
+		}
+		for range 50 {
+			get()
+		}
+		if passed := p.stats.Access[cfaccess.ReasonNone].Load(); protected && passed != 50 {
+			t.Fatalf("%d requests let through by Access of 50", passed)
+		}
+		allocs[protected] = testing.AllocsPerRun(500, get)
+	}
+	if allocs[true] > allocs[false] || allocs[false] > proxyAllocBudget+1 {
+		t.Errorf("%.1f allocations per request on a protected rule, %.1f on an open one (budget %d+1)", allocs[true], allocs[false], proxyAllocBudget)
+	}
+}
+
+// withHeader is the request head req with one more field before its end.
+func withHeader(req []byte, name, value string) []byte {
+	head := bytes.TrimSuffix(req, []byte("\r\n"))
+	return append(append(slices.Clone(head), name+": "+value+"\r\n"...), "\r\n"...)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
@@ -28,6 +29,13 @@ type compiledConfig struct {
 	// by cluster ID: their place in Config.Clusters.
 	clusters []*clusterSlot
 	session  *sessionCodec
+	// accessKeys are each Access team's keys, by domain; nil for a team
+	// whose keys did not parse (its protected rules fail closed, unless
+	// the proxy kept the team's last good keys: Proxy.load).
+	accessKeys map[string]*cfaccess.Keys
+	// accessProblems say why a team's keys did not parse, or what of
+	// them was left out.
+	accessProblems []string
 	// rules are every compiled rule with what the proxy keeps beside it,
 	// indexed by rule ID.
 	rules []servedRule
@@ -58,6 +66,7 @@ func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want 
 	}
 	c.clusters(slotFor)
 	c.listeners(place)
+	c.accessTeams()
 	c.routes()
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
@@ -143,6 +152,32 @@ func (c *compiler) listeners(place placement) {
 	}
 }
 
+// accessTeams parses each Access team's keys. A team whose keys do not
+// parse is not an error of the config (the keys come from Cloudflare, and
+// a bad document must not stop route changes): its rules fail closed.
+func (c *compiler) accessTeams() {
+	c.cc.accessKeys = make(map[string]*cfaccess.Keys, len(c.cfg.AccessTeams))
+	for i := range c.cfg.AccessTeams {
+		t := &c.cfg.AccessTeams[i]
+		if t.Domain == "" {
+			c.fail("accessTeams[%d]: domain is empty", i)
+			continue
+		}
+		if _, dup := c.cc.accessKeys[t.Domain]; dup {
+			c.fail("access team %q: defined twice", t.Domain)
+			continue
+		}
+		keys, skipped, err := cfaccess.ParseKeys([]byte(t.Keys))
+		for _, s := range skipped {
+			c.cc.accessProblems = append(c.cc.accessProblems, "access team "+t.Domain+": "+s)
+		}
+		if err != nil {
+			c.cc.accessProblems = append(c.cc.accessProblems, "access team "+t.Domain+": "+err.Error())
+		}
+		c.cc.accessKeys[t.Domain] = keys
+	}
+}
+
 // routes compiles every rule once, prepares each of its matches once, and
 // files them under the listeners the route is attached to.
 func (c *compiler) routes() {
@@ -163,6 +198,11 @@ func (c *compiler) routes() {
 			ru, targets, err := compiled.CompileRule(r, i, len(c.cc.rules), cluster)
 			if ru != nil {
 				c.cc.rules = append(c.cc.rules, servedRule{Rule: ru})
+				if a := ru.Access; a != nil {
+					if _, ok := c.cc.accessKeys[a.Team]; !ok {
+						c.fail("%s rules[%d]: access: team %q is not among the config's accessTeams", where, i, a.Team)
+					}
+				}
 			}
 			if err != nil {
 				c.fail("%s rules[%d]: %w", where, i, err)

@@ -3,6 +3,7 @@ package dataplane
 import (
 	"sync/atomic"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
@@ -32,6 +33,9 @@ type Stats struct {
 	ConfigLoaded       atomic.Int64
 	ConfigRejected     atomic.Int64
 	ClusterUpdates     atomic.Int64
+	// Access counts protected rules' requests by cfaccess.Reason:
+	// [cfaccess.ReasonNone] those let through.
+	Access [cfaccess.NumReasons]atomic.Int64
 }
 
 // status counts a response sent with code.

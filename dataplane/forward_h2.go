@@ -164,6 +164,13 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 			}
 		}
 	}
+	if o.identity != nil {
+		for _, f := range identityFields(o.access, o.identity) {
+			if f[0] != "" {
+				h[f[0]] = []string{f[1]}
+			}
+		}
+	}
 	if o.traceparent != "" {
 		h["Traceparent"] = []string{o.traceparent}
 		if o.tracestate != "" {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
@@ -115,8 +116,11 @@ type exchange struct {
 	replay []byte // the whole body when it was buffered, else nil
 	// h2body is the body streamed to an HTTP/2 backend, which remembers
 	// whether reading the client failed; nil otherwise.
-	h2body       *clientBody
-	hasBody      bool
+	h2body  *clientBody
+	hasBody bool
+	// identity is who a protected rule's Access token says the client
+	// is; nil on other rules.
+	identity     *cfaccess.Identity
 	newSession   bool      // the response starts a session
 	sessionStart time.Time // when the pinned session began
 	start        time.Time // when the request arrived

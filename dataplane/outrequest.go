@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"net/http"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
@@ -31,6 +32,11 @@ type outRequest struct {
 	contentLength int64
 	// upgrade is the protocol of a WebSocket handshake, else "".
 	upgrade string
+	// access names a protected rule's identity headers, which only
+	// identity (the token's, once verified) sets: a client's copies are
+	// never forwarded. nil on other rules.
+	access   *compiled.AccessHeaders
+	identity *cfaccess.Identity
 	// traceparent and tracestate, when tracing, carry the attempt's span
 	// context (W3C Trace Context) in place of the client's.
 	traceparent, tracestate string
@@ -68,6 +74,13 @@ func writeHead(bw *bufio.Writer, o *outRequest) error {
 	if o.xfp != "" && !o.plan.Replaces("X-Forwarded-Proto") {
 		http1.WriteField(bw, "X-Forwarded-Proto", o.xfp)
 	}
+	if o.identity != nil {
+		for _, f := range identityFields(o.access, o.identity) {
+			if f[0] != "" {
+				http1.WriteField(bw, f[0], f[1])
+			}
+		}
+	}
 	{
 		ops := o.plan.Ops()
 		for i := range ops {
@@ -99,6 +112,9 @@ func writeHead(bw *bufio.Writer, o *outRequest) error {
 func (o *outRequest) forwards(k string, conn []string) bool {
 	if skipOutgoing(k) || ownAlias(k) || (o.untrusted && forgeable(k)) {
 		return false
+	}
+	if o.access != nil && identityHeader(k, o.access) {
+		return false // only the verified token's identity
 	}
 	if o.traceparent != "" && (k == "Traceparent" || k == "Tracestate") {
 		return false // replaced by the attempt's own

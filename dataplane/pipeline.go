@@ -14,7 +14,8 @@ import (
 // serve runs the pipeline, noting in x.rec what it chose:
 //
 //	refuse what no request may hold → pick the listener by host → match a
-//	rule → fail-closed checks → CORS preflight → redirect → rewrite →
+//	rule → fail-closed checks → Cloudflare Access → CORS preflight →
+//	redirect → rewrite →
 //	choose a backend → take the body's start → mirrors → forward
 //
 // A step that may end the request answers it itself and returns true. The
@@ -30,7 +31,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 	t, answered := x.matchRule(vh)
-	if answered || x.failClosed() || x.answerPreflight() || x.redirect(t.Redirect, scheme) {
+	if answered || x.failClosed() || x.checkAccess() || x.answerPreflight() || x.redirect(t.Redirect, scheme) {
 		return
 	}
 	host := x.rewrite(t.Rewrite)
@@ -239,6 +240,9 @@ func (x *exchange) prepareOutRequest(host, scheme string) {
 	}
 	if h.trusted {
 		x.out.xffPrior = r.Header["X-Forwarded-For"]
+	}
+	if a := x.rule.Access; a != nil {
+		x.out.access, x.out.identity = &a.Headers, x.identity
 	}
 }
 

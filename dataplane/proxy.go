@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
@@ -78,6 +79,9 @@ type Proxy struct {
 	lastErr    error
 	// fallbackSession signs session tokens when the config has no secret.
 	fallbackSession *sessionCodec
+	// access verifies Cloudflare Access tokens for protected rules, and
+	// keeps those that passed across configs (access.go).
+	access *cfaccess.Verifier
 
 	// gateways serves the sockets of their own (Gateway addresses, or
 	// listener ports) while Serve runs; Load opens and closes them as
@@ -128,6 +132,7 @@ func New(opts Options) *Proxy {
 		slots:           map[string]*clusterSlot{},
 		transports:      newTransports(opts.Pool),
 		fallbackSession: newSessionCodec(key),
+		access:          cfaccess.NewVerifier(cfaccess.DefaultLeeway, cfaccess.DefaultCacheBytes),
 		ruleStats:       map[[2]string]*observe.RuleStats{},
 	}
 	p.tracer = opts.Tracer
@@ -208,6 +213,7 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 	if cc.session == nil {
 		cc.session = p.fallbackSession
 	}
+	p.keepAccessKeys(cc)
 	slots := map[string]*clusterSlot{}
 	for i := range cfg.Clusters {
 		s := cc.clusters[i]

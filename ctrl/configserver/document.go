@@ -64,14 +64,22 @@ func newDocument(enc proxycfg.Encoded, cfg *proxycfg.Config) (*document, error) 
 		head = append(append(head, f[0]...), s...)
 	}
 	head = append(head, `,"listeners":`...)
-	tail := []byte("}}")
+	var tail []byte
 	if len(cfg.SessionKeys) > 0 { // omitempty
 		keys, err := json.Marshal(cfg.SessionKeys)
 		if err != nil {
 			return nil, err
 		}
-		tail = append(append([]byte(`,"sessionKeys":`), keys...), tail...)
+		tail = append(append(tail, `,"sessionKeys":`...), keys...)
 	}
+	if len(cfg.AccessTeams) > 0 { // omitempty
+		teams, err := json.Marshal(cfg.AccessTeams)
+		if err != nil {
+			return nil, err
+		}
+		tail = append(append(tail, `,"accessTeams":`...), teams...)
+	}
+	tail = append(tail, "}}"...)
 	d := &document{
 		version: enc.Version, routesHash: enc.RoutesHash, clustersHash: enc.ClustersHash,
 		head: head, listeners: enc.Listeners, routes: enc.Routes, clusters: enc.Clusters, tail: tail,

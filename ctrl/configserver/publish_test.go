@@ -34,6 +34,7 @@ func TestDocumentIsWhatJSONMarshalWrites(t *testing.T) {
 	withSecret := smallConfig("127.0.0.1:1")
 	withSecret.SessionKeys = [][]byte{[]byte("a secret <&>"), []byte("an older key")}
 	withSecret.Routes[0].Name = "r<&>\u2028" // escaped by json.Marshal; must be escaped alike
+	withSecret.AccessTeams = []proxycfg.AccessTeam{{Domain: "team.cloudflareaccess.com", Keys: `{"keys":[{"kid":"<&>"}]}`}}
 	empty := &proxycfg.Config{Schema: proxycfg.SchemaVersion}
 	for name, cfg := range map[string]*proxycfg.Config{
 		"small": smallConfig("127.0.0.1:1"), "secret and escapes": withSecret, "empty": empty, "scale": scaleConfig(20),

@@ -35,6 +35,10 @@ const (
 	numReasons
 )
 
+// NumReasons is the number of reasons, ReasonNone included: the length of
+// an array indexed by Reason.
+const NumReasons = int(numReasons)
+
 var reasonNames = [numReasons]string{
 	ReasonNone:          "none",
 	ReasonMissing:       "missing",

@@ -8,6 +8,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // MaxTokenBytes bounds a token: Access tokens are about a kilobyte, more
@@ -32,6 +34,7 @@ type Identity struct {
 	// for a user.
 	ServiceToken string
 
+	groupsValue       string // Groups joined by ", ", for a header
 	email             string // Email, lowered, for the policy
 	issuer            string
 	audience          []string
@@ -39,6 +42,9 @@ type Identity struct {
 	kid               string
 	keyDigest         [32]byte
 }
+
+// GroupsValue is Groups joined by ", ", as a header carries them.
+func (id *Identity) GroupsValue() string { return id.groupsValue }
 
 // Verifier verifies tokens and keeps those that passed (see the package
 // doc). It is safe for concurrent use.
@@ -116,6 +122,14 @@ func verifySigned(token string, keys *Keys) (*Identity, Reason) {
 		Email: own.Email, Subject: std.Subject, Groups: own.groups(), ServiceToken: own.CommonName,
 		email: strings.ToLower(own.Email), issuer: std.Issuer, audience: std.Audience,
 		expiry: std.Expiry.Time(), kid: kid, keyDigest: k.digest,
+	}
+	id.groupsValue = strings.Join(id.Groups, ", ")
+	// The identity goes to the backend in header fields: a value those
+	// could not carry (a control character) is no identity we pass on.
+	for _, v := range []string{id.Email, id.Subject, id.groupsValue, id.ServiceToken} {
+		if !httpsyntax.ValidFieldValue(v) {
+			return nil, ReasonMalformed
+		}
 	}
 	for _, t := range []*jwt.NumericDate{std.NotBefore, std.IssuedAt} {
 		if t != nil && t.Time().After(id.notBefore) {

@@ -57,6 +57,8 @@ func TestVerifyRefusesAllButTheValid(t *testing.T) {
 		{"not base64", "!!." + parts[1] + "." + parts[2], ReasonMalformed},
 		{"JSON serialization", `{"payload":"` + parts[1] + `","protected":"` + parts[0] + `","signature":"` + parts[2] + `"}`, ReasonMalformed},
 		{"claims not JSON", handMadeSigned(t, team, "not json"), ReasonMalformed},
+		{"a control character in the email, which a header could not carry",
+			sign(t, team, testKid, with(func(c map[string]any) { c["email"] = "ana@example.com\r\nX-Admin: 1" }), nil), ReasonMalformed},
 		{"exp not a number", sign(t, team, testKid, with(func(c map[string]any) { c["exp"] = "tomorrow" }), nil), ReasonMalformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -44,6 +44,9 @@ type Rule struct {
 	Retry                      *RetryPolicy
 	Session                    *SessionPolicy
 	SessionScope               string
+	// Access, when set, lets through only requests with a Cloudflare
+	// Access token it accepts.
+	Access *AccessCheck
 	// Buffer is the most request body bytes kept for replay (retries) or
 	// copies (mirrors); 0 when the rule needs neither.
 	Buffer int64
@@ -329,8 +332,30 @@ func (c *ruleCompiler) settings(ru *Rule, i int) {
 			ru.SessionScope = ru.Route + "#" + strconv.Itoa(i) + "#" + sp.Name
 		}
 	}
+	if src.Access != nil {
+		a, err := compileAccess(src.Access)
+		if err != nil {
+			c.bad("access: %w", err)
+		} else {
+			ru.Access = a
+			c.identityUntouched(ru)
+		}
+	}
 	if ru.Retry != nil || len(ru.Mirrors) > 0 || slices.ContainsFunc(ru.Backends, func(b Backend) bool { return len(b.Mirrors) > 0 }) {
 		ru.Buffer = MaxReplayBody
+	}
+}
+
+// identityUntouched refuses a header filter that sets or removes one of
+// the rule's Access identity headers: only the verified token may.
+func (c *ruleCompiler) identityUntouched(ru *Rule) {
+	for _, name := range ru.Access.Headers.Names() {
+		for i := range ru.Backends {
+			if touched, _ := ru.Backends[i].ReqPlan.Touches(name); touched {
+				c.bad("access: identity header %s is also set or removed by a request header filter", name)
+				break
+			}
+		}
 	}
 }
 

@@ -57,6 +57,20 @@ type Config struct {
 	// replicas. Without keys each proxy makes one at start, and pins last
 	// only as long as that process.
 	SessionKeys [][]byte `json:"sessionKeys,omitempty"`
+	// AccessTeams are the Cloudflare Access teams whose tokens protected
+	// rules (Rule.Access) verify, each with its published signing keys.
+	AccessTeams []AccessTeam `json:"accessTeams,omitempty"`
+}
+
+// AccessTeam is one Cloudflare Access team: its domain and its signing
+// keys.
+type AccessTeam struct {
+	// Domain is the team's domain, "<team>.cloudflareaccess.com"; its
+	// tokens' issuer is "https://" and the domain.
+	Domain string `json:"domain"`
+	// Keys is the team's certs document, its JSON Web Key Set, as
+	// Cloudflare publishes it at https://<domain>/cdn-cgi/access/certs.
+	Keys string `json:"keys"`
 }
 
 // Listener is one Gateway listener (or ListenerSet entry). Listeners with
@@ -163,6 +177,35 @@ type Rule struct {
 	Timeouts           *Timeouts           `json:"timeouts,omitempty"`
 	Retry              *Retry              `json:"retry,omitempty"`
 	SessionPersistence *SessionPersistence `json:"sessionPersistence,omitempty"`
+	// Access, when set, lets through only requests carrying a Cloudflare
+	// Access token it accepts; the others get 403 (gRPC: PERMISSION_DENIED).
+	Access *Access `json:"access,omitempty"`
+}
+
+// Access is what a protected rule asks of a request's Cloudflare Access
+// token (Cf-Access-Jwt-Assertion, else the CF_Authorization cookie).
+type Access struct {
+	// Team is the Domain of one of Config.AccessTeams, whose keys sign
+	// the tokens.
+	Team string `json:"team"`
+	// Audiences are the Access applications' AUD tags: a token must be
+	// issued for one.
+	Audiences []string `json:"audiences"`
+	// Emails, EmailDomains, Groups and ServiceTokens (client IDs), when
+	// any is set, are who may pass: a token must match one entry of one
+	// of them.
+	Emails        []string `json:"emails,omitempty"`
+	EmailDomains  []string `json:"emailDomains,omitempty"`
+	Groups        []string `json:"groups,omitempty"`
+	ServiceTokens []string `json:"serviceTokens,omitempty"`
+	// The request headers the backend gets the token's identity in: its
+	// email, subject (the user's ID), groups (comma-separated) and
+	// service token client ID. Any copy the client sent is removed; an
+	// empty name sends none.
+	EmailHeader        string `json:"emailHeader,omitempty"`
+	SubjectHeader      string `json:"subjectHeader,omitempty"`
+	GroupsHeader       string `json:"groupsHeader,omitempty"`
+	ServiceTokenHeader string `json:"serviceTokenHeader,omitempty"`
 }
 
 // Match is one entry of a rule's matches. All conditions must hold.

@@ -134,7 +134,11 @@ func (e *Encoder) Encode(cfg *Config) (Encoded, error) {
 		return Encoded{}, err
 	}
 	e.names.update(cfg.Clusters)
-	rh := digest("tunnelgate routes v1", []byte(cfg.Schema), e.listeners.sum[:], e.routes.sum[:], framed(cfg.SessionKeys), e.names.sum[:])
+	routing := [][]byte{[]byte(cfg.Schema), e.listeners.sum[:], e.routes.sum[:], framed(cfg.SessionKeys), e.names.sum[:]}
+	if len(cfg.AccessTeams) > 0 { // a field only when set: the versions of configs without one stay as they were
+		routing = append(routing, framedAccessTeams(cfg.AccessTeams))
+	}
+	rh := digest("tunnelgate routes v1", routing...)
 	ch := digest("tunnelgate clusters v1", e.clusters.sum[:])
 	return Encoded{
 		Version:    digest("tunnelgate version v1", []byte(rh), []byte(ch)),
@@ -286,6 +290,15 @@ func framed(fields [][]byte) []byte {
 		out = append(out, f...)
 	}
 	return out
+}
+
+// framedAccessTeams is every team's domain and keys, framed.
+func framedAccessTeams(teams []AccessTeam) []byte {
+	fields := make([][]byte, 0, 2*len(teams))
+	for _, t := range teams {
+		fields = append(fields, []byte(t.Domain), []byte(t.Keys))
+	}
+	return framed(fields)
 }
 
 func frame(h hash.Hash, b []byte) {

@@ -178,6 +178,10 @@ func TestHashesSeparateRoutesFromClusters(t *testing.T) {
 		{"a listener", edit(func(c *Config) { c.Listeners[0].Port = 8080 }), false, true},
 		{"the session keys", edit(func(c *Config) { c.SessionKeys = [][]byte{[]byte("k")} }), false, true},
 		{"an older session key", edit(func(c *Config) { c.SessionKeys = append(c.SessionKeys, []byte("old")) }), false, true},
+		{"an Access team", edit(func(c *Config) { c.AccessTeams = []AccessTeam{{Domain: "t.example", Keys: `{"keys":[]}`}} }), false, true},
+		{"an Access team's keys", edit(func(c *Config) {
+			c.AccessTeams = []AccessTeam{{Domain: "t.example", Keys: `{"keys":[1]}`}}
+		}), false, true},
 		{"the schema", edit(func(c *Config) { c.Schema = "other" }), false, true},
 		{"the routes gone", edit(func(c *Config) { c.Routes = nil }), false, true},
 		{"a cluster added", edit(func(c *Config) {

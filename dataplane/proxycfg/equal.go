@@ -34,7 +34,8 @@ func (c *Config) Equal(o *Config) bool {
 		equalSlices(c.Listeners, o.Listeners, (*Listener).Equal) &&
 		equalSlices(c.Routes, o.Routes, (*Route).Equal) &&
 		equalSlices(c.Clusters, o.Clusters, (*Cluster).Equal) &&
-		equalSessionKeys(c.SessionKeys, o.SessionKeys)
+		equalSessionKeys(c.SessionKeys, o.SessionKeys) &&
+		equalSlices(c.AccessTeams, o.AccessTeams, (*AccessTeam).Equal)
 }
 
 // EqualRouting reports whether c and o are Equal but, at most, in their
@@ -51,7 +52,34 @@ func (c *Config) EqualRouting(o *Config) bool {
 		equalSlices(c.Listeners, o.Listeners, (*Listener).Equal) &&
 		equalSlices(c.Routes, o.Routes, (*Route).Equal) &&
 		equalSlices(c.Clusters, o.Clusters, func(a, b *Cluster) bool { return a.Name == b.Name }) &&
-		equalSessionKeys(c.SessionKeys, o.SessionKeys)
+		equalSessionKeys(c.SessionKeys, o.SessionKeys) &&
+		equalSlices(c.AccessTeams, o.AccessTeams, (*AccessTeam).Equal)
+}
+
+// Equal reports whether t and o are the same Access team.
+func (t *AccessTeam) Equal(o *AccessTeam) bool {
+	if t == o {
+		return true
+	}
+	if t == nil || o == nil {
+		return false
+	}
+	return t.Domain == o.Domain && t.Keys == o.Keys
+}
+
+// Equal reports whether a and o ask the same of a token.
+func (a *Access) Equal(o *Access) bool {
+	if a == o {
+		return true
+	}
+	if a == nil || o == nil {
+		return false
+	}
+	return a.Team == o.Team && equalValues(a.Audiences, o.Audiences) && equalValues(a.Emails, o.Emails) &&
+		equalValues(a.EmailDomains, o.EmailDomains) && equalValues(a.Groups, o.Groups) &&
+		equalValues(a.ServiceTokens, o.ServiceTokens) &&
+		a.EmailHeader == o.EmailHeader && a.SubjectHeader == o.SubjectHeader &&
+		a.GroupsHeader == o.GroupsHeader && a.ServiceTokenHeader == o.ServiceTokenHeader
 }
 
 // Equal reports whether l and o are the same listener.
@@ -108,7 +136,7 @@ func (r *Rule) Equal(o *Rule) bool {
 		equalSlices(r.Filters, o.Filters, (*Filter).Equal) &&
 		equalSlices(r.Backends, o.Backends, (*BackendRef).Equal) &&
 		r.FailStatus == o.FailStatus && r.Timeouts.Equal(o.Timeouts) && r.Retry.Equal(o.Retry) &&
-		r.SessionPersistence.Equal(o.SessionPersistence)
+		r.SessionPersistence.Equal(o.SessionPersistence) && r.Access.Equal(o.Access)
 }
 
 // Equal reports whether m and o are the same match.
