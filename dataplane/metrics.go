@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"sync"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
@@ -55,6 +56,14 @@ func (m metricSource) Counters() observe.Counters {
 	}
 	for i := range s.Responses {
 		c.Responses[i] = s.Responses[i].Load()
+	}
+	c.Access = make([]observe.AccessCount, len(s.Access))
+	for r := range s.Access {
+		result := cfaccess.Reason(r).String()
+		if cfaccess.Reason(r) == cfaccess.ReasonNone {
+			result = "allowed"
+		}
+		c.Access[r] = observe.AccessCount{Result: result, N: s.Access[r].Load()}
 	}
 	return c
 }

@@ -60,7 +60,8 @@ func TestMetricsHandler(t *testing.T) {
 	up.Result(503, false)
 	up.Result(0, true)
 	src := &fakeSource{
-		counters: Counters{Requests: 9, NoRoute: 1, ClientBadBodies: 2, MirrorsDropped: 5, ConfigRejected: 1},
+		counters: Counters{Requests: 9, NoRoute: 1, ClientBadBodies: 2, MirrorsDropped: 5, ConfigRejected: 1,
+			Access: []AccessCount{{"allowed", 7}, {"expired", 2}}},
 		version:  "v1",
 		rules:    []*RuleStats{rule},
 		clusters: []Cluster{{Name: "b", Endpoints: 2, Inflight: 1, IdleConns: 3, OpenConns: 5, Upstream: up}, {Name: "a", Upstream: &UpstreamStats{}}},
@@ -74,6 +75,8 @@ func TestMetricsHandler(t *testing.T) {
 		`tunnelgate_client_errors_total{reason="bad_body"}`:                                              "2",
 		`tunnelgate_mirrors_total{result="dropped"}`:                                                     "5",
 		`tunnelgate_config_loads_total{result="rejected"}`:                                               "1",
+		`tunnelgate_cloudflare_access_requests_total{result="allowed"}`:                                  "7",
+		`tunnelgate_cloudflare_access_requests_total{result="expired"}`:                                  "2",
 		"tunnelgate_inflight_requests":                                                                   "3",
 		`tunnelgate_config_info{version="v1"}`:                                                           "1",
 		"tunnelgate_ready":                                                                               "1",
