@@ -5,11 +5,13 @@ package dataplane
 // with a team key the config publishes.
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +35,7 @@ var (
 	e2eKey     *rsa.PrivateKey
 )
 
-func accessTeamKey(t *testing.T) *rsa.PrivateKey {
+func accessTeamKey(t testing.TB) *rsa.PrivateKey {
 	t.Helper()
 	e2eKeyOnce.Do(func() {
 		k, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -46,7 +48,7 @@ func accessTeamKey(t *testing.T) *rsa.PrivateKey {
 }
 
 // accessTeam is the config's Access team publishing key under e2eKid.
-func accessTeam(t *testing.T, key *rsa.PublicKey) proxycfg.AccessTeam {
+func accessTeam(t testing.TB, key *rsa.PublicKey) proxycfg.AccessTeam {
 	t.Helper()
 	doc, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key, KeyID: e2eKid, Algorithm: "RS256", Use: "sig"}}})
 	if err != nil {
@@ -56,7 +58,7 @@ func accessTeam(t *testing.T, key *rsa.PublicKey) proxycfg.AccessTeam {
 }
 
 // accessJWT is a token of the team for claims, signed by key with alg.
-func accessJWT(t *testing.T, key *rsa.PrivateKey, claims map[string]any) string {
+func accessJWT(t testing.TB, key *rsa.PrivateKey, claims map[string]any) string {
 	t.Helper()
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", e2eKid))
 	if err != nil {
@@ -271,4 +273,10 @@ func tamper(token string) string {
 	payload, _ := base64.RawURLEncoding.DecodeString(parts[1])
 	payload = []byte(strings.Replace(string(payload), "ana@", "eve@", 1))
 	return parts[0] + "." + base64.RawURLEncoding.EncodeToString(payload) + "." + parts[2]
+}
+
+// withHeader is the request head req with one more field before its end.
+func withHeader(req []byte, name, value string) []byte {
+	head := bytes.TrimSuffix(req, []byte("\r\n"))
+	return append(append(slices.Clone(head), name+": "+value+"\r\n"...), "\r\n"...)
 }

@@ -4,11 +4,9 @@ package dataplane
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"log/slog"
 	"net"
-	"slices"
 	"testing"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
@@ -99,10 +97,4 @@ func TestAllocsProxyGETWithAccess(t *testing.T) {
 	if allocs[true] > allocs[false] || allocs[false] > proxyAllocBudget+1 {
 		t.Errorf("%.1f allocations per request on a protected rule, %.1f on an open one (budget %d+1)", allocs[true], allocs[false], proxyAllocBudget)
 	}
-}
-
-// withHeader is the request head req with one more field before its end.
-func withHeader(req []byte, name, value string) []byte {
-	head := bytes.TrimSuffix(req, []byte("\r\n"))
-	return append(append(slices.Clone(head), name+": "+value+"\r\n"...), "\r\n"...)
 }

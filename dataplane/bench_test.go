@@ -66,6 +66,27 @@ func BenchmarkProxy(b *testing.B) {
 		}))
 		benchGET(b, addr)
 	})
+	// Cloudflare Access on the rule against off, the same request (with a
+	// token, which a browser sends with every request) both times: on, the
+	// proxy finds the token in its cache of verified ones.
+	key := accessTeamKey(b)
+	req := withHeader(benchRequest, "Cf-Access-Jwt-Assertion", accessJWT(b, key, accessClaims()))
+	for _, access := range []string{"off", "on"} {
+		b.Run("access="+access+"/impl=tunnelgate", func(b *testing.B) {
+			rule := to("a")
+			if access == "on" {
+				rule.Access = &proxycfg.Access{Team: e2eTeam, Audiences: []string{e2eAud}, EmailHeader: "X-Auth-Email"}
+			}
+			cfg := config([]proxycfg.Route{route("r", rule)}, cluster("a", be))
+			cfg.AccessTeams = []proxycfg.AccessTeam{accessTeam(b, &key.PublicKey)}
+			p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err := p.Load(cfg); err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(p.Close)
+			benchGETRequest(b, serveOwn(b, p.Handler(0, true)), req)
+		})
+	}
 }
 
 // discardSpans is a span exporter that drops what it is given.
@@ -177,13 +198,15 @@ var benchRequest = []byte("GET /bench/path?x=1 HTTP/1.1\r\nHost: app.example.com
 	"Connection: keep-alive\r\n\r\n")
 
 // benchGET sends b.N GETs on one connection and checks each answer.
-func benchGET(b *testing.B, addr string) {
+func benchGET(b *testing.B, addr string) { benchGETRequest(b, addr, benchRequest) }
+
+// benchGETRequest is benchGET with another request.
+func benchGETRequest(b *testing.B, addr string, req []byte) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer c.Close()
-	req := benchRequest
 	br := bufio.NewReaderSize(c, 4096)
 	body := make([]byte, 100)
 	// Warm up: connections dialled, pools and buffers filled, so that
