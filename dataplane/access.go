@@ -20,7 +20,8 @@ import (
 //
 // The token is the Cf-Access-Jwt-Assertion header, which Access adds to
 // every request it approves; without it, the CF_Authorization cookie a
-// browser carries.
+// browser carries (the first, if there are several). A request with two
+// such header fields is refused as malformed.
 
 const (
 	accessHeader = "Cf-Access-Jwt-Assertion"
@@ -36,7 +37,11 @@ func (x *exchange) checkAccess() bool {
 	if a == nil {
 		return false
 	}
-	id, reason := x.h.p.access.Verify(accessToken(x.r.Header), x.cc.accessKeys[a.Team], a.Policy, x.start)
+	var id *cfaccess.Identity
+	reason := cfaccess.ReasonMalformed
+	if token, ok := accessToken(x.r.Header); ok {
+		id, reason = x.h.p.access.Verify(token, x.cc.accessKeys[a.Team], a.Policy, x.start)
+	}
 	x.h.p.stats.Access[reason].Add(1)
 	if reason != cfaccess.ReasonNone {
 		return x.answer(http.StatusForbidden, accessRefusal)
@@ -46,10 +51,14 @@ func (x *exchange) checkAccess() bool {
 }
 
 // accessToken is the request's Access token: the header, else the cookie;
-// "" when it has neither.
-func accessToken(h http.Header) string {
-	if v := h[accessHeader]; len(v) > 0 && v[0] != "" {
-		return v[0]
+// "" when it has neither. Two header fields are no token (ok false): a
+// backend reading the other could be told another identity than the one
+// checked here.
+func accessToken(h http.Header) (token string, ok bool) {
+	if v := h[accessHeader]; len(v) > 1 {
+		return "", false
+	} else if len(v) == 1 && v[0] != "" {
+		return v[0], true
 	}
 	for _, line := range h["Cookie"] {
 		for line != "" {
@@ -57,11 +66,11 @@ func accessToken(h http.Header) string {
 			c, line, _ = strings.Cut(line, ";")
 			name, value, ok := strings.Cut(strings.TrimSpace(c), "=")
 			if ok && name == accessCookie {
-				return strings.Trim(value, `"`)
+				return strings.Trim(value, `"`), true
 			}
 		}
 	}
-	return ""
+	return "", true
 }
 
 // identityHeader says whether field k is one of the rule's identity

@@ -155,10 +155,13 @@ func TestAccessProtectsRule(t *testing.T) {
 		{"alg none", unsigned(accessClaims(none)), cfaccess.ReasonAlgorithm},
 		{"tampered", tamper(valid), cfaccess.ReasonBadSignature},
 		{"garbage", "not-a-token", cfaccess.ReasonMalformed},
+		{"two tokens, the first valid", valid + "\x00second", cfaccess.ReasonMalformed},
 	} {
 		was := e.p.stats.Access[tc.reason].Load()
 		hdr := []string{"X-Auth-Email", "ana@example.com"}
-		if tc.token != "" {
+		if first, second, two := strings.Cut(tc.token, "\x00"); two {
+			hdr = append(hdr, "Cf-Access-Jwt-Assertion", first, "Cf-Access-Jwt-Assertion", second)
+		} else if tc.token != "" {
 			hdr = append(hdr, "Cf-Access-Jwt-Assertion", tc.token)
 		}
 		res, body := e.get("private.example", "/", hdr...)

@@ -116,6 +116,7 @@ type setup struct {
 	cluster   func(*proxycfg.Cluster)
 	options   func(*dataplane.Options)
 	listeners func(*dataplane.ServeOptions)
+	teams     []proxycfg.AccessTeam
 }
 
 // option is one change to the default setup.
@@ -130,6 +131,10 @@ func withCluster(f func(*proxycfg.Cluster)) option { return func(s *setup) { s.c
 
 // withOptions changes the proxies' options (pool settings, access log).
 func withOptions(f func(*dataplane.Options)) option { return func(s *setup) { s.options = f } }
+
+// withAccessTeams gives the config Cloudflare Access teams, for a rule
+// withRule protects.
+func withAccessTeams(teams ...proxycfg.AccessTeam) option { return func(s *setup) { s.teams = teams } }
 
 // withServeOptions changes what both proxies' Serve is given, after the
 // harness filled it.
@@ -189,7 +194,8 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 			Listeners: []string{"default/gw/http", "default/gw/addr-http", "default/gw/addr-https"},
 			Rules:     []proxycfg.Rule{rule},
 		}},
-		Clusters: []proxycfg.Cluster{cl},
+		Clusters:    []proxycfg.Cluster{cl},
+		AccessTeams: s.teams,
 	}
 	e := &env{t: t, cfg: cfg}
 

@@ -1,0 +1,121 @@
+package hostile
+
+// Cloudflare Access identity. A protected rule hands the backend the
+// identity of the token it verified, in headers the backend trusts; a
+// client on any way in, trusted listener or not, must not add to them or
+// replace them, in any spelling (case, '_' for '-', HTTP/2's lower case),
+// and must not get through without a token Access signed, or with two
+// tokens of which the backend could read the other.
+
+import (
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+)
+
+const (
+	hostileTeam = "hostile.cloudflareaccess.com"
+	hostileAud  = "hostile-app"
+)
+
+func TestAccessIdentityCannotBeForged(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	be := newBackend(t)
+	e := newEnv(t, be.addr, withAccessTeams(proxycfg.AccessTeam{Domain: hostileTeam, Keys: string(certs)}),
+		withRule(func(r *proxycfg.Rule) {
+			r.Access = &proxycfg.Access{Team: hostileTeam, Audiences: []string{hostileAud},
+				EmailHeader: "X-Auth-Email", GroupsHeader: "X-Auth-Groups"}
+		}))
+	token := signAccess(t, key, "k1")
+	forged := []hf{{"X-Auth-Email", spoofed}, {"X_Auth_Email", spoofed}, {"x-auth-EMAIL", spoofed}, {"X-Auth-Groups", "admins"}}
+
+	e.each(func(t *testing.T, p path) {
+		n := len(be.requests())
+		sendFields(t, p, append([]hf{{"Cf-Access-Jwt-Assertion", token}}, forged...))
+		got := be.since(n)
+		if len(got) != 1 {
+			t.Fatalf("backend got %d requests, want 1", len(got))
+		}
+		expectOnce(t, got[0], "x-auth-email", "ana@example.com")
+		expectOnce(t, got[0], "x-auth-groups", "eng")
+
+		for _, refused := range []struct {
+			name   string
+			fields []hf
+		}{
+			{"no token, forged identity", forged},
+			{"two tokens", []hf{{"Cf-Access-Jwt-Assertion", token}, {"Cf-Access-Jwt-Assertion", "x.y.z"}}},
+			{"a token with its signature cut", []hf{{"Cf-Access-Jwt-Assertion", token[:strings.LastIndexByte(token, '.')+1]}}},
+		} {
+			n := len(be.requests())
+			if s := statusWith(t, p, refused.fields); s != 403 {
+				t.Errorf("%s: %d, want 403", refused.name, s)
+			}
+			if len(be.since(n)) != 0 {
+				t.Errorf("%s: the backend was reached", refused.name)
+			}
+		}
+	})
+}
+
+// signAccess is a user's token of the hostile team, valid for an hour.
+func signAccess(t *testing.T, key *rsa.PrivateKey, kid string) string {
+	t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", kid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	claims, _ := json.Marshal(map[string]any{"aud": []string{hostileAud}, "iss": "https://" + hostileTeam,
+		"email": "ana@example.com", "sub": "u1", "groups": []string{"eng"},
+		"iat": now.Add(-time.Minute).Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix()})
+	jws, err := s.Sign(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// statusWith sends GET /x with the extra fields on p, as sendFields does,
+// and returns the answer's status.
+func statusWith(t *testing.T, p path, fields []hf) int {
+	t.Helper()
+	c := p.dial(t)
+	defer c.Close()
+	if p.proto == "h1" {
+		var b strings.Builder
+		b.WriteString("GET /x HTTP/1.1\r\nHost: " + p.addr + "\r\n")
+		for _, f := range fields {
+			b.WriteString(f.name + ": " + f.value + "\r\n")
+		}
+		b.WriteString("Connection: close\r\n\r\n")
+		res, body, err := exchange1(c, []byte(b.String()), "GET")
+		if err != nil {
+			t.Fatalf("GET /x: %v %q", err, body)
+		}
+		return res.StatusCode
+	}
+	lower := make([]hf, len(fields))
+	for i, f := range fields {
+		lower[i] = hf{strings.ToLower(f.name), f.value}
+	}
+	return h2dial(t, c).open(p.request("GET", "/x", p.addr, lower...), true).result(t).status
+}
