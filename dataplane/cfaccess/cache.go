@@ -65,7 +65,7 @@ func (c *cache) makeRoom(now time.Time) bool {
 }
 
 // drop deletes the entries doomed says, stopping once a quarter of the
-// budget is free when dooming everything; it returns how many went.
+// budget is free; it returns how many went.
 func (c *cache) drop(doomed func(string, *Identity) bool) int {
 	n := 0
 	c.m.DeleteMatching(func(token string, id *Identity) (bool, bool) {
