@@ -6,14 +6,12 @@ package dataplane
 
 import (
 	"bytes"
-	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/testaccess"
 )
 
 const (
@@ -30,50 +29,18 @@ const (
 	e2eKid  = "e2e-kid"
 )
 
-var (
-	e2eKeyOnce sync.Once
-	e2eKey     *rsa.PrivateKey
-)
-
-func accessTeamKey(t testing.TB) *rsa.PrivateKey {
-	t.Helper()
-	e2eKeyOnce.Do(func() {
-		k, err := rsa.GenerateKey(rand.Reader, 2048)
-		if err != nil {
-			panic(err)
-		}
-		e2eKey = k
-	})
-	return e2eKey
-}
+func accessTeamKey(t testing.TB) *rsa.PrivateKey { return testaccess.Key(t, "e2e") }
 
 // accessTeam is the config's Access team publishing key under e2eKid.
 func accessTeam(t testing.TB, key *rsa.PublicKey) proxycfg.AccessTeam {
 	t.Helper()
-	doc, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: key, KeyID: e2eKid, Algorithm: "RS256", Use: "sig"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return proxycfg.AccessTeam{Domain: e2eTeam, Keys: string(doc)}
+	return proxycfg.AccessTeam{Domain: e2eTeam, Keys: string(testaccess.Certs(t, map[string]*rsa.PublicKey{e2eKid: key}))}
 }
 
-// accessJWT is a token of the team for claims, signed by key with alg.
+// accessJWT is a token of the team for claims, signed by key.
 func accessJWT(t testing.TB, key *rsa.PrivateKey, claims map[string]any) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", e2eKid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := json.Marshal(claims)
-	jws, err := s.Sign(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testaccess.Sign(t, jose.RS256, key, e2eKid, testaccess.JSON(t, claims), nil)
 }
 
 // accessClaims are a user's claims valid now, changed by edits.

@@ -16,6 +16,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
+	"github.com/tunnelgate/tunnelgate/internal/testaccess"
 )
 
 // The Access team of FuzzAccessToken: its key (a test key, committed so
@@ -121,7 +122,7 @@ func accessKey(f *testing.F) *rsa.PrivateKey {
 }
 
 func accessCerts(f *testing.F, pub *rsa.PublicKey) []byte {
-	return []byte(mustJSON(f, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: pub, KeyID: accessKid, Algorithm: "RS256", Use: "sig"}}}))
+	return testaccess.Certs(f, map[string]*rsa.PublicKey{accessKid: pub})
 }
 
 // accessClaims are a user's token claims, issued at accessNow+shift.
@@ -132,27 +133,9 @@ func accessClaims(shift time.Duration) map[string]any {
 }
 
 func accessToken(f *testing.F, key *rsa.PrivateKey, kid string, claims map[string]any) string {
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", kid).WithType("JWT"))
-	if err != nil {
-		f.Fatal(err)
-	}
-	jws, err := s.Sign([]byte(mustJSON(f, claims)))
-	if err != nil {
-		f.Fatal(err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		f.Fatal(err)
-	}
-	return out
+	return testaccess.Sign(f, jose.RS256, key, kid, testaccess.JSON(f, claims), nil)
 }
 
-func mustJSON(f *testing.F, v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		f.Fatal(err)
-	}
-	return string(b)
-}
+func mustJSON(f *testing.F, v any) string { return string(testaccess.JSON(f, v)) }
 
 func b64(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }

@@ -2,18 +2,17 @@ package cfaccess
 
 import (
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
-	"sync"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/tunnelgate/tunnelgate/internal/testaccess"
 )
 
 // The test team, its application and its clock.
@@ -26,42 +25,16 @@ const (
 
 var testNow = time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 
-var (
-	keysOnce          sync.Once
-	teamKey, otherKey *rsa.PrivateKey
-	keyErr            error
-)
-
-// testKeys are the team's signing key and a stranger's, made once per
-// test binary (2048-bit keys take a moment).
+// testKeys are the team's signing key and a stranger's.
 func testKeys(t testing.TB) (team, other *rsa.PrivateKey) {
 	t.Helper()
-	keysOnce.Do(func() {
-		if teamKey, keyErr = rsa.GenerateKey(rand.Reader, 2048); keyErr == nil {
-			otherKey, keyErr = rsa.GenerateKey(rand.Reader, 2048)
-		}
-	})
-	if keyErr != nil {
-		t.Fatal(keyErr)
-	}
-	return teamKey, otherKey
+	return testaccess.Key(t, "team"), testaccess.Key(t, "stranger")
 }
 
 // certsDoc is a team's certs document publishing the keys, by kid.
 func certsDoc(t testing.TB, keys map[string]*rsa.PublicKey) []byte {
 	t.Helper()
-	var set jose.JSONWebKeySet
-	for kid, k := range keys {
-		set.Keys = append(set.Keys, jose.JSONWebKey{Key: k, KeyID: kid, Algorithm: string(jose.RS256), Use: "sig"})
-	}
-	doc, err := json.Marshal(struct {
-		jose.JSONWebKeySet
-		PublicCert map[string]string `json:"public_cert"`
-	}{set, map[string]string{"kid": "ignored"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return doc
+	return testaccess.Certs(t, keys)
 }
 
 // teamKeys parses the team's published keys: testKid alone.
@@ -87,30 +60,7 @@ func claims() map[string]any {
 // sign is a compact RS256 JWS of payload by key, with headers.
 func sign(t testing.TB, key *rsa.PrivateKey, kid string, payload map[string]any, extra map[jose.HeaderKey]any) string {
 	t.Helper()
-	opts := (&jose.SignerOptions{}).WithType("JWT")
-	if kid != "" {
-		opts = opts.WithHeader("kid", kid)
-	}
-	for k, v := range extra {
-		opts = opts.WithHeader(k, v)
-	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jws, err := s.Sign(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testaccess.Sign(t, jose.RS256, key, kid, testaccess.JSON(t, payload), extra)
 }
 
 // handMade is a compact JWS of header and payload with the given

@@ -3,13 +3,13 @@ package cfaccess
 import (
 	"crypto/rsa"
 	"encoding/base64"
-	"encoding/json"
 	"maps"
 	"strings"
 	"testing"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"github.com/tunnelgate/tunnelgate/internal/testaccess"
 )
 
 // Only the valid token passes; every forgery and every stale, foreign or
@@ -244,40 +244,12 @@ func encodedHeader(t testing.TB, header string) string {
 // algorithm than RS256, under the team's kid.
 func signWith(t testing.TB, alg jose.SignatureAlgorithm, key *rsa.PrivateKey, payload map[string]any) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", testKid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, err := json.Marshal(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	jws, err := s.Sign(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testaccess.Sign(t, alg, key, testKid, testaccess.JSON(t, payload), nil)
 }
 
 // handMadeSigned is payload, which need not be JSON, signed by the team
 // key with RS256 under its kid.
 func handMadeSigned(t testing.TB, key *rsa.PrivateKey, payload string) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", testKid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	jws, err := s.Sign([]byte(payload))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testaccess.Sign(t, jose.RS256, key, testKid, []byte(payload), nil)
 }

@@ -8,9 +8,7 @@ package hostile
 // tokens of which the backend could read the other.
 
 import (
-	"crypto/rand"
 	"crypto/rsa"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/testaccess"
 )
 
 const (
@@ -26,14 +25,8 @@ const (
 )
 
 func TestAccessIdentityCannotBeForged(t *testing.T) {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certs, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &key.PublicKey, KeyID: "k1", Algorithm: "RS256", Use: "sig"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	key := testaccess.Key(t, "hostile")
+	certs := testaccess.Certs(t, map[string]*rsa.PublicKey{"k1": &key.PublicKey})
 	be := newBackend(t)
 	e := newEnv(t, be.addr, withAccessTeams(proxycfg.AccessTeam{Domain: hostileTeam, Keys: string(certs)}),
 		withRule(func(r *proxycfg.Rule) {
@@ -75,23 +68,11 @@ func TestAccessIdentityCannotBeForged(t *testing.T) {
 // signAccess is a user's token of the hostile team, valid for an hour.
 func signAccess(t *testing.T, key *rsa.PrivateKey, kid string) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithHeader("kid", kid))
-	if err != nil {
-		t.Fatal(err)
-	}
 	now := time.Now()
-	claims, _ := json.Marshal(map[string]any{"aud": []string{hostileAud}, "iss": "https://" + hostileTeam,
+	claims := testaccess.JSON(t, map[string]any{"aud": []string{hostileAud}, "iss": "https://" + hostileTeam,
 		"email": "ana@example.com", "sub": "u1", "groups": []string{"eng"},
 		"iat": now.Add(-time.Minute).Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix()})
-	jws, err := s.Sign(claims)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out, err := jws.CompactSerialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testaccess.Sign(t, jose.RS256, key, kid, claims, nil)
 }
 
 // statusWith sends GET /x with the extra fields on p, as sendFields does,
