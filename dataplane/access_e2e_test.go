@@ -9,6 +9,8 @@ import (
 	"crypto/rsa"
 	"encoding/base64"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -41,6 +43,22 @@ func accessTeam(t testing.TB, key *rsa.PublicKey) proxycfg.AccessTeam {
 func accessJWT(t testing.TB, key *rsa.PrivateKey, claims map[string]any) string {
 	t.Helper()
 	return testaccess.Sign(t, jose.RS256, key, e2eKid, testaccess.JSON(t, claims), nil)
+}
+
+// accessProxy is a proxy whose one rule, every request to backend, has
+// access (nil: none), with the team publishing key.
+func accessProxy(t testing.TB, backend string, key *rsa.PublicKey, access *proxycfg.Access) *Proxy {
+	t.Helper()
+	rule := to("a")
+	rule.Access = access
+	cfg := config([]proxycfg.Route{route("r", rule)}, cluster("a", backend))
+	cfg.AccessTeams = []proxycfg.AccessTeam{accessTeam(t, key)}
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err := p.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
 }
 
 // accessClaims are a user's claims valid now, changed by edits.

@@ -4,8 +4,6 @@ package dataplane
 
 import (
 	"bufio"
-	"io"
-	"log/slog"
 	"net"
 	"testing"
 
@@ -24,22 +22,7 @@ const proxyAllocBudget = 4
 func TestAllocsProxyGET(t *testing.T) {
 	be := rawBackend(t)
 	for _, headers := range []bool{false, true} {
-		addr := serveOwn(t, tunnelgateHandler(t, be, headers))
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		br := bufio.NewReader(c)
-		body := make([]byte, 100)
-		get := func() {
-			if _, err := c.Write(benchRequest); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := readResponse(br, body); err != nil || n != 100 {
-				t.Fatalf("response: %d bytes, %v", n, err)
-			}
-		}
+		get := getOn(t, serveOwn(t, tunnelgateHandler(t, be, headers)), benchRequest)
 		for range 50 {
 			get() // warm the pools
 		}
@@ -60,32 +43,12 @@ func TestAllocsProxyGETWithAccess(t *testing.T) {
 	req := withHeader(benchRequest, "Cf-Access-Jwt-Assertion", accessJWT(t, key, accessClaims()))
 	allocs := map[bool]float64{}
 	for _, protected := range []bool{false, true} {
-		rule := to("a")
+		var access *proxycfg.Access
 		if protected {
-			rule.Access = &proxycfg.Access{Team: e2eTeam, Audiences: []string{e2eAud}, EmailHeader: "X-Auth-Email", GroupsHeader: "X-Auth-Groups"}
+			access = &proxycfg.Access{Team: e2eTeam, Audiences: []string{e2eAud}, EmailHeader: "X-Auth-Email", GroupsHeader: "X-Auth-Groups"}
 		}
-		cfg := config([]proxycfg.Route{route("r", rule)}, cluster("a", be))
-		cfg.AccessTeams = []proxycfg.AccessTeam{accessTeam(t, &key.PublicKey)}
-		p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err := p.Load(cfg); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(p.Close)
-		c, err := net.Dial("tcp", serveOwn(t, p.Handler(0, true)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		br := bufio.NewReader(c)
-		body := make([]byte, 100)
-		get := func() {
-			if _, err := c.Write(req); err != nil {
-				t.Fatal(err)
-			}
-			if n, err := readResponse(br, body); err != nil || n != 100 {
-				t.Fatalf("response: %d bytes, %v", n, err)
-			}
-		}
+		p := accessProxy(t, be, &key.PublicKey, access)
+		get := getOn(t, serveOwn(t, p.Handler(0, true)), req)
 		for range 50 {
 			get()
 		}
@@ -96,5 +59,26 @@ func TestAllocsProxyGETWithAccess(t *testing.T) {
 	}
 	if allocs[true] > allocs[false] || allocs[false] > proxyAllocBudget+1 {
 		t.Errorf("%.1f allocations per request on a protected rule, %.1f on an open one (budget %d+1)", allocs[true], allocs[false], proxyAllocBudget)
+	}
+}
+
+// getOn returns a function sending req on one connection to addr and
+// reading its 100-byte answer; the connection closes when the test ends.
+func getOn(t *testing.T, addr string, req []byte) func() {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	br := bufio.NewReader(c)
+	body := make([]byte, 100)
+	return func() {
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := readResponse(br, body); err != nil || n != 100 {
+			t.Fatalf("response: %d bytes, %v", n, err)
+		}
 	}
 }

@@ -73,17 +73,11 @@ func BenchmarkProxy(b *testing.B) {
 	req := withHeader(benchRequest, "Cf-Access-Jwt-Assertion", accessJWT(b, key, accessClaims()))
 	for _, access := range []string{"off", "on"} {
 		b.Run("access="+access+"/impl=tunnelgate", func(b *testing.B) {
-			rule := to("a")
+			var a *proxycfg.Access
 			if access == "on" {
-				rule.Access = &proxycfg.Access{Team: e2eTeam, Audiences: []string{e2eAud}, EmailHeader: "X-Auth-Email"}
+				a = &proxycfg.Access{Team: e2eTeam, Audiences: []string{e2eAud}, EmailHeader: "X-Auth-Email"}
 			}
-			cfg := config([]proxycfg.Route{route("r", rule)}, cluster("a", be))
-			cfg.AccessTeams = []proxycfg.AccessTeam{accessTeam(b, &key.PublicKey)}
-			p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err := p.Load(cfg); err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(p.Close)
+			p := accessProxy(b, be, &key.PublicKey, a)
 			benchGETRequest(b, serveOwn(b, p.Handler(0, true)), req)
 		})
 	}

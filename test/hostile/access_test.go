@@ -55,7 +55,7 @@ func TestAccessIdentityCannotBeForged(t *testing.T) {
 			{"a token with its signature cut", []hf{{"Cf-Access-Jwt-Assertion", token[:strings.LastIndexByte(token, '.')+1]}}},
 		} {
 			n := len(be.requests())
-			if s := statusWith(t, p, refused.fields); s != 403 {
+			if s, _ := sendGET(t, p, refused.fields); s != 403 {
 				t.Errorf("%s: %d, want 403", refused.name, s)
 			}
 			if len(be.since(n)) != 0 {
@@ -73,30 +73,4 @@ func signAccess(t *testing.T, key *rsa.PrivateKey, kid string) string {
 		"email": "ana@example.com", "sub": "u1", "groups": []string{"eng"},
 		"iat": now.Add(-time.Minute).Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix()})
 	return testaccess.Sign(t, jose.RS256, key, kid, claims, nil)
-}
-
-// statusWith sends GET /x with the extra fields on p, as sendFields does,
-// and returns the answer's status.
-func statusWith(t *testing.T, p path, fields []hf) int {
-	t.Helper()
-	c := p.dial(t)
-	defer c.Close()
-	if p.proto == "h1" {
-		var b strings.Builder
-		b.WriteString("GET /x HTTP/1.1\r\nHost: " + p.addr + "\r\n")
-		for _, f := range fields {
-			b.WriteString(f.name + ": " + f.value + "\r\n")
-		}
-		b.WriteString("Connection: close\r\n\r\n")
-		res, body, err := exchange1(c, []byte(b.String()), "GET")
-		if err != nil {
-			t.Fatalf("GET /x: %v %q", err, body)
-		}
-		return res.StatusCode
-	}
-	lower := make([]hf, len(fields))
-	for i, f := range fields {
-		lower[i] = hf{strings.ToLower(f.name), f.value}
-	}
-	return h2dial(t, c).open(p.request("GET", "/x", p.addr, lower...), true).result(t).status
 }

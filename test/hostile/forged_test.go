@@ -93,10 +93,21 @@ func expectOnce(t *testing.T, r rawRequest, name, want string) {
 	}
 }
 
-// sendFields sends GET /x with the extra fields on p, names spelt as
-// given on HTTP/1.1 and in lower case on HTTP/2, checks the answer is
-// 200, and returns the client address the proxy saw.
+// sendFields sends GET /x with the extra fields on p, checks the answer
+// is 200, and returns the client address the proxy saw.
 func sendFields(t *testing.T, p path, fields []hf) (peer string) {
+	t.Helper()
+	status, peer := sendGET(t, p, fields)
+	if status != 200 {
+		t.Fatalf("GET /x: %d, want 200", status)
+	}
+	return peer
+}
+
+// sendGET sends GET /x with the extra fields on p, names spelt as given
+// on HTTP/1.1 and in lower case on HTTP/2, and returns the answer's
+// status and the client address the proxy saw.
+func sendGET(t *testing.T, p path, fields []hf) (status int, peer string) {
 	t.Helper()
 	c := p.dial(t)
 	defer c.Close()
@@ -108,17 +119,14 @@ func sendFields(t *testing.T, p path, fields []hf) (peer string) {
 		}
 		b.WriteString("Connection: close\r\n\r\n")
 		res, body, err := exchange1(c, []byte(b.String()), "GET")
-		if err != nil || res.StatusCode != 200 {
-			t.Fatalf("GET /x: %v %q, want 200", err, body)
+		if err != nil {
+			t.Fatalf("GET /x: %v %q", err, body)
 		}
-		return peerIP(c)
+		return res.StatusCode, peerIP(c)
 	}
 	lower := make([]hf, len(fields))
 	for i, f := range fields {
 		lower[i] = hf{strings.ToLower(f.name), f.value}
 	}
-	if s := h2dial(t, c).open(p.request("GET", "/x", p.addr, lower...), true).result(t); s.status != 200 {
-		t.Fatalf("GET /x: %v, want 200", s)
-	}
-	return peerIP(c)
+	return h2dial(t, c).open(p.request("GET", "/x", p.addr, lower...), true).result(t).status, peerIP(c)
 }
