@@ -2,10 +2,10 @@ package dataplane
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // Cloudflare Access on a protected rule (proxycfg.Rule.Access): every
@@ -20,7 +20,7 @@ import (
 //
 // The token is the Cf-Access-Jwt-Assertion header, which Access adds to
 // every request it approves; without it, the CF_Authorization cookie a
-// browser carries (the first, if there are several). A request with two
+// browser carries (the first not empty, if there are several). A request with two
 // such header fields is refused as malformed.
 
 const (
@@ -60,23 +60,13 @@ func accessToken(h http.Header) (token string, ok bool) {
 	} else if len(v) == 1 && v[0] != "" {
 		return v[0], true
 	}
-	for _, line := range h["Cookie"] {
-		for line != "" {
-			var c string
-			c, line, _ = strings.Cut(line, ";")
-			name, value, ok := strings.Cut(strings.TrimSpace(c), "=")
-			if ok && name == accessCookie {
-				return strings.Trim(value, `"`), true
-			}
-		}
-	}
-	return "", true
+	return httpsyntax.CookieValue(h["Cookie"], accessCookie), true
 }
 
 // identityHeader says whether field k is one of the rule's identity
 // headers, which only the proxy may set.
 func identityHeader(k string, names *compiled.AccessHeaders) bool {
-	for _, n := range [...]string{names.Email, names.Subject, names.Groups, names.ServiceToken} {
+	for _, n := range names.List() {
 		if n != "" && sameFieldName(k, n) {
 			return true
 		}
@@ -88,13 +78,11 @@ func identityHeader(k string, names *compiled.AccessHeaders) bool {
 // request to the backend: each set name with the token's value, or an
 // empty name where there is nothing to send.
 func identityFields(names *compiled.AccessHeaders, id *cfaccess.Identity) [4][2]string {
-	out := [4][2]string{
-		{names.Email, id.Email}, {names.Subject, id.Subject},
-		{names.Groups, id.GroupsValue()}, {names.ServiceToken, id.ServiceToken},
-	}
-	for i := range out {
-		if out[i][1] == "" {
-			out[i][0] = ""
+	values := [4]string{id.Email, id.Subject, id.GroupsValue(), id.ServiceToken} // List's order
+	var out [4][2]string
+	for i, n := range names.List() {
+		if values[i] != "" {
+			out[i] = [2]string{n, values[i]}
 		}
 	}
 	return out

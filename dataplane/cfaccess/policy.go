@@ -54,33 +54,17 @@ func (p *Policy) admits(id *Identity) bool {
 		return true
 	}
 	if id.email != "" {
-		for _, e := range p.Emails {
-			if e == id.email {
-				return true
-			}
+		if slices.Contains(p.Emails, id.email) {
+			return true
 		}
-		if at := strings.LastIndexByte(id.email, '@'); at >= 0 {
-			domain := id.email[at+1:]
-			for _, d := range p.EmailDomains {
-				if d == domain {
-					return true
-				}
-			}
-		}
-	}
-	for _, g := range p.Groups {
-		if slices.Contains(id.Groups, g) {
+		if at := strings.LastIndexByte(id.email, '@'); at >= 0 && slices.Contains(p.EmailDomains, id.email[at+1:]) {
 			return true
 		}
 	}
-	if id.ServiceToken != "" {
-		for _, s := range p.ServiceTokens {
-			if s == id.ServiceToken {
-				return true
-			}
-		}
+	if slices.ContainsFunc(p.Groups, func(g string) bool { return slices.Contains(id.Groups, g) }) {
+		return true
 	}
-	return false
+	return id.ServiceToken != "" && slices.Contains(p.ServiceTokens, id.ServiceToken)
 }
 
 // hasAudience says whether aud holds one of the policy's audiences.

@@ -349,7 +349,10 @@ func (c *ruleCompiler) settings(ru *Rule, i int) {
 // identityUntouched refuses a header filter that sets or removes one of
 // the rule's Access identity headers: only the verified token may.
 func (c *ruleCompiler) identityUntouched(ru *Rule) {
-	for _, name := range ru.Access.Headers.Names() {
+	for _, name := range ru.Access.Headers.List() {
+		if name == "" {
+			continue
+		}
 		for i := range ru.Backends {
 			if touched, _ := ru.Backends[i].ReqPlan.Touches(name); touched {
 				c.bad("access: identity header %s is also set or removed by a request header filter", name)

@@ -110,17 +110,6 @@ func sessionCheckName(name string) error {
 	return nil
 }
 
-// sessionTrimOWS trims spaces and tabs at both ends of s.
-func sessionTrimOWS(s string) string {
-	for s != "" && (s[0] == ' ' || s[0] == '\t') {
-		s = s[1:]
-	}
-	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
-		s = s[:len(s)-1]
-	}
-	return s
-}
-
 // Valid reports whether a session that began at start and was last used at
 // lastUse may still be honoured at now: less than AbsoluteTimeout since it
 // began and less than IdleTimeout since its last use (a zero timeout is no
@@ -196,35 +185,11 @@ func (p *SessionPolicy) SetCookie(token string, start, now time.Time, secure boo
 func (p *SessionPolicy) Token(h http.Header) string {
 	if p.header {
 		for _, v := range h[p.headerKey] {
-			if v = sessionTrimOWS(v); v != "" {
+			if v = httpsyntax.TrimOWS(v); v != "" {
 				return v
 			}
 		}
 		return ""
 	}
-	for _, line := range h["Cookie"] {
-		for line != "" {
-			var part string
-			if i := strings.IndexByte(line, ';'); i >= 0 {
-				part, line = line[:i], line[i+1:]
-			} else {
-				part, line = line, ""
-			}
-			eq := strings.IndexByte(part, '=')
-			if eq < 0 {
-				continue
-			}
-			if sessionTrimOWS(part[:eq]) != p.name {
-				continue
-			}
-			v := sessionTrimOWS(part[eq+1:])
-			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
-				v = v[1 : len(v)-1]
-			}
-			if v != "" {
-				return v
-			}
-		}
-	}
-	return ""
+	return httpsyntax.CookieValue(h["Cookie"], p.name)
 }

@@ -1,0 +1,43 @@
+package httpsyntax
+
+import "strings"
+
+// CookieValue is the value of the first non-empty cookie called name in
+// the Cookie field values lines (RFC 6265 §5.4: "name=value" pairs split
+// by ';', spaces and tabs around each trimmed, one pair of surrounding
+// double quotes removed), or "" when there is none. It allocates nothing.
+func CookieValue(lines []string, name string) string {
+	for _, line := range lines {
+		for line != "" {
+			var part string
+			if i := strings.IndexByte(line, ';'); i >= 0 {
+				part, line = line[:i], line[i+1:]
+			} else {
+				part, line = line, ""
+			}
+			eq := strings.IndexByte(part, '=')
+			if eq < 0 || TrimOWS(part[:eq]) != name {
+				continue
+			}
+			v := TrimOWS(part[eq+1:])
+			if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+				v = v[1 : len(v)-1]
+			}
+			if v != "" {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// TrimOWS trims spaces and tabs (RFC 9110 §5.6.3's OWS) at both ends.
+func TrimOWS(s string) string {
+	for s != "" && (s[0] == ' ' || s[0] == '\t') {
+		s = s[1:]
+	}
+	for s != "" && (s[len(s)-1] == ' ' || s[len(s)-1] == '\t') {
+		s = s[:len(s)-1]
+	}
+	return s
+}
