@@ -27,7 +27,6 @@ import (
 const (
 	OriginSocket = "/var/run/tunnelgate/origin.sock"
 	OriginCAPool = certDir + "/origin-ca.crt"
-	originTLS    = "127.0.0.1:8443" // originTLSPort
 
 	certDir        = "/etc/tunnelgate/origin"
 	credentialsDir = "/etc/tunnelgate/internal"
@@ -36,7 +35,7 @@ const (
 
 	proxyMetricsPort       = 9901
 	cloudflaredMetricsPort = 2000
-	originTLSPort          = 8443
+	originTLSPort          = v1alpha1.DefaultOriginTLSPort // where the plane tunnel's document sends cloudflared
 	nonRoot                = 65532
 )
 
@@ -169,7 +168,7 @@ func proxyContainer(p Plane) corev1.Container {
 		args = append(args,
 			"-tunnel-protocol="+p.Install.TunnelProtocol,
 			"-listen=unix:"+OriginSocket,
-			"-listen-tls="+originTLS,
+			"-listen-tls=127.0.0.1:"+strconv.Itoa(originTLSPort),
 			"-cert-dir="+certDir)
 		mounts = append(mounts,
 			corev1.VolumeMount{Name: "origin-certs", MountPath: certDir},
