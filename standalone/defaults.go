@@ -331,6 +331,10 @@ func defaultBackendTLSPolicy(p *gwv1.BackendTLSPolicy) {
 	p.Status = gwv1.PolicyStatus{}
 }
 
+func defaultAccessPolicy(p *v1alpha1.AccessPolicy) {
+	p.Status = gwv1.PolicyStatus{}
+}
+
 // setDefault points *p at a copy of v when *p is nil.
 func setDefault[T any](p **T, v T) {
 	if *p == nil {

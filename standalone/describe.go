@@ -24,7 +24,7 @@ import (
 // as a table, with listeners, route parents and policy ancestors indented
 // under it, and the object's events last. Objects come in the order
 // GatewayClass, Gateway, ListenerSet, HTTPRoute, GRPCRoute,
-// BackendTLSPolicy, each kind sorted by namespace and name. snap, which
+// BackendTLSPolicy, AccessPolicy, each kind sorted by namespace and name. snap, which
 // may be nil, adds the protocol, port and hostname of listeners.
 func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 	var buf bytes.Buffer
@@ -49,13 +49,8 @@ func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 	}
 	d.routes(kindHTTPRoute, out.HTTPRoutes)
 	d.routes(kindGRPCRoute, out.GRPCRoutes)
-	for _, nn := range sortedNames(out.BackendTLSPolicies) {
-		d.object(kindBackendTLSPolicy, nn.Namespace, nn.Name)
-		for _, a := range out.BackendTLSPolicies[nn] {
-			d.linef(1, "Ancestor %s", refString(a.AncestorRef, nn.Namespace))
-			d.conditions(2, a.Conditions)
-		}
-	}
+	d.policies(kindBackendTLSPolicy, out.BackendTLSPolicies)
+	d.policies(kindAccessPolicy, out.AccessPolicies)
 	d.flushEvents()
 	tw.Flush()
 
@@ -65,6 +60,17 @@ func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 		text = append(append(text, bytes.TrimRight(line, " \n")...), '\n')
 	}
 	w.Write(text)
+}
+
+// policies prints the policies of one kind, each with its ancestors.
+func (d *describer) policies(kind string, statuses map[types.NamespacedName][]gwv1.PolicyAncestorStatus) {
+	for _, nn := range sortedNames(statuses) {
+		d.object(kind, nn.Namespace, nn.Name)
+		for _, a := range statuses[nn] {
+			d.linef(1, "Ancestor %s", refString(a.AncestorRef, nn.Namespace))
+			d.conditions(2, a.Conditions)
+		}
+	}
 }
 
 type eventKey struct{ kind, namespace, name string }

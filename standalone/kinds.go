@@ -118,6 +118,8 @@ func init() {
 			func(s *translate.Snapshot) *[]*v1alpha1.GatewayConfig { return &s.GatewayConfigs }, nil),
 		newKind(v1alpha1.KindExternalBackend, tg, []string{v1alpha1.Version}, false,
 			func(s *translate.Snapshot) *[]*v1alpha1.ExternalBackend { return &s.ExternalBackends }, defaultExternalBackend),
+		newKind(kindAccessPolicy, tg, []string{v1alpha1.Version}, false,
+			func(s *translate.Snapshot) *[]*v1alpha1.AccessPolicy { return &s.AccessPolicies }, defaultAccessPolicy),
 	} {
 		kinds[k.group+"/"+k.name] = k
 	}
@@ -131,6 +133,7 @@ const (
 	kindHTTPRoute        = "HTTPRoute"
 	kindGRPCRoute        = "GRPCRoute"
 	kindBackendTLSPolicy = "BackendTLSPolicy"
+	kindAccessPolicy     = v1alpha1.KindAccessPolicy
 )
 
 // lookup finds the kind of apiVersion and kindName, or says why there is

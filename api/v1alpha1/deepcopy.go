@@ -1,6 +1,11 @@
 package v1alpha1
 
-import "k8s.io/apimachinery/pkg/runtime"
+import (
+	"slices"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
 
 // Deep copies, written by hand: the types are small and a code generator
 // would be one more tool to install for a few dozen lines.
@@ -86,6 +91,43 @@ func (in *ExternalBackendList) DeepCopyObject() runtime.Object {
 	out := *in
 	in.ListMeta.DeepCopyInto(&out.ListMeta)
 	out.Items = make([]ExternalBackend, len(in.Items))
+	for i := range in.Items {
+		out.Items[i] = *in.Items[i].DeepCopy()
+	}
+	return &out
+}
+
+func (in *AccessPolicy) DeepCopy() *AccessPolicy {
+	if in == nil {
+		return nil
+	}
+	out := *in
+	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Spec.TargetRefs = nil
+	for _, r := range in.Spec.TargetRefs {
+		var c gwv1.LocalPolicyTargetReferenceWithSectionName
+		r.DeepCopyInto(&c)
+		out.Spec.TargetRefs = append(out.Spec.TargetRefs, c)
+	}
+	out.Spec.Audiences = slices.Clone(in.Spec.Audiences)
+	if r := in.Spec.Require; r != nil {
+		out.Spec.Require = &AccessRequirements{Emails: slices.Clone(r.Emails), EmailDomains: slices.Clone(r.EmailDomains),
+			Groups: slices.Clone(r.Groups), ServiceTokens: slices.Clone(r.ServiceTokens)}
+	}
+	if h := in.Spec.IdentityHeaders; h != nil {
+		c := *h
+		out.Spec.IdentityHeaders = &c
+	}
+	in.Status.DeepCopyInto(&out.Status)
+	return &out
+}
+
+func (in *AccessPolicy) DeepCopyObject() runtime.Object { return in.DeepCopy() }
+
+func (in *AccessPolicyList) DeepCopyObject() runtime.Object {
+	out := *in
+	in.ListMeta.DeepCopyInto(&out.ListMeta)
+	out.Items = make([]AccessPolicy, len(in.Items))
 	for i := range in.Items {
 		out.Items[i] = *in.Items[i].DeepCopy()
 	}

@@ -9,6 +9,8 @@
 //     its own, and that plane's size, images and tunnel (gatewayconfig.go).
 //   - ExternalBackend (namespaced) is a backendRef target outside the
 //     cluster, addressed by DNS name or IP.
+//   - AccessPolicy (namespaced) puts Gateways, routes or rules behind
+//     Cloudflare Access (accesspolicy.go).
 //
 // Gateway API types come from sigs.k8s.io/gateway-api and are not redefined.
 package v1alpha1
@@ -42,7 +44,8 @@ func AddToScheme(s *runtime.Scheme) error {
 	s.AddKnownTypes(SchemeGroupVersion,
 		&GatewayClassConfig{}, &GatewayClassConfigList{},
 		&GatewayConfig{}, &GatewayConfigList{},
-		&ExternalBackend{}, &ExternalBackendList{})
+		&ExternalBackend{}, &ExternalBackendList{},
+		&AccessPolicy{}, &AccessPolicyList{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil
 }

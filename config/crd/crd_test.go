@@ -71,6 +71,7 @@ func TestCRDsMatchGoTypes(t *testing.T) {
 		{v1alpha1.GatewayClassConfig{}, v1alpha1.KindGatewayClassConfig, "gatewayclassconfigs", "Cluster", false},
 		{v1alpha1.GatewayConfig{}, v1alpha1.KindGatewayConfig, "gatewayconfigs", "Namespaced", false},
 		{v1alpha1.ExternalBackend{}, v1alpha1.KindExternalBackend, "externalbackends", "Namespaced", true},
+		{v1alpha1.AccessPolicy{}, v1alpha1.KindAccessPolicy, "accesspolicies", "Namespaced", true},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			c, ok := crds[tc.kind]

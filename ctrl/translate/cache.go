@@ -143,6 +143,10 @@ func epochOf(in *Input, sizeHint int) map[any]bool {
 	addObjects(set, s.ConfigMaps)
 	addObjects(set, s.GatewayClassConfigs)
 	addObjects(set, s.GatewayConfigs)
+	addObjects(set, s.AccessPolicies)
+	for _, k := range in.AccessKeys {
+		set[k] = true
+	}
 	for _, ts := range in.Tunnels {
 		set[ts] = true
 	}
@@ -210,10 +214,16 @@ type ruleKey struct {
 	rule    int
 	filters int    // the rule's and its backends'
 	failed  uint64 // bit i: backend i fails with a status
+	// access is the identity headers of the rule's Access, which its
+	// header filters must leave alone ("" without Access).
+	access string
 }
 
 func newRuleKey(route any, i int, r *proxycfg.Rule) ruleKey {
 	k := ruleKey{route: route, rule: i, filters: len(r.Filters)}
+	if a := r.Access; a != nil {
+		k.access = strings.Join([]string{a.EmailHeader, a.SubjectHeader, a.GroupsHeader, a.ServiceTokenHeader}, "\n")
+	}
 	for i, b := range r.Backends {
 		k.filters += len(b.Filters)
 		if b.Status != 0 {

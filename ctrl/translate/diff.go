@@ -18,11 +18,12 @@ type Changes struct {
 	HTTPRoutes         []types.NamespacedName
 	GRPCRoutes         []types.NamespacedName
 	BackendTLSPolicies []types.NamespacedName
+	AccessPolicies     []types.NamespacedName
 }
 
 // Empty reports whether nothing changed.
 func (c *Changes) Empty() bool {
-	return len(c.GatewayClasses)+len(c.Gateways)+len(c.ListenerSets)+len(c.HTTPRoutes)+len(c.GRPCRoutes)+len(c.BackendTLSPolicies) == 0
+	return len(c.GatewayClasses)+len(c.Gateways)+len(c.ListenerSets)+len(c.HTTPRoutes)+len(c.GRPCRoutes)+len(c.BackendTLSPolicies)+len(c.AccessPolicies) == 0
 }
 
 // Diff compares next with prev (nil: everything in next is new). An object
@@ -54,9 +55,9 @@ func Diff(prev, next *Output) Changes {
 	c.ListenerSets = diffMap(prev.ListenerSets, next.ListenerSets, func(a, b *gwv1.ListenerSetStatus) bool { return equality.Semantic.DeepEqual(a, b) })
 	c.HTTPRoutes = diffMap(prev.HTTPRoutes, next.HTTPRoutes, parentsEqual)
 	c.GRPCRoutes = diffMap(prev.GRPCRoutes, next.GRPCRoutes, parentsEqual)
-	c.BackendTLSPolicies = diffMap(prev.BackendTLSPolicies, next.BackendTLSPolicies, func(a, b []gwv1.PolicyAncestorStatus) bool {
-		return equality.Semantic.DeepEqual(a, b)
-	})
+	ancestorsEqual := func(a, b []gwv1.PolicyAncestorStatus) bool { return equality.Semantic.DeepEqual(a, b) }
+	c.BackendTLSPolicies = diffMap(prev.BackendTLSPolicies, next.BackendTLSPolicies, ancestorsEqual)
+	c.AccessPolicies = diffMap(prev.AccessPolicies, next.AccessPolicies, ancestorsEqual)
 	return c
 }
 

@@ -21,6 +21,8 @@
 //	backends.go      backendRefs to clusters: Services, EndpointSlices,
 //	                 ServiceImports, ExternalBackends, appProtocol
 //	backendtls.go    BackendTLSPolicy: CA, SANs, conflicts, ancestors
+//	access.go        AccessPolicy: which policy protects each rule
+//	accessstatus.go  AccessPolicy statuses, and the condition on targets
 //	translate.go     the order of the steps, route and Gateway statuses,
 //	                 and the assembled config
 //

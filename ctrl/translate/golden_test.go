@@ -118,6 +118,7 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 	s := *snap
 	s.GatewayClasses, s.Gateways, s.ListenerSets = slices.Clone(s.GatewayClasses), slices.Clone(s.Gateways), slices.Clone(s.ListenerSets)
 	s.HTTPRoutes, s.GRPCRoutes, s.BackendTLSPolicies = slices.Clone(s.HTTPRoutes), slices.Clone(s.GRPCRoutes), slices.Clone(s.BackendTLSPolicies)
+	s.AccessPolicies = slices.Clone(s.AccessPolicies)
 	s.Services, s.EndpointSlices, s.ExternalBackends = slices.Clone(s.Services), slices.Clone(s.EndpointSlices), slices.Clone(s.ExternalBackends)
 	writeBackAll(&s, first)
 	in, cache := goldenInput(&s), translate.NewCache()
@@ -134,7 +135,7 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 	}
 	check("statuses written")
 	writeBackAll(&s, translate.Translate(&translate.Input{Snapshot: s, ControllerName: in.ControllerName, Now: in.Now,
-		Addresses: in.Addresses, AnyEndpointAddress: true}))
+		Addresses: in.Addresses, AnyEndpointAddress: true, AccessKeys: in.AccessKeys}))
 	in.Snapshot = s
 	check("steady")
 	check("steady again")
@@ -199,10 +200,30 @@ func writeBackAll(s *translate.Snapshot, out *translate.Output) {
 		c.Status.Ancestors = out.BackendTLSPolicies[nsName(o.Namespace, o.Name)]
 		s.BackendTLSPolicies[i] = c
 	}
+	for i, o := range s.AccessPolicies {
+		c := o.DeepCopy()
+		c.Status.Ancestors = out.AccessPolicies[nsName(o.Namespace, o.Name)]
+		s.AccessPolicies[i] = c
+	}
 }
+
+// goldenAccessKeys are the Access teams' keys golden inputs may use:
+// example.cloudflareaccess.com's are known, broken.cloudflareaccess.com's
+// cannot be fetched.
+var goldenAccessKeys = func() map[string]*translate.AccessKeys {
+	doc, err := os.ReadFile("testdata/access-certs.json")
+	if err != nil {
+		panic(err)
+	}
+	return map[string]*translate.AccessKeys{
+		"example.cloudflareaccess.com": {Doc: string(doc)},
+		"broken.cloudflareaccess.com":  {Problem: "GET https://broken.cloudflareaccess.com/cdn-cgi/access/certs: 404 Not Found"},
+	}
+}()
 
 func goldenInput(snap *translate.Snapshot) *translate.Input {
 	return &translate.Input{
+		AccessKeys:         goldenAccessKeys,
 		Snapshot:           *snap,
 		ControllerName:     translate.DefaultControllerName,
 		Now:                goldenNow,
@@ -230,6 +251,9 @@ func render(t *testing.T, out *translate.Output) []byte {
 	}
 	if len(out.Planes) > 0 {
 		doc["planes"] = renderPlanes(out)
+	}
+	if len(out.AccessPolicies) > 0 {
+		doc["accessPolicies"] = byName(out.AccessPolicies)
 	}
 	// Round-trip through JSON to get a generic tree, then print every
 	// condition on one line: Type=Status Reason: message. Transition times

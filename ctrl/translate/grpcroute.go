@@ -11,8 +11,8 @@ import (
 
 // grpcRules translates a GRPCRoute's rules. A gRPC call is an HTTP/2 POST
 // to /<service>/<method>, so method matches become path matches and every
-// backend is spoken to over HTTP/2.
-func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gatewayInfo) ruleSet {
+// backend is spoken to over HTTP/2. gw and access are as for httpRules.
+func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gatewayInfo, access *accessInfo) ruleSet {
 	var rs ruleSet
 	for i := range r.Spec.Rules {
 		src := &r.Spec.Rules[i]
@@ -58,6 +58,7 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gat
 			}
 			out.SessionPersistence = s
 		}
+		t.ruleAccess(kindGRPCRoute, r.Namespace, r.Name, out.Name, access).protect(&out)
 		rs.keep(t.cache, newRuleKey(r, i, &out), route, i, out)
 	}
 	return rs

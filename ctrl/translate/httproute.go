@@ -15,8 +15,10 @@ const (
 )
 
 // httpRules translates an HTTPRoute's rules. gw supplies the backend
-// client certificate (the first Gateway the route attaches to).
-func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gatewayInfo) ruleSet {
+// client certificate (the first Gateway the route attaches to); access is
+// the AccessPolicy of the listeners, unless a rule or the route has its
+// own.
+func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gatewayInfo, access *accessInfo) ruleSet {
 	var rs ruleSet
 	for i := range r.Spec.Rules {
 		src := &r.Spec.Rules[i]
@@ -45,6 +47,7 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gat
 			rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
 			continue
 		}
+		t.ruleAccess(kindHTTPRoute, r.Namespace, r.Name, out.Name, access).protect(&out)
 		rs.keep(t.cache, newRuleKey(r, i, &out), route, i, out)
 	}
 	return rs

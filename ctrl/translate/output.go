@@ -29,6 +29,7 @@ type Output struct {
 	HTTPRoutes         map[types.NamespacedName][]gwv1.RouteParentStatus
 	GRPCRoutes         map[types.NamespacedName][]gwv1.RouteParentStatus
 	BackendTLSPolicies map[types.NamespacedName][]gwv1.PolicyAncestorStatus
+	AccessPolicies     map[types.NamespacedName][]gwv1.PolicyAncestorStatus
 
 	// Hostnames are the public hostnames of accepted routes, sorted, with
 	// what each needs from the tunnel; those of Planes are theirs alone.

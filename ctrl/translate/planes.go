@@ -390,6 +390,7 @@ func (o *Output) ProxyConfigs() (shared *proxycfg.Config, planes map[types.Names
 	all := append([]*proxycfg.Config{shared}, slices.Collect(maps.Values(planes))...)
 	for _, c := range all {
 		c.Clusters = usedClusters(c.Routes, o.Config.Clusters)
+		c.AccessTeams = usedTeams(c.Routes, o.Config.AccessTeams)
 	}
 	o.addRelays(shared)
 	return shared, planes

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -20,6 +21,16 @@ type ruleSet struct {
 	// unsupported explains a filter type tunnelgate does not implement:
 	// the route is not Accepted, and its rule fails closed meanwhile.
 	unsupported string
+}
+
+// addDropped adds another group's dropped rules (their Access can make
+// them differ).
+func (rs *ruleSet) addDropped(dropped []string) {
+	for _, d := range dropped {
+		if !slices.Contains(rs.dropped, d) {
+			rs.dropped = append(rs.dropped, d)
+		}
+	}
 }
 
 func (rs *ruleSet) refProblem(p *refProblem) {

@@ -56,6 +56,10 @@ type Input struct {
 	// report running the tunnel with; a GRPCRoute through a tunnel needs
 	// all of them to be "http2".
 	TunnelProtocols []string
+	// AccessKeys are the Cloudflare Access teams' signing keys, by team
+	// domain, as the controller fetches them; a team without an entry has
+	// none yet, and its protected rules refuse every request.
+	AccessKeys map[string]*AccessKeys
 	// AnyEndpointAddress accepts EndpointSlice addresses the API server
 	// would refuse (loopback): standalone mode has no API server, and its
 	// backends run on 127.0.0.1.
@@ -80,4 +84,5 @@ type Snapshot struct {
 	GatewayClassConfigs []*v1alpha1.GatewayClassConfig
 	GatewayConfigs      []*v1alpha1.GatewayConfig
 	ExternalBackends    []*v1alpha1.ExternalBackend
+	AccessPolicies      []*v1alpha1.AccessPolicy
 }

@@ -34,9 +34,15 @@ type translator struct {
 	listenerOrder []*listenerInfo
 	attachments   map[*listenerInfo][]*attachment
 
-	backends       map[backendKey]resolvedBackend
-	clusters       []proxycfg.Cluster
-	policyByObj    map[*gwv1.BackendTLSPolicy]*policyInfo
+	backends    map[backendKey]resolvedBackend
+	clusters    []proxycfg.Cluster
+	policyByObj map[*gwv1.BackendTLSPolicy]*policyInfo
+	// AccessPolicies by what they target, oldest first (access.go); nil
+	// when there are none.
+	accessByTarget map[accessTarget][]*accessInfo
+	accessList     []*accessInfo
+	// routeList is every route of the translation, oldest first.
+	routeList      []pending
 	lastPolicies   []*policyInfo  // the policies the last resolved backend met
 	clusterIdx     map[string]int // cluster name → index in clusters
 	parents        slab[parentInfo]
@@ -71,6 +77,7 @@ func newTranslator(in *Input, c *Cache) *translator {
 			HTTPRoutes:         make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.HTTPRoutes)),
 			GRPCRoutes:         make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.GRPCRoutes)),
 			BackendTLSPolicies: map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
+			AccessPolicies:     map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
 			Hostnames:          make([]Hostname, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)),
 		},
 		classByName:  map[string]*classInfo{},
@@ -98,9 +105,11 @@ func (t *translator) run() *Output {
 		t.listenerOrder = append(t.listenerOrder, gi.listeners...)
 	}
 	t.assignAddresses()
+	t.accessPolicies()
 	t.routes()
 	t.gatewayStatuses()
 	t.policyStatuses()
+	t.accessStatuses()
 	t.assembleConfig()
 	return t.out
 }
@@ -133,6 +142,7 @@ func (t *translator) routes() {
 	}
 	t.kindConflicts()
 	t.settleClaims(all)
+	t.routeList = all
 
 	for _, p := range all {
 		t.routeResult(p)
@@ -183,54 +193,33 @@ func (t *translator) translateRoute(r *routeInfo, http *gwv1.HTTPRoute, grpc *gw
 		defer func() { t.look.log = nil }()
 	}
 	events, first := len(t.out.Events), len(t.out.Config.Routes)
-	// A route is emitted once per backend client certificate: its
-	// backends present the certificate of the Gateway the request came
-	// through (spec.tls.backend), so Gateways with different ones need
-	// their own clusters. Usually there is one group.
-	var groups []*certGroup
-	for _, pi := range r.parents {
-		if !pi.accepted() {
-			continue
-		}
-		id := certIdentity(pi.gw)
-		var g *certGroup
-		for _, x := range groups {
-			if x.id == id {
-				g = x
-			}
-		}
-		if g == nil {
-			g = &certGroup{id: id, gw: pi.gw}
-			groups = append(groups, g)
-		}
-		g.parents = append(g.parents, pi)
-	}
-	if len(groups) == 0 {
-		groups = []*certGroup{{gw: r.parents[0].gw}} // for ResolvedRefs only
-	}
+	groups := t.ruleGroups(r)
 	var rs ruleSet
-	var allDropped bool
+	allDropped := true
 	for gi, g := range groups {
 		route := proxycfg.Route{Kind: proxycfg.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
 			Created: r.meta.CreationTimestamp.Time.UTC()}
-		route.Listeners, route.Hostnames = servedOn(g.parents)
+		route.Listeners, route.Hostnames = servedOn(g.attachments)
 		var grs ruleSet
 		if http != nil {
-			grs = t.httpRules(http, &route, g.gw)
+			grs = t.httpRules(http, &route, g.gw, g.access)
 		} else {
-			grs = t.grpcRules(grpc, &route, g.gw)
+			grs = t.grpcRules(grpc, &route, g.gw, g.access)
 		}
 		if gi == 0 {
-			rs = grs // the rules' problems are the same in every group
-			allDropped = len(rs.rules) == 0 && len(rs.dropped) > 0
+			rs = grs // the rules' problems are the same in every group, but for their Access
+		} else {
+			rs.addDropped(grs.dropped)
 		}
+		dropped := len(grs.rules) == 0 && len(grs.dropped) > 0
+		allDropped = allDropped && dropped
 		route.Rules = grs.rules
-		if len(route.Listeners) > 0 && !allDropped {
+		if len(route.Listeners) > 0 && !dropped {
 			t.out.Config.Routes = append(t.out.Config.Routes, route)
 		}
 	}
 	m.routes = t.out.Config.Routes[first:]
-	statuses, fresh := t.routeStatus(r, &rs, allDropped)
+	statuses, fresh := t.routeStatus(r, &rs, allDropped, t.protectors(r, http, grpc))
 	m.statuses = statuses
 	m.counted = !allDropped && rs.unsupported == ""
 	// The clock went into the result, or it told something once: neither
@@ -242,12 +231,50 @@ func (t *translator) translateRoute(r *routeInfo, http *gwv1.HTTPRoute, grpc *gw
 	return m
 }
 
-// certGroup is the parents of a route whose Gateways share a backend
-// client certificate (or have none).
-type certGroup struct {
-	id      string
-	gw      *gatewayInfo
-	parents []*parentInfo
+// ruleGroup is the listeners a route is served on with the same rules:
+// their Gateways share a backend client certificate (or have none), and
+// the listeners the same AccessPolicy.
+type ruleGroup struct {
+	cert        string // certIdentity
+	gw          *gatewayInfo
+	access      *accessInfo // the listeners' (listenerAccess)
+	attachments []*attachment
+}
+
+// ruleGroups groups a route's attachments by what its rules depend on
+// besides the route. A route is emitted once per group: its backends
+// present the certificate of the Gateway the request came through
+// (spec.tls.backend), so Gateways with different ones need their own
+// clusters; and listeners protected by different AccessPolicies need
+// their own rules. Usually there is one group.
+func (t *translator) ruleGroups(r *routeInfo) []*ruleGroup {
+	var groups []*ruleGroup
+	whole := t.routeAccess(r.kind, r.meta.Namespace, r.meta.Name) != nil // the listeners' policies do not matter
+	for _, pi := range r.parents {
+		if !pi.accepted() {
+			continue
+		}
+		cert := certIdentity(pi.gw)
+		for _, a := range pi.attachments {
+			if a.lostTo != "" {
+				continue
+			}
+			var access *accessInfo
+			if !whole {
+				access = t.listenerAccess(a.listener)
+			}
+			i := slices.IndexFunc(groups, func(g *ruleGroup) bool { return g.cert == cert && g.access == access })
+			if i < 0 {
+				i = len(groups)
+				groups = append(groups, &ruleGroup{cert: cert, gw: pi.gw, access: access})
+			}
+			groups[i].attachments = append(groups[i].attachments, a)
+		}
+	}
+	if len(groups) == 0 {
+		groups = []*ruleGroup{{gw: r.parents[0].gw}} // for ResolvedRefs only
+	}
+	return groups
 }
 
 func certIdentity(gw *gatewayInfo) string {
@@ -257,25 +284,20 @@ func certIdentity(gw *gatewayInfo) string {
 	return gw.key.String()
 }
 
-// servedOn lists the listeners and hostnames that parents serve a route
-// on; nil hostnames means any host the listeners take.
-func servedOn(parents []*parentInfo) (listeners, hostnames []string) {
+// servedOn lists the listeners and hostnames that attachments serve a
+// route on; nil hostnames means any host the listeners take.
+func servedOn(attachments []*attachment) (listeners, hostnames []string) {
 	anyHost := false
-	for _, pi := range parents {
-		for _, a := range pi.attachments {
-			if a.lostTo != "" {
-				continue
-			}
-			if !slices.Contains(listeners, a.listener.dpName) {
-				listeners = append(listeners, a.listener.dpName)
-			}
-			if a.hosts == nil {
-				anyHost = true
-			}
-			for _, h := range a.hosts {
-				if !slices.Contains(hostnames, h) {
-					hostnames = append(hostnames, h)
-				}
+	for _, a := range attachments {
+		if !slices.Contains(listeners, a.listener.dpName) {
+			listeners = append(listeners, a.listener.dpName)
+		}
+		if a.hosts == nil {
+			anyHost = true
+		}
+		for _, h := range a.hosts {
+			if !slices.Contains(hostnames, h) {
+				hostnames = append(hostnames, h)
 			}
 		}
 	}
@@ -291,7 +313,7 @@ func servedOn(parents []*parentInfo) (listeners, hostnames []string) {
 //
 // fresh reports whether a condition got a new transition time (the clock
 // went into the result).
-func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool) (_ []gwv1.RouteParentStatus, fresh bool) {
+func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool, protectors map[*parentInfo][]*accessInfo) (_ []gwv1.RouteParentStatus, fresh bool) {
 	out := make([]gwv1.RouteParentStatus, 0, len(r.parents))
 	for _, pi := range r.parents {
 		c := t.newConds(prevParentConds(r.prev, &pi.ref, t.in.ControllerName), r.meta.Generation)
@@ -317,6 +339,9 @@ func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool) (_ 
 			if status, reason, msg, ok := dnsCondition(t.tunnelOf(pi.gw), pi); ok {
 				c.setStatus(RouteConditionDNSRecords, status, reason, msg)
 			}
+		}
+		if ps := protectors[pi]; len(ps) > 0 {
+			c.set(ConditionAccessPolicyAffected, true, reasonAccessProtected, protectedMessage(ps))
 		}
 		t.warnOnChange(r.kind, r.meta, c.prev, c.list)
 		fresh = fresh || c.fresh()
@@ -436,6 +461,7 @@ func (t *translator) statusAddresses(gi *gatewayInfo, ts *TunnelState) []gwv1.Ga
 func (t *translator) gatewayStatuses() {
 	for _, gi := range t.gatewayList {
 		st := &gwv1.GatewayStatus{}
+		t.accessGatewayConditions(gi)
 		for _, li := range gi.own {
 			st.Listeners = append(st.Listeners, listenerStatus(li))
 		}
@@ -547,6 +573,7 @@ func (t *translator) assembleConfig() {
 			used[c.Name] = false // once: remembered routes bring their clusters again
 		}
 	}
+	cfg.AccessTeams = accessTeams(cfg.Routes, t.in.AccessKeys)
 	slices.SortFunc(t.out.Hostnames, func(a, b Hostname) int { return strings.Compare(a.Name, b.Name) })
 	t.assemblePlanes()
 }

@@ -27,7 +27,7 @@ type Policy struct {
 // after. Emails and domains are lowered here, once.
 func NewPolicy(teamDomain string, audiences []string) *Policy {
 	d := strings.TrimSuffix(strings.TrimPrefix(strings.ToLower(teamDomain), "https://"), "/")
-	return &Policy{Issuer: "https://" + d, Audiences: slices.Clone(audiences)}
+	return &Policy{Issuer: Issuer(d), Audiences: slices.Clone(audiences)}
 }
 
 // Require sets who may pass (see Policy).

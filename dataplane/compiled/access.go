@@ -33,6 +33,13 @@ func (h *AccessHeaders) List() [4]string {
 	return [4]string{h.Email, h.Subject, h.Groups, h.ServiceToken}
 }
 
+// ValidateAccess checks an Access the way a rule's is checked, for
+// translate to judge a policy once rather than rule by rule.
+func ValidateAccess(a *proxycfg.Access) error {
+	_, err := compileAccess(a)
+	return err
+}
+
 // compileAccess checks a rule's Access and compiles it.
 func compileAccess(a *proxycfg.Access) (*AccessCheck, error) {
 	var errs []error

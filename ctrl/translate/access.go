@@ -1,0 +1,222 @@
+package translate
+
+import (
+	"errors"
+	"slices"
+	"strings"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
+	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+)
+
+// AccessPolicies put route rules behind Cloudflare Access. This file
+// decides which policy protects each rule; accessstatus.go reports it on
+// the policies and their targets.
+//
+//   - A policy names targets in its namespace: a Gateway (sectionName:
+//     one of the Gateway's own listeners), an HTTPRoute or a GRPCRoute
+//     (sectionName: the name of one of its rules).
+//   - On one target the oldest policy applies (accessWinner); the others
+//     are Conflicted there.
+//   - A rule served through a listener takes, whole, the policy of the
+//     most specific target: its rule, else its route, else the listener,
+//     else the listener's Gateway (GEP-713's "atomic defaults": the more
+//     specific policy replaces the less specific, no merging). The less
+//     specific are overridden on that rule.
+//   - A policy the proxy could not apply (accessInfo.invalid) still claims
+//     its rules, which answer 500: a request meant to be checked is never
+//     let through unchecked.
+//   - A protected rule gets Rule.Access; the config carries the keys of
+//     every team a rule uses (Input.AccessKeys).
+
+// accessTarget is what a targetRef names: kind, namespace, name, and the
+// section ("" for the whole object).
+type accessTarget struct{ kind, namespace, name, section string }
+
+// accessInfo is one AccessPolicy: what it asks of a rule, or why it
+// cannot be applied.
+type accessInfo struct {
+	obj *v1alpha1.AccessPolicy
+	// access is set on the rules the policy protects; nil when invalid.
+	access  *proxycfg.Access
+	invalid string
+	// uses are its ancestors' outcomes, made by accessStatuses.
+	uses []*accessUse
+}
+
+func (ai *accessInfo) name() string { return ai.obj.Namespace + "/" + ai.obj.Name }
+
+// accessPolicies indexes every AccessPolicy by the targets it names,
+// oldest first on each. It runs before routes are translated.
+func (t *translator) accessPolicies() {
+	if len(t.in.AccessPolicies) == 0 {
+		return
+	}
+	ps := slices.Clone(t.in.AccessPolicies)
+	slices.SortFunc(ps, func(a, b *v1alpha1.AccessPolicy) int { return compareAge(&a.ObjectMeta, &b.ObjectMeta) })
+	t.accessByTarget = map[accessTarget][]*accessInfo{}
+	for _, p := range ps {
+		ai := newAccessInfo(p)
+		t.accessList = append(t.accessList, ai)
+		for _, tr := range p.Spec.TargetRefs {
+			if string(tr.Group) != groupGateway {
+				continue // not a target it can have: reported by accessStatuses
+			}
+			k := accessTarget{string(tr.Kind), p.Namespace, string(tr.Name), sectionOf(tr.SectionName)}
+			if !slices.Contains(t.accessByTarget[k], ai) {
+				t.accessByTarget[k] = append(t.accessByTarget[k], ai)
+			}
+		}
+	}
+}
+
+// newAccessInfo checks a policy the way the proxy will check the rules it
+// protects, so a problem shows once, on the policy.
+func newAccessInfo(p *v1alpha1.AccessPolicy) *accessInfo {
+	ai := &accessInfo{obj: p}
+	s := &p.Spec
+	h := s.Headers()
+	a := &proxycfg.Access{Team: s.TeamDomain, Audiences: s.Audiences,
+		EmailHeader: h.Email, SubjectHeader: h.Subject, GroupsHeader: h.Groups, ServiceTokenHeader: h.ServiceToken}
+	if r := s.Require; r != nil {
+		a.Emails, a.EmailDomains, a.Groups, a.ServiceTokens = r.Emails, r.EmailDomains, r.Groups, r.ServiceTokens
+	}
+	var errs []error
+	if err := cfaccess.CheckTeamDomain(s.TeamDomain); err != nil {
+		errs = append(errs, errors.New("teamDomain: "+err.Error()))
+	}
+	if err := compiled.ValidateAccess(a); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		ai.invalid = strings.ReplaceAll(err.Error(), "\n", "; ")
+		return ai
+	}
+	ai.access = a
+	return ai
+}
+
+// accessWinner is the policy that applies on a target: the oldest naming
+// it, or nil.
+func (t *translator) accessWinner(k accessTarget) *accessInfo {
+	if list := t.accessByTarget[k]; len(list) > 0 {
+		return list[0]
+	}
+	return nil
+}
+
+// listenerAccess is the policy of a listener's requests, unless their
+// route or rule has its own: one naming the listener (a Gateway's own
+// listener), else one naming its Gateway.
+func (t *translator) listenerAccess(li *listenerInfo) *accessInfo {
+	if t.accessByTarget == nil || li.gw == nil {
+		return nil
+	}
+	k := accessTarget{kind: "Gateway", namespace: li.gw.key.Namespace, name: li.gw.key.Name}
+	if li.set == nil {
+		k.section = li.name
+		if w := t.accessWinner(k); w != nil {
+			return w
+		}
+		k.section = ""
+	}
+	return t.accessWinner(k)
+}
+
+// routeAccess is the policy naming a whole route, or nil.
+func (t *translator) routeAccess(kind, ns, name string) *accessInfo {
+	if t.accessByTarget == nil {
+		return nil
+	}
+	return t.accessWinner(accessTarget{kind, ns, name, ""})
+}
+
+// ruleAccess is the policy protecting the rule named rule (maybe "") of
+// a route, served where listener's policy is scope.
+func (t *translator) ruleAccess(kind, ns, name, rule string, scope *accessInfo) *accessInfo {
+	if t.accessByTarget == nil {
+		return nil
+	}
+	if rule != "" {
+		if w := t.accessWinner(accessTarget{kind, ns, name, rule}); w != nil {
+			return w
+		}
+	}
+	if w := t.routeAccess(kind, ns, name); w != nil {
+		return w
+	}
+	return scope
+}
+
+// protect puts a rule behind the policy: its Access, or, for a policy
+// that cannot be applied, a 500 for every request.
+func (ai *accessInfo) protect(r *proxycfg.Rule) {
+	switch {
+	case ai == nil:
+	case ai.access == nil:
+		r.FailStatus = failClosed
+	default:
+		r.Access = ai.access
+	}
+}
+
+// accessTeams lists the teams the routes' rules use, in domain order,
+// with their keys ("" when none are known: the proxies then refuse the
+// team's requests, or keep the keys they had).
+func accessTeams(routes []proxycfg.Route, keys map[string]*AccessKeys) []proxycfg.AccessTeam {
+	var domains []string
+	for i := range routes {
+		for j := range routes[i].Rules {
+			if a := routes[i].Rules[j].Access; a != nil && !slices.Contains(domains, a.Team) {
+				domains = append(domains, a.Team)
+			}
+		}
+	}
+	if len(domains) == 0 {
+		return nil
+	}
+	slices.Sort(domains)
+	out := make([]proxycfg.AccessTeam, 0, len(domains))
+	for _, d := range domains {
+		team := proxycfg.AccessTeam{Domain: d}
+		if k := keys[d]; k != nil {
+			team.Keys = k.Doc
+		}
+		out = append(out, team)
+	}
+	return out
+}
+
+// usedTeams are the teams of all that routes' rules use.
+func usedTeams(routes []proxycfg.Route, all []proxycfg.AccessTeam) []proxycfg.AccessTeam {
+	var out []proxycfg.AccessTeam
+	for _, team := range all {
+		if slices.ContainsFunc(routes, func(r proxycfg.Route) bool {
+			return slices.ContainsFunc(r.Rules, func(ru proxycfg.Rule) bool { return ru.Access != nil && ru.Access.Team == team.Domain })
+		}) {
+			out = append(out, team)
+		}
+	}
+	return out
+}
+
+// AccessKeys are one Access team's signing keys as the controller last
+// fetched them (ctrl/accesskeys).
+type AccessKeys struct {
+	// Doc is the team's certs document as last fetched with usable keys,
+	// "" when no fetch has had any.
+	Doc string
+	// Problem is why the last fetch failed, "" when it did not.
+	Problem string
+}
+
+func sectionOf(s *gwv1.SectionName) string {
+	if s == nil {
+		return ""
+	}
+	return string(*s)
+}

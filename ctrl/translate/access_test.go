@@ -1,0 +1,136 @@
+package translate_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+)
+
+// accessRules are the data-plane rules of a route, by the listeners they
+// are served on.
+func accessRules(out *translate.Output, ns, name string) map[string][]proxycfg.Rule {
+	got := map[string][]proxycfg.Rule{}
+	for _, r := range out.Config.Routes {
+		if r.Namespace == ns && r.Name == name {
+			got[strings.Join(r.Listeners, ",")] = r.Rules
+		}
+	}
+	return got
+}
+
+func withoutPolicies(in *translate.Input, names ...string) *translate.Input {
+	c := *in
+	c.AccessPolicies = slices.DeleteFunc(slices.Clone(in.AccessPolicies), func(p *v1alpha1.AccessPolicy) bool {
+		return slices.Contains(names, p.Name)
+	})
+	return &c
+}
+
+// steady is in with the statuses its translation writes, as a cluster
+// has them once they are written: routes' translations are then
+// remembered by a Cache.
+func steady(in *translate.Input) *translate.Input {
+	c := *in
+	s := &c.Snapshot
+	s.GatewayClasses, s.Gateways, s.HTTPRoutes = slices.Clone(s.GatewayClasses), slices.Clone(s.Gateways), slices.Clone(s.HTTPRoutes)
+	s.GRPCRoutes, s.AccessPolicies = slices.Clone(s.GRPCRoutes), slices.Clone(s.AccessPolicies)
+	writeBackAll(s, translate.Translate(&c))
+	return &c
+}
+
+// Detaching the policies opens the routes again: no rule keeps an Access,
+// the config carries no team, and the routes lose the condition; a Cache
+// (whose remembered routes were protected) gives the same.
+func TestAccessDetachOpens(t *testing.T) {
+	in := steady(loadGolden(t, "access.yaml"))
+	cache := translate.NewCache()
+	for _, step := range []struct {
+		name      string
+		in        *translate.Input
+		protected bool
+	}{
+		{"attached", in, true},
+		{"detached", withoutPolicies(in, "gw-wide", "admin-listener", "gw-newer", "app-route", "app-private", "bad-headers", "rpc-policy", "lost"), false},
+		{"attached again", in, true},
+	} {
+		for _, out := range []*translate.Output{translate.Translate(step.in), cache.Translate(step.in)} {
+			for listeners, rules := range accessRules(out, "default", "shop") {
+				for i, r := range rules {
+					if (r.Access != nil) != step.protected {
+						t.Errorf("%s: shop on %s rule %d: Access %+v", step.name, listeners, i, r.Access)
+					}
+				}
+			}
+			if (len(out.Config.AccessTeams) > 0) != step.protected {
+				t.Errorf("%s: teams %v", step.name, out.Config.AccessTeams)
+			}
+			c := cond(out.HTTPRoutes[nsName("default", "shop")][0].Conditions, translate.ConditionAccessPolicyAffected)
+			if (c != nil) != step.protected {
+				t.Errorf("%s: shop's AccessPolicyAffected %+v", step.name, c)
+			}
+			if !step.protected && len(out.AccessPolicies) != 0 {
+				t.Errorf("%s: %d policies have statuses", step.name, len(out.AccessPolicies))
+			}
+		}
+	}
+}
+
+// A Gateway's policy that more specific ones replace on every rule is
+// Overridden there; removing the most specific hands its rule back.
+func TestAccessOverridden(t *testing.T) {
+	in := loadGolden(t, "access.yaml")
+	// Only route app and its two policies under the Gateway's policy.
+	in.HTTPRoutes = slices.DeleteFunc(slices.Clone(in.HTTPRoutes), func(r *gwv1.HTTPRoute) bool { return r.Name != "app" })
+	in.GRPCRoutes = nil
+	in = withoutPolicies(in, "admin-listener", "bad-headers", "rpc-policy")
+	out := translate.Translate(in)
+	wide := out.AccessPolicies[nsName("default", "gw-wide")]
+	if len(wide) != 1 {
+		t.Fatalf("gw-wide ancestors %+v", wide)
+	}
+	if c := cond(wide[0].Conditions, "Programmed"); c == nil || c.Status != "False" || c.Reason != "Overridden" ||
+		!strings.Contains(c.Message, "default/app-private, default/app-route") {
+		t.Errorf("gw-wide Programmed %+v, want False Overridden naming both", c)
+	}
+	rules := accessRules(out, "default", "app")["default/gw/http"]
+	if len(rules) != 2 || rules[0].Access.Emails != nil || !slices.Equal(rules[1].Access.Emails, []string{"ada@example.com"}) {
+		t.Fatalf("app's rules %+v", rules)
+	}
+
+	out = translate.Translate(withoutPolicies(in, "app-private"))
+	rules = accessRules(out, "default", "app")["default/gw/http"]
+	if rules[1].Access == nil || rules[1].Access.Emails != nil || !slices.Equal(rules[1].Access.EmailDomains, []string{"example.com"}) {
+		t.Errorf("without app-private, rule private has %+v, want app-route's", rules[1].Access)
+	}
+	out = translate.Translate(withoutPolicies(in, "app-private", "app-route"))
+	rules = accessRules(out, "default", "app")["default/gw/http"]
+	for i, r := range rules {
+		if r.Access == nil || !slices.Equal(r.Access.Audiences, []string{"aud-gateway"}) {
+			t.Errorf("with the Gateway's alone, rule %d has %+v", i, r.Access)
+		}
+	}
+	if c := cond(out.AccessPolicies[nsName("default", "gw-wide")][0].Conditions, "Programmed"); c.Reason != "Programmed" {
+		t.Errorf("gw-wide Programmed %+v", c)
+	}
+}
+
+// The oldest policy on a target applies; the newer takes over when it is
+// gone.
+func TestAccessOldestWins(t *testing.T) {
+	in := loadGolden(t, "access.yaml")
+	out := translate.Translate(withoutPolicies(in, "gw-wide"))
+	for _, r := range accessRules(out, "default", "shop")["default/gw/http"] {
+		if r.Access == nil || !slices.Equal(r.Access.Audiences, []string{"aud-other"}) {
+			t.Errorf("without gw-wide, shop has %+v, want gw-newer's", r.Access)
+		}
+	}
+	if c := cond(out.AccessPolicies[nsName("default", "gw-newer")][0].Conditions, "Accepted"); c.Status != "True" {
+		t.Errorf("gw-newer Accepted %+v", c)
+	}
+}

@@ -1,0 +1,442 @@
+package translate
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
+)
+
+// How AccessPolicies are reported (access.go decides them).
+//
+// On a policy, one ancestor status per Gateway whose requests it may
+// protect: the Gateway it targets (with the listener, for a sectionName),
+// or the Gateways that accept the route it targets. A target that cannot
+// be found is an ancestor of its own, the target itself. Each carries
+//
+//   - Accepted: True when it applies on some target there; False and
+//     Conflicted when an older policy holds every target there; False and
+//     TargetNotFound; False and Invalid when the proxies could not apply
+//     it (its rules answer 500 meanwhile).
+//   - Programmed (when Accepted): Programmed when it protects rules there
+//     and is overridden on none, PartiallyProgrammed when more specific
+//     policies take some of its rules, False and Overridden when they take
+//     them all.
+//   - KeysReady (when Accepted): whether the team's signing keys are
+//     known. Without them the proxies refuse every request of its rules.
+//
+// On the targets, the condition ConditionAccessPolicyAffected: on a
+// Gateway that a policy applies to whole, on a listener one applies to,
+// and on each route parent status whose rules one protects.
+
+// ConditionAccessPolicyAffected marks objects an AccessPolicy affects, as
+// GEP-713 names it: <domain>/<policy kind>Affected.
+const ConditionAccessPolicyAffected = "tunnelgate.dev/AccessPolicyAffected"
+
+// AccessConditionKeysReady is an AccessPolicy ancestor's condition: are
+// the team's signing keys known?
+const AccessConditionKeysReady = "KeysReady"
+
+// GEP-713's Programmed condition of a policy, which the Gateway API
+// module of this version does not define yet.
+const (
+	policyConditionProgrammed       = "Programmed"
+	policyReasonProgrammed          = "Programmed"
+	policyReasonPartiallyProgrammed = "PartiallyProgrammed"
+	policyReasonOverridden          = "Overridden"
+)
+
+const (
+	reasonAccessProtected = "Protected"
+	reasonKeysFetched     = "KeysFetched"
+	reasonKeysUnavailable = "KeysUnavailable"
+)
+
+// accessUse is what a policy does under one ancestor.
+type accessUse struct {
+	ref gwv1.ParentReference
+	// applies and lost are the targets it holds there and those an older
+	// policy holds (target → that policy); notFound explains targets that
+	// cannot be found.
+	applies  []string
+	lost     map[string]string
+	notFound []string
+	// rules it protects, and those more specific policies take from it.
+	rules, overridden map[string]bool
+	overriders        []string
+}
+
+// use returns the policy's record for an ancestor, made on first use.
+func (ai *accessInfo) use(ref gwv1.ParentReference) *accessUse {
+	for _, u := range ai.uses {
+		if sameParentRef(&u.ref, &ref) {
+			return u
+		}
+	}
+	u := &accessUse{ref: ref, lost: map[string]string{}, rules: map[string]bool{}, overridden: map[string]bool{}}
+	ai.uses = append(ai.uses, u)
+	return u
+}
+
+func gatewayAncestor(gi *gatewayInfo, section string) gwv1.ParentReference {
+	ref := gwv1.ParentReference{Group: groupPtr(groupGateway), Kind: kindPtr("Gateway"),
+		Namespace: nsPtr(gi.key.Namespace), Name: gwv1.ObjectName(gi.key.Name)}
+	if section != "" {
+		s := gwv1.SectionName(section)
+		ref.SectionName = &s
+	}
+	return ref
+}
+
+// targetAncestor is a target that cannot be found, as its own ancestor.
+func targetAncestor(ns string, tr *gwv1.LocalPolicyTargetReferenceWithSectionName) gwv1.ParentReference {
+	return gwv1.ParentReference{Group: groupPtr(string(tr.Group)), Kind: kindPtr(string(tr.Kind)),
+		Namespace: nsPtr(ns), Name: tr.Name, SectionName: tr.SectionName}
+}
+
+// ruleNames are a route's rules' names, "" for a rule without one.
+func ruleNames(p pending) []string {
+	var out []string
+	if p.http != nil {
+		for i := range p.http.Spec.Rules {
+			out = append(out, sectionOf(p.http.Spec.Rules[i].Name))
+		}
+	} else {
+		for i := range p.grpc.Spec.Rules {
+			out = append(out, sectionOf(p.grpc.Spec.Rules[i].Name))
+		}
+	}
+	return out
+}
+
+// protectors are, per accepted parent of a route, the policies that
+// protect some of its rules there; nil without policies.
+func (t *translator) protectors(r *routeInfo, http *gwv1.HTTPRoute, grpc *gwv1.GRPCRoute) map[*parentInfo][]*accessInfo {
+	if t.accessByTarget == nil {
+		return nil
+	}
+	names := ruleNames(pending{info: r, http: http, grpc: grpc})
+	out := map[*parentInfo][]*accessInfo{}
+	t.eachProtection(r, names, func(pi *parentInfo, _ *attachment, _ int, chain [4]*accessInfo) {
+		if w := effective(chain); w != nil && !slices.Contains(out[pi], w) {
+			out[pi] = append(out[pi], w)
+		}
+	})
+	return out
+}
+
+// eachProtection calls fn for each rule of a route on each listener it is
+// served on, with the candidate policies from the most specific: the
+// rule's, the route's, the listener's, the Gateway's.
+func (t *translator) eachProtection(r *routeInfo, names []string, fn func(pi *parentInfo, a *attachment, rule int, chain [4]*accessInfo)) {
+	kind, ns, name := r.kind, r.meta.Namespace, r.meta.Name
+	route := t.accessWinner(accessTarget{kind, ns, name, ""})
+	for _, pi := range r.parents {
+		if !pi.accepted() {
+			continue
+		}
+		for _, a := range pi.attachments {
+			if a.lostTo != "" {
+				continue
+			}
+			var listener, gateway *accessInfo
+			if gw := a.listener.gw; gw != nil {
+				if a.listener.set == nil {
+					listener = t.accessWinner(accessTarget{"Gateway", gw.key.Namespace, gw.key.Name, a.listener.name})
+				}
+				gateway = t.accessWinner(accessTarget{"Gateway", gw.key.Namespace, gw.key.Name, ""})
+			}
+			for i, rn := range names {
+				var rule *accessInfo
+				if rn != "" {
+					rule = t.accessWinner(accessTarget{kind, ns, name, rn})
+				}
+				fn(pi, a, i, [4]*accessInfo{rule, route, listener, gateway})
+			}
+		}
+	}
+}
+
+func effective(chain [4]*accessInfo) *accessInfo {
+	for _, c := range chain {
+		if c != nil {
+			return c
+		}
+	}
+	return nil
+}
+
+// protectedMessage names the policies protecting a route's rules.
+func protectedMessage(ps []*accessInfo) string {
+	names := make([]string, len(ps))
+	for i, p := range ps {
+		names[i] = p.name()
+	}
+	slices.Sort(names)
+	return "its rules are behind Cloudflare Access, by AccessPolicy " + listLimited(names)
+}
+
+// accessGatewayConditions marks a Gateway, and its own listeners, that a
+// policy applies to.
+func (t *translator) accessGatewayConditions(gi *gatewayInfo) {
+	if t.accessByTarget == nil {
+		return
+	}
+	k := accessTarget{"Gateway", gi.key.Namespace, gi.key.Name, ""}
+	if w := t.accessWinner(k); w != nil {
+		gi.conds.set(ConditionAccessPolicyAffected, true, reasonAccessProtected,
+			fmt.Sprintf("AccessPolicy %s applies to its listeners' routes, but where a more specific one applies", w.name()))
+	}
+	for _, li := range gi.own {
+		k.section = li.name
+		if w := t.accessWinner(k); w != nil {
+			li.conds.set(ConditionAccessPolicyAffected, true, reasonAccessProtected,
+				fmt.Sprintf("AccessPolicy %s applies to the listener's routes, but where a more specific one applies", w.name()))
+		}
+	}
+}
+
+// accessStatuses writes every AccessPolicy's ancestor statuses.
+func (t *translator) accessStatuses() {
+	if len(t.accessList) == 0 {
+		return
+	}
+	routes := map[accessTarget]pending{}
+	for _, p := range t.routeList {
+		routes[accessTarget{p.info.kind, p.info.meta.Namespace, p.info.meta.Name, ""}] = p
+	}
+	for _, ai := range t.accessList {
+		for i := range ai.obj.Spec.TargetRefs {
+			t.resolveAccessTarget(ai, &ai.obj.Spec.TargetRefs[i], routes)
+		}
+	}
+	t.countProtections()
+	for _, ai := range t.accessList {
+		t.out.AccessPolicies[nn(ai.obj.Namespace, ai.obj.Name)] = t.accessAncestors(ai)
+	}
+}
+
+// resolveAccessTarget records, under the target's ancestors, whether the
+// policy holds the target or why it does not.
+func (t *translator) resolveAccessTarget(ai *accessInfo, tr *gwv1.LocalPolicyTargetReferenceWithSectionName, routes map[accessTarget]pending) {
+	ns, section := ai.obj.Namespace, sectionOf(tr.SectionName)
+	k := accessTarget{string(tr.Kind), ns, string(tr.Name), section}
+	desc := fmt.Sprintf("%s %s", tr.Kind, tr.Name)
+	if section != "" {
+		desc += " " + section
+	}
+	hold := func(ref gwv1.ParentReference) {
+		u := ai.use(ref)
+		if w := t.accessWinner(k); w == ai {
+			u.applies = append(u.applies, desc)
+		} else {
+			u.lost[desc] = w.name()
+		}
+	}
+	notFound := func(msg string) {
+		u := ai.use(targetAncestor(ns, tr))
+		u.notFound = append(u.notFound, msg)
+	}
+	if string(tr.Group) != groupGateway {
+		notFound(fmt.Sprintf("%s: a target is a Gateway, an HTTPRoute or a GRPCRoute of group %s", desc, groupGateway))
+		return
+	}
+	switch k.kind {
+	case "Gateway":
+		gi := t.gatewayByKey[nn(ns, k.name)]
+		switch {
+		case gi == nil:
+			notFound(fmt.Sprintf("Gateway %s/%s is not a Gateway of this controller's classes", ns, k.name))
+		case section != "" && !slices.ContainsFunc(gi.own, func(li *listenerInfo) bool { return li.name == section }):
+			notFound(fmt.Sprintf("Gateway %s/%s has no listener %s", ns, k.name, section))
+		default:
+			hold(gatewayAncestor(gi, section))
+		}
+	case kindHTTPRoute, kindGRPCRoute:
+		p, ok := routes[accessTarget{k.kind, ns, k.name, ""}]
+		if !ok {
+			notFound(fmt.Sprintf("%s %s/%s not found", k.kind, ns, k.name))
+			return
+		}
+		if section != "" && !slices.Contains(ruleNames(p), section) {
+			notFound(fmt.Sprintf("%s %s/%s has no rule named %s", k.kind, ns, k.name, section))
+			return
+		}
+		var gws []*gatewayInfo
+		for _, pi := range p.info.parents {
+			if pi.accepted() && !slices.Contains(gws, pi.gw) {
+				gws = append(gws, pi.gw)
+			}
+		}
+		if len(gws) == 0 {
+			notFound(fmt.Sprintf("%s %s/%s is not accepted by a Gateway of this controller's classes", k.kind, ns, k.name))
+		}
+		for _, gi := range gws {
+			hold(gatewayAncestor(gi, ""))
+		}
+	default:
+		notFound(fmt.Sprintf("%s: a target is a Gateway, an HTTPRoute or a GRPCRoute", desc))
+	}
+}
+
+// countProtections counts, for every policy under each ancestor, the
+// rules it protects and those a more specific policy takes from it.
+func (t *translator) countProtections() {
+	for _, p := range t.routeList {
+		if len(p.info.parents) == 0 {
+			continue
+		}
+		names := ruleNames(p)
+		routeKey := p.info.kind + " " + p.info.meta.Namespace + "/" + p.info.meta.Name + " rule "
+		t.eachProtection(p.info, names, func(pi *parentInfo, a *attachment, rule int, chain [4]*accessInfo) {
+			w := effective(chain)
+			if w == nil {
+				return
+			}
+			ruleKey := routeKey + strconv.Itoa(rule)
+			// The ancestor each level reports under: the Gateway, but for
+			// a listener's policy, the Gateway's listener.
+			ancestor := func(level int) gwv1.ParentReference {
+				if level == 2 {
+					return gatewayAncestor(pi.gw, a.listener.name)
+				}
+				return gatewayAncestor(pi.gw, "")
+			}
+			for level, c := range chain {
+				switch {
+				case c == nil:
+				case c == w:
+					c.use(ancestor(level)).rules[ruleKey] = true
+				default:
+					u := c.use(ancestor(level))
+					u.overridden[ruleKey] = true
+					if !slices.Contains(u.overriders, w.name()) {
+						u.overriders = append(u.overriders, w.name())
+					}
+				}
+			}
+		})
+	}
+}
+
+// accessAncestors are a policy's ancestor statuses, at most 16.
+func (t *translator) accessAncestors(ai *accessInfo) []gwv1.PolicyAncestorStatus {
+	uses := slices.Clone(ai.uses)
+	slices.SortFunc(uses, func(a, b *accessUse) int { return strings.Compare(refString(&a.ref), refString(&b.ref)) })
+	if len(uses) > maxAncestors {
+		uses = uses[:maxAncestors]
+	}
+	out := make([]gwv1.PolicyAncestorStatus, 0, len(uses))
+	for _, u := range uses {
+		c := t.newConds(prevAncestorCondsByRef(ai.obj.Status.Ancestors, &u.ref, t.in.ControllerName), ai.obj.Generation)
+		t.accessConditions(ai, u, &c)
+		t.warnOnChange("AccessPolicy", &ai.obj.ObjectMeta, c.prev, c.list)
+		out = append(out, gwv1.PolicyAncestorStatus{AncestorRef: u.ref, ControllerName: gwv1.GatewayController(t.in.ControllerName), Conditions: c.list})
+	}
+	return out
+}
+
+// accessConditions are one ancestor's conditions (see the top of the
+// file).
+func (t *translator) accessConditions(ai *accessInfo, u *accessUse, c *conds) {
+	accepted := string(gwv1.PolicyConditionAccepted)
+	switch {
+	case len(u.applies) == 0 && len(u.lost) > 0:
+		c.set(accepted, false, string(gwv1.PolicyReasonConflicted), lostMessage(u.lost))
+		return
+	case len(u.applies) == 0:
+		c.set(accepted, false, string(gwv1.PolicyReasonTargetNotFound), joinLimited(u.notFound))
+		return
+	case ai.invalid != "":
+		c.set(accepted, false, string(gwv1.PolicyReasonInvalid), ai.invalid+"; its rules answer 500 until it is fixed")
+		return
+	}
+	msg := "applies to " + joinLimited(u.applies)
+	if len(u.lost) > 0 {
+		msg += "; not to " + lostMessage(u.lost)
+	}
+	c.set(accepted, true, string(gwv1.PolicyReasonAccepted), msg)
+
+	programmed := policyConditionProgrammed
+	n, o := len(u.rules), len(u.overridden)
+	slices.Sort(u.overriders)
+	by := listLimited(u.overriders)
+	switch {
+	case n == 0 && o > 0:
+		c.set(programmed, false, policyReasonOverridden, "more specific policies take every rule it would protect: "+by)
+	case o > 0:
+		c.set(programmed, true, policyReasonPartiallyProgrammed,
+			fmt.Sprintf("protects %s; more specific policies take %s: %s", plural(n, "rule"), plural(o, "other"), by))
+	case n == 0:
+		c.set(programmed, true, policyReasonProgrammed, "protects every rule served here; none is yet")
+	default:
+		c.set(programmed, true, policyReasonProgrammed, "protects "+plural(n, "rule"))
+	}
+
+	keys := t.in.AccessKeys[ai.obj.Spec.TeamDomain]
+	switch {
+	case keys == nil:
+		c.set(AccessConditionKeysReady, false, reasonKeysUnavailable,
+			"the team's signing keys are not fetched yet; until they are, its rules refuse every request (403)")
+	case keys.Doc == "":
+		c.set(AccessConditionKeysReady, false, reasonKeysUnavailable,
+			"the team's signing keys cannot be fetched: "+keys.Problem+"; until they are, its rules refuse every request (403)")
+	case keys.Problem != "":
+		c.set(AccessConditionKeysReady, true, reasonKeysFetched,
+			"the team's signing keys are known; the last refresh failed ("+keys.Problem+"), so the proxies keep the keys fetched before")
+	default:
+		c.set(AccessConditionKeysReady, true, reasonKeysFetched, "the team's signing keys are known")
+	}
+}
+
+func lostMessage(lost map[string]string) string {
+	var parts []string
+	for target, winner := range lost {
+		parts = append(parts, fmt.Sprintf("%s, which the older AccessPolicy %s holds", target, winner))
+	}
+	slices.Sort(parts)
+	return joinLimited(parts)
+}
+
+// listLimited joins names with commas, at most five and a count.
+func listLimited(names []string) string {
+	const max = 5
+	if len(names) <= max {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:max], ", ") + " and " + strconv.Itoa(len(names)-max) + " more"
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+func refString(r *gwv1.ParentReference) string {
+	s := ""
+	if r.Kind != nil {
+		s = string(*r.Kind)
+	}
+	if r.Namespace != nil {
+		s += " " + string(*r.Namespace)
+	}
+	s += "/" + string(r.Name)
+	if r.SectionName != nil {
+		s += " " + string(*r.SectionName)
+	}
+	return s
+}
+
+func prevAncestorCondsByRef(list []gwv1.PolicyAncestorStatus, ref *gwv1.ParentReference, controller string) []metav1.Condition {
+	for i := range list {
+		if a := &list[i]; string(a.ControllerName) == controller && sameParentRef(&a.AncestorRef, ref) {
+			return a.Conditions
+		}
+	}
+	return nil
+}
