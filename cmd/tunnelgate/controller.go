@@ -33,6 +33,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/accesskeys"
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/ctrl/controller"
@@ -286,7 +287,8 @@ type parts struct {
 	srv    *configserver.Server
 	keys   *sessionkeys.Publisher // nil without -session-keys-dir
 	cf     *cloudflare.Syncer     // nil with -no-cloudflare
-	planes *planes.Provisioner    // nil without -planes
+	access *accesskeys.Fetcher
+	planes *planes.Provisioner // nil without -planes
 	c      *controller.Controller
 }
 
@@ -313,6 +315,8 @@ func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events
 			TracerProvider: tracing.Provider, Meter: meter,
 		})
 	}
+	// Every replica fetches the Access teams' keys: each publishes configs.
+	p.access = accesskeys.New(accesskeys.Options{OnChange: asker.Changed, Log: log.With("part", "access keys")})
 	var provisioner controller.Provisioner
 	if f.planes != nil {
 		pl, err := planes.New(planes.Options{Kube: clients.kube, Dynamic: clients.dyn, Install: *f.planes, CA: f.planesCA,
@@ -331,6 +335,7 @@ func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events
 		Cloudflare:     p.cf,
 		Planes:         provisioner,
 		ProxyProtocols: p.srv.Protocols,
+		AccessKeys:     p.access,
 		TracerProvider: tracing.Provider,
 	})
 	if err != nil {
@@ -398,6 +403,7 @@ func runParts(ctx context.Context, f controllerFlags, p *parts, kube kubernetes.
 	if p.planes != nil {
 		g.run("planes", func() error { return p.planes.Run(g.ctx) })
 	}
+	g.run("access keys", func() error { p.access.Run(g.ctx); return nil })
 	if p.keys != nil {
 		g.run("session keys", func() error { p.keys.Run(g.ctx, sessionKeysInterval); return nil })
 	}

@@ -68,6 +68,10 @@ type Options struct {
 	// report (configserver.Server.Protocols); a GRPCRoute through a tunnel
 	// needs http2.
 	ProxyProtocols func() []string
+	// AccessKeys, when set, fetches the signing keys of the Access teams
+	// that AccessPolicies name (ctrl/accesskeys); its OnChange should call
+	// Changed. Without it, protected rules refuse every request.
+	AccessKeys AccessKeySource
 	// TracerProvider traces each sync (tracing.go); nil traces nothing.
 	TracerProvider trace.TracerProvider
 	Log            *slog.Logger
@@ -262,6 +266,10 @@ func (c *Controller) translateSnapshot() (*translate.Input, *translate.Output) {
 	}
 	if c.opts.ProxyProtocols != nil {
 		in.TunnelProtocols = c.opts.ProxyProtocols()
+	}
+	if c.opts.AccessKeys != nil {
+		c.opts.AccessKeys.Want(accessTeams(in.AccessPolicies))
+		in.AccessKeys = c.opts.AccessKeys.Keys()
 	}
 	in.Planes = c.planeStates()
 	in.Provisioning = translate.NoPlanes

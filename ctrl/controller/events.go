@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
@@ -18,6 +19,7 @@ var eventAPIVersion = map[string]string{
 	"GatewayClass": "gateway.networking.k8s.io/v1", "Gateway": "gateway.networking.k8s.io/v1",
 	"ListenerSet": "gateway.networking.k8s.io/v1", "HTTPRoute": "gateway.networking.k8s.io/v1",
 	"GRPCRoute": "gateway.networking.k8s.io/v1", "BackendTLSPolicy": "gateway.networking.k8s.io/v1",
+	v1alpha1.KindAccessPolicy: v1alpha1.SchemeGroupVersion.String(),
 }
 
 // recordEvents records the translation's events on their objects. The

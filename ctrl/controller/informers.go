@@ -32,6 +32,7 @@ var (
 	gvrGatewayClassConfigs = v1alpha1.SchemeGroupVersion.WithResource("gatewayclassconfigs")
 	gvrGatewayConfigs      = v1alpha1.SchemeGroupVersion.WithResource("gatewayconfigs")
 	gvrExternalBackends    = v1alpha1.SchemeGroupVersion.WithResource("externalbackends")
+	gvrAccessPolicies      = v1alpha1.SchemeGroupVersion.WithResource("accesspolicies")
 	gvrCRDs                = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
@@ -53,7 +54,7 @@ type watched struct {
 
 	classes, gateways, listenerSets, httpRoutes, grpcRoutes, grants, policies cache.SharedIndexInformer
 	services, slices, namespaces, secrets, configMaps                         cache.SharedIndexInformer
-	classConfigs, gatewayConfigs, externals, crds                             cache.SharedIndexInformer
+	classConfigs, gatewayConfigs, externals, accessPolicies, crds             cache.SharedIndexInformer
 
 	missing []string // resources not served, for the log
 
@@ -119,6 +120,9 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 	if has(gvrExternalBackends) {
 		w.externals = w.dyn.ForResource(gvrExternalBackends).Informer()
 	}
+	if has(gvrAccessPolicies) {
+		w.accessPolicies = w.dyn.ForResource(gvrAccessPolicies).Informer()
+	}
 	// One CRD only, for its bundle-version annotation.
 	w.crds = dynamicinformer.NewFilteredDynamicInformer(dyn, gvrCRDs, "", 0, cache.Indexers{},
 		func(o *metav1.ListOptions) {
@@ -147,6 +151,8 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 			transform = typed(func() metav1.Object { return &v1alpha1.GatewayConfig{} })
 		case w.externals:
 			transform = typed(func() metav1.Object { return &v1alpha1.ExternalBackend{} })
+		case w.accessPolicies:
+			transform = typed(func() metav1.Object { return &v1alpha1.AccessPolicy{} })
 		}
 		if err := inf.SetTransform(transform); err != nil {
 			return nil, err
@@ -172,7 +178,7 @@ func accessor(o any) metav1.Object {
 // all lists the informers that exist.
 func (w *watched) all() []cache.SharedIndexInformer {
 	list := []cache.SharedIndexInformer{w.classes, w.gateways, w.listenerSets, w.httpRoutes, w.grpcRoutes, w.grants, w.policies,
-		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.classConfigs, w.gatewayConfigs, w.externals, w.crds}
+		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.classConfigs, w.gatewayConfigs, w.externals, w.accessPolicies, w.crds}
 	return slices.DeleteFunc(list, func(i cache.SharedIndexInformer) bool { return i == nil })
 }
 

@@ -31,6 +31,7 @@ func (w *watched) snapshot() translate.Snapshot {
 		GatewayClassConfigs: list[v1alpha1.GatewayClassConfig](w.classConfigs),
 		GatewayConfigs:      list[v1alpha1.GatewayConfig](w.gatewayConfigs),
 		ExternalBackends:    list[v1alpha1.ExternalBackend](w.externals),
+		AccessPolicies:      list[v1alpha1.AccessPolicy](w.accessPolicies),
 	}
 }
 
@@ -80,6 +81,8 @@ func (w *watched) lookup(kind, namespace, name string) any {
 		inf = w.grpcRoutes
 	case "BackendTLSPolicy":
 		inf = w.policies
+	case v1alpha1.KindAccessPolicy:
+		inf = w.accessPolicies
 	}
 	if inf == nil {
 		return nil

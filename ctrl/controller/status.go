@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
@@ -61,6 +62,9 @@ func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.
 	}
 	for _, k := range ch.BackendTLSPolicies {
 		note(c.writePolicy(ctx, k, out.BackendTLSPolicies[k]))
+	}
+	for _, k := range ch.AccessPolicies {
+		note(c.writeAccessPolicy(ctx, k, out.AccessPolicies[k]))
 	}
 	return wrote, len(errs), errors.Join(errs...)
 }
@@ -201,6 +205,13 @@ func (c *Controller) writePolicy(ctx context.Context, k types.NamespacedName, ou
 	ourAncestor := func(a gwv1.PolicyAncestorStatus) bool { return string(a.ControllerName) == c.controllerName }
 	return writeStatus(ctx, c, "BackendTLSPolicy", k, c.gw.GatewayV1().BackendTLSPolicies(k.Namespace),
 		mergeStatus(ours, ourAncestor, func(o *gwv1.BackendTLSPolicy) *[]gwv1.PolicyAncestorStatus { return &o.Status.Ancestors }, (*gwv1.BackendTLSPolicy).DeepCopy))
+}
+
+func (c *Controller) writeAccessPolicy(ctx context.Context, k types.NamespacedName, ours []gwv1.PolicyAncestorStatus) (bool, error) {
+	ourAncestor := func(a gwv1.PolicyAncestorStatus) bool { return string(a.ControllerName) == c.controllerName }
+	api := typedStatusAPI[v1alpha1.AccessPolicy]{c.opts.Dynamic.Resource(gvrAccessPolicies).Namespace(k.Namespace), v1alpha1.KindAccessPolicy}
+	return writeStatus(ctx, c, v1alpha1.KindAccessPolicy, k, api,
+		mergeStatus(ours, ourAncestor, func(o *v1alpha1.AccessPolicy) *[]gwv1.PolicyAncestorStatus { return &o.Status.Ancestors }, (*v1alpha1.AccessPolicy).DeepCopy))
 }
 
 func (c *Controller) ourParent(p gwv1.RouteParentStatus) bool {

@@ -124,6 +124,9 @@ type ctlOpts struct {
 	// sessionKeys, when set, is the directory of session keys the
 	// controller gives the proxies (as -session-keys-dir).
 	sessionKeys string
+	// accessKeys, when set, is where the controller gets Access teams'
+	// keys.
+	accessKeys controller.AccessKeySource
 }
 
 func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlOpts) *running {
@@ -159,7 +162,7 @@ func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlO
 	}
 	c, err := controller.New(controller.Options{
 		Kube: cl.kube, Gateway: cl.gw, Dynamic: cl.dyn, ControllerName: controllerName,
-		Debounce: debounce, Publisher: publisher, Log: log, Cloudflare: cf,
+		Debounce: debounce, Publisher: publisher, Log: log, Cloudflare: cf, AccessKeys: o.accessKeys,
 		Events: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
 	})
 	if err != nil {
