@@ -32,8 +32,9 @@ import (
 
 // Defaults of Options.
 const (
-	// DefaultRefresh: Cloudflare publishes a new key weeks before it signs
-	// with it, so an hourly fetch finds it in time; Stale covers the rest.
+	// DefaultRefresh: Cloudflare rotates a team's key every few weeks and
+	// keeps publishing the previous one a while; tokens signed with a new
+	// key wait at most this long (Stale shortens it).
 	DefaultRefresh     = time.Hour
 	DefaultMinInterval = 30 * time.Second
 	DefaultTimeout     = 10 * time.Second
