@@ -263,7 +263,12 @@ func (t *translator) ruleGroups(r *routeInfo) []*ruleGroup {
 			if !whole {
 				access = t.listenerAccess(a.listener)
 			}
-			i := slices.IndexFunc(groups, func(g *ruleGroup) bool { return g.cert == cert && g.access == access })
+			i := -1
+			for j, g := range groups {
+				if g.cert == cert && g.access == access {
+					i = j
+				}
+			}
 			if i < 0 {
 				i = len(groups)
 				groups = append(groups, &ruleGroup{cert: cert, gw: pi.gw, access: access})
