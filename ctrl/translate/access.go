@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"strings"
@@ -109,47 +110,54 @@ func (t *translator) accessWinner(k accessTarget) *accessInfo {
 	return nil
 }
 
-// listenerAccess is the policy of a listener's requests, unless their
-// route or rule has its own: one naming the listener (a Gateway's own
-// listener), else one naming its Gateway.
-func (t *translator) listenerAccess(li *listenerInfo) *accessInfo {
+// gatewayTarget is a Gateway as a target: whole (section ""), or one of
+// its listeners.
+func gatewayTarget(gw *gatewayInfo, section string) accessTarget {
+	return accessTarget{"Gateway", gw.key.Namespace, gw.key.Name, section}
+}
+
+// listenerLevels are the policies naming a listener (a Gateway's own
+// listener: a ListenerSet's cannot be named) and naming its Gateway.
+func (t *translator) listenerLevels(li *listenerInfo) (listener, gateway *accessInfo) {
 	if t.accessByTarget == nil || li.gw == nil {
-		return nil
+		return nil, nil
 	}
-	k := accessTarget{kind: "Gateway", namespace: li.gw.key.Namespace, name: li.gw.key.Name}
 	if li.set == nil {
-		k.section = li.name
-		if w := t.accessWinner(k); w != nil {
-			return w
-		}
-		k.section = ""
+		listener = t.accessWinner(gatewayTarget(li.gw, li.name))
 	}
-	return t.accessWinner(k)
+	return listener, t.accessWinner(gatewayTarget(li.gw, ""))
+}
+
+// listenerAccess is the policy of a listener's requests, unless their
+// route or rule has its own: the listener's, else its Gateway's.
+func (t *translator) listenerAccess(li *listenerInfo) *accessInfo {
+	listener, gateway := t.listenerLevels(li)
+	return cmp.Or(listener, gateway)
+}
+
+// routeLevels are the policies naming a route's rule named rule (none
+// for an unnamed rule) and naming the whole route.
+func (t *translator) routeLevels(kind, ns, name, rule string) (ruleLevel, route *accessInfo) {
+	if t.accessByTarget == nil {
+		return nil, nil
+	}
+	if rule != "" {
+		ruleLevel = t.accessWinner(accessTarget{kind, ns, name, rule})
+	}
+	return ruleLevel, t.accessWinner(accessTarget{kind, ns, name, ""})
 }
 
 // routeAccess is the policy naming a whole route, or nil.
 func (t *translator) routeAccess(kind, ns, name string) *accessInfo {
-	if t.accessByTarget == nil {
-		return nil
-	}
-	return t.accessWinner(accessTarget{kind, ns, name, ""})
+	_, route := t.routeLevels(kind, ns, name, "")
+	return route
 }
 
 // ruleAccess is the policy protecting the rule named rule (maybe "") of
 // a route, served where listener's policy is scope.
 func (t *translator) ruleAccess(kind, ns, name, rule string, scope *accessInfo) *accessInfo {
-	if t.accessByTarget == nil {
-		return nil
-	}
-	if rule != "" {
-		if w := t.accessWinner(accessTarget{kind, ns, name, rule}); w != nil {
-			return w
-		}
-	}
-	if w := t.routeAccess(kind, ns, name); w != nil {
-		return w
-	}
-	return scope
+	ruleLevel, route := t.routeLevels(kind, ns, name, rule)
+	return cmp.Or(ruleLevel, route, scope)
 }
 
 // protect puts a rule behind the policy: its Access, or, for a policy

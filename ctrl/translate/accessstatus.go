@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -132,8 +133,6 @@ func (t *translator) protectors(r *routeInfo, http *gwv1.HTTPRoute, grpc *gwv1.G
 // served on, with the candidate policies from the most specific: the
 // rule's, the route's, the listener's, the Gateway's.
 func (t *translator) eachProtection(r *routeInfo, names []string, fn func(pi *parentInfo, a *attachment, rule int, chain [4]*accessInfo)) {
-	kind, ns, name := r.kind, r.meta.Namespace, r.meta.Name
-	route := t.accessWinner(accessTarget{kind, ns, name, ""})
 	for _, pi := range r.parents {
 		if !pi.accepted() {
 			continue
@@ -142,32 +141,16 @@ func (t *translator) eachProtection(r *routeInfo, names []string, fn func(pi *pa
 			if a.lostTo != "" {
 				continue
 			}
-			var listener, gateway *accessInfo
-			if gw := a.listener.gw; gw != nil {
-				if a.listener.set == nil {
-					listener = t.accessWinner(accessTarget{"Gateway", gw.key.Namespace, gw.key.Name, a.listener.name})
-				}
-				gateway = t.accessWinner(accessTarget{"Gateway", gw.key.Namespace, gw.key.Name, ""})
-			}
+			listener, gateway := t.listenerLevels(a.listener)
 			for i, rn := range names {
-				var rule *accessInfo
-				if rn != "" {
-					rule = t.accessWinner(accessTarget{kind, ns, name, rn})
-				}
+				rule, route := t.routeLevels(r.kind, r.meta.Namespace, r.meta.Name, rn)
 				fn(pi, a, i, [4]*accessInfo{rule, route, listener, gateway})
 			}
 		}
 	}
 }
 
-func effective(chain [4]*accessInfo) *accessInfo {
-	for _, c := range chain {
-		if c != nil {
-			return c
-		}
-	}
-	return nil
-}
+func effective(chain [4]*accessInfo) *accessInfo { return cmp.Or(chain[:]...) }
 
 // protectedMessage names the policies protecting a route's rules.
 func protectedMessage(ps []*accessInfo) string {
@@ -185,14 +168,12 @@ func (t *translator) accessGatewayConditions(gi *gatewayInfo) {
 	if t.accessByTarget == nil {
 		return
 	}
-	k := accessTarget{"Gateway", gi.key.Namespace, gi.key.Name, ""}
-	if w := t.accessWinner(k); w != nil {
+	if w := t.accessWinner(gatewayTarget(gi, "")); w != nil {
 		gi.conds.set(ConditionAccessPolicyAffected, true, reasonAccessProtected,
 			fmt.Sprintf("AccessPolicy %s applies to its listeners' routes, but where a more specific one applies", w.name()))
 	}
 	for _, li := range gi.own {
-		k.section = li.name
-		if w := t.accessWinner(k); w != nil {
+		if w, _ := t.listenerLevels(li); w != nil {
 			li.conds.set(ConditionAccessPolicyAffected, true, reasonAccessProtected,
 				fmt.Sprintf("AccessPolicy %s applies to the listener's routes, but where a more specific one applies", w.name()))
 		}
