@@ -113,22 +113,6 @@ func ruleNames(p pending) []string {
 	return out
 }
 
-// protectors are, per accepted parent of a route, the policies that
-// protect some of its rules there; nil without policies.
-func (t *translator) protectors(r *routeInfo, http *gwv1.HTTPRoute, grpc *gwv1.GRPCRoute) map[*parentInfo][]*accessInfo {
-	if t.accessByTarget == nil {
-		return nil
-	}
-	names := ruleNames(pending{info: r, http: http, grpc: grpc})
-	out := map[*parentInfo][]*accessInfo{}
-	t.eachProtection(r, names, func(pi *parentInfo, _ *attachment, _ int, chain [4]*accessInfo) {
-		if w := effective(chain); w != nil && !slices.Contains(out[pi], w) {
-			out[pi] = append(out[pi], w)
-		}
-	})
-	return out
-}
-
 // eachProtection calls fn for each rule of a route on each listener it is
 // served on, with the candidate policies from the most specific: the
 // rule's, the route's, the listener's, the Gateway's.

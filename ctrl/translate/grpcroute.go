@@ -20,6 +20,8 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gat
 		if src.Name != nil {
 			out.Name = string(*src.Name)
 		}
+		policy := t.ruleAccess(kindGRPCRoute, r.Namespace, r.Name, out.Name, access)
+		rs.protectedBy(policy)
 		for _, m := range src.Matches {
 			dm := proxycfg.Match{Path: everyPath()}
 			if m.Method != nil {
@@ -58,7 +60,7 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gat
 			}
 			out.SessionPersistence = s
 		}
-		t.ruleAccess(kindGRPCRoute, r.Namespace, r.Name, out.Name, access).protect(&out)
+		policy.protect(&out)
 		rs.keep(t.cache, newRuleKey(r, i, &out), route, i, out)
 	}
 	return rs

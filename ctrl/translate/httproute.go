@@ -26,6 +26,8 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gat
 		if src.Name != nil {
 			out.Name = string(*src.Name)
 		}
+		policy := t.ruleAccess(kindHTTPRoute, r.Namespace, r.Name, out.Name, access)
+		rs.protectedBy(policy)
 		for _, m := range src.Matches {
 			out.Matches = append(out.Matches, httpMatch(&m))
 		}
@@ -47,7 +49,7 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gat
 			rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
 			continue
 		}
-		t.ruleAccess(kindHTTPRoute, r.Namespace, r.Name, out.Name, access).protect(&out)
+		policy.protect(&out)
 		rs.keep(t.cache, newRuleKey(r, i, &out), route, i, out)
 	}
 	return rs

@@ -21,6 +21,15 @@ type ruleSet struct {
 	// unsupported explains a filter type tunnelgate does not implement:
 	// the route is not Accepted, and its rule fails closed meanwhile.
 	unsupported string
+	// protectors are the AccessPolicies of its rules, kept or dropped.
+	protectors []*accessInfo
+}
+
+// protectedBy records a rule's AccessPolicy, if it has one.
+func (rs *ruleSet) protectedBy(ai *accessInfo) {
+	if ai != nil && !slices.Contains(rs.protectors, ai) {
+		rs.protectors = append(rs.protectors, ai)
+	}
 }
 
 // addDropped adds another group's dropped rules (their Access can make

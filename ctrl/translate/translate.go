@@ -195,6 +195,7 @@ func (t *translator) translateRoute(r *routeInfo, http *gwv1.HTTPRoute, grpc *gw
 	events, first := len(t.out.Events), len(t.out.Config.Routes)
 	groups := t.ruleGroups(r)
 	var rs ruleSet
+	var protectors map[*parentInfo][]*accessInfo // the policies protecting rules, per parent
 	allDropped := true
 	for gi, g := range groups {
 		route := proxycfg.Route{Kind: proxycfg.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
@@ -211,6 +212,16 @@ func (t *translator) translateRoute(r *routeInfo, http *gwv1.HTTPRoute, grpc *gw
 		} else {
 			rs.addDropped(grs.dropped)
 		}
+		for _, pi := range g.parents {
+			for _, ai := range grs.protectors {
+				if protectors == nil {
+					protectors = map[*parentInfo][]*accessInfo{}
+				}
+				if !slices.Contains(protectors[pi], ai) {
+					protectors[pi] = append(protectors[pi], ai)
+				}
+			}
+		}
 		dropped := len(grs.rules) == 0 && len(grs.dropped) > 0
 		allDropped = allDropped && dropped
 		route.Rules = grs.rules
@@ -219,7 +230,7 @@ func (t *translator) translateRoute(r *routeInfo, http *gwv1.HTTPRoute, grpc *gw
 		}
 	}
 	m.routes = t.out.Config.Routes[first:]
-	statuses, fresh := t.routeStatus(r, &rs, allDropped, t.protectors(r, http, grpc))
+	statuses, fresh := t.routeStatus(r, &rs, allDropped, protectors)
 	m.statuses = statuses
 	m.counted = !allDropped && rs.unsupported == ""
 	// The clock went into the result, or it told something once: neither
@@ -239,6 +250,7 @@ type ruleGroup struct {
 	gw          *gatewayInfo
 	access      *accessInfo // the listeners' (listenerAccess)
 	attachments []*attachment
+	parents     []*parentInfo // the attachments'
 }
 
 // ruleGroups groups a route's attachments by what its rules depend on
@@ -273,7 +285,11 @@ func (t *translator) ruleGroups(r *routeInfo) []*ruleGroup {
 				i = len(groups)
 				groups = append(groups, &ruleGroup{cert: cert, gw: pi.gw, access: access})
 			}
-			groups[i].attachments = append(groups[i].attachments, a)
+			g := groups[i]
+			g.attachments = append(g.attachments, a)
+			if !slices.Contains(g.parents, pi) {
+				g.parents = append(g.parents, pi)
+			}
 		}
 	}
 	if len(groups) == 0 {
