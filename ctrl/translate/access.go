@@ -172,24 +172,26 @@ func (ai *accessInfo) protect(r *proxycfg.Rule) {
 	}
 }
 
+// teamDomains are the teams the routes' rules use, sorted, once each.
+func teamDomains(routes []proxycfg.Route) []string {
+	var out []string
+	for i := range routes {
+		for j := range routes[i].Rules {
+			if a := routes[i].Rules[j].Access; a != nil && !slices.Contains(out, a.Team) {
+				out = append(out, a.Team)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // accessTeams lists the teams the routes' rules use, in domain order,
 // with their keys ("" when none are known: the proxies then refuse the
 // team's requests, or keep the keys they had).
 func accessTeams(routes []proxycfg.Route, keys map[string]*AccessKeys) []proxycfg.AccessTeam {
-	var domains []string
-	for i := range routes {
-		for j := range routes[i].Rules {
-			if a := routes[i].Rules[j].Access; a != nil && !slices.Contains(domains, a.Team) {
-				domains = append(domains, a.Team)
-			}
-		}
-	}
-	if len(domains) == 0 {
-		return nil
-	}
-	slices.Sort(domains)
-	out := make([]proxycfg.AccessTeam, 0, len(domains))
-	for _, d := range domains {
+	var out []proxycfg.AccessTeam
+	for _, d := range teamDomains(routes) {
 		team := proxycfg.AccessTeam{Domain: d}
 		if k := keys[d]; k != nil {
 			team.Keys = k.Doc
@@ -201,11 +203,10 @@ func accessTeams(routes []proxycfg.Route, keys map[string]*AccessKeys) []proxycf
 
 // usedTeams are the teams of all that routes' rules use.
 func usedTeams(routes []proxycfg.Route, all []proxycfg.AccessTeam) []proxycfg.AccessTeam {
+	used := teamDomains(routes)
 	var out []proxycfg.AccessTeam
 	for _, team := range all {
-		if slices.ContainsFunc(routes, func(r proxycfg.Route) bool {
-			return slices.ContainsFunc(r.Rules, func(ru proxycfg.Rule) bool { return ru.Access != nil && ru.Access.Team == team.Domain })
-		}) {
+		if slices.Contains(used, team.Domain) {
 			out = append(out, team)
 		}
 	}

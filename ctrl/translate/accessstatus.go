@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -296,7 +295,7 @@ func (t *translator) accessAncestors(ai *accessInfo) []gwv1.PolicyAncestorStatus
 	}
 	out := make([]gwv1.PolicyAncestorStatus, 0, len(uses))
 	for _, u := range uses {
-		c := t.newConds(prevAncestorCondsByRef(ai.obj.Status.Ancestors, &u.ref, t.in.ControllerName), ai.obj.Generation)
+		c := t.newConds(prevAncestorConds(ai.obj.Status.Ancestors, &u.ref, t.in.ControllerName), ai.obj.Generation)
 		t.accessConditions(ai, u, &c)
 		t.warnOnChange("AccessPolicy", &ai.obj.ObjectMeta, c.prev, c.list)
 		out = append(out, gwv1.PolicyAncestorStatus{AncestorRef: u.ref, ControllerName: gwv1.GatewayController(t.in.ControllerName), Conditions: c.list})
@@ -367,13 +366,7 @@ func lostMessage(lost map[string]string) string {
 }
 
 // listLimited joins names with commas, at most five and a count.
-func listLimited(names []string) string {
-	const max = 5
-	if len(names) <= max {
-		return strings.Join(names, ", ")
-	}
-	return strings.Join(names[:max], ", ") + " and " + strconv.Itoa(len(names)-max) + " more"
-}
+func listLimited(names []string) string { return joinFirst(names, ", ", " and ") }
 
 func plural(n int, what string) string {
 	if n == 1 {
@@ -395,13 +388,4 @@ func refString(r *gwv1.ParentReference) string {
 		s += " " + string(*r.SectionName)
 	}
 	return s
-}
-
-func prevAncestorCondsByRef(list []gwv1.PolicyAncestorStatus, ref *gwv1.ParentReference, controller string) []metav1.Condition {
-	for i := range list {
-		if a := &list[i]; string(a.ControllerName) == controller && sameParentRef(&a.AncestorRef, ref) {
-			return a.Conditions
-		}
-	}
-	return nil
 }

@@ -184,7 +184,7 @@ func (t *translator) policyStatuses() {
 		for _, g := range gws {
 			ref := gwv1.ParentReference{Group: groupPtr(groupGateway), Kind: kindPtr("Gateway"),
 				Namespace: nsPtr(g.key.Namespace), Name: gwv1.ObjectName(g.key.Name)}
-			c := t.newConds(prevAncestorConds(p.Status.Ancestors, ref, t.in.ControllerName), p.Generation)
+			c := t.newConds(prevAncestorConds(p.Status.Ancestors, &ref, t.in.ControllerName), p.Generation)
 			switch {
 			case pi.lostTo != "":
 				c.set(string(gwv1.PolicyConditionAccepted), false, string(gwv1.PolicyReasonConflicted), "BackendTLSPolicy "+pi.lostTo+" is older and targets the same backend")
@@ -204,10 +204,11 @@ func (t *translator) policyStatuses() {
 	}
 }
 
-func prevAncestorConds(list []gwv1.PolicyAncestorStatus, ref gwv1.ParentReference, controller string) []metav1.Condition {
+// prevAncestorConds are the conditions a policy's status holds for an
+// ancestor of ours, for any policy kind.
+func prevAncestorConds(list []gwv1.PolicyAncestorStatus, ref *gwv1.ParentReference, controller string) []metav1.Condition {
 	for i := range list {
-		a := &list[i]
-		if string(a.ControllerName) == controller && a.AncestorRef.Name == ref.Name && ptrEq(a.AncestorRef.Namespace, ref.Namespace) {
+		if a := &list[i]; string(a.ControllerName) == controller && sameParentRef(&a.AncestorRef, ref) {
 			return a.Conditions
 		}
 	}

@@ -215,14 +215,14 @@ type ruleKey struct {
 	filters int    // the rule's and its backends'
 	failed  uint64 // bit i: backend i fails with a status
 	// access is the identity headers of the rule's Access, which its
-	// header filters must leave alone ("" without Access).
-	access string
+	// header filters must leave alone (all "" without Access).
+	access [4]string
 }
 
 func newRuleKey(route any, i int, r *proxycfg.Rule) ruleKey {
 	k := ruleKey{route: route, rule: i, filters: len(r.Filters)}
 	if a := r.Access; a != nil {
-		k.access = strings.Join([]string{a.EmailHeader, a.SubjectHeader, a.GroupsHeader, a.ServiceTokenHeader}, "\n")
+		k.access = [4]string{a.EmailHeader, a.SubjectHeader, a.GroupsHeader, a.ServiceTokenHeader}
 	}
 	for i, b := range r.Backends {
 		k.filters += len(b.Filters)

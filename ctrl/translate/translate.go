@@ -373,20 +373,17 @@ func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool, pro
 
 // joinLimited joins problems for a condition message, keeping it short
 // enough to read in kubectl describe.
-func joinLimited(list []string) string {
+func joinLimited(list []string) string { return joinFirst(list, "; ", "; and ") }
+
+// joinFirst joins the first five of list with sep, then says how many
+// more there are after more: joinFirst(list, ", ", " and ") is "a, b, c,
+// d, e and 2 more".
+func joinFirst(list []string, sep, more string) string {
 	const max = 5
-	s := ""
-	for i, p := range list {
-		if i == max {
-			s += "; and " + strconv.Itoa(len(list)-max) + " more"
-			break
-		}
-		if i > 0 {
-			s += "; "
-		}
-		s += p
+	if len(list) <= max {
+		return strings.Join(list, sep)
 	}
-	return s
+	return strings.Join(list[:max], sep) + more + strconv.Itoa(len(list)-max) + " more"
 }
 
 func prevParentConds(list []gwv1.RouteParentStatus, ref *gwv1.ParentReference, controller string) []metav1.Condition {
