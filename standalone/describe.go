@@ -47,10 +47,10 @@ func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 	for _, nn := range sortedNames(out.ListenerSets) {
 		d.listenerSet(nn, out.ListenerSets[nn])
 	}
-	d.routes(kindHTTPRoute, out.HTTPRoutes)
-	d.routes(kindGRPCRoute, out.GRPCRoutes)
-	d.policies(kindBackendTLSPolicy, out.BackendTLSPolicies)
-	d.policies(kindAccessPolicy, out.AccessPolicies)
+	describeEach(d, kindHTTPRoute, "Parent", out.HTTPRoutes, routeParent)
+	describeEach(d, kindGRPCRoute, "Parent", out.GRPCRoutes, routeParent)
+	describeEach(d, kindBackendTLSPolicy, "Ancestor", out.BackendTLSPolicies, policyAncestor)
+	describeEach(d, kindAccessPolicy, "Ancestor", out.AccessPolicies, policyAncestor)
 	d.flushEvents()
 	tw.Flush()
 
@@ -62,15 +62,26 @@ func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 	w.Write(text)
 }
 
-// policies prints the policies of one kind, each with its ancestors.
-func (d *describer) policies(kind string, statuses map[types.NamespacedName][]gwv1.PolicyAncestorStatus) {
+// describeEach prints the objects of one kind whose status is a list of
+// entries, each a reference (a route's parent, a policy's ancestor) with
+// its conditions.
+func describeEach[E any](d *describer, kind, label string, statuses map[types.NamespacedName][]E, entry func(*E) (gwv1.ParentReference, []metav1.Condition)) {
 	for _, nn := range sortedNames(statuses) {
 		d.object(kind, nn.Namespace, nn.Name)
-		for _, a := range statuses[nn] {
-			d.linef(1, "Ancestor %s", refString(a.AncestorRef, nn.Namespace))
-			d.conditions(2, a.Conditions)
+		for i := range statuses[nn] {
+			ref, conds := entry(&statuses[nn][i])
+			d.linef(1, "%s %s", label, refString(ref, nn.Namespace))
+			d.conditions(2, conds)
 		}
 	}
+}
+
+func routeParent(p *gwv1.RouteParentStatus) (gwv1.ParentReference, []metav1.Condition) {
+	return p.ParentRef, p.Conditions
+}
+
+func policyAncestor(a *gwv1.PolicyAncestorStatus) (gwv1.ParentReference, []metav1.Condition) {
+	return a.AncestorRef, a.Conditions
 }
 
 type eventKey struct{ kind, namespace, name string }
@@ -184,16 +195,6 @@ func (d *describer) listener(name gwv1.SectionName, detail string, kinds []gwv1.
 	d.linef(2, "Supported Kinds:\t%s", strings.Join(ks, ", "))
 	d.linef(2, "Attached Routes:\t%d", attached)
 	d.conditions(2, conds)
-}
-
-func (d *describer) routes(kind string, m map[types.NamespacedName][]gwv1.RouteParentStatus) {
-	for _, nn := range sortedNames(m) {
-		d.object(kind, nn.Namespace, nn.Name)
-		for _, p := range m[nn] {
-			d.linef(1, "Parent %s", refString(p.ParentRef, nn.Namespace))
-			d.conditions(2, p.Conditions)
-		}
-	}
 }
 
 // conditions prints a condition table at the given depth.

@@ -221,25 +221,21 @@ func (f *Fetcher) fetch(ctx context.Context, domain string) {
 		return
 	}
 	tm.fetching = false
-	changed := false
-	prev := tm.keys
-	if prev == nil {
-		prev = &translate.AccessKeys{}
-	}
+	next := translate.AccessKeys{Doc: doc}
 	if err != nil {
 		tm.failures++
 		tm.next = f.opts.Now().Add(min(f.opts.MinInterval<<min(tm.failures-1, 8), f.opts.Refresh))
-		if tm.keys == nil || prev.Problem != err.Error() {
-			tm.keys = &translate.AccessKeys{Doc: prev.Doc, Problem: err.Error()}
-			changed = true
+		next = translate.AccessKeys{Problem: err.Error()}
+		if tm.keys != nil {
+			next.Doc = tm.keys.Doc // the keys fetched before stay
 		}
 	} else {
 		tm.failures = 0
 		tm.next = f.opts.Now().Add(f.opts.Refresh)
-		if prev.Doc != doc || prev.Problem != "" {
-			tm.keys = &translate.AccessKeys{Doc: doc}
-			changed = true
-		}
+	}
+	changed := tm.keys == nil || *tm.keys != next
+	if changed {
+		tm.keys = &next
 	}
 	f.mu.Unlock()
 	if err != nil {
