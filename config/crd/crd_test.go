@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 )
 
 // crdDoc is the part of a CRD these tests read.
@@ -167,6 +168,15 @@ func TestGatewayConfigSchema(t *testing.T) {
 	want := "self.all(a, a.matches('^-(" + strings.Join(v1alpha1.AllowedProxyFlags, "|") + ")=.*$'))"
 	if got := rules[0].(map[string]any)["rule"]; got != want {
 		t.Errorf("proxyArgs rule\n %v\nwant\n %s", got, want)
+	}
+}
+
+// TestAccessPolicyTeamDomain: the API server takes the team domains the
+// controller will fetch keys from, and no others.
+func TestAccessPolicyTeamDomain(t *testing.T) {
+	s := crdSchema(t, v1alpha1.KindAccessPolicy)
+	if got := dig(t, s, "spec", "teamDomain")["pattern"]; got != cfaccess.TeamDomainPattern {
+		t.Errorf("teamDomain pattern %v, want cfaccess.TeamDomainPattern %s", got, cfaccess.TeamDomainPattern)
 	}
 }
 

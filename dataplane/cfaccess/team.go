@@ -9,9 +9,12 @@ import (
 // "<name>.cloudflareaccess.com".
 const TeamSuffix = ".cloudflareaccess.com"
 
-// teamDomain is a team domain: one DNS label, then TeamSuffix (the
-// AccessPolicy CRD's pattern says the same).
-var teamDomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.cloudflareaccess\.com$`)
+// TeamDomainPattern is a team domain: one DNS label, then TeamSuffix.
+// The AccessPolicy CRD's teamDomain has this pattern (config/crd's test
+// holds them equal).
+const TeamDomainPattern = `^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.cloudflareaccess\.com$`
+
+var teamDomain = regexp.MustCompile(TeamDomainPattern)
 
 // CheckTeamDomain says why domain is not an Access team domain, or nil.
 // Keys are fetched from the team's domain, so nothing else may be named:
