@@ -193,7 +193,8 @@ func (t *translator) translateRoute(r *routeInfo, http *gwv1.HTTPRoute, grpc *gw
 		defer func() { t.look.log = nil }()
 	}
 	events, first := len(t.out.Events), len(t.out.Config.Routes)
-	groups := t.ruleGroups(r)
+	var buf [2]*ruleGroup // usually one group: on the stack
+	groups := t.ruleGroups(r, buf[:0])
 	var rs ruleSet
 	var protectors map[*parentInfo][]*accessInfo // the policies protecting rules, per parent
 	allDropped := true
@@ -250,7 +251,7 @@ type ruleGroup struct {
 	gw          *gatewayInfo
 	access      *accessInfo // the listeners' (listenerAccess)
 	attachments []*attachment
-	parents     []*parentInfo // the attachments'
+	parents     []*parentInfo // the attachments', when there are AccessPolicies
 }
 
 // ruleGroups groups a route's attachments by what its rules depend on
@@ -258,9 +259,9 @@ type ruleGroup struct {
 // present the certificate of the Gateway the request came through
 // (spec.tls.backend), so Gateways with different ones need their own
 // clusters; and listeners protected by different AccessPolicies need
-// their own rules. Usually there is one group.
-func (t *translator) ruleGroups(r *routeInfo) []*ruleGroup {
-	var groups []*ruleGroup
+// their own rules. Usually there is one group. They are appended to
+// groups.
+func (t *translator) ruleGroups(r *routeInfo, groups []*ruleGroup) []*ruleGroup {
 	whole := t.routeAccess(r.kind, r.meta.Namespace, r.meta.Name) != nil // the listeners' policies do not matter
 	for _, pi := range r.parents {
 		if !pi.accepted() {
@@ -287,13 +288,13 @@ func (t *translator) ruleGroups(r *routeInfo) []*ruleGroup {
 			}
 			g := groups[i]
 			g.attachments = append(g.attachments, a)
-			if !slices.Contains(g.parents, pi) {
+			if t.accessByTarget != nil && !slices.Contains(g.parents, pi) { // only policies need them
 				g.parents = append(g.parents, pi)
 			}
 		}
 	}
 	if len(groups) == 0 {
-		groups = []*ruleGroup{{gw: r.parents[0].gw}} // for ResolvedRefs only
+		groups = append(groups, &ruleGroup{gw: r.parents[0].gw}) // for ResolvedRefs only
 	}
 	return groups
 }
