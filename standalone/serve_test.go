@@ -228,13 +228,18 @@ func TestServeEndToEnd(t *testing.T) {
 	}
 
 	// An edit: /v2 now goes to one.
+	mu.Lock()
+	n = len(loads)
+	mu.Unlock()
 	write("routes.yaml", strings.Replace(serveRoutes, "backendRefs: [{name: two, port: 80}]\n  - filters", "backendRefs: [{name: one, port: 80}]\n  - filters", 1))
 	waitFor("the edit to be served", func() bool {
 		_, body := get(t, addr, "app.example.com", "/v2/x")
 		return strings.HasPrefix(body, "one ")
 	})
+	// The proxy serves a config before OnLoad records it: wait for that.
+	edited, _ := lastLoad("the edit's load to be recorded", n)
 	mu.Lock()
-	n, edited := len(loads), versions[len(versions)-1]
+	n = len(loads)
 	mu.Unlock()
 	if edited == first || edited == "" {
 		t.Errorf("the edit is served with version %q, the first was %q", edited, first)
