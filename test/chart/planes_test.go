@@ -96,7 +96,11 @@ spec:
 
 	// What the plane is made of, owned by the Gateway and labelled from it.
 	gwUID := gatewayUID(t, r, gwA)
-	d := checkPlaneObjects(t, r.kube, gwA, plane, gwUID)
+	var d *appsv1.Deployment
+	eventually(t, 30*time.Second, "every object of the plane, controlled by its Gateway", func() (err error) {
+		d, err = planeObjects(ctx, r.kube, gwA, plane, gwUID)
+		return err
+	})
 	if d.Labels["team"] != "a" || d.Annotations["example.com/owner"] != "team-a" || d.Spec.Template.Labels["team"] != "a" {
 		t.Errorf("plane Deployment labels %v annotations %v: want spec.infrastructure's", d.Labels, d.Annotations)
 	}
@@ -293,10 +297,19 @@ spec:
 	// it; the finalizer then lets the Gateway go, and the garbage
 	// collector takes the rest.
 	brokenPlane := provision.Name("broken", r.class)
-	brokenTunnel := tunnelID(t, r, "team-a-broken")
-	if err := cnameTo(r, "broken.example.com", brokenTunnel); err != nil {
-		t.Fatal(err)
-	}
+	var brokenTunnel string
+	eventually(t, 60*time.Second, "the broken Gateway's tunnel, and its hostname's CNAME to it", func() error {
+		brokenTunnel = ""
+		for _, tun := range r.fake.Tunnels(rigAccount) {
+			if tun.Name == "team-a-broken" && tun.DeletedAt.IsZero() {
+				brokenTunnel = tun.ID
+			}
+		}
+		if brokenTunnel == "" {
+			return fmt.Errorf("no tunnel team-a-broken")
+		}
+		return cnameTo(r, "broken.example.com", brokenTunnel)
+	})
 	eventually(t, 30*time.Second, "the broken Gateway's tunnel recorded as created, to be deleted with it", func() error {
 		_, c, err := r.gatewayCondition(ctx, "team-a", "broken", translate.GatewayConditionTunnel)
 		if err != nil {
@@ -697,15 +710,16 @@ func patchGateway(t *testing.T, r *rig, key types.NamespacedName, patch string) 
 	}
 }
 
-// checkPlaneObjects checks that every object of the plane exists and is
-// controlled by the Gateway, and returns its Deployment.
-func checkPlaneObjects(t *testing.T, kube kubernetes.Interface, gw types.NamespacedName, plane string, uid types.UID) *appsv1.Deployment {
-	t.Helper()
-	ctx := t.Context()
+// planeObjects reports an error until every object of the plane exists
+// and is controlled by the Gateway, and returns its Deployment. The
+// Deployment rolled out says nothing of the objects applied after it
+// (the PodDisruptionBudget, the NetworkPolicy), which a failed request to
+// the API server leaves to the next attempt, so callers wait for this.
+func planeObjects(ctx context.Context, kube kubernetes.Interface, gw types.NamespacedName, plane string, uid types.UID) (*appsv1.Deployment, error) {
 	ns := gw.Namespace
 	d, err := kube.AppsV1().Deployments(ns).Get(ctx, plane, metav1.GetOptions{})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	metas := []metav1.Object{d}
 	for _, get := range []func() (metav1.Object, error){
@@ -728,17 +742,17 @@ func checkPlaneObjects(t *testing.T, kube kubernetes.Interface, gw types.Namespa
 	} {
 		o, err := get()
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		metas = append(metas, o)
 	}
 	for _, o := range metas {
 		c := metav1.GetControllerOf(o)
 		if c == nil || c.Kind != "Gateway" || c.Name != gw.Name || c.UID != uid {
-			t.Errorf("%s: controller %+v, want the Gateway %s", o.GetName(), c, gw)
+			return nil, fmt.Errorf("%s: controller %+v, want the Gateway %s", o.GetName(), c, gw)
 		}
 	}
-	return d
+	return d, nil
 }
 
 func wantReplicas(ctx context.Context, kube kubernetes.Interface, ns, name string, want int32) error {
