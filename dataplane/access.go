@@ -16,7 +16,9 @@ import (
 // more than that a valid token is needed. One that passes goes on with
 // the token's identity in the rule's identity headers, after every copy
 // of them the client sent is removed (in any case, and with '_' for '-',
-// as some servers read them).
+// as some servers read them). A token naming a key the team's set lacks,
+// as after Cloudflare rotated it, has the proxy ask the controller for the
+// team's keys again (UnknownAccessKeys).
 //
 // The token is the Cf-Access-Jwt-Assertion header, which Access adds to
 // every request it approves; without it, the CF_Authorization cookie a
@@ -43,12 +45,20 @@ func (x *exchange) checkAccess() bool {
 		id, reason = x.h.p.access.Verify(token, x.cc.accessKeys[a.Team], a.Policy, x.start)
 	}
 	x.h.p.stats.Access[reason].Add(1)
+	if reason == cfaccess.ReasonUnknownKey {
+		x.h.p.unknownKeys.Note(a.Team, x.start)
+	}
 	if reason != cfaccess.ReasonNone {
 		return x.answer(http.StatusForbidden, accessRefusal)
 	}
 	x.identity = id
 	return false
 }
+
+// UnknownAccessKeys are the teams whose tokens named a key the team's set
+// in the config lacks, as after a key rotation: the config client asks
+// the controller to fetch their keys again.
+func (p *Proxy) UnknownAccessKeys() *cfaccess.UnknownKeys { return p.unknownKeys }
 
 // accessToken is the request's Access token: the header, else the cookie;
 // "" when it has neither. Two header fields are no token (ok false): a

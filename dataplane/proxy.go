@@ -82,6 +82,9 @@ type Proxy struct {
 	// access verifies Cloudflare Access tokens for protected rules, and
 	// keeps those that passed across configs (access.go).
 	access *cfaccess.Verifier
+	// unknownKeys notes the teams whose tokens name a key their set
+	// lacks, for the config client to ask the controller for new keys.
+	unknownKeys *cfaccess.UnknownKeys
 
 	// gateways serves the sockets of their own (Gateway addresses, or
 	// listener ports) while Serve runs; Load opens and closes them as
@@ -133,6 +136,7 @@ func New(opts Options) *Proxy {
 		transports:      newTransports(opts.Pool),
 		fallbackSession: newSessionCodec(key),
 		access:          cfaccess.NewVerifier(cfaccess.DefaultLeeway, cfaccess.DefaultCacheBytes),
+		unknownKeys:     cfaccess.NewUnknownKeys(0),
 		ruleStats:       map[[2]string]*observe.RuleStats{},
 	}
 	p.tracer = opts.Tracer

@@ -297,7 +297,11 @@ type parts struct {
 func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events record.EventBroadcaster,
 	meter metric.Meter, tracing *telemetry.Tracing, log *slog.Logger) (*parts, error) {
 	asker := &syncAsker{}
-	p := &parts{srv: configserver.New(configserver.Options{TokenFunc: token.get, Log: log, Meter: meter, OnProxies: asker.Changed})}
+	// Every replica fetches the Access teams' keys: each publishes
+	// configs, and its proxies say when a token names a key they lack.
+	access := accesskeys.New(accesskeys.Options{OnChange: asker.Changed, Log: log.With("part", "access keys")})
+	p := &parts{access: access, srv: configserver.New(configserver.Options{TokenFunc: token.get, Log: log, Meter: meter,
+		OnProxies: asker.Changed, OnUnknownAccessKeys: access.Stale})}
 	var publisher controller.Publisher = p.srv
 	if f.sessionKeysDir != "" {
 		keys, err := sessionkeys.New(p.srv, f.sessionKeysDir, log.With("part", "session keys"))
@@ -315,8 +319,6 @@ func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events
 			TracerProvider: tracing.Provider, Meter: meter,
 		})
 	}
-	// Every replica fetches the Access teams' keys: each publishes configs.
-	p.access = accesskeys.New(accesskeys.Options{OnChange: asker.Changed, Log: log.With("part", "access keys")})
 	var provisioner controller.Provisioner
 	if f.planes != nil {
 		pl, err := planes.New(planes.Options{Kube: clients.kube, Dynamic: clients.dyn, Install: *f.planes, CA: f.planesCA,

@@ -77,6 +77,9 @@ type team struct {
 	last, next time.Time
 	failures   int
 	fetching   bool
+	// again: Stale was called while fetching; the next fetch is then
+	// due MinInterval after this one started.
+	again bool
 }
 
 // New returns a Fetcher; Run makes it fetch.
@@ -129,18 +132,24 @@ func (f *Fetcher) Want(domains []string) {
 }
 
 // Stale asks for a team's keys again: a token named a key its set lacks.
-// It is fetched now unless it was within MinInterval.
+// It is fetched now, or MinInterval after the last fetch started when
+// that is later: a request is deferred, never dropped, since the key may
+// have been published just after the last fetch. One asked for while a
+// fetch is on its way is fetched again after it.
 func (f *Fetcher) Stale(domain string) {
 	f.mu.Lock()
 	tm := f.teams[domain]
-	due := tm != nil && !tm.fetching && f.opts.Now().Sub(tm.last) >= f.opts.MinInterval
-	if due {
-		tm.next = time.Time{}
+	if tm == nil {
+		f.mu.Unlock()
+		return
+	}
+	if tm.fetching {
+		tm.again = true
+	} else if soonest := tm.last.Add(f.opts.MinInterval); tm.next.After(soonest) {
+		tm.next = soonest
 	}
 	f.mu.Unlock()
-	if due {
-		f.poke()
-	}
+	f.poke()
 }
 
 // Keys are the teams' keys as translate reads them, by domain; a team not
@@ -232,6 +241,12 @@ func (f *Fetcher) fetch(ctx context.Context, domain string) {
 	} else {
 		tm.failures = 0
 		tm.next = f.opts.Now().Add(f.opts.Refresh)
+	}
+	if tm.again {
+		tm.again = false
+		if soonest := tm.last.Add(f.opts.MinInterval); tm.next.After(soonest) {
+			tm.next = soonest
+		}
 	}
 	changed := tm.keys == nil || *tm.keys != next
 	if changed {

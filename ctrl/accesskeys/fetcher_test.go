@@ -145,7 +145,9 @@ func TestFetchWithoutKeysReportsWhy(t *testing.T) {
 	}
 }
 
-// Stale fetches at once, but not more often than MinInterval.
+// Stale fetches at once, but not more often than MinInterval: one asked
+// for sooner is deferred to MinInterval after the last fetch, not
+// dropped, as is one asked for during a fetch.
 func TestStaleIsRateLimited(t *testing.T) {
 	ks := newKeyServer(t, certs(t, "k1"))
 	f, clock, _ := fetcher(t, ks)
@@ -156,16 +158,49 @@ func TestStaleIsRateLimited(t *testing.T) {
 	if n := ks.fetches.Load(); n != 1 {
 		t.Fatalf("Stale right after a fetch fetched: %d fetches", n)
 	}
+	*clock = clock.Add(DefaultMinInterval - time.Second)
+	f.fetchDue()
+	if n := ks.fetches.Load(); n != 1 {
+		t.Fatalf("before MinInterval: %d fetches, want 1", n)
+	}
+	*clock = clock.Add(time.Second)
+	f.fetchDue()
+	if n := ks.fetches.Load(); n != 2 {
+		t.Fatalf("the deferred Stale at MinInterval: %d fetches, want 2", n)
+	}
 	*clock = clock.Add(DefaultMinInterval)
 	f.Stale(testTeam)
 	f.fetchDue()
-	if n := ks.fetches.Load(); n != 2 {
-		t.Fatalf("Stale after MinInterval: %d fetches, want 2", n)
+	if n := ks.fetches.Load(); n != 3 {
+		t.Fatalf("Stale after MinInterval: %d fetches, want 3", n)
+	}
+	f.fetchDue()
+	if n := ks.fetches.Load(); n != 3 {
+		t.Fatalf("nothing more asked, yet %d fetches", n)
 	}
 	f.Stale("other.cloudflareaccess.com") // not wanted: nothing
+	*clock = clock.Add(DefaultMinInterval)
+	f.fetchDue()
+	if n := ks.fetches.Load(); n != 3 {
+		t.Fatalf("Stale of a team not wanted fetched: %d", n)
+	}
+}
+
+// Stale during a fetch (which may have read the set just before the new
+// key was published) fetches again MinInterval after that fetch began.
+func TestStaleDuringAFetch(t *testing.T) {
+	ks := newKeyServer(t, certs(t, "k1"))
+	f, clock, _ := fetcher(t, ks)
+	f.Want([]string{testTeam})
+	due := f.due()
+	f.Stale(testTeam) // while due's fetch is on its way
+	for _, d := range due {
+		f.fetch(t.Context(), d)
+	}
+	*clock = clock.Add(DefaultMinInterval)
 	f.fetchDue()
 	if n := ks.fetches.Load(); n != 2 {
-		t.Fatalf("Stale of a testTeam not wanted fetched: %d", n)
+		t.Fatalf("%d fetches, want the second MinInterval after the first", n)
 	}
 }
 

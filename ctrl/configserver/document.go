@@ -22,6 +22,9 @@ type document struct {
 	listeners, routes, clusters proxycfg.JSONList
 	tail                        []byte
 	size                        int
+	// teams are the domains of the config's Access teams, whose keys
+	// its proxies may ask to have fetched again (unknownkeys.go).
+	teams []string
 
 	bodyOnce sync.Once
 	body     []byte
@@ -83,6 +86,9 @@ func newDocument(enc proxycfg.Encoded, cfg *proxycfg.Config) (*document, error) 
 	d := &document{
 		version: enc.Version, routesHash: enc.RoutesHash, clustersHash: enc.ClustersHash,
 		head: head, listeners: enc.Listeners, routes: enc.Routes, clusters: enc.Clusters, tail: tail,
+	}
+	for _, t := range cfg.AccessTeams {
+		d.teams = append(d.teams, t.Domain)
 	}
 	d.size = len(head) + d.listeners.Len() + len(routesKey) + d.routes.Len() + len(clustersKey) + d.clusters.Len() + len(tail)
 	return d, nil

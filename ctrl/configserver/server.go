@@ -41,13 +41,18 @@ type Options struct {
 	// OnProxies is called when a proxy reports a tunnel protocol not
 	// seen from it before (see Protocols).
 	OnProxies func()
+	// OnUnknownAccessKeys is called with each Access team domain a proxy
+	// names in configwatch.HeaderUnknownAccessKeys that its config uses:
+	// the controller fetches the team's keys again (it limits how often).
+	OnUnknownAccessKeys func(team string)
 }
 
 // Server serves published configs to proxies. Its methods are safe for
 // concurrent use.
 type Server struct {
-	proxies   proxies
-	onProxies func()
+	proxies       proxies
+	onProxies     func()
+	onUnknownKeys func(team string)
 
 	log     *slog.Logger
 	token   func() string
@@ -84,14 +89,15 @@ func New(opts Options) *Server {
 		opts.Log.Warn("config server has no token: every shared proxy's request will be refused")
 	}
 	return &Server{
-		log:       opts.Log,
-		token:     token,
-		maxWait:   opts.MaxWait,
-		m:         newInstruments(opts.Meter, opts.Log),
-		shared:    newSharedScope(opts.Log),
-		drained:   make(chan struct{}),
-		onProxies: opts.OnProxies,
-		proxies:   proxies{ttl: 3 * opts.MaxWait, now: time.Now},
+		log:           opts.Log,
+		token:         token,
+		maxWait:       opts.MaxWait,
+		m:             newInstruments(opts.Meter, opts.Log),
+		shared:        newSharedScope(opts.Log),
+		drained:       make(chan struct{}),
+		onProxies:     opts.OnProxies,
+		onUnknownKeys: opts.OnUnknownAccessKeys,
+		proxies:       proxies{ttl: 3 * opts.MaxWait, now: time.Now},
 	}
 }
 
@@ -128,6 +134,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.proxies.seen(r.Header.Get(configwatch.HeaderProxy), r.Header.Get(configwatch.HeaderTunnelProtocol), s.onProxies)
+	s.unknownKeys(g, r.Header.Get(configwatch.HeaderUnknownAccessKeys))
 	q := r.URL.Query()
 	have := q.Get(configwatch.ParamVersion)
 	wait := s.maxWait

@@ -9,9 +9,11 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 )
 
 // Defaults of Options.
@@ -166,6 +168,12 @@ func (c *Client) poll(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return 0, err // New checked the URL
 	}
+	unknown := c.p.UnknownAccessKeys()
+	teams := unknown.Take()
+	if len(teams) > 0 {
+		req.Header.Set(HeaderUnknownAccessKeys, strings.Join(teams, ","))
+		c.stats.AccessKeyRequests.Add(int64(len(teams)))
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token) // RFC 6750 §2.1
 	}
@@ -178,10 +186,13 @@ func (c *Client) poll(ctx context.Context) (time.Duration, error) {
 	// net/http's Transport.
 	start := time.Now()
 	c.stats.Requests.Add(1)
+	stopWatch := c.cutShort(unknown, cancel)
 	res, err := hc.Do(req)
+	cut := stopWatch()
 	if err != nil {
-		if ctx.Err() != nil {
-			return 0, nil // Run is ending, not a failure
+		unknown.Put(teams) // perhaps never sent; asking twice is harmless
+		if ctx.Err() != nil || cut {
+			return 0, nil // Run is ending, or teams wait to be named: not a failure
 		}
 		c.stats.fail(FailUnreachable)
 		return 0, fmt.Errorf("asking %s: %w", c.base, err)
@@ -209,6 +220,44 @@ func (c *Client) poll(ctx context.Context) (time.Duration, error) {
 		c.stats.fail(FailBadAnswer)
 		snippet, _ := io.ReadAll(io.LimitReader(res.Body, 512))
 		return 0, fmt.Errorf("the controller answered %s: %q", res.Status, snippet)
+	}
+}
+
+// cutShort watches for teams noted by unknown while the request is held,
+// and cancels it then, so that the next request names them at once
+// rather than when the server stops holding. stop ends the watch, before
+// the answer's body is read, and reports whether it cancelled.
+func (c *Client) cutShort(unknown *cfaccess.UnknownKeys, cancel context.CancelFunc) (stop func() bool) {
+	var mu sync.Mutex
+	stopped, cut := false, false
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case <-unknown.Ready():
+				if !unknown.Pending() {
+					continue // a signal left from teams already taken
+				}
+				mu.Lock()
+				if !stopped {
+					cut = true
+					cancel()
+				}
+				mu.Unlock()
+				return
+			}
+		}
+	}()
+	return func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			stopped = true
+			close(done)
+		}
+		return cut
 	}
 }
 

@@ -58,6 +58,10 @@ type Stats struct {
 	Loads [numLoadKinds]atomic.Int64
 	// Failures are by Failure.
 	Failures [numFailures]atomic.Int64
+	// AccessKeyRequests counts the Access teams the proxy asked the
+	// controller to fetch keys for again (HeaderUnknownAccessKeys), each
+	// time it sent one.
+	AccessKeyRequests atomic.Int64
 	// LastSuccess is when the controller last answered with a config or
 	// 304 (Unix nanoseconds; 0 before it ever did).
 	LastSuccess atomic.Int64
@@ -74,6 +78,7 @@ func (s *Stats) success() { s.LastSuccess.Store(time.Now().UnixNano()) }
 //	tunnelgate_config_watch_requests_total
 //	tunnelgate_config_watch_loads_total{kind="full"|"clusters"|"cache"}
 //	tunnelgate_config_watch_failures_total{reason="unreachable"|"unauthorized"|"bad_answer"|"rejected"|"token"|"tls_files"|"cache"}
+//	tunnelgate_config_watch_access_key_requests_total
 //	tunnelgate_config_watch_last_success_seconds
 //
 // The last is the Unix time of the controller's last answer, 0 before
@@ -87,7 +92,9 @@ func (c *Client) RegisterMetrics(m metric.Meter) error {
 		metric.WithUnit("{failure}"), metric.WithDescription("Config watch failures, by reason."))
 	last, err4 := m.Int64ObservableGauge("tunnelgate.config_watch.last_success",
 		metric.WithUnit("s"), metric.WithDescription("Unix time of the controller's last answer (a config or 304 Not Modified); 0 before the first."))
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
+	keyRequests, err5 := m.Int64ObservableCounter("tunnelgate.config_watch.access_key_requests",
+		metric.WithUnit("{team}"), metric.WithDescription("Cloudflare Access teams whose keys the proxy asked the controller to fetch again: a token named a key the team's set lacked."))
+	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 		return err
 	}
 	var kinds [numLoadKinds]metric.ObserveOption
@@ -107,12 +114,13 @@ func (c *Client) RegisterMetrics(m metric.Meter) error {
 		for i := range s.Failures {
 			o.ObserveInt64(failures, s.Failures[i].Load(), reasons[i])
 		}
+		o.ObserveInt64(keyRequests, s.AccessKeyRequests.Load())
 		var sec int64
 		if ns := s.LastSuccess.Load(); ns > 0 {
 			sec = ns / int64(time.Second)
 		}
 		o.ObserveInt64(last, sec)
 		return nil
-	}, requests, loads, failures, last)
+	}, requests, loads, failures, keyRequests, last)
 	return err
 }

@@ -28,6 +28,15 @@ const (
 	// latter for gRPC: QUIC drops trailers.
 	HeaderProxy          = "Tunnelgate-Proxy"
 	HeaderTunnelProtocol = "Tunnelgate-Tunnel-Protocol"
+	// HeaderUnknownAccessKeys lists, comma-separated, the Cloudflare
+	// Access team domains for which the proxy met a token naming a key
+	// the team's set in its config lacks: the controller fetches those
+	// teams' keys again (rate-limited), and the next config carries them.
+	// The proxy cuts a held request short to send it.
+	HeaderUnknownAccessKeys = "Tunnelgate-Unknown-Access-Keys"
+	// MaxUnknownAccessKeys bounds the teams one request names; the
+	// server ignores the rest.
+	MaxUnknownAccessKeys = 16
 )
 
 // Document is what GET /v1/config answers with (JSON, schema of the

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,32 +39,43 @@ func TestAccessPolicyProtectsARoute(t *testing.T) {
 	backend := netns.Addr(90).String()
 	emailEcho(t, backend+":8080")
 
-	key := testaccess.Key(t, "integration-team")
+	key, rotated := testaccess.Key(t, "integration-team"), testaccess.Key(t, "integration-team-rotated")
+	var published atomic.Pointer[[]byte] // the team's certs document
+	publish := func(keys map[string]*rsa.PublicKey) {
+		doc := testaccess.Certs(t, keys)
+		published.Store(&doc)
+	}
+	publish(map[string]*rsa.PublicKey{"it-kid": &key.PublicKey})
 	certs := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write(testaccess.Certs(t, map[string]*rsa.PublicKey{"it-kid": &key.PublicKey}))
+		w.Write(*published.Load())
 	}))
 	t.Cleanup(certs.Close)
 	var r *running // set before keys run
+	// Scheduled refreshes are an hour apart: a key published later is
+	// fetched sooner only because a proxy asks.
 	keys := accesskeys.New(accesskeys.Options{Client: certs.Client(), URL: func(string) string { return certs.URL + "/cdn-cgi/access/certs" },
-		OnChange: func() { r.c.Changed() }})
+		OnChange: func() { r.c.Changed() }, Refresh: time.Hour, MinInterval: time.Second})
 
 	if err := env.Apply(ctx, []byte(basicObjects(ns, "access", controllerName, backend))); err != nil {
 		t.Fatal(err)
 	}
-	r = startControllerOpts(t, cl, controllerName, ctlOpts{debounce: 20 * time.Millisecond, accessKeys: keys})
+	r = startControllerOpts(t, cl, controllerName, ctlOpts{debounce: 20 * time.Millisecond, accessKeys: keys, unknownKeys: keys.Stale})
 	kctx, stopKeys := context.WithCancel(ctx)
 	defer stopKeys()
 	go keys.Run(kctx)
 	_, proxy := startProxy(t, r)
 
 	now := time.Now()
-	token := testaccess.Sign(t, jose.RS256, key, "it-kid", testaccess.JSON(t, map[string]any{
-		"aud": []string{aud}, "iss": "https://" + team, "sub": "user-1", "email": "ada@example.com",
-		"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix()}), nil)
-	answers := func(withToken bool, wantCode int, wantBody string) func() (bool, string) {
+	sign := func(key *rsa.PrivateKey, kid, email string) string {
+		return testaccess.Sign(t, jose.RS256, key, kid, testaccess.JSON(t, map[string]any{
+			"aud": []string{aud}, "iss": "https://" + team, "sub": "user-1", "email": email,
+			"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix()}), nil)
+	}
+	token := sign(key, "it-kid", "ada@example.com")
+	answersTo := func(token string, wantCode int, wantBody string) func() (bool, string) {
 		return func() (bool, string) {
 			h := http.Header{"Cf-Access-Authenticated-User-Email": {"forged@example.com"}}
-			if withToken {
+			if token != "" {
 				h.Set("Cf-Access-Jwt-Assertion", token)
 			}
 			code, body, err := getWith(proxy, "app.example.com", "/", h)
@@ -75,6 +87,12 @@ func TestAccessPolicyProtectsARoute(t *testing.T) {
 			}
 			return true, ""
 		}
+	}
+	answers := func(withToken bool, wantCode int, wantBody string) func() (bool, string) {
+		if withToken {
+			return answersTo(token, wantCode, wantBody)
+		}
+		return answersTo("", wantCode, wantBody)
 	}
 	eventually(t, 30*time.Second, "the open route serves a forged email as sent", answers(false, 200, "email=forged@example.com"))
 
@@ -121,6 +139,20 @@ func TestAccessPolicyProtectsARoute(t *testing.T) {
 		}
 	}
 	eventually(t, 30*time.Second, "the route says it is protected", routeAffected(true))
+
+	// Cloudflare rotates the team's key: it publishes a new one beside
+	// the old, and Access signs with the new. The proxy refuses the
+	// first such token (its config lacks the key) and tells the
+	// controller, which fetches the keys again well before its hourly
+	// refresh; the next config carries the new key.
+	publish(map[string]*rsa.PublicKey{"it-kid": &key.PublicKey, "it-kid-2": &rotated.PublicKey})
+	newToken := sign(rotated, "it-kid-2", "grace@example.com")
+	if ok, why := answersTo(newToken, 403, "")(); !ok {
+		t.Errorf("a token of a key the config lacks: %s, want 403", why)
+	}
+	eventually(t, 30*time.Second, "a token of the rotated key passes once the proxy asked for the keys",
+		answersTo(newToken, 200, "email=grace@example.com"))
+	eventually(t, 5*time.Second, "the old key's tokens still pass", answers(true, 200, "email=ada@example.com"))
 
 	// The API server refuses what the CRD's rules refuse: a team domain
 	// that is not Cloudflare Access's (the controller would fetch keys

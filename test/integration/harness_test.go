@@ -127,6 +127,9 @@ type ctlOpts struct {
 	// accessKeys, when set, is where the controller gets Access teams'
 	// keys.
 	accessKeys controller.AccessKeySource
+	// unknownKeys, when set, is told the Access teams proxies name in
+	// configwatch.HeaderUnknownAccessKeys.
+	unknownKeys func(team string)
 }
 
 func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlOpts) *running {
@@ -139,7 +142,7 @@ func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlO
 	if err := os.WriteFile(r.tokenF, []byte(r.token), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r.srv = configserver.New(configserver.Options{Token: r.token, Log: log, MaxWait: 5 * time.Second})
+	r.srv = configserver.New(configserver.Options{Token: r.token, Log: log, MaxWait: 5 * time.Second, OnUnknownAccessKeys: o.unknownKeys})
 	events := record.NewBroadcaster()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: cl.kube.CoreV1().Events("")})
 	var c *controller.Controller
