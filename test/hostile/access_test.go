@@ -15,8 +15,11 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/testaccess"
+	"github.com/tunnelgate/tunnelgate/standalone"
 )
 
 const (
@@ -73,4 +76,105 @@ func signAccess(t *testing.T, key *rsa.PrivateKey, kid string) string {
 		"email": "ana@example.com", "sub": "u1", "groups": []string{"eng"},
 		"iat": now.Add(-time.Minute).Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix()})
 	return testaccess.Sign(t, jose.RS256, key, kid, claims, nil)
+}
+
+// An AccessPolicy as a user writes it, with the default identity
+// headers, translated as the controller does: the email goes in
+// Cf-Access-Authenticated-User-Email, the header Cloudflare's edge sets
+// and backends written for Access read. A client that reaches the proxy
+// another way (a second hostname, in the cluster) must not be able to
+// set it, nor the other defaults, in any spelling; a token of a key the
+// team's set lacks, or for another application, gets nowhere.
+func TestPolicyDrivenAccessHeadersCannotBeForged(t *testing.T) {
+	key, other := testaccess.Key(t, "hostile"), testaccess.Key(t, "hostile-other")
+	certs := testaccess.Certs(t, map[string]*rsa.PublicKey{"k1": &key.PublicKey})
+	access, teams := translatedAccess(t, string(certs))
+	be := newBackend(t)
+	e := newEnv(t, be.addr, withAccessTeams(teams...), withRule(func(r *proxycfg.Rule) { r.Access = access }))
+	h := v1alpha1.DefaultAccessHeaders
+	token := signAccess(t, key, "k1")
+	forged := []hf{{h.Email, spoofed}, {strings.ReplaceAll(h.Email, "-", "_"), spoofed}, {strings.ToLower(h.Email), spoofed},
+		{h.Subject, spoofed}, {h.Groups, "admins"}, {h.ServiceToken, spoofed}, {strings.ReplaceAll(h.ServiceToken, "-", "_"), spoofed}}
+
+	e.each(func(t *testing.T, p path) {
+		n := len(be.requests())
+		sendFields(t, p, append([]hf{{"Cf-Access-Jwt-Assertion", token}}, forged...))
+		got := be.since(n)
+		if len(got) != 1 {
+			t.Fatalf("backend got %d requests, want 1", len(got))
+		}
+		expectOnce(t, got[0], strings.ToLower(h.Email), "ana@example.com")
+		expectOnce(t, got[0], strings.ToLower(h.Subject), "u1")
+		expectOnce(t, got[0], strings.ToLower(h.Groups), "eng")
+		for _, name := range []string{strings.ToLower(h.ServiceToken), strings.ReplaceAll(strings.ToLower(h.Email), "-", "_"),
+			strings.ReplaceAll(strings.ToLower(h.ServiceToken), "-", "_")} {
+			if v := got[0].values(name); len(v) != 0 {
+				t.Errorf("backend got %s %q, which the client sent", name, v)
+			}
+		}
+
+		for _, refused := range []struct {
+			name  string
+			token string
+		}{
+			{"a key the team's set lacks", signAccess(t, other, "k2")},
+			{"a key the team's set lacks, under a known kid", signAccess(t, other, "k1")},
+		} {
+			n := len(be.requests())
+			if s, _ := sendGET(t, p, append([]hf{{"Cf-Access-Jwt-Assertion", refused.token}}, forged...)); s != 403 {
+				t.Errorf("%s: %d, want 403", refused.name, s)
+			}
+			if len(be.since(n)) != 0 {
+				t.Errorf("%s: the backend was reached", refused.name)
+			}
+		}
+	})
+}
+
+// translatedAccess is what translate makes of an AccessPolicy with the
+// default identity headers on a route: the Access of its rule, and the
+// config's teams, the team's keys being certs.
+func translatedAccess(t *testing.T, certs string) (*proxycfg.Access, []proxycfg.AccessTeam) {
+	t.Helper()
+	snap, err := standalone.LoadBytes("policy.yaml", []byte(`apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: tunnelgate}
+spec: {controllerName: `+translate.DefaultControllerName+`}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: tunnelgate
+  listeners: [{name: http, protocol: HTTP, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: app}
+spec:
+  parentRefs: [{name: gw}]
+  rules: [{backendRefs: [{name: app, port: 80}]}]
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: AccessPolicy
+metadata: {name: protect}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: app}]
+  teamDomain: `+hostileTeam+`
+  audiences: [`+hostileAud+`]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := translate.Translate(&translate.Input{Snapshot: *snap, ControllerName: translate.DefaultControllerName, AnyEndpointAddress: true,
+		AccessKeys: map[string]*translate.AccessKeys{hostileTeam: {Doc: certs}}})
+	for _, r := range out.Config.Routes {
+		for _, ru := range r.Rules {
+			if ru.Access != nil {
+				return ru.Access, out.Config.AccessTeams
+			}
+		}
+	}
+	t.Fatalf("the policy protects no rule; statuses %+v", out.AccessPolicies)
+	return nil, nil
 }
