@@ -22,6 +22,10 @@ const (
 	codeAuthMissing     = 9106
 	codeBadBody         = 9207
 	codeAuth            = 10000
+	codeAccessInvalid   = 12130
+	codeAccessNotFound  = 12131
+	codeAccessConflict  = 12132
+	codeAccessInUse     = 12133
 	codeServerError     = 10013
 	codeRecordNotFound  = 81044
 	codeCNAMEConflict   = 81053

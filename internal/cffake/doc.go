@@ -3,7 +3,8 @@
 //
 // The idea: a controller's Cloudflare client is pointed at the fake with
 // option.WithBaseURL(f.URL()) and runs unchanged. The fake keeps real state
-// (accounts, zones, tunnels and their configurations, DNS records) and
+// (accounts, zones, tunnels and their configurations, DNS records, Access
+// applications, policies and tags) and
 // enforces the rules the real API enforces, so that code which passes
 // against it does not fail later against Cloudflare for reasons a test could
 // have seen: the catch-all ingress rule, CNAME exclusivity, identical
@@ -50,6 +51,8 @@
 // 9207 (unreadable body), 1001 (bad parameter), 1003 (404, tunnel not
 // found), 1056 (400, invalid tunnel configuration), 9000 (bad DNS name),
 // 9006 (bad IPv6), 9007 (bad CNAME content), 9020 (unknown record type),
-// 10013 (injected 5xx). Controllers should branch on the HTTP status and
+// 10013 (injected 5xx), 12130–12133 (Access: invalid request, not found,
+// conflict, a policy in use; messages in Access's "access.api.error."
+// style). Controllers should branch on the HTTP status and
 // treat codes as detail.
 package cffake

@@ -54,6 +54,10 @@ type Fake struct {
 	zones    []*zone
 	tunnels  []*tunnel
 
+	accessTags     []*accessTag
+	accessPolicies []*accessPolicy
+	accessApps     []*accessApp
+
 	faultMu sync.Mutex
 	faults  []*faultState
 
@@ -68,6 +72,7 @@ func New(opts Options) *Fake {
 	f.routeZones()
 	f.routeTunnels()
 	f.routeDNS()
+	f.routeAccess()
 	f.srv = httptest.NewServer(f)
 	return f
 }
