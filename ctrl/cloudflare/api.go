@@ -32,7 +32,12 @@ type api struct {
 	zones    *zones.ZoneService
 	records  *dns.RecordService
 	tunnels  *zero_trust.TunnelCloudflaredService
-	stats    *Stats
+
+	accessApps     *zero_trust.AccessApplicationService
+	accessPolicies *zero_trust.AccessPolicyService
+	accessTags     *zero_trust.AccessTagService
+
+	stats *Stats
 }
 
 // Stats count the calls made to Cloudflare's API.
@@ -84,7 +89,12 @@ func newAPI(baseURL, token string, hc *http.Client, stats *Stats, obs *observer)
 		zones:    zones.NewZoneService(opts...),
 		records:  dns.NewRecordService(opts...),
 		tunnels:  zero_trust.NewTunnelCloudflaredService(opts...),
-		stats:    stats,
+
+		accessApps:     zero_trust.NewAccessApplicationService(opts...),
+		accessPolicies: zero_trust.NewAccessPolicyService(opts...),
+		accessTags:     zero_trust.NewAccessTagService(opts...),
+
+		stats: stats,
 	}
 }
 

@@ -20,7 +20,9 @@ import (
 //     (createdFor); its connectors are removed first, since Cloudflare
 //     refuses to delete a tunnel that has any. Otherwise the tunnel is
 //     kept, its ingress document emptied, so that a connector still
-//     running its token serves nothing.
+//     running its token serves nothing. Before that, the Access
+//     applications and policies of its tunnel's sync (accessapps.go) are
+//     deleted.
 //
 // Nothing is created and no token written. Each step is repeated whole
 // after a failure, as every sync is; the report says Departed once all
@@ -94,6 +96,10 @@ func (s *Syncer) leaveTunnel(ctx context.Context, c *classSync, d Desired, id st
 	if holder := s.tunnelHolder(c, d); holder != "" {
 		s.opts.Log.Info("departing Gateway's tunnel left as it is: another wish holds it", "class", d.Class, "tunnel", id, "holder", holder)
 		return nil
+	}
+	// Its Access applications go before the tunnel that marks them.
+	if _, err := s.applyAccess(ctx, c, nil); err != nil {
+		return err
 	}
 	if d.DeleteTunnel && s.createdFor(c, d, id) {
 		info, ok, err := c.l.api.getTunnel(ctx, c.l.account, id)

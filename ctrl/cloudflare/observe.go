@@ -43,12 +43,25 @@ const (
 	opTunnelDelete
 	opDNSList
 	opDNSBatch // deletes, updates and creates of one zone, applied all or nothing
+	opAccessAppList
+	opAccessAppCreate
+	opAccessAppUpdate
+	opAccessAppDelete
+	opAccessPolicyList
+	opAccessPolicyCreate
+	opAccessPolicyUpdate
+	opAccessPolicyDelete
+	opAccessTagList
+	opAccessTagCreate
 	numOps
 )
 
 var opNames = [numOps]string{"other", "account_list", "zone_list", "tunnel_get", "tunnel_list", "tunnel_create",
 	"tunnel_token_get", "tunnel_config_get", "tunnel_config_put",
-	"tunnel_connections_delete", "tunnel_delete", "dns_list", "dns_batch"}
+	"tunnel_connections_delete", "tunnel_delete", "dns_list", "dns_batch",
+	"access_app_list", "access_app_create", "access_app_update", "access_app_delete",
+	"access_policy_list", "access_policy_create", "access_policy_update", "access_policy_delete",
+	"access_tag_list", "access_tag_create"}
 
 // callOutcome is how a call ended: the "outcome" label.
 type callOutcome uint8

@@ -18,6 +18,7 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 	a := newAPI(srv.URL(), "prism-token", nil, &Stats{}, nil)
 	ctx := context.Background()
 	const acc, tunnel, zoneID = "023e105f4ecef8ad9ca31a8372d0c353", "f70ff985-a4ef-4643-bbbc-4a0ed4fc8415", "023e105f4ecef8ad9ca31a8372d0c353"
+	const accessID = "f174e90a-fafe-4643-bbbc-4a0ed4fc8415"
 
 	calls := []struct {
 		name string
@@ -50,6 +51,19 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 			}
 			return a.apply(ctx, zoneID, plan)
 		}},
+		{"list Access applications", func() error { _, err := a.listAccessApps(ctx, acc); return err }},
+		{"list Access policies", func() error { _, err := a.listAccessPolicies(ctx, acc); return err }},
+		{"list Access tags", func() error { _, err := a.listAccessTags(ctx, acc); return err }},
+		{"create Access tag", func() error { return a.createAccessTag(ctx, acc, appTag(tunnel)) }},
+		{"create Access policy", func() error {
+			_, err := a.createAccessPolicy(ctx, acc, accessPolicySample(tunnel))
+			return err
+		}},
+		{"update Access policy", func() error { return a.updateAccessPolicy(ctx, acc, accessID, accessPolicySample(tunnel)) }},
+		{"delete Access policy", func() error { return a.deleteAccessPolicy(ctx, acc, accessID) }},
+		{"create Access application", func() error { _, err := a.createAccessApp(ctx, acc, accessAppSample(tunnel)); return err }},
+		{"update Access application", func() error { return a.updateAccessApp(ctx, acc, accessID, accessAppSample(tunnel)) }},
+		{"delete Access application", func() error { return a.deleteAccessApp(ctx, acc, accessID) }},
 	}
 	for _, c := range calls {
 		if err := c.do(); err != nil {
@@ -62,4 +76,17 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 	if n := len(srv.Exchanges()); n < len(calls) {
 		t.Errorf("Prism saw %d requests for %d calls", n, len(calls))
 	}
+}
+
+// accessPolicySample is a policy as the sync writes one, with every rule
+// kind it writes.
+func accessPolicySample(tunnel string) policySpec {
+	return policySpec{Name: policyPrefix(tunnel) + "team/app: people", Decision: decisionAllow, Include: []accessRule{
+		{ruleEmail, "ana@example.com"}, {ruleEmailDomain, "example.org"}, {kind: ruleAnyServiceToken}}}
+}
+
+// accessAppSample is an application as the sync writes one.
+func accessAppSample(tunnel string) appSpec {
+	return appSpec{Name: "team/app", SessionDuration: "12h", Destinations: []string{"app.example.com", "*.example.org"},
+		Policies: []string{"f174e90a-fafe-4643-bbbc-4a0ed4fc8415"}, Tags: []string{appTag(tunnel)}}
 }

@@ -44,6 +44,9 @@ type Desired struct {
 	// tunnel. Of two Gateways naming one tunnel, the elder is synced
 	// first after a restart, and so keeps it (tunnelHolder).
 	Since time.Time
+	// AccessApps are the Cloudflare Access applications kept with the
+	// tunnel (accessapps.go), their hostnames among Hostnames.
+	AccessApps []translate.AccessApp
 	// LivePlanes are the DNS owners (PlaneOwner) of the class's Gateways
 	// that exist, so the class's DNS sync removes the records of a plane
 	// whose Gateway was deleted; nil removes none.
@@ -160,6 +163,10 @@ type learned struct {
 	// tunnel and one of its own): looked at again after dnsRecheck.
 	dnsContested bool
 	livePlanes   []string // DNSOptions.LivePlanes of the last DNS pass
+
+	accessKey  string // hash of the tunnel and the AccessApps last applied
+	lastAccess time.Time
+	appTag     string // the application tag seen or made in the account
 }
 
 // New returns a Syncer; Run starts it.
@@ -481,12 +488,17 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 	}
 	st.Pending = ""
 
-	if d.Spec.DNS == nil || !d.Spec.DNS.Enabled {
-		st.DNS = nil
-		return st, nil
+	st.DNS = nil
+	if d.Spec.DNS != nil && d.Spec.DNS.Enabled {
+		dns, err := s.syncDNS(ctx, c, d, prev.DNS)
+		st.DNS = dns
+		if err != nil {
+			st.AccessApps = prev.AccessApps
+			return st, err
+		}
 	}
-	dns, err := s.syncDNS(ctx, c, d, prev.DNS)
-	st.DNS = dns
+	apps, err := s.syncAccessApps(ctx, c, d, prev.AccessApps)
+	st.AccessApps = apps
 	return st, err
 }
 
@@ -795,7 +807,8 @@ func desiredKey(d Desired) string {
 		Dep     bool
 		Del     bool
 		Created string
-	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes, d.Departing, d.DeleteTunnel, d.CreatedTunnel})
+		Apps    []translate.AccessApp
+	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes, d.Departing, d.DeleteTunnel, d.CreatedTunnel, d.AccessApps})
 }
 
 func hash(s string) string {

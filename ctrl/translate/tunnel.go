@@ -37,6 +37,9 @@ type TunnelState struct {
 	// of its own is done (its DNS records removed, its tunnel emptied or
 	// deleted); the controller then lets the Gateway go.
 	Departed bool
+	// AccessApps are the states of the Access applications kept with
+	// this tunnel (Desired.AccessApps), by AccessApp.Policy.
+	AccessApps map[string]AccessAppState
 }
 
 // DNSState is the state of one hostname's records.

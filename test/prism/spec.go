@@ -28,6 +28,11 @@ var DefaultPaths = []string{
 	"/zones/{zone_id}/dns_records",
 	"/zones/{zone_id}/dns_records/{dns_record_id}",
 	"/zones/{zone_id}/dns_records/batch",
+	"/{accounts_or_zones}/{account_or_zone_id}/access/apps",
+	"/{accounts_or_zones}/{account_or_zone_id}/access/apps/{app_id}",
+	"/accounts/{account_id}/access/policies",
+	"/accounts/{account_id}/access/policies/{policy_id}",
+	"/accounts/{account_id}/access/tags",
 }
 
 // A patch is a correction of Cloudflare's spec where it refuses a request
