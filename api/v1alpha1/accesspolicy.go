@@ -38,8 +38,15 @@ type AccessPolicySpec struct {
 	// their issuer.
 	TeamDomain string `json:"teamDomain"`
 	// Audiences are the audience (AUD) tags of the Access applications
-	// whose tokens pass: a token must be issued for one of them.
-	Audiences []string `json:"audiences"`
+	// whose tokens pass: a token must be issued for one of them. Needed
+	// unless Application is set, whose tag is added to them.
+	Audiences []string `json:"audiences,omitempty"`
+	// Application, when set, has the controller create and keep the
+	// Access application itself, in the Cloudflare account of the
+	// tunnel serving the protected hostnames: over those hostnames, and
+	// letting in who Require names (emails, email domains, service
+	// tokens; not groups).
+	Application *AccessApplication `json:"application,omitempty"`
 	// Require, when set, narrows who passes among the holders of a valid
 	// token: a token must match one entry of one of its lists.
 	Require *AccessRequirements `json:"require,omitempty"`
@@ -48,6 +55,27 @@ type AccessPolicySpec struct {
 	// are sent; set, exactly the names given are (an empty one sends
 	// none). Copies a client sent are always removed.
 	IdentityHeaders *AccessIdentityHeaders `json:"identityHeaders,omitempty"`
+}
+
+// AccessApplication is the Access application the controller keeps for
+// a policy.
+type AccessApplication struct {
+	// Name is the application's name in Cloudflare; default
+	// "<namespace>/<policy name>". Renaming it replaces the application
+	// (and its audience tag).
+	Name string `json:"name,omitempty"`
+	// SessionDuration is how long a login lasts, as a Go duration
+	// ("24h", "30m"); empty: Cloudflare's default.
+	SessionDuration string `json:"sessionDuration,omitempty"`
+}
+
+// AppName is the name of the policy's application: its own, or
+// "<namespace>/<name>".
+func (p *AccessPolicy) AppName() string {
+	if a := p.Spec.Application; a != nil && a.Name != "" {
+		return a.Name
+	}
+	return p.Namespace + "/" + p.Name
 }
 
 // AccessRequirements are who may pass: emails and email domains compare

@@ -118,6 +118,10 @@ func (in *AccessPolicy) DeepCopy() *AccessPolicy {
 		c := *h
 		out.Spec.IdentityHeaders = &c
 	}
+	if a := in.Spec.Application; a != nil {
+		c := *a
+		out.Spec.Application = &c
+	}
 	in.Status.DeepCopyInto(&out.Status)
 	return &out
 }

@@ -440,7 +440,7 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 		return &translate.TunnelState{Problem: "the GatewayClassConfig names no tunnel (tunnel.id or tunnel.name)"}, nil
 	}
 	s.useToken(c, d)
-	st := &translate.TunnelState{ID: c.l.tunnelID, Pending: prev.Pending, DNS: prev.DNS}
+	st := &translate.TunnelState{ID: c.l.tunnelID, Pending: prev.Pending, DNS: prev.DNS, AccessApps: prev.AccessApps}
 
 	if err := s.resolveAccount(ctx, c, d); err != nil {
 		if p, ok := err.(problem); ok {
@@ -493,7 +493,6 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 		dns, err := s.syncDNS(ctx, c, d, prev.DNS)
 		st.DNS = dns
 		if err != nil {
-			st.AccessApps = prev.AccessApps
 			return st, err
 		}
 	}

@@ -49,6 +49,7 @@ func desiredTunnels(snap *translate.Snapshot, out *translate.Output, byClass map
 				d.Hostnames = append(d.Hostnames, h)
 			}
 		}
+		d.AccessApps = accessAppsOf(out.AccessApps, d.Hostnames)
 		list = append(list, d)
 	}
 	list = append(list, planeTunnels(snap, out, byClass)...)
@@ -58,6 +59,26 @@ func desiredTunnels(snap *translate.Snapshot, out *translate.Output, byClass map
 		}
 	}
 	return list
+}
+
+// accessAppsOf are the Access applications a tunnel serving hosts keeps:
+// each over those of its hostnames the tunnel serves. An AccessPolicy
+// whose hostnames several tunnels serve has an application with each.
+func accessAppsOf(apps []translate.AccessApp, hosts []translate.Hostname) []translate.AccessApp {
+	var out []translate.AccessApp
+	for _, a := range apps {
+		var mine []string
+		for _, h := range a.Hostnames {
+			if slices.ContainsFunc(hosts, func(s translate.Hostname) bool { return s.Name == h }) {
+				mine = append(mine, h)
+			}
+		}
+		if len(mine) > 0 {
+			a.Hostnames = mine
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // classConfigs are the GatewayClassConfigs of our GatewayClasses, by
@@ -95,7 +116,8 @@ func planeTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[s
 			continue // translate accepts neither
 		}
 		spec := planeSpec(class, key, cc)
-		d := cloudflare.Desired{Class: translate.PlaneTunnelKey(class, key), Hostnames: p.Hostnames, Since: p.Gateway.CreationTimestamp.Time}
+		d := cloudflare.Desired{Class: translate.PlaneTunnelKey(class, key), Hostnames: p.Hostnames, Since: p.Gateway.CreationTimestamp.Time,
+			AccessApps: accessAppsOf(out.AccessApps, p.Hostnames)}
 		if rec, ok := translate.TunnelRecordOf(p.Gateway); ok && rec.Created {
 			d.CreatedTunnel = rec.ID
 		}

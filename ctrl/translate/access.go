@@ -3,6 +3,7 @@ package translate
 import (
 	"cmp"
 	"errors"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -33,6 +34,11 @@ import (
 //     let through unchecked.
 //   - A protected rule gets Rule.Access; the config carries the keys of
 //     every team a rule uses (Input.AccessKeys).
+//   - A policy with spec.application asks for an Access application over
+//     the public hostnames of the rules it protects (Output.AccessApps),
+//     which the Cloudflare sync makes per tunnel; the tags it reports
+//     (TunnelState.AccessApps) join the policy's audiences. Until one is
+//     known its rules answer 503: no token could pass.
 
 // accessTarget is what a targetRef names: kind, namespace, name, and the
 // section ("" for the whole object).
@@ -42,11 +48,16 @@ type accessTarget struct{ kind, namespace, name, section string }
 // cannot be applied.
 type accessInfo struct {
 	obj *v1alpha1.AccessPolicy
-	// access is set on the rules the policy protects; nil when invalid.
-	access  *proxycfg.Access
-	invalid string
+	// access is set on the rules the policy protects; nil when invalid,
+	// or while its application has no audience tag yet (appPending).
+	access     *proxycfg.Access
+	invalid    string
+	appPending bool
 	// uses are its ancestors' outcomes, made by accessStatuses.
 	uses []*accessUse
+	// appHosts are the public hostnames of the rules it protects, for
+	// its application (spec.application), made by countProtections.
+	appHosts []string
 }
 
 func (ai *accessInfo) name() string { return ai.obj.Namespace + "/" + ai.obj.Name }
@@ -61,7 +72,7 @@ func (t *translator) accessPolicies() {
 	slices.SortFunc(ps, func(a, b *v1alpha1.AccessPolicy) int { return compareAge(&a.ObjectMeta, &b.ObjectMeta) })
 	t.accessByTarget = map[accessTarget][]*accessInfo{}
 	for _, p := range ps {
-		ai := newAccessInfo(p)
+		ai := newAccessInfo(p, t.applicationAUDs(p))
 		t.accessList = append(t.accessList, ai)
 		for _, tr := range p.Spec.TargetRefs {
 			if string(tr.Group) != groupGateway {
@@ -76,29 +87,63 @@ func (t *translator) accessPolicies() {
 }
 
 // newAccessInfo checks a policy the way the proxy will check the rules it
-// protects, so a problem shows once, on the policy.
-func newAccessInfo(p *v1alpha1.AccessPolicy) *accessInfo {
+// protects, so a problem shows once, on the policy. appAUDs are the
+// audience tags of its applications (spec.application), as the
+// Cloudflare sync reported them.
+func newAccessInfo(p *v1alpha1.AccessPolicy, appAUDs []string) *accessInfo {
 	ai := &accessInfo{obj: p}
 	s := &p.Spec
 	h := s.Headers()
 	a := &proxycfg.Access{Team: s.TeamDomain, Audiences: s.Audiences,
 		EmailHeader: h.Email, SubjectHeader: h.Subject, GroupsHeader: h.Groups, ServiceTokenHeader: h.ServiceToken}
+	if len(appAUDs) > 0 {
+		a.Audiences = slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(s.Audiences), appAUDs...))))
+	}
 	if r := s.Require; r != nil {
 		a.Emails, a.EmailDomains, a.Groups, a.ServiceTokens = r.Emails, r.EmailDomains, r.Groups, r.ServiceTokens
+	}
+	// A policy waiting for its application's tag is checked as if it had
+	// one, so that whatever else is wrong shows now.
+	pending := s.Application != nil && len(a.Audiences) == 0
+	checked := *a
+	if pending {
+		checked.Audiences = []string{"pending"}
 	}
 	var errs []error
 	if err := cfaccess.CheckTeamDomain(s.TeamDomain); err != nil {
 		errs = append(errs, errors.New("teamDomain: "+err.Error()))
 	}
-	if err := compiled.ValidateAccess(a); err != nil {
+	if err := compiled.ValidateAccess(&checked); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		ai.invalid = strings.ReplaceAll(err.Error(), "\n", "; ")
 		return ai
 	}
+	if pending {
+		ai.appPending = true
+		return ai
+	}
 	ai.access = a
 	return ai
+}
+
+// applicationAUDs are the audience tags the Cloudflare sync reported for
+// the applications of a policy with spec.application (one per tunnel
+// serving its hostnames), sorted.
+func (t *translator) applicationAUDs(p *v1alpha1.AccessPolicy) []string {
+	if p.Spec.Application == nil {
+		return nil
+	}
+	key := p.Namespace + "/" + p.Name
+	var out []string
+	for _, ts := range t.in.Tunnels {
+		if st, ok := ts.AccessApps[key]; ok && st.AUD != "" && !slices.Contains(out, st.AUD) {
+			out = append(out, st.AUD)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // accessWinner is the policy that applies on a target: the oldest naming
@@ -165,6 +210,8 @@ func (t *translator) ruleAccess(kind, ns, name, rule string, scope *accessInfo) 
 func (ai *accessInfo) protect(r *proxycfg.Rule) {
 	switch {
 	case ai == nil:
+	case ai.appPending:
+		r.FailStatus = http.StatusServiceUnavailable // no token can pass before its application exists
 	case ai.access == nil:
 		r.FailStatus = failClosed
 	default:

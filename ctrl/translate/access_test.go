@@ -56,7 +56,7 @@ func TestAccessDetachOpens(t *testing.T) {
 		protected bool
 	}{
 		{"attached", in, true},
-		{"detached", withoutPolicies(in, "gw-wide", "admin-listener", "gw-newer", "app-route", "app-private", "bad-headers", "rpc-policy", "lost"), false},
+		{"detached", withoutPolicies(in, "gw-wide", "admin-listener", "gw-newer", "app-route", "app-private", "bad-headers", "rpc-policy", "lost", "docs-app"), false},
 		{"attached again", in, true},
 	} {
 		for _, out := range []*translate.Output{translate.Translate(step.in), cache.Translate(step.in)} {
@@ -132,5 +132,61 @@ func TestAccessOldestWins(t *testing.T) {
 	}
 	if c := cond(out.AccessPolicies[nsName("default", "gw-newer")][0].Conditions, "Accepted"); c.Status != "True" {
 		t.Errorf("gw-newer Accepted %+v", c)
+	}
+}
+
+// A policy with spec.application takes the audience tags the Cloudflare
+// sync reports for its application, beside its own audiences, and says
+// how the application stands under each Gateway; a Cache sees the tag
+// arrive.
+func TestAccessApplicationAudience(t *testing.T) {
+	in := steady(loadGolden(t, "access.yaml"))
+	cache := translate.NewCache()
+	withTunnel := func(st *translate.AccessAppState) *translate.Input {
+		c := *in
+		ts := &translate.TunnelState{ID: "tunnel-id"}
+		if st != nil {
+			ts.AccessApps = map[string]translate.AccessAppState{"default/docs-app": *st}
+		}
+		c.Tunnels = map[string]*translate.TunnelState{"tunnelgate": ts}
+		return &c
+	}
+	for _, step := range []struct {
+		name        string
+		in          *translate.Input
+		audiences   []string // nil: the rule answers 503
+		cond, state string
+	}{
+		{"no tunnel", in, nil, "False", "NoTunnel"},
+		{"being made", withTunnel(nil), nil, "False", "Pending"},
+		{"refused", withTunnel(&translate.AccessAppState{Problem: "access.api.error.invalid_request"}), nil, "False", "ApplicationFailed"},
+		{"made", withTunnel(&translate.AccessAppState{AUD: "aud-made"}), []string{"aud-made"}, "True", "ApplicationProgrammed"},
+		{"a change refused, the tag kept", withTunnel(&translate.AccessAppState{AUD: "aud-made", Problem: "429"}), []string{"aud-made"}, "True", "ApplicationProgrammed"},
+		{"gone again", withTunnel(nil), nil, "False", "Pending"},
+	} {
+		for _, out := range []*translate.Output{translate.Translate(step.in), cache.Translate(step.in)} {
+			rules := accessRules(out, "default", "docs")["default/gw/http"]
+			if len(rules) != 1 {
+				t.Fatalf("%s: docs rules %+v", step.name, rules)
+			}
+			r := rules[0]
+			switch {
+			case step.audiences == nil && (r.Access != nil || r.FailStatus != 503):
+				t.Errorf("%s: rule %+v, want 503 without Access", step.name, r)
+			case step.audiences != nil && (r.Access == nil || !slices.Equal(r.Access.Audiences, step.audiences) || r.FailStatus != 0):
+				t.Errorf("%s: rule %+v, want Access for %v", step.name, r, step.audiences)
+			}
+			anc := out.AccessPolicies[nsName("default", "docs-app")]
+			if len(anc) != 1 {
+				t.Fatalf("%s: ancestors %+v", step.name, anc)
+			}
+			c := cond(anc[0].Conditions, translate.AccessConditionApplicationReady)
+			if c == nil || string(c.Status) != step.cond || c.Reason != step.state {
+				t.Errorf("%s: ApplicationReady %+v, want %s %s", step.name, c, step.cond, step.state)
+			}
+			if len(out.AccessApps) != 1 || !slices.Equal(out.AccessApps[0].Hostnames, []string{"docs.example.com", "wiki.example.com"}) {
+				t.Errorf("%s: applications asked for %+v", step.name, out.AccessApps)
+			}
+		}
 	}
 }

@@ -27,6 +27,9 @@ import (
 //     them all.
 //   - KeysReady (when Accepted): whether the team's signing keys are
 //     known. Without them the proxies refuse every request of its rules.
+//   - ApplicationReady (when Accepted, for spec.application): whether
+//     the Access application over the Gateway's protected hostnames
+//     exists, in the account of the tunnel serving the Gateway.
 //
 // On the targets, the condition ConditionAccessPolicyAffected: on a
 // Gateway that a policy applies to whole, on a listener one applies to,
@@ -53,6 +56,18 @@ const (
 	reasonAccessProtected = "Protected"
 	reasonKeysFetched     = "KeysFetched"
 	reasonKeysUnavailable = "KeysUnavailable"
+)
+
+// AccessConditionApplicationReady is the condition, on an AccessPolicy
+// ancestor, of a policy with spec.application: does the Access
+// application covering the Gateway's hostnames exist?
+const AccessConditionApplicationReady = "ApplicationReady"
+
+const (
+	reasonApplicationProgrammed = "ApplicationProgrammed"
+	reasonApplicationPending    = "Pending"
+	reasonApplicationFailed     = "ApplicationFailed"
+	reasonApplicationNoTunnel   = "NoTunnel"
 )
 
 // accessUse is what a policy does under one ancestor.
@@ -180,7 +195,23 @@ func (t *translator) accessStatuses() {
 	t.countProtections()
 	for _, ai := range t.accessList {
 		t.out.AccessPolicies[nn(ai.obj.Namespace, ai.obj.Name)] = t.accessAncestors(ai)
+		t.accessApp(ai)
 	}
+}
+
+// accessApp asks for the application of a policy with spec.application
+// that protects rules of public hostnames.
+func (t *translator) accessApp(ai *accessInfo) {
+	app, s := ai.obj.Spec.Application, &ai.obj.Spec
+	if app == nil || ai.invalid != "" || len(ai.appHosts) == 0 {
+		return
+	}
+	a := AccessApp{Policy: ai.name(), Name: ai.obj.AppName(), SessionDuration: app.SessionDuration,
+		Hostnames: slices.Compact(slices.Sorted(slices.Values(ai.appHosts)))}
+	if r := s.Require; r != nil {
+		a.Emails, a.EmailDomains, a.ServiceTokens = slices.Sorted(slices.Values(r.Emails)), slices.Sorted(slices.Values(r.EmailDomains)), len(r.ServiceTokens) > 0
+	}
+	t.out.AccessApps = append(t.out.AccessApps, a)
 }
 
 // resolveAccessTarget records, under the target's ancestors, whether the
@@ -269,6 +300,9 @@ func (t *translator) countProtections() {
 				}
 				return gatewayAncestor(pi.gw, "")
 			}
+			if w.obj.Spec.Application != nil {
+				w.appHosts = append(w.appHosts, a.held()...)
+			}
 			for level, c := range chain {
 				switch {
 				case c == nil:
@@ -340,6 +374,10 @@ func (t *translator) accessConditions(ai *accessInfo, u *accessUse, c *conds) {
 		c.set(programmed, true, policyReasonProgrammed, "protects "+plural(n, "rule"))
 	}
 
+	if ai.obj.Spec.Application != nil {
+		t.applicationCondition(ai, u, c)
+	}
+
 	keys := t.in.AccessKeys[ai.obj.Spec.TeamDomain]
 	switch {
 	case keys == nil:
@@ -388,4 +426,37 @@ func refString(r *gwv1.ParentReference) string {
 		s += " " + string(*r.SectionName)
 	}
 	return s
+}
+
+// applicationCondition is ApplicationReady under one ancestor: the state
+// of the application the sync of the tunnel serving that Gateway keeps.
+func (t *translator) applicationCondition(ai *accessInfo, u *accessUse, c *conds) {
+	const waitAnswer = "; until an application exists its rules answer 503"
+	if u.ref.Kind == nil || *u.ref.Kind != "Gateway" || u.ref.Namespace == nil {
+		return // a target not found: Accepted says so
+	}
+	gi := t.gatewayByKey[nn(string(*u.ref.Namespace), string(u.ref.Name))]
+	ts := t.tunnelOf(gi)
+	st, ok := AccessAppState{}, false
+	if ts != nil {
+		st, ok = ts.AccessApps[ai.name()]
+	}
+	name := ai.obj.AppName()
+	switch {
+	case gi == nil:
+		return
+	case ts == nil:
+		c.set(AccessConditionApplicationReady, false, reasonApplicationNoTunnel,
+			"no tunnel serves this Gateway, so no Access application covers it"+waitAnswer)
+	case !ok:
+		c.set(AccessConditionApplicationReady, false, reasonApplicationPending, "the Access application "+strconv.Quote(name)+" is being made"+waitAnswer)
+	case st.AUD == "":
+		c.set(AccessConditionApplicationReady, false, reasonApplicationFailed, "the Access application "+strconv.Quote(name)+" cannot be made: "+st.Problem+waitAnswer)
+	case st.Problem != "":
+		c.set(AccessConditionApplicationReady, true, reasonApplicationProgrammed, "the Access application "+strconv.Quote(name)+
+			" (AUD "+st.AUD+") exists; its last change failed: "+st.Problem)
+	default:
+		c.set(AccessConditionApplicationReady, true, reasonApplicationProgrammed, "the Access application "+strconv.Quote(name)+
+			" (AUD "+st.AUD+") covers the hostnames it protects here")
+	}
 }

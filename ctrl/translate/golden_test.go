@@ -255,6 +255,9 @@ func render(t *testing.T, out *translate.Output) []byte {
 	if len(out.AccessPolicies) > 0 {
 		doc["accessPolicies"] = byName(out.AccessPolicies)
 	}
+	if len(out.AccessApps) > 0 {
+		doc["accessApps"] = out.AccessApps
+	}
 	// Round-trip through JSON to get a generic tree, then print every
 	// condition on one line: Type=Status Reason: message. Transition times
 	// and generations are the same everywhere here (unit tests cover them).

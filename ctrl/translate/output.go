@@ -34,6 +34,9 @@ type Output struct {
 	// Hostnames are the public hostnames of accepted routes, sorted, with
 	// what each needs from the tunnel; those of Planes are theirs alone.
 	Hostnames []Hostname
+	// AccessApps are the Access applications AccessPolicies ask the
+	// controller to keep (spec.application), by policy.
+	AccessApps []AccessApp
 
 	// Events worth telling a user, in a stable order.
 	Events []Event
