@@ -18,9 +18,10 @@ import (
 //   - rule validation, per rule of a route object;
 //   - the whole last translation (lastRun): each route's translation, to
 //     reuse when what it read is unchanged (routememo.go), and the
-//     translator's working state, so that when only backends changed the
-//     next translation patches the last one (patch.go) instead of redoing
-//     it.
+//     translator's working state, so that when only backends changed, or
+//     routes were edited without changing how they attach, the next
+//     translation patches the last one (patch.go, routepatch.go) instead
+//     of redoing it.
 //
 // Its contract with its callers is that an object, once translated, is
 // never edited: a changed object is a new object. Informers replace,
@@ -72,8 +73,8 @@ func (c *Cache) Stats() (reused, translated int) {
 func NewCache() *Cache { return &Cache{} }
 
 // Translate is Translate with the work of the last translation reused: a
-// patch of it when only backends changed, else a full translation that
-// reuses what still holds.
+// patch of it when only backends and route rules changed, else a full
+// translation that reuses what still holds.
 func (c *Cache) Translate(in *Input) *Output {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -202,6 +203,17 @@ func (c *Cache) validated(key ruleKey, check func() error) error {
 		c.prev[key] = err // a patch: see endFull
 	}
 	return err
+}
+
+// forgetRules drops the remembered validations of a route object a patch
+// replaced: nothing will ask for them again, and a full translation, which
+// would sweep them, may not come for a long time.
+func (c *Cache) forgetRules(route any) {
+	for k := range c.prev {
+		if k.route == route {
+			delete(c.prev, k)
+		}
+	}
 }
 
 // ruleKey is what a rule's validation depends on: the rule (the route

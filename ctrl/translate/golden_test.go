@@ -37,7 +37,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := 0
+	n, routePatched := 0, 0
 	for _, in := range inputs {
 		if strings.HasSuffix(in, ".out.yaml") {
 			continue
@@ -82,7 +82,9 @@ func TestGolden(t *testing.T) {
 					t.Errorf("with a Cache the output differs:\n%s", lineDiff(string(got), string(warm)))
 				}
 			}
-			checkPatches(t, snap, out)
+			if checkPatches(t, snap, out) {
+				routePatched++
+			}
 
 			want := strings.TrimSuffix(in, ".yaml") + ".out.yaml"
 			if *update {
@@ -103,17 +105,23 @@ func TestGolden(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no golden inputs found")
 	}
+	if routePatched == 0 {
+		t.Error("no golden input's route edits were patched: a route's status written back should be")
+	}
 }
 
 // checkPatches follows a golden input into a running cluster's life: every
 // status written back, then backends replaced one by one, as informers
-// deliver pods coming and going. A warm translation (which patches the last
-// one when it can) must give what a cold one does each time.
-func checkPatches(t *testing.T, snap *translate.Snapshot, first *translate.Output) {
-	checkPatchesN(t, snap, first, true)
+// deliver pods coming and going, then routes edited (a status written, a
+// filter added, a rule removed, a hostname added), then Gateways, grants
+// and policies replaced and edited. A warm translation (which patches the
+// last one when it can) must give what a cold one does each time.
+// It reports whether a route edit was patched.
+func checkPatches(t *testing.T, snap *translate.Snapshot, first *translate.Output) bool {
+	return checkPatchesN(t, snap, first, true)
 }
 
-func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Output, mustPatch bool) {
+func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Output, mustPatch bool) (routePatched bool) {
 	t.Helper()
 	s := *snap
 	s.GatewayClasses, s.Gateways, s.ListenerSets = slices.Clone(s.GatewayClasses), slices.Clone(s.Gateways), slices.Clone(s.ListenerSets)
@@ -125,9 +133,13 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 	patched := 0
 	check := func(step string) {
 		t.Helper()
-		want := render(t, translate.Translate(in))
-		if got := render(t, cache.Translate(in)); !bytes.Equal(got, want) {
+		cold, warm := translate.Translate(in), cache.Translate(in)
+		want := render(t, cold)
+		if got := render(t, warm); !bytes.Equal(got, want) {
 			t.Fatalf("%s: with a Cache the output differs:\n%s", step, lineDiff(string(want), string(got)))
+		}
+		if got, want := statusesOf(t, warm), statusesOf(t, cold); !bytes.Equal(got, want) {
+			t.Fatalf("%s: with a Cache the statuses differ (generations or times):\n%s", step, lineDiff(string(want), string(got)))
 		}
 		if translate.Patched(cache) {
 			patched++
@@ -159,6 +171,104 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 	if mustPatch && patched == 0 {
 		t.Error("no translation patched the last one: steady and replaced backends should")
 	}
+	before := patched
+	for i := range s.HTTPRoutes {
+		editHTTPRoute(&s.HTTPRoutes[i], check)
+	}
+	for i := range s.GRPCRoutes {
+		editGRPCRoute(&s.GRPCRoutes[i], check)
+	}
+	routePatched = patched > before
+	for i := range s.Gateways {
+		c := s.Gateways[i].DeepCopy()
+		s.Gateways[i] = c
+		check("Gateway " + c.Name + " replaced")
+		c = c.DeepCopy()
+		c.Generation++
+		c.Spec.Listeners = append(c.Spec.Listeners, gwv1.Listener{Name: "edited", Protocol: gwv1.HTTPProtocolType, Port: 8089})
+		s.Gateways[i] = c
+		check("Gateway " + c.Name + " gains a listener")
+	}
+	for i := range s.AccessPolicies {
+		c := s.AccessPolicies[i].DeepCopy()
+		s.AccessPolicies[i] = c
+		check("AccessPolicy " + c.Name + " replaced")
+		c = c.DeepCopy()
+		c.Generation++
+		c.Spec.Audiences = append(c.Spec.Audiences, "edited")
+		s.AccessPolicies[i] = c
+		check("AccessPolicy " + c.Name + " edited")
+	}
+	for len(s.ReferenceGrants) > 0 {
+		name := s.ReferenceGrants[0].Name
+		s.ReferenceGrants = s.ReferenceGrants[1:]
+		check("ReferenceGrant " + name + " deleted")
+	}
+	return routePatched
+}
+
+// editHTTPRoute replaces *r with copies edited as users and the
+// controller do, checking the translation after each: its status
+// written back (a copy), a response header set on its first rule, its
+// last rule removed, a hostname added.
+func editHTTPRoute(r **gwv1.HTTPRoute, check func(step string)) {
+	step := func(what string, edit func(c *gwv1.HTTPRoute)) {
+		c := (*r).DeepCopy()
+		c.Generation++
+		edit(c)
+		*r = c
+		check("HTTPRoute " + c.Name + " " + what)
+	}
+	step("replaced", func(c *gwv1.HTTPRoute) { c.Generation-- })
+	step("gains a filter", func(c *gwv1.HTTPRoute) {
+		if len(c.Spec.Rules) > 0 {
+			c.Spec.Rules[0].Filters = append(c.Spec.Rules[0].Filters, gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterResponseHeaderModifier,
+				ResponseHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-Edited", Value: "1"}}}})
+		}
+	})
+	step("loses a rule", func(c *gwv1.HTTPRoute) {
+		if len(c.Spec.Rules) > 1 {
+			c.Spec.Rules = c.Spec.Rules[:len(c.Spec.Rules)-1]
+		}
+	})
+	step("gains a hostname", func(c *gwv1.HTTPRoute) { c.Spec.Hostnames = append(c.Spec.Hostnames, "edited.example.com") })
+}
+
+// editGRPCRoute is editHTTPRoute for a GRPCRoute.
+func editGRPCRoute(r **gwv1.GRPCRoute, check func(step string)) {
+	step := func(what string, edit func(c *gwv1.GRPCRoute)) {
+		c := (*r).DeepCopy()
+		c.Generation++
+		edit(c)
+		*r = c
+		check("GRPCRoute " + c.Name + " " + what)
+	}
+	step("replaced", func(c *gwv1.GRPCRoute) { c.Generation-- })
+	step("gains a filter", func(c *gwv1.GRPCRoute) {
+		if len(c.Spec.Rules) > 0 {
+			c.Spec.Rules[0].Filters = append(c.Spec.Rules[0].Filters, gwv1.GRPCRouteFilter{Type: gwv1.GRPCRouteFilterResponseHeaderModifier,
+				ResponseHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-Edited", Value: "1"}}}})
+		}
+	})
+	step("loses a rule", func(c *gwv1.GRPCRoute) {
+		if len(c.Spec.Rules) > 1 {
+			c.Spec.Rules = c.Spec.Rules[:len(c.Spec.Rules)-1]
+		}
+	})
+	step("gains a hostname", func(c *gwv1.GRPCRoute) { c.Spec.Hostnames = append(c.Spec.Hostnames, "edited.example.com") })
+}
+
+// statusesOf is every status of an output as written, with the
+// generations and transition times render leaves out.
+func statusesOf(t *testing.T, out *translate.Output) []byte {
+	t.Helper()
+	b, err := json.MarshalIndent(map[string]any{"gatewayClasses": out.GatewayClasses, "gateways": byName(out.Gateways),
+		"listenerSets": byName(out.ListenerSets), "httpRoutes": byName(out.HTTPRoutes), "grpcRoutes": byName(out.GRPCRoutes),
+		"backendTLSPolicies": byName(out.BackendTLSPolicies), "accessPolicies": byName(out.AccessPolicies)}, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // writeBackAll writes an output's statuses onto new copies of the objects,

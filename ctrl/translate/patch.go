@@ -1,6 +1,7 @@
 package translate
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 
@@ -17,14 +18,15 @@ import (
 // EndpointSlice replaced. Translating 5,000 routes again for it, even from
 // memos, is thousands of map lookups and a full diff. So the Cache keeps
 // the whole last translation (lastRun), and when the only objects that
-// changed since are backends (Services, EndpointSlices, ExternalBackends),
-// patch translates again just the routes that resolved through them, on
-// the last translation's working state (Gateways, listeners,
-// attachments), and copies everything else. The result is exactly what a
-// full translation would give; wherever that is not certain (an object
-// deleted, a route's shape or attachment counts changing, a
-// BackendTLSPolicy involved, the clock needed) patch gives up and
-// Cache.Translate does the full translation.
+// changed since are backends (Services, EndpointSlices, ExternalBackends)
+// and routes edited without changing how they attach (routepatch.go),
+// patch translates again just those routes and the routes that resolved
+// through those backends, on the last translation's working state
+// (Gateways, listeners, attachments), and copies everything else. The
+// result is exactly what a full translation would give; wherever that is
+// not certain (an object added or deleted, a route's shape or attachment
+// counts changing, a BackendTLSPolicy involved, the clock needed) patch
+// gives up and Cache.Translate does the full translation.
 
 // lastRun is a full or patched translation, kept for the next one.
 type lastRun struct {
@@ -32,6 +34,7 @@ type lastRun struct {
 	out    *Output
 	slots  []routeSlot
 	slotOf map[any]int // route object → index in slots
+	byName map[routeName]int
 
 	// The backend objects it was made from, to tell what changed.
 	services  map[*corev1.Service]struct{}
@@ -95,54 +98,61 @@ func (c *Cache) patch(in *Input) *Output {
 	if !c.mayPatch(in) {
 		return nil
 	}
+	edits, ok := l.routeChanges(in)
+	if !ok {
+		return nil
+	}
 	changes, ok := l.backendChanges(in)
 	if !ok {
 		return nil
 	}
-	affected := l.affected(changes)
+	affected := l.affected(changes, edits)
 	if len(affected) > len(l.slots)/4+1 {
 		return nil // a full translation costs about the same, and is simpler
 	}
 
-	// From here on the last translation's index describes in; if the patch
-	// still gives up, the full translation builds its own, and the memos
-	// it reuses are checked against that.
+	// From here on the last translation's index and graph describe in; if
+	// the patch still gives up, the full translation builds its own, and
+	// the memos it reuses are checked against that.
 	l.t.look.ix.apply(changes)
 	l.setsApply(changes)
+	l.replaceRoutes(edits)
 
 	t := l.patchTranslator(in)
 	memos := make([]*routeMemo, len(affected)) // on the stack when few
-	if !t.retranslate(l, affected, memos) {
+	objs := l.routeObjects(affected, edits)
+	if !t.retranslate(l, affected, objs, memos) {
 		return nil
 	}
 	out, ok := l.patchOutput(affected, memos)
 	if !ok {
 		return nil
 	}
-	c.keepPatch(t, out, affected, memos)
+	c.keepPatch(t, out, affected, memos, edits)
 	return out
 }
 
 // mayPatch reports whether in may be a patch of the last translation:
 // one that can be repeated, made in the same epoch, with the same
-// addresses and the same route objects (only backends may have changed).
+// addresses.
 func (c *Cache) mayPatch(in *Input) bool {
 	l := c.last
-	if l == nil || !l.patchable || !c.epochSame || !addressesEqual(l.addresses, in.Addresses) ||
-		len(in.HTTPRoutes)+len(in.GRPCRoutes) != len(l.slots) {
-		return false
-	}
-	for _, r := range in.HTTPRoutes {
-		if _, ok := l.slotOf[r]; !ok {
-			return false
+	return l != nil && l.patchable && c.epochSame && addressesEqual(l.addresses, in.Addresses)
+}
+
+// routeObjects are the route objects of the affected slots as in has
+// them: the slot's, or the one replacing it.
+func (l *lastRun) routeObjects(affected []int, edits []routeChange) []any {
+	objs := make([]any, len(affected))
+	for i, si := range affected {
+		objs[i] = l.slots[si].obj
+		for _, e := range edits {
+			if e.slot == si {
+				objs[i] = e.obj
+			}
 		}
 	}
-	for _, r := range in.GRPCRoutes {
-		if _, ok := l.slotOf[r]; !ok {
-			return false
-		}
-	}
-	return true
+	return objs
 }
 
 // patchTranslator returns a translator for in that shares the last
@@ -161,11 +171,11 @@ func (l *lastRun) patchTranslator(in *Input) *translator {
 // index in affected). It fails (false) when one's translation is not of
 // the last one's shape (its data-plane routes, clusters and counted
 // parents), or could not be repeated: a patch only replaces parts.
-func (t *translator) retranslate(l *lastRun, affected []int, memos []*routeMemo) bool {
+func (t *translator) retranslate(l *lastRun, affected []int, objs []any, memos []*routeMemo) bool {
 	for i, si := range affected {
 		s := &l.slots[si]
-		http, _ := s.obj.(*gwv1.HTTPRoute)
-		grpc, _ := s.obj.(*gwv1.GRPCRoute)
+		http, _ := objs[i].(*gwv1.HTTPRoute)
+		grpc, _ := objs[i].(*gwv1.GRPCRoute)
 		m := t.translateRoute(s.info, http, grpc)
 		if !m.repeatable() || t.clockUses != 0 || m.counted != s.memo.counted || len(m.routes) != len(s.memo.routes) ||
 			!sameClusterNamesInOrder(m.clusters, s.memo.clusters) {
@@ -275,12 +285,20 @@ func (op *outputPatch) statuses(s *routeSlot, m *routeMemo) {
 }
 
 // keepPatch makes the patched translation the last one, with the new
-// memos in their slots, and counts the memos reused and remade.
-func (c *Cache) keepPatch(t *translator, out *Output, affected []int, memos []*routeMemo) {
+// memos and route objects in their slots, and counts the memos reused
+// and remade.
+func (c *Cache) keepPatch(t *translator, out *Output, affected []int, memos []*routeMemo, edits []routeChange) {
 	l := c.last
 	for i, si := range affected {
 		memos[i].parents = l.slots[si].memo.parents
 		l.slots[si].memo = memos[i]
+	}
+	for _, e := range edits {
+		old := l.slots[e.slot].obj
+		delete(l.slotOf, old)
+		l.slotOf[e.obj] = e.slot
+		l.slots[e.slot].obj = e.obj
+		c.forgetRules(old)
 	}
 	l.out = out
 	l.t.in, l.t.now = t.in, t.now
@@ -421,9 +439,11 @@ func asSlice(o any) *discoveryv1.EndpointSlice {
 	return s
 }
 
-// affected returns the slots (indexes) of routes that resolved through a
-// changed backend, in translation order.
-func (l *lastRun) affected(changes []backendChange) []int {
+// affected returns the slots (indexes) of routes to translate again, in
+// translation order: those edited and those that resolved through a
+// changed backend. A route with no parent of ours (no memo) has nothing
+// to translate.
+func (l *lastRun) affected(changes []backendChange, edits []routeChange) []int {
 	var keys []backendDep
 	for i := range changes {
 		keys = append(keys, changes[i].depKeys()...)
@@ -432,6 +452,10 @@ func (l *lastRun) affected(changes []backendChange) []int {
 	for i := range l.slots {
 		m := l.slots[i].memo
 		if m == nil {
+			continue
+		}
+		if slices.ContainsFunc(edits, func(e routeChange) bool { return e.slot == i }) {
+			out = append(out, i)
 			continue
 		}
 	deps:
@@ -538,10 +562,8 @@ func addressesEqual(a, b []gwv1.GatewayStatusAddress) bool {
 	})
 }
 
+// cloneMap copies a map of statuses; maps.Clone copies the table
+// whole, several times faster than inserting each entry.
 func cloneMap[V any](m map[types.NamespacedName]V) map[types.NamespacedName]V {
-	out := make(map[types.NamespacedName]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(m)
 }
