@@ -64,7 +64,8 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	fs := newFlagSet("controller", "watch the cluster, write Gateway API statuses and serve proxy configs", stderr)
 	kubeconfig := fs.String("kubeconfig", os.Getenv("KUBECONFIG"), "kubeconfig `file` (default: in-cluster config)")
 	name := fs.String("controller-name", translate.DefaultControllerName, "GatewayClass controllerName to answer to")
-	debounce := fs.Duration("debounce", 100*time.Millisecond, "how long a change waits for others before a sync")
+	syncInterval := fs.Duration("sync-interval", controller.DefaultSyncInterval, "during a burst of changes, at most one sync per interval (a lone change is synced at once)")
+	syncBurst := fs.Int("sync-burst", controller.DefaultSyncBurst, "syncs allowed back to back before -sync-interval paces them")
 	admin := fs.String("admin", ":9902", "admin listener (health, readiness, metrics, pprof); empty disables")
 	pprofMode := addPprofFlag(fs)
 	configListen := fs.String("config-listen", "127.0.0.1:8081", "listener proxies watch for configs (GET /v1/config); :8081 for every interface")
@@ -135,7 +136,7 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 		setKlog(log)
 	}
 	if err := controllerMain(ctx, controllerFlags{
-		kubeconfig: *kubeconfig, name: *name, debounce: *debounce, admin: *admin, pprof: *pprofMode,
+		kubeconfig: *kubeconfig, name: *name, syncInterval: *syncInterval, syncBurst: *syncBurst, admin: *admin, pprof: *pprofMode,
 		configListen: *configListen, tokenFile: *tokenFile, tlsCert: *tlsCert, tlsKey: *tlsKey,
 		leaderElect: *leaderElect, leaseNS: *leaseNS, leaseName: *leaseName, identity: *identity,
 		address: *address, addressPool: addressPool, sessionKeysDir: *sessionKeys, qps: float32(*qps), burst: *burst, cloudflareURL: *cfURL, noCloudflare: *noCloudflare,
@@ -155,7 +156,8 @@ type controllerFlags struct {
 	kubeconfig, name, admin, configListen, tokenFile, tlsCert, tlsKey string
 	leaseNS, leaseName, identity, address, cloudflareURL              string
 	sessionKeysDir                                                    string
-	debounce                                                          time.Duration
+	syncInterval                                                      time.Duration
+	syncBurst                                                         int
 	addressPool                                                       netip.Prefix
 	pprof                                                             pprofgate.Mode
 	leaderElect, noCloudflare                                         bool
@@ -330,7 +332,7 @@ func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events
 	}
 	c, err := controller.New(controller.Options{
 		Kube: clients.kube, Gateway: clients.gw, Dynamic: clients.dyn,
-		ControllerName: f.name, Debounce: f.debounce, Publisher: publisher, Log: log,
+		ControllerName: f.name, SyncInterval: f.syncInterval, SyncBurst: f.syncBurst, Publisher: publisher, Log: log,
 		Addresses:      gatewayAddresses(f.address),
 		AddressPool:    f.addressPool,
 		Events:         events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),

@@ -74,7 +74,7 @@ spec:
 	stderr := &testproc.SyncBuffer{}
 	go func() {
 		done <- controllerCommand(ctx, []string{"-kubeconfig", env.Kubeconfig(), "-controller-name", "tunnelgate.dev/controller",
-			"-debounce", "10ms", "-admin", adminAddr, "-config-listen", configAddr, "-config-token-file", token,
+			"-sync-interval", "10ms", "-admin", adminAddr, "-config-listen", configAddr, "-config-token-file", token,
 			"-config-insecure-plaintext", "-leader-election-namespace", "default", "-leader-election-name", "tunnelgate-cmd",
 			"-identity", "test", "-cloudflare-api-url", cf.URL()}, io.Discard, stderr, nil)
 	}()

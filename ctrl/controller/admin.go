@@ -100,7 +100,7 @@ func (c *Controller) RegisterMetrics(m metric.Meter) error {
 		errs = append(errs, err)
 	}
 	s := &c.Stats
-	counter("tunnelgate.controller.syncs", "{sync}", "Translations run (every change, debounced).", s.Syncs.Load)
+	counter("tunnelgate.controller.syncs", "{sync}", "Translations run (changes, paced by -sync-interval).", s.Syncs.Load)
 	counter("tunnelgate.controller.sync.errors", "{sync}", "Syncs whose status writes failed (retried with backoff).", s.SyncErrors.Load)
 	fgauge("tunnelgate.controller.sync.last.duration", "s", "Duration of the last sync.",
 		func() float64 { return float64(s.LastSyncNanos.Load()) / 1e9 })

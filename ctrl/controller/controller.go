@@ -15,6 +15,7 @@ import (
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -45,9 +46,14 @@ type Options struct {
 	// ControllerName is the GatewayClass controllerName we answer to
 	// (default translate.DefaultControllerName).
 	ControllerName string
-	// Debounce is how long a change waits for others before a sync, so a
-	// burst becomes one translation (default 100ms).
-	Debounce time.Duration
+	// SyncInterval and SyncBurst pace syncs: a change is synced at once
+	// while fewer than SyncBurst syncs ran in the last SyncBurst
+	// intervals; beyond that, syncs start at most one per SyncInterval,
+	// each taking every change made meanwhile (defaults 50ms and 4). A
+	// lone change is never held; a burst (a Helm install, a rollout)
+	// costs a bounded number of translations and publishes.
+	SyncInterval time.Duration
+	SyncBurst    int
 	// Publisher receives every proxy config; nil publishes nowhere.
 	Publisher Publisher
 	// Addresses are written on every programmed Gateway's status.
@@ -99,6 +105,7 @@ type Controller struct {
 
 	// The worker's state: one sync at a time.
 	cache           *translate.Cache
+	pace            *rate.Limiter                                  // when a sync may start (Options.SyncInterval)
 	lastPlaneStates map[types.NamespacedName]*translate.PlaneState // planeStates
 	written         *translate.Output                              // the last output whose statuses were all written; nil: compare everything
 
@@ -123,8 +130,11 @@ func New(opts Options) (*Controller, error) {
 	if opts.ControllerName == "" {
 		opts.ControllerName = translate.DefaultControllerName
 	}
-	if opts.Debounce <= 0 {
-		opts.Debounce = 100 * time.Millisecond
+	if opts.SyncInterval <= 0 {
+		opts.SyncInterval = DefaultSyncInterval
+	}
+	if opts.SyncBurst <= 0 {
+		opts.SyncBurst = DefaultSyncBurst
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -144,6 +154,7 @@ func New(opts Options) (*Controller, error) {
 		gw:             opts.Gateway,
 		log:            opts.Log,
 		cache:          translate.NewCache(),
+		pace:           rate.NewLimiter(rate.Every(opts.SyncInterval), opts.SyncBurst),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tunnelgate"}),
@@ -156,9 +167,16 @@ func New(opts Options) (*Controller, error) {
 	return c, nil
 }
 
-// changed is every informer's event handler: a sync after the debounce.
-// The queue keeps one pending key, so a burst coalesces.
-func (c *Controller) changed() { c.queue.AddAfter(syncKey, c.opts.Debounce) }
+// The pace of syncs when Options leave it unset.
+const (
+	DefaultSyncInterval = 50 * time.Millisecond
+	DefaultSyncBurst    = 4
+)
+
+// changed is every informer's event handler: a sync, now. The queue
+// holds one key, and one more while a sync runs, so changes made while
+// a sync runs or waits for its turn (processOne) become one sync.
+func (c *Controller) changed() { c.queue.Add(syncKey) }
 
 // Changed asks for a sync, as an object change does: the Cloudflare
 // syncer calls it when a report changed.
@@ -193,6 +211,11 @@ func (c *Controller) processOne(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	// Wait for the sync's turn (Options.SyncInterval): changes made
+	// meanwhile are in the snapshot it takes after.
+	if err := c.pace.Wait(ctx); err != nil {
+		return false // ctx ended
+	}
 	if err := c.sync(ctx); err != nil {
 		c.Stats.SyncErrors.Add(1)
 		c.log.Error("sync failed; retrying", "err", err, "retries", c.queue.NumRequeues(key))

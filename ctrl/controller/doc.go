@@ -3,12 +3,14 @@
 //
 // It is the shape of k8s.io/sample-controller, reduced to one key:
 //
-//	informers ──any change──▶ queue ("sync", debounced) ──▶ worker
+//	informers ──any change──▶ queue ("sync", paced) ──▶ worker
 //	worker: snapshot of the listers ─▶ translate.Translate ─▶ writers
 //
-// Every change to any watched object enqueues the same key after a short
-// debounce, so a burst (a Helm install, a rollout) becomes one
-// translation. The worker copies the listers into a translate.Snapshot
+// Every change to any watched object enqueues the same key at once. The
+// queue holds it once, and once more while a sync runs, and a sync waits
+// for its turn (Options.SyncInterval), so a lone change is synced without
+// delay and a burst (a Helm install, a rollout) becomes a few
+// translations. The worker copies the listers into a translate.Snapshot
 // and runs the pure translation (ctrl/translate), whose Cache makes
 // repeated translations cost what changed. The writers after it are
 // idempotent:

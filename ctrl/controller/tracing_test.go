@@ -57,7 +57,7 @@ func TestSyncTraced(t *testing.T) {
 	spans := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
 	reader := sdkmetric.NewManualReader()
-	c, err := New(Options{Kube: kube, Gateway: gw, Dynamic: dyn, ControllerName: us, Debounce: time.Millisecond,
+	c, err := New(Options{Kube: kube, Gateway: gw, Dynamic: dyn, ControllerName: us, SyncInterval: time.Millisecond,
 		Publisher: versionPublisher{}, TracerProvider: tp})
 	if err != nil {
 		t.Fatal(err)

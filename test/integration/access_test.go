@@ -59,7 +59,7 @@ func TestAccessPolicyProtectsARoute(t *testing.T) {
 	if err := env.Apply(ctx, []byte(basicObjects(ns, "access", controllerName, backend))); err != nil {
 		t.Fatal(err)
 	}
-	r = startControllerOpts(t, cl, controllerName, ctlOpts{debounce: 20 * time.Millisecond, accessKeys: keys, unknownKeys: keys.Stale})
+	r = startControllerOpts(t, cl, controllerName, ctlOpts{syncInterval: 20 * time.Millisecond, accessKeys: keys, unknownKeys: keys.Stale})
 	kctx, stopKeys := context.WithCancel(ctx)
 	defer stopKeys()
 	go keys.Run(kctx)

@@ -118,7 +118,7 @@ spec:
 `, ns, controllerName, apiToken, backend, team))); err != nil {
 		t.Fatal(err)
 	}
-	r = startControllerOpts(t, cl, controllerName, ctlOpts{debounce: 20 * time.Millisecond,
+	r = startControllerOpts(t, cl, controllerName, ctlOpts{syncInterval: 20 * time.Millisecond,
 		cloudflare: f.URL(), cfDriftEvery: 500 * time.Millisecond, accessKeys: keys})
 	kctx, stopKeys := context.WithCancel(ctx)
 	defer stopKeys()

@@ -15,14 +15,21 @@ import (
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
-// BenchmarkApplyToServed measures what a user waits for: the time from an
-// HTTPRoute update accepted by the API server to a proxy serving it, with
-// 1,000 routes in the cluster. Each op changes one route's response
-// header and polls the proxy until the new value comes back. The path is
-// the real one: informer, debounce (the controller's default, 100 ms),
-// translation, publish, long-poll, proxy load.
+// BenchmarkApplyToServed measures what a user waits for: the time from
+// an HTTPRoute update sent to the API server to a proxy serving it, with
+// 1,000 and then 3,000 routes in the cluster. Each op changes one route's
+// response header and polls the proxy every millisecond until the new
+// value comes back. The path is the real one: informer, the controller's
+// default pacing (a lone change is synced at once), translation,
+// publish, long-poll, proxy load. Ops are a lone change each: before one
+// starts, the controller has been idle for a while (untimed), so no op
+// waits behind the last one's status writes.
+//
+// Then burst: 1,000 route updates sent as fast as 32 clients can, timed
+// from the first update sent until the proxy serves every one of them;
+// reported as ms-to-served (from the first update), ms-after-last (from
+// the last update's answer) and publishes (new config versions).
 func BenchmarkApplyToServed(b *testing.B) {
-	const routes = 1000
 	env := shared.Env(b)
 	cl := newClients(b, env)
 	ctx := context.Background()
@@ -32,13 +39,58 @@ func BenchmarkApplyToServed(b *testing.B) {
 	if err := env.Apply(ctx, []byte(basicObjects(ns, "bench", controllerName, netns.Addr(40).String()))); err != nil {
 		b.Fatal(err)
 	}
-	// The other 999 routes, created concurrently (one at a time would
-	// take longer than the benchmark).
 	gwAPI := cl.gw.GatewayV1()
+	routes := 1 // basicObjects' route "app"
+	addRoutes := func(b *testing.B, total int) {
+		createRoutes(b, gwAPI, ns, routes, total)
+		routes = total
+	}
+	addRoutes(b, 1000)
+	r := startControllerWith(b, cl, controllerName, nil, "", 0)
+	_, proxy := startProxy(b, r)
+	waitServed := func(b *testing.B) {
+		eventually(b, 120*time.Second, "the last route served", func() (bool, string) {
+			code, body, _, err := get(proxy, fmt.Sprintf("r-%d.example.com", routes-1), "/")
+			return err == nil && code == 200, fmt.Sprint(code, body, err)
+		})
+	}
+	waitServed(b)
+
+	// Setup above runs once (this function, with sub-benchmarks, runs
+	// once); each sub-benchmark runs as often as the benchmark needs.
+	op := 0
+	for _, n := range []int{1000, 3000} {
+		if n > routes {
+			addRoutes(b, n)
+			waitServed(b)
+		}
+		b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+			for range b.N {
+				op++
+				b.StopTimer()
+				time.Sleep(300 * time.Millisecond) // a lone change: the controller is idle
+				route := getRoute(b, gwAPI, ns, "app")
+				b.StartTimer()
+				applyAndWait(b, gwAPI, route, proxy, op)
+			}
+		})
+	}
+	b.Run(fmt.Sprintf("routes=%d/burst=1000", routes), func(b *testing.B) {
+		for range b.N {
+			op++
+			burstAndWait(b, gwAPI, ns, proxy, r, 1000, op)
+		}
+	})
+}
+
+// createRoutes creates routes r-<from> to r-<to-1>, one hostname each,
+// with 32 requests in flight (one at a time would take longer than the
+// benchmark).
+func createRoutes(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns string, from, to int) {
 	var wg sync.WaitGroup
-	errs := make(chan error, routes)
+	errs := make(chan error, to-from)
 	sem := make(chan struct{}, 32)
-	for i := 1; i < routes; i++ {
+	for i := from; i < to; i++ {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -50,7 +102,7 @@ func BenchmarkApplyToServed(b *testing.B) {
 					Rules: []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{
 						BackendObjectReference: gwv1.BackendObjectReference{Name: "app", Port: ptr(gwv1.PortNumber(80))}}}}}},
 				}}
-			if _, err := gwAPI.HTTPRoutes(ns).Create(ctx, r, metav1.CreateOptions{}); err != nil {
+			if _, err := gwAPI.HTTPRoutes(ns).Create(context.Background(), r, metav1.CreateOptions{}); err != nil {
 				errs <- err
 			}
 		}()
@@ -60,42 +112,96 @@ func BenchmarkApplyToServed(b *testing.B) {
 	for err := range errs {
 		b.Fatal(err)
 	}
-	r := startControllerWith(b, cl, controllerName, nil, "", 100*time.Millisecond)
-	_, proxy := startProxy(b, r)
-	eventually(b, 60*time.Second, "the last route served", func() (bool, string) {
-		code, body, _, err := get(proxy, fmt.Sprintf("r-%d.example.com", routes-1), "/")
-		return err == nil && code == 200, fmt.Sprint(code, body, err)
-	})
-
-	// Setup above runs once (this function, with sub-benchmarks, runs
-	// once); the sub-benchmark runs as often as the benchmark needs.
-	op := 0
-	b.Run("routes=1000", func(b *testing.B) {
-		for range b.N {
-			op++
-			applyAndWait(b, gwAPI, ns, proxy, op)
-		}
-	})
 }
 
-// applyAndWait changes route app's response header to a value for op and
-// returns when the proxy serves it.
-func applyAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, proxy string, i int) {
-	value := fmt.Sprint("op-", i)
-	start := time.Now()
-	updateRoute(b, gwAPI, ns, "app", func(route *gwv1.HTTPRoute) {
-		route.Spec.Rules[0].Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterResponseHeaderModifier,
-			ResponseHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-Op", Value: value}}}}}
-	})
-	for deadline := start.Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-		_, _, h, err := get(proxy, "app.example.com", "/")
+func getRoute(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, name string) *gwv1.HTTPRoute {
+	route, err := gwAPI.HTTPRoutes(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return route
+}
+
+// withHeader is route with its first rule setting response header
+// X-Op: value.
+func withHeader(route *gwv1.HTTPRoute, value string) *gwv1.HTTPRoute {
+	route = route.DeepCopy()
+	route.Spec.Rules[0].Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterResponseHeaderModifier,
+		ResponseHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-Op", Value: value}}}}}
+	return route
+}
+
+// applyAndWait updates route to set X-Op to a value for op and returns
+// when the proxy serves it.
+func applyAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, route *gwv1.HTTPRoute, proxy string, op int) {
+	value := fmt.Sprint("op-", op)
+	if _, err := gwAPI.HTTPRoutes(route.Namespace).Update(context.Background(), withHeader(route, value), metav1.UpdateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	host := string(route.Spec.Hostnames[0])
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		_, _, h, err := get(proxy, host, "/")
 		if err == nil && h.Get("X-Op") == value {
 			return
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("op %d not served within 30s", i)
+			b.Fatalf("op %d not served within 30s", op)
 		}
 	}
+}
+
+// burstAndWait updates routes r-1 to r-n (X-Op: a value for op) from 32
+// clients at once, then waits until the proxy serves every update, and
+// reports how long that took and how many configs were published.
+func burstAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, proxy string, r *running, n, op int) {
+	b.StopTimer()
+	time.Sleep(300 * time.Millisecond)
+	value := fmt.Sprint("op-", op)
+	var updates []*gwv1.HTTPRoute
+	for i := 1; i <= n; i++ {
+		updates = append(updates, withHeader(getRoute(b, gwAPI, ns, fmt.Sprintf("r-%d", i)), value))
+	}
+	published := r.published.Load()
+	b.StartTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	sem := make(chan struct{}, 32)
+	for _, u := range updates {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if _, err := gwAPI.HTTPRoutes(ns).Update(context.Background(), u, metav1.UpdateOptions{}); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	sent := time.Now()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
+	// Every update is served once the last route to be checked is: check
+	// each, from the first, until all answer with the new value.
+	for i, deadline := 1, time.Now().Add(60*time.Second); i <= n; {
+		_, _, h, err := get(proxy, fmt.Sprintf("r-%d.example.com", i), "/")
+		if err == nil && h.Get("X-Op") == value {
+			i++
+			continue
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("burst %d: r-%d not served within 60s", op, i)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	done := time.Now()
+	b.StopTimer()
+	b.ReportMetric(float64(done.Sub(start).Milliseconds()), "ms-to-served")
+	b.ReportMetric(float64(done.Sub(sent).Milliseconds()), "ms-after-last")
+	b.ReportMetric(float64(r.published.Load()-published), "publishes")
+	b.StartTimer()
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -91,7 +91,7 @@ spec:
 		t.Fatal(err)
 	}
 	var syncer *cloudflare.Syncer
-	startControllerOpts(t, cl, controllerName, ctlOpts{debounce: 20 * time.Millisecond,
+	startControllerOpts(t, cl, controllerName, ctlOpts{syncInterval: 20 * time.Millisecond,
 		cloudflare: f.URL(), cfDriftEvery: 500 * time.Millisecond, cloudflareRef: &syncer})
 
 	tunnelID := func() string {

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/sessionkeys"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/kubelet"
 	"github.com/tunnelgate/tunnelgate/test/netns"
@@ -96,6 +98,24 @@ type running struct {
 	tokenF string
 	stop   context.CancelFunc
 	done   chan struct{}
+	// published counts the new shared config versions published.
+	published atomic.Int64
+}
+
+// countingPublisher is a Publisher that counts new versions.
+type countingPublisher struct {
+	controller.Publisher
+	n    *atomic.Int64
+	last string
+}
+
+func (p *countingPublisher) Publish(cfg *proxycfg.Config) string {
+	v := p.Publisher.Publish(cfg)
+	if v != p.last {
+		p.last = v
+		p.n.Add(1)
+	}
+	return v
 }
 
 // startController runs a controller replica for controllerName in the
@@ -107,16 +127,17 @@ func startController(t testing.TB, cl clients, controllerName string, leader *co
 	return startControllerWith(t, cl, controllerName, leader, addr, 20*time.Millisecond)
 }
 
-func startControllerWith(t testing.TB, cl clients, controllerName string, leader *controller.LeaderOptions, addr string, debounce time.Duration) *running {
+func startControllerWith(t testing.TB, cl clients, controllerName string, leader *controller.LeaderOptions, addr string, syncInterval time.Duration) *running {
 	t.Helper()
-	return startControllerOpts(t, cl, controllerName, ctlOpts{leader: leader, addr: addr, debounce: debounce})
+	return startControllerOpts(t, cl, controllerName, ctlOpts{leader: leader, addr: addr, syncInterval: syncInterval})
 }
 
 // ctlOpts are a test controller's less common settings.
 type ctlOpts struct {
-	leader   *controller.LeaderOptions
-	addr     string
-	debounce time.Duration
+	leader *controller.LeaderOptions
+	addr   string
+	// syncInterval paces syncs (controller.Options.SyncInterval).
+	syncInterval time.Duration
 	// cloudflare, when set, syncs tunnels through this API URL.
 	cloudflare    string
 	cfDriftEvery  time.Duration
@@ -134,7 +155,7 @@ type ctlOpts struct {
 
 func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlOpts) *running {
 	t.Helper()
-	leader, addr, debounce := o.leader, o.addr, o.debounce
+	leader, addr := o.leader, o.addr
 	log := testLog(slog.LevelInfo)
 	r := &running{token: "token-" + strings.ReplaceAll(t.Name(), "/", "-"), done: make(chan struct{})}
 	fail := t.Errorf
@@ -163,9 +184,10 @@ func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlO
 		}
 		r.keys, publisher = keys, keys
 	}
+	publisher = &countingPublisher{Publisher: publisher, n: &r.published}
 	c, err := controller.New(controller.Options{
 		Kube: cl.kube, Gateway: cl.gw, Dynamic: cl.dyn, ControllerName: controllerName,
-		Debounce: debounce, Publisher: publisher, Log: log, Cloudflare: cf, AccessKeys: o.accessKeys,
+		SyncInterval: o.syncInterval, Publisher: publisher, Log: log, Cloudflare: cf, AccessKeys: o.accessKeys,
 		Events: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "tunnelgate-controller"}),
 	})
 	if err != nil {

@@ -30,7 +30,7 @@ func TestSessionsHoldAcrossProxiesRestartsAndRotation(t *testing.T) {
 
 	keyDir := t.TempDir()
 	writeSessionKeys(t, keyDir, "session key A 0123456789abcdef", "")
-	r := startControllerOpts(t, cl, controllerName, ctlOpts{debounce: 20 * time.Millisecond, sessionKeys: keyDir})
+	r := startControllerOpts(t, cl, controllerName, ctlOpts{syncInterval: 20 * time.Millisecond, sessionKeys: keyDir})
 
 	var addrs []string
 	for i, n := range []int{120, 121, 122} {
