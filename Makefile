@@ -11,13 +11,29 @@ FUZZTIME  ?= 30s
 # The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
 RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
 
-.PHONY: help build run test testenv prism chart-tools chart-check conformance conformance-check bench bench-check bench-load bench-planes fuzz lint
+.PHONY: help build run image release test testenv prism chart-tools chart-check conformance conformance-check bench bench-check bench-load bench-planes fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
 
 build: ## build bin/tunnelgate
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/tunnelgate ./cmd/tunnelgate
+
+# Release artifacts (./release, no container engine): the image for
+# linux/amd64 and linux/arm64 as one OCI index, its SBOM, and the chart,
+# written to DIST (git-ignored). Every timestamp is the commit's, so the
+# same commit gives the same image digest.
+DIST              ?= dist
+REVISION          ?= $(shell git rev-parse HEAD 2>/dev/null)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null)
+RELEASE_FLAGS      = -version '$(VERSION)' -revision '$(REVISION)' -source-date-epoch '$(SOURCE_DATE_EPOCH)' -dist '$(DIST)'
+
+image: ## the multi-arch image as an OCI layout in dist/image, and its SBOM (VERSION)
+	go run ./release image $(RELEASE_FLAGS)
+
+release: ## push the image, its SBOM and the chart: REGISTRY=host[/path] VERSION=x.y.z
+	@[ -n "$(REGISTRY)" ] || { echo "release: say where to push, e.g. make release REGISTRY=ghcr.io/acme VERSION=0.2.0" >&2; exit 2; }
+	go run ./release publish $(RELEASE_FLAGS) -registry '$(REGISTRY)'
 
 run: build ## standalone mode on examples/quickstart/ with demo backends (LISTEN=127.0.0.1:8080)
 	bash examples/quickstart/run.sh bin/tunnelgate

@@ -1,0 +1,26 @@
+// Command release makes tunnelgate's release artifacts on a machine with
+// Go and no container engine, and pushes them to an OCI registry.
+//
+//	go run ./release image   -version V -revision SHA -source-date-epoch T [-dist dist]
+//	go run ./release publish -version V -revision SHA -source-date-epoch T -registry R [-dist dist]
+//	go run ./release rootfs  -version V -arch ARCH -out DIR
+//
+// image (`make image`) builds the binary for linux/amd64 and linux/arm64
+// (release/gobuild), assembles one OCI image index over an image per
+// architecture (release/image: the binary, CA certificates and the
+// nonroot user, no base image), and writes it to DIST/image as an OCI
+// image layout, with its SBOM (release/sbom) as DIST/tunnelgate.spdx.json.
+// The same commit gives the same index digest: every timestamp is the
+// commit's (T, as SOURCE_DATE_EPOCH), and everything else is a function of
+// the source.
+//
+// publish (`make release`) does the same, packages chart/ with the
+// release's version and the image's digest (release/chartpkg) into
+// DIST/tunnelgate-V.tgz, and pushes the index, the SBOM and the chart
+// under R (release/publish says where each goes), then prints how to
+// install the chart.
+//
+// rootfs writes the image's root filesystem for one architecture to a
+// directory: the Dockerfile copies it into a scratch image, so a Docker
+// build holds the same files.
+package main

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+
+	"github.com/tunnelgate/tunnelgate/release/gobuild"
+	"github.com/tunnelgate/tunnelgate/release/image"
+)
+
+// runRootFS is the rootfs command: the Dockerfile's build stage runs it.
+func runRootFS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("rootfs", stderr)
+	version := fs.String("version", "dev", "the version linked into the binary")
+	arch := fs.String("arch", runtime.GOARCH, "the linux architecture to build for")
+	out := fs.String("out", "", "the directory to write, which must not exist")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	if *out == "" {
+		return usageError{fmt.Errorf("-out is required: the directory to write the root filesystem to")}
+	}
+	tmp, err := os.MkdirTemp("", "tunnelgate-rootfs-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	bin := filepath.Join(tmp, "tunnelgate")
+	if err := gobuild.Build(ctx, ".", *arch, releaseVersion(*version), bin); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	if err := image.WriteDir(*out, image.RootFS(data)); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "root filesystem for linux/%s in %s\n", *arch, *out)
+	return nil
+}
