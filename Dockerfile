@@ -1,20 +1,34 @@
-# Build: docker build -t tunnelgate .
-# The binary is static (CGO_ENABLED=0), so the runtime image needs no libc.
+# Build: docker build -t tunnelgate --build-arg VERSION=0.2.0 .
+# Multi-arch: docker buildx build --platform linux/amd64,linux/arm64 ...
+#
+# The same image `make image` assembles without Docker (release/image): the
+# static binary, CA certificates and the nonroot user (65532), on nothing
+# else. The build stage writes that root filesystem with the release tool
+# (which builds the binary the release's way), and the final stage copies
+# it into an empty image. No shell, nothing to write to.
 
-FROM golang:1.26-bookworm AS build
+FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
 WORKDIR /src
 # Module files first: the download layer is reused until they change.
 COPY go.mod go.sum* ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/tunnelgate ./cmd/tunnelgate
+ARG TARGETARCH
+RUN go run ./release rootfs -version "${VERSION}" -arch "${TARGETARCH:-$(go env GOARCH)}" -out /rootfs
 
-FROM gcr.io/distroless/static-debian12:nonroot
+FROM scratch
+ARG VERSION=dev
+ARG REVISION=
+ARG CREATED=
+COPY --from=build /rootfs/ /
 LABEL org.opencontainers.image.title="tunnelgate" \
       org.opencontainers.image.description="Kubernetes Gateway API implementation for Cloudflare Tunnel" \
       org.opencontainers.image.source="https://github.com/tunnelgate/tunnelgate" \
-      org.opencontainers.image.licenses="Apache-2.0"
-COPY --from=build /out/tunnelgate /tunnelgate
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}"
+WORKDIR /
 USER 65532:65532
 ENTRYPOINT ["/tunnelgate"]

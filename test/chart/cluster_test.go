@@ -37,8 +37,8 @@ func TestMain(m *testing.M) {
 	kubelet.RunIfContainer() // in a Pod of TestRolloutsLoseNoRequest: run its program
 	netns.Run(func() int {
 		code := shared.Run(m)
-		if binary.path != "" {
-			os.RemoveAll(filepath.Dir(binary.path))
+		if binary.dir != "" {
+			os.RemoveAll(binary.dir)
 		}
 		return code
 	})

@@ -20,8 +20,12 @@
 //   - the Grafana dashboard and the alert rules query only metrics of
 //     docs/metrics.md, and are well formed (unique panel ids, balanced
 //     expressions, a severity and annotations on every alert);
-//   - the Dockerfile's build command makes a static binary that runs as the
-//     image's non-root user.
+//   - the Dockerfile builds the image `make image` builds: its build stage,
+//     run here without a container engine, writes release/image's root
+//     filesystem file for file, its final stage is that tree on scratch
+//     with the same user, entrypoint and labels, and its binary is static
+//     and runs as the image's non-root user (the kubelet stand-in runs
+//     that binary for the chart's pods).
 //
 // helm and the Prometheus Operator CRDs come from the Go module proxy by
 // test/tools/chart/build.sh (`make chart-tools`) into a cache; the tests

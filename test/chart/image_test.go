@@ -1,40 +1,104 @@
 package chart
 
 import (
+	"bytes"
+	"debug/elf"
 	"errors"
 	"fmt"
-	"sync"
-
-	"debug/elf"
-	"github.com/tunnelgate/tunnelgate/test/testproc"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+
+	"github.com/tunnelgate/tunnelgate/release/image"
+	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
 // imageUID is the non-root user the image runs as and the chart's pods ask
 // for (cloudflared's image uses the same).
-const imageUID = 65532
+const imageUID = image.UID
 
-// The image is the binary alone on a distroless base, so it must be static
-// and run as the image's user. This builds it with the Dockerfile's own
-// build command and checks both, without a container engine.
-func TestDockerfileBuildsAStaticNonRootBinary(t *testing.T) {
-	dockerfile := readDockerfile(t)
-	user := regexp.MustCompile(`(?m)^USER (\d+):(\d+)$`).FindSubmatch(dockerfile)
-	if user == nil || string(user[1]) != strconv.Itoa(imageUID) || string(user[2]) != strconv.Itoa(imageUID) {
-		t.Fatalf("the Dockerfile's USER is not %d:%d, the user the chart's pods run as", imageUID, imageUID)
+// The Dockerfile builds what `make image` builds: a scratch image holding
+// the root filesystem of release/image, run as the same user with the same
+// entrypoint and labels. Its build stage is run here, without a container
+// engine, and its output compared with image.RootFS file by file; the
+// binary must be static and run as the image's user.
+func TestDockerfileBuildsTheReleaseImage(t *testing.T) {
+	dockerfile := string(readDockerfile(t))
+	final := dockerfile[strings.LastIndex(dockerfile, "\nFROM "):]
+	for _, want := range []string{
+		"\nFROM scratch\n",
+		"\nCOPY --from=build /rootfs/ /\n",
+		fmt.Sprintf("\nUSER %d:%d\n", image.UID, image.GID),
+		fmt.Sprintf("\nENTRYPOINT [%q]\n", image.Entrypoint),
+	} {
+		if !strings.Contains(final, want) {
+			t.Errorf("the Dockerfile's final stage lacks %q", strings.TrimSpace(want))
+		}
 	}
-	if !regexp.MustCompile(`(?m)^FROM gcr\.io/distroless/static[-\w]*:nonroot$`).Match(dockerfile) {
-		t.Error("the runtime stage is not distroless static:nonroot")
+	if n := strings.Count(final, "\nCOPY ") + strings.Count(final, "\nADD ") + strings.Count(final, "\nRUN "); n != 1 {
+		t.Errorf("the final stage has %d COPY, ADD or RUN lines; want the root filesystem's COPY alone", n)
+	}
+	for k, v := range image.Labels(image.Metadata{}) {
+		want := fmt.Sprintf("%s=%q", k, v)
+		switch k {
+		case "org.opencontainers.image.version", "org.opencontainers.image.revision", "org.opencontainers.image.created":
+			want = k + "=\"${"
+		}
+		if !strings.Contains(final, want) {
+			t.Errorf("the Dockerfile's LABEL lacks %s (release/image has it)", want)
+		}
 	}
 
-	out := tunnelgateBinary(t)
+	tree := dockerRootFS(t)
+	bin, err := os.ReadFile(filepath.Join(tree, "tunnelgate"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]image.File{}
+	for _, f := range image.RootFS(bin) {
+		want[f.Path] = f
+	}
+	err = filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == tree {
+			return err
+		}
+		rel := "/" + filepath.ToSlash(strings.TrimPrefix(p, tree+string(filepath.Separator)))
+		w, ok := want[rel]
+		if !ok {
+			t.Errorf("the Dockerfile's root filesystem has %s, which release/image's has not", rel)
+			return nil
+		}
+		delete(want, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if info.Mode() != w.Mode {
+			t.Errorf("%s: mode %v in the Dockerfile's tree, %v in release/image's", rel, info.Mode(), w.Mode)
+		}
+		if !w.Mode.IsDir() {
+			if b, err := os.ReadFile(p); err != nil || !bytes.Equal(b, w.Data) {
+				t.Errorf("%s: other bytes in the Dockerfile's tree than in release/image's (%v)", rel, err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p := range want {
+		t.Errorf("the Dockerfile's root filesystem lacks %s", p)
+	}
+
+	out := filepath.Join(tree, "tunnelgate")
 	f, err := elf.Open(out)
 	if err != nil {
 		t.Fatal(err)
@@ -52,11 +116,11 @@ func TestDockerfileBuildsAStaticNonRootBinary(t *testing.T) {
 	// Run it as the image's user, as the pods do.
 	run := exec.Command(out, "version")
 	if os.Getuid() == 0 {
-		run.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: imageUID, Gid: imageUID}}
+		run.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: image.UID, Gid: image.GID}}
 	}
 	b, err := run.CombinedOutput()
-	if err != nil || !strings.Contains(string(b), "chart-test") {
-		t.Errorf("tunnelgate version as uid %d: %v: %s", imageUID, err, b)
+	if err != nil || strings.TrimSpace(string(b)) != "chart-test" {
+		t.Errorf("tunnelgate version as uid %d: %v: %s", image.UID, err, b)
 	}
 }
 
@@ -70,48 +134,52 @@ func readDockerfile(t testing.TB) []byte {
 }
 
 var binary struct {
-	once sync.Once
-	path string
-	err  error
+	once      sync.Once
+	dir, path string
+	err       error
 }
 
-// tunnelgateBinary builds cmd/tunnelgate once per test run with the
-// Dockerfile's own build command, so the binary is the one the image holds,
-// into a directory any user may read.
-func tunnelgateBinary(t testing.TB) string {
+// dockerRootFS runs the Dockerfile's build stage once per test run (its
+// `go run ./release rootfs` line, for this machine's architecture, version
+// chart-test) into a directory any user may read, and returns the root
+// filesystem it wrote.
+func dockerRootFS(t testing.TB) string {
 	t.Helper()
 	binary.once.Do(func() {
-		build := regexp.MustCompile(`(?m)^RUN (CGO_ENABLED=0 go build .*)$`).FindSubmatch(readDockerfile(t))
-		if build == nil {
-			binary.err = errors.New("the Dockerfile has no `RUN CGO_ENABLED=0 go build` line")
+		line := regexp.MustCompile(`(?m)^RUN (go run \./release rootfs .*)$`).FindStringSubmatch(string(readDockerfile(t)))
+		if line == nil {
+			binary.err = errors.New("the Dockerfile has no `RUN go run ./release rootfs` line")
 			return
 		}
-		dir, err := testproc.OwnedTempDir("tunnelgate-chart-bin-")
-		if err != nil {
-			binary.err = err
+		if binary.dir, binary.err = testproc.OwnedTempDir("tunnelgate-chart-bin-"); binary.err != nil {
 			return
 		}
-		if err := os.Chmod(dir, 0o755); err != nil {
-			binary.err = err
+		if binary.err = os.Chmod(binary.dir, 0o755); binary.err != nil {
 			return
 		}
-		out := filepath.Join(dir, "tunnelgate")
-		line := strings.ReplaceAll(string(build[1]), "${VERSION}", "chart-test")
-		line = strings.Replace(line, "-o /out/tunnelgate", "-o "+out, 1)
-		if !strings.Contains(line, "-o "+out) {
-			binary.err = fmt.Errorf("the Dockerfile's build line does not write -o /out/tunnelgate: %s", build[1])
+		tree := filepath.Join(binary.dir, "rootfs")
+		cmd := exec.Command("sh", "-c", strings.Replace(line[1], "-out /rootfs", "-out "+strconv.Quote(tree), 1))
+		if !strings.Contains(cmd.Args[2], tree) {
+			binary.err = fmt.Errorf("the Dockerfile's rootfs line does not write -out /rootfs: %s", line[1])
 			return
 		}
-		cmd := exec.Command("sh", "-c", line)
 		cmd.Dir = "../.."
+		cmd.Env = append(os.Environ(), "VERSION=chart-test", "TARGETARCH="+runtime.GOARCH)
 		if b, err := cmd.CombinedOutput(); err != nil {
-			binary.err = fmt.Errorf("%s: %w\n%s", line, err, b)
+			binary.err = fmt.Errorf("%s: %w\n%s", cmd.Args[2], err, b)
 			return
 		}
-		binary.path = out
+		binary.path = filepath.Join(tree, "tunnelgate")
 	})
 	if binary.err != nil {
 		t.Fatal(binary.err)
 	}
-	return binary.path
+	return filepath.Dir(binary.path)
+}
+
+// tunnelgateBinary is the binary of the Dockerfile's image, which the
+// kubelet stand-in runs for the chart's pods.
+func tunnelgateBinary(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(dockerRootFS(t), "tunnelgate")
 }
