@@ -176,8 +176,9 @@ func (a *api) getTunnel(ctx context.Context, account, id string) (info tunnelInf
 	return tunnelInfo{name: t.Name, createdAt: t.CreatedAt}, t.DeletedAt.IsZero(), nil
 }
 
-// tunnelByName finds a live tunnel by name; "" when there is none.
-func (a *api) tunnelByName(ctx context.Context, account, name string) (string, error) {
+// tunnelByName finds a live tunnel by name, with when it was created; ""
+// when there is none.
+func (a *api) tunnelByName(ctx context.Context, account, name string) (string, time.Time, error) {
 	ctx = withOp(ctx, opTunnelList)
 	const per = 100
 	list, err := pages(ctx, per, func(page int) (*pagination.V4PagePaginationArray[shared.CloudflareTunnel], error) {
@@ -187,14 +188,14 @@ func (a *api) tunnelByName(ctx context.Context, account, name string) (string, e
 		})
 	})
 	if err != nil {
-		return "", wrap("listing tunnels named "+name, err)
+		return "", time.Time{}, wrap("listing tunnels named "+name, err)
 	}
 	for _, t := range list {
 		if t.Name == name && t.DeletedAt.IsZero() {
-			return t.ID, nil
+			return t.ID, t.CreatedAt, nil
 		}
 	}
-	return "", nil
+	return "", time.Time{}, nil
 }
 
 // countTunnels counts the account's tunnels that are not deleted.

@@ -78,7 +78,7 @@ func (s *Syncer) departingTunnel(ctx context.Context, c *classSync, d Desired) (
 		}
 	} else {
 		var err error
-		if id, err = c.l.api.tunnelByName(ctx, c.l.account, t.Name); err != nil || id == "" {
+		if id, _, err = c.l.api.tunnelByName(ctx, c.l.account, t.Name); err != nil || id == "" {
 			return "", err
 		}
 	}

@@ -13,11 +13,13 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
-// planeWish is a Gateway's own tunnel, by name, created at since.
+// planeWish is a Gateway's own tunnel, by name, created at since, whose
+// status says, from now, that tunnelgate creates it (the intent).
 func planeWish(gateway, tunnel string, since time.Time, hosts ...string) cloudflare.Desired {
 	d := desired(hosts...)
 	d.Class = "prod/team-a/" + gateway
 	d.Since = since
+	d.CreateIntent = translate.TunnelIntent{Name: tunnel, Since: time.Now()}
 	d.Spec.Tunnel = &v1alpha1.TunnelRef{Name: tunnel, TokenSecretRef: &v1alpha1.SecretKeyRef{Namespace: "team-a", Name: gateway + "-tunnel", Key: "token"}}
 	d.Spec.DNS = &v1alpha1.DNSSettings{Enabled: true, OwnerID: cloudflare.PlaneOwner("prod", "team-a", gateway)}
 	return d
@@ -136,6 +138,63 @@ func TestSyncerDeparture(t *testing.T) {
 // restartSyncer stops w's Syncer and starts another on the same fake, as a
 // new leader or a restarted controller does: it knows nothing but what it
 // is handed.
+// A Gateway's own tunnel is created only once the Gateway's status says
+// tunnelgate creates it (until then the state asks for that), and a
+// replica that leads next, knowing only that intent, knows the tunnel
+// made since as created for the Gateway, and one made before as not.
+func TestSyncerTunnelIntent(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{DNSEvery: time.Hour})
+	plane := planeWish("gw", "team-a-gw", time.Now().Add(-time.Hour), "a.example.com")
+	asked := plane
+	asked.CreateIntent = translate.TunnelIntent{}
+	w.s.Update([]cloudflare.Desired{desired("app.example.com"), asked})
+	waitKey(t, w, plane.Class, func(s *translate.TunnelState) bool { return s.AwaitsIntent && s.ID == "" })
+	if id, _ := tunnelNamed(w, "team-a-gw"); id != "" {
+		t.Fatalf("tunnel %s created before the Gateway's status said so", id)
+	}
+
+	plane.CreateIntent.Since = time.Now().Add(-time.Second)
+	w.s.Update([]cloudflare.Desired{desired("app.example.com"), plane})
+	st := waitKey(t, w, plane.Class, func(s *translate.TunnelState) bool { return s.ID != "" && !s.AwaitsIntent })
+	if !st.Created {
+		t.Errorf("the tunnel created for the intent is not Created: %+v", st)
+	}
+
+	// Another replica leads before the record (Created) was written: it
+	// has the intent alone.
+	next := restartSyncer(t, w)
+	next.Update([]cloudflare.Desired{desired("app.example.com"), plane})
+	deadline := time.Now().Add(10 * time.Second)
+	for s := next.States()[plane.Class]; s == nil || s.ID == ""; s = next.States()[plane.Class] {
+		if time.Now().After(deadline) {
+			t.Fatalf("the next leader did not find the tunnel: %+v\n%s", s, w.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := next.States()[plane.Class]; !s.Created || s.ID != st.ID {
+		t.Errorf("the next leader: %+v, want tunnel %s Created", s, st.ID)
+	}
+
+	// An intent recorded after the tunnel was made: not tunnelgate's.
+	plane.CreateIntent.Since = time.Now().Add(time.Minute)
+	later := cloudflare.New(cloudflare.Options{BaseURL: w.f.URL(), DNSEvery: time.Hour, Log: slog.New(slog.NewTextHandler(w.logs, nil))})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); later.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	later.Update([]cloudflare.Desired{desired("app.example.com"), plane})
+	deadline = time.Now().Add(10 * time.Second)
+	for s := later.States()[plane.Class]; s == nil || s.ID == ""; s = later.States()[plane.Class] {
+		if time.Now().After(deadline) {
+			t.Fatalf("no state: %+v\n%s", s, w.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := later.States()[plane.Class]; s.Created {
+		t.Errorf("a tunnel older than the intent is Created: %+v", s)
+	}
+}
+
 func restartSyncer(t *testing.T, w *world) *cloudflare.Syncer {
 	t.Helper()
 	w.cancel()

@@ -27,7 +27,7 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 		{"list accounts", func() error { _, err := a.accountIDs(ctx); return err }},
 		{"list zones", func() error { _, err := a.listZones(ctx, acc); return err }},
 		{"get tunnel", func() error { _, _, err := a.getTunnel(ctx, acc, tunnel); return err }},
-		{"find tunnel by name", func() error { _, err := a.tunnelByName(ctx, acc, "prod"); return err }},
+		{"find tunnel by name", func() error { _, _, err := a.tunnelByName(ctx, acc, "prod"); return err }},
 		{"create tunnel", func() error { _, err := a.createTunnel(ctx, acc, "prod"); return err }},
 		{"get tunnel token", func() error { _, err := a.tunnelToken(ctx, acc, tunnel); return err }},
 		{"get tunnel configuration", func() error { _, err := a.getConfig(ctx, acc, tunnel); return err }},

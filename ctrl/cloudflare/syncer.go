@@ -63,6 +63,12 @@ type Desired struct {
 	// for it (translate.TunnelRecord), which after a restart no memory of
 	// this Syncer holds.
 	CreatedTunnel string
+	// CreateIntent is the tunnel the Gateway's status says is to be
+	// created for it (translate.TunnelIntent). A Gateway's own tunnel is
+	// created only once its status says so, and a tunnel of that name
+	// made since is known to be tunnelgate's (by whichever replica led
+	// then).
+	CreateIntent translate.TunnelIntent
 }
 
 // SaveTokenFunc stores a tunnel's token in the Secret ref names.
@@ -455,6 +461,9 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 		if l, ok := err.(limit); ok {
 			return &translate.TunnelState{Problem: string(l), NoResources: true}, nil
 		}
+		if w, ok := err.(awaitingIntent); ok {
+			return &translate.TunnelState{Pending: string(w), AwaitsIntent: true}, nil
+		}
 		return failure(st, err)
 	}
 	if holder := s.tunnelHolder(c, d); holder != "" {
@@ -566,6 +575,13 @@ type limit string
 
 func (l limit) Error() string { return string(l) }
 
+// awaitingIntent is a Gateway's own tunnel to create once the Gateway's
+// status says tunnelgate creates it (Desired.CreateIntent): the next wish
+// brings it, so this is not a failure to retry.
+type awaitingIntent string
+
+func (w awaitingIntent) Error() string { return string(w) }
+
 // MaxTunnelsPerAccount is how many tunnels Cloudflare lets an account
 // have. A tunnel is not created beyond it: the Gateway says so instead.
 const MaxTunnelsPerAccount = 1000
@@ -608,9 +624,20 @@ func (s *Syncer) resolveTunnel(ctx context.Context, c *classSync, d Desired) err
 		}
 		c.l.tunnelID = t.ID
 	} else {
-		id, err := c.l.api.tunnelByName(ctx, c.l.account, t.Name)
+		id, createdAt, err := c.l.api.tunnelByName(ctx, c.l.account, t.Name)
 		if err != nil {
 			return err
+		}
+		intended := d.CreateIntent.Name == t.Name
+		switch {
+		case id == "" && isPlane(d.Class) && !intended:
+			return awaitingIntent(fmt.Sprintf("tunnel %q is created once the Gateway's status records that tunnelgate creates it", t.Name))
+		case id != "" && isPlane(d.Class) && intended && !createdAt.Before(d.CreateIntent.Since):
+			// Made since the Gateway's status said tunnelgate creates it:
+			// by a replica that stopped (or stopped leading) before it
+			// recorded so.
+			c.l.created, c.l.createdSince = id, d.Since
+			s.opts.Log.Info("tunnel found, created for the Gateway before this replica led", "class", d.Class, "name", t.Name, "tunnel", id)
 		}
 		if id == "" {
 			n, err := c.l.api.countTunnels(ctx, c.l.account)
@@ -806,8 +833,9 @@ func desiredKey(d Desired) string {
 		Dep     bool
 		Del     bool
 		Created string
+		Intent  translate.TunnelIntent
 		Apps    []translate.AccessApp
-	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes, d.Departing, d.DeleteTunnel, d.CreatedTunnel, d.AccessApps})
+	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes, d.Departing, d.DeleteTunnel, d.CreatedTunnel, d.CreateIntent, d.AccessApps})
 }
 
 func hash(s string) string {

@@ -464,6 +464,7 @@ func TestSyncerHostnameMovesBetweenTunnels(t *testing.T) {
 	plane := desired("app.example.com")
 	plane.Class = "prod/team-a/gw"
 	plane.Spec.Tunnel = &v1alpha1.TunnelRef{Name: "team-a"}
+	plane.CreateIntent = translate.TunnelIntent{Name: "team-a", Since: time.Now()}
 	plane.Spec.DNS = &v1alpha1.DNSSettings{Enabled: true, OwnerID: cloudflare.PlaneOwner("prod", "team-a", "gw")}
 	// For a moment both want it (the class's sync has not run yet): the
 	// plane finds it held.
@@ -542,6 +543,7 @@ func TestSyncerOneTunnelOneHolder(t *testing.T) {
 	plane := desired("api.example.com")
 	plane.Class = "prod/team-a/gw"
 	plane.Spec.Tunnel = &v1alpha1.TunnelRef{Name: "team-a", TokenSecretRef: &v1alpha1.SecretKeyRef{Namespace: "team-a", Name: "gw-prod-tunnel", Key: "token"}}
+	plane.CreateIntent = translate.TunnelIntent{Name: "team-a", Since: time.Now()}
 	plane.Spec.DNS = &v1alpha1.DNSSettings{Enabled: true, OwnerID: cloudflare.PlaneOwner("prod", "team-a", "gw")}
 	w2.s.Update([]cloudflare.Desired{plane})
 	planeSt := waitKey(t, w2, plane.Class, func(s *translate.TunnelState) bool { return s.ID != "" && s.Pending == "" })

@@ -121,6 +121,9 @@ func planeTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[s
 		if rec, ok := translate.TunnelRecordOf(p.Gateway); ok && rec.Created {
 			d.CreatedTunnel = rec.ID
 		}
+		if intent, ok := translate.TunnelIntentOf(p.Gateway); ok {
+			d.CreateIntent = intent
+		}
 		secrets := provision.SecretsOf(p.Gateway, &p.Params.Spec)
 		switch {
 		case t.TokenSecretRef != nil:

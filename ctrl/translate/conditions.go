@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"slices"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -73,6 +75,15 @@ func (c *conds) setStatus(typ string, status metav1.ConditionStatus, reason, msg
 		c.took |= bit
 		*c.clock++
 	}
+}
+
+// setAnew is setStatus for a condition whose meaning changed though its
+// status did not: it takes now as its transition time.
+func (c *conds) setAnew(typ string, status metav1.ConditionStatus, reason, msg string) {
+	prev := c.prev
+	c.prev = slices.DeleteFunc(slices.Clone(prev), func(p metav1.Condition) bool { return p.Type == typ })
+	c.setStatus(typ, status, reason, msg)
+	c.prev = prev
 }
 
 // get returns the condition of type typ, if set.

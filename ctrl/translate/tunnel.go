@@ -33,6 +33,10 @@ type TunnelState struct {
 	// Created: tunnelgate created this tunnel for the Gateway whose own it
 	// is (GatewayConditionTunnel records it).
 	Created bool
+	// AwaitsIntent: the Gateway's own tunnel does not exist, and is
+	// created once the Gateway's status says tunnelgate creates it
+	// (TunnelIntent).
+	AwaitsIntent bool
 	// Departed: the cleanup after a Gateway that no longer has a tunnel
 	// of its own is done (its DNS records removed, its tunnel emptied or
 	// deleted); the controller then lets the Gateway go.

@@ -2,7 +2,9 @@ package translate
 
 import (
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -19,6 +21,15 @@ import (
 //
 // The message starts "tunnel <ID> ", which TunnelRecordOf reads back; the
 // reason says the rest.
+//
+// A tunnel to create by name is asked for in two steps, so that the
+// record survives a controller that stops (or stops leading) right after
+// creating it: first the condition says, with status Unknown and reason
+// Creating, which name is to be created (the intent, TunnelIntentOf), and
+// only once the Gateway's status holds it does the Cloudflare sync create
+// the tunnel. Whoever leads next, finding a tunnel of that name made
+// after the intent was recorded, knows tunnelgate made it for this
+// Gateway.
 const (
 	GatewayConditionTunnel = "tunnelgate.dev/Tunnel"
 	// TunnelReasonCreated: tunnelgate created the tunnel for this Gateway
@@ -32,6 +43,10 @@ const (
 	// tunnel.tokenSecretRef, or a name taken over); tunnelgate never
 	// deletes it.
 	TunnelReasonExisting = "Existing"
+	// TunnelReasonCreating: (status Unknown) the tunnel named in the
+	// message is to be created for this Gateway, unless one by that name
+	// exists.
+	TunnelReasonCreating = "Creating"
 )
 
 // TunnelRecord is what a Gateway's status records of its own tunnel.
@@ -47,6 +62,40 @@ type TunnelRecord struct {
 // when there is none, or it is not one tunnelgate wrote.
 func TunnelRecordOf(g *gwv1.Gateway) (TunnelRecord, bool) {
 	return parseTunnelRecord(findCond(g.Status.Conditions, GatewayConditionTunnel))
+}
+
+// TunnelIntent is the tunnel a Gateway's status says is to be created
+// for it (reason Creating): its name, and since when the status has said
+// so.
+type TunnelIntent struct {
+	Name  string
+	Since time.Time
+}
+
+// tunnelIntentPrefix starts the message of the intent, followed by the
+// tunnel's name, quoted.
+const tunnelIntentPrefix = "tunnelgate creates tunnel "
+
+// TunnelIntentOf reads the intent from a Gateway's status; ok is false
+// when there is none.
+func TunnelIntentOf(g *gwv1.Gateway) (TunnelIntent, bool) {
+	c := findCond(g.Status.Conditions, GatewayConditionTunnel)
+	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != TunnelReasonCreating {
+		return TunnelIntent{}, false
+	}
+	rest, ok := strings.CutPrefix(c.Message, tunnelIntentPrefix)
+	if !ok {
+		return TunnelIntent{}, false
+	}
+	quoted, err := strconv.QuotedPrefix(rest)
+	if err != nil {
+		return TunnelIntent{}, false
+	}
+	name, err := strconv.Unquote(quoted)
+	if err != nil || name == "" {
+		return TunnelIntent{}, false
+	}
+	return TunnelIntent{Name: name, Since: c.LastTransitionTime.Time}, true
 }
 
 func parseTunnelRecord(c *metav1.Condition) (TunnelRecord, bool) {
@@ -108,7 +157,18 @@ func (t *translator) ownTunnelCondition(gi *gatewayInfo) {
 	}
 	ts := t.in.Tunnels[PlaneTunnelKey(gi.class.obj.Name, gi.key)]
 	if ts == nil || ts.ID == "" {
-		gi.conds.keep(GatewayConditionTunnel)
+		if ts == nil || !ts.AwaitsIntent || tun.Name == "" {
+			gi.conds.keep(GatewayConditionTunnel)
+			return
+		}
+		// The intent's time says since when a tunnel of this name would be
+		// tunnelgate's: a new name starts anew.
+		set := gi.conds.setStatus
+		if was, ok := TunnelIntentOf(gi.obj); ok && was.Name != tun.Name {
+			set = gi.conds.setAnew
+		}
+		set(GatewayConditionTunnel, metav1.ConditionUnknown, TunnelReasonCreating,
+			tunnelIntentPrefix+strconv.Quote(tun.Name)+" for this Gateway, unless the account has one by that name")
 		return
 	}
 	switch {

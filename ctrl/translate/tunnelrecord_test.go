@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -64,6 +65,50 @@ func TestTunnelRecord(t *testing.T) {
 				t.Errorf("after a restart: %+v, want the record kept: %+v", k, c)
 			}
 		})
+	}
+}
+
+// Before a tunnel to create by name exists, the Gateway's status says it
+// is to be created (the intent, Unknown Creating), which reads back with
+// the time it was first said; the time holds while the name does, and
+// starts anew with another name. A record (True) is kept instead.
+func TestTunnelIntent(t *testing.T) {
+	gw := nsName("default", "team-a")
+	key := translate.PlaneTunnelKey("tunnelgate", gw)
+	in := loadGolden(t, "planes.yaml")
+	in.Provisioning = translate.ProvisionPlanes
+	in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "class"}, key: {Pending: "waiting for the intent", AwaitsIntent: true}}
+	out := translate.Translate(in)
+	c := cond(out.Gateways[gw].Conditions, translate.GatewayConditionTunnel)
+	if c == nil || c.Status != metav1.ConditionUnknown || c.Reason != translate.TunnelReasonCreating {
+		t.Fatalf("%s = %+v, want Unknown %s", translate.GatewayConditionTunnel, c, translate.TunnelReasonCreating)
+	}
+	written := writeBack(in, gw, out)
+	intent, ok := translate.TunnelIntentOf(gatewayOf(written, gw))
+	if !ok || intent.Name != "team-a" || !intent.Since.Equal(in.Now.Truncate(time.Second)) {
+		t.Fatalf("intent read back: %+v %v, want team-a since %v", intent, ok, in.Now)
+	}
+	if _, ok := translate.TunnelRecordOf(gatewayOf(written, gw)); ok {
+		t.Error("the intent reads as a record")
+	}
+
+	// Later, the same name: the same time. Another name: a new time.
+	later := *written
+	later.Now = in.Now.Add(time.Hour)
+	if got, _ := translate.TunnelIntentOf(gatewayOf(writeBack(&later, gw, translate.Translate(&later)), gw)); !got.Since.Equal(intent.Since) {
+		t.Errorf("the same intent later: since %v, want %v", got.Since, intent.Since)
+	}
+	for i, c := range later.GatewayConfigs {
+		if c.Name == "own-plane" {
+			c = c.DeepCopy()
+			c.Spec.Tunnel.Name = "team-a-renamed"
+			later.GatewayConfigs = slices.Clone(later.GatewayConfigs)
+			later.GatewayConfigs[i] = c
+		}
+	}
+	got, ok := translate.TunnelIntentOf(gatewayOf(writeBack(&later, gw, translate.Translate(&later)), gw))
+	if !ok || got.Name != "team-a-renamed" || !got.Since.Equal(later.Now.Truncate(time.Second)) {
+		t.Errorf("a renamed tunnel's intent: %+v %v, want team-a-renamed since %v", got, ok, later.Now)
 	}
 }
 
