@@ -4,6 +4,7 @@
 //	go run ./release image   -version V -revision SHA -source-date-epoch T [-dist dist]
 //	go run ./release publish -version V -revision SHA -source-date-epoch T -registry R [-dist dist]
 //	go run ./release rootfs  -version V -arch ARCH -out DIR
+//	go run ./release binaries [-version V] [-dist dist]
 //
 // image (`make image`) builds the binary for linux/amd64 and linux/arm64
 // (release/gobuild), assembles one OCI image index over an image per
@@ -22,5 +23,6 @@
 //
 // rootfs writes the image's root filesystem for one architecture to a
 // directory: the Dockerfile copies it into a scratch image, so a Docker
-// build holds the same files.
+// build holds the same files. binaries builds the binaries alone (`make
+// chart-check` fills the build cache with it).
 package main

@@ -7,7 +7,6 @@ import (
 	"os"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -47,12 +46,7 @@ func releaseFlags(fs *flag.FlagSet) func() (options, error) {
 			return o, usageError{fmt.Errorf("-source-date-epoch %q is not a time in Unix seconds: give git log -1 --format=%%ct (or set SOURCE_DATE_EPOCH)", *epoch)}
 		}
 		o.created = time.Unix(secs, 0).UTC()
-		for _, a := range strings.Split(*arches, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				o.arches = append(o.arches, a)
-			}
-		}
-		if len(o.arches) == 0 {
+		if o.arches = splitArches(*arches); len(o.arches) == 0 {
 			return o, usageError{fmt.Errorf("-arch names no architecture")}
 		}
 		return o, nil

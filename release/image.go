@@ -9,7 +9,6 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
-	"github.com/tunnelgate/tunnelgate/release/gobuild"
 	"github.com/tunnelgate/tunnelgate/release/image"
 	"github.com/tunnelgate/tunnelgate/release/publish"
 	"github.com/tunnelgate/tunnelgate/release/sbom"
@@ -42,35 +41,20 @@ type built struct {
 
 // Names of the artifacts in DIST.
 const (
-	binDir     = "bin"   // bin/linux-ARCH/tunnelgate
-	layoutDir  = "image" // the OCI image layout
-	sbomFile   = "tunnelgate.spdx.json"
-	binaryName = "tunnelgate"
+	layoutDir = "image" // the OCI image layout
+	sbomFile  = "tunnelgate.spdx.json"
 )
 
 // buildImage builds the binaries, the index and its SBOM, writes them to
 // o.dist, and says what it made on stdout.
 func buildImage(ctx context.Context, o options, stdout io.Writer) (built, error) {
-	var platforms []image.Platform
+	platforms, err := buildBinaries(ctx, o.version, o.arches, o.dist, stdout)
+	if err != nil {
+		return built{}, err
+	}
 	var binaries []sbom.Binary
-	for _, arch := range o.arches {
-		out, err := filepath.Abs(filepath.Join(o.dist, binDir, "linux-"+arch, binaryName))
-		if err != nil {
-			return built{}, err
-		}
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-			return built{}, err
-		}
-		fmt.Fprintf(stdout, "building %s for linux/%s\n", binaryName, arch)
-		if err := gobuild.Build(ctx, ".", arch, o.version, out); err != nil {
-			return built{}, err
-		}
-		data, err := os.ReadFile(out)
-		if err != nil {
-			return built{}, err
-		}
-		platforms = append(platforms, image.Platform{Arch: arch, Binary: data})
-		binaries = append(binaries, sbom.Binary{Arch: arch, Data: data})
+	for _, p := range platforms {
+		binaries = append(binaries, sbom.Binary{Arch: p.Arch, Data: p.Binary})
 	}
 
 	idx, err := image.Build(image.Metadata{Version: o.version, Revision: o.revision, Created: o.created}, platforms)

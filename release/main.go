@@ -21,6 +21,7 @@ commands:
   image     build the multi-arch image index into DIST/image, and its SBOM
   publish   build the image, package the chart, push both and the SBOM to -registry
   rootfs    write the image's root filesystem for one architecture to -out (the Dockerfile's)
+  binaries  build the release's binaries alone into DIST/bin
 
 go run ./release COMMAND -h lists a command's flags.
 `
@@ -42,6 +43,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = runPublish(ctx, args[1:], stdout, stderr)
 	case "rootfs":
 		err = runRootFS(ctx, args[1:], stdout, stderr)
+	case "binaries":
+		err = runBinaries(ctx, args[1:], stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -104,6 +104,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"publish", "-registry", "127.0.0.1:1", "-version", "e49b9af-dirty", "-revision", testRevision, "-source-date-epoch", testEpoch}, 2, "not a semantic version"},
 		{append([]string{"publish", "-registry", "Not A Registry"}, ok...), 2, "registry"},
 		{[]string{"rootfs"}, 2, "-out is required"},
+		{[]string{"binaries", "-arch", ""}, 2, "names no architecture"},
 		{[]string{"help"}, 0, ""},
 	} {
 		var stdout, stderr bytes.Buffer
