@@ -25,7 +25,13 @@
 //     filesystem file for file, its final stage is that tree on scratch
 //     with the same user, entrypoint and labels, and its binary is static
 //     and runs as the image's non-root user (the kubelet stand-in runs
-//     that binary for the chart's pods).
+//     that binary for the chart's pods);
+//   - `make release` pushes to a real OCI registry on loopback (go-
+//     containerregistry's) an index of linux/amd64 and linux/arm64 images
+//     that run /tunnelgate as 65532 with the release's labels, whose binary
+//     runs and prints the version, its SBOM as a referrer describing that
+//     index and those binaries, and the chart, which `helm install oci://`
+//     installs with every tunnelgate container pinned to the pushed digest.
 //
 // helm and the Prometheus Operator CRDs come from the Go module proxy by
 // test/tools/chart/build.sh (`make chart-tools`) into a cache; the tests
