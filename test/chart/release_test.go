@@ -29,7 +29,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/tunnelgate/tunnelgate/release/chartpkg"
 	"github.com/tunnelgate/tunnelgate/release/image"
+	"github.com/tunnelgate/tunnelgate/release/publish"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
@@ -142,33 +144,35 @@ func TestReleaseInstallsFromARegistry(t *testing.T) {
 	t.Cleanup(func() {
 		_, _ = helm(t, []string{"KUBECONFIG=" + env.Kubeconfig()}, "uninstall", release, "--namespace", ns)
 	})
-	pinned := imageRepo.String() + "@" + digest.String()
 	kube := kubernetes.NewForConfigOrDie(env.Config)
-	for _, d := range []string{"oci-tunnelgate-controller", "oci-tunnelgate-proxy"} {
-		dep, err := kube.AppsV1().Deployments(ns).Get(t.Context(), d, metav1.GetOptions{})
-		if err != nil {
-			t.Fatalf("after helm install oci://: %v", err)
-		}
-		var ours int
-		for _, c := range append(dep.Spec.Template.Spec.InitContainers, dep.Spec.Template.Spec.Containers...) {
-			if strings.Contains(c.Image, "cloudflared") {
-				continue
-			}
-			ours++
-			if c.Image != pinned {
-				t.Errorf("%s container %s runs %s, want the pushed index %s", d, c.Name, c.Image, pinned)
-			}
-		}
-		if ours == 0 {
-			t.Errorf("%s has no tunnelgate container", d)
-		}
-	}
-	planes, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "oci-tunnelgate-controller-planes", metav1.GetOptions{})
+	checkPinned(t, kube, ns, imageRepo.String()+"@"+digest.String())
+
+	// The next release's chart pins another digest; an upgrade as
+	// docs/install.md says (--reset-then-reuse-values) moves to it and
+	// keeps the values given at install.
+	next := version + ".next"
+	nextDigest := fmt.Sprintf("sha256:%x", sha256.Sum256([]byte(next)))
+	nextChart, err := chartpkg.Package(os.DirFS(chartDir), chartpkg.Release{
+		Version: next, ImageRepository: imageRepo.String(), ImageDigest: nextDigest, Created: time.Now(),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(planes.Data["planes.json"], pinned) {
-		t.Errorf("dedicated planes would run another image: planes.json is %s", planes.Data["planes.json"])
+	chartRepo, err := name.NewRepository(prefix + "/charts/tunnelgate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := publish.Chart(t.Context(), chartRepo.Tag(next), nextChart.Config, nextChart.Archive,
+		chartpkg.ConfigMediaType, chartpkg.LayerMediaType, nextChart.Annotations); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := helm(t, []string{"KUBECONFIG=" + env.Kubeconfig()}, "upgrade", release, chartRef,
+		"--version", next, "--plain-http", "--namespace", ns, "--reset-then-reuse-values"); err != nil {
+		t.Fatal(err)
+	}
+	checkPinned(t, kube, ns, imageRepo.String()+"@"+nextDigest)
+	if vals, err := helm(t, []string{"KUBECONFIG=" + env.Kubeconfig()}, "get", "values", release, "--namespace", ns); err != nil || !strings.Contains(vals, "name: oci") {
+		t.Errorf("after the upgrade the install's values are %q (%v); want gatewayClass.name oci kept", vals, err)
 	}
 
 	// The archive make release wrote is the chart it pushed.
@@ -182,6 +186,39 @@ func TestReleaseInstallsFromARegistry(t *testing.T) {
 	}
 	if remoteTgz, err := os.ReadFile(filepath.Join(pulled, "tunnelgate-"+version+".tgz")); err != nil || !bytes.Equal(remoteTgz, local) {
 		t.Errorf("helm pull gives another archive than make release wrote to %s (%v)", dist, err)
+	}
+}
+
+// checkPinned checks that the release's Deployments run pinned (the
+// tunnelgate containers; cloudflared is another image) and that dedicated
+// planes would too.
+func checkPinned(t *testing.T, kube kubernetes.Interface, ns, pinned string) {
+	t.Helper()
+	for _, d := range []string{"oci-tunnelgate-controller", "oci-tunnelgate-proxy"} {
+		dep, err := kube.AppsV1().Deployments(ns).Get(t.Context(), d, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("after helm install oci://: %v", err)
+		}
+		var ours int
+		for _, c := range append(dep.Spec.Template.Spec.InitContainers, dep.Spec.Template.Spec.Containers...) {
+			if strings.Contains(c.Image, "cloudflared") {
+				continue
+			}
+			ours++
+			if c.Image != pinned {
+				t.Errorf("%s container %s runs %s, want %s", d, c.Name, c.Image, pinned)
+			}
+		}
+		if ours == 0 {
+			t.Errorf("%s has no tunnelgate container", d)
+		}
+	}
+	planes, err := kube.CoreV1().ConfigMaps(ns).Get(t.Context(), "oci-tunnelgate-controller-planes", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(planes.Data["planes.json"], pinned) {
+		t.Errorf("dedicated planes would run another image than %s: planes.json is %s", pinned, planes.Data["planes.json"])
 	}
 }
 
