@@ -78,7 +78,7 @@ var syncBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 func (c *Controller) RegisterMetrics(m metric.Meter) error {
 	var errs []error
 	h, err := m.Float64Histogram("tunnelgate.controller.sync.duration", metric.WithUnit("s"),
-		metric.WithDescription("Duration of syncs (translation, publication and, when leading, status writes)."),
+		metric.WithDescription("Duration of syncs (translation, publication and, when leading, finalizer writes; statuses are written after, apart)."),
 		metric.WithExplicitBucketBoundaries(syncBuckets...))
 	if err == nil {
 		c.syncDuration = h
@@ -101,7 +101,8 @@ func (c *Controller) RegisterMetrics(m metric.Meter) error {
 	}
 	s := &c.Stats
 	counter("tunnelgate.controller.syncs", "{sync}", "Translations run (changes, paced by -sync-interval).", s.Syncs.Load)
-	counter("tunnelgate.controller.sync.errors", "{sync}", "Syncs whose status writes failed (retried with backoff).", s.SyncErrors.Load)
+	counter("tunnelgate.controller.sync.errors", "{sync}", "Syncs whose finalizer writes failed (retried with backoff).", s.SyncErrors.Load)
+	counter("tunnelgate.controller.status.errors", "{pass}", "Status write passes in which a write failed (retried with backoff).", s.StatusErrors.Load)
 	fgauge("tunnelgate.controller.sync.last.duration", "s", "Duration of the last sync.",
 		func() float64 { return float64(s.LastSyncNanos.Load()) / 1e9 })
 	counter("tunnelgate.controller.status.writes", "{write}", "Status and finalizer writes made (only changed statuses are written).", s.StatusWrites.Load)

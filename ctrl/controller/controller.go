@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
@@ -107,7 +106,7 @@ type Controller struct {
 	cache           *translate.Cache
 	pace            *rate.Limiter                                  // when a sync may start (Options.SyncInterval)
 	lastPlaneStates map[types.NamespacedName]*translate.PlaneState // planeStates
-	written         *translate.Output                              // the last output whose statuses were all written; nil: compare everything
+	statuses        *statusWriter
 
 	mu   sync.Mutex
 	last *translate.Output // the last translation, for debugging and tests
@@ -118,6 +117,7 @@ type Controller struct {
 // Stats are the controller's counters, read by metrics and tests.
 type Stats struct {
 	Syncs, SyncErrors, StatusWrites, EventsRecorded atomic.Int64
+	StatusErrors                                    atomic.Int64 // status write passes that failed
 	LeaderGained                                    atomic.Int64 // times this replica became the leader
 	LastSyncNanos                                   atomic.Int64
 }
@@ -164,6 +164,7 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c.w = w
+	c.statuses = newStatusWriter(c)
 	return c, nil
 }
 
@@ -196,6 +197,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	c.log.Info("caches synced")
 	c.queue.Add(syncKey)
+	writing := make(chan struct{})
+	go func() {
+		defer close(writing)
+		c.statuses.run(ctx)
+	}()
+	defer func() { <-writing }()
 	go func() {
 		<-ctx.Done()
 		c.queue.ShutDown()
@@ -258,8 +265,8 @@ func (c *Controller) pass(ctx context.Context, span trace.Span) error {
 	}
 	deps := c.handTunnels(ctx, span, &in.Snapshot, out)
 	c.recordEvents(out.Events)
-	finErr := c.keepFinalizers(ctx, &in.Snapshot, out, deps)
-	return errors.Join(c.updateStatuses(ctx, span, out), finErr)
+	c.statuses.hand(ctx, out)
+	return c.keepFinalizers(ctx, &in.Snapshot, out, deps)
 }
 
 // runTranslate is the translate step, in its span.
@@ -329,7 +336,7 @@ func (c *Controller) remember(out *translate.Output) {
 // standBy ends a follower's sync: only the leader speaks to Cloudflare,
 // and a future leader compares every status with the cluster.
 func (c *Controller) standBy(ctx context.Context) {
-	c.written = nil
+	c.statuses.forget.Store(true)
 	if c.opts.Cloudflare != nil {
 		c.opts.Cloudflare.UpdateContext(ctx, nil)
 	}
@@ -349,37 +356,6 @@ func (c *Controller) handTunnels(ctx context.Context, span trace.Span, snap *tra
 	}
 	c.opts.Cloudflare.UpdateContext(ctx, tunnels)
 	return deps
-}
-
-// updateStatuses writes the statuses that differ from the last ones
-// written (all of them, compared with the cluster, after a failure, a
-// deletion or a change of leader), in their span.
-func (c *Controller) updateStatuses(ctx context.Context, span trace.Span, out *translate.Output) error {
-	if c.w.deleted.Swap(false) {
-		// A deleted object may be back under its name, with no status:
-		// compare everything with the cache (unchanged ones write nothing).
-		c.written = nil
-	}
-	wctx, ws := c.tracer.Start(ctx, spanStatusWrites)
-	compareAll := c.written == nil
-	n, failed, err := c.writeStatuses(wctx, c.written, out)
-	c.Stats.StatusWrites.Add(int64(n))
-	if ws.IsRecording() {
-		ws.SetAttributes(attrStatusWrites.Int(n), attrStatusErrors.Int(failed), attrStatusCompareAll.Bool(compareAll))
-		if err != nil {
-			ws.SetStatus(codes.Error, "status writes failed") // each error is an event of this span
-		}
-	}
-	ws.End()
-	if span.IsRecording() {
-		span.SetAttributes(attrStatusWrites.Int(n), attrStatusErrors.Int(failed))
-	}
-	if err != nil {
-		c.written = nil // compare everything next time: writes that worked are then no-ops
-		return err
-	}
-	c.written = out
-	return nil
 }
 
 // SetLeader says whether this replica leads. Gaining the lead forces a

@@ -31,12 +31,18 @@ import (
 // writeStatuses writes what changed between the last written output and
 // out (all of out when written is nil), and reports how many objects it
 // wrote and how many failed. Errors are joined: one object failing does
-// not stop the others; each is recorded on ctx's span.
-func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.Output) (wrote, failed int, err error) {
+// not stop the others; each is recorded on ctx's span. When stop says so
+// before an object, it returns errSuperseded with the rest unwritten.
+func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.Output, stop func() bool) (wrote, failed int, err error) {
 	ch := translate.Diff(written, out)
 	var errs []error
 	span := trace.SpanFromContext(ctx)
-	note := func(w bool, err error) {
+	stopped := false
+	note := func(write func() (bool, error)) {
+		if stopped = stopped || stop(); stopped {
+			return
+		}
+		w, err := write()
 		if w {
 			wrote++
 		}
@@ -46,27 +52,31 @@ func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.
 		}
 	}
 	for _, name := range ch.GatewayClasses {
-		note(c.writeGatewayClass(ctx, name, out.GatewayClasses[name]))
+		note(func() (bool, error) { return c.writeGatewayClass(ctx, name, out.GatewayClasses[name]) })
 	}
 	for _, k := range ch.Gateways {
-		note(c.writeGateway(ctx, k, out.Gateways[k]))
+		note(func() (bool, error) { return c.writeGateway(ctx, k, out.Gateways[k]) })
 	}
 	for _, k := range ch.ListenerSets {
-		note(c.writeListenerSet(ctx, k, out.ListenerSets[k]))
+		note(func() (bool, error) { return c.writeListenerSet(ctx, k, out.ListenerSets[k]) })
 	}
 	for _, k := range ch.HTTPRoutes {
-		note(c.writeHTTPRoute(ctx, k, out.HTTPRoutes[k]))
+		note(func() (bool, error) { return c.writeHTTPRoute(ctx, k, out.HTTPRoutes[k]) })
 	}
 	for _, k := range ch.GRPCRoutes {
-		note(c.writeGRPCRoute(ctx, k, out.GRPCRoutes[k]))
+		note(func() (bool, error) { return c.writeGRPCRoute(ctx, k, out.GRPCRoutes[k]) })
 	}
 	for _, k := range ch.BackendTLSPolicies {
-		note(c.writePolicy(ctx, k, out.BackendTLSPolicies[k]))
+		note(func() (bool, error) { return c.writePolicy(ctx, k, out.BackendTLSPolicies[k]) })
 	}
 	for _, k := range ch.AccessPolicies {
-		note(c.writeAccessPolicy(ctx, k, out.AccessPolicies[k]))
+		note(func() (bool, error) { return c.writeAccessPolicy(ctx, k, out.AccessPolicies[k]) })
 	}
-	return wrote, len(errs), errors.Join(errs...)
+	failed = len(errs)
+	if stopped {
+		errs = append(errs, errSuperseded)
+	}
+	return wrote, failed, errors.Join(errs...)
 }
 
 // update is one object's read-modify-write: get reads the object (from the

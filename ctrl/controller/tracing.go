@@ -7,10 +7,10 @@ import (
 )
 
 // A sync is traced as one span, tunnelgate.sync, with a child per step:
-// tunnelgate.translate, tunnelgate.publish and (when leading)
-// tunnelgate.status_writes. The Cloudflare work a sync asks for happens
-// later on the Syncer's goroutine, in spans of its own that link back to
-// the sync (ctrl/cloudflare/observe.go).
+// tunnelgate.translate and tunnelgate.publish. The work a leading sync
+// hands on happens later on goroutines of its own, in spans that link
+// back to the sync: the status writes (tunnelgate.status_writes,
+// statuswriter.go) and Cloudflare's (ctrl/cloudflare/observe.go).
 //
 // With tracing off the provider is a no-op: every Start returns the same
 // non-recording span, and attributes are only built when a span records.
