@@ -79,8 +79,9 @@ type Encoded struct {
 // Encoder's own, shared with later Encodes that find them unchanged:
 // nothing may write to them.
 type JSONList struct {
-	Null  bool     // the slice was nil: JSON null
-	Elems [][]byte // each element's JSON
+	Null  bool                // the slice was nil: JSON null
+	Elems [][]byte            // each element's JSON
+	Sums  [][sha256.Size]byte // the SHA-256 of each element's JSON
 }
 
 // Len is the length of the array's JSON.
@@ -223,7 +224,7 @@ func (l *list[T, P]) unchanged(s []T) bool {
 
 // json is the list's JSON in pieces.
 func (l *list[T, P]) json() JSONList {
-	return JSONList{Null: l.last == nil, Elems: l.elems}
+	return JSONList{Null: l.last == nil, Elems: l.elems, Sums: l.sums}
 }
 
 // clusterNames is the hash of the set of cluster names, remembered with
