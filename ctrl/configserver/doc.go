@@ -37,11 +37,15 @@
 // an endpoint change costs one cluster's JSON and a pass of comparisons,
 // which translate's outputs make quick by sharing what did not change.
 // The document of a version is assembled once and gzipped once, by the
-// first request for it, and every watcher is sent the same bytes.
+// first request for it, and every watcher is sent the same bytes. A
+// proxy that names the version it serves, one of the last published, is
+// sent a delta from it instead (delta.go): a route changed is a few
+// hundred bytes for it to read, not megabytes.
 //
 // Files: server.go (options, the long poll), publish.go (Publish),
 // planes.go (PublishPlanes), scope.go (a config and its held requests),
 // document.go (a published version's bytes, around the Encoder's JSON),
+// delta.go (deltas from the versions before),
 // negotiate.go (Accept-Encoding), auth.go (bearer tokens), proxies.go
 // (the tunnel protocols proxies report), tls.go (certificates from
 // files), serve.go (a listener with shutdown), metrics.go. The proxy's

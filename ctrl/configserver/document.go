@@ -26,6 +26,12 @@ type document struct {
 	// its proxies may ask to have fetched again (unknownkeys.go).
 	teams []string
 
+	// enc and small are what deltas to this version are made of: the
+	// Encoder's output, and the config's fields outside its lists.
+	enc    proxycfg.Encoded
+	small  *proxycfg.Config
+	deltas deltas
+
 	bodyOnce sync.Once
 	body     []byte
 	gzipOnce sync.Once
@@ -86,6 +92,7 @@ func newDocument(enc proxycfg.Encoded, cfg *proxycfg.Config) (*document, error) 
 	d := &document{
 		version: enc.Version, routesHash: enc.RoutesHash, clustersHash: enc.ClustersHash,
 		head: head, listeners: enc.Listeners, routes: enc.Routes, clusters: enc.Clusters, tail: tail,
+		enc: enc, small: &proxycfg.Config{Schema: cfg.Schema, SessionKeys: cfg.SessionKeys, AccessTeams: cfg.AccessTeams},
 	}
 	for _, t := range cfg.AccessTeams {
 		d.teams = append(d.teams, t.Domain)

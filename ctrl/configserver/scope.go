@@ -26,6 +26,9 @@ type scope struct {
 	// replace them.
 	mu  sync.Mutex
 	doc *document // nil before the first publish
+	// history are the last versions published, the current one last:
+	// the bases a delta can be sent from (delta.go).
+	history []deltaBase
 	// changed is closed when doc is replaced, or a plane's token
 	// changes or the plane goes, waking every held request; a new
 	// channel takes its place.
@@ -64,6 +67,8 @@ func (sc *scope) publish(cfg *proxycfg.Config) (*document, bool, error) {
 		return sc.doc, false, nil
 	}
 	sc.doc = doc
+	h := sc.history[max(0, len(sc.history)-historyLen+1):]
+	sc.history = append(append(make([]deltaBase, 0, historyLen), h...), deltaBase{version: doc.version, enc: doc.enc})
 	sc.wakeLocked()
 	return doc, true, nil
 }
@@ -95,6 +100,13 @@ func (sc *scope) remove() {
 	defer sc.mu.Unlock()
 	sc.removed = true
 	sc.wakeLocked()
+}
+
+// bases are the versions a delta to the current one can be sent from.
+func (sc *scope) bases() []deltaBase {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.history
 }
 
 // current is the document served, nil before the first publish.

@@ -167,6 +167,20 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	case resultChanged:
 		h.Set("ETag", configwatch.ETag(doc.version))
 		h.Set("Content-Type", "application/json")
+		if base := q.Get(configwatch.ParamBase); base != "" && base != doc.version {
+			if db, ok := doc.deltaFrom(base, g.sc.bases()); ok {
+				s.m.delta(r.Context())
+				body := db.body
+				if gz := db.gzipped(); gz != nil && acceptsGzip(r.Header.Values("Accept-Encoding")) {
+					h.Set("Content-Encoding", "gzip")
+					body = gz
+				}
+				h.Set("Content-Length", strconv.Itoa(len(body)))
+				w.WriteHeader(http.StatusOK)
+				w.Write(body)
+				return
+			}
+		}
 		if acceptsGzip(r.Header.Values("Accept-Encoding")) {
 			gz := doc.gzipped()
 			h.Set("Content-Encoding", "gzip")

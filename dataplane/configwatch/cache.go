@@ -1,11 +1,15 @@
 package configwatch
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 )
 
 // loadCache serves the cached document, if there is one, so a restarted
@@ -32,6 +36,73 @@ func (c *Client) loadCache() {
 	}
 	c.stats.fail(FailCache)
 	c.log.Warn("config cache not loaded; waiting for the controller", "file", c.opts.CacheFile, "err", err)
+}
+
+// The cache file is written by a goroutine of its own (cacheWriter), so
+// that the next request is not held behind encoding and syncing
+// megabytes: it writes the latest document applied, skipping any that a
+// newer one replaced before it got to them, and the last one before Run
+// returns.
+type cacheWriter struct {
+	path  string
+	log   *slog.Logger
+	stats *Stats
+	wake  chan struct{}
+
+	mu   sync.Mutex
+	next *Document // applied, not written yet
+	raw  []byte    // next's JSON as received; nil: encode it
+}
+
+func newCacheWriter(path string, log *slog.Logger, stats *Stats) *cacheWriter {
+	return &cacheWriter{path: path, log: log, stats: stats, wake: make(chan struct{}, 1)}
+}
+
+// offer has doc written, raw being its JSON (nil for one made from a
+// delta, which is encoded whole). doc must not change afterwards.
+func (w *cacheWriter) offer(doc *Document, raw []byte) {
+	w.mu.Lock()
+	w.next, w.raw = doc, raw
+	w.mu.Unlock()
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run writes offered documents until ctx ends, then the last one offered.
+func (w *cacheWriter) run(ctx context.Context) {
+	for {
+		select {
+		case <-w.wake:
+			w.write()
+		case <-ctx.Done():
+			w.write()
+			return
+		}
+	}
+}
+
+// write writes the document offered last, if any.
+func (w *cacheWriter) write() {
+	w.mu.Lock()
+	doc, raw := w.next, w.raw
+	w.next, w.raw = nil, nil
+	w.mu.Unlock()
+	if doc == nil {
+		return
+	}
+	var err error
+	if raw == nil {
+		raw, err = json.Marshal(doc)
+	}
+	if err == nil {
+		err = writeFileAtomic(w.path, raw)
+	}
+	if err != nil {
+		w.stats.fail(FailCache)
+		w.log.Warn("config cache not written; a restart will wait for the controller", "err", err)
+	}
 }
 
 // writeFileAtomic replaces path with b so that a reader, or a proxy

@@ -73,8 +73,13 @@ type Client struct {
 	stats Stats
 	tr    transport
 
+	cache *cacheWriter // nil without a cache file
+
 	// Only Run's goroutine touches these.
 	asked string // the version sent: the last one applied or refused
+	// whole asks for the next config whole, not as a delta: the last
+	// delta did not apply.
+	whole bool
 }
 
 // New returns a client that will keep p in step with the controller at
@@ -103,12 +108,16 @@ func New(p *dataplane.Proxy, opts Options) (*Client, error) {
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
-	return &Client{
+	c := &Client{
 		p:    p,
 		opts: opts,
 		base: strings.TrimSuffix(u.String(), "/") + Path,
 		log:  opts.Log,
-	}, nil
+	}
+	if opts.CacheFile != "" {
+		c.cache = newCacheWriter(opts.CacheFile, opts.Log, &c.stats)
+	}
+	return c, nil
 }
 
 // Stats are the client's counters, also exported by RegisterMetrics.
@@ -120,6 +129,12 @@ func (c *Client) Stats() *Stats { return &c.stats }
 func (c *Client) Run(ctx context.Context) error {
 	if c.opts.CacheFile != "" && !c.p.Ready() {
 		c.loadCache()
+	}
+	if c.cache != nil {
+		cctx, stop := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); c.cache.run(cctx) }()
+		defer func() { stop(); <-done }() // the last document applied is written before Run returns
 	}
 	failures := 0
 	for ctx.Err() == nil {
@@ -162,6 +177,10 @@ func (c *Client) poll(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	q := url.Values{ParamVersion: {c.asked}, ParamWait: {c.opts.Wait.String()}}
+	if served := c.p.Config(); served != nil && served.Version != "" && !c.whole {
+		q.Set(ParamBase, served.Version)
+	}
+	c.whole = false
 	rctx, cancel := context.WithTimeout(ctx, c.opts.Wait+transferAllowance)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, c.base+"?"+q.Encode(), nil)
@@ -285,6 +304,16 @@ func (c *Client) receive(ctx context.Context, res *http.Response) error {
 		c.stats.fail(FailBadAnswer)
 		return fmt.Errorf("the controller answered with version %s, which the proxy said it has", doc.Version)
 	}
+	if doc.Delta != nil {
+		cfg, err := doc.Delta.Apply(c.p.Config())
+		if err != nil {
+			c.stats.fail(FailBadAnswer)
+			c.whole = true
+			return err
+		}
+		doc.Config, doc.Delta, body = *cfg, nil, nil
+		c.stats.Deltas.Add(1)
+	}
 	c.stats.success()
 	c.accept(doc, body)
 	return nil
@@ -306,10 +335,7 @@ func (c *Client) accept(doc *Document, raw []byte) {
 	c.stats.Loads[kind].Add(1)
 	c.log.Info("config applied", "version", doc.Version, "how", loadKindNames[kind],
 		"routes", len(doc.Config.Routes), "clusters", len(doc.Config.Clusters))
-	if c.opts.CacheFile != "" {
-		if err := writeFileAtomic(c.opts.CacheFile, raw); err != nil {
-			c.stats.fail(FailCache)
-			c.log.Warn("config cache not written; a restart will wait for the controller", "err", err)
-		}
+	if c.cache != nil {
+		c.cache.offer(doc, raw)
 	}
 }

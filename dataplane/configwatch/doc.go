@@ -8,8 +8,11 @@
 // So a change reaches every proxy as soon as it is published, and an idle
 // proxy costs the controller one held request a minute.
 //
-// The client fetches, decodes, caches and backs off; applying is the
-// proxy's (Proxy.Apply), and costs what changed: when only clusters'
+// The client names the version the proxy serves, and gets the next as a
+// delta from it when the controller still has that version (only the
+// changed routes and clusters to decode); it makes the next config from
+// its own (proxycfg.Delta.Apply). It fetches, decodes, caches and backs
+// off; applying is the proxy's (Proxy.Apply), and costs what changed: when only clusters'
 // definitions differ from the config served, those clusters are replaced
 // and routes are not recompiled, so an endpoint change at 5,000 routes
 // replaces one endpoint set. Otherwise the config is checked and compiled
@@ -23,8 +26,9 @@
 // asks again with that version, so the server holds it until the next
 // one: no retry loop on a config that cannot work.
 //
-// With a cache file, every document applied is written there
-// atomically, and Run loads it before asking the controller: a restarted
+// With a cache file, every document applied is written there whole and
+// atomically, by a goroutine apart, and Run loads it before asking the
+// controller: a restarted
 // proxy serves its last config at once, before (or without) the
 // controller. The token, CA and client-certificate files are read for
 // each request, so a rotated Secret takes effect without a restart.

@@ -56,6 +56,9 @@ type Stats struct {
 	Requests atomic.Int64
 	// Loads are documents applied, by LoadKind.
 	Loads [numLoadKinds]atomic.Int64
+	// Deltas are documents received as a delta from the config served
+	// (among Loads).
+	Deltas atomic.Int64
 	// Failures are by Failure.
 	Failures [numFailures]atomic.Int64
 	// AccessKeyRequests counts the Access teams the proxy asked the
@@ -79,6 +82,7 @@ func (s *Stats) success() { s.LastSuccess.Store(time.Now().UnixNano()) }
 //	tunnelgate_config_watch_loads_total{kind="full"|"clusters"|"cache"}
 //	tunnelgate_config_watch_failures_total{reason="unreachable"|"unauthorized"|"bad_answer"|"rejected"|"token"|"tls_files"|"cache"}
 //	tunnelgate_config_watch_access_key_requests_total
+//	tunnelgate_config_watch_deltas_total
 //	tunnelgate_config_watch_last_success_seconds
 //
 // The last is the Unix time of the controller's last answer, 0 before
@@ -94,7 +98,9 @@ func (c *Client) RegisterMetrics(m metric.Meter) error {
 		metric.WithUnit("s"), metric.WithDescription("Unix time of the controller's last answer (a config or 304 Not Modified); 0 before the first."))
 	keyRequests, err5 := m.Int64ObservableCounter("tunnelgate.config_watch.access_key_requests",
 		metric.WithUnit("{team}"), metric.WithDescription("Cloudflare Access teams whose keys the proxy asked the controller to fetch again: a token named a key the team's set lacked."))
-	if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
+	deltas, err6 := m.Int64ObservableCounter("tunnelgate.config_watch.deltas",
+		metric.WithUnit("{config}"), metric.WithDescription("Configs received as a delta from the config served, among those received."))
+	if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 		return err
 	}
 	var kinds [numLoadKinds]metric.ObserveOption
@@ -115,12 +121,13 @@ func (c *Client) RegisterMetrics(m metric.Meter) error {
 			o.ObserveInt64(failures, s.Failures[i].Load(), reasons[i])
 		}
 		o.ObserveInt64(keyRequests, s.AccessKeyRequests.Load())
+		o.ObserveInt64(deltas, s.Deltas.Load())
 		var sec int64
 		if ns := s.LastSuccess.Load(); ns > 0 {
 			sec = ns / int64(time.Second)
 		}
 		o.ObserveInt64(last, sec)
 		return nil
-	}, requests, loads, failures, keyRequests, last)
+	}, requests, loads, failures, keyRequests, deltas, last)
 	return err
 }

@@ -22,6 +22,10 @@ const (
 	// ParamWait is the query parameter bounding how long the server may
 	// hold the request, as a Go duration ("30s"). The server caps it.
 	ParamWait = "wait"
+	// ParamBase is the query parameter naming the version of the config
+	// the proxy serves: the server may answer with the new version as a
+	// delta from it (Document.Delta). Absent: the whole config.
+	ParamBase = "base"
 	// HeaderProxy names the proxy (its pod) in each request, and
 	// HeaderTunnelProtocol the protocol its cloudflared sidecar runs the
 	// tunnel with ("http2", "quic", "auto"). The controller needs the
@@ -50,11 +54,17 @@ const (
 // between two documents at a glance (the controller logs them); the proxy
 // does not need them to avoid recompiling the router for an endpoint
 // change, which it tells from the config itself (Proxy.Apply).
+//
+// A document answering a request with ParamBase may carry the config as
+// Delta, from the version named there, and no Config: the proxy makes the
+// config from the one it serves (proxycfg.Delta.Apply). The cache file
+// always holds a whole config.
 type Document struct {
 	Version      string          `json:"version"`
 	RoutesHash   string          `json:"routesHash"`
 	ClustersHash string          `json:"clustersHash"`
 	Config       proxycfg.Config `json:"config"`
+	Delta        *proxycfg.Delta `json:"delta,omitempty"`
 }
 
 // maxDocument bounds a document (after decompression) so that a broken or
@@ -88,6 +98,17 @@ func DecodeDocument(b []byte) (*Document, error) {
 	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("decoding config document: %s missing", strings.Join(missing, ", "))
+	}
+	if doc.Delta != nil {
+		switch {
+		case doc.Delta.Version != doc.Version:
+			return nil, fmt.Errorf("decoding config document: delta version %q differs from the document's %q", doc.Delta.Version, doc.Version)
+		case doc.Delta.Base == "":
+			return nil, errors.New("decoding config document: the delta names no base")
+		case !doc.Config.Equal(&proxycfg.Config{}) || doc.Config.Version != "":
+			return nil, errors.New("decoding config document: a config and a delta")
+		}
+		return &doc, nil
 	}
 	if doc.Config.Version != doc.Version {
 		return nil, fmt.Errorf("decoding config document: config version %q differs from the document's %q", doc.Config.Version, doc.Version)
