@@ -19,6 +19,10 @@ const (
 	// AppliedClusters: only cluster definitions differed from the config
 	// served; those clusters were replaced and nothing was compiled.
 	AppliedClusters
+	// AppliedRoutes: routes were edited in place (patch.go); those
+	// routes were compiled, and the tables of their listeners built
+	// again.
+	AppliedRoutes
 )
 
 // replaceClusters applies cfg by replacing clusters alone, if cfg differs

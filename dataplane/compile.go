@@ -39,6 +39,17 @@ type compiledConfig struct {
 	// rules are every compiled rule with what the proxy keeps beside it,
 	// indexed by rule ID.
 	rules []servedRule
+	// routes are what each route of the config compiled to, by its place
+	// in Config.Routes: where its rules start among rules, and its
+	// prepared matches, which the filing holds under its listeners. A
+	// route edited is compiled again from them (patch.go).
+	routes []routeCompiled
+}
+
+// routeCompiled is what one route compiled to.
+type routeCompiled struct {
+	firstRule int
+	matches   []*matcher.Prepared[*compiled.Target]
 }
 
 // servedRule is a compiled rule with what this proxy keeps beside it: its
@@ -181,53 +192,66 @@ func (c *compiler) accessTeams() {
 // routes compiles every rule once, prepares each of its matches once, and
 // files them under the listeners the route is attached to.
 func (c *compiler) routes() {
-	cluster := func(name string) (int, bool) { id, ok := c.clusterIDs[name]; return id, ok }
 	var prep matcher.Preparer[*compiled.Target]
+	c.cc.routes = make([]routeCompiled, len(c.cfg.Routes))
 	for ri := range c.cfg.Routes {
 		r := &c.cfg.Routes[ri]
-		where := "route " + r.Namespace + "/" + r.Name
-		if r.Name == "" {
-			c.fail("routes[%d]: name is empty", ri)
-			continue
-		}
-		if r.Kind != proxycfg.KindHTTP && r.Kind != proxycfg.KindGRPC {
-			c.fail("%s: kind %q is not %s or %s", where, r.Kind, proxycfg.KindHTTP, proxycfg.KindGRPC)
-		}
-		var prepared []*matcher.Prepared[*compiled.Target]
-		for i := range r.Rules {
-			ru, targets, err := compiled.CompileRule(r, i, len(c.cc.rules), cluster)
-			if ru != nil {
-				c.cc.rules = append(c.cc.rules, servedRule{Rule: ru})
-				if a := ru.Access; a != nil {
-					if _, ok := c.cc.accessKeys[a.Team]; !ok {
-						c.fail("%s rules[%d]: access: team %q is not among the config's accessTeams", where, i, a.Team)
-					}
-				}
-			}
-			if err != nil {
-				c.fail("%s rules[%d]: %w", where, i, err)
-				continue
-			}
-			for mi, m := range r.Rules[i].Matches {
-				mr, err := compiled.MatcherRule(r, i, mi, m, targets[mi])
-				if err == nil {
-					var pr *matcher.Prepared[*compiled.Target]
-					if pr, err = prep.Prepare(&mr); err == nil {
-						prepared = append(prepared, pr)
-						continue
-					}
-				}
-				c.errs = append(c.errs, err) // it names the route, rule and match
-			}
-		}
+		first := len(c.cc.rules)
+		rules, matches := c.route(r, ri, first, &prep)
+		c.cc.rules = append(c.cc.rules, rules...)
+		c.cc.routes[ri] = routeCompiled{firstRule: first, matches: matches}
 		for _, ln := range r.Listeners {
 			if c.byName[ln] == nil {
-				c.fail("%s: listener %q is not defined", where, ln)
+				c.fail("route %s/%s: listener %q is not defined", r.Namespace, r.Name, ln)
 				continue
 			}
-			c.cc.filed.routesOf[ln] = append(c.cc.filed.routesOf[ln], prepared...)
+			c.cc.filed.routesOf[ln] = append(c.cc.filed.routesOf[ln], matches...)
 		}
 	}
+}
+
+// route compiles one route's rules, numbered from firstRule, and
+// prepares their matches; problems go to c.errs. A rule that does not
+// compile is left out, and the config is refused.
+func (c *compiler) route(r *proxycfg.Route, ri, firstRule int, prep *matcher.Preparer[*compiled.Target]) ([]servedRule, []*matcher.Prepared[*compiled.Target]) {
+	where := "route " + r.Namespace + "/" + r.Name
+	if r.Name == "" {
+		c.fail("routes[%d]: name is empty", ri)
+		return nil, nil
+	}
+	if r.Kind != proxycfg.KindHTTP && r.Kind != proxycfg.KindGRPC {
+		c.fail("%s: kind %q is not %s or %s", where, r.Kind, proxycfg.KindHTTP, proxycfg.KindGRPC)
+	}
+	cluster := func(name string) (int, bool) { id, ok := c.clusterIDs[name]; return id, ok }
+	var rules []servedRule
+	var prepared []*matcher.Prepared[*compiled.Target]
+	for i := range r.Rules {
+		ru, targets, err := compiled.CompileRule(r, i, firstRule+len(rules), cluster)
+		if ru != nil {
+			rules = append(rules, servedRule{Rule: ru})
+			if a := ru.Access; a != nil {
+				if _, ok := c.cc.accessKeys[a.Team]; !ok {
+					c.fail("%s rules[%d]: access: team %q is not among the config's accessTeams", where, i, a.Team)
+				}
+			}
+		}
+		if err != nil {
+			c.fail("%s rules[%d]: %w", where, i, err)
+			continue
+		}
+		for mi, m := range r.Rules[i].Matches {
+			mr, err := compiled.MatcherRule(r, i, mi, m, targets[mi])
+			if err == nil {
+				var pr *matcher.Prepared[*compiled.Target]
+				if pr, err = prep.Prepare(&mr); err == nil {
+					prepared = append(prepared, pr)
+					continue
+				}
+			}
+			c.errs = append(c.errs, err) // it names the route, rule and match
+		}
+	}
+	return rules, prepared
 }
 
 // statusText is the body of an error the proxy answers itself.

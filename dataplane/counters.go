@@ -33,6 +33,7 @@ type Stats struct {
 	ConfigLoaded       atomic.Int64
 	ConfigRejected     atomic.Int64
 	ClusterUpdates     atomic.Int64
+	RoutePatches       atomic.Int64 // configs applied by compiling edited routes alone (patch.go)
 	// Access counts protected rules' requests by cfaccess.Reason:
 	// [cfaccess.ReasonNone] those let through.
 	Access [cfaccess.NumReasons]atomic.Int64

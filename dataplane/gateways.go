@@ -151,13 +151,17 @@ func buildGatewayTLS(ls []proxycfg.Listener, at map[*proxycfg.Listener]gatewayAd
 
 // gatewayEndpoints builds what each socket of its own serves: its
 // listeners, and for HTTPS the TLS configuration compile built.
-func (f *filing) gatewayEndpoints() (map[gatewayAddr]*gatewayEndpoint, error) {
+func (f *filing) gatewayEndpoints(k keep) (map[gatewayAddr]*gatewayEndpoint, error) {
 	out := map[gatewayAddr]*gatewayEndpoint{}
 	for _, e := range f.gatewayAt {
 		if out[e] != nil {
 			continue
 		}
-		set, err := f.listenerSet(func(l *proxycfg.Listener) bool { a, ok := f.gatewayAt[l]; return ok && a == e })
+		var prev *listenerSet
+		if g := k.prev.gateways[e]; g != nil {
+			prev = g.listeners
+		}
+		set, err := f.listenerSet(func(l *proxycfg.Listener) bool { a, ok := f.gatewayAt[l]; return ok && a == e }, k, prev)
 		if err != nil {
 			return nil, err
 		}

@@ -53,6 +53,7 @@ func (m metricSource) Counters() observe.Counters {
 		ConfigLoaded:       s.ConfigLoaded.Load(),
 		ConfigRejected:     s.ConfigRejected.Load(),
 		ClusterUpdates:     s.ClusterUpdates.Load(),
+		RoutePatches:       s.RoutePatches.Load(),
 	}
 	for i := range s.Responses {
 		c.Responses[i] = s.Responses[i].Load()

@@ -153,8 +153,10 @@ func (p *Proxy) Load(cfg *proxycfg.Config) error {
 // Apply makes cfg the config new requests use, if it is valid. When it
 // differs from the config served only in its version and its clusters'
 // definitions (usually endpoints), the changed clusters are replaced in
-// their slots and routes are not recompiled (AppliedClusters); otherwise
-// cfg is compiled and swapped in whole (AppliedAll). An invalid config is
+// their slots and routes are not recompiled (AppliedClusters); when it
+// differs in routes edited in place too, only those are compiled and
+// only their listeners' tables built again (AppliedRoutes, patch.go);
+// otherwise cfg is compiled and swapped in whole (AppliedAll). An invalid config is
 // rejected whole, with every problem listed in the error, and the
 // previous config keeps serving. The proxy keeps cfg, to compare the next
 // one with: the caller must not change it afterwards (giving the same
@@ -165,7 +167,22 @@ func (p *Proxy) Apply(cfg *proxycfg.Config) (Applied, error) {
 	if cfg != nil && p.replaceClusters(cfg) {
 		return AppliedClusters, nil
 	}
-	err := p.load(cfg)
+	var err error
+	if cfg != nil {
+		var patched bool
+		if patched, err = p.patchRoutes(cfg); patched && err == nil {
+			p.lastErr = nil
+			p.stats.RoutePatches.Add(1)
+			p.opts.Log.Info("config patched", "version", cfg.Version, "routes", len(cfg.Routes), "clusters", len(cfg.Clusters))
+			return AppliedRoutes, nil
+		}
+		if errors.Is(err, errNotAPatch) {
+			err = nil
+		}
+	}
+	if err == nil {
+		err = p.load(cfg)
+	}
 	if err != nil {
 		p.lastErr = err
 		p.stats.ConfigRejected.Add(1)

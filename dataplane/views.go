@@ -114,14 +114,19 @@ type views struct {
 // match every path.
 type listenerSet struct {
 	pick *matcher.Table[*vhost]
+	// vhosts are its vhosts by hostname, for a set built again after
+	// routes changed to keep those whose routes did not (keep).
+	vhosts map[string]*vhost
 }
 
 // vhost is a group of listeners with the same hostname, merged: their
 // routes share one table. Routes of another vhost are never considered,
 // even when nothing here matches (listener isolation).
 type vhost struct {
-	name  string
-	table *matcher.Table[*compiled.Target]
+	name string // its listeners' names, joined with ","
+	// listeners are its listeners' names.
+	listeners []string
+	table     *matcher.Table[*compiled.Target]
 	// certRequired: a merged listener requires a valid client
 	// certificate, which only a handshake on a socket of its own checks.
 	certRequired bool
@@ -144,11 +149,42 @@ type filing struct {
 
 // build builds the views in want.
 func (f *filing) build(want viewSet) (views, error) {
+	return f.rebuild(want, keep{})
+}
+
+// keep is what a build may take from an earlier one: the vhosts of prev
+// none of whose listeners is in changed, with their tables. The routes of
+// the other listeners changed; the listeners themselves did not.
+type keep struct {
+	prev    views
+	changed map[string]bool
+}
+
+// vhostOf returns the earlier vhost for hostname h of set, when it may
+// stand for v: the same listeners, none with routes changed.
+func (k keep) vhostOf(set *listenerSet, h string, v *vhost) *vhost {
+	if set == nil {
+		return nil
+	}
+	old := set.vhosts[h]
+	if old == nil || old.name != v.name || old.certRequired != v.certRequired {
+		return nil
+	}
+	for _, l := range old.listeners {
+		if k.changed[l] {
+			return nil
+		}
+	}
+	return old
+}
+
+// rebuild builds the views in want, keeping what k allows.
+func (f *filing) rebuild(want viewSet, k keep) (views, error) {
 	var v views
 	var err error
 	if want.origin {
 		for i, proto := range []string{proxycfg.ListenerHTTP, proxycfg.ListenerHTTPS} {
-			if v.origin[i], err = f.listenerSet(func(l *proxycfg.Listener) bool { return l.Protocol == proto }); err != nil {
+			if v.origin[i], err = f.listenerSet(func(l *proxycfg.Listener) bool { return l.Protocol == proto }, k, k.prev.origin[i]); err != nil {
 				return views{}, err
 			}
 		}
@@ -156,13 +192,13 @@ func (f *filing) build(want viewSet) (views, error) {
 	if len(want.ports) > 0 {
 		v.ports = make(map[int]*listenerSet, len(want.ports))
 		for port := range want.ports {
-			if v.ports[port], err = f.listenerSet(func(l *proxycfg.Listener) bool { return l.Port == port }); err != nil {
+			if v.ports[port], err = f.listenerSet(func(l *proxycfg.Listener) bool { return l.Port == port }, k, k.prev.ports[port]); err != nil {
 				return views{}, err
 			}
 		}
 	}
 	if want.gateways {
-		if v.gateways, err = f.gatewayEndpoints(); err != nil {
+		if v.gateways, err = f.gatewayEndpoints(k); err != nil {
 			return views{}, err
 		}
 	}
@@ -170,8 +206,9 @@ func (f *filing) build(want viewSet) (views, error) {
 }
 
 // listenerSet groups the listeners that in admits into vhosts by
-// hostname and files their routes into each vhost's table.
-func (f *filing) listenerSet(in func(*proxycfg.Listener) bool) (*listenerSet, error) {
+// hostname and files their routes into each vhost's table; a vhost of
+// prev that k allows is kept, table and all.
+func (f *filing) listenerSet(in func(*proxycfg.Listener) bool, k keep, prev *listenerSet) (*listenerSet, error) {
 	byHost := map[string]*vhost{}
 	var order []string
 	var rulesOf = map[string][]*matcher.Prepared[*compiled.Target]{}
@@ -189,15 +226,20 @@ func (f *filing) listenerSet(in func(*proxycfg.Listener) bool) (*listenerSet, er
 		} else {
 			v.name += "," + l.Name
 		}
+		v.listeners = append(v.listeners, l.Name)
 		rulesOf[h] = append(rulesOf[h], f.routesOf[l.Name]...)
 		if cv := l.ClientValidation; cv != nil && !cv.AllowInsecureFallback {
 			v.certRequired = true
 		}
 	}
 	var picks []matcher.Rule[*vhost]
+	kept := 0
 	for _, h := range order {
 		v := byHost[h]
-		if rules := dedupe(rulesOf[h]); len(rules) > 0 {
+		if old := k.vhostOf(prev, h, v); old != nil {
+			byHost[h], v = old, old
+			kept++
+		} else if rules := dedupe(rulesOf[h]); len(rules) > 0 {
 			t, err := matcher.Build(rules)
 			if err != nil {
 				return nil, fmt.Errorf("listener %s: %w", v.name, err)
@@ -210,11 +252,14 @@ func (f *filing) listenerSet(in func(*proxycfg.Listener) bool) (*listenerSet, er
 		}
 		picks = append(picks, pr)
 	}
+	if prev != nil && kept == len(order) && len(prev.vhosts) == kept {
+		return prev, nil // every vhost kept: so is the table picking one
+	}
 	t, err := matcher.Compile(picks)
 	if err != nil {
 		return nil, err
 	}
-	return &listenerSet{pick: t}, nil
+	return &listenerSet{pick: t, vhosts: byHost}, nil
 }
 
 // dedupe drops repeats of a route's match, which appear when a route is

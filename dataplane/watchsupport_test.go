@@ -56,14 +56,18 @@ func TestApplyReplacesOnlyChangedClusters(t *testing.T) {
 		t.Fatal("a refused config changed what is served")
 	}
 
-	// Other routes, or the same clusters in another order (a cluster's ID
-	// is its place): compiled whole.
-	for name, cfg := range map[string]*proxycfg.Config{
-		"routes":  config([]proxycfg.Route{route("r", to("b"))}, cluster("a", "127.0.0.1:3", "127.0.0.1:4"), cluster("b", "127.0.0.1:2")),
-		"reorder": config([]proxycfg.Route{route("r", to("b"))}, cluster("b", "127.0.0.1:2"), cluster("a", "127.0.0.1:3", "127.0.0.1:4")),
+	// A route edited: that route compiled (patch.go). The same clusters
+	// in another order (a cluster's ID is its place): compiled whole.
+	for _, step := range []struct {
+		name string
+		cfg  *proxycfg.Config
+		want Applied
+	}{
+		{"routes", config([]proxycfg.Route{route("r", to("b"))}, cluster("a", "127.0.0.1:3", "127.0.0.1:4"), cluster("b", "127.0.0.1:2")), AppliedRoutes},
+		{"reorder", config([]proxycfg.Route{route("r", to("b"))}, cluster("b", "127.0.0.1:2"), cluster("a", "127.0.0.1:3", "127.0.0.1:4")), AppliedAll},
 	} {
-		if how, err := p.Apply(cfg); err != nil || how != AppliedAll {
-			t.Fatalf("%s: %v, %v; want AppliedAll", name, how, err)
+		if how, err := p.Apply(step.cfg); err != nil || how != step.want {
+			t.Fatalf("%s: %v, %v; want %v", step.name, how, err, step.want)
 		}
 	}
 }

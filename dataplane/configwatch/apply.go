@@ -10,8 +10,11 @@ func (c *Client) apply(doc *Document) (LoadKind, error) {
 	if err != nil {
 		return 0, err
 	}
-	if how == dataplane.AppliedClusters {
+	switch how {
+	case dataplane.AppliedClusters:
 		return LoadClusters, nil
+	case dataplane.AppliedRoutes:
+		return LoadRoutes, nil
 	}
 	return LoadFull, nil
 }

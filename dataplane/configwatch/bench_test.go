@@ -44,15 +44,19 @@ func benchDocument(routes, port int) *Document {
 	return &Document{Version: cfg.Version, RoutesHash: "routes", ClustersHash: cfg.Version, Config: cfg}
 }
 
-// BenchmarkApply is the proxy's side of an endpoint change at 5,000
-// routes: a document whose routes are the ones served, which the proxy
-// applies by replacing the changed cluster (clusters), against a
-// document whose routes differ too, compiled whole (full).
+// BenchmarkApply is the proxy's side of a change at 5,000 routes, each op
+// going back and forth between two documents: an endpoint changed, which
+// the proxy applies by replacing the changed cluster (clusters); a route
+// edited in place, which it compiles alone (route); a route added, for
+// which it compiles the whole config (full).
 func BenchmarkApply(b *testing.B) {
-	docs := [2]*Document{benchDocument(5000, 1), benchDocument(5000, 2)}
-	for _, mode := range []string{"clusters", "full"} {
-		if mode == "full" {
-			docs[1] = withOtherRoute(docs[1])
+	for _, mode := range []string{"clusters", "route", "full"} {
+		docs := [2]*Document{benchDocument(5000, 1), benchDocument(5000, 2)}
+		switch mode {
+		case "route":
+			docs[1] = withEditedRoute(docs[0])
+		case "full":
+			docs[1] = withAddedRoute(docs[1])
 		}
 		b.Run("routes=5000/"+mode, func(b *testing.B) {
 			p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -68,7 +72,7 @@ func BenchmarkApply(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				kind, err := c.apply(docs[i&1])
-				if err != nil || (kind == LoadClusters) != (mode == "clusters") {
+				if err != nil || kind != map[string]LoadKind{"clusters": LoadClusters, "route": LoadRoutes, "full": LoadFull}[mode] {
 					b.Fatalf("apply: %v, %v", kind, err)
 				}
 				i++
@@ -77,11 +81,27 @@ func BenchmarkApply(b *testing.B) {
 	}
 }
 
-// withOtherRoute is doc with its first route's hostnames changed.
-func withOtherRoute(doc *Document) *Document {
+// withEditedRoute is doc with its first route's first rule setting a
+// response header.
+func withEditedRoute(doc *Document) *Document {
 	next := *doc
 	next.Config.Routes = slices.Clone(doc.Config.Routes)
-	next.Config.Routes[0].Hostnames = []string{"other.example"}
-	next.Version += "-other"
+	r := &next.Config.Routes[0]
+	r.Rules = slices.Clone(r.Rules)
+	r.Rules[0].Filters = []proxycfg.Filter{{Type: proxycfg.FilterResponseHeaderModifier,
+		ResponseHeaderModifier: &proxycfg.HeaderModifier{Set: []proxycfg.Header{{Name: "X-Op", Value: "1"}}}}}
+	next.Version += "-edited"
+	next.Config.Version = next.Version
+	return &next
+}
+
+// withAddedRoute is doc with a route more, a copy of its first under
+// another name.
+func withAddedRoute(doc *Document) *Document {
+	next := *doc
+	r := doc.Config.Routes[0]
+	r.Name += "-copy"
+	next.Config.Routes = append(slices.Clone(doc.Config.Routes), r)
+	next.Version += "-added"
 	return &next
 }

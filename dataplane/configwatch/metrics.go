@@ -21,10 +21,13 @@ const (
 	LoadClusters
 	// LoadCache is the cache file, loaded at start.
 	LoadCache
+	// LoadRoutes is a document whose edited routes alone the proxy
+	// compiled (Proxy.Apply's AppliedRoutes).
+	LoadRoutes
 	numLoadKinds
 )
 
-var loadKindNames = [numLoadKinds]string{"full", "clusters", "cache"}
+var loadKindNames = [numLoadKinds]string{"full", "clusters", "cache", "routes"}
 
 // Failure is a kind of thing that went wrong.
 type Failure int
@@ -79,7 +82,7 @@ func (s *Stats) success() { s.LastSuccess.Store(time.Now().UnixNano()) }
 // it). On the admin listener they are
 //
 //	tunnelgate_config_watch_requests_total
-//	tunnelgate_config_watch_loads_total{kind="full"|"clusters"|"cache"}
+//	tunnelgate_config_watch_loads_total{kind="full"|"clusters"|"routes"|"cache"}
 //	tunnelgate_config_watch_failures_total{reason="unreachable"|"unauthorized"|"bad_answer"|"rejected"|"token"|"tls_files"|"cache"}
 //	tunnelgate_config_watch_access_key_requests_total
 //	tunnelgate_config_watch_deltas_total
@@ -91,7 +94,7 @@ func (c *Client) RegisterMetrics(m metric.Meter) error {
 	requests, err1 := m.Int64ObservableCounter("tunnelgate.config_watch.requests",
 		metric.WithUnit("{request}"), metric.WithDescription("Requests sent to the controller for config."))
 	loads, err2 := m.Int64ObservableCounter("tunnelgate.config_watch.loads",
-		metric.WithUnit("{config}"), metric.WithDescription("Configs applied, by how: full (routes compiled), clusters (endpoints only), cache (at start)."))
+		metric.WithUnit("{config}"), metric.WithDescription("Configs applied, by how: full (routes compiled), clusters (endpoints only), routes (edited routes compiled), cache (at start)."))
 	failures, err3 := m.Int64ObservableCounter("tunnelgate.config_watch.failures",
 		metric.WithUnit("{failure}"), metric.WithDescription("Config watch failures, by reason."))
 	last, err4 := m.Int64ObservableGauge("tunnelgate.config_watch.last_success",

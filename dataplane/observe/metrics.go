@@ -75,6 +75,7 @@ type Counters struct {
 	ConfigLoaded       int64
 	ConfigRejected     int64
 	ClusterUpdates     int64
+	RoutePatches       int64
 	// Access counts protected rules' requests by result: "allowed", or
 	// the reason they were refused (package cfaccess's names).
 	Access []AccessCount
@@ -132,6 +133,7 @@ type proxyMetrics struct {
 	websockets     metric.Int64ObservableCounter
 	configLoads    metric.Int64ObservableCounter
 	clusterUpdates metric.Int64ObservableCounter
+	routePatches   metric.Int64ObservableCounter
 	access         metric.Int64ObservableCounter
 
 	accessLogLines metric.Int64ObservableCounter
@@ -209,6 +211,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	pm.websockets = counter("tunnelgate.websockets", "{connection}", "WebSocket upgrades completed.")
 	pm.configLoads = counter("tunnelgate.config_loads", "{config}", "Configs offered, by whether they were accepted.")
 	pm.clusterUpdates = counter("tunnelgate.cluster_updates", "{update}", "Cluster endpoint updates applied.")
+	pm.routePatches = counter("tunnelgate.route_patches", "{config}", "Configs applied by compiling only the routes edited in them.")
 	pm.access = counter("tunnelgate.cloudflare_access_requests", "{request}", "Requests of rules protected by Cloudflare Access, by result: allowed, or the reason they were refused (403).")
 	pm.accessLogLines = counter("tunnelgate.access_log_lines", "{line}", "Access log lines written, or dropped because the writer fell behind.")
 	pm.spans = counter("tunnelgate.trace_spans", "{span}", "Spans exported, dropped because the export queue was full, or failed to export.")
@@ -249,7 +252,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 
 	if _, err := m.RegisterCallback(pm.observe,
 		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.clientErrors, pm.timeouts,
-		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates, pm.access,
+		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates, pm.routePatches, pm.access,
 		pm.configInfo, pm.ready, pm.clusterEndpoints, pm.clusterInflight,
 		pm.accessLogLines, pm.spans, pm.inflight,
 	); err != nil {
@@ -286,6 +289,7 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 	o.ObserveInt64(pm.configLoads, c.ConfigLoaded, pm.configOK)
 	o.ObserveInt64(pm.configLoads, c.ConfigRejected, pm.configRejected)
 	o.ObserveInt64(pm.clusterUpdates, c.ClusterUpdates)
+	o.ObserveInt64(pm.routePatches, c.RoutePatches)
 	for _, a := range c.Access {
 		o.ObserveInt64(pm.access, a.N, metric.WithAttributeSet(attribute.NewSet(attribute.String("result", a.Result))))
 	}
