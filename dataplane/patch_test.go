@@ -171,10 +171,10 @@ func TestRouteEditPatched(t *testing.T) {
 
 	// Not edits in place: compiled whole.
 	for name, c := range map[string]*proxycfg.Config{
-		"a route renamed":     edit(next, "w1", 3, func(r *proxycfg.Route) { r.Name = "renamed" }),
-		"a rule added":        edit(next, "w2", 3, func(r *proxycfg.Route) { r.Rules = append(r.Rules, to("c0")) }),
-		"a rule renamed":      edit(next, "w3", 3, func(r *proxycfg.Route) { r.Rules[0].Name = "named" }),
-		"listeners changed":   edit(next, "w4", 3, func(r *proxycfg.Route) { r.Listeners = []string{"gw/a", "gw/b"} }),
+		"a route renamed":   edit(next, "w1", 3, func(r *proxycfg.Route) { r.Name = "renamed" }),
+		"a rule added":      edit(next, "w2", 3, func(r *proxycfg.Route) { r.Rules = append(r.Rules, to("c0")) }),
+		"a rule renamed":    edit(next, "w3", 3, func(r *proxycfg.Route) { r.Rules[0].Name = "named" }),
+		"listeners changed": edit(next, "w4", 3, func(r *proxycfg.Route) { r.Listeners = []string{"gw/a", "gw/b"} }),
 		"a cluster added": func() *proxycfg.Config {
 			c := edit(next, "w5", 3, func(r *proxycfg.Route) { r.Rules[0].Backends[0].Cluster = "c4" })
 			c.Clusters = append(slices.Clone(c.Clusters), cluster("c4", "127.0.0.1:1004"))
