@@ -22,6 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/tunnelgate/tunnelgate/api/origin"
 )
 
 // Group and Version of every type in this package.
@@ -177,12 +179,14 @@ type OriginSettings struct {
 	CAPool string `json:"caPool,omitempty"`
 }
 
-// Defaults of OriginSettings.
+// Defaults of OriginSettings. They are defined in api/origin, which
+// imports nothing, so the proxy shares them without this package's
+// Kubernetes dependencies.
 const (
-	DefaultOriginPort       = 8080
-	DefaultOriginTLSPort    = 8443
-	DefaultOriginServerName = "origin.tunnelgate.internal"
-	DefaultOriginCAPool     = "/etc/tunnelgate/origin-ca/ca.crt"
+	DefaultOriginPort       = origin.DefaultPort
+	DefaultOriginTLSPort    = origin.DefaultTLSPort
+	DefaultOriginServerName = origin.DefaultServerName
+	DefaultOriginCAPool     = origin.DefaultCAPool
 )
 
 // GatewayClassConfigList is a list of GatewayClassConfigs.
