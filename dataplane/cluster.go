@@ -51,9 +51,16 @@ type endpoint struct {
 	host     string // addr's parts, for span attributes
 	port     int
 	inflight atomic.Int32
-	// h1 pools HTTP/1.1 connections. On an h2 cluster it still carries
-	// WebSocket handshakes, which need HTTP/1.1.
-	h1 *http1.Pool
+	// h1 pools HTTP/1.1 connections, made at the first request (pool):
+	// a large config's endpoints are many, most get no request from one
+	// proxy for a long time, and an empty pool costs a few hundred bytes
+	// each. On an h2 cluster it still carries WebSocket handshakes, which
+	// need HTTP/1.1.
+	h1 atomic.Pointer[http1.Pool]
+	t  *transport // what a pool is made with
+	// gone is set when no config uses the endpoint any more (sweep): a
+	// pool made after that, by a request in flight, is made closed.
+	gone atomic.Bool
 	// downUntil (unix nanoseconds) is set when a connection to the
 	// endpoint failed: until then the balancer prefers other endpoints.
 	downUntil atomic.Int64
@@ -65,6 +72,38 @@ type endpoint struct {
 const downFor = 5 * time.Second
 
 func (e *endpoint) markDown() { e.downUntil.Store(time.Now().Add(downFor).UnixNano()) }
+
+// pool is the endpoint's HTTP/1.1 pool, made at the first call.
+func (e *endpoint) pool() *http1.Pool {
+	if p := e.h1.Load(); p != nil {
+		return p
+	}
+	p := http1.NewPool(e.addr, e.t.tlsH1, e.t.settings, e.t.explain)
+	if !e.h1.CompareAndSwap(nil, p) {
+		return e.h1.Load()
+	}
+	if e.gone.Load() {
+		p.Close() // its requests finish; their connections are not kept
+	}
+	return p
+}
+
+// close closes the endpoint's pool, if it has one, and any it is given
+// later.
+func (e *endpoint) close() {
+	e.gone.Store(true)
+	if p := e.h1.Load(); p != nil {
+		p.Close()
+	}
+}
+
+// conns counts its pooled connections and all open ones.
+func (e *endpoint) conns() (idle, open int) {
+	if p := e.h1.Load(); p != nil {
+		return p.Counts()
+	}
+	return 0, 0
+}
 
 func (e *endpoint) down(now int64) bool { return e.downUntil.Load() > now }
 
@@ -141,6 +180,11 @@ type transport struct {
 	tlsH1 *tls.Config // tls restricted to http/1.1 (WebSocket on h2 clusters)
 	h2    *http.Transport
 	eps   map[string]*endpoint
+	// settings and explain are what its endpoints' pools are made with:
+	// explain adds advice, from the clusters' TLS settings, to a failed
+	// handshake (clusters of one key share those settings).
+	settings http1.PoolSettings
+	explain  func(error) error
 }
 
 func newTransports(s http1.PoolSettings) *transports {
@@ -179,7 +223,11 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 	defer ts.mu.Unlock()
 	t := ts.byKey[key]
 	if t == nil {
-		t = &transport{key: key, tls: tlsConf, eps: map[string]*endpoint{}}
+		t = &transport{key: key, tls: tlsConf, eps: map[string]*endpoint{}, settings: ts.settings}
+		if c.TLS != nil {
+			settings := *c.TLS
+			t.explain = func(err error) error { return backendTLSError(err, &settings) }
+		}
 		if tlsConf != nil {
 			t.tlsH1 = tlsConf.Clone()
 			t.tlsH1.NextProtos = []string{"http/1.1"}
@@ -204,12 +252,7 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 		seen[e.Address] = true
 		ep := t.eps[e.Address]
 		if ep == nil {
-			var explain func(error) error
-			if c.TLS != nil {
-				settings := *c.TLS
-				explain = func(err error) error { return backendTLSError(err, &settings) }
-			}
-			ep = &endpoint{addr: e.Address, h1: http1.NewPool(e.Address, t.tlsH1, ts.settings, explain)}
+			ep = &endpoint{addr: e.Address, t: t}
 			ep.host, ep.port = splitHostPort(e.Address)
 			t.eps[e.Address] = ep
 		}
@@ -235,7 +278,7 @@ func (ts *transports) sweep(live []*clusterState) {
 	for key, t := range ts.byKey {
 		for addr, e := range t.eps {
 			if !used[e] {
-				e.h1.Close()
+				e.close()
 				delete(t.eps, addr)
 			}
 		}

@@ -106,7 +106,7 @@ func checkNoLeakedConns(t *testing.T, p *Proxy) {
 		defer p.transports.mu.Unlock()
 		for _, tr := range p.transports.byKey {
 			for addr, ep := range tr.eps {
-				idle, open := ep.h1.Counts()
+				idle, open := ep.conns()
 				if open != idle {
 					return fmt.Sprintf("%s: %d connections open, %d idle", addr, open, idle)
 				}

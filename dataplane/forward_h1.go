@@ -184,9 +184,9 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		var c *http1.Conn
 		var err error
 		if fresh {
-			c, err = ep.h1.Dial(ctx, x.client)
+			c, err = ep.pool().Dial(ctx, x.client)
 		} else {
-			c, err = ep.h1.Get(ctx, x.client)
+			c, err = ep.pool().Get(ctx, x.client)
 		}
 		if err != nil {
 			return nil, nil, nil, err

@@ -106,7 +106,7 @@ func (m metricSource) Clusters() []observe.Cluster {
 			c.Endpoints = len(cs.eps)
 			for _, e := range cs.eps {
 				c.Inflight += int64(e.inflight.Load())
-				idle, open := e.h1.Counts()
+				idle, open := e.conns()
 				c.IdleConns += idle
 				c.OpenConns += open
 			}

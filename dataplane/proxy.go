@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,6 +50,14 @@ type Options struct {
 	// (record.go). The caller closes it after Serve returns.
 	AccessLog *observe.AccessLog
 	Pprof     PprofMode // who may read /debug/pprof/ (admin.go)
+	// ReturnMemory, after a config is compiled whole, has the garbage of
+	// its decoding and compiling collected and the memory returned to the
+	// operating system, a second later (once for configs that come
+	// faster): at 5,000 routes that garbage is as large as what the
+	// config holds, and Go would otherwise keep the pages for minutes.
+	// It is for the process the proxy is (the proxy command), since it
+	// collects the whole process's heap.
+	ReturnMemory bool
 	// ListenerPorts makes this the proxy of a Gateway's own data plane,
 	// behind its Service: Serve serves each listener that has a port on a
 	// socket for that port on every local address, whether the listener
@@ -65,6 +74,8 @@ type Proxy struct {
 	opts    Options
 	current atomic.Pointer[compiledConfig]
 	stats   Stats
+
+	returning atomic.Bool // returnMemory is scheduled
 
 	// mu serialises Apply; requests never take it.
 	mu    sync.Mutex
@@ -192,7 +203,25 @@ func (p *Proxy) Apply(cfg *proxycfg.Config) (Applied, error) {
 	p.lastErr = nil
 	p.stats.ConfigLoaded.Add(1)
 	p.opts.Log.Info("config loaded", "version", cfg.Version, "routes", len(cfg.Routes), "clusters", len(cfg.Clusters))
+	if p.opts.ReturnMemory {
+		p.returnMemory()
+	}
 	return AppliedAll, nil
+}
+
+// returnDelay is how long after a whole load memory is returned: a burst
+// of loads returns it once.
+const returnDelay = time.Second
+
+// returnMemory collects the garbage and returns free memory to the
+// operating system, returnDelay from now unless that is scheduled.
+func (p *Proxy) returnMemory() {
+	if p.returning.CompareAndSwap(false, true) {
+		time.AfterFunc(returnDelay, func() {
+			p.returning.Store(false)
+			debug.FreeOSMemory()
+		})
+	}
 }
 
 func (p *Proxy) load(cfg *proxycfg.Config) error {

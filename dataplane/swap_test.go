@@ -3,7 +3,9 @@ package dataplane
 import (
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
+	"runtime/metrics"
 	"slices"
 	"strings"
 	"sync"
@@ -163,13 +165,13 @@ func TestClusterChurnClosesRemovedEndpoints(t *testing.T) {
 	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", a)))
 	e.get("h", "/")
 	old := e.p.slots["c"].state.Load().eps[0]
-	if idleCount(old.h1) != 1 {
-		t.Fatalf("idle connections to a: %d", idleCount(old.h1))
+	if idleCount(old) != 1 {
+		t.Fatalf("idle connections to a: %d", idleCount(old))
 	}
 	if err := churn(e.p, cluster("c", b)); err != nil {
 		t.Fatal(err)
 	}
-	if n := idleCount(old.h1); n != 0 {
+	if n := idleCount(old); n != 0 {
 		t.Errorf("%d idle connections kept to a removed endpoint", n)
 	}
 	_, body := e.get("h", "/")
@@ -178,8 +180,52 @@ func TestClusterChurnClosesRemovedEndpoints(t *testing.T) {
 	}
 }
 
-// idleCount is the number of pooled connections of p.
-func idleCount(p *http1.Pool) int {
-	idle, _ := p.Counts()
+// idleCount is the number of pooled connections of e.
+func idleCount(e *endpoint) int {
+	idle, _ := e.conns()
 	return idle
+}
+
+// An endpoint's pool is made at its first request, once, and the
+// endpoint leaving every config closes it.
+func TestEndpointPoolMadeAtFirstUse(t *testing.T) {
+	ts := newTransports(http1.PoolSettings{MaxIdle: 4, MaxConns: 4, IdleTimeout: time.Minute, DialTimeout: time.Second})
+	c := cluster("a", "127.0.0.1:1")
+	cs, err := ts.state(&c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cs.eps[0]
+	if e.h1.Load() != nil {
+		t.Fatal("a pool made before any request")
+	}
+	p := e.pool()
+	if p == nil || e.pool() != p {
+		t.Fatal("the pool is made anew for the second request")
+	}
+	ts.sweep(nil)
+	if !e.gone.Load() || e.pool() != p {
+		t.Error("a swept endpoint is not marked gone, or its pool was replaced")
+	}
+}
+
+// With ReturnMemory, a whole load is followed by a forced collection
+// that returns the load's garbage to the operating system.
+func TestReturnMemoryAfterWholeLoad(t *testing.T) {
+	forced := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/cycles/forced:gc-cycles"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ReturnMemory: true})
+	defer p.Close()
+	before := forced()
+	mustLoad(t, p, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:1")))
+	deadline := time.Now().Add(5 * time.Second)
+	for forced() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("no collection forced within 5s of a whole load")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
