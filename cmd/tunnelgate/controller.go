@@ -41,6 +41,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/ctrl/sessionkeys"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/internal/cli"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 	"github.com/tunnelgate/tunnelgate/internal/telemetry"
 )
@@ -67,16 +68,16 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	syncInterval := fs.Duration("sync-interval", controller.DefaultSyncInterval, "during a burst of changes, at most one sync per interval (a lone change is synced at once)")
 	syncBurst := fs.Int("sync-burst", controller.DefaultSyncBurst, "syncs allowed back to back before -sync-interval paces them")
 	admin := fs.String("admin", ":9902", "admin listener (health, readiness, metrics, pprof); empty disables")
-	pprofMode := addPprofFlag(fs)
+	pprofMode := cli.AddPprofFlag(fs)
 	configListen := fs.String("config-listen", "127.0.0.1:8081", "listener proxies watch for configs (GET /v1/config); :8081 for every interface")
 	tokenFile := fs.String("config-token-file", "", "`file` holding the bearer token proxies present (re-read when it changes; required)")
 	tlsCert := fs.String("config-tls-cert", "", "PEM certificate for the config listener (required unless -config-insecure-plaintext)")
 	tlsKey := fs.String("config-tls-key", "", "PEM key for -config-tls-cert")
 	plaintext := fs.Bool("config-insecure-plaintext", false, "serve the config API over plain HTTP, without -config-tls-cert: the proxies' token and their configs, private keys included, cross the network readable (tests, a loopback -config-listen)")
 	leaderElect := fs.Bool("leader-elect", true, "elect one replica to write statuses (all replicas serve configs)")
-	leaseNS := fs.String("leader-election-namespace", envOr("POD_NAMESPACE", "tunnelgate-system"), "namespace of the leader Lease")
+	leaseNS := fs.String("leader-election-namespace", cli.EnvOr("POD_NAMESPACE", "tunnelgate-system"), "namespace of the leader Lease")
 	leaseName := fs.String("leader-election-name", "tunnelgate-controller", "name of the leader Lease")
-	identity := fs.String("identity", envOr("POD_NAME", hostname()), "this replica's name in the Lease")
+	identity := fs.String("identity", cli.EnvOr("POD_NAME", cli.Hostname()), "this replica's name in the Lease")
 	sessionKeys := fs.String("session-keys-dir", "", "`directory` of the session keys every proxy shares: current (signs) and previous (still accepted during a rotation); re-read every 10 s. Without it each proxy signs with a key of its own")
 	address := fs.String("gateway-address", "", "addresses written on programmed Gateways' status after the tunnel's hostname: hostnames or IPs, separated by commas")
 	pool := fs.String("gateway-address-pool", "", "`CIDR` to give each Gateway an address of its own from: proxies run with -listen-gateways serve it, and a plane serving in the cluster takes it as its Service's ClusterIP")
@@ -87,14 +88,14 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	qps := fs.Float64("kube-qps", 50, "API requests per second (status writes)")
 	burst := fs.Int("kube-burst", 100, "API request burst")
 	verbose := fs.Bool("v", false, "debug logging (as -log-level debug)")
-	logf := addLogFlags(fs)
-	if code, done := parse(fs, args); done {
+	logf := cli.AddLogFlags(fs)
+	if code, done := cli.Parse(fs, args); done {
 		return code
 	}
 	if *verbose {
-		*logf.level = "debug"
+		*logf.Level = "debug"
 	}
-	log, err := logf.logger(stderr)
+	log, err := logf.Logger(stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "tunnelgate controller: %v\n", err)
 		return 2
@@ -565,16 +566,4 @@ type apiWarnings struct{ log *slog.Logger }
 
 func (w apiWarnings) HandleWarningHeader(code int, agent, text string) {
 	w.log.Debug("API server warning", "code", code, "text", text)
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
-}
-
-func hostname() string {
-	h, _ := os.Hostname()
-	return h
 }

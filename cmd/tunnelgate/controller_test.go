@@ -20,6 +20,7 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/internal/testmetrics"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/prism"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
@@ -137,7 +138,7 @@ spec:
 	if code, body := fetch("http://"+adminAddr+"/metrics", ""); code != 200 {
 		t.Errorf("metrics: %d\n%s", code, body)
 	} else {
-		checkCatalogue(t, "Controller", body)
+		testmetrics.CheckCatalogue(t, "Controller", body)
 	}
 }
 

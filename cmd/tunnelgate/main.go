@@ -1,13 +1,18 @@
-// Command tunnelgate is the one tunnelgate binary. Each role (controller,
-// proxy, standalone) is a subcommand of it.
+// Command tunnelgate is tunnelgate's binary: each role (controller,
+// proxy, standalone) is a subcommand of it. The proxy also ships as a
+// binary of its own, cmd/tunnelgate-proxy, which is what proxy Pods run:
+// without the controller linked in it takes less memory. Both run the
+// same command, internal/proxycmd.
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/tunnelgate/tunnelgate/internal/cli"
+	"github.com/tunnelgate/tunnelgate/internal/proxycmd"
 )
 
 // version is replaced at build time with -ldflags "-X main.version=...".
@@ -48,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	case "version":
 		fs := newFlagSet("version", "print the version", stderr)
-		if code, done := parse(fs, rest); done {
+		if code, done := cli.Parse(fs, rest); done {
 			return code
 		}
 		fmt.Fprintln(stdout, version)
@@ -56,12 +61,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "controller":
 		return runController(rest, stdout, stderr)
 	case "proxy":
-		return runProxy(rest, stdout, stderr)
+		return proxycmd.Run("tunnelgate proxy", rest, stdout, stderr)
 	case "standalone":
 		return runStandalone(rest, stdout, stderr)
 	case "demo":
 		fs := newFlagSet("demo", "compile an embedded route set and show which rule wins each sample request", stderr)
-		if code, done := parse(fs, rest); done {
+		if code, done := cli.Parse(fs, rest); done {
 			return code
 		}
 		if err := demo(stdout); err != nil {
@@ -75,31 +80,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// newFlagSet returns a flag set for one subcommand that reports errors
-// instead of exiting, so run stays testable.
+// newFlagSet returns the flag set of the subcommand name, which does what
+// doc says (cli.NewFlagSet).
 func newFlagSet(name, doc string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: tunnelgate %s [flags]\n\n%s.\n", name, doc)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses a subcommand's flags. done is true when run must return code
-// right away: after -h (0) or a bad flag or stray argument (2).
-func parse(fs *flag.FlagSet, args []string) (code int, done bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, true
-		}
-		return 2, true
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(fs.Output(), "tunnelgate %s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
-		fs.Usage()
-		return 2, true
-	}
-	return 0, false
+	return cli.NewFlagSet("tunnelgate "+name, doc, stderr)
 }

@@ -116,6 +116,10 @@ func TestRun(t *testing.T) {
 		{args: []string{"version", "-nope"}, code: 2, stderr: "flag provided but not defined", emptyOut: true},
 		{args: []string{"demo", "-h"}, code: 0, stderr: "Usage: tunnelgate demo", emptyOut: true},
 		{args: []string{"demo"}, code: 0, stdout: demoNotice, emptyErr: true},
+		// The proxy command is internal/proxycmd's, under this binary's name.
+		{args: []string{"proxy", "-h"}, code: 0, stderr: "Usage: tunnelgate proxy [flags]", emptyOut: true},
+		{args: []string{"proxy", "stray"}, code: 2, stderr: `tunnelgate proxy: unexpected argument "stray"`, emptyOut: true},
+		{args: []string{"proxy"}, code: 2, stderr: "tunnelgate proxy: -config is required", emptyOut: true},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(append([]string{"args"}, tt.args...), " "), func(t *testing.T) {
@@ -137,5 +141,21 @@ func TestRun(t *testing.T) {
 				t.Errorf("unexpected stderr: %q", stderr.String())
 			}
 		})
+	}
+}
+
+// Each command that has an admin listener takes -pprof, and refuses a
+// mode it does not know before starting anything.
+func TestPprofFlagRefusesUnknownModes(t *testing.T) {
+	for _, args := range [][]string{
+		{"proxy", "-pprof", "everyone", "-config", "../../examples/proxy/config.json"},
+		{"controller", "-pprof", "everyone", "-config-token-file", "/nonexistent"},
+		{"standalone", "-pprof", "everyone", "-f", "../../examples/quickstart"},
+	} {
+		var stdout, stderr bytes.Buffer
+		want := `invalid value "everyone" for flag -pprof: want loopback, all or off`
+		if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", args, code, stderr.String(), want)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/internal/cli"
 	"github.com/tunnelgate/tunnelgate/standalone"
 )
 
@@ -39,12 +40,12 @@ func standaloneMain(ctx context.Context, args []string, stdout, stderr io.Writer
 	behind := fs.Bool("behind-cloudflared", false, "serve -listen as the origin of a cloudflared on this machine: trust the Cf-* and X-Forwarded-* headers it passes on "+
 		"(the visitor's address and scheme). Only when nothing but cloudflared can reach -listen (loopback or a unix socket): any other client could forge them")
 	admin := fs.String("admin", "", "admin listener (health, readiness, metrics, pprof); empty disables")
-	pprofMode := addPprofFlag(fs)
+	pprofMode := cli.AddPprofFlag(fs)
 	check := fs.Bool("check", false, "print every object's conditions and exit: 1 if a route is not Accepted with ResolvedRefs")
 	controller := fs.String("controller-name", translate.DefaultControllerName, "GatewayClass controllerName to serve")
-	logf := addLogFlags(fs)
-	accessLog := addAccessLogFlags(fs)
-	if code, done := parse(fs, args); done {
+	logf := cli.AddLogFlags(fs)
+	accessLog := cli.AddAccessLogFlags(fs)
+	if code, done := cli.Parse(fs, args); done {
 		return code
 	}
 	if len(paths) == 0 {
@@ -58,19 +59,19 @@ func standaloneMain(ctx context.Context, args []string, stdout, stderr io.Writer
 		fmt.Fprintf(stderr, "tunnelgate standalone: %v\n", err)
 		return code
 	}
-	obs, err := openRequestObservability(ctx, logf, accessLog, stdout, stderr)
+	obs, err := cli.OpenRequestObservability(ctx, logf, accessLog, stdout, stderr)
 	if err != nil {
 		return fail(2, err)
 	}
-	defer obs.close()
-	log := obs.log
+	defer obs.Close()
+	log := obs.Log
 	if *behind && !loopbackOnly(*listen) {
 		log.Warn("-behind-cloudflared trusts every peer's Cf-* and X-Forwarded-* headers, and -listen is not a loopback address or a unix socket: "+
 			"make sure nothing but cloudflared can reach it", "listen", *listen)
 	}
 	err = standalone.Serve(ctx, standalone.Options{
 		Paths: paths, Listen: *listen, BehindCloudflared: *behind, Admin: *admin, Pprof: *pprofMode, ControllerName: *controller,
-		Log: log, AccessLog: obs.accessLog, Tracer: obs.tracer,
+		Log: log, AccessLog: obs.AccessLog, Tracer: obs.Tracer,
 		Ready: func(b dataplane.Bound) {
 			if *behind {
 				log.Info("listening", "origin", b.Origin, "admin", b.Admin, "trust", "cloudflared's forwarding headers")

@@ -1,8 +1,9 @@
-package main
+package proxycmd
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -131,8 +132,8 @@ func TestObservabilityFlagErrors(t *testing.T) {
 				t.Setenv("OTEL_TRACES_SAMPLER", c.env)
 			}
 			var stdout, stderr bytes.Buffer
-			args := append([]string{"proxy", "-config", "c.json"}, c.args...)
-			if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+			args := append([]string{"-config", "c.json"}, c.args...)
+			if code := Main(context.Background(), "tunnelgate proxy", args, &stdout, &stderr, nil); code != 2 || !strings.Contains(stderr.String(), c.want) {
 				t.Errorf("%q: exit %d, stderr %q; want 2 and %q", args, code, stderr.String(), c.want)
 			}
 		})

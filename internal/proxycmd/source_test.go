@@ -1,4 +1,4 @@
-package main
+package proxycmd
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/testmetrics"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
@@ -27,15 +28,15 @@ func TestProxyCommandConfigSource(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"proxy"}, "-config is required unless -controller is given"},
-		{[]string{"proxy", "-config", "c.json", "-controller", "http://127.0.0.1:1"}, "exclude each other"},
-		{[]string{"proxy", "--controller", "http://127.0.0.1:1"}, "-controller needs -token-file"},
-		{[]string{"proxy", "-config", "c.json", "-token-file", "t"}, "[-token-file] only go with -controller"},
-		{[]string{"proxy", "-config", "c.json", "-config-cache", "x", "-ca-file", "y"}, "only go with -controller"},
-		{[]string{"proxy", "-controller", "ftp://x", "-token-file", filepath.Join(dir, "t")}, "want http:// or https://"},
+		{[]string{}, "-config is required unless -controller is given"},
+		{[]string{"-config", "c.json", "-controller", "http://127.0.0.1:1"}, "exclude each other"},
+		{[]string{"--controller", "http://127.0.0.1:1"}, "-controller needs -token-file"},
+		{[]string{"-config", "c.json", "-token-file", "t"}, "[-token-file] only go with -controller"},
+		{[]string{"-config", "c.json", "-config-cache", "x", "-ca-file", "y"}, "only go with -controller"},
+		{[]string{"-controller", "ftp://x", "-token-file", filepath.Join(dir, "t")}, "want http:// or https://"},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := run(c.args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), c.want) {
+		if code := Main(context.Background(), "tunnelgate proxy", c.args, &stdout, &stderr, nil); code != 2 || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%q: exit %d, stderr %q; want 2 and %q", c.args, code, stderr.String(), c.want)
 		}
 	}
@@ -59,7 +60,7 @@ func TestProxyCommandExitsWhenAListenerFails(t *testing.T) {
 	stderr := &testproc.SyncBuffer{}
 	exit := make(chan int, 1)
 	go func() {
-		exit <- proxyMain(ctx, []string{"-controller", "http://127.0.0.1:1", "-token-file", token,
+		exit <- Main(ctx, "tunnelgate proxy", []string{"-controller", "http://127.0.0.1:1", "-token-file", token,
 			"-listen", taken.Addr().String(), "-admin", "127.0.0.1:0"}, io.Discard, stderr, nil)
 	}()
 	select {
@@ -81,7 +82,9 @@ func runProxyCommand(t *testing.T, args ...string) (dataplane.Bound, func() int,
 	exit := make(chan int, 1)
 	stderr := &testproc.SyncBuffer{}
 	args = append([]string{"-listen", "127.0.0.1:0", "-admin", "127.0.0.1:0"}, args...)
-	go func() { exit <- proxyMain(ctx, args, io.Discard, stderr, func(b dataplane.Bound) { ready <- b }) }()
+	go func() {
+		exit <- Main(ctx, "tunnelgate proxy", args, io.Discard, stderr, func(b dataplane.Bound) { ready <- b })
+	}()
 	var b dataplane.Bound
 	select {
 	case b = <-ready:
@@ -149,7 +152,7 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	if code, body := fetch("http://"+b.Admin+"/metrics", ""); code != 200 {
 		t.Errorf("metrics: %d\n%s", code, body)
 	} else {
-		checkCatalogue(t, "Proxy", body)
+		testmetrics.CheckCatalogue(t, "Proxy", body)
 	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
@@ -168,4 +171,20 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	if !strings.Contains(stderr.String(), "serving the cached config") {
 		t.Errorf("the log does not say the cache is served:\n%s", stderr)
 	}
+}
+
+// fetch GETs url, with token as a bearer token if set, and returns the
+// status and body; a request that fails is status 0 and its error.
+func fetch(url, token string) (int, string) {
+	req, _ := http.NewRequest("GET", url, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
 }

@@ -1,4 +1,4 @@
-package main
+package proxycmd
 
 import (
 	"crypto/tls"
@@ -13,7 +13,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
-// The certificate `tunnelgate proxy -cert-dir` makes is one cloudflared
+// The certificate `tunnelgate proxy -cert-dir` (and tunnelgate-proxy) makes is one cloudflared
 // accepts: it is valid for the originServerName the controller writes
 // into the ingress document of a gRPC hostname, and chains to the CA the
 // proxy writes for the document's caPool. Checked as cloudflared checks

@@ -1,7 +1,8 @@
-package main
+package proxycmd
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -35,15 +36,15 @@ func TestProxyCommandRefusesBadConfig(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no config", []string{"proxy"}, 2, "-config is required"},
-		{"missing file", []string{"proxy", "-config", filepath.Join(dir, "nope.json")}, 1, "no such file"},
-		{"not json", []string{"proxy", "-config", write("bad.json", "{")}, 1, "decoding config"},
-		{"unknown field", []string{"proxy", "-config", write("field.json", `{"schema":"tunnelgate.dev/dataplane/v1","colour":"blue"}`)}, 1, "unknown field"},
-		{"undefined cluster", []string{"proxy", "-config", write("cluster.json", `{"schema":"tunnelgate.dev/dataplane/v1","listeners":[{"name":"l"}],
+		{"no config", []string{}, 2, "-config is required"},
+		{"missing file", []string{"-config", filepath.Join(dir, "nope.json")}, 1, "no such file"},
+		{"not json", []string{"-config", write("bad.json", "{")}, 1, "decoding config"},
+		{"unknown field", []string{"-config", write("field.json", `{"schema":"tunnelgate.dev/dataplane/v1","colour":"blue"}`)}, 1, "unknown field"},
+		{"undefined cluster", []string{"-config", write("cluster.json", `{"schema":"tunnelgate.dev/dataplane/v1","listeners":[{"name":"l"}],
 			"routes":[{"namespace":"n","name":"r","created":"2026-01-01T00:00:00Z","listeners":["l"],"rules":[{"backends":[{"cluster":"x","weight":1}]}]}]}`)}, 1, `cluster "x" is not defined`},
 	} {
 		var stdout, stderr bytes.Buffer
-		if code := run(c.args, &stdout, &stderr); code != c.code || !strings.Contains(stderr.String(), c.want) {
+		if code := Main(context.Background(), "tunnelgate proxy", c.args, &stdout, &stderr, nil); code != c.code || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%s: exit %d (want %d), stderr %q (want %q)", c.name, code, c.code, stderr.String(), c.want)
 		}
 	}
@@ -132,30 +133,14 @@ func TestProxyCommandPprofFlag(t *testing.T) {
 	}
 }
 
-// Each command that has an admin listener takes -pprof, and refuses a
-// mode it does not know before starting anything.
-func TestPprofFlagRefusesUnknownModes(t *testing.T) {
-	for _, args := range [][]string{
-		{"proxy", "-pprof", "everyone", "-config", "../../examples/proxy/config.json"},
-		{"controller", "-pprof", "everyone", "-config-token-file", "/nonexistent"},
-		{"standalone", "-pprof", "everyone", "-f", "../../examples/quickstart"},
-	} {
-		var stdout, stderr bytes.Buffer
-		want := `invalid value "everyone" for flag -pprof: want loopback, all or off`
-		if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), want) {
-			t.Errorf("%v: exit %d, stderr %q; want 2 and %q", args, code, stderr.String(), want)
-		}
-	}
-}
-
 // -listen-listener-ports serves the config's listeners on their own
 // ports, beside the origin listener; with -listen-gateways it is a usage
 // error.
 func TestProxyCommandListenerPorts(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"proxy", "-config", "../../examples/proxy/config.json", "-listen-gateways", "-listen-listener-ports"}
+	args := []string{"-config", "../../examples/proxy/config.json", "-listen-gateways", "-listen-listener-ports"}
 	want := "-listen-gateways and -listen-listener-ports exclude each other"
-	if code := run(args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), want) {
+	if code := Main(context.Background(), "tunnelgate proxy", args, &stdout, &stderr, nil); code != 2 || !strings.Contains(stderr.String(), want) {
 		t.Errorf("%q: exit %d, stderr %q; want 2 and %q", args, code, stderr.String(), want)
 	}
 

@@ -1,22 +1,26 @@
-package main
+// Package testmetrics holds a scrape of a tunnelgate process to
+// docs/metrics.md, the one catalogue of the metrics both processes serve.
+// The command tests scrape a running controller and proxy after traffic
+// and hand the text to CheckCatalogue: every tunnelgate_, go_ and
+// process_ metric served must be in the catalogue with its type and
+// labels (the process's own section, or the section both share), and
+// every metric catalogued for that process must be served.
+//
+// Everything here is test code; only tests import the package.
+package testmetrics
 
 import (
 	"bufio"
+	"errors"
 	"maps"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
 )
-
-// docs/metrics.md is the one catalogue of the metrics both processes
-// serve. The command tests scrape a running controller and proxy after
-// traffic and hand the text here: every tunnelgate_, go_ and process_
-// metric served must be in the catalogue with its type and labels (the
-// process's own section, or the section both share), and every metric
-// catalogued for that process must be served.
 
 // runtimeSection is the section of the go_* and process_* families both
 // processes serve.
@@ -39,9 +43,13 @@ type catalogued struct {
 
 // catalogue reads the table under the heading "## <section>" of
 // docs/metrics.md: | `name` | type | labels | meaning |.
-func catalogue(t *testing.T, section string) map[string]catalogued {
+func catalogue(t testing.TB, section string) map[string]catalogued {
 	t.Helper()
-	f, err := os.Open("../../docs/metrics.md")
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(root, "docs", "metrics.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,9 +114,10 @@ func served(text string) map[string]catalogued {
 	return out
 }
 
-// checkCatalogue compares a scrape of one process with its section and
-// the runtime section.
-func checkCatalogue(t *testing.T, section, scrape string) {
+// CheckCatalogue compares scrape, the Prometheus text of one process's
+// /metrics, with the catalogue's section for that process ("Proxy",
+// "Controller") and the runtime section both share.
+func CheckCatalogue(t testing.TB, section, scrape string) {
 	t.Helper()
 	want, got := catalogue(t, section), served(scrape)
 	maps.Copy(want, catalogue(t, runtimeSection))
@@ -134,40 +143,21 @@ func checkCatalogue(t *testing.T, section, scrape string) {
 	}
 }
 
-// The parsers themselves, on a small scrape and a small catalogue.
-func TestServedParsesPrometheusText(t *testing.T) {
-	got := served(`# HELP tunnelgate_a_total A.
-# TYPE tunnelgate_a_total counter
-tunnelgate_a_total{class="2xx",result="ok"} 3
-tunnelgate_a_total{class="5xx",result="ok"} 0
-# TYPE tunnelgate_h_seconds histogram
-tunnelgate_h_seconds_bucket{route="r",le="0.1"} 1
-tunnelgate_h_seconds_sum{route="r"} 0.05
-tunnelgate_h_seconds_count{route="r"} 1
-# TYPE go_goroutines gauge
-go_goroutines 7
-# TYPE go_gc_duration_seconds summary
-go_gc_duration_seconds{quantile="0.5"} 1e-05
-go_gc_duration_seconds_sum 0.001
-go_gc_duration_seconds_count 9
-# TYPE go_info gauge
-go_info{version="go1.26.0"} 1
-# TYPE other_thing gauge
-other_thing 1
-`)
-	want := map[string]catalogued{
-		"tunnelgate_a_total":     {typ: "counter", labels: []string{"class", "result"}},
-		"tunnelgate_h_seconds":   {typ: "histogram", labels: []string{"route"}},
-		"go_goroutines":          {typ: "gauge"},
-		"go_gc_duration_seconds": {typ: "summary"},
-		"go_info":                {typ: "gauge", labels: []string{"version"}},
+// moduleRoot is the directory of go.mod above the working directory,
+// which go test sets to the package's.
+func moduleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
 	}
-	if len(got) != len(want) {
-		t.Fatalf("got %v", got)
-	}
-	for n, w := range want {
-		if g := got[n]; g.typ != w.typ || !slices.Equal(g.labels, w.labels) {
-			t.Errorf("%s: %+v, want %+v", n, g, w)
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
 		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory: run from the module")
+		}
+		dir = parent
 	}
 }
