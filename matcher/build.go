@@ -1,104 +1,276 @@
 package matcher
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 )
 
-// builder collects rules into pointer-linked tries that are easy to grow,
-// then freezes them into the flat arrays a Table searches. Building and
-// searching are kept apart: insertion wants pointers, matching wants every
-// host's trie in a few adjacent cache lines.
-type builder[T any] struct {
-	entries  []*pathNode[T]   // path trie root of each host entry
-	exact    map[string]int32 // hostname → entry
-	wild     map[string]int32 // wildcard suffix ("example.com" for "*.example.com") → entry
-	catchAll int32
-	nodes    int // nodes in all tries, roots included
-	filed    int // candidates filed, counting each hostname
+// Build files prepared rules into an immutable Table. Their order in
+// rules is the last tie-breaker of precedence, as in Compile. It fails
+// only on a nil rule or when a table limit is passed (maxListLen rules on
+// one hostname and path), and then names every list over the limit.
+func Build[T any](rules []*Prepared[T]) (*Table[T], error) {
+	s := newSource[T](len(rules))
+	f := filer[T]{s: s}
+	for i, pr := range rules {
+		if pr == nil {
+			return nil, fmt.Errorf("rule %d is nil: Build takes rules from Prepare", i)
+		}
+		f.count(pr)
+	}
+	f.endRoute()
+	f.file(rules)
+	s.rules, s.input = len(rules), len(rules)
+	for _, h := range f.hosts {
+		slices.SortFunc(h.rules, compareFiled)
+	}
+	s.done()
+	return layoutAll(s, f.hosts)
 }
 
-func newBuilder[T any]() *builder[T] {
-	return &builder[T]{exact: map[string]int32{}, wild: map[string]int32{}, catchAll: -1}
+// filer files rules into a source Build is filling, in two passes: count
+// finds each rule's host entries (creating them) and counts their rules;
+// file then carves every entry's rule list out of one array and fills it.
+// The matches of one route come one after another and share a hostnames
+// slice, so count keeps the last rule's host entries and the route being
+// filed at hand.
+type filer[T any] struct {
+	s       *source[T]
+	hosts   []*hostRules[T] // every host entry, by number
+	entries []*hostRules[T] // the host entries of every rule, one after another
+	sizes   []int           // the rule count of every host entry, by number
+
+	hostnames []string // the last rule's; its entries end entries
+	last      int      // how many entries they have
+	block     []hostRules[T]
+
+	route      routeID
+	routeHosts []string // the hostnames of its rules so far
+	routeRules int
 }
 
-// pathNode is a node of a radix trie over path bytes while building.
-type pathNode[T any] struct {
+func (f *filer[T]) count(p *Prepared[T]) {
+	names := p.place.hostnames
+	if sameSlice(names, f.hostnames) {
+		f.entries = append(f.entries, f.entries[len(f.entries)-f.last:]...)
+	} else {
+		f.hostnames, f.last = names, len(names)
+		for _, name := range names {
+			h := f.s.host(name)
+			if h == nil {
+				h = f.newHost(name)
+			}
+			f.entries = append(f.entries, h)
+		}
+	}
+	for _, h := range f.entries[len(f.entries)-f.last:] {
+		f.sizes[h.entry]++
+	}
+
+	if route := p.order.nsName; route != f.route || f.routeRules == 0 {
+		f.endRoute()
+		f.route, f.routeHosts = route, names
+	} else if !sameSlice(names, f.routeHosts) {
+		f.routeHosts = union(f.routeHosts, names)
+	}
+	f.routeRules++
+}
+
+// newHost makes a host entry; they are allocated in blocks.
+func (f *filer[T]) newHost(name string) *hostRules[T] {
+	if len(f.hosts)%64 == 0 {
+		f.block = make([]hostRules[T], 64)
+	}
+	h := &f.block[len(f.hosts)%64]
+	*h = hostRules[T]{name: name, entry: f.s.newEntry()}
+	f.s.setHost(h)
+	f.hosts = append(f.hosts, h)
+	f.sizes = append(f.sizes, 0)
+	return h
+}
+
+// file fills the host entries' rule lists, in input order.
+func (f *filer[T]) file(rules []*Prepared[T]) {
+	all := make([]filed[T], len(f.entries))
+	for _, h := range f.hosts {
+		n := f.sizes[h.entry]
+		h.rules, all = all[:0:n], all[n:]
+	}
+	at := 0
+	for i, pr := range rules {
+		for _, h := range f.entries[at : at+len(pr.place.hostnames)] {
+			h.rules = append(h.rules, filed[T]{pr, i})
+		}
+		at += len(pr.place.hostnames)
+	}
+}
+
+// endRoute records where the route being filed is.
+func (f *filer[T]) endRoute() {
+	if f.routeRules > 0 {
+		f.s.addRoute(f.route, f.routeHosts, f.routeRules)
+		f.routeRules = 0
+	}
+}
+
+// sameSlice reports whether a and b are the same slice, as the matches of
+// a route share one.
+func sameSlice(a, b []string) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// union returns a with the strings of b it lacks appended, never writing
+// into a's array, which may be shared.
+func union(a, b []string) []string {
+	for _, x := range b {
+		if !slices.Contains(a, x) {
+			a = append(a[:len(a):len(a)], x)
+		}
+	}
+	return a
+}
+
+// layoutAll lays out every host entry of s into a new Table, with host
+// lookup tables and fallback links made afresh. hosts is s.byEntry().
+func layoutAll[T any](s *source[T], hosts []*hostRules[T]) (*Table[T], error) {
+	tries := make([]*pathNode, len(hosts))
+	var over []overflow
+	s.nodes, s.cands = 0, 0
+	for e, h := range hosts {
+		if h == nil {
+			continue
+		}
+		var nodes int
+		tries[e], nodes, over = buildTrie(h, over)
+		if h.nodes == 0 { // not built before: h is new, not shared
+			h.nodes = nodes
+		}
+		s.nodes, s.cands = s.nodes+nodes, s.cands+len(h.rules)
+	}
+	if err := overflowError(over); err != nil {
+		return nil, err
+	}
+
+	t := &Table[T]{rules: s.rules, src: s}
+	a := arrays[T]{
+		nodes:  make([]node, 0, s.nodes),
+		cands:  make([]candidate[T], 0, s.cands),
+		firsts: make([]byte, 0, s.nodes),
+	}
+	entries := newPaged[hostRef](len(hosts))
+	for e, h := range hosts {
+		ref := entries.set(uint64(e))
+		*ref = hostRef{next: -1}
+		if h != nil {
+			*ref = a.freeze(tries[e], h.rules)
+			ref.next = s.fallback(h.name)
+		}
+	}
+	entries.done()
+	t.nodes, t.cands = a.nodes, a.cands
+	t.firsts, t.labels = a.firsts, string(a.labels)
+
+	t.hosts = hostIndex{
+		exact:    newHostTable(s.exact.len()),
+		wild:     newHostTable(s.wild.len()),
+		catchAll: -1,
+		entries:  entries,
+	}
+	for _, h := range hosts {
+		if h == nil {
+			continue
+		}
+		switch key, wild := h.hostKey(); {
+		case h.name == "":
+			t.hosts.catchAll = h.entry
+		case wild:
+			t.hosts.wild.set(key, *entries.get(uint64(h.entry)))
+		default:
+			t.hosts.exact.set(key, *entries.get(uint64(h.entry)))
+		}
+	}
+	t.hosts.exact.done()
+	t.hosts.wild.done()
+	return t, nil
+}
+
+// pathNode is a node of one host entry's radix trie over path bytes while
+// it is built. Its lists hold ranks: indices into the entry's rules, which
+// are inserted in rank order, so every list is sorted.
+type pathNode struct {
 	label    string // the bytes on the edge from the parent
 	firsts   string // first byte of each child's label
-	children []*pathNode[T]
+	children []*pathNode
 
-	exact  []*candidate[T] // Exact rules whose value is the key
-	prefix []*candidate[T] // PathPrefix rules whose trimmed value is the key
-	regex  []*candidate[T] // regex rules whose literal prefix is the key
+	exact  []int32 // Exact rules whose value is the key
+	prefix []int32 // PathPrefix rules whose trimmed value is the key
+	regex  []int32 // regex rules whose literal prefix is the key
 }
 
-// add files c under each of its host entries at its place in the path trie.
-func (b *builder[T]) add(c *candidate[T], place placement) {
-	for _, h := range place.hostnames {
-		n, created := b.entries[b.entryFor(h)].insert(place.key)
-		b.nodes += created
-		b.filed++
-		switch place.kind {
+// overflow is a list longer than a node can hold, found while building.
+type overflow struct {
+	hostname string
+	kind     PathKind
+	key      string
+	list     *[]int32
+}
+
+// buildTrie builds h's path trie and returns it with its number of nodes,
+// appending the lists it finds too long to over.
+func buildTrie[T any](h *hostRules[T], over []overflow) (*pathNode, int, []overflow) {
+	root := &pathNode{}
+	nodes := 1
+	for rank, r := range h.rules {
+		n, created := root.insert(r.p.place.key)
+		nodes += created
+		list := &n.prefix
+		switch r.p.place.kind {
 		case PathExact:
-			n.exact = append(n.exact, c)
-		case PathPrefix:
-			n.prefix = append(n.prefix, c)
+			list = &n.exact
 		case PathRegex:
-			n.regex = append(n.regex, c)
+			list = &n.regex
+		}
+		*list = append(*list, int32(rank))
+		if len(*list) == maxListLen+1 {
+			over = append(over, overflow{h.name, r.p.place.kind, r.p.place.key, list})
 		}
 	}
+	return root, nodes, over
 }
 
-// entryFor returns the entry of a validated, lower-case hostname ("" for the
-// catch-all), creating it on first use.
-func (b *builder[T]) entryFor(hostname string) int32 {
-	if hostname == "" {
-		if b.catchAll < 0 {
-			b.catchAll = b.newEntry()
+// overflowError reports the lists too long, all of them, in an order that
+// does not depend on how the table was built, so that Build and Update
+// fail alike.
+func overflowError(over []overflow) error {
+	if len(over) == 0 {
+		return nil
+	}
+	slices.SortFunc(over, func(a, b overflow) int {
+		return cmp.Or(strings.Compare(a.hostname, b.hostname), cmp.Compare(a.kind, b.kind), strings.Compare(a.key, b.key))
+	})
+	errs := make([]error, len(over))
+	for i, o := range over {
+		where := fmt.Sprintf("hostname %q", o.hostname)
+		if o.hostname == "" {
+			where = "no hostname"
 		}
-		return b.catchAll
+		errs[i] = fmt.Errorf("%d rules on %s share the %s path %q, more than the limit of %d: "+
+			"split them across hostnames or paths", len(*o.list), where, o.kind, o.key, maxListLen)
 	}
-	names, key := b.exact, hostname
-	if suffix, ok := strings.CutPrefix(hostname, "*."); ok {
-		names, key = b.wild, suffix
-	}
-	e, ok := names[key]
-	if !ok {
-		e = b.newEntry()
-		names[key] = e
-	}
-	return e
-}
-
-func (b *builder[T]) newEntry() int32 {
-	b.nodes++
-	b.entries = append(b.entries, &pathNode[T]{})
-	return int32(len(b.entries) - 1)
-}
-
-// fallback returns the entry a host entry falls back to: the longest
-// wildcard serving every host it serves, else the catch-all. name is an
-// exact hostname or a wildcard's suffix; for a suffix, wildDot skips the
-// suffix itself, since a wildcard does not serve its own suffix.
-func (b *builder[T]) fallback(name string) int32 {
-	for i := wildDot(name, -1); i >= 0; i = wildDot(name, i) {
-		if e, ok := b.wild[name[i+1:]]; ok {
-			return e
-		}
-	}
-	return b.catchAll
+	return errors.Join(errs...)
 }
 
 // insert returns the node whose key is n's key + rest, creating it (and
 // splitting an edge) if needed, and how many nodes it created.
-func (n *pathNode[T]) insert(rest string) (*pathNode[T], int) {
+func (n *pathNode) insert(rest string) (*pathNode, int) {
 	created := 0
 	for rest != "" {
 		i := strings.IndexByte(n.firsts, rest[0])
 		if i < 0 {
-			leaf := &pathNode[T]{label: rest}
+			leaf := &pathNode{label: rest}
 			n.firsts += rest[:1]
 			n.children = append(n.children, leaf)
 			return leaf, created + 1
@@ -107,10 +279,10 @@ func (n *pathNode[T]) insert(rest string) (*pathNode[T], int) {
 		common := commonPrefixLen(child.label, rest)
 		if common < len(child.label) {
 			// Split the edge: n → mid → child.
-			mid := &pathNode[T]{
+			mid := &pathNode{
 				label:    child.label[:common],
 				firsts:   child.label[common : common+1],
-				children: []*pathNode[T]{child},
+				children: []*pathNode{child},
 			}
 			child.label = child.label[common:]
 			n.children[i] = mid
@@ -130,101 +302,4 @@ func commonPrefixLen(a, b string) int {
 		}
 	}
 	return n
-}
-
-// freeze lays the tries out in t: each host entry's nodes in breadth-first
-// order (so a node's children are adjacent), edge labels in one string,
-// candidates by value and sorted by rank within each list.
-func (b *builder[T]) freeze(t *Table[T]) error {
-	var labels strings.Builder
-	firsts := make([]byte, 0, b.nodes)
-	t.nodes = make([]node, 0, b.nodes)
-	t.cands = make([]candidate[T], 0, b.filed)
-	t.hosts.entries = make([]hostRef, len(b.entries))
-	byRank := func(x, y *candidate[T]) int { return int(x.rank - y.rank) }
-
-	for e, root := range b.entries {
-		rootAt := uint32(len(t.nodes))
-		t.hosts.entries[e] = hostRef{root: rootAt, start: rootAt, next: -1}
-		if len(root.children) == 1 {
-			t.hosts.entries[e].start = rootAt + 1 // breadth-first: right after the root
-		}
-		type item struct {
-			n      *pathNode[T]
-			parent int32
-			depth  uint16
-		}
-		queue := []item{{root, -1, 0}}
-		t.nodes = append(t.nodes, node{})
-		firsts = append(firsts, 0)
-		for at := len(t.nodes) - 1; len(queue) > 0; at++ {
-			it := queue[0]
-			queue = queue[1:]
-			n := &t.nodes[at]
-			n.labelLen = uint16(len(it.n.label))
-			if len(it.n.label) <= len(n.inline) {
-				copy(n.inline[:], it.n.label)
-			} else {
-				n.labelOff = uint32(labels.Len())
-				labels.WriteString(it.n.label)
-			}
-			n.depth = it.depth + uint16(len(it.n.label))
-
-			// Candidates: exact, then prefix, then regex, each by rank.
-			n.cands = uint32(len(t.cands))
-			for _, list := range [][]*candidate[T]{it.n.exact, it.n.prefix, it.n.regex} {
-				if len(list) > maxListLen {
-					return fmt.Errorf("%d rules share one hostname and path, more than the limit of %d: "+
-						"split them across hostnames or paths", len(list), maxListLen)
-				}
-				slices.SortFunc(list, byRank)
-				for _, c := range list {
-					t.cands = append(t.cands, *c)
-				}
-			}
-			n.nexact, n.nprefix, n.nregex = uint16(len(it.n.exact)), uint16(len(it.n.prefix)), uint16(len(it.n.regex))
-
-			// Nearest ancestors with prefix and regex rules: the parent
-			// was laid out before its children.
-			n.prefixUp, n.regexUp = -1, -1
-			if p := it.parent; p >= 0 {
-				pn := &t.nodes[p]
-				n.prefixUp, n.regexUp = pn.prefixUp, pn.regexUp
-				if pn.nprefix > 0 {
-					n.prefixUp = p
-				}
-				if pn.nregex > 0 {
-					n.regexUp = p
-				}
-			}
-
-			// Reserve the children's slots side by side.
-			n.child, n.nchild = uint32(len(t.nodes)), uint16(len(it.n.children))
-			copy(n.firsts[:], it.n.firsts)
-			depth := n.depth
-			for _, c := range it.n.children {
-				t.nodes = append(t.nodes, node{})
-				firsts = append(firsts, c.label[0])
-				queue = append(queue, item{c, int32(at), depth})
-			}
-		}
-	}
-	t.labels = labels.String()
-	t.firsts = string(firsts)
-
-	// Host lookup structures, with every entry linked to its fallback.
-	t.hosts.catchAll = b.catchAll
-	t.hosts.exact = b.hostTable(b.exact, t.hosts.entries)
-	t.hosts.wild = b.hostTable(b.wild, t.hosts.entries)
-	return nil
-}
-
-// hostTable links the named entries to their fallbacks and indexes them.
-func (b *builder[T]) hostTable(names map[string]int32, entries []hostRef) hostTable {
-	refs := make(map[string]hostRef, len(names))
-	for name, e := range names {
-		entries[e].next = b.fallback(name)
-		refs[name] = entries[e]
-	}
-	return newHostTable(refs)
 }

@@ -6,8 +6,9 @@ import (
 )
 
 // candidate is one compiled rule as Match sees it: what to return, its
-// rank (its position in the precedence order of the whole table, lower wins;
-// see precedence.go) and its conditions beyond the path's trie position.
+// rank (its position in the precedence order of its host entry's rules,
+// lower wins; see precedence.go: Match only compares candidates of one
+// host entry) and its conditions beyond the path's trie position.
 // Most rules have none, so they sit behind one pointer and a candidate is
 // three words for a pointer-sized T.
 type candidate[T any] struct {

@@ -50,8 +50,9 @@ func (r *Rule[T]) Validate() error {
 // match into every listener that serves it, and compiles it once.
 type Prepared[T any] struct {
 	cand  candidate[T] // its rank is set in each table's own copy
-	order order        // its input position is set per table
+	order order
 	place placement
+	id    keyID // its Key, by which Update removes it
 }
 
 // Preparer prepares rules one at a time, sharing with each the work done
@@ -74,30 +75,7 @@ func (p *Preparer[T]) Prepare(r *Rule[T]) (*Prepared[T], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Prepared[T]{cand: *c, order: o, place: place}, nil
-}
-
-// Build files prepared rules into an immutable Table. Their order in
-// rules is the last tie-breaker of precedence, as in Compile. It fails
-// only when a table limit is passed (maxListLen rules on one hostname
-// and path).
-func Build[T any](rules []*Prepared[T]) (*Table[T], error) {
-	cands := make([]candidate[T], len(rules))
-	orders := make([]order, len(rules))
-	for i, pr := range rules {
-		cands[i], orders[i] = pr.cand, pr.order
-		orders[i].input = i
-	}
-	rankAll(cands, orders)
-	b := newBuilder[T]()
-	for i := range cands {
-		b.add(&cands[i], rules[i].place)
-	}
-	t := &Table[T]{rules: len(rules)}
-	if err := b.freeze(t); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return &Prepared[T]{cand: *c, order: o, place: place, id: idOf(&r.Key)}, nil
 }
 
 // reuse remembers what consecutive rules share, so that a Preparer does
@@ -196,7 +174,6 @@ func prepare[T any](r *Rule[T], input int, seen *reuse) (*candidate[T], order, p
 		nsName:     seen.routeName(&r.Key),
 		rule:       r.Key.Rule,
 		match:      r.Key.Match,
-		input:      input,
 	}
 	if r.Method != "" && !isToken(r.Method) {
 		fail("method %q is not a valid HTTP method token", r.Method)

@@ -143,3 +143,41 @@ func generate(routes, nreq int, seed uint64) ruleSet {
 	}
 	return set
 }
+
+// proxyShaped returns the rules of routes HTTPRoutes as the proxy files
+// them into one listener's table (dataplane/configwatch's benchmark
+// document): one hostname per route, a rule matching /api with a header
+// and a rule matching every path. variant changes the header's value, to
+// make a route's new version.
+func proxyShaped(routes int, variant string) []Rule[int] {
+	rules := make([]Rule[int], 0, 2*routes)
+	for r := range routes {
+		rules = append(rules, proxyRoute(r, variant)...)
+	}
+	return rules
+}
+
+// proxyRoute is route r of proxyShaped, its Refs 2r and 2r+1.
+func proxyRoute(r int, variant string) []Rule[int] {
+	key := Key{Created: time.Unix(int64(r), 0), Namespace: fmt.Sprintf("team-%d", r%100), Name: fmt.Sprintf("app-%d", r)}
+	hostnames := []string{fmt.Sprintf("app-%d.g%d.example.com", r, r%50)}
+	api := Rule[int]{Hostnames: hostnames, Path: Path{PathPrefix, "/api"}, Key: key, Ref: 2 * r,
+		Headers: []ValueMatch{{Name: "x-canary", Value: "1" + variant}}}
+	every := Rule[int]{Hostnames: hostnames, Path: EveryPath, Key: key, Ref: 2*r + 1}
+	every.Key.Rule = 1
+	return []Rule[int]{api, every}
+}
+
+// prepareAll prepares rules as a proxy does, with one Preparer.
+func prepareAll[T any](rules []Rule[T]) ([]*Prepared[T], error) {
+	var p Preparer[T]
+	out := make([]*Prepared[T], len(rules))
+	for i := range rules {
+		pr, err := p.Prepare(&rules[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = pr
+	}
+	return out, nil
+}

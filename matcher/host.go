@@ -34,9 +34,9 @@ type hostRef struct {
 // entry: one cache line per probe instead of a map lookup per label.
 type hostIndex struct {
 	exact    hostTable
-	wild     hostTable // keyed by the suffix after "*."
-	catchAll int32     // entry of the rules without hostnames, or -1
-	entries  []hostRef // every entry, for following next
+	wild     hostTable      // keyed by the suffix after "*."
+	catchAll int32          // entry of the rules without hostnames, or -1
+	entries  paged[hostRef] // every entry, for following next
 }
 
 // lookupHost returns the most specific entry serving host. host must be
@@ -54,7 +54,7 @@ func lookupHost[H ~string | ~[]byte](x *hostIndex, host H) (hostRef, bool) {
 		}
 	}
 	if x.catchAll >= 0 {
-		return x.entries[x.catchAll], true
+		return *x.entries.get(uint64(x.catchAll)), true
 	}
 	return hostRef{}, false
 }

@@ -1,14 +1,14 @@
 package matcher
 
 import (
-	"slices"
+	"cmp"
 	"time"
 )
 
 // order holds what ranks a rule against others that tie on host and path
 // kind: criterion 3 of the package comment, Rule.Precedence, then criteria
-// 4 to 6. It exists only while
-// compiling; Match compares the ranks derived from it.
+// 4 to 6 up to match index. It exists only while compiling; Match compares
+// the ranks derived from it.
 type order struct {
 	prefixLen  int
 	precedence int
@@ -19,11 +19,10 @@ type order struct {
 	nsName     string // "{namespace}/{name}", compared as one string
 	rule       int
 	match      int
-	input      int // position in Compile's input: the last tie-breaker
 }
 
-// compare returns a negative number when a takes precedence over b. It
-// never returns 0 for two different rules, because inputs differ.
+// compare returns a negative number when a takes precedence over b, and 0
+// when they tie on everything but input order.
 func (a *order) compare(b *order) int {
 	switch {
 	case a.prefixLen != b.prefixLen:
@@ -48,21 +47,24 @@ func (a *order) compare(b *order) int {
 		return 1
 	case a.rule != b.rule:
 		return a.rule - b.rule
-	case a.match != b.match:
-		return a.match - b.match
 	}
-	return a.input - b.input
+	return a.match - b.match
 }
 
-// rankAll sets each candidate's rank to its position when all are sorted by
-// precedence, so Match orders any two candidates with one comparison.
-func rankAll[T any](cands []candidate[T], orders []order) {
-	idx := make([]int, len(cands))
-	for i := range idx {
-		idx[i] = i
+// filed is a rule as one table holds it: prepared, and numbered in the
+// order it joined the table, the last tie-breaker. Build numbers its rules
+// by their position; Update numbers the rules it adds after every rule
+// the table already has.
+type filed[T any] struct {
+	p     *Prepared[T]
+	input int
+}
+
+// compareFiled orders two rules of one host entry by precedence. It never
+// returns 0 for two rules of one table, because their inputs differ.
+func compareFiled[T any](a, b filed[T]) int {
+	if c := a.p.order.compare(&b.p.order); c != 0 {
+		return c
 	}
-	slices.SortFunc(idx, func(a, b int) int { return orders[a].compare(&orders[b]) })
-	for rank, i := range idx {
-		cands[i].rank = int32(rank)
-	}
+	return cmp.Compare(a.input, b.input)
 }

@@ -1,19 +1,28 @@
 package matcher
 
 import (
+	"bytes"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Table is a compiled, immutable rule set. Match is safe for concurrent use.
 type Table[T any] struct {
 	hosts  hostIndex
 	nodes  []node         // every host's path trie, each breadth-first
-	firsts string         // firsts[i] is the first byte of node i's label
+	firsts []byte         // firsts[i] is the first byte of node i's label
 	labels string         // edge labels too long to inline, see node.labelOff
 	cands  []candidate[T] // see node.cands
 	rules  int
 	bufs   sync.Pool // scratch for regexes on joined or decoded values
+
+	// src is what Update redoes host entries from; Match never reads it.
+	src *source[T]
+	// grown is set by the Update that appends to nodes, firsts and cands
+	// in place, past their length, which no other may do (see "Updating a
+	// table" in the package comment).
+	grown atomic.Bool
 }
 
 // node is a path trie node. Its key (the bytes from the root to here) is
@@ -75,7 +84,7 @@ func (t *Table[T]) Match(r *Request) (ref T, ok bool) {
 		if e.next < 0 {
 			break
 		}
-		e = t.hosts.entries[e.next]
+		e = *t.hosts.entries.get(uint64(e.next))
 	}
 	return ref, false
 }
@@ -138,7 +147,7 @@ func (t *Table[T]) walk(at uint32, path string) uint32 {
 				}
 			}
 		} else {
-			i = strings.IndexByte(t.firsts[n.child:n.child+uint32(k)], b)
+			i = bytes.IndexByte(t.firsts[n.child:n.child+uint32(k)], b)
 		}
 		if i < 0 {
 			break
