@@ -45,3 +45,63 @@ func BenchmarkCompile(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkUpdate measures a one-route change as a proxy applies it: on a
+// table shaped like a proxy listener's (proxyShaped: one hostname per
+// route, two matches, one with a header), Update removes one route's two
+// Keys and adds its new version's two rules. Each Update starts from the
+// last one's table, going round 64 routes spread over the table, so the
+// occasional fresh layout (see "Updating a table") is part of the cost.
+// The gate in BENCHMARKS.md holds it far below BenchmarkBuild.
+func BenchmarkUpdate(b *testing.B) {
+	const n, changed = 5000, 64
+	b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+		prepared, err := prepareAll(proxyShaped(n, ""))
+		if err != nil {
+			b.Fatal(err)
+		}
+		table, err := Build(prepared)
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Two new versions of each changed route, used in turn.
+		var versions [2][changed][]*Prepared[int]
+		var keys [changed][]Key
+		for i := range changed {
+			route := proxyRoute(i*n/changed, "")
+			keys[i] = []Key{route[0].Key, route[1].Key}
+			for v := range versions {
+				if versions[v][i], err = prepareAll(proxyRoute(i*n/changed, fmt.Sprint("-v", v))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		runtime.GC()
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			if table, err = table.Update(keys[i%changed], versions[i/changed%2][i%changed]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
+	})
+}
+
+// BenchmarkBuild builds BenchmarkUpdate's table whole from its prepared
+// rules: what a proxy pays without Update.
+func BenchmarkBuild(b *testing.B) {
+	const n = 5000
+	b.Run(fmt.Sprintf("routes=%d", n), func(b *testing.B) {
+		prepared, err := prepareAll(proxyShaped(n, ""))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := Build(prepared); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
