@@ -16,8 +16,8 @@ RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
 
-build: ## build bin/tunnelgate
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/tunnelgate ./cmd/tunnelgate
+build: ## build bin/tunnelgate and bin/tunnelgate-proxy (the proxy alone)
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/ ./cmd/tunnelgate ./cmd/tunnelgate-proxy
 
 # Release artifacts (./release, no container engine): the image for
 # linux/amd64 and linux/arm64 as one OCI index, its SBOM, and the chart,
