@@ -54,7 +54,7 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 		p.sweepLocked() // drop transports made for the refused clusters
 		return false, nil
 	}
-	next, err := p.compileEdited(cur, cfg, edited)
+	next, err := p.compileEdited(cur, served, cfg, edited)
 	if err != nil {
 		p.sweepLocked()
 		return !errors.Is(err, errNotAPatch), err
@@ -100,11 +100,12 @@ func sameKeys(a, b [][]byte) bool {
 	return slices.EqualFunc(a, b, func(x, y []byte) bool { return string(x) == string(y) })
 }
 
-// compileEdited returns cur with the edited routes of cfg compiled in
-// place of theirs: their rules, their matches under their listeners, and
-// the views built again, keeping every vhost none of whose listeners
-// serves an edited route.
-func (p *Proxy) compileEdited(cur *compiledConfig, cfg *proxycfg.Config, edited []int) (*compiledConfig, error) {
+// compileEdited returns cur (compiled from served) with the edited routes
+// of cfg compiled in place of theirs: their rules, their matches under
+// their listeners, and the views built again, keeping every vhost none of
+// whose listeners serves an edited route, and updating the tables of the
+// others with the edited routes' matches.
+func (p *Proxy) compileEdited(cur *compiledConfig, served, cfg *proxycfg.Config, edited []int) (*compiledConfig, error) {
 	c := &compiler{cfg: cfg, cc: &compiledConfig{accessKeys: cur.accessKeys}, clusterIDs: make(map[string]int, len(cfg.Clusters))}
 	for i := range cfg.Clusters {
 		c.clusterIDs[cfg.Clusters[i].Name] = i
@@ -115,7 +116,7 @@ func (p *Proxy) compileEdited(cur *compiledConfig, cfg *proxycfg.Config, edited 
 	next.routes = slices.Clone(cur.routes)
 	filed := *cur.filed // its listeners are Equal to cfg's; gatewayAt is keyed by them
 	filed.routesOf = maps.Clone(cur.filed.routesOf)
-	changed := map[string]bool{}
+	changed := map[string]*routesEdit{}
 	var prep matcher.Preparer[*compiled.Target]
 	for _, ri := range edited {
 		r := &cfg.Routes[ri]
@@ -132,12 +133,19 @@ func (p *Proxy) compileEdited(cur *compiledConfig, cfg *proxycfg.Config, edited 
 		}
 		copy(next.rules[old.firstRule:], rules)
 		next.routes[ri] = routeCompiled{firstRule: old.firstRule, matches: matches}
+		removed, shared := matchKeys(served, ri)
 		for _, ln := range r.Listeners {
 			list, ok := replaceMatches(filed.routesOf[ln], old.matches, matches)
 			if !ok {
 				return nil, errNotAPatch
 			}
-			filed.routesOf[ln], changed[ln] = list, true
+			filed.routesOf[ln] = list
+			e := changed[ln]
+			if e == nil {
+				e = &routesEdit{}
+				changed[ln] = e
+			}
+			e.remove, e.add, e.whole = append(e.remove, removed...), append(e.add, matches...), e.whole || shared
 		}
 	}
 	if err := errors.Join(c.errs...); err != nil {
@@ -149,6 +157,25 @@ func (p *Proxy) compileEdited(cur *compiledConfig, cfg *proxycfg.Config, edited 
 	}
 	next.views, next.filed = views, &filed
 	return &next, nil
+}
+
+// matchKeys are the matcher keys of route ri of cfg's matches, and
+// whether another route has the same namespace and name (an HTTPRoute and
+// a GRPCRoute), whose matches may have the same keys: removing one's would
+// remove the other's, so its tables are built anew.
+func matchKeys(cfg *proxycfg.Config, ri int) (keys []matcher.Key, shared bool) {
+	r := &cfg.Routes[ri]
+	for i := range r.Rules {
+		for mi := range r.Rules[i].Matches {
+			keys = append(keys, compiled.MatchKey(r, i, mi))
+		}
+	}
+	for j := range cfg.Routes {
+		if j != ri && cfg.Routes[j].Namespace == r.Namespace && cfg.Routes[j].Name == r.Name {
+			return keys, true
+		}
+	}
+	return keys, false
 }
 
 // errNotAPatch says a config that looked like a patch is not one after

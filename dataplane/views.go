@@ -2,8 +2,10 @@ package dataplane
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
@@ -153,11 +155,64 @@ func (f *filing) build(want viewSet) (views, error) {
 }
 
 // keep is what a build may take from an earlier one: the vhosts of prev
-// none of whose listeners is in changed, with their tables. The routes of
-// the other listeners changed; the listeners themselves did not.
+// none of whose listeners is in changed, with their tables, and the
+// tables of the others updated by the change of their listeners' routes
+// (matcher.Table.Update) where changed says how. The listeners
+// themselves did not change.
 type keep struct {
 	prev    views
-	changed map[string]bool
+	changed map[string]*routesEdit
+}
+
+// routesEdit is how a listener's routes changed: the matches removed, by
+// key, and those added; whole when a table must be built anew instead.
+type routesEdit struct {
+	remove []matcher.Key
+	add    []*matcher.Prepared[*compiled.Target]
+	whole  bool
+}
+
+// updated returns v with the earlier vhost's table updated by its
+// listeners' edits, or nil when it must be built anew.
+func (k keep) updated(set *listenerSet, h string, v *vhost) (*vhost, error) {
+	if set == nil || len(k.changed) == 0 {
+		return nil, nil
+	}
+	old := set.vhosts[h]
+	if old == nil || old.table == nil || old.name != v.name || old.certRequired != v.certRequired {
+		return nil, nil
+	}
+	var remove []matcher.Key
+	var add []*matcher.Prepared[*compiled.Target]
+	for _, l := range old.listeners {
+		e := k.changed[l]
+		switch {
+		case e == nil:
+		case e.whole:
+			return nil, nil
+		default:
+			for _, key := range e.remove {
+				if !slices.Contains(remove, key) {
+					remove = append(remove, key)
+				}
+			}
+			for _, p := range e.add {
+				if !slices.Contains(add, p) {
+					add = append(add, p)
+				}
+			}
+		}
+	}
+	t, err := old.table.Update(remove, add)
+	if errors.Is(err, matcher.ErrUnknownKey) {
+		return nil, nil // the old table is not what the edit thinks: build anew
+	}
+	if err != nil {
+		return nil, err
+	}
+	next := *v
+	next.table = t
+	return &next, nil
 }
 
 // vhostOf returns the earlier vhost for hostname h of set, when it may
@@ -171,7 +226,7 @@ func (k keep) vhostOf(set *listenerSet, h string, v *vhost) *vhost {
 		return nil
 	}
 	for _, l := range old.listeners {
-		if k.changed[l] {
+		if k.changed[l] != nil {
 			return nil
 		}
 	}
@@ -239,6 +294,10 @@ func (f *filing) listenerSet(in func(*proxycfg.Listener) bool, k keep, prev *lis
 		if old := k.vhostOf(prev, h, v); old != nil {
 			byHost[h], v = old, old
 			kept++
+		} else if up, err := k.updated(prev, h, v); err != nil {
+			return nil, fmt.Errorf("listener %s: %w", v.name, err)
+		} else if up != nil {
+			byHost[h], v = up, up
 		} else if rules := dedupe(rulesOf[h]); len(rules) > 0 {
 			t, err := matcher.Build(rules)
 			if err != nil {

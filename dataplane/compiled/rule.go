@@ -77,12 +77,20 @@ const MaxReplayBody = 64 << 10
 // NoCluster is the cluster ID of a backend without one.
 const NoCluster = -1
 
+// MatchKey is the matcher Key of match mi of rule ri of route r: what
+// orders it among equals, and names it to matcher.Table.Update.
+func MatchKey(r *proxycfg.Route, ri, mi int) matcher.Key {
+	return matcher.Key{Created: r.Created, Namespace: r.Namespace, Name: r.Name, Rule: ri, Match: mi}
+}
+
+// MatcherRule is match mi of rule ri of route r as the matcher takes it,
+// with t as what it answers.
 func MatcherRule(r *proxycfg.Route, ri, mi int, m proxycfg.Match, t *Target) (matcher.Rule[*Target], error) {
 	mr := matcher.Rule[*Target]{
 		Hostnames:  r.Hostnames,
 		Method:     m.Method,
 		Precedence: m.Precedence,
-		Key:        matcher.Key{Created: r.Created, Namespace: r.Namespace, Name: r.Name, Rule: ri, Match: mi},
+		Key:        MatchKey(r, ri, mi),
 		Ref:        t,
 	}
 	where := func(err error) error {

@@ -12,12 +12,13 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
-// benchDocument is a document of routes routes, one three-endpoint
-// cluster each (the shape of ctrl/configserver's benchmark), whose
-// cluster 0 has endpoint port.
-func benchDocument(routes, port int) *Document {
+// benchDocument is a document of routes routes over listeners wildcard
+// listeners, one three-endpoint cluster each (the shape of
+// ctrl/configserver's benchmark, with 50 listeners), whose cluster 0 has
+// endpoint port.
+func benchDocument(routes, listeners, port int) *Document {
 	cfg := proxycfg.Config{Schema: proxycfg.SchemaVersion, Version: fmt.Sprint("v", port)}
-	for g := range 50 {
+	for g := range listeners {
 		cfg.Listeners = append(cfg.Listeners, proxycfg.Listener{Protocol: proxycfg.ListenerHTTP, Name: fmt.Sprintf("gw-%d", g), Hostname: fmt.Sprintf("*.g%d.example.com", g)})
 	}
 	for r := range routes {
@@ -25,7 +26,7 @@ func benchDocument(routes, port int) *Document {
 		cfg.Routes = append(cfg.Routes, proxycfg.Route{
 			Kind:      proxycfg.KindHTTP,
 			Namespace: fmt.Sprintf("team-%d", r%100), Name: fmt.Sprintf("app-%d", r), Created: time.Unix(int64(r), 0),
-			Listeners: []string{fmt.Sprintf("gw-%d", r%50)}, Hostnames: []string{fmt.Sprintf("app-%d.g%d.example.com", r, r%50)},
+			Listeners: []string{fmt.Sprintf("gw-%d", r%listeners)}, Hostnames: []string{fmt.Sprintf("app-%d.g%d.example.com", r, r%listeners)},
 			Rules: []proxycfg.Rule{
 				{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/api"},
 					Headers: []proxycfg.ValueMatch{{Type: proxycfg.MatchExact, Name: "x-canary", Value: "1"}}}},
@@ -44,16 +45,22 @@ func benchDocument(routes, port int) *Document {
 	return &Document{Version: cfg.Version, RoutesHash: "routes", ClustersHash: cfg.Version, Config: cfg}
 }
 
-// BenchmarkApply is the proxy's side of a change at 5,000 routes, each op
-// going back and forth between two documents: an endpoint changed, which
-// the proxy applies by replacing the changed cluster (clusters); a route
-// edited in place, which it compiles alone (route); a route added, for
-// which it compiles the whole config (full).
+// BenchmarkApply is the proxy's side of a change at 5,000 routes over 50
+// listeners, each op going back and forth between two documents: an
+// endpoint changed, which the proxy applies by replacing the changed
+// cluster (clusters); a route edited in place, which it compiles alone,
+// updating its listener's table (route); the same with every route on
+// one listener, whose table holds all 5,000 (route/listeners=1); a route
+// added, for which it compiles the whole config (full).
 func BenchmarkApply(b *testing.B) {
-	for _, mode := range []string{"clusters", "route", "full"} {
-		docs := [2]*Document{benchDocument(5000, 1), benchDocument(5000, 2)}
+	for _, mode := range []string{"clusters", "route", "route/listeners=1", "full"} {
+		listeners := 50
+		if mode == "route/listeners=1" {
+			listeners = 1
+		}
+		docs := [2]*Document{benchDocument(5000, listeners, 1), benchDocument(5000, listeners, 2)}
 		switch mode {
-		case "route":
+		case "route", "route/listeners=1":
 			docs[1] = withEditedRoute(docs[0])
 		case "full":
 			docs[1] = withAddedRoute(docs[1])
@@ -72,7 +79,7 @@ func BenchmarkApply(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				kind, err := c.apply(docs[i&1])
-				if err != nil || kind != map[string]LoadKind{"clusters": LoadClusters, "route": LoadRoutes, "full": LoadFull}[mode] {
+				if err != nil || kind != map[string]LoadKind{"clusters": LoadClusters, "route": LoadRoutes, "route/listeners=1": LoadRoutes, "full": LoadFull}[mode] {
 					b.Fatalf("apply: %v, %v", kind, err)
 				}
 				i++
