@@ -133,8 +133,8 @@ func union(a, b []string) []string {
 	return a
 }
 
-// layoutAll lays out every host entry of s into a new Table, with host
-// lookup tables and fallback links made afresh. hosts is s.byEntry().
+// layoutAll lays out every host entry of s, which Build has just filled,
+// into a new Table. hosts is s.byEntry().
 func layoutAll[T any](s *source[T], hosts []*hostRules[T]) (*Table[T], error) {
 	tries := make([]*pathNode, len(hosts))
 	var over []overflow
@@ -143,12 +143,8 @@ func layoutAll[T any](s *source[T], hosts []*hostRules[T]) (*Table[T], error) {
 		if h == nil {
 			continue
 		}
-		var nodes int
-		tries[e], nodes, over = buildTrie(h, over)
-		if h.nodes == 0 { // not built before: h is new, not shared
-			h.nodes = nodes
-		}
-		s.nodes, s.cands = s.nodes+nodes, s.cands+len(h.rules)
+		tries[e], h.nodes, over = buildTrie(h, over)
+		s.nodes, s.cands = s.nodes+h.nodes, s.cands+len(h.rules)
 	}
 	if err := overflowError(over); err != nil {
 		return nil, err
@@ -169,11 +165,16 @@ func layoutAll[T any](s *source[T], hosts []*hostRules[T]) (*Table[T], error) {
 			ref.next = s.fallback(h.name)
 		}
 	}
-	entries.done()
 	t.nodes, t.cands = a.nodes, a.cands
 	t.firsts, t.labels = a.firsts, string(a.labels)
+	t.hosts = newHostIndex(s, hosts, entries)
+	return t, nil
+}
 
-	t.hosts = hostIndex{
+// newHostIndex makes the host lookup tables of hosts (s.byEntry()), whose
+// entries are laid out.
+func newHostIndex[T any](s *source[T], hosts []*hostRules[T], entries paged[hostRef]) hostIndex {
+	x := hostIndex{
 		exact:    newHostTable(s.exact.len()),
 		wild:     newHostTable(s.wild.len()),
 		catchAll: -1,
@@ -185,16 +186,17 @@ func layoutAll[T any](s *source[T], hosts []*hostRules[T]) (*Table[T], error) {
 		}
 		switch key, wild := h.hostKey(); {
 		case h.name == "":
-			t.hosts.catchAll = h.entry
+			x.catchAll = h.entry
 		case wild:
-			t.hosts.wild.set(key, *entries.get(uint64(h.entry)))
+			x.wild.set(key, *entries.get(uint64(h.entry)))
 		default:
-			t.hosts.exact.set(key, *entries.get(uint64(h.entry)))
+			x.exact.set(key, *entries.get(uint64(h.entry)))
 		}
 	}
-	t.hosts.exact.done()
-	t.hosts.wild.done()
-	return t, nil
+	x.entries.done()
+	x.exact.done()
+	x.wild.done()
+	return x
 }
 
 // pathNode is a node of one host entry's radix trie over path bytes while

@@ -167,10 +167,14 @@
 //     entries (shardmap.go): an Update copies the shards it writes to.
 //
 // Space. Tries an Update replaces stay in the arrays, unused. When they
-// would outnumber the live ones, Update lays the whole table out afresh,
-// as Build does but without sorting rules again: the arrays never hold
-// more than twice what the live host entries need, and laying out afresh
-// is paid for once per about as many Updates as there are live nodes.
+// would outnumber the live ones, Update moves the live host entries
+// together (layout.go: each entry's nodes and candidates are one run each,
+// copied and their indices shifted, not laid out again) and makes the host
+// lookup tables anew. The arrays so never hold more than twice what the
+// live entries need, and the move comes once per as many Updates as it
+// takes to replace as many nodes as are live: at 5,000 proxy-shaped routes
+// (10,000 nodes, two replaced by a one-route Update), a move of about 1 ms
+// every 5,000 Updates.
 //
 // Cost. A one-route Update costs building the trie of each host entry it
 // changes, plus copies of what it writes to: the page lists (24 bytes per

@@ -82,3 +82,56 @@ func (a *arrays[T]) freeze(root *pathNode, rules []filed[T]) hostRef {
 	}
 	return ref
 }
+
+// compacted returns t with its host entries moved side by side, leaving
+// out the tries no entry uses any more. An entry's nodes, candidates and
+// first bytes are each one run in t's arrays (freeze lays them out so), so
+// an entry is moved by copying its runs and shifting the indices its nodes
+// hold by how far they moved, not laid out again. The host lookup tables
+// are made anew, since every entry's hostRef changes.
+func (t *Table[T]) compacted() *Table[T] {
+	s := t.src
+	hosts := s.byEntry()
+	nodes := make([]node, 0, s.nodes)
+	cands := make([]candidate[T], 0, s.cands)
+	firsts := make([]byte, 0, s.nodes)
+	var labels []byte
+	entries := newPaged[hostRef](len(hosts))
+	for e, h := range hosts {
+		ref := entries.set(uint64(e))
+		*ref = hostRef{next: -1}
+		if h == nil {
+			continue
+		}
+		old := *t.hosts.entries.get(uint64(e))
+		run := t.nodes[old.root : old.root+uint32(h.nodes)]
+		moved := int32(len(nodes)) - int32(old.root)
+		candsMoved := int32(len(cands)) - int32(run[0].cands) // the root's come first
+		cands = append(cands, t.cands[run[0].cands:int(run[0].cands)+len(h.rules)]...)
+		firsts = append(firsts, t.firsts[old.root:old.root+uint32(h.nodes)]...)
+		for _, n := range run {
+			if n.nchild > 0 {
+				n.child = uint32(int32(n.child) + moved)
+			}
+			if n.prefixUp >= 0 {
+				n.prefixUp += moved
+			}
+			if n.regexUp >= 0 {
+				n.regexUp += moved
+			}
+			n.cands = uint32(int32(n.cands) + candsMoved)
+			if int(n.labelLen) > len(n.inline) {
+				label := t.labels[n.labelOff : n.labelOff+uint32(n.labelLen)]
+				n.labelOff = uint32(len(labels))
+				labels = append(labels, label...)
+			}
+			nodes = append(nodes, n)
+		}
+		*ref = hostRef{root: uint32(int32(old.root) + moved), start: uint32(int32(old.start) + moved), next: old.next}
+	}
+	return &Table[T]{
+		hosts: newHostIndex(s, hosts, entries),
+		nodes: nodes, cands: cands, firsts: firsts, labels: string(labels),
+		rules: t.rules, src: s,
+	}
+}

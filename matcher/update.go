@@ -52,12 +52,13 @@ func (t *Table[T]) Update(remove []Key, add []*Prepared[T]) (*Table[T], error) {
 	}
 	s.done()
 
-	// Once the tries no host uses would outweigh the live ones, lay the
-	// whole table out afresh instead.
-	if len(t.nodes)+newNodes-s.nodes > s.nodes || len(t.cands)+newCands-s.cands > s.cands {
-		return layoutAll(s, s.byEntry())
+	nt := c.apply(t, s, tries, newNodes, newCands)
+	// Once the tries no host uses outweigh the live ones, move the live
+	// ones together.
+	if len(nt.nodes)-s.nodes > s.nodes || len(nt.cands)-s.cands > s.cands {
+		nt = nt.compacted()
 	}
-	return c.apply(t, s, tries, newNodes, newCands), nil
+	return nt, nil
 }
 
 // change is what an Update does to the host entries it touches.

@@ -351,6 +351,14 @@ func TestUpdateMatchesBuild(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 0x5eed))
 		set := generate(10+rng.IntN(150), 0, seed)
 		pool := generate(60, 0, seed+1000).rules
+		// Some edge labels longer than a node holds inline.
+		for _, rules := range [][]Rule[int]{set.rules, pool} {
+			for i := range rules {
+				if i%5 == 0 && rules[i].Path.Kind != PathRegex {
+					rules[i].Path.Value += "/a-path-segment-too-long-to-inline"
+				}
+			}
+		}
 		m := model{rules: set.rules}
 		var err error
 		if m.prepared, err = prepareAll(m.rules); err != nil {
