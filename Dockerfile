@@ -2,10 +2,12 @@
 # Multi-arch: docker buildx build --platform linux/amd64,linux/arm64 ...
 #
 # The same image `make image` assembles without Docker (release/image): the
-# static binary, CA certificates and the nonroot user (65532), on nothing
-# else. The build stage writes that root filesystem with the release tool
-# (which builds the binary the release's way), and the final stage copies
-# it into an empty image. No shell, nothing to write to.
+# static binaries (/tunnelgate, the entrypoint, and /tunnelgate-proxy, the
+# proxy alone, which proxy Pods run), CA certificates and the nonroot user
+# (65532), on nothing else. The build stage writes that root filesystem
+# with the release tool (which builds the binaries the release's way), and
+# the final stage copies it into an empty image. No shell, nothing to
+# write to.
 
 FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
 WORKDIR /src

@@ -12,11 +12,9 @@ import (
 	"github.com/tunnelgate/tunnelgate/release/image"
 )
 
-// Where the binaries go in DIST: bin/linux-ARCH/tunnelgate.
-const (
-	binDir     = "bin"
-	binaryName = "tunnelgate"
-)
+// Where the binaries go in DIST: bin/linux-ARCH/tunnelgate and
+// bin/linux-ARCH/tunnelgate-proxy (gobuild.Binaries).
+const binDir = "bin"
 
 // runBinaries is the binaries command: the release's binaries alone.
 // `make chart-check` runs it to fill the build cache before its tests,
@@ -36,32 +34,46 @@ func runBinaries(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	return err
 }
 
-// buildBinaries builds the binary of version for each architecture into
-// dist and returns them.
+// buildBinaries builds the binaries of version for each architecture
+// into dist and returns them.
 func buildBinaries(ctx context.Context, version string, arches []string, dist string, stdout io.Writer) ([]image.Platform, error) {
 	if len(arches) == 0 {
 		return nil, usageError{fmt.Errorf("-arch names no architecture")}
 	}
 	var platforms []image.Platform
 	for _, arch := range arches {
-		out, err := filepath.Abs(filepath.Join(dist, binDir, "linux-"+arch, binaryName))
+		out, err := filepath.Abs(filepath.Join(dist, binDir, "linux-"+arch))
 		if err != nil {
 			return nil, err
 		}
-		if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		if err := os.MkdirAll(out, 0o755); err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(stdout, "building %s %s for linux/%s\n", binaryName, version, arch)
-		if err := gobuild.Build(ctx, ".", arch, version, out); err != nil {
-			return nil, err
-		}
-		data, err := os.ReadFile(out)
+		fmt.Fprintf(stdout, "building %s %s for linux/%s\n", strings.Join(gobuild.Binaries(), " and "), version, arch)
+		binaries, err := buildInto(ctx, arch, version, out)
 		if err != nil {
 			return nil, err
 		}
-		platforms = append(platforms, image.Platform{Arch: arch, Binary: data})
+		platforms = append(platforms, image.Platform{Arch: arch, Binaries: binaries})
 	}
 	return platforms, nil
+}
+
+// buildInto builds the binaries of version for linux/arch into the
+// directory out and reads them back.
+func buildInto(ctx context.Context, arch, version, out string) ([]image.Binary, error) {
+	if err := gobuild.Build(ctx, ".", arch, version, out); err != nil {
+		return nil, err
+	}
+	var binaries []image.Binary
+	for _, name := range gobuild.Binaries() {
+		data, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			return nil, fmt.Errorf("reading the binary built: %w", err)
+		}
+		binaries = append(binaries, image.Binary{Name: name, Data: data})
+	}
+	return binaries, nil
 }
 
 // splitArches reads a comma-separated list of architectures.

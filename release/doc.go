@@ -6,10 +6,11 @@
 //	go run ./release rootfs  -version V -arch ARCH -out DIR
 //	go run ./release binaries [-version V] [-dist dist]
 //
-// image (`make image`) builds the binary for linux/amd64 and linux/arm64
-// (release/gobuild), assembles one OCI image index over an image per
-// architecture (release/image: the binary, CA certificates and the
-// nonroot user, no base image), and writes it to DIST/image as an OCI
+// image (`make image`) builds the binaries, tunnelgate and
+// tunnelgate-proxy, for linux/amd64 and linux/arm64 (release/gobuild),
+// assembles one OCI image index over an image per architecture
+// (release/image: both binaries, CA certificates and the nonroot user, no
+// base image), and writes it to DIST/image as an OCI
 // image layout, with its SBOM (release/sbom) as DIST/tunnelgate.spdx.json.
 // The same commit gives the same index digest: every timestamp is the
 // commit's (T, as SOURCE_DATE_EPOCH), and everything else is a function of

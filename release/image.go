@@ -54,7 +54,9 @@ func buildImage(ctx context.Context, o options, stdout io.Writer) (built, error)
 	}
 	var binaries []sbom.Binary
 	for _, p := range platforms {
-		binaries = append(binaries, sbom.Binary{Arch: p.Arch, Data: p.Binary})
+		for _, b := range p.Binaries {
+			binaries = append(binaries, sbom.Binary{Arch: p.Arch, Name: b.Name, Data: b.Data})
+		}
 	}
 
 	idx, err := image.Build(image.Metadata{Version: o.version, Revision: o.revision, Created: o.created}, platforms)

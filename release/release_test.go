@@ -66,10 +66,14 @@ func TestImageIsReproducible(t *testing.T) {
 		t.Error("the SBOMs differ, or do not name the index digest")
 	}
 
-	for _, arch := range []string{"amd64", "arm64"} {
-		info, err := buildinfo.ReadFile(filepath.Join(dists[0], binDir, "linux-"+arch, binaryName))
+	for _, bin := range []string{"linux-amd64/tunnelgate", "linux-amd64/tunnelgate-proxy", "linux-arm64/tunnelgate", "linux-arm64/tunnelgate-proxy"} {
+		arch := strings.TrimPrefix(filepath.Dir(bin), "linux-")
+		info, err := buildinfo.ReadFile(filepath.Join(dists[0], binDir, bin))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if want := "github.com/tunnelgate/tunnelgate/cmd/" + filepath.Base(bin); info.Path != want {
+			t.Errorf("%s is %s, want %s", bin, info.Path, want)
 		}
 		got := map[string]string{}
 		for _, s := range info.Settings {
@@ -77,11 +81,11 @@ func TestImageIsReproducible(t *testing.T) {
 		}
 		for k, v := range map[string]string{"-trimpath": "true", "CGO_ENABLED": "0", "GOOS": "linux", "GOARCH": arch} {
 			if got[k] != v {
-				t.Errorf("linux/%s build setting %s = %q, want %q (all: %v)", arch, k, got[k], v, got)
+				t.Errorf("%s build setting %s = %q, want %q (all: %v)", bin, k, got[k], v, got)
 			}
 		}
 		if _, stamped := got["vcs.revision"]; stamped {
-			t.Errorf("linux/%s is stamped with version control information, which differs between checkouts", arch)
+			t.Errorf("%s is stamped with version control information, which differs between checkouts", bin)
 		}
 	}
 }

@@ -5,17 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 
-	"github.com/tunnelgate/tunnelgate/release/gobuild"
 	"github.com/tunnelgate/tunnelgate/release/image"
 )
 
 // runRootFS is the rootfs command: the Dockerfile's build stage runs it.
 func runRootFS(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("rootfs", stderr)
-	version := fs.String("version", "dev", "the version linked into the binary")
+	version := fs.String("version", "dev", "the version linked into the binaries")
 	arch := fs.String("arch", runtime.GOARCH, "the linux architecture to build for")
 	out := fs.String("out", "", "the directory to write, which must not exist")
 	if err := fs.Parse(args); err != nil {
@@ -32,15 +30,11 @@ func runRootFS(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "tunnelgate")
-	if err := gobuild.Build(ctx, ".", *arch, releaseVersion(*version), bin); err != nil {
-		return err
-	}
-	data, err := os.ReadFile(bin)
+	binaries, err := buildInto(ctx, *arch, releaseVersion(*version), tmp)
 	if err != nil {
 		return err
 	}
-	if err := image.WriteDir(*out, image.RootFS(data)); err != nil {
+	if err := image.WriteDir(*out, image.RootFS(binaries)); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "root filesystem for linux/%s in %s\n", *arch, *out)

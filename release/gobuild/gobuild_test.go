@@ -9,10 +9,14 @@ import (
 )
 
 func TestArgs(t *testing.T) {
-	got := strings.Join(Args("1.2.3", "/out/tunnelgate"), " ")
-	want := "build -trimpath -buildvcs=false -ldflags -s -w -X main.version=1.2.3 -o /out/tunnelgate github.com/tunnelgate/tunnelgate/cmd/tunnelgate"
+	got := strings.Join(Args("1.2.3", "/out/bin"), " ")
+	want := "build -trimpath -buildvcs=false -ldflags -s -w -X main.version=1.2.3 -o /out/bin/ " +
+		"github.com/tunnelgate/tunnelgate/cmd/tunnelgate github.com/tunnelgate/tunnelgate/cmd/tunnelgate-proxy"
 	if got != want {
 		t.Errorf("Args: %s\nwant       %s", got, want)
+	}
+	if !slices.Equal(Binaries(), []string{"tunnelgate", "tunnelgate-proxy"}) {
+		t.Errorf("Binaries() = %v", Binaries())
 	}
 	if !slices.Contains(Env("arm64"), "GOARCH=arm64") || !slices.Contains(Env("arm64"), "CGO_ENABLED=0") {
 		t.Errorf("Env(arm64) = %v", Env("arm64"))

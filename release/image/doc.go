@@ -2,11 +2,18 @@
 // engine: one OCI image index over an image per architecture, each a single
 // layer the project writes itself.
 //
-// There is no base image. The layer holds exactly what the binary needs:
+// There is no base image. The layer holds exactly what the binaries need:
 //
-//	/tunnelgate                          the static binary (the entrypoint)
+//	/tunnelgate                          the static binary of every command (the entrypoint)
+//	/tunnelgate-proxy                    the proxy alone, which proxy Pods run (their command)
 //	/etc/passwd, /etc/group              root, and nonroot (uid and gid 65532), whom the image runs as
 //	/etc/ssl/certs/ca-certificates.crt   Mozilla's roots, from a pinned Go module (CABundle)
+//
+// The proxy has a binary of its own because a process's resident set
+// holds the pages of its binary that start-up touches: tunnelgate links
+// the controller's dependencies, whose package initialisation touches
+// tens of megabytes a proxy never uses. One image with both keeps one
+// artifact to release, pin and pull.
 //
 // no shell, no package manager and nothing to write to, so the image runs
 // with a read-only root filesystem.

@@ -28,8 +28,15 @@ var testMeta = Metadata{
 
 func testPlatforms() []Platform {
 	return []Platform{
-		{Arch: "amd64", Binary: []byte("\x7fELF amd64 binary")},
-		{Arch: "arm64", Binary: []byte("\x7fELF arm64 binary")},
+		{Arch: "amd64", Binaries: testBinaries("amd64")},
+		{Arch: "arm64", Binaries: testBinaries("arm64")},
+	}
+}
+
+func testBinaries(arch string) []Binary {
+	return []Binary{
+		{Name: "tunnelgate", Data: []byte("\x7fELF " + arch + " binary")},
+		{Name: "tunnelgate-proxy", Data: []byte("\x7fELF " + arch + " proxy binary")},
 	}
 }
 
@@ -62,11 +69,14 @@ func TestBuildIsReproducible(t *testing.T) {
 	otherVersion := testMeta
 	otherVersion.Version = "1.2.4"
 	otherBinary := testPlatforms()
-	otherBinary[1].Binary = []byte("\x7fELF another arm64 binary")
+	otherBinary[1].Binaries[0].Data = []byte("\x7fELF another arm64 binary")
+	otherProxy := testPlatforms()
+	otherProxy[0].Binaries[1].Data = []byte("\x7fELF another amd64 proxy binary")
 	for name, idx := range map[string]v1.ImageIndex{
 		"created":  mustBuild(t, later, testPlatforms()),
 		"version":  mustBuild(t, otherVersion, testPlatforms()),
 		"binary":   mustBuild(t, testMeta, otherBinary),
+		"proxy":    mustBuild(t, testMeta, otherProxy),
 		"platform": mustBuild(t, testMeta, testPlatforms()[:1]),
 	} {
 		if mustDigest(t, idx) == want {
@@ -82,11 +92,15 @@ func TestBuildRefusesIncompleteInput(t *testing.T) {
 		m Metadata
 		p []Platform
 	}{
-		"no platform":  {testMeta, nil},
-		"no revision":  {noRevision, testPlatforms()},
-		"no binary":    {testMeta, []Platform{{Arch: "amd64"}}},
-		"twice amd64":  {testMeta, []Platform{testPlatforms()[0], testPlatforms()[0]}},
-		"no arch name": {testMeta, []Platform{{Binary: []byte("x")}}},
+		"no platform":   {testMeta, nil},
+		"no revision":   {noRevision, testPlatforms()},
+		"no binary":     {testMeta, []Platform{{Arch: "amd64"}}},
+		"no entrypoint": {testMeta, []Platform{{Arch: "amd64", Binaries: testBinaries("amd64")[1:]}}},
+		"empty binary":  {testMeta, []Platform{{Arch: "amd64", Binaries: []Binary{{Name: "tunnelgate"}}}}},
+		"binary twice":  {testMeta, []Platform{{Arch: "amd64", Binaries: append(testBinaries("amd64"), testBinaries("amd64")[0])}}},
+		"a path":        {testMeta, []Platform{{Arch: "amd64", Binaries: append(testBinaries("amd64"), Binary{Name: "bin/sh", Data: []byte("x")})}}},
+		"twice amd64":   {testMeta, []Platform{testPlatforms()[0], testPlatforms()[0]}},
+		"no arch name":  {testMeta, []Platform{{Binaries: testBinaries("amd64")}}},
 	} {
 		if _, err := Build(c.m, c.p); err == nil {
 			t.Errorf("%s: Build returned no error", name)
@@ -163,8 +177,10 @@ func TestBuildIndexAndImages(t *testing.T) {
 			t.Fatal(err)
 		}
 		entries := readTar(t, rc)
-		if !bytes.Equal(entries["tunnelgate"].data, p.Binary) {
-			t.Errorf("linux/%s: /tunnelgate is not its binary", p.Arch)
+		for _, b := range p.Binaries {
+			if !bytes.Equal(entries[b.Name].data, b.Data) {
+				t.Errorf("linux/%s: /%s is not its binary", p.Arch, b.Name)
+			}
 		}
 	}
 }
@@ -203,18 +219,18 @@ func readTar(t *testing.T, r io.ReadCloser) map[string]tarEntry {
 	}
 }
 
-// The layer holds the binary, the accounts and the CA bundle and nothing
-// else (no shell), all root's, at the commit time.
+// The layer holds the binaries, the accounts and the CA bundle and
+// nothing else (no shell), all root's, at the commit time.
 func TestLayerContents(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteTar(&b, RootFS([]byte("binary")), testMeta.Created); err != nil {
+	if err := WriteTar(&b, RootFS(testBinaries("amd64")), testMeta.Created); err != nil {
 		t.Fatal(err)
 	}
 	entries := readTar(t, io.NopCloser(&b))
 	want := map[string]int64{
 		"etc": 0o755, "etc/ssl": 0o755, "etc/ssl/certs": 0o755,
 		"etc/passwd": 0o644, "etc/group": 0o644, "etc/ssl/certs/ca-certificates.crt": 0o644,
-		"tunnelgate": 0o755,
+		"tunnelgate": 0o755, "tunnelgate-proxy": 0o755,
 	}
 	if len(entries) != len(want) {
 		names := make([]string, 0, len(entries))
@@ -239,7 +255,7 @@ func TestLayerContents(t *testing.T) {
 		!strings.Contains(string(entries["etc/group"].data), "\nnonroot:x:65532:") {
 		t.Errorf("no nonroot 65532 in /etc/passwd or /etc/group:\n%s%s", entries["etc/passwd"].data, entries["etc/group"].data)
 	}
-	if entries["etc"].hdr.Typeflag != tar.TypeDir || entries["tunnelgate"].hdr.Typeflag != tar.TypeReg {
+	if entries["etc"].hdr.Typeflag != tar.TypeDir || entries["tunnelgate"].hdr.Typeflag != tar.TypeReg || entries["tunnelgate-proxy"].hdr.Typeflag != tar.TypeReg {
 		t.Error("directories and files have the wrong tar types")
 	}
 }
@@ -315,7 +331,7 @@ func TestWriteLayout(t *testing.T) {
 // WriteDir makes the tree the Dockerfile copies: the same files with the
 // same modes, whatever the umask.
 func TestWriteDir(t *testing.T) {
-	files := RootFS([]byte("binary"))
+	files := RootFS(testBinaries("amd64"))
 	dir := filepath.Join(t.TempDir(), "rootfs")
 	if err := WriteDir(dir, files); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -12,11 +13,11 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// Platform is one architecture of the index and the binary built for it
-// (GOOS linux).
+// Platform is one architecture of the index and the binaries built for
+// it (GOOS linux).
 type Platform struct {
-	Arch   string // GOARCH: amd64, arm64
-	Binary []byte
+	Arch     string // GOARCH: amd64, arm64
+	Binaries []Binary
 }
 
 // Build returns the image index over one image per platform, in the order
@@ -49,11 +50,14 @@ func Build(m Metadata, platforms []Platform) (v1.ImageIndex, error) {
 
 // platformImage is the image of one platform: its config and its one layer.
 func platformImage(m Metadata, p Platform) (v1.Image, error) {
-	if p.Arch == "" || len(p.Binary) == 0 {
-		return nil, errors.New("a platform needs an architecture and a binary")
+	if p.Arch == "" {
+		return nil, errors.New("a platform needs an architecture")
+	}
+	if err := checkBinaries(p.Binaries); err != nil {
+		return nil, err
 	}
 	var tarball bytes.Buffer
-	if err := WriteTar(&tarball, RootFS(p.Binary), m.Created); err != nil {
+	if err := WriteTar(&tarball, RootFS(p.Binaries), m.Created); err != nil {
 		return nil, err
 	}
 	l, err := newLayer(tarball.Bytes())
@@ -85,8 +89,17 @@ func platformImage(m Metadata, p Platform) (v1.Image, error) {
 		Layer: l,
 		History: v1.History{
 			Created:   created,
-			CreatedBy: "go run ./release: " + Entrypoint + ", /etc/passwd, /etc/group, " + CABundlePath,
+			CreatedBy: "go run ./release: " + binaryPaths(p.Binaries) + ", /etc/passwd, /etc/group, " + CABundlePath,
 			Comment:   "tunnelgate " + m.Version + " for linux/" + p.Arch + ", user " + user,
 		},
 	})
+}
+
+// binaryPaths lists where the binaries are in the image.
+func binaryPaths(binaries []Binary) string {
+	paths := make([]string, len(binaries))
+	for i, b := range binaries {
+		paths[i] = "/" + b.Name
+	}
+	return strings.Join(paths, ", ")
 }

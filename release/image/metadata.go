@@ -16,7 +16,7 @@ const (
 
 // Metadata is what varies from one release to the next.
 type Metadata struct {
-	Version  string    // the release, e.g. 0.2.0; also in the binary
+	Version  string    // the release, e.g. 0.2.0; also in the binaries
 	Revision string    // the commit, in full
 	Created  time.Time // the commit's time: every timestamp of the image
 }

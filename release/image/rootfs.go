@@ -21,7 +21,8 @@ const (
 	GID = 65532
 )
 
-// Entrypoint is where the binary sits in the image.
+// Entrypoint is the binary the image runs unless told otherwise: the
+// tunnelgate binary, whose first argument names the command.
 const Entrypoint = "/tunnelgate"
 
 // CABundlePath is where Go (and most TLS stacks on Linux) look for roots.
@@ -46,15 +47,45 @@ type File struct {
 	Data []byte
 }
 
-// RootFS returns the image's root filesystem for a binary: every file and
-// the directories above them, sorted by path, so a directory comes before
-// what it holds.
-func RootFS(binary []byte) []File {
+// Binary is an executable of the image, at /Name.
+type Binary struct {
+	Name string // tunnelgate, tunnelgate-proxy
+	Data []byte
+}
+
+// checkBinaries says what is wrong with the binaries of an image, or nil:
+// one of them is the entrypoint, and each has a name of its own, without
+// a slash, and bytes.
+func checkBinaries(binaries []Binary) error {
+	seen := map[string]bool{}
+	for _, b := range binaries {
+		switch {
+		case b.Name == "" || strings.Contains(b.Name, "/") || b.Name == "etc":
+			return fmt.Errorf("binary name %q: want a file name for the image's root", b.Name)
+		case seen[b.Name]:
+			return fmt.Errorf("binary %s given twice", b.Name)
+		case len(b.Data) == 0:
+			return fmt.Errorf("binary %s is empty", b.Name)
+		}
+		seen[b.Name] = true
+	}
+	if !seen[strings.TrimPrefix(Entrypoint, "/")] {
+		return fmt.Errorf("no binary is the entrypoint %s", Entrypoint)
+	}
+	return nil
+}
+
+// RootFS returns the image's root filesystem for its binaries, each at
+// /<name>: every file and the directories above them, sorted by path, so
+// a directory comes before what it holds.
+func RootFS(binaries []Binary) []File {
 	files := []File{
-		{Path: Entrypoint, Mode: 0o755, Data: binary},
 		{Path: "/etc/passwd", Mode: 0o644, Data: []byte(passwd)},
 		{Path: "/etc/group", Mode: 0o644, Data: []byte(group)},
 		{Path: CABundlePath, Mode: 0o644, Data: CABundle()},
+	}
+	for _, b := range binaries {
+		files = append(files, File{Path: "/" + b.Name, Mode: 0o755, Data: b.Data})
 	}
 	dirs := map[string]bool{}
 	for _, f := range files {

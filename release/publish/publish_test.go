@@ -34,7 +34,8 @@ func startRegistry(t *testing.T, referrers bool) string {
 func testIndex(t *testing.T) v1.ImageIndex {
 	t.Helper()
 	idx, err := image.Build(image.Metadata{Version: "1.2.3", Revision: "abc", Created: time.Unix(1e9, 0)},
-		[]image.Platform{{Arch: "amd64", Binary: []byte("a")}, {Arch: "arm64", Binary: []byte("b")}})
+		[]image.Platform{{Arch: "amd64", Binaries: []image.Binary{{Name: "tunnelgate", Data: []byte("a")}}},
+			{Arch: "arm64", Binaries: []image.Binary{{Name: "tunnelgate", Data: []byte("b")}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,9 +30,10 @@ type Image struct {
 	Created  time.Time // the commit's time
 }
 
-// Binary is the binary of one platform of the image.
+// Binary is a binary of one platform of the image.
 type Binary struct {
 	Arch string // GOARCH
+	Name string // its file name in the image's root: tunnelgate, tunnelgate-proxy
 	Data []byte
 }
 
@@ -78,20 +79,24 @@ func SPDX(img Image, binaries []Binary) ([]byte, error) {
 	for _, b := range binaries {
 		info, err := buildinfo.Read(bytes.NewReader(b.Data))
 		if err != nil {
-			return nil, fmt.Errorf("the linux/%s binary carries no Go build info (was it built by go build?): %w", b.Arch, err)
+			return nil, fmt.Errorf("the linux/%s binary %s carries no Go build info (was it built by go build?): %w", b.Arch, b.Name, err)
+		}
+		if b.Name == "" || strings.Contains(b.Name, "/") {
+			return nil, fmt.Errorf("the linux/%s binary's name %q is not a file name", b.Arch, b.Name)
 		}
 		sum := sha256.Sum256(b.Data)
-		binID := ids.id("Binary-linux-" + b.Arch)
+		binID := ids.id("Binary-" + b.Name + "-linux-" + b.Arch)
 		doc.Packages = append(doc.Packages, pkg{
 			SPDXID:                binID,
-			Name:                  img.Name + " linux/" + b.Arch,
+			Name:                  b.Name + " linux/" + b.Arch,
 			VersionInfo:           img.Version,
 			DownloadLocation:      "git+" + img.Source + ".git@" + img.Revision,
 			PrimaryPackagePurpose: "APPLICATION",
 			LicenseDeclared:       img.License,
 			Checksums:             []checksum{{Algorithm: "SHA256", ChecksumValue: hex.EncodeToString(sum[:])}},
 			ExternalRefs:          purlRef("pkg:golang/" + info.Main.Path + "@" + img.Version),
-			Comment:               "/tunnelgate in the image; main module " + info.Main.Path + ", " + info.GoVersion + ", build settings: " + settings(info),
+			Comment: "/" + b.Name + " in the image; main package " + info.Path + " of module " + info.Main.Path + ", " + info.GoVersion +
+				", build settings: " + settings(info),
 		})
 		doc.Relationships = append(doc.Relationships, relationship{imageID, "CONTAINS", binID})
 

@@ -22,7 +22,7 @@ var testImage = Image{
 }
 
 // The test binary is a Go binary with build info and a module graph: it
-// stands in for both platforms' binaries.
+// stands in for both binaries of both platforms.
 func testBinaries(t *testing.T) []Binary {
 	t.Helper()
 	exe, err := os.Executable()
@@ -33,7 +33,13 @@ func testBinaries(t *testing.T) []Binary {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []Binary{{Arch: "amd64", Data: b}, {Arch: "arm64", Data: b}}
+	var bins []Binary
+	for _, arch := range []string{"amd64", "arm64"} {
+		for _, name := range []string{"tunnelgate", "tunnelgate-proxy"} {
+			bins = append(bins, Binary{Arch: arch, Name: name, Data: b})
+		}
+	}
+	return bins
 }
 
 // What the document holds, read back as a consumer reads it.
@@ -105,9 +111,20 @@ func TestSPDXDescribesTheImageAndEveryModule(t *testing.T) {
 	if !purls["pkg:golang/stdlib@"+strings.TrimPrefix(info.GoVersion, "go")] {
 		t.Errorf("the standard library %s is not in the SBOM", info.GoVersion)
 	}
-	// Each module is listed once though two binaries link it.
-	if want := 1 + 2 + 1 + len(info.Deps); len(doc.Packages) != want {
-		t.Errorf("%d packages, want the image, 2 binaries, stdlib and %d modules", len(doc.Packages), len(info.Deps))
+	// Each module is listed once though four binaries link it.
+	if want := 1 + 4 + 1 + len(info.Deps); len(doc.Packages) != want {
+		t.Errorf("%d packages, want the image, 4 binaries, stdlib and %d modules", len(doc.Packages), len(info.Deps))
+	}
+	names := map[string]bool{}
+	for _, p := range doc.Packages {
+		if p.PrimaryPackagePurpose == "APPLICATION" {
+			names[p.Name] = true
+		}
+	}
+	for _, want := range []string{"tunnelgate linux/amd64", "tunnelgate-proxy linux/amd64", "tunnelgate linux/arm64", "tunnelgate-proxy linux/arm64"} {
+		if !names[want] {
+			t.Errorf("no package %q among the binaries %v", want, names)
+		}
 	}
 
 	contains, dependsOn := 0, 0
@@ -128,8 +145,8 @@ func TestSPDXDescribesTheImageAndEveryModule(t *testing.T) {
 		doc.Packages[ids[r.RelatedSPDXElement]].PrimaryPackagePurpose != "CONTAINER" {
 		t.Errorf("the document does not describe the image first: %+v", r)
 	}
-	if contains != 2 || dependsOn != 2*(1+len(info.Deps)) {
-		t.Errorf("%d CONTAINS and %d DEPENDS_ON; want 2 and %d", contains, dependsOn, 2*(1+len(info.Deps)))
+	if contains != 4 || dependsOn != 4*(1+len(info.Deps)) {
+		t.Errorf("%d CONTAINS and %d DEPENDS_ON; want 4 and %d", contains, dependsOn, 4*(1+len(info.Deps)))
 	}
 
 	again, err := SPDX(testImage, bins)
@@ -144,8 +161,13 @@ func TestSPDXRefusesWhatItCannotDescribe(t *testing.T) {
 	if _, err := SPDX(bad, testBinaries(t)); err == nil {
 		t.Error("a digest that is not sha256:<hex> was taken")
 	}
-	if _, err := SPDX(testImage, []Binary{{Arch: "amd64", Data: []byte("not a binary")}}); err == nil {
+	if _, err := SPDX(testImage, []Binary{{Arch: "amd64", Name: "tunnelgate", Data: []byte("not a binary")}}); err == nil {
 		t.Error("a binary without build info was taken")
+	}
+	unnamed := testBinaries(t)[:1]
+	unnamed[0].Name = ""
+	if _, err := SPDX(testImage, unnamed); err == nil {
+		t.Error("a binary without a name was taken")
 	}
 	if _, err := SPDX(testImage, nil); err == nil {
 		t.Error("an image without binaries was taken")
