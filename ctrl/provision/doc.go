@@ -11,9 +11,10 @@
 // "<gateway>-<class>", shortened with a hash beyond 63 characters):
 //
 //   - a Deployment of proxy Pods in the shape the chart gives the shared
-//     proxies: the tunnelgate proxy as a native sidecar (an init container
-//     with restartPolicy Always, started before cloudflared once it holds
-//     a config, stopped after it) and the cloudflared container; non-root,
+//     proxies: the tunnelgate proxy (ProxyCommand, the proxy's own binary
+//     in the image) as a native sidecar (an init container with
+//     restartPolicy Always, started before cloudflared once it holds a
+//     config, stopped after it) and the cloudflared container; non-root,
 //     read-only, no capabilities, RuntimeDefault seccomp; one new Pod at a
 //     time, none taken away before its successor is Ready. A plane with no
 //     tunnel of its own has no cloudflared: the proxy serves the listener

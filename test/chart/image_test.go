@@ -8,15 +8,19 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
+	"github.com/tunnelgate/tunnelgate/release/gobuild"
 	"github.com/tunnelgate/tunnelgate/release/image"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
@@ -58,15 +62,19 @@ func TestDockerfileBuildsTheReleaseImage(t *testing.T) {
 	}
 
 	tree := dockerRootFS(t)
-	bin, err := os.ReadFile(filepath.Join(tree, "tunnelgate"))
-	if err != nil {
-		t.Fatal(err)
+	var binaries []image.Binary
+	for _, name := range gobuild.Binaries() {
+		data, err := os.ReadFile(filepath.Join(tree, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		binaries = append(binaries, image.Binary{Name: name, Data: data})
 	}
 	want := map[string]image.File{}
-	for _, f := range image.RootFS(bin) {
+	for _, f := range image.RootFS(binaries) {
 		want[f.Path] = f
 	}
-	err = filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(tree, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == tree {
 			return err
 		}
@@ -98,29 +106,39 @@ func TestDockerfileBuildsTheReleaseImage(t *testing.T) {
 		t.Errorf("the Dockerfile's root filesystem lacks %s", p)
 	}
 
-	out := filepath.Join(tree, "tunnelgate")
-	f, err := elf.Open(out)
+	for _, b := range binaries {
+		checkStaticBinary(t, filepath.Join(tree, b.Name), "chart-test")
+	}
+	// The proxy containers' command is one of them.
+	if !slices.Contains(gobuild.Binaries(), path.Base(provision.ProxyCommand)) || path.Dir(provision.ProxyCommand) != "/" {
+		t.Errorf("the planes' proxy command %s is not a binary of the image (%v)", provision.ProxyCommand, gobuild.Binaries())
+	}
+}
+
+// checkStaticBinary fails unless the binary at file is static and, run as
+// the image's user as the pods run it, says it is version.
+func checkStaticBinary(t *testing.T, file, version string) {
+	t.Helper()
+	f, err := elf.Open(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
-			t.Error("the binary asks for a dynamic loader: it is not static")
+			t.Errorf("%s asks for a dynamic loader: it is not static", file)
 		}
 	}
 	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
-		t.Errorf("the binary needs shared libraries %v", libs)
+		t.Errorf("%s needs shared libraries %v", file, libs)
 	}
-
-	// Run it as the image's user, as the pods do.
-	run := exec.Command(out, "version")
+	run := exec.Command(file, "version")
 	if os.Getuid() == 0 {
 		run.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: image.UID, Gid: image.GID}}
 	}
 	b, err := run.CombinedOutput()
-	if err != nil || strings.TrimSpace(string(b)) != "chart-test" {
-		t.Errorf("tunnelgate version as uid %d: %v: %s", image.UID, err, b)
+	if err != nil || strings.TrimSpace(string(b)) != version {
+		t.Errorf("%s version as uid %d: %v: %q, want %q", file, image.UID, err, b, version)
 	}
 }
 
@@ -177,8 +195,10 @@ func dockerRootFS(t testing.TB) string {
 	return filepath.Dir(binary.path)
 }
 
-// tunnelgateBinary is the binary of the Dockerfile's image, which the
-// kubelet stand-in runs for the chart's pods.
+// tunnelgateBinary is the entrypoint of the Dockerfile's image, which the
+// kubelet stand-in runs for the chart's pods; the proxy containers run
+// /tunnelgate-proxy beside it (their command), which the stand-in finds in
+// the same directory, the image's root filesystem.
 func tunnelgateBinary(t testing.TB) string {
 	t.Helper()
 	return filepath.Join(dockerRootFS(t), "tunnelgate")

@@ -56,11 +56,17 @@ type container struct {
 }
 
 // start runs the container until the test ends and returns where its
-// volumes are.
-func (k container) start(t *testing.T, binary string) map[string]string {
+// volumes are. entrypoint is its image's, whose directory holds the
+// image's files: a container with a command runs the file it names
+// there, as on a node.
+func (k container) start(t *testing.T, entrypoint string) map[string]string {
 	t.Helper()
 	mounts := k.volumes(t)
-	args := slices.Clone(k.c.Args)
+	binary, command := entrypoint, []string(nil)
+	if len(k.c.Command) > 0 {
+		binary, command = filepath.Join(filepath.Dir(entrypoint), filepath.FromSlash(k.c.Command[0])), k.c.Command[1:]
+	}
+	args := slices.Concat(command, k.c.Args)
 	for i, a := range args {
 		flag, value, ok := strings.Cut(a, "=")
 		if !ok {

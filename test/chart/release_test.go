@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -30,6 +29,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/tunnelgate/tunnelgate/release/chartpkg"
+	"github.com/tunnelgate/tunnelgate/release/gobuild"
 	"github.com/tunnelgate/tunnelgate/release/image"
 	"github.com/tunnelgate/tunnelgate/release/publish"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
@@ -87,7 +87,7 @@ func TestReleaseInstallsFromARegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	var archs []string
-	binaries := map[string][]byte{}
+	binaries := map[string]map[string][]byte{} // arch -> name -> binary
 	for _, d := range im.Manifests {
 		archs = append(archs, d.Platform.OS+"/"+d.Platform.Architecture)
 		img, err := idx.Image(d.Digest)
@@ -107,27 +107,23 @@ func TestReleaseInstallsFromARegistry(t *testing.T) {
 		t.Fatalf("the index holds %v, want linux/amd64 and linux/arm64", archs)
 	}
 
-	// The binary of this machine's architecture, taken out of its layer,
-	// runs as the image's user and says the release's version.
+	// The binaries of this machine's architecture, taken out of its layer,
+	// are static, run as the image's user and say the release's version.
 	// (In a directory the image's user may enter.)
 	binDir, err := testproc.OwnedTempDir("tunnelgate-release-bin-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(binDir) })
-	bin := filepath.Join(binDir, "tunnelgate")
-	if err := os.WriteFile(bin, binaries[runtime.GOARCH], 0o755); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.Chmod(binDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	run := exec.Command(bin, "version")
-	if os.Getuid() == 0 {
-		run.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: image.UID, Gid: image.GID}}
-	}
-	if b, err := run.CombinedOutput(); err != nil || strings.TrimSpace(string(b)) != version {
-		t.Errorf("tunnelgate version from the linux/%s layer: %v: %q, want %q", runtime.GOARCH, err, b, version)
+	for name, b := range binaries[runtime.GOARCH] {
+		bin := filepath.Join(binDir, name)
+		if err := os.WriteFile(bin, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		checkStaticBinary(t, bin, version)
 	}
 
 	checkSBOM(t, imageRepo, digest, version, binaries)
@@ -223,8 +219,8 @@ func checkPinned(t *testing.T, kube kubernetes.Interface, ns, pinned string) {
 }
 
 // checkPlatformImage checks one image of the index (config, labels, the
-// files of its layer) and returns its binary.
-func checkPlatformImage(t *testing.T, img v1.Image, arch string, labels map[string]string) []byte {
+// files of its layer) and returns its binaries by name.
+func checkPlatformImage(t *testing.T, img v1.Image, arch string, labels map[string]string) map[string][]byte {
 	t.Helper()
 	cfg, err := img.ConfigFile()
 	if err != nil {
@@ -266,7 +262,7 @@ func checkPlatformImage(t *testing.T, img v1.Image, arch string, labels map[stri
 		b, _ := io.ReadAll(tr)
 		files[strings.TrimSuffix(h.Name, "/")] = b
 	}
-	for _, f := range []string{"tunnelgate", "etc/passwd", "etc/group", "etc/ssl/certs/ca-certificates.crt"} {
+	for _, f := range append(gobuild.Binaries(), "etc/passwd", "etc/group", "etc/ssl/certs/ca-certificates.crt") {
 		if _, ok := files[f]; !ok {
 			t.Errorf("linux/%s: /%s is not in the image", arch, f)
 		}
@@ -279,20 +275,24 @@ func checkPlatformImage(t *testing.T, img v1.Image, arch string, labels map[stri
 	if !strings.Contains(string(files["etc/passwd"]), "\nnonroot:x:65532:65532:") {
 		t.Errorf("linux/%s: /etc/passwd has no nonroot 65532:\n%s", arch, files["etc/passwd"])
 	}
-	f, err := elf.NewFile(bytes.NewReader(files["tunnelgate"]))
-	if err != nil {
-		t.Fatalf("linux/%s: /tunnelgate is not an ELF binary: %v", arch, err)
+	binaries := map[string][]byte{}
+	for _, name := range gobuild.Binaries() {
+		f, err := elf.NewFile(bytes.NewReader(files[name]))
+		if err != nil {
+			t.Fatalf("linux/%s: /%s is not an ELF binary: %v", arch, name, err)
+		}
+		if want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch]; f.Machine != want {
+			t.Errorf("linux/%s: /%s is for %v", arch, name, f.Machine)
+		}
+		binaries[name] = files[name]
 	}
-	if want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[arch]; f.Machine != want {
-		t.Errorf("linux/%s: /tunnelgate is for %v", arch, f.Machine)
-	}
-	return files["tunnelgate"]
+	return binaries
 }
 
 // checkSBOM finds the SBOM as docs/install.md says (a referrer of the
 // index, also under the tag VERSION.sbom) and checks it describes the
 // pushed index and its binaries.
-func checkSBOM(t *testing.T, repo name.Repository, digest v1.Hash, version string, binaries map[string][]byte) {
+func checkSBOM(t *testing.T, repo name.Repository, digest v1.Hash, version string, binaries map[string]map[string][]byte) {
 	t.Helper()
 	refs, err := remote.Referrers(repo.Digest(digest.String()))
 	if err != nil {
@@ -353,9 +353,12 @@ func checkSBOM(t *testing.T, repo name.Repository, digest v1.Hash, version strin
 	if sums["tunnelgate"] != digest.Hex {
 		t.Errorf("the SBOM describes image %s, not the pushed %s", sums["tunnelgate"], digest.Hex)
 	}
-	for arch, b := range binaries {
-		if want := fmt.Sprintf("%x", sha256.Sum256(b)); sums["tunnelgate linux/"+arch] != want {
-			t.Errorf("the SBOM's linux/%s binary has sha256 %s, the image's %s", arch, sums["tunnelgate linux/"+arch], want)
+	for arch, named := range binaries {
+		for name, b := range named {
+			pkg := name + " linux/" + arch
+			if want := fmt.Sprintf("%x", sha256.Sum256(b)); sums[pkg] != want {
+				t.Errorf("the SBOM's %s has sha256 %q, the image's %s", pkg, sums[pkg], want)
+			}
 		}
 	}
 	for _, want := range []string{"pkg:golang/k8s.io/client-go@", "pkg:golang/stdlib@" + strings.TrimPrefix(runtime.Version(), "go")} {

@@ -28,6 +28,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/config/crd"
 	"github.com/tunnelgate/tunnelgate/config/rbac"
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/ctrl/sessionkeys"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
@@ -207,6 +208,17 @@ func TestWiring(t *testing.T) {
 				t.Error("the proxy must be a native sidecar (restartPolicy Always) with a startup probe, so cloudflared starts after it")
 			}
 			pxArgs := flags(px.Args)
+
+			// The controller runs the image's entrypoint; the proxy the
+			// proxy's own binary of the image, as the planes' proxies do
+			// (test/chart's image test holds it in the image).
+			ctlC := ctl.Spec.Template.Spec.Containers[0]
+			if len(ctlC.Command) != 0 || len(ctlC.Args) == 0 || ctlC.Args[0] != "controller" {
+				t.Errorf("the controller runs %q %q; want the entrypoint with the controller command", ctlC.Command, ctlC.Args)
+			}
+			if !slices.Equal(px.Command, []string{provision.ProxyCommand}) || len(px.Args) == 0 || !strings.HasPrefix(px.Args[0], "-") {
+				t.Errorf("the proxy runs %q %q; want %s with flags alone", px.Command, px.Args, provision.ProxyCommand)
+			}
 
 			// Controller and proxies.
 			if got := ctlArgs["-controller-name"]; got != translate.DefaultControllerName {

@@ -45,7 +45,9 @@ const (
 	// namespace's Pods all become Ready.
 	corednsImage = "registry.k8s.io/coredns/coredns"
 	echoImage    = "registry.k8s.io/gateway-api/echo-basic"
-	// proxyImage is the planes' proxy image: the tunnelgate binary.
+	// proxyImage is the planes' proxy image: the tunnelgate binary, with
+	// tunnelgate-proxy, which the proxy containers run (their command),
+	// beside it as in the release image.
 	proxyImage = "tunnelgate.test/tunnelgate"
 )
 
@@ -73,6 +75,7 @@ func startHarness(t *testing.T) *harness {
 	env := kubeenv.StartT(t, kubeenv.Options{ControllerManager: true})
 	h := &harness{env: env, bins: binDir(t)}
 	tunnelgate := h.build(t, "tunnelgate", "../..", "./cmd/tunnelgate")
+	h.build(t, "tunnelgate-proxy", "../..", "./cmd/tunnelgate-proxy")
 	echo := h.build(t, "echo-basic", ".", "sigs.k8s.io/gateway-api/conformance/echo-basic")
 
 	k, err := kubelet.Start(t.Context(), env.Config, kubelet.Options{

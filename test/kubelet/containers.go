@@ -8,7 +8,9 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -110,8 +112,11 @@ func reasonOf(err error) string {
 }
 
 // command maps the container's image to a program and builds its command
-// line and environment. The program is the image's entrypoint: it gets
-// the container's args; command is ignored. It runs with the container's
+// line and environment. The program is the image's entrypoint, or, for an
+// image mapped to an executable (Options.Images) and a container with a
+// command, the file the command names in the image (imageExecutable); it
+// gets the rest of the command, then the container's args. A registered
+// program ignores command. It runs with the container's
 // own /etc/hosts (dns.go); its environment has, before the container's
 // env (which wins over it), what the Kubelet gives every container: PATH,
 // HOSTNAME, the API server (apiaccess.go) and the mounts (volumes.go).
@@ -134,6 +139,7 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 	}
 	env = append(env, mounts)
 	var exe string
+	var command []string // what comes before the container's args
 	if path, ok := lookupImage(p.k.opts.Images, c.Image); ok {
 		// A bare name is looked up here, as exec.Command would, not by sh
 		// in the container's PATH; and a missing program is a
@@ -144,7 +150,9 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 				return nil, &errConfig{"RunContainerError", fmt.Sprintf("image %q: %v", c.Image, err)}
 			}
 		}
-		exe = path
+		if exe, command, err = imageExecutable(path, c); err != nil {
+			return nil, &errConfig{"RunContainerError", fmt.Sprintf("image %q: %v", c.Image, err)}
+		}
 	} else if name, ok := registeredImage(c.Image); ok {
 		exe = p.k.exe
 		env = append(env, envProgram+"="+name)
@@ -158,13 +166,13 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 		}
 		env = append(env, e.Name+"="+p.rewritePath(c, v))
 	}
-	args := make([]string, len(c.Args))
-	for i, a := range c.Args {
+	args := make([]string, 0, len(command)+len(c.Args))
+	for _, a := range slices.Concat(command, c.Args) {
 		// -flag=/mount/path/file as well as a bare path.
 		if k, v, ok := strings.Cut(a, "="); ok && strings.HasPrefix(k, "-") {
-			args[i] = k + "=" + p.rewritePath(c, v)
+			args = append(args, k+"="+p.rewritePath(c, v))
 		} else {
-			args[i] = p.rewritePath(c, a)
+			args = append(args, p.rewritePath(c, a))
 		}
 	}
 	hosts, err := p.writeHosts(c)
@@ -175,6 +183,30 @@ func (p *pod) command(c corev1.Container) (*exec.Cmd, error) {
 	cmd.Env = env
 	cmd.Dir = p.dir
 	return cmd, nil
+}
+
+// imageExecutable is what a container of an image mapped to the
+// executable entrypoint runs: entrypoint itself, or, when the container
+// has a command (which replaces the image's entrypoint, as on a node),
+// the file command[0] names in the image. The entrypoint's directory
+// stands for the image's root filesystem, so an image is mapped to a
+// directory holding its files (test/chart maps tunnelgate's to the
+// Dockerfile's root filesystem, where /tunnelgate-proxy sits beside
+// /tunnelgate). rest is the command's other arguments.
+func imageExecutable(entrypoint string, c corev1.Container) (exe string, rest []string, err error) {
+	if len(c.Command) == 0 {
+		return entrypoint, nil, nil
+	}
+	name := c.Command[0]
+	if !path.IsAbs(name) {
+		return "", nil, fmt.Errorf("command %q: give the program's absolute path in the image (this kubelet has no PATH to search images with)", name)
+	}
+	exe = filepath.Join(filepath.Dir(entrypoint), filepath.FromSlash(name))
+	st, err := os.Stat(exe)
+	if err != nil || st.IsDir() || st.Mode().Perm()&0o111 == 0 {
+		return "", nil, fmt.Errorf("command %q: the image has no executable %s (looked for %s)", name, name, exe)
+	}
+	return exe, c.Command[1:], nil
 }
 
 func lookupImage(images map[string]string, image string) (string, bool) {

@@ -13,11 +13,12 @@
 //     takes the first, Pods the ones after 256), so every Pod may bind the
 //     same wildcard port;
 //
-//   - one process per container, mapped from its image (Options.Images, or
-//     a program built into the test binary, see Register), with the
-//     container's environment (literal values, the downward API's Pod
-//     fields and resourceFieldRef, see downward.go), restarted as its
-//     restartPolicy says;
+//   - one process per container, mapped from its image (Options.Images,
+//     where a container's command names a file beside the image's
+//     executable, or a program built into the test binary, see Register),
+//     with the container's environment (literal values, the downward
+//     API's Pod fields and resourceFieldRef, see downward.go), restarted
+//     as its restartPolicy says;
 //
 //   - Secret, ConfigMap, projected (ServiceAccount token) and emptyDir
 //     volumes, written to directories on the host; a container finds them
@@ -112,9 +113,12 @@ type Options struct {
 	// (see services.go); default kubeenv.ServiceCIDR, what the API server
 	// allocates from.
 	ServiceCIDR netip.Prefix
-	// Images maps an image, with or without its tag, to an executable.
-	// An image found neither here nor among the registered programs leaves
-	// its Pod Pending with ErrImagePull, as an unknown image would.
+	// Images maps an image, with or without its tag, to an executable: its
+	// entrypoint. The executable's directory stands for the image's root
+	// filesystem: a container with a command runs the file its first
+	// element, an absolute path, names there. An image found neither here
+	// nor among the registered programs leaves its Pod Pending with
+	// ErrImagePull, as an unknown image would.
 	Images map[string]string
 	// Dir holds the Pods' directories, <namespace>_<pod>_<uid>/, each the
 	// working directory of its containers, with their output
