@@ -21,8 +21,9 @@ const (
 )
 
 // The dashboard and the alert rules may only query what the processes
-// serve, and docs/metrics.md lists exactly that (a test in cmd/tunnelgate
-// holds it to the code). A renamed or dropped metric would otherwise leave
+// serve, and docs/metrics.md lists exactly that (the command tests of
+// cmd/tunnelgate and internal/proxycmd hold it to the code). A renamed or
+// dropped metric would otherwise leave
 // an empty panel or an alert that can never fire, and nobody would notice.
 func TestDashboardAndRulesUseCatalogueMetrics(t *testing.T) {
 	catalogue := readCatalogue(t, metricsCatalogue)
