@@ -39,34 +39,52 @@ var latencyBounds = [...]time.Duration{
 
 // Histogram counts durations into fixed latency buckets without locks.
 // The zero value is ready to use.
+//
+// Its buckets are made at the first observation: a proxy keeps one for
+// every rule and cluster of its config, thousands of which may see no
+// request for a long time, and each is 136 bytes.
 type Histogram struct {
-	// counts[i] holds the observations in bucket i alone (the last one
-	// is +Inf); Snapshot makes them cumulative.
+	b atomic.Pointer[buckets]
+}
+
+// buckets are a histogram's counts: counts[i] holds the observations in
+// bucket i alone (the last one is +Inf); Cumulative makes them
+// cumulative.
+type buckets struct {
 	counts [len(latencyBounds) + 1]atomic.Uint64
 	sum    atomic.Int64 // nanoseconds
 }
 
 // Observe counts one duration.
 func (h *Histogram) Observe(d time.Duration) {
+	b := h.b.Load()
+	if b == nil {
+		h.b.CompareAndSwap(nil, new(buckets))
+		b = h.b.Load()
+	}
 	i := 0
 	for i < len(latencyBounds) && d > latencyBounds[i] {
 		i++
 	}
-	h.counts[i].Add(1)
-	h.sum.Add(int64(d))
+	b.counts[i].Add(1)
+	b.sum.Add(int64(d))
 }
 
 // Cumulative returns the cumulative bucket counts by upper bound in
 // seconds, the total count and the sum in seconds, as Prometheus
 // histograms take them.
-func (h *Histogram) Cumulative() (buckets map[float64]uint64, count uint64, sum float64) {
-	buckets = make(map[float64]uint64, len(latencyBounds))
-	for i, b := range latencyBounds {
-		count += h.counts[i].Load()
-		buckets[b.Seconds()] = count
+func (h *Histogram) Cumulative() (cumulative map[float64]uint64, count uint64, sum float64) {
+	cumulative = make(map[float64]uint64, len(latencyBounds))
+	b := h.b.Load()
+	if b == nil {
+		b = &buckets{}
 	}
-	count += h.counts[len(latencyBounds)].Load()
-	return buckets, count, time.Duration(h.sum.Load()).Seconds()
+	for i, bound := range latencyBounds {
+		count += b.counts[i].Load()
+		cumulative[bound.Seconds()] = count
+	}
+	count += b.counts[len(latencyBounds)].Load()
+	return cumulative, count, time.Duration(b.sum.Load()).Seconds()
 }
 
 // RuleStats are one route rule's: responses by status class and the time

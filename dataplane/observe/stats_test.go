@@ -45,3 +45,21 @@ func TestStatusClassAndUpstreamResult(t *testing.T) {
 		}
 	}
 }
+
+// A histogram nothing was observed in holds no buckets, and reports
+// every bucket at zero, as one that holds them would.
+func TestHistogramEmpty(t *testing.T) {
+	var h Histogram
+	buckets, count, sum := h.Cumulative()
+	if h.b.Load() != nil {
+		t.Error("reading an empty histogram made its buckets")
+	}
+	if len(buckets) != len(latencyBounds) || count != 0 || sum != 0 {
+		t.Fatalf("%d buckets, count %d, sum %g; want %d at zero", len(buckets), count, sum, len(latencyBounds))
+	}
+	for bound, n := range buckets {
+		if n != 0 {
+			t.Errorf("bucket %g: %d", bound, n)
+		}
+	}
+}
