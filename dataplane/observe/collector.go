@@ -12,6 +12,11 @@ import (
 // collector, not OpenTelemetry instruments like the rest, because
 // OpenTelemetry has no asynchronous histogram, and a synchronous one
 // would cost the request path an attribute lookup and a lock.
+//
+// A rule or cluster that has seen no request yet has no series: at 5,000
+// routes of two backends each, every series of every rule and cluster is
+// 420,000 series, 37 MB of text and over 100 MB of memory for each
+// scrape, mostly zeros. Its series appear with its first request.
 type routeCollector struct {
 	src Source
 
@@ -56,6 +61,9 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 		return strings.Compare(a.Rule, b.Rule)
 	})
 	for _, st := range rules {
+		if st.idle() {
+			continue
+		}
 		for i, class := range StatusClasses {
 			ch <- prometheus.MustNewConstMetric(c.routeRequests, prometheus.CounterValue,
 				float64(st.Responses[i].Load()), st.Route, st.Rule, class)
@@ -65,6 +73,9 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, cl := range sortedClusters(c.src) {
 		u := cl.Upstream
+		if u.idle() && cl.OpenConns == 0 {
+			continue
+		}
 		for i, result := range UpstreamResults {
 			ch <- prometheus.MustNewConstMetric(c.upstreamRequests, prometheus.CounterValue,
 				float64(u.Results[i].Load()), cl.Name, result)

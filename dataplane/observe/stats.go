@@ -55,6 +55,9 @@ type buckets struct {
 	sum    atomic.Int64 // nanoseconds
 }
 
+// empty reports whether nothing was observed.
+func (h *Histogram) empty() bool { return h.b.Load() == nil }
+
 // Observe counts one duration.
 func (h *Histogram) Observe(d time.Duration) {
 	b := h.b.Load()
@@ -122,4 +125,24 @@ func (u *UpstreamStats) Result(status int, timedOut bool) {
 	default:
 		u.Results[upstreamError].Add(1)
 	}
+}
+
+// idle reports whether the rule has answered no request.
+func (r *RuleStats) idle() bool {
+	for i := range r.Responses {
+		if r.Responses[i].Load() != 0 {
+			return false
+		}
+	}
+	return r.Latency.empty()
+}
+
+// idle reports whether no attempt was sent to the cluster.
+func (u *UpstreamStats) idle() bool {
+	for i := range u.Results {
+		if u.Results[i].Load() != 0 {
+			return false
+		}
+	}
+	return u.Latency.empty()
 }
