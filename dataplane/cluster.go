@@ -32,15 +32,13 @@ type clusterSlot struct {
 
 // clusterState is one version of a cluster: its protocol, endpoints and
 // the transports that reach them.
+// A large config has thousands of clusters, most of a few endpoints, so
+// a state holds little beside its endpoints: what its transport says
+// (protocol, TLS, HTTP/2) is the transport's.
 type clusterState struct {
-	name  string
-	proto string
-	eps   []*endpoint
-	// h2 carries requests when the cluster speaks HTTP/2 (h2c, or TLS with
-	// h2); nil for HTTP/1.1 clusters, which use each endpoint's pool.
-	h2     *http.Transport
-	scheme string // "http" or "https", for the h2 transport's URLs
-	key    transportKey
+	name string
+	eps  []*endpoint
+	t    *transport
 }
 
 // endpoint is one address with its outstanding request count, shared by
@@ -48,8 +46,6 @@ type clusterState struct {
 // across endpoint updates.
 type endpoint struct {
 	addr     string
-	host     string // addr's parts, for span attributes
-	port     int
 	inflight atomic.Int32
 	// h1 pools HTTP/1.1 connections, made at the first request (pool):
 	// a large config's endpoints are many, most get no request from one
@@ -178,8 +174,11 @@ type transport struct {
 	key   transportKey
 	tls   *tls.Config // nil for cleartext
 	tlsH1 *tls.Config // tls restricted to http/1.1 (WebSocket on h2 clusters)
-	h2    *http.Transport
-	eps   map[string]*endpoint
+	// h2 carries requests when its clusters speak HTTP/2 (h2c, or TLS
+	// with h2); nil for HTTP/1.1, which uses each endpoint's pool.
+	h2     *http.Transport
+	scheme string // "http" or "https", for the h2 transport's URLs
+	eps    map[string]*endpoint
 	// settings and explain are what its endpoints' pools are made with:
 	// explain adds advice, from the clusters' TLS settings, to a failed
 	// handshake (clusters of one key share those settings).
@@ -223,7 +222,10 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 	defer ts.mu.Unlock()
 	t := ts.byKey[key]
 	if t == nil {
-		t = &transport{key: key, tls: tlsConf, eps: map[string]*endpoint{}, settings: ts.settings}
+		t = &transport{key: key, tls: tlsConf, eps: map[string]*endpoint{}, settings: ts.settings, scheme: "http"}
+		if tlsConf != nil {
+			t.scheme = "https"
+		}
 		if c.TLS != nil {
 			settings := *c.TLS
 			t.explain = func(err error) error { return backendTLSError(err, &settings) }
@@ -240,10 +242,7 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 		}
 		ts.byKey[key] = t
 	}
-	cs := &clusterState{name: c.Name, proto: proto, h2: t.h2, scheme: "http", key: key}
-	if tlsConf != nil {
-		cs.scheme = "https"
-	}
+	cs := &clusterState{name: c.Name, t: t}
 	seen := map[string]bool{}
 	for _, e := range c.Endpoints {
 		if seen[e.Address] {
@@ -253,7 +252,6 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 		ep := t.eps[e.Address]
 		if ep == nil {
 			ep = &endpoint{addr: e.Address, t: t}
-			ep.host, ep.port = splitHostPort(e.Address)
 			t.eps[e.Address] = ep
 		}
 		cs.eps = append(cs.eps, ep)
@@ -268,7 +266,7 @@ func (ts *transports) sweep(live []*clusterState) {
 	used := map[*endpoint]bool{}
 	usedT := map[transportKey]bool{}
 	for _, cs := range live {
-		usedT[cs.key] = true
+		usedT[cs.t.key] = true
 		for _, e := range cs.eps {
 			used[e] = true
 		}

@@ -108,7 +108,7 @@ func (x *exchange) roundTripH2(r *http.Request, ep *endpoint, deadline time.Time
 	}
 	out := &http.Request{
 		Method:        r.Method,
-		URL:           &url.URL{Scheme: x.cs.scheme, Host: ep.addr, Opaque: x.path, RawQuery: x.query},
+		URL:           &url.URL{Scheme: x.cs.t.scheme, Host: ep.addr, Opaque: x.path, RawQuery: x.query},
 		Host:          x.out.host,
 		Header:        x.h2Header(r),
 		ContentLength: x.out.contentLength,
@@ -128,7 +128,7 @@ func (x *exchange) roundTripH2(r *http.Request, ep *endpoint, deadline time.Time
 	if x.bodyKept() { // else the client is still sending its body
 		x.waitOn(cancelStream(func() { cancel(nil) }))
 	}
-	res, err := x.cs.h2.RoundTrip(out.WithContext(ctx))
+	res, err := x.cs.t.h2.RoundTrip(out.WithContext(ctx))
 	if err != nil {
 		if c := context.Cause(ctx); c != nil && ctx.Err() != nil {
 			err = c

@@ -55,7 +55,7 @@ func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string,
 	defer p.mirrorsInFlight.Add(-1)
 	ep := cs.pick(nil)
 	ok := false
-	if cs.h2 != nil {
+	if cs.t.h2 != nil {
 		ok = sendMirrorH2(cs, ep, &out, path, query, body)
 	} else {
 		ok = sendMirrorH1(ep, &out, body)
@@ -100,13 +100,13 @@ func sendMirrorH2(cs *clusterState, ep *endpoint, out *outRequest, path, query s
 	x := exchange{out: *out}
 	req := &http.Request{
 		Method:        out.method,
-		URL:           &url.URL{Scheme: cs.scheme, Host: ep.addr, Opaque: path, RawQuery: query},
+		URL:           &url.URL{Scheme: cs.t.scheme, Host: ep.addr, Opaque: path, RawQuery: query},
 		Host:          out.host,
 		Header:        x.h2Header(&http.Request{Header: out.in}),
 		Body:          io.NopCloser(bytes.NewReader(body)),
 		ContentLength: int64(len(body)),
 	}
-	res, err := cs.h2.RoundTrip(req.WithContext(ctx))
+	res, err := cs.t.h2.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		return false
 	}

@@ -277,7 +277,7 @@ func (x *exchange) forward() {
 	switch {
 	case isWebSocket(r):
 		x.forwardWebSocket(w, r)
-	case x.cs.h2 != nil:
+	case x.cs.t.h2 != nil:
 		x.forwardH2(w, r)
 	default:
 		x.forwardH1(w, r)

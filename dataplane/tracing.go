@@ -105,7 +105,8 @@ func (x *exchange) startAttemptSpan(ep *endpoint, n int) {
 		t.Finish(rec.attempt, time.Now())
 	}
 	a := rec.span.Child(x.r.Method)
-	a.Method, a.ServerHost, a.Port = x.r.Method, ep.host, ep.port
+	host, port := splitHostPort(ep.addr)
+	a.Method, a.ServerHost, a.Port = x.r.Method, host, port
 	a.Attempt, a.AttemptSet = n, true
 	rec.attempt = a
 	x.out.traceparent, x.out.tracestate = observe.Traceparent(a.SpanContext())

@@ -254,7 +254,10 @@ func TestWebSocketE2ERefused(t *testing.T) {
 // closed, one with traffic every third of the limit is not.
 func TestWebSocketE2EIdle(t *testing.T) {
 	t.Parallel()
-	const idle = 300 * time.Millisecond
+	// Long enough that a busy machine (the race detector, packages tested
+	// side by side on two cores) does not delay a tick of "every third of
+	// the limit" past the limit: at 300 ms one did.
+	const idle = time.Second
 	be := startBackend(t, wsBackend(false, nil))
 	e := ptEnv(t, config([]proxycfg.Route{route("r", to("ws"))}, cluster("ws", be)),
 		func(o *Options) { o.WebSocketIdle = idle })
