@@ -69,8 +69,10 @@ func newRun(f *flags, obs *cli.RequestObservability) *run {
 	r := &run{f: f, log: obs.Log}
 	// The watch client's metrics go on the admin listener with the
 	// proxy's; the meter is made at the first scrape, after watch is set.
+	// The proxy is the process: it may give its memory back after a
+	// whole load (dataplane.Options.ReturnMemory).
 	r.p = dataplane.New(dataplane.Options{Log: obs.Log, AccessLog: obs.AccessLog, Tracer: obs.Tracer, Pprof: *f.pprof, Pool: f.pool,
-		ListenerPorts: f.listenerPorts,
+		ListenerPorts: f.listenerPorts, ReturnMemory: true,
 		Metrics: func(m metric.Meter) error {
 			if r.watch == nil {
 				return nil
