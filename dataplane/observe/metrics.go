@@ -142,8 +142,6 @@ type proxyMetrics struct {
 	inflight         metric.Int64ObservableGauge
 	configInfo       metric.Int64ObservableGauge
 	ready            metric.Int64ObservableGauge
-	clusterEndpoints metric.Int64ObservableGauge
-	clusterInflight  metric.Int64ObservableUpDownCounter
 
 	class          [len(StatusClasses)]metric.ObserveOption
 	mirrorSent     metric.ObserveOption
@@ -218,12 +216,6 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	pm.inflight = gauge("tunnelgate.inflight_requests", "{request}", "Requests being served.")
 	pm.configInfo = gauge("tunnelgate.config_info", "", "Always 1, labelled with the version of the config being served.")
 	pm.ready = gauge("tunnelgate.ready", "", "1 once a config is loaded, else 0.")
-	pm.clusterEndpoints = gauge("tunnelgate.cluster_endpoints", "{endpoint}", "Endpoints of each cluster in the current config.")
-	inflight, err := m.Int64ObservableUpDownCounter("tunnelgate.cluster_inflight_requests",
-		metric.WithUnit("{request}"),
-		metric.WithDescription("Requests in flight to each cluster's endpoints (an endpoint shared by clusters counts in each)."))
-	pm.clusterInflight = inflight
-	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("metric instruments: %w", err)
 	}
@@ -253,7 +245,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	if _, err := m.RegisterCallback(pm.observe,
 		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.clientErrors, pm.timeouts,
 		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates, pm.routePatches, pm.access,
-		pm.configInfo, pm.ready, pm.clusterEndpoints, pm.clusterInflight,
+		pm.configInfo, pm.ready,
 		pm.accessLogLines, pm.spans, pm.inflight,
 	); err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)
@@ -316,14 +308,6 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(pm.ready, 1)
 	} else {
 		o.ObserveInt64(pm.ready, 0)
-	}
-
-	// A cluster left out of this callback is dropped from the scrape, so
-	// clusters removed from the config disappear with it.
-	for _, cl := range sortedClusters(pm.src) {
-		attrs := metric.WithAttributeSet(attribute.NewSet(attribute.String("cluster", cl.Name)))
-		o.ObserveInt64(pm.clusterEndpoints, int64(cl.Endpoints), attrs)
-		o.ObserveInt64(pm.clusterInflight, cl.Inflight, attrs)
 	}
 	return nil
 }
