@@ -1,8 +1,8 @@
 // Package memory measures what a proxy holding a large config costs in
 // memory, and how fast it serves after a restart, as the operating
-// system sees it: a tunnelgate proxy process is started on a config of
-// thousands of routes, and its resident set (VmRSS) and peak (VmHWM) are
-// read from /proc once it serves. Go's own heap figures leave out the
+// system sees it: a tunnelgate-proxy process (the binary proxy Pods run)
+// is started on a config of thousands of routes, and its resident set
+// (VmRSS) and peak (VmHWM) are read from /proc once it serves. Go's own heap figures leave out the
 // runtime's overhead, fragmentation and what the garbage collector lets
 // grow before it runs; the resident set is what a Pod's memory limit
 // counts.
@@ -17,5 +17,6 @@
 // published document hold, after a collection.
 //
 // Run with `go test ./bench/memory -run '^$' -bench . -benchtime 1x`; the
-// benchmarks report MB-rss, MB-peak and ms-to-serve. Linux only (/proc).
+// benchmarks report MiB-rss (and after a metrics scrape), MiB-peak and
+// ms-to-serve. Linux only (/proc).
 package memory

@@ -29,8 +29,9 @@ const settle = 3 * time.Second
 
 // BenchmarkProxyMemory starts a proxy on the config of Cluster(routes) in
 // a file and reports its resident set once it has served for a while
-// (MB-rss), its peak, the decoding and compiling of the config included
-// (MB-peak), and how long it took to serve (ms-to-serve).
+// (MiB-rss), the same after a Prometheus scrape of its metrics
+// (MiB-rss-scraped), its peak, the decoding and compiling of the config
+// included (MiB-peak), and how long it took to serve (ms-to-serve).
 func BenchmarkProxyMemory(b *testing.B) {
 	for _, routes := range []int{5000} {
 		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
@@ -78,7 +79,7 @@ func BenchmarkProxyColdStart(b *testing.B) {
 // BenchmarkControllerMemory reports the heap the controller's side of
 // Cluster(routes) holds in this process, after a collection: the objects
 // (as informers keep them), their translation through a Cache, and the
-// document published to proxies (MB-heap).
+// document published to proxies (MiB-heap).
 func BenchmarkControllerMemory(b *testing.B) {
 	for _, routes := range []int{5000} {
 		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
@@ -93,7 +94,7 @@ func BenchmarkControllerMemory(b *testing.B) {
 				runtime.KeepAlive(snap)
 				runtime.KeepAlive(cache)
 				runtime.KeepAlive(srv)
-				b.ReportMetric(float64(after-before)/(1<<20), "MB-heap")
+				b.ReportMetric(float64(after-before)/(1<<20), "MiB-heap")
 			}
 		})
 	}
@@ -112,8 +113,8 @@ func heap() uint64 {
 func measure(b *testing.B, args ...string) {
 	b.Helper()
 	admin := testproc.FreeLoopback(b)
-	args = append([]string{"proxy", "-listen", testproc.FreeLoopback(b), "-admin", admin}, args...)
-	cmd := exec.Command(tunnelgate(b), args...)
+	args = append([]string{"-listen", testproc.FreeLoopback(b), "-admin", admin}, args...)
+	cmd := exec.Command(proxyBinary(b), args...)
 	cmd.SysProcAttr = testproc.SysProcAttr()
 	var logs testproc.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -140,10 +141,19 @@ func measure(b *testing.B, args ...string) {
 	}
 	served := time.Since(start)
 	time.Sleep(settle)
-	rss, peak := residentSet(b, cmd.Process.Pid)
+	rss, _ := residentSet(b, cmd.Process.Pid)
+	res, err := http.Get("http://" + admin + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	time.Sleep(time.Second)
+	scraped, peak := residentSet(b, cmd.Process.Pid)
 	b.ReportMetric(float64(served.Milliseconds()), "ms-to-serve")
-	b.ReportMetric(float64(rss)/(1<<20), "MB-rss")
-	b.ReportMetric(float64(peak)/(1<<20), "MB-peak")
+	b.ReportMetric(float64(rss)/(1<<20), "MiB-rss")
+	b.ReportMetric(float64(scraped)/(1<<20), "MiB-rss-scraped")
+	b.ReportMetric(float64(peak)/(1<<20), "MiB-peak")
 }
 
 // residentSet reads a process's resident set and its peak, in bytes.
@@ -182,17 +192,17 @@ func writeJSON(b *testing.B, path string, v any) {
 	}
 }
 
-// tunnelgate is the tunnelgate binary, built once per run as `make
-// build` builds it.
-func tunnelgate(b *testing.B) string {
+// proxyBinary is the tunnelgate-proxy binary, which proxy Pods run, built
+// once per run as `make build` builds it.
+func proxyBinary(b *testing.B) string {
 	built.once.Do(func() {
 		dir, err := os.MkdirTemp("", "tunnelgate-memory-")
 		if err != nil {
 			built.err = err
 			return
 		}
-		built.path = filepath.Join(dir, "tunnelgate")
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", built.path, "github.com/tunnelgate/tunnelgate/cmd/tunnelgate")
+		built.path = filepath.Join(dir, "tunnelgate-proxy")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", built.path, "github.com/tunnelgate/tunnelgate/cmd/tunnelgate-proxy")
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			built.err = fmt.Errorf("go build: %v\n%s", err, out)
