@@ -139,9 +139,9 @@ type proxyMetrics struct {
 	accessLogLines metric.Int64ObservableCounter
 	spans          metric.Int64ObservableCounter
 
-	inflight         metric.Int64ObservableGauge
-	configInfo       metric.Int64ObservableGauge
-	ready            metric.Int64ObservableGauge
+	inflight   metric.Int64ObservableGauge
+	configInfo metric.Int64ObservableGauge
+	ready      metric.Int64ObservableGauge
 
 	class          [len(StatusClasses)]metric.ObserveOption
 	mirrorSent     metric.ObserveOption
