@@ -46,12 +46,11 @@ func (rec *reqRecord) countRule(status int, end time.Time) {
 	if ru == nil || ru.stats == nil {
 		return
 	}
-	ru.stats.Responses[observe.StatusClass(status)].Add(1)
 	until := end
 	if !rec.upgraded.IsZero() {
 		until = rec.upgraded
 	}
-	ru.stats.Latency.Observe(until.Sub(rec.start))
+	ru.stats.Respond(status, until.Sub(rec.start))
 }
 
 // beginAttempt notes an attempt on ep (the n-th, from 0) and, when
@@ -70,7 +69,7 @@ func (x *exchange) beginAttempt(ep *endpoint, n int) time.Time {
 func (x *exchange) endAttempt(start time.Time, status int, err error) {
 	u := &x.slot.upstream
 	if status != 0 {
-		u.Latency.Observe(time.Since(start))
+		u.Head(time.Since(start))
 	}
 	if err == nil || backendsFault(err) {
 		u.Result(status, status == 0 && isTimeout(err))

@@ -69,22 +69,23 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 		return strings.Compare(a.Rule, b.Rule)
 	})
 	for _, st := range rules {
-		if st.idle() {
-			continue
+		responses, latency, ok := st.counts()
+		if !ok {
+			continue // idle: no series yet
 		}
 		for i, class := range StatusClasses {
 			ch <- prometheus.MustNewConstMetric(c.routeRequests, prometheus.CounterValue,
-				float64(st.Responses[i].Load()), st.Route, st.Rule, class)
+				float64(responses[i]), st.Route, st.Rule, class)
 		}
-		buckets, count, sum := st.Latency.Cumulative()
+		buckets, count, sum := latency.Cumulative()
 		ch <- prometheus.MustNewConstHistogram(c.routeLatency, count, sum, buckets, st.Route, st.Rule)
 	}
 	// A cluster without endpoints shows whether it saw a request or not,
 	// so that it can be alerted on; a cluster removed from the config
 	// goes from the scrape with it.
 	for _, cl := range sortedClusters(c.src) {
-		u := cl.Upstream
-		if u.idle() && cl.OpenConns == 0 {
+		results, latency, ok := cl.Upstream.counts()
+		if !ok && cl.OpenConns == 0 {
 			if cl.Endpoints == 0 {
 				ch <- prometheus.MustNewConstMetric(c.clusterEndpoints, prometheus.GaugeValue, 0, cl.Name)
 			}
@@ -94,9 +95,12 @@ func (c *routeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.clusterInflight, prometheus.GaugeValue, float64(cl.Inflight), cl.Name)
 		for i, result := range UpstreamResults {
 			ch <- prometheus.MustNewConstMetric(c.upstreamRequests, prometheus.CounterValue,
-				float64(u.Results[i].Load()), cl.Name, result)
+				float64(results[i]), cl.Name, result)
 		}
-		buckets, count, sum := u.Latency.Cumulative()
+		if latency == nil {
+			latency = &Histogram{}
+		}
+		buckets, count, sum := latency.Cumulative()
 		ch <- prometheus.MustNewConstHistogram(c.upstreamLatency, count, sum, buckets, cl.Name)
 		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(cl.IdleConns), cl.Name, "idle")
 		ch <- prometheus.MustNewConstMetric(c.upstreamConnections, prometheus.GaugeValue, float64(cl.OpenConns-cl.IdleConns), cl.Name, "active")

@@ -55,8 +55,9 @@ func scrape(t *testing.T, src Source, opts MetricsOptions) (map[string]string, s
 // request has no series yet.
 func TestMetricsHandler(t *testing.T) {
 	rule := &RuleStats{Route: "default/shop", Rule: "main"}
-	rule.Responses[2].Add(4)
-	rule.Latency.Observe(2 * time.Millisecond)
+	for range 4 {
+		rule.Respond(200, 2*time.Millisecond)
+	}
 	up := &UpstreamStats{}
 	up.Result(503, false)
 	up.Result(0, true)
@@ -86,7 +87,7 @@ func TestMetricsHandler(t *testing.T) {
 		`tunnelgate_access_log_lines_total{result="dropped"}`:                                            "0",
 		`tunnelgate_trace_spans_total{result="exported"}`:                                                "0",
 		`tunnelgate_route_requests_total{class="2xx",route="default/shop",rule="main"}`:                  "4",
-		`tunnelgate_route_request_duration_seconds_bucket{route="default/shop",rule="main",le="0.0025"}`: "1",
+		`tunnelgate_route_request_duration_seconds_bucket{route="default/shop",rule="main",le="0.0025"}`: "4",
 		`tunnelgate_upstream_requests_total{cluster="b",result="5xx"}`:                                   "1",
 		`tunnelgate_upstream_requests_total{cluster="b",result="timeout"}`:                               "1",
 		`tunnelgate_upstream_connections{cluster="b",state="idle"}`:                                      "3",

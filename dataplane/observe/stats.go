@@ -39,66 +39,85 @@ var latencyBounds = [...]time.Duration{
 
 // Histogram counts durations into fixed latency buckets without locks.
 // The zero value is ready to use.
-//
-// Its buckets are made at the first observation: a proxy keeps one for
-// every rule and cluster of its config, thousands of which may see no
-// request for a long time, and each is 136 bytes.
 type Histogram struct {
-	b atomic.Pointer[buckets]
-}
-
-// buckets are a histogram's counts: counts[i] holds the observations in
-// bucket i alone (the last one is +Inf); Cumulative makes them
-// cumulative.
-type buckets struct {
+	// counts[i] holds the observations in bucket i alone (the last one
+	// is +Inf); Cumulative makes them cumulative.
 	counts [len(latencyBounds) + 1]atomic.Uint64
 	sum    atomic.Int64 // nanoseconds
 }
 
-// empty reports whether nothing was observed.
-func (h *Histogram) empty() bool { return h.b.Load() == nil }
-
 // Observe counts one duration.
 func (h *Histogram) Observe(d time.Duration) {
-	b := h.b.Load()
-	if b == nil {
-		h.b.CompareAndSwap(nil, new(buckets))
-		b = h.b.Load()
-	}
 	i := 0
 	for i < len(latencyBounds) && d > latencyBounds[i] {
 		i++
 	}
-	b.counts[i].Add(1)
-	b.sum.Add(int64(d))
+	h.counts[i].Add(1)
+	h.sum.Add(int64(d))
 }
 
 // Cumulative returns the cumulative bucket counts by upper bound in
 // seconds, the total count and the sum in seconds, as Prometheus
 // histograms take them.
-func (h *Histogram) Cumulative() (cumulative map[float64]uint64, count uint64, sum float64) {
-	cumulative = make(map[float64]uint64, len(latencyBounds))
-	b := h.b.Load()
-	if b == nil {
-		b = &buckets{}
+func (h *Histogram) Cumulative() (buckets map[float64]uint64, count uint64, sum float64) {
+	buckets = make(map[float64]uint64, len(latencyBounds))
+	for i, b := range latencyBounds {
+		count += h.counts[i].Load()
+		buckets[b.Seconds()] = count
 	}
-	for i, bound := range latencyBounds {
-		count += b.counts[i].Load()
-		cumulative[bound.Seconds()] = count
+	count += h.counts[len(latencyBounds)].Load()
+	return buckets, count, time.Duration(h.sum.Load()).Seconds()
+}
+
+// A proxy keeps stats for every rule and every cluster of its config:
+// thousands, most of which may see no request for a long time. So the
+// counters of each (a histogram of 136 bytes and a few counts) are made
+// at its first request, and until then it is idle: its series are not
+// served (collector.go).
+
+// lazy returns *p, made at the first call.
+func lazy[T any](p *atomic.Pointer[T]) *T {
+	if v := p.Load(); v != nil {
+		return v
 	}
-	count += b.counts[len(latencyBounds)].Load()
-	return cumulative, count, time.Duration(b.sum.Load()).Seconds()
+	p.CompareAndSwap(nil, new(T))
+	return p.Load()
 }
 
 // RuleStats are one route rule's: responses by status class and the time
 // from the request's arrival to the end of its response.
 type RuleStats struct {
 	Route, Rule string // the metric labels, set when the stats are made
-	Responses   [len(StatusClasses)]atomic.Int64
-	Latency     Histogram
+	c           atomic.Pointer[ruleCounts]
 }
 
-// UpstreamResults label UpstreamStats.Results by index: the backend's
+type ruleCounts struct {
+	responses [len(StatusClasses)]atomic.Int64
+	latency   Histogram
+}
+
+// Respond counts a response with status, which took d from the
+// request's arrival.
+func (r *RuleStats) Respond(status int, d time.Duration) {
+	c := lazy(&r.c)
+	c.responses[StatusClass(status)].Add(1)
+	c.latency.Observe(d)
+}
+
+// counts returns the rule's responses by status class and its latency
+// histogram, or false when it is idle.
+func (r *RuleStats) counts() (responses [len(StatusClasses)]int64, latency *Histogram, ok bool) {
+	c := r.c.Load()
+	if c == nil {
+		return responses, nil, false
+	}
+	for i := range c.responses {
+		responses[i] = c.responses[i].Load()
+	}
+	return responses, &c.latency, true
+}
+
+// UpstreamResults label an UpstreamStats' results by index: the backend's
 // status class, or what went wrong when there was no answer.
 var UpstreamResults = [...]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx", "error", "timeout"}
 
@@ -110,39 +129,40 @@ const (
 // UpstreamStats are one cluster's: attempts by result and the time from
 // sending an attempt to its response head.
 type UpstreamStats struct {
-	Results [len(UpstreamResults)]atomic.Int64
-	Latency Histogram
+	c atomic.Pointer[upstreamCounts]
+}
+
+type upstreamCounts struct {
+	results [len(UpstreamResults)]atomic.Int64
+	latency Histogram
 }
 
 // Result counts one attempt: its response's status, or, with status 0,
 // an attempt that got no answer because it timed out or failed.
 func (u *UpstreamStats) Result(status int, timedOut bool) {
+	c := lazy(&u.c)
 	switch {
 	case status != 0:
-		u.Results[StatusClass(status)].Add(1)
+		c.results[StatusClass(status)].Add(1)
 	case timedOut:
-		u.Results[upstreamTimeout].Add(1)
+		c.results[upstreamTimeout].Add(1)
 	default:
-		u.Results[upstreamError].Add(1)
+		c.results[upstreamError].Add(1)
 	}
 }
 
-// idle reports whether the rule has answered no request.
-func (r *RuleStats) idle() bool {
-	for i := range r.Responses {
-		if r.Responses[i].Load() != 0 {
-			return false
-		}
-	}
-	return r.Latency.empty()
-}
+// Head counts the time an attempt took to its response head.
+func (u *UpstreamStats) Head(d time.Duration) { lazy(&u.c).latency.Observe(d) }
 
-// idle reports whether no attempt was sent to the cluster.
-func (u *UpstreamStats) idle() bool {
-	for i := range u.Results {
-		if u.Results[i].Load() != 0 {
-			return false
-		}
+// counts returns the cluster's attempts by result and its latency
+// histogram, or false when it is idle.
+func (u *UpstreamStats) counts() (results [len(UpstreamResults)]int64, latency *Histogram, ok bool) {
+	c := u.c.Load()
+	if c == nil {
+		return results, nil, false
 	}
-	return u.Latency.empty()
+	for i := range c.results {
+		results[i] = c.results[i].Load()
+	}
+	return results, &c.latency, true
 }

@@ -37,29 +37,37 @@ func TestStatusClassAndUpstreamResult(t *testing.T) {
 	u.Result(200, true) // a status wins: the attempt was answered
 	u.Result(0, true)
 	u.Result(0, false)
+	results, _, _ := u.counts()
 	for result, want := range map[string]int64{"5xx": 1, "2xx": 1, "timeout": 1, "error": 1, "other": 0} {
 		for i, r := range UpstreamResults {
-			if r == result && u.Results[i].Load() != want {
-				t.Errorf("%s: %d, want %d", result, u.Results[i].Load(), want)
+			if r == result && results[i] != want {
+				t.Errorf("%s: %d, want %d", result, results[i], want)
 			}
 		}
 	}
 }
 
-// A histogram nothing was observed in holds no buckets, and reports
-// every bucket at zero, as one that holds them would.
-func TestHistogramEmpty(t *testing.T) {
-	var h Histogram
-	buckets, count, sum := h.Cumulative()
-	if h.b.Load() != nil {
-		t.Error("reading an empty histogram made its buckets")
+// A rule's or a cluster's counters are made at its first request; until
+// then it is idle, and reading it makes nothing.
+func TestStatsIdleUntilFirstRequest(t *testing.T) {
+	var r RuleStats
+	var u UpstreamStats
+	if _, _, ok := r.counts(); ok {
+		t.Error("a rule with no response is not idle")
 	}
-	if len(buckets) != len(latencyBounds) || count != 0 || sum != 0 {
-		t.Fatalf("%d buckets, count %d, sum %g; want %d at zero", len(buckets), count, sum, len(latencyBounds))
+	if _, _, ok := u.counts(); ok {
+		t.Error("a cluster with no attempt is not idle")
 	}
-	for bound, n := range buckets {
-		if n != 0 {
-			t.Errorf("bucket %g: %d", bound, n)
-		}
+	if r.c.Load() != nil || u.c.Load() != nil {
+		t.Fatal("reading idle stats made their counters")
+	}
+	r.Respond(404, 3*time.Millisecond)
+	u.Head(time.Millisecond)
+	responses, latency, ok := r.counts()
+	if _, count, _ := latency.Cumulative(); !ok || responses[4] != 1 || count != 1 {
+		t.Errorf("after a 404: %v %v, latency count %d", ok, responses, count)
+	}
+	if _, latency, ok := u.counts(); !ok || latency == nil {
+		t.Error("a cluster timed to a response head is idle")
 	}
 }
