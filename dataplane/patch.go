@@ -73,11 +73,7 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 // served's, if next differs from served only in routes edited in place
 // (see above) and clusters' definitions.
 func editedRoutes(served, next *proxycfg.Config) ([]int, bool) {
-	if next.Schema != served.Schema || len(next.Routes) != len(served.Routes) ||
-		!slices.EqualFunc(next.Listeners, served.Listeners, func(a, b proxycfg.Listener) bool { return a.Equal(&b) }) ||
-		!slices.EqualFunc(next.Clusters, served.Clusters, func(a, b proxycfg.Cluster) bool { return a.Name == b.Name }) ||
-		!slices.EqualFunc(next.AccessTeams, served.AccessTeams, func(a, b proxycfg.AccessTeam) bool { return a.Equal(&b) }) ||
-		!sameKeys(next.SessionKeys, served.SessionKeys) {
+	if len(next.Routes) != len(served.Routes) || !served.EqualFrame(next) {
 		return nil, false
 	}
 	var edited []int
@@ -94,10 +90,6 @@ func editedRoutes(served, next *proxycfg.Config) ([]int, bool) {
 		edited = append(edited, i)
 	}
 	return edited, true
-}
-
-func sameKeys(a, b [][]byte) bool {
-	return slices.EqualFunc(a, b, func(x, y []byte) bool { return string(x) == string(y) })
 }
 
 // compileEdited returns cur (compiled from served) with the edited routes

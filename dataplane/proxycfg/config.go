@@ -1,7 +1,6 @@
 package proxycfg
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -472,13 +471,8 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // error, since a field this proxy does not know is a setting it would
 // silently ignore.
 func DecodeConfig(b []byte, cfg *Config) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
+	if err := decodeStrict(b, cfg); err != nil {
 		return fmt.Errorf("decoding config: %w", err)
-	}
-	if dec.More() {
-		return fmt.Errorf("decoding config: data after the JSON object")
 	}
 	return nil
 }

@@ -253,3 +253,39 @@ func TestEqualRoutingLeavesOutVersionAndClusterDefinitions(t *testing.T) {
 		}
 	}
 }
+
+func TestEqualFrameLeavesOutRoutes(t *testing.T) {
+	base := func() *Config {
+		return &Config{Schema: SchemaVersion, Version: "v1",
+			Listeners:   []Listener{{Name: "l", Port: 80, Protocol: "HTTP"}},
+			Routes:      []Route{{Kind: KindHTTP, Name: "r", Rules: []Rule{{Backends: []BackendRef{{Cluster: "a", Weight: 1}}}}}},
+			Clusters:    []Cluster{{Protocol: ProtoHTTP1, Name: "a"}},
+			SessionKeys: [][]byte{[]byte("k1")},
+			AccessTeams: []AccessTeam{{Domain: "t.example"}},
+		}
+	}
+	edited := base()
+	edited.Version = "v2"
+	edited.Routes[0].Rules[0].Backends[0].Weight = 2
+	edited.Routes = append(edited.Routes, Route{Kind: KindGRPC, Name: "g"})
+	edited.Clusters[0].Endpoints = []Endpoint{{Address: "127.0.0.1:2"}}
+	if !base().EqualFrame(edited) {
+		t.Error("routes, endpoints and the version changed the frame")
+	}
+	if base().EqualRouting(edited) {
+		t.Error("EqualRouting left out a route change")
+	}
+	for name, change := range map[string]func(*Config){
+		"schema":      func(c *Config) { c.Schema += "x" },
+		"listener":    func(c *Config) { c.Listeners[0].Port = 81 },
+		"cluster":     func(c *Config) { c.Clusters[0].Name = "b" },
+		"session key": func(c *Config) { c.SessionKeys[0] = []byte("k2") },
+		"Access team": func(c *Config) { c.AccessTeams[0].Keys = "{}" },
+	} {
+		cfg := base()
+		change(cfg)
+		if base().EqualFrame(cfg) {
+			t.Errorf("%s: EqualFrame says the same", name)
+		}
+	}
+}
