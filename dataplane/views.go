@@ -175,11 +175,8 @@ type routesEdit struct {
 // updated returns v with the earlier vhost's table updated by its
 // listeners' edits, or nil when it must be built anew.
 func (k keep) updated(set *listenerSet, h string, v *vhost) (*vhost, error) {
-	if set == nil || len(k.changed) == 0 {
-		return nil, nil
-	}
-	old := set.vhosts[h]
-	if old == nil || old.table == nil || old.name != v.name || old.certRequired != v.certRequired {
+	old := earlier(set, h, v)
+	if old == nil || old.table == nil || len(k.changed) == 0 {
 		return nil, nil
 	}
 	var remove []matcher.Key
@@ -218,11 +215,8 @@ func (k keep) updated(set *listenerSet, h string, v *vhost) (*vhost, error) {
 // vhostOf returns the earlier vhost for hostname h of set, when it may
 // stand for v: the same listeners, none with routes changed.
 func (k keep) vhostOf(set *listenerSet, h string, v *vhost) *vhost {
-	if set == nil {
-		return nil
-	}
-	old := set.vhosts[h]
-	if old == nil || old.name != v.name || old.certRequired != v.certRequired {
+	old := earlier(set, h, v)
+	if old == nil {
 		return nil
 	}
 	for _, l := range old.listeners {
@@ -231,6 +225,18 @@ func (k keep) vhostOf(set *listenerSet, h string, v *vhost) *vhost {
 		}
 	}
 	return old
+}
+
+// earlier returns the vhost for hostname h of an earlier set, when it
+// merges the same listeners as v alike; nil otherwise.
+func earlier(set *listenerSet, h string, v *vhost) *vhost {
+	if set == nil {
+		return nil
+	}
+	if old := set.vhosts[h]; old != nil && old.name == v.name && old.certRequired == v.certRequired {
+		return old
+	}
+	return nil
 }
 
 // rebuild builds the views in want, keeping what k allows.
