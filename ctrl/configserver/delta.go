@@ -1,9 +1,6 @@
 package configserver
 
 import (
-	"bytes"
-	"compress/gzip"
-	"encoding/json"
 	"sync"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
@@ -72,16 +69,12 @@ func (d *document) deltaFrom(base string, history []deltaBase) (*deltaBody, bool
 
 // deltaJSON is the configwatch.Document of the delta from base to d.
 func (d *document) deltaJSON(base proxycfg.Encoded) ([]byte, error) {
-	var b []byte
-	for _, f := range [][2]string{{`{"version":`, d.version}, {`,"routesHash":`, d.routesHash}, {`,"clustersHash":`, d.clustersHash}} {
-		s, err := json.Marshal(f[1])
-		if err != nil {
-			return nil, err
-		}
-		b = append(append(b, f[0]...), s...)
+	b, err := appendEnvelopeHead(nil, d.version, d.routesHash, d.clustersHash)
+	if err != nil {
+		return nil, err
 	}
 	b = append(b, `,"delta":`...)
-	b, err := proxycfg.AppendDelta(b, base, d.enc, d.small)
+	b, err = proxycfg.AppendDelta(b, base, d.enc, d.small)
 	if err != nil {
 		return nil, err
 	}
@@ -92,18 +85,12 @@ func (d *document) deltaJSON(base proxycfg.Encoded) ([]byte, error) {
 // a few hundred bytes saves nothing worth the time on both ends.
 const gzipMin = 16 << 10
 
-// gzipped is the delta compressed, made on first demand; nil when it is
-// small enough to send as it is.
+// gzipped is the delta compressed (gzipBestSpeed), made on first
+// demand; nil when it is small enough to send as it is.
 func (db *deltaBody) gzipped() []byte {
 	if len(db.body) < gzipMin {
 		return nil
 	}
-	db.zOnce.Do(func() {
-		var buf bytes.Buffer
-		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestSpeed) // the level is valid
-		zw.Write(db.body)                                  // a bytes.Buffer does not fail
-		zw.Close()
-		db.gz = buf.Bytes()
-	})
+	db.zOnce.Do(func() { db.gz = gzipBestSpeed(db.body, 0) })
 	return db.gz
 }
