@@ -24,11 +24,8 @@ func runBinaries(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	version := fs.String("version", "dev", "the version linked into the binaries")
 	arches := fs.String("arch", "amd64,arm64", "the linux architectures, comma-separated")
 	dist := fs.String("dist", "dist", "the directory the binaries are written to, under bin/")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	_, err := buildBinaries(ctx, releaseVersion(*version), splitArches(*arches), *dist, stdout)
 	return err

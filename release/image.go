@@ -18,11 +18,8 @@ import (
 func runImage(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("image", stderr)
 	parse := releaseFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	o, err := parse()
 	if err != nil {

@@ -68,3 +68,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // usageError is a command called wrongly (a flag missing or malformed).
 type usageError struct{ error }
+
+// parseFlags parses a command's args with fs and refuses arguments left
+// after the flags, which no command takes. A flag set's own error (a
+// flag unknown or malformed, or -h) is returned as fs.Parse returns it.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}

@@ -20,11 +20,8 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	parse := releaseFlags(fs)
 	registry := fs.String("registry", "", "where to push: a registry host and optional path, e.g. ghcr.io/acme or 127.0.0.1:5000/tunnelgate")
 	chartDir := fs.String("chart", "chart", "the chart to package")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	o, err := parse()
 	if err != nil {

@@ -16,11 +16,8 @@ func runRootFS(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	version := fs.String("version", "dev", "the version linked into the binaries")
 	arch := fs.String("arch", runtime.GOARCH, "the linux architecture to build for")
 	out := fs.String("out", "", "the directory to write, which must not exist")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
 	if *out == "" {
 		return usageError{fmt.Errorf("-out is required: the directory to write the root filesystem to")}
