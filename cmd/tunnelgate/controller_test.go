@@ -21,6 +21,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/internal/testmetrics"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/prism"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
@@ -104,20 +105,20 @@ spec:
 		}
 		return false
 	})
-	waitFor(t, "ready", func() bool { code, _ := fetch("http://"+adminAddr+"/readyz", ""); return code == 200 })
-	if code, body := fetch("http://"+adminAddr+"/metrics", ""); code != 200 || !strings.Contains(body, "tunnelgate_controller_syncs_total") ||
+	waitFor(t, "ready", func() bool { code, _ := testnet.GetWithToken("http://"+adminAddr+"/readyz", ""); return code == 200 })
+	if code, body := testnet.GetWithToken("http://"+adminAddr+"/metrics", ""); code != 200 || !strings.Contains(body, "tunnelgate_controller_syncs_total") ||
 		!strings.Contains(body, "tunnelgate_controller_leader 1") {
 		t.Errorf("metrics: %d\n%s", code, body)
 	}
 	// pprof by default answers loopback peers, as kubectl port-forward
 	// connects (other peers: test/integration TestAdminPprofOnlyForLoopback).
-	if code, body := fetch("http://"+adminAddr+"/debug/pprof/cmdline", ""); code != 200 || body == "" {
+	if code, body := testnet.GetWithToken("http://"+adminAddr+"/debug/pprof/cmdline", ""); code != 200 || body == "" {
 		t.Errorf("pprof from loopback: %d %q", code, body)
 	}
-	if code, _ := fetch("http://"+configAddr+"/v1/config", "wrong"); code != http.StatusUnauthorized {
+	if code, _ := testnet.GetWithToken("http://"+configAddr+"/v1/config", "wrong"); code != http.StatusUnauthorized {
 		t.Errorf("config with a wrong token: %d, want 401", code)
 	}
-	code, body := fetch("http://"+configAddr+"/v1/config", "s3cret")
+	code, body := testnet.GetWithToken("http://"+configAddr+"/v1/config", "s3cret")
 	if code != 200 || !strings.Contains(body, `"schema"`) {
 		t.Fatalf("config with the token: %d %.200s", code, body)
 	}
@@ -128,32 +129,18 @@ spec:
 		t.Fatal(err)
 	}
 	q := url.Values{configwatch.ParamVersion: {doc.Version}, configwatch.ParamWait: {"10ms"}}
-	if code, _ := fetch("http://"+configAddr+"/v1/config?"+q.Encode(), "s3cret"); code != http.StatusNotModified {
+	if code, _ := testnet.GetWithToken("http://"+configAddr+"/v1/config?"+q.Encode(), "s3cret"); code != http.StatusNotModified {
 		t.Errorf("long poll for the same version: %d, want 304", code)
 	}
 	waitFor(t, "a Cloudflare API call counted", func() bool {
-		_, body := fetch("http://"+adminAddr+"/metrics", "")
+		_, body := testnet.GetWithToken("http://"+adminAddr+"/metrics", "")
 		return strings.Contains(body, `tunnelgate_cloudflare_api_calls_total{operation="tunnel_get"`)
 	})
-	if code, body := fetch("http://"+adminAddr+"/metrics", ""); code != 200 {
+	if code, body := testnet.GetWithToken("http://"+adminAddr+"/metrics", ""); code != 200 {
 		t.Errorf("metrics: %d\n%s", code, body)
 	} else {
 		testmetrics.CheckCatalogue(t, "Controller", body)
 	}
-}
-
-func fetch(url, token string) (int, string) {
-	req, _ := http.NewRequest("GET", url, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
 }
 
 func freePort(t *testing.T) string {

@@ -19,6 +19,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/testmetrics"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
@@ -149,7 +150,7 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	b, stop, stderr := runProxyCommand(t, "-controller", controller, "-token-file", tokenFile, "-config-cache", cache)
 	waitGet(t, "http://"+b.Origin+"/", "app.example", "backend")
 	waitGet(t, "http://"+b.Admin+"/readyz", "", "ok\n")
-	if code, body := fetch("http://"+b.Admin+"/metrics", ""); code != 200 {
+	if code, body := testnet.GetWithToken("http://"+b.Admin+"/metrics", ""); code != 200 {
 		t.Errorf("metrics: %d\n%s", code, body)
 	} else {
 		testmetrics.CheckCatalogue(t, "Proxy", body)
@@ -173,18 +174,6 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	}
 }
 
-// fetch GETs url, with token as a bearer token if set, and returns the
-// status and body; a request that fails is status 0 and its error.
-func fetch(url, token string) (int, string) {
-	req, _ := http.NewRequest("GET", url, nil)
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err.Error()
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
-}
+// fetch is testnet.GetWithToken under the name command_test.go calls
+// it by.
+var fetch = testnet.GetWithToken
