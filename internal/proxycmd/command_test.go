@@ -18,6 +18,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
@@ -93,7 +94,7 @@ func TestProxyCommandStampsTheContentVersion(t *testing.T) {
 	}
 	for _, path := range []string{"../../examples/proxy/config.json", file} {
 		bound, stop, stderr := runProxyCommand(t, "-config", path)
-		code, body := fetch("http://"+bound.Admin+"/config", "")
+		code, body := testnet.GetWithToken("http://"+bound.Admin+"/config", "")
 		if code != 200 || body != "version: "+want+"\n" {
 			t.Errorf("%s: /config %d %q; want version %s\n%s", path, code, body, want, stderr)
 		}
@@ -120,11 +121,11 @@ func TestProxyCommandPprofFlag(t *testing.T) {
 		{[]string{"-pprof", "off"}, 404, pprofgate.Disabled},
 	} {
 		b, stop, stderr := runProxyCommand(t, append([]string{"-config", cfg}, c.args...)...)
-		code, body := fetch("http://"+b.Admin+"/debug/pprof/cmdline", "")
+		code, body := testnet.GetWithToken("http://"+b.Admin+"/debug/pprof/cmdline", "")
 		if code != c.code || (c.body != "" && body != c.body) {
 			t.Errorf("%v: /debug/pprof/cmdline %d %q; want %d %q\n%s", c.args, code, body, c.code, c.body, stderr)
 		}
-		if code, _ := fetch("http://"+b.Admin+"/healthz", ""); code != 200 {
+		if code, _ := testnet.GetWithToken("http://"+b.Admin+"/healthz", ""); code != 200 {
 			t.Errorf("%v: /healthz %d", c.args, code)
 		}
 		if code := stop(); code != 0 {

@@ -173,7 +173,3 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 		t.Errorf("the log does not say the cache is served:\n%s", stderr)
 	}
 }
-
-// fetch is testnet.GetWithToken under the name command_test.go calls
-// it by.
-var fetch = testnet.GetWithToken

@@ -1,6 +1,7 @@
 // Package testnet has the loopback servers tests build hostile backends
-// from: an accept loop that hands each connection to a function of the
-// test, which may send whatever bytes it wants.
+// from (an accept loop that hands each connection to a function of the
+// test, which may send whatever bytes it wants), and the small client
+// tests read an admin or config endpoint with (GetWithToken).
 package testnet
 
 import (
