@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -30,23 +31,58 @@ type clusterSlot struct {
 	upstream observe.UpstreamStats
 }
 
+// install makes cs the slot's state. When the state it replaces has made
+// its endpoints, cs makes its own now, so that the endpoints both list
+// keep their pools and counts through the sweep that follows (a request
+// making the old state's at this moment may lose them: its pools close,
+// and the next state makes new ones).
+func (s *clusterSlot) install(cs *clusterState) {
+	if old := s.state.Load(); old != nil && old.eps.Load() != nil {
+		cs.endpoints()
+	}
+	s.state.Store(cs)
+}
+
 // clusterState is one version of a cluster: its protocol, endpoints and
 // the transports that reach them.
-// A large config has thousands of clusters, most of a few endpoints, so
-// a state holds little beside its endpoints: what its transport says
-// (protocol, TLS, HTTP/2) is the transport's.
+// A large config has thousands of clusters, most of a few endpoints, and
+// most of them get no request from one proxy for a long time. So a state
+// holds little: what its transport says (protocol, TLS, HTTP/2) is the
+// transport's, and its endpoints are made from their addresses at its
+// first request (endpoints).
 type clusterState struct {
 	name string
-	eps  []*endpoint
 	t    *transport
+	// addrs are its endpoints' addresses, without repeats, in config
+	// order: the config's own list when it has none.
+	addrs []proxycfg.Endpoint
+	// eps are its endpoints, once made; only under the transports' lock.
+	eps atomic.Pointer[[]*endpoint]
+}
+
+// endpoints are the state's endpoints, in the order of addrs: those of
+// its transport with the same addresses, made there at the first call.
+func (cs *clusterState) endpoints() []*endpoint {
+	if eps := cs.eps.Load(); eps != nil {
+		return *eps
+	}
+	return cs.t.owner.makeEndpoints(cs)
+}
+
+// madeEndpoints are the state's endpoints if they are made, without
+// making them: what a metrics scrape reads.
+func (cs *clusterState) madeEndpoints() []*endpoint {
+	if eps := cs.eps.Load(); eps != nil {
+		return *eps
+	}
+	return nil
 }
 
 // endpoint is one address with its outstanding request count, shared by
 // every cluster state that lists it so load balancing stays accurate
 // across endpoint updates.
 type endpoint struct {
-	addr     string
-	inflight atomic.Int32
+	addr string
 	// h1 pools HTTP/1.1 connections, made at the first request (pool):
 	// a large config's endpoints are many, most get no request from one
 	// proxy for a long time, and an empty pool costs a few hundred bytes
@@ -54,12 +90,13 @@ type endpoint struct {
 	// need HTTP/1.1.
 	h1 atomic.Pointer[http1.Pool]
 	t  *transport // what a pool is made with
-	// gone is set when no config uses the endpoint any more (sweep): a
-	// pool made after that, by a request in flight, is made closed.
-	gone atomic.Bool
 	// downUntil (unix nanoseconds) is set when a connection to the
 	// endpoint failed: until then the balancer prefers other endpoints.
 	downUntil atomic.Int64
+	inflight  atomic.Int32
+	// gone is set when no config uses the endpoint any more (sweep): a
+	// pool made after that, by a request in flight, is made closed.
+	gone atomic.Bool
 }
 
 // downFor is how long an endpoint that refused a connection is avoided.
@@ -75,9 +112,7 @@ func (e *endpoint) pool() *http1.Pool {
 		return p
 	}
 	p := http1.NewPool(e.addr, e.t.tlsH1, e.t.settings, e.t.explain)
-	if !e.h1.CompareAndSwap(nil, p) {
-		return e.h1.Load()
-	}
+	e.h1.Store(p)
 	if e.gone.Load() {
 		p.Close() // its requests finish; their connections are not kept
 	}
@@ -109,18 +144,20 @@ func (e *endpoint) down(now int64) bool { return e.downUntil.Load() > now }
 // imbalance of plain random. An endpoint that recently refused a
 // connection loses to one that did not.
 func (cs *clusterState) pick(avoid *endpoint) *endpoint {
-	switch n := len(cs.eps); n {
-	case 0:
+	if len(cs.addrs) == 0 {
 		return nil
+	}
+	eps := cs.endpoints()
+	switch n := len(eps); n {
 	case 1:
-		return cs.eps[0]
+		return eps[0]
 	default:
 		i := rand.IntN(n)
 		j := rand.IntN(n - 1)
 		if j >= i {
 			j++
 		}
-		a, b := cs.eps[i], cs.eps[j]
+		a, b := eps[i], eps[j]
 		switch {
 		case a == avoid:
 			return b
@@ -145,7 +182,7 @@ func (cs *clusterState) pick(avoid *endpoint) *endpoint {
 
 // find returns the endpoint with addr, for session persistence.
 func (cs *clusterState) find(addr string) *endpoint {
-	for _, e := range cs.eps {
+	for _, e := range cs.endpoints() {
 		if e.addr == addr {
 			return e
 		}
@@ -171,6 +208,7 @@ type transports struct {
 }
 
 type transport struct {
+	owner *transports
 	key   transportKey
 	tls   *tls.Config // nil for cleartext
 	tlsH1 *tls.Config // tls restricted to http/1.1 (WebSocket on h2 clusters)
@@ -178,7 +216,12 @@ type transport struct {
 	// with h2); nil for HTTP/1.1, which uses each endpoint's pool.
 	h2     *http.Transport
 	scheme string // "http" or "https", for the h2 transport's URLs
-	eps    map[string]*endpoint
+	// eps are its endpoints, by address, that a state has made
+	// (clusterState.endpoints) and sweep has not closed.
+	eps map[string]*endpoint
+	// gone is set when sweep drops the transport: endpoints a request in
+	// flight makes in it later are made gone.
+	gone bool
 	// settings and explain are what its endpoints' pools are made with:
 	// explain adds advice, from the clusters' TLS settings, to a failed
 	// handshake (clusters of one key share those settings).
@@ -222,7 +265,7 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 	defer ts.mu.Unlock()
 	t := ts.byKey[key]
 	if t == nil {
-		t = &transport{key: key, tls: tlsConf, eps: map[string]*endpoint{}, settings: ts.settings, scheme: "http"}
+		t = &transport{owner: ts, key: key, tls: tlsConf, eps: map[string]*endpoint{}, settings: ts.settings, scheme: "http"}
 		if tlsConf != nil {
 			t.scheme = "https"
 		}
@@ -242,37 +285,65 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 		}
 		ts.byKey[key] = t
 	}
-	cs := &clusterState{name: c.Name, t: t}
-	seen := map[string]bool{}
-	for _, e := range c.Endpoints {
-		if seen[e.Address] {
-			continue
+	return &clusterState{name: c.Name, t: t, addrs: withoutRepeats(c.Endpoints)}, nil
+}
+
+// withoutRepeats returns eps without the endpoints listed before: eps
+// itself when none is.
+func withoutRepeats(eps []proxycfg.Endpoint) []proxycfg.Endpoint {
+	for i := 1; i < len(eps); i++ {
+		if slices.ContainsFunc(eps[:i], func(e proxycfg.Endpoint) bool { return e == eps[i] }) {
+			out := slices.Clone(eps[:i])
+			for _, e := range eps[i+1:] {
+				if !slices.Contains(out, e) {
+					out = append(out, e)
+				}
+			}
+			return out
 		}
-		seen[e.Address] = true
-		ep := t.eps[e.Address]
-		if ep == nil {
-			ep = &endpoint{addr: e.Address, t: t}
-			t.eps[e.Address] = ep
-		}
-		cs.eps = append(cs.eps, ep)
 	}
-	return cs, nil
+	return eps
+}
+
+// makeEndpoints makes cs's endpoints, unless a request made them first:
+// for each address, its transport's endpoint, or a new one kept there so
+// that the next state of the cluster, or another cluster listing the
+// address, shares its pool and counts.
+func (ts *transports) makeEndpoints(cs *clusterState) []*endpoint {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if eps := cs.eps.Load(); eps != nil {
+		return *eps
+	}
+	t := cs.t
+	eps := make([]*endpoint, len(cs.addrs))
+	for i, a := range cs.addrs {
+		ep := t.eps[a.Address]
+		if ep == nil {
+			ep = &endpoint{addr: a.Address, t: t}
+			ep.gone.Store(t.gone)
+			t.eps[a.Address] = ep
+		}
+		eps[i] = ep
+	}
+	cs.eps.Store(&eps)
+	return eps
 }
 
 // sweep closes the pools of endpoints, and the transports, that no live
 // cluster state uses. In-flight requests on them finish; their connections
 // are closed instead of pooled.
 func (ts *transports) sweep(live []*clusterState) {
+	ts.mu.Lock() // before reading states' endpoints, which makeEndpoints makes under it
+	defer ts.mu.Unlock()
 	used := map[*endpoint]bool{}
 	usedT := map[transportKey]bool{}
 	for _, cs := range live {
 		usedT[cs.t.key] = true
-		for _, e := range cs.eps {
+		for _, e := range cs.madeEndpoints() {
 			used[e] = true
 		}
 	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
 	for key, t := range ts.byKey {
 		for addr, e := range t.eps {
 			if !used[e] {
@@ -284,6 +355,7 @@ func (ts *transports) sweep(live []*clusterState) {
 			if t.h2 != nil {
 				t.h2.CloseIdleConnections()
 			}
+			t.gone = true
 			delete(ts.byKey, key)
 		}
 	}

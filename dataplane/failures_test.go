@@ -261,7 +261,7 @@ func TestConnectionCap(t *testing.T) {
 			t.Fatalf("request %d after the burst: %d %q", i, res.StatusCode, body)
 		}
 	}
-	idle, open := e.p.slots["a"].state.Load().eps[0].conns()
+	idle, open := e.p.slots["a"].state.Load().endpoints()[0].conns()
 	if open != idle || open > 2 {
 		t.Errorf("%d connections counted open, %d idle: a place leaked", open, idle)
 	}

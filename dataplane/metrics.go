@@ -103,8 +103,8 @@ func (m metricSource) Clusters() []observe.Cluster {
 	for i, s := range slots {
 		c := observe.Cluster{Name: s.name, Upstream: &s.upstream}
 		if cs := s.state.Load(); cs != nil {
-			c.Endpoints = len(cs.eps)
-			for _, e := range cs.eps {
+			c.Endpoints = len(cs.addrs)
+			for _, e := range cs.madeEndpoints() { // a scrape makes none
 				c.Inflight += int64(e.inflight.Load())
 				idle, open := e.conns()
 				c.IdleConns += idle

@@ -32,7 +32,7 @@ func (p *Proxy) mirror(ms []*compiled.Mirror, x *exchange, r *http.Request) {
 		}
 		slot := x.cc.clusters[m.Cluster]
 		cs := slot.state.Load()
-		if cs == nil || len(cs.eps) == 0 {
+		if cs == nil || len(cs.addrs) == 0 {
 			p.mirrorsInFlight.Add(-1)
 			p.stats.MirrorsDropped.Add(1)
 			continue

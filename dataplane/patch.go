@@ -60,7 +60,7 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 		return !errors.Is(err, errNotAPatch), err
 	}
 	for k, i := range changed {
-		next.clusters[i].state.Store(states[k])
+		next.clusters[i].install(states[k])
 	}
 	p.current.Store(next)
 	p.served = cfg

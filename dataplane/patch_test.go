@@ -150,7 +150,7 @@ func TestRouteEditPatched(t *testing.T) {
 	if !slices.Equal(decisions(before), beforeDecisions) {
 		t.Error("the config served before changed")
 	}
-	if eps := p.slots["c2"].state.Load().eps; len(eps) != 1 || eps[0].addr != "127.0.0.1:2999" {
+	if eps := p.slots["c2"].state.Load().endpoints(); len(eps) != 1 || eps[0].addr != "127.0.0.1:2999" {
 		t.Error("the changed cluster was not replaced")
 	}
 	if p.Stats().RoutePatches.Load() != 1 || p.Stats().ConfigLoaded.Load() != 1 {

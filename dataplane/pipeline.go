@@ -216,7 +216,7 @@ func (x *exchange) findEndpoints() bool {
 	x.slot = x.cc.clusters[x.be.Cluster]
 	x.rec.slot = x.slot
 	x.cs = x.slot.state.Load()
-	if x.cs == nil || len(x.cs.eps) == 0 {
+	if x.cs == nil || len(x.cs.addrs) == 0 {
 		return x.answer(http.StatusServiceUnavailable, "no ready endpoints for this backend")
 	}
 	return false

@@ -267,7 +267,7 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 	slots := map[string]*clusterSlot{}
 	for i := range cfg.Clusters {
 		s := cc.clusters[i]
-		s.state.Store(states[i])
+		s.install(states[i])
 		slots[cfg.Clusters[i].Name] = s
 	}
 	p.slots, p.served = slots, cfg

@@ -369,7 +369,7 @@ func TestStreamE2EBackendDiesMidBodyReleasesInflight(t *testing.T) {
 					t.Fatal("the client read a complete body; want an error")
 				}
 			}
-			ep := e.p.slots["b"].state.Load().eps[0]
+			ep := e.p.slots["b"].state.Load().endpoints()[0]
 			// The handler's panic unwinds before the client sees the
 			// error, so the count is final by now; allow a moment anyway.
 			deadline := time.Now().Add(500 * time.Millisecond)

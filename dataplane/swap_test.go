@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"runtime/metrics"
 	"slices"
 	"strings"
@@ -164,7 +165,7 @@ func TestClusterChurnClosesRemovedEndpoints(t *testing.T) {
 	a, b := startBackend(t, echo("a")), startBackend(t, echo("b"))
 	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", a)))
 	e.get("h", "/")
-	old := e.p.slots["c"].state.Load().eps[0]
+	old := e.p.slots["c"].state.Load().endpoints()[0]
 	if idleCount(old) != 1 {
 		t.Fatalf("idle connections to a: %d", idleCount(old))
 	}
@@ -195,7 +196,7 @@ func TestEndpointPoolMadeAtFirstUse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := cs.eps[0]
+	e := cs.endpoints()[0]
 	if e.h1.Load() != nil {
 		t.Fatal("a pool made before any request")
 	}
@@ -203,9 +204,16 @@ func TestEndpointPoolMadeAtFirstUse(t *testing.T) {
 	if p == nil || e.pool() != p {
 		t.Fatal("the pool is made anew for the second request")
 	}
+	late, err := ts.state(&c) // a state a request in flight holds
+	if err != nil {
+		t.Fatal(err)
+	}
 	ts.sweep(nil)
 	if !e.gone.Load() || e.pool() != p {
 		t.Error("a swept endpoint is not marked gone, or its pool was replaced")
+	}
+	if !late.endpoints()[0].gone.Load() {
+		t.Error("an endpoint made after its transport was swept is not gone: its connections would be kept")
 	}
 }
 
@@ -227,5 +235,47 @@ func TestReturnMemoryAfterWholeLoad(t *testing.T) {
 			t.Fatal("no collection forced within 5s of a whole load")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A cluster's endpoints are made at its first request, not at load nor
+// by a metrics scrape; a state replacing one whose endpoints are made
+// makes its own at once, sharing the endpoints both list, so that their
+// pooled connections survive an endpoint update.
+func TestEndpointsMadeAtFirstRequest(t *testing.T) {
+	a, b := startBackend(t, echo("a")), startBackend(t, echo("b"))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("c"))}, cluster("c", a, a), cluster("idle", a)))
+	made := func(name string) []*endpoint { return e.p.slots[name].state.Load().madeEndpoints() }
+	if made("c") != nil || made("idle") != nil {
+		t.Fatal("endpoints made at load")
+	}
+	scrape := httptest.NewRecorder()
+	e.p.metricsEndpoint().ServeHTTP(scrape, httptest.NewRequest("GET", "/metrics", nil))
+	if scrape.Code != 200 || !strings.Contains(scrape.Body.String(), "tunnelgate_") {
+		t.Fatalf("metrics: %d\n%s", scrape.Code, scrape.Body)
+	}
+	if made("c") != nil {
+		t.Fatal("a scrape made endpoints")
+	}
+	e.get("h", "/")
+	first := made("c")
+	if len(first) != 1 || first[0].addr != a {
+		t.Fatalf("after a request, endpoints %v; want one, %s (listed twice)", first, a)
+	}
+	if made("idle") != nil {
+		t.Error("a request to c made idle's endpoints")
+	}
+	if err := churn(e.p, cluster("c", a, b)); err != nil {
+		t.Fatal(err)
+	}
+	next := made("c")
+	if len(next) != 2 || next[0] != first[0] || idleCount(next[0]) != 1 {
+		t.Errorf("after an update, endpoints %v; want the pooled endpoint of %s kept, then %s", next, a, b)
+	}
+	if err := churn(e.p, cluster("idle", b)); err != nil {
+		t.Fatal(err)
+	}
+	if made("idle") != nil {
+		t.Error("updating a cluster without a request made its endpoints")
 	}
 }

@@ -38,7 +38,7 @@ func TestApplyReplacesOnlyChangedClusters(t *testing.T) {
 	if after.origin != before.origin || p.Stats().ConfigLoaded.Load() != 1 {
 		t.Fatal("an endpoints-only config was compiled")
 	}
-	if eps := p.slots["a"].state.Load().eps; len(eps) != 2 || eps[0].addr != "127.0.0.1:3" {
+	if eps := p.slots["a"].state.Load().endpoints(); len(eps) != 2 || eps[0].addr != "127.0.0.1:3" {
 		t.Fatalf("cluster a serves %d endpoints, want the two new ones", len(eps))
 	}
 	if p.slots["b"].state.Load() != bState || p.Stats().ClusterUpdates.Load() != 1 {
@@ -52,7 +52,7 @@ func TestApplyReplacesOnlyChangedClusters(t *testing.T) {
 	if _, err := p.Apply(bad); err == nil || !strings.Contains(err.Error(), "no-port") {
 		t.Fatalf("invalid cluster: %v, want the error naming it", err)
 	}
-	if p.Version() != "v2" || p.slots["a"].state.Load().eps[0].addr != "127.0.0.1:3" {
+	if p.Version() != "v2" || p.slots["a"].state.Load().endpoints()[0].addr != "127.0.0.1:3" {
 		t.Fatal("a refused config changed what is served")
 	}
 
@@ -82,13 +82,13 @@ func TestEarlierConfigAppliedAgainRestoresItsEndpoints(t *testing.T) {
 	if err := churn(p, cluster("a", "127.0.0.1:3")); err != nil {
 		t.Fatal(err)
 	}
-	if p.slots["a"].state.Load().eps[0].addr != "127.0.0.1:3" {
+	if p.slots["a"].state.Load().endpoints()[0].addr != "127.0.0.1:3" {
 		t.Fatal("the changed endpoint is not served")
 	}
 	if how, err := p.Apply(cfg); err != nil || how != AppliedClusters {
 		t.Fatalf("Apply of the first config again: %v, %v; want AppliedClusters", how, err)
 	}
-	if p.slots["a"].state.Load().eps[0].addr != "127.0.0.1:1" {
+	if p.slots["a"].state.Load().endpoints()[0].addr != "127.0.0.1:1" {
 		t.Fatal("the original endpoint is not served again")
 	}
 }
