@@ -112,7 +112,9 @@ func (e *endpoint) pool() *http1.Pool {
 		return p
 	}
 	p := http1.NewPool(e.addr, e.t.tlsH1, e.t.settings, e.t.explain)
-	e.h1.Store(p)
+	if !e.h1.CompareAndSwap(nil, p) {
+		return e.h1.Load()
+	}
 	if e.gone.Load() {
 		p.Close() // its requests finish; their connections are not kept
 	}
