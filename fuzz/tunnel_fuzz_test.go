@@ -95,7 +95,9 @@ func FuzzTunnelRecord(f *testing.F) {
 //
 // Seeds: the intent the controller records, it with another reason,
 // with another status, with the name's quote not closed, with an empty
-// name, and with a name of a byte that is not UTF-8 (read as U+FFFD).
+// name, with a name of a byte that is not UTF-8 (read as U+FFFD), and
+// quoted otherwise than strconv.Quote does (a raw control byte,
+// backquotes), which the fuzzer found read once.
 func FuzzTunnelIntent(f *testing.F) {
 	recorded := recordIntent(f, "team-a")
 	if recorded == nil {
@@ -116,6 +118,8 @@ func FuzzTunnelIntent(f *testing.F) {
 	add(recorded.Status, recorded.Reason, prefix+`"team-a for this Gateway`)
 	add(recorded.Status, recorded.Reason, prefix+`"" for this Gateway`)
 	add(recorded.Status, recorded.Reason, prefix+"\"\xff\"")
+	add(recorded.Status, recorded.Reason, prefix+"\"a\x00b\"")
+	add(recorded.Status, recorded.Reason, prefix+"`team-a`")
 	f.Fuzz(func(t *testing.T, status, reason, msg string, since int64) {
 		at := metav1.NewTime(time.Unix(since, 0))
 		g := &gwv1.Gateway{Status: gwv1.GatewayStatus{Conditions: []metav1.Condition{{

@@ -92,7 +92,10 @@ func TunnelIntentOf(g *gwv1.Gateway) (TunnelIntent, bool) {
 		return TunnelIntent{}, false
 	}
 	name, err := strconv.Unquote(quoted)
-	if err != nil || name == "" {
+	// Only what the controller writes is read back: a hand-written
+	// status with another quoting (backquotes, escapes of plain
+	// characters, bytes that are not UTF-8) is not an intent.
+	if err != nil || name == "" || quoted != strconv.Quote(name) {
 		return TunnelIntent{}, false
 	}
 	return TunnelIntent{Name: name, Since: c.LastTransitionTime.Time}, true

@@ -2,6 +2,7 @@ package translate_test
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,6 +91,17 @@ func TestTunnelIntent(t *testing.T) {
 	}
 	if _, ok := translate.TunnelRecordOf(gatewayOf(written, gw)); ok {
 		t.Error("the intent reads as a record")
+	}
+
+	// Only the controller's own quoting of the name is read back: the
+	// same status hand-written with another quoting is no intent.
+	prefix, rest, _ := strings.Cut(c.Message, strconv.Quote("team-a"))
+	for _, quoted := range []string{"`team-a`", `"\x74eam-a"`, `"\u0074eam-a"`, `"\377"`, "\"a\x00b\"", "'a'"} {
+		hand := *c
+		hand.Message = prefix + quoted + rest
+		if got, ok := translate.TunnelIntentOf(&gwv1.Gateway{Status: gwv1.GatewayStatus{Conditions: []metav1.Condition{hand}}}); ok {
+			t.Errorf("%q read as an intent for %q", hand.Message, got.Name)
+		}
 	}
 
 	// Later, the same name: the same time. Another name: a new time.
