@@ -539,6 +539,20 @@ func readRawBody(br *bufio.Reader, r rawRequest) error {
 // backend cluster with result="error", read from the admin listener.
 func upstreamErrorsMetric(t testing.TB, admin string) float64 {
 	t.Helper()
+	sum := 0.0
+	for series, v := range scrapeMetrics(t, admin) {
+		if strings.HasPrefix(series, "tunnelgate_upstream_requests_total{") &&
+			strings.Contains(series, `cluster="backend"`) && strings.Contains(series, `result="error"`) {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// scrapeMetrics reads admin's /metrics: each series (name and labels)
+// with its value.
+func scrapeMetrics(t testing.TB, admin string) map[string]float64 {
+	t.Helper()
 	c := http.Client{Timeout: wait}
 	res, err := c.Get("http://" + admin + "/metrics")
 	if err != nil {
@@ -546,21 +560,24 @@ func upstreamErrorsMetric(t testing.TB, admin string) float64 {
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	if err != nil || res.StatusCode != 200 {
+	if err != nil || res.StatusCode != http.StatusOK {
 		t.Fatalf("scraping /metrics: %d %v", res.StatusCode, err)
 	}
-	sum := 0.0
+	out := map[string]float64{}
 	for line := range strings.Lines(string(b)) {
-		if !strings.HasPrefix(line, "tunnelgate_upstream_requests_total{") ||
-			!strings.Contains(line, `cluster="backend"`) || !strings.Contains(line, `result="error"`) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		f := strings.Fields(line)
-		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
 		if err != nil {
 			t.Fatalf("/metrics: %q: %v", line, err)
 		}
-		sum += v
+		out[line[:i]] = v
 	}
-	return sum
+	return out
 }

@@ -568,7 +568,7 @@ func (f *firstUse) checkMetrics(t *testing.T, route string, clusters []*fuCluste
 		// reach what was sent, then hold them to it exactly.
 		var got map[string]float64
 		for deadline := time.Now().Add(firstUseSettle); ; time.Sleep(10 * time.Millisecond) {
-			got = fuScrape(t, g.admin)
+			got = scrapeMetrics(t, g.admin)
 			if fuMatches(got, want) || time.Now().After(deadline) {
 				break
 			}
@@ -599,7 +599,7 @@ func (f *firstUse) checkConns(t *testing.T, clusters []*fuCluster, changed bool)
 		out := map[string]tally{}
 		var scrapes []map[string]float64
 		for _, g := range f.groups {
-			scrapes = append(scrapes, fuScrape(t, g.admin))
+			scrapes = append(scrapes, scrapeMetrics(t, g.admin))
 		}
 		for _, cl := range clusters {
 			var n tally
@@ -654,39 +654,6 @@ func fuMatches(got, want map[string]float64) bool {
 		}
 	}
 	return true
-}
-
-// fuScrape reads admin's /metrics: each series (name and labels) with its
-// value.
-func fuScrape(t testing.TB, admin string) map[string]float64 {
-	t.Helper()
-	c := http.Client{Timeout: wait}
-	res, err := c.Get("http://" + admin + "/metrics")
-	if err != nil {
-		t.Fatalf("scraping /metrics: %v", err)
-	}
-	defer res.Body.Close()
-	b, err := io.ReadAll(res.Body)
-	if err != nil || res.StatusCode != http.StatusOK {
-		t.Fatalf("scraping /metrics: %d %v", res.StatusCode, err)
-	}
-	out := map[string]float64{}
-	for line := range strings.Lines(string(b)) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		if i < 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("/metrics: %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out
 }
 
 // ---- Backends ----
