@@ -39,7 +39,7 @@ const maxEditedRoutes = 64
 // patchRoutes applies cfg by compiling its edited routes alone, if it is
 // such a config. It reports whether it applied cfg, or why cfg is refused
 // (an edited route that does not compile); false and nil leave the
-// decision to a whole compile. p.mu is held.
+// decision to a whole compile (not such a config). p.mu is held.
 func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 	cur, served := p.current.Load(), p.served
 	if cur == nil || cfg == served || len(cur.routes) != len(served.Routes) {
@@ -57,7 +57,10 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 	next, err := p.compileEdited(cur, served, cfg, edited)
 	if err != nil {
 		p.sweepLocked()
-		return !errors.Is(err, errNotAPatch), err
+		if errors.Is(err, errNotAPatch) {
+			return false, nil // compiled whole
+		}
+		return false, err
 	}
 	for k, i := range changed {
 		next.clusters[i].install(states[k])

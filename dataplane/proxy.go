@@ -175,29 +175,32 @@ func (p *Proxy) Load(cfg *proxycfg.Config) error {
 func (p *Proxy) Apply(cfg *proxycfg.Config) (Applied, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if cfg != nil && p.replaceClusters(cfg) {
-		return AppliedClusters, nil
-	}
 	var err error
-	if cfg != nil {
+	switch {
+	case cfg == nil:
+		err = errors.New("no config")
+	case p.replaceClusters(cfg):
+		return AppliedClusters, nil
+	default:
 		var patched bool
-		if patched, err = p.patchRoutes(cfg); patched && err == nil {
+		if patched, err = p.patchRoutes(cfg); patched {
 			p.lastErr = nil
 			p.stats.RoutePatches.Add(1)
 			p.opts.Log.Info("config patched", "version", cfg.Version, "routes", len(cfg.Routes), "clusters", len(cfg.Clusters))
 			return AppliedRoutes, nil
 		}
-		if errors.Is(err, errNotAPatch) {
-			err = nil
+		if err == nil {
+			err = p.load(cfg)
 		}
-	}
-	if err == nil {
-		err = p.load(cfg)
 	}
 	if err != nil {
 		p.lastErr = err
 		p.stats.ConfigRejected.Add(1)
-		p.opts.Log.Error("config rejected; still serving the previous one", "version", cfg.Version, "err", err)
+		version := ""
+		if cfg != nil {
+			version = cfg.Version
+		}
+		p.opts.Log.Error("config rejected; still serving the previous one", "version", version, "err", err)
 		return 0, err
 	}
 	p.lastErr = nil
@@ -225,9 +228,6 @@ func (p *Proxy) returnMemory() {
 }
 
 func (p *Proxy) load(cfg *proxycfg.Config) error {
-	if cfg == nil {
-		return errors.New("no config")
-	}
 	// Slots for names new in this config are made aside, so a rejected
 	// config leaves nothing behind.
 	fresh := map[string]*clusterSlot{}

@@ -158,6 +158,12 @@ func TestInvalidConfigKeepsServing(t *testing.T) {
 	if err := e.p.Load(bad); err == nil || !strings.Contains(err.Error(), "schema") {
 		t.Errorf("wrong schema: %v", err)
 	}
+	if how, err := e.p.Apply(nil); err == nil || how != 0 {
+		t.Errorf("Apply(nil): %v, %v; want a refusal", how, err)
+	}
+	if res, body := e.get("h", "/"); res.StatusCode != 200 || echoed(body, "backend") != "a" {
+		t.Fatalf("after Apply(nil): %d %q", res.StatusCode, body)
+	}
 }
 
 // Endpoints removed from a cluster lose their pooled connections.
