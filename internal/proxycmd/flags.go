@@ -10,6 +10,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/origin"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 	"github.com/tunnelgate/tunnelgate/internal/cli"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
@@ -35,6 +36,7 @@ type flags struct {
 func parseFlags(name string, args []string, stderr io.Writer) (f *flags, code int, done bool) {
 	fs := cli.NewFlagSet(name, "serve a data-plane config from the controller (-controller) or a file (-config; SIGHUP reloads it)", stderr)
 	f = &flags{}
+	pool := http1.DefaultPoolSettings // the proxy's defaults, defined once
 	fs.StringVar(&f.file, "config", "", "data-plane config `file` (JSON, proxycfg.Config)")
 	fs.StringVar(&f.watch.URL, "controller", "", "controller `URL` to watch for config, e.g. https://tunnelgate-controller:9443")
 	fs.StringVar(&f.watch.TokenFile, "token-file", "", "`file` with the bearer token for -controller (re-read for every request)")
@@ -58,13 +60,13 @@ func parseFlags(name string, args []string, stderr io.Writer) (f *flags, code in
 	fs.StringVar(&f.listen.Admin, "admin", "127.0.0.1:9901", "admin listener (health, readiness, metrics, pprof); empty disables")
 	f.pprof = cli.AddPprofFlag(fs)
 	fs.BoolVar(&f.listen.OriginNetHTTP, "origin-nethttp", false, "serve the origin listener with net/http's server instead of tunnelgate's own")
-	fs.IntVar(&f.pool.MaxIdle, "upstream-max-idle", 256, "idle connections kept per backend endpoint")
-	fs.IntVar(&f.pool.MaxConns, "upstream-max-conns", 1024, "connections open per backend endpoint; beyond, requests get 503")
+	fs.IntVar(&f.pool.MaxIdle, "upstream-max-idle", pool.MaxIdle, "idle connections kept per backend endpoint")
+	fs.IntVar(&f.pool.MaxConns, "upstream-max-conns", pool.MaxConns, "connections open per backend endpoint; beyond, requests get 503")
 	fs.IntVar(&f.pool.MaxConnsPerClient, "upstream-max-conns-per-client", 0, "connections to one backend endpoint the requests of one client (Cf-Connecting-Ip behind the tunnel, else the peer address) may hold; beyond, its requests get 503 (0: a quarter of -upstream-max-conns)")
 	fs.DurationVar(&f.listen.BodyTimeout, "client-body-timeout", 60*time.Second, "a client's request body that sends nothing for this long gets 408")
 	fs.DurationVar(&f.listen.WriteTimeout, "client-write-timeout", 60*time.Second, "a client that reads nothing of its response for this long is disconnected, and its backend connection released")
-	fs.DurationVar(&f.pool.IdleTimeout, "upstream-idle-timeout", 90*time.Second, "close upstream connections idle this long")
-	fs.DurationVar(&f.pool.DialTimeout, "upstream-dial-timeout", 10*time.Second, "bound on connecting to a backend, TLS included")
+	fs.DurationVar(&f.pool.IdleTimeout, "upstream-idle-timeout", pool.IdleTimeout, "close upstream connections idle this long")
+	fs.DurationVar(&f.pool.DialTimeout, "upstream-dial-timeout", pool.DialTimeout, "bound on connecting to a backend, TLS included")
 	f.log = cli.AddLogFlags(fs)
 	f.accessLog = cli.AddAccessLogFlags(fs)
 	if code, done := cli.Parse(fs, args); done {
