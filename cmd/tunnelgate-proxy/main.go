@@ -12,7 +12,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 
@@ -36,12 +35,7 @@ func main() {
 // otherwise.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "version" {
-		fs := cli.NewFlagSet(name+" version", "print the version", stderr)
-		if code, done := cli.Parse(fs, args[1:]); done {
-			return code
-		}
-		fmt.Fprintln(stdout, version)
-		return 0
+		return cli.Version(name+" version", version, args[1:], stdout, stderr)
 	}
 	return proxycmd.Run(name, args, stdout, stderr)
 }

@@ -52,12 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return 0
 	case "version":
-		fs := newFlagSet("version", "print the version", stderr)
-		if code, done := cli.Parse(fs, rest); done {
-			return code
-		}
-		fmt.Fprintln(stdout, version)
-		return 0
+		return cli.Version("tunnelgate version", version, rest, stdout, stderr)
 	case "controller":
 		return runController(rest, stdout, stderr)
 	case "proxy":

@@ -37,3 +37,14 @@ func Parse(fs *flag.FlagSet, args []string) (code int, done bool) {
 	}
 	return 0, false
 }
+
+// Version is the version command called name: it takes no flags and
+// prints version. It returns the exit code.
+func Version(name, version string, args []string, stdout, stderr io.Writer) int {
+	fs := NewFlagSet(name, "print the version", stderr)
+	if code, done := Parse(fs, args); done {
+		return code
+	}
+	fmt.Fprintln(stdout, version)
+	return 0
+}
