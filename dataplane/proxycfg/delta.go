@@ -94,9 +94,10 @@ func DecodeDelta(b []byte) (*Delta, error) {
 }
 
 // Apply makes the next config from base, which must be the config of
-// version d.Base. The result shares nothing writable with base: kept
-// elements are copied (their own slices and maps are shared, as
-// elements are never modified).
+// version d.Base. The result shares elements with base, as configs are
+// never modified once made: a list kept whole is base's own (so that
+// comparing the two, as the proxy does, sees one array), and other
+// lists are made anew.
 func (d *Delta) Apply(base *Config) (*Config, error) {
 	if base == nil || base.Version != d.Base {
 		have := ""
@@ -148,6 +149,9 @@ func applyList[T any](base []T, l ListDelta[T]) ([]T, error) {
 		if n > maxDeltaList {
 			return nil, fmt.Errorf("more than %d elements", maxDeltaList)
 		}
+	}
+	if len(l.Ops) == 1 && l.Ops[0].Keep != nil && n == len(base) {
+		return base[:n:n], nil // kept whole
 	}
 	out := make([]T, 0, n)
 	for _, op := range l.Ops {

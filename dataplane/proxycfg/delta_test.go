@@ -226,3 +226,32 @@ func FuzzDeltaRoundTrip(f *testing.F) {
 		checkDelta(t, base, &next)
 	})
 }
+
+// A list a delta keeps whole is the base's own array, so that the proxy
+// comparing the two configs sees one array and looks no further; a list
+// with an edit is made anew, and appending to either leaves the other.
+func TestDeltaSharesListsKeptWhole(t *testing.T) {
+	base := scaleConfig(4)
+	whole := [2]int{0, len(base.Clusters)}
+	head := [2]int{0, len(base.Routes) - 1}
+	d := &Delta{Base: base.Version, Version: "next", Schema: base.Schema,
+		Listeners: ListDelta[Listener]{Ops: []ListOp[Listener]{{Keep: &[2]int{0, len(base.Listeners)}}}},
+		Routes:    ListDelta[Route]{Ops: []ListOp[Route]{{Keep: &head}, {Add: []Route{{Kind: KindHTTP, Name: "new"}}}}},
+		Clusters:  ListDelta[Cluster]{Ops: []ListOp[Cluster]{{Keep: &whole}}},
+	}
+	next, err := d.Apply(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if &next.Clusters[0] != &base.Clusters[0] || len(next.Clusters) != len(base.Clusters) {
+		t.Error("clusters kept whole were copied")
+	}
+	if &next.Routes[0] == &base.Routes[0] || next.Routes[len(next.Routes)-1].Name != "new" {
+		t.Error("routes with an edit share the base's array")
+	}
+	n := len(base.Clusters)
+	_ = append(next.Clusters, Cluster{Name: "appended"})
+	if len(base.Clusters) != n || cap(next.Clusters) != n {
+		t.Error("appending to a kept list may write into the base's")
+	}
+}
