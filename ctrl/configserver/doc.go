@@ -37,7 +37,7 @@
 // an endpoint change costs one cluster's JSON and a pass of comparisons,
 // which translate's outputs make quick by sharing what did not change.
 // The document of a version is assembled once and gzipped once, by the
-// first request for it, and every watcher is sent the same bytes. A
+// first request for it, and every watcher is sent the same bytes, but a
 // proxy that names the version it serves, one of the last published, is
 // sent a delta from it instead (delta.go): a route changed is a few
 // hundred bytes for it to read, not megabytes.

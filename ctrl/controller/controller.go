@@ -247,7 +247,8 @@ func (c *Controller) sync(ctx context.Context) error {
 }
 
 // pass is a sync's steps: snapshot and translate, publish, and when
-// leading, hand Cloudflare the tunnels and write events and statuses.
+// leading, hand Cloudflare the tunnels, write events, and hand the
+// statuses to the status writer (statuswriter.go).
 func (c *Controller) pass(ctx context.Context, span trace.Span) error {
 	leading := c.leader.Load()
 	in, out := c.runTranslate(ctx)

@@ -37,7 +37,8 @@
 //
 // Files: informers.go (what is watched), snapshot.go (listers to a
 // Snapshot), controller.go (queue, worker, the steps of a sync),
-// status.go (status merge and writes), events.go, tunnels.go (what
+// status.go (status merge and writes), statuswriter.go (the loop that
+// writes them, apart from the sync), events.go, tunnels.go (what
 // Cloudflare is handed, the tunnel token writer), planes.go (what
 // dedicated planes are handed), departures.go (the cleanup finalizer),
 // leader.go, admin.go (health, metrics,

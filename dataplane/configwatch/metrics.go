@@ -59,8 +59,8 @@ type Stats struct {
 	Requests atomic.Int64
 	// Loads are documents applied, by LoadKind.
 	Loads [numLoadKinds]atomic.Int64
-	// Deltas are documents received as a delta from the config served
-	// (among Loads).
+	// Deltas are documents received as a delta from the config served,
+	// applied or not.
 	Deltas atomic.Int64
 	// Failures are by Failure.
 	Failures [numFailures]atomic.Int64

@@ -105,7 +105,7 @@ func DecodeDocument(b []byte) (*Document, error) {
 			return nil, fmt.Errorf("decoding config document: delta version %q differs from the document's %q", doc.Delta.Version, doc.Version)
 		case doc.Delta.Base == "":
 			return nil, errors.New("decoding config document: the delta names no base")
-		case !doc.Config.Equal(&proxycfg.Config{}) || doc.Config.Version != "":
+		case !doc.Config.Equal(&proxycfg.Config{}): // its version too
 			return nil, errors.New("decoding config document: a config and a delta")
 		}
 		return &doc, nil

@@ -18,7 +18,8 @@ import (
 //
 // The config server writes deltas (AppendDelta) from the Encoder's
 // output for both configs, without encoding anything again; the proxy
-// reads one (DecodeDelta) and makes the next config from its own
+// reads one inside its config document (configwatch.DecodeDocument;
+// DecodeDelta reads one alone) and makes the next config from its own
 // (Delta.Apply). Elements are matched by the hash of their JSON, so a
 // run kept is content the proxy already holds, wherever it sits in the
 // next list.
@@ -164,8 +165,8 @@ func applyList[T any](base []T, l ListDelta[T]) ([]T, error) {
 	return out, nil
 }
 
-// AppendDelta appends to b the JSON of the delta from base to next, both
-// Encoded by one Encoder (base before next), with next's small fields
+// AppendDelta appends to b the JSON of the delta from base to next, as an
+// Encoder encoded them (it reads their elements' JSON and sums), with next's small fields
 // from cfg. It writes what json.Marshal writes for the Delta (a test
 // holds it to that), reusing the Encoder's JSON of every element.
 func AppendDelta(b []byte, base, next Encoded, cfg *Config) ([]byte, error) {
