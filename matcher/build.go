@@ -166,7 +166,7 @@ func layoutAll[T any](s *source[T], hosts []*hostRules[T]) (*Table[T], error) {
 		}
 	}
 	t.nodes, t.cands = a.nodes, a.cands
-	t.firsts, t.labels = a.firsts, string(a.labels)
+	t.firsts, t.labels = a.firsts, a.labels
 	t.hosts = newHostIndex(s, hosts, entries)
 	return t, nil
 }

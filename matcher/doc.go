@@ -156,11 +156,13 @@
 //
 // Sharing. An Update copies little of the old table:
 //
-//   - The new tries are laid out after the old table's nodes and
-//     candidates. The first Update of a table appends them in place, into
-//     the spare room past the ends of its arrays, which the old table
-//     never reads; a later Update of the same table copies the arrays
-//     first.
+//   - The new tries are laid out after the old table's nodes,
+//     candidates and long labels. The first Update of a table appends
+//     them in place when its arrays have room past their ends, which the
+//     old table never reads; a later Update of the same table copies the
+//     arrays first. Build and compaction size the arrays exactly, so the
+//     first Update after them copies, and append's growth leaves room
+//     for the next ones.
 //   - Host slots and host entries are kept in pages of 256 (paged.go): an
 //     Update copies the list of pages and the pages it writes to.
 //   - The record of rules is kept in maps split into shards of about 64

@@ -3,15 +3,13 @@ package matcher
 // arrays are a Table's flat arrays while host entries are laid out into
 // them. Build fills empty ones; Update appends to the old table's (see
 // "Updating a table" in the package comment for why that leaves the old
-// table as it was). labels holds only what is appended, to be added to
-// the old table's string.
+// table as it was).
 type arrays[T any] struct {
-	nodes      []node
-	cands      []candidate[T]
-	firsts     []byte // first label byte of each node
-	labels     []byte // labels too long to inline, appended
-	labelsBase int    // length of the old table's labels
-	queue      []layoutItem
+	nodes  []node
+	cands  []candidate[T]
+	firsts []byte // first label byte of each node
+	labels []byte // labels too long to inline
+	queue  []layoutItem
 }
 
 type layoutItem struct {
@@ -40,7 +38,7 @@ func (a *arrays[T]) freeze(root *pathNode, rules []filed[T]) hostRef {
 		if len(it.n.label) <= len(n.inline) {
 			copy(n.inline[:], it.n.label)
 		} else {
-			n.labelOff = uint32(a.labelsBase + len(a.labels))
+			n.labelOff = uint32(len(a.labels))
 			a.labels = append(a.labels, it.n.label...)
 		}
 		n.depth = it.depth + uint16(len(it.n.label))
@@ -131,7 +129,7 @@ func (t *Table[T]) compacted() *Table[T] {
 	}
 	return &Table[T]{
 		hosts: newHostIndex(s, hosts, entries),
-		nodes: nodes, cands: cands, firsts: firsts, labels: string(labels),
+		nodes: nodes, cands: cands, firsts: firsts, labels: labels,
 		rules: t.rules, src: s,
 	}
 }

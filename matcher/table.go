@@ -2,7 +2,6 @@ package matcher
 
 import (
 	"bytes"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -12,7 +11,7 @@ type Table[T any] struct {
 	hosts  hostIndex
 	nodes  []node         // every host's path trie, each breadth-first
 	firsts []byte         // firsts[i] is the first byte of node i's label
-	labels string         // edge labels too long to inline, see node.labelOff
+	labels []byte         // edge labels too long to inline, see node.labelOff
 	cands  []candidate[T] // see node.cands
 	rules  int
 	bufs   sync.Pool // scratch for regexes on joined or decoded values
@@ -98,7 +97,7 @@ func (t *Table[T]) Len() int { return t.rules }
 func (t *Table[T]) matchPath(e hostRef, r *Request) *candidate[T] {
 	path := r.Path
 	at := e.root
-	if e.start != e.root && strings.HasPrefix(path, t.label(&t.nodes[e.start])) {
+	if start := &t.nodes[e.start]; e.start != e.root && len(path) >= int(start.labelLen) && t.labelIs(start, path[:start.labelLen]) {
 		at = e.start
 	}
 	at = t.walk(at, path)
@@ -155,7 +154,7 @@ func (t *Table[T]) walk(at uint32, path string) uint32 {
 		c := n.child + uint32(i)
 		cn := &nodes[c]
 		end := pos + int(cn.labelLen)
-		if end > len(path) || path[pos:end] != t.label(cn) {
+		if end > len(path) || !t.labelIs(cn, path[pos:end]) {
 			break
 		}
 		at, pos = c, end
@@ -163,12 +162,13 @@ func (t *Table[T]) walk(at uint32, path string) uint32 {
 	return at
 }
 
-// label returns n's edge label.
-func (t *Table[T]) label(n *node) string {
+// labelIs reports whether n's edge label is s. (The conversions in the
+// comparisons do not copy.)
+func (t *Table[T]) labelIs(n *node, s string) bool {
 	if int(n.labelLen) <= len(n.inline) {
-		return string(n.inline[:n.labelLen])
+		return string(n.inline[:n.labelLen]) == s
 	}
-	return t.labels[n.labelOff : n.labelOff+uint32(n.labelLen)]
+	return string(t.labels[n.labelOff:n.labelOff+uint32(n.labelLen)]) == s
 }
 
 // firstMatch returns the first candidate in cands[from:to] that matches r.

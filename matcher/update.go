@@ -204,9 +204,9 @@ func (c *change[T]) reindex(s *source[T], remove []Key, add []*Prepared[T]) erro
 func (c *change[T]) apply(t *Table[T], s *source[T], tries []*pathNode, newNodes, newCands int) *Table[T] {
 	// The first Update of t appends in place, past the end of t's
 	// arrays, which t never reads; any other copies them first.
-	a := arrays[T]{nodes: t.nodes, cands: t.cands, firsts: t.firsts, labelsBase: len(t.labels)}
+	a := arrays[T]{nodes: t.nodes, cands: t.cands, firsts: t.firsts, labels: t.labels}
 	if !t.grown.CompareAndSwap(false, true) {
-		a.nodes, a.cands, a.firsts = slices.Clip(a.nodes), slices.Clip(a.cands), slices.Clip(a.firsts)
+		a.nodes, a.cands, a.firsts, a.labels = slices.Clip(a.nodes), slices.Clip(a.cands), slices.Clip(a.firsts), slices.Clip(a.labels)
 	}
 	a.nodes, a.cands, a.firsts = slices.Grow(a.nodes, newNodes), slices.Grow(a.cands, newCands), slices.Grow(a.firsts, newNodes)
 
@@ -263,11 +263,7 @@ func (c *change[T]) apply(t *Table[T], s *source[T], tries []*pathNode, newNodes
 		x.catchAll = s.catchAll.entry
 	}
 
-	nt := &Table[T]{hosts: x, nodes: a.nodes, firsts: a.firsts, cands: a.cands, labels: t.labels, rules: s.rules, src: s}
-	if len(a.labels) > 0 {
-		nt.labels += string(a.labels)
-	}
-	return nt
+	return &Table[T]{hosts: x, nodes: a.nodes, firsts: a.firsts, cands: a.cands, labels: a.labels, rules: s.rules, src: s}
 }
 
 // relink recomputes the fallbacks that hosts coming or going may change:

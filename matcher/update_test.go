@@ -181,9 +181,17 @@ func checkRoutes(t *testing.T, tb *Table[int]) {
 	}
 }
 
+// labelOf is n's edge label, copied.
+func labelOf(tb *Table[int], n *node) string {
+	if int(n.labelLen) <= len(n.inline) {
+		return string(n.inline[:n.labelLen])
+	}
+	return string(tb.labels[n.labelOff : n.labelOff+uint32(n.labelLen)])
+}
+
 func dumpNode(t *testing.T, tb *Table[int], at uint32, key string, prefixUp, regexUp int32, lines *[]string) {
 	n := &tb.nodes[at]
-	key += tb.label(n)
+	key += labelOf(tb, n)
 	if int(n.depth) != len(key) || n.prefixUp != prefixUp || n.regexUp != regexUp {
 		t.Errorf("node %q: depth %d, ancestors %d %d, want %d %d", key, n.depth, n.prefixUp, n.regexUp, prefixUp, regexUp)
 	}
@@ -208,7 +216,7 @@ func dumpNode(t *testing.T, tb *Table[int], at uint32, key string, prefixUp, reg
 	}
 	for i := range uint32(n.nchild) {
 		c := n.child + i
-		if tb.firsts[c] != tb.label(&tb.nodes[c])[0] || i < 8 && n.firsts[i] != tb.firsts[c] {
+		if tb.firsts[c] != labelOf(tb, &tb.nodes[c])[0] || i < 8 && n.firsts[i] != tb.firsts[c] {
 			t.Errorf("node %q: child %d's first byte is recorded wrong", key, i)
 		}
 		dumpNode(t, tb, c, key, prefixUp, regexUp, lines)
@@ -221,7 +229,7 @@ type snapshot struct {
 	nodes       []node
 	cands       []candidate[int]
 	firsts      []byte
-	labels      string
+	labels      []byte
 	entries     [][]hostRef
 	exact, wild [][]hostSlot
 	long        map[string]hostRef
@@ -232,7 +240,7 @@ type snapshot struct {
 
 func snap(tb *Table[int]) snapshot {
 	s := snapshot{
-		nodes: slices.Clone(tb.nodes), cands: slices.Clone(tb.cands), firsts: slices.Clone(tb.firsts), labels: tb.labels,
+		nodes: slices.Clone(tb.nodes), cands: slices.Clone(tb.cands), firsts: slices.Clone(tb.firsts), labels: slices.Clone(tb.labels),
 		entries: clonePages(tb.hosts.entries.pages), exact: clonePages(tb.hosts.exact.slots.pages), wild: clonePages(tb.hosts.wild.slots.pages),
 		long: tb.hosts.exact.long, catchAll: tb.hosts.catchAll, rules: tb.rules, source: map[string]string{},
 	}
