@@ -69,9 +69,11 @@
 //
 //   - Hosts. Exact hostnames go in an open-addressing hash table whose slots
 //     hold the name itself (hosttable.go), kept in pages of 256 slots that
-//     updated tables share. Wildcards go in a trie keyed by labels read
-//     right to left, so "*.a.example.com" sits under com → example → a.
-//     Every host entry is linked at compile time to the next less specific
+//     updated tables share. Wildcards go in a second such table keyed by
+//     their suffix, a trie of labels read right to left stored flat:
+//     "*.a.example.com" is found by probing a host's suffixes, longest
+//     first. Every host entry is linked, at compile time and again by
+//     Update where hosts come or go, to the next less specific
 //     entry that serves every host it serves (an exact host to its longest
 //     matching wildcard, a wildcard to its longest shorter wildcard, the
 //     last one to the catch-all). Match finds the most specific entry once

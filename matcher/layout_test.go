@@ -20,8 +20,8 @@ func TestLayoutFitsCacheLines(t *testing.T) {
 	}
 }
 
-// freeze sizes the flat arrays from counts kept while building; they must
-// be exact, or the table would carry spare capacity or grow mid-freeze.
+// layoutAll sizes the flat arrays from counts kept while building; they must
+// be exact, or the table would carry spare capacity or grow while laid out.
 func TestFreezeSizesArraysExactly(t *testing.T) {
 	for _, n := range []int{10, 1000} {
 		table, err := Compile(generate(n, 1, 1).rules)

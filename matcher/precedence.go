@@ -7,8 +7,9 @@ import (
 
 // order holds what ranks a rule against others that tie on host and path
 // kind: criterion 3 of the package comment, Rule.Precedence, then criteria
-// 4 to 6 up to match index. It exists only while compiling; Match compares
-// the ranks derived from it.
+// 4 to 6 up to match index. It is kept with each prepared rule, so that
+// Update can rank a changed host's rules again; Match compares the ranks
+// derived from it.
 type order struct {
 	prefixLen  int
 	precedence int

@@ -15,7 +15,8 @@ var ErrUnknownKey = errors.New("no rule of the table has this key")
 // Update returns a new Table holding t's rules except every rule whose Key
 // is in remove, followed by the rules in add, in add's order. Match on it
 // answers every request as a Table built by Build from that list would,
-// and Update fails where that Build would fail, with the same error. See
+// and Update fails where that Build would pass a table limit, with the
+// same error (and on a nil rule, or a Key t does not hold). See
 // "Updating a table" in the package comment for how, and what it costs.
 //
 // Update never changes t: requests may go on matching against t while,
