@@ -136,19 +136,11 @@ func union(a, b []string) []string {
 // layoutAll lays out every host entry of s, which Build has just filled,
 // into a new Table. hosts is s.byEntry().
 func layoutAll[T any](s *source[T], hosts []*hostRules[T]) (*Table[T], error) {
-	tries := make([]*pathNode, len(hosts))
-	var over []overflow
-	s.nodes, s.cands = 0, 0
-	for e, h := range hosts {
-		if h == nil {
-			continue
-		}
-		tries[e], h.nodes, over = buildTrie(h, over)
-		s.nodes, s.cands = s.nodes+h.nodes, s.cands+len(h.rules)
-	}
-	if err := overflowError(over); err != nil {
+	tries, nodes, cands, err := buildTries(hosts)
+	if err != nil {
 		return nil, err
 	}
+	s.nodes, s.cands = nodes, cands
 
 	t := &Table[T]{rules: s.rules, src: s}
 	a := arrays[T]{
@@ -169,6 +161,25 @@ func layoutAll[T any](s *source[T], hosts []*hostRules[T]) (*Table[T], error) {
 	t.firsts, t.labels = a.firsts, a.labels
 	t.hosts = newHostIndex(s, hosts, entries)
 	return t, nil
+}
+
+// buildTries builds the path trie of each host entry of hosts (none for a
+// nil one), counting its nodes into it, and returns them with the nodes
+// and candidates they hold in all; or every list over a table limit.
+func buildTries[T any](hosts []*hostRules[T]) (tries []*pathNode, nodes, cands int, err error) {
+	tries = make([]*pathNode, len(hosts))
+	var over []overflow
+	for i, h := range hosts {
+		if h == nil {
+			continue
+		}
+		tries[i], h.nodes, over = buildTrie(h, over)
+		nodes, cands = nodes+h.nodes, cands+len(h.rules)
+	}
+	if err := overflowError(over); err != nil {
+		return nil, 0, 0, err
+	}
+	return tries, nodes, cands, nil
 }
 
 // newHostIndex makes the host lookup tables of hosts (s.byEntry()), whose

@@ -40,17 +40,11 @@ func (t *Table[T]) Update(remove []Key, add []*Prepared[T]) (*Table[T], error) {
 
 	// Build the new tries before anything is laid out: a list too long
 	// fails the Update with t untouched.
-	tries := make([]*pathNode, len(c.rebuilt))
-	var over []overflow
-	newNodes, newCands := 0, 0
-	for i, h := range c.rebuilt {
-		tries[i], h.nodes, over = buildTrie(h, over)
-		s.nodes, s.cands = s.nodes+h.nodes, s.cands+len(h.rules)
-		newNodes, newCands = newNodes+h.nodes, newCands+len(h.rules)
-	}
-	if err := overflowError(over); err != nil {
+	tries, newNodes, newCands, err := buildTries(c.rebuilt)
+	if err != nil {
 		return nil, err
 	}
+	s.nodes, s.cands = s.nodes+newNodes, s.cands+newCands
 	s.done()
 
 	nt := c.apply(t, s, tries, newNodes, newCands)
