@@ -63,7 +63,6 @@ type change[T any] struct {
 	touched []string                // hostnames whose rules may change, in order of first touch
 	seen    map[string]bool         // touched, as a set
 	rebuilt []*hostRules[T]         // new host entries, and new versions of old ones
-	fresh   []bool                  // whether each of rebuilt is a new host entry
 	dropped []*hostRules[T]         // host entries left without rules
 	entries map[int32]*hostRules[T] // entries whose hostRef changes, by number
 
@@ -155,7 +154,7 @@ func (c *change[T]) refile(s *source[T]) {
 				h.entry = s.newEntry()
 			}
 			s.setHost(h)
-			c.rebuilt, c.fresh = append(c.rebuilt, h), append(c.fresh, old == nil)
+			c.rebuilt = append(c.rebuilt, h)
 		}
 		if suffix, wild := strings.CutPrefix(name, "*."); comesOrGoes && wild {
 			c.wildSuffix = append(c.wildSuffix, suffix)
@@ -214,12 +213,8 @@ func (c *change[T]) apply(t *Table[T], s *source[T], tries []*pathNode, newNodes
 	}
 	for i, h := range c.rebuilt {
 		ref := x.entries.set(uint64(h.entry))
-		next := ref.next
-		if c.fresh[i] {
-			next = s.fallback(h.name)
-		}
 		*ref = a.freeze(tries[i], h.rules)
-		ref.next = next
+		ref.next = s.fallback(h.name) // relink below changes those that hosts coming or going change
 		c.entries[h.entry] = h
 	}
 	c.relink(s, &x.entries)
