@@ -85,6 +85,9 @@ func (d *document) deltaJSON(base proxycfg.Encoded) ([]byte, error) {
 // a few hundred bytes saves nothing worth the time on both ends.
 const gzipMin = 16 << 10
 
+// bytes is the delta document.
+func (db *deltaBody) bytes() []byte { return db.body }
+
 // gzipped is the delta compressed (gzipBestSpeed), made on first
 // demand; nil when it is small enough to send as it is.
 func (db *deltaBody) gzipped() []byte {

@@ -167,33 +167,34 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 	case resultChanged:
 		h.Set("ETag", configwatch.ETag(doc.version))
 		h.Set("Content-Type", "application/json")
+		body, gzipped := doc.bytes, doc.gzipped // made at the first request that wants them
 		if base := q.Get(configwatch.ParamBase); base != "" && base != doc.version {
 			if db, ok := doc.deltaFrom(base, g.sc.bases()); ok {
 				s.m.delta(r.Context())
-				body := db.body
-				if gz := db.gzipped(); gz != nil && acceptsGzip(r.Header.Values("Accept-Encoding")) {
-					h.Set("Content-Encoding", "gzip")
-					body = gz
-				}
-				h.Set("Content-Length", strconv.Itoa(len(body)))
-				w.WriteHeader(http.StatusOK)
-				w.Write(body)
-				return
+				body, gzipped = db.bytes, db.gzipped
 			}
 		}
-		if acceptsGzip(r.Header.Values("Accept-Encoding")) {
-			gz := doc.gzipped()
-			h.Set("Content-Encoding", "gzip")
-			h.Set("Content-Length", strconv.Itoa(len(gz)))
-			w.WriteHeader(http.StatusOK)
-			w.Write(gz)
-			return
-		}
-		body := doc.bytes()
-		h.Set("Content-Length", strconv.Itoa(len(body)))
-		w.WriteHeader(http.StatusOK)
-		w.Write(body) // an error is a proxy gone; it will ask again
+		writeBody(w, r, body, gzipped)
 	}
+}
+
+// writeBody answers 200 with a body: gzipped's when the client takes
+// gzip and it gives one (not nil: the body is worth compressing), else
+// body's.
+func writeBody(w http.ResponseWriter, r *http.Request, body, gzipped func() []byte) {
+	h := w.Header()
+	var b []byte
+	if acceptsGzip(r.Header.Values("Accept-Encoding")) {
+		if b = gzipped(); b != nil {
+			h.Set("Content-Encoding", "gzip")
+		}
+	}
+	if b == nil {
+		b = body()
+	}
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(b) // an error is a proxy gone; it will ask again
 }
 
 // await returns the document to send for a request granted g that has
