@@ -155,8 +155,7 @@ func New(opts Options) (*Controller, error) {
 		log:            opts.Log,
 		cache:          translate.NewCache(),
 		pace:           rate.NewLimiter(rate.Every(opts.SyncInterval), opts.SyncBurst),
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
-			workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(retryBackoff(),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "tunnelgate"}),
 	}
 	w, err := newWatched(opts.Kube, opts.Gateway, opts.Dynamic, c.changed)

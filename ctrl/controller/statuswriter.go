@@ -9,6 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
+	"k8s.io/client-go/util/workqueue"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
@@ -44,11 +45,11 @@ type statusWriter struct {
 	written *translate.Output
 }
 
-// Backoff of a failed pass.
-const (
-	statusRetryMin = 100 * time.Millisecond
-	statusRetryMax = 30 * time.Second
-)
+// retryBackoff is how a failed sync, or a failed pass of status writes,
+// is retried: after 100 ms, doubling to 30 s, until one succeeds.
+func retryBackoff() workqueue.TypedRateLimiter[string] {
+	return workqueue.NewTypedItemExponentialFailureRateLimiter[string](100*time.Millisecond, 30*time.Second)
+}
 
 // errSuperseded ends a pass that a newer translation replaced.
 var errSuperseded = errors.New("superseded by a newer translation")
@@ -86,7 +87,8 @@ func (w *statusWriter) newer() bool {
 
 // run writes handed translations until ctx ends.
 func (w *statusWriter) run(ctx context.Context) {
-	delay := statusRetryMin
+	const key = "statuses" // the backoff's one item
+	backoff := retryBackoff()
 	var retry *translate.Output // a failed pass's translation, to try again
 	var timer <-chan time.Time
 	for {
@@ -106,12 +108,12 @@ func (w *statusWriter) run(ctx context.Context) {
 		}
 		switch err := w.pass(ctx, out, from); {
 		case err == nil:
-			delay = statusRetryMin
+			backoff.Forget(key)
 		case errors.Is(err, errSuperseded), ctx.Err() != nil:
 		default:
+			delay := backoff.When(key)
 			w.c.log.Error("status writes failed; retrying", "err", err, "in", delay)
 			retry, timer = out, time.After(delay)
-			delay = min(2*delay, statusRetryMax)
 		}
 	}
 }
