@@ -2,14 +2,9 @@ package standalone
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"net"
-	"path/filepath"
-	"sort"
-	"strings"
 	"time"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -157,12 +152,14 @@ func Serve(ctx context.Context, o Options) error {
 			"listeners", len(res.Output.Config.Listeners), "routes", len(res.Output.Config.Routes), "clusters", len(res.Output.Config.Clusters))
 		return nil
 	}
+	// Stamped before the first load, so an edit made while it reads is
+	// seen by the first poll.
+	stamp, _, _ := pollFiles(o.Paths, nil, time.Now())
 	if err := load(); err != nil {
 		return err
 	}
 
 	go func() {
-		stamp, _ := filesStamp(o.Paths)
 		t := time.NewTicker(o.Poll)
 		defer t.Stop()
 		for {
@@ -171,11 +168,14 @@ func Serve(ctx context.Context, o Options) error {
 				return
 			case <-t.C:
 			}
-			s, err := filesStamp(o.Paths)
-			if err != nil || s == stamp {
-				continue
+			s, changed, err := pollFiles(o.Paths, stamp, time.Now())
+			if err != nil {
+				continue // a path briefly missing: try again next poll
 			}
 			stamp = s
+			if !changed {
+				continue
+			}
 			if err := load(); err != nil {
 				log.Error("reload failed; still serving the last good config", "err", err)
 			}
@@ -190,34 +190,4 @@ func Serve(ctx context.Context, o Options) error {
 		l.Plain, l.Origin = "", o.Listen
 	}
 	return p.Serve(ctx, l)
-}
-
-// filesStamp summarises the names, sizes and modification times of the
-// files under paths: when it changes, something was edited, added or
-// removed. Polling keeps standalone mode free of platform watch APIs and
-// works the same on every filesystem, bind mounts included.
-func filesStamp(paths []string) (string, error) {
-	var parts []string
-	var errs []error
-	for _, root := range paths {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				return nil
-			}
-			info, err := d.Info()
-			if err != nil {
-				return err
-			}
-			parts = append(parts, fmt.Sprintf("%s|%d|%d", path, info.Size(), info.ModTime().UnixNano()))
-			return nil
-		})
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, "\n"), errors.Join(errs...)
 }
