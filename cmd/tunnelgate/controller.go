@@ -526,9 +526,10 @@ type fileToken struct {
 	path string
 	log  *slog.Logger
 
-	mu      sync.Mutex
-	token   string
-	modTime time.Time
+	mu         sync.Mutex
+	token      string
+	modTime    time.Time
+	readRecent bool // modTime was within 3 s of the last read
 }
 
 func (t *fileToken) read() (string, error) {
@@ -545,13 +546,16 @@ func (t *fileToken) read() (string, error) {
 
 // get is configserver's TokenFunc: the file's token, re-read when its
 // modification time moves; the last good token when it cannot be read.
+// A rewrite within one timestamp tick keeps the time, so a file whose time
+// was recent at the last read is read again (once more after it ages).
 func (t *fileToken) get() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st, err := os.Stat(t.path)
-	if err == nil && !st.ModTime().Equal(t.modTime) {
+	if err == nil && (!st.ModTime().Equal(t.modTime) || t.readRecent) {
 		if tok, err := t.read(); err == nil {
 			t.token, t.modTime = tok, st.ModTime()
+			t.readRecent = time.Since(st.ModTime()) < 3*time.Second
 		} else {
 			t.log.Error("config token unreadable; keeping the previous one", "err", err)
 		}
