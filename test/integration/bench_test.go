@@ -27,6 +27,8 @@ import (
 // starts, the controller has been idle for a while (untimed), so no op
 // waits behind the last one's status writes.
 //
+// Then add: a new route created, timed until the proxy serves it.
+//
 // Then burst: 1,000 route updates sent as fast as 32 clients can, timed
 // from the first update sent until the proxy serves every one of them;
 // reported as ms-to-served (from the first update), ms-after-last (from
@@ -96,6 +98,15 @@ func BenchmarkApplyToServed(b *testing.B) {
 			}
 		})
 	}
+	b.Run(fmt.Sprintf("add/routes=%d", routes), func(b *testing.B) {
+		for range b.N {
+			op++
+			b.StopTimer()
+			time.Sleep(300 * time.Millisecond)
+			b.StartTimer()
+			addAndWait(b, gwAPI, ns, proxy, op)
+		}
+	})
 	b.Run(fmt.Sprintf("burst=1000/routes=%d", routes), func(b *testing.B) {
 		for range b.N {
 			op++
@@ -167,6 +178,41 @@ func applyAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, route *gwv1.HT
 			b.Fatalf("op %d not served within 30s", op)
 		}
 	}
+}
+
+// addAndWait creates a route of a hostname of its own and returns when
+// the proxy serves it; then, untimed, deletes it and waits until the
+// proxy no longer does, so every op adds to the same number of routes.
+func addAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, proxy string, op int) {
+	name := fmt.Sprint("added-", op)
+	host := name + ".example.com"
+	r := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: gwv1.HTTPRouteSpec{
+			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}},
+			Hostnames:       []gwv1.Hostname{gwv1.Hostname(host)},
+			Rules: []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{
+				BackendObjectReference: gwv1.BackendObjectReference{Name: "app", Port: ptr(gwv1.PortNumber(80))}}}}}},
+		}}
+	if _, err := gwAPI.HTTPRoutes(ns).Create(context.Background(), r, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	waitCode := func(want int) {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+			if code, _, _, err := get(proxy, host, "/"); err == nil && code == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("op %d: %s not %d within 30s", op, host, want)
+			}
+		}
+	}
+	waitCode(200)
+	b.StopTimer()
+	if err := gwAPI.HTTPRoutes(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	waitCode(404)
+	b.StartTimer()
 }
 
 // patchRules writes route's rules over the stored route's with a merge
