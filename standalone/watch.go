@@ -1,7 +1,7 @@
 package standalone
 
-// Standalone mode sees an edit by polling: every poll lists the files under
-// the paths and stats them. A file is changed when it appears, disappears,
+// Standalone mode sees an edit by polling: every poll lists the files a
+// load reads (filesIn) and stats them. A file is changed when it appears, disappears,
 // or its size or modification time differs from the last poll. Polling
 // keeps standalone mode free of platform watch APIs and works the same on
 // every filesystem, bind mounts included.
@@ -20,9 +20,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -51,22 +49,17 @@ func pollFiles(paths []string, prev filesStamp, now time.Time) (filesStamp, bool
 	changed := false
 	var errs []error
 	for _, root := range paths {
-		err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return err
-			}
-			info, err := d.Info()
+		files, err := filesIn(root) // the files a load reads
+		if err != nil {
+			errs = append(errs, err)
+		}
+		for _, path := range files {
+			st, err := statFile(path, prev[path], now)
 			if err != nil {
-				return err
+				errs = append(errs, err)
+				continue
 			}
 			last, seen := prev[path]
-			st := fileStamp{size: info.Size(), mtime: info.ModTime()}
-			if now.Sub(st.mtime) < racyWindow || (seen && last.hashed) {
-				if st.sum, err = hashFile(path); err != nil {
-					return err
-				}
-				st.hashed = true
-			}
 			if !seen || st.size != last.size || !st.mtime.Equal(last.mtime) || (last.hashed && st.sum != last.sum) {
 				changed = true
 			}
@@ -75,10 +68,6 @@ func pollFiles(paths []string, prev filesStamp, now time.Time) (filesStamp, bool
 				st.hashed, st.sum = false, [sha256.Size]byte{}
 			}
 			next[path] = st
-			return nil
-		})
-		if err != nil {
-			errs = append(errs, err)
 		}
 	}
 	if len(next) != len(prev) {
@@ -88,6 +77,23 @@ func pollFiles(paths []string, prev filesStamp, now time.Time) (filesStamp, bool
 		changed = false
 	}
 	return next, changed, errors.Join(errs...)
+}
+
+// statFile stamps the file at path (following a symlink, as a load reads
+// through it), hashing it when it is racy at now or was at the last poll.
+func statFile(path string, last fileStamp, now time.Time) (fileStamp, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	st := fileStamp{size: info.Size(), mtime: info.ModTime()}
+	if now.Sub(st.mtime) < racyWindow || last.hashed {
+		if st.sum, err = hashFile(path); err != nil {
+			return fileStamp{}, err
+		}
+		st.hashed = true
+	}
+	return st, nil
 }
 
 func hashFile(path string) ([sha256.Size]byte, error) {

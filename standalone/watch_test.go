@@ -78,6 +78,7 @@ func TestPollFiles(t *testing.T) {
 
 	later := tick.Add(10 * time.Second)
 	now = later
+	data, link := t.TempDir(), filepath.Join(dir, "link.yaml")
 	for _, c := range []struct {
 		what string
 		edit func()
@@ -87,6 +88,21 @@ func TestPollFiles(t *testing.T) {
 		{"a file added", func() { write(filepath.Join(dir, "c.yaml"), "c", later) }},
 		{"a file removed", func() {
 			if err := os.Remove(b); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"a symlink to a file added", func() {
+			write(filepath.Join(data, "x.yaml"), "x: 1", later)
+			if err := os.Symlink(filepath.Join(data, "x.yaml"), link); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"the symlink pointed at a new file, as a ConfigMap mount is updated", func() {
+			write(filepath.Join(data, "y.yaml"), "x: 2", later.Add(time.Second))
+			if err := os.Remove(link); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(data, "y.yaml"), link); err != nil {
 				t.Fatal(err)
 			}
 		}},
@@ -104,6 +120,11 @@ func TestPollFiles(t *testing.T) {
 		if poll(now) {
 			t.Errorf("%s: reported twice", c.what)
 		}
+	}
+	// A file a load does not read is not a change.
+	write(filepath.Join(dir, "notes.txt"), "n", later)
+	if poll(now) {
+		t.Error("a file that is not a manifest: a change reported")
 	}
 
 	if _, _, err := pollFiles([]string{filepath.Join(dir, "missing")}, stamp, now); err == nil {
