@@ -21,7 +21,11 @@ import (
 
 // Load reads the objects in paths into a snapshot. A path is a file, read
 // whatever its name, or a directory, walked recursively for files ending in
-// .yaml, .yml or .json, in path order.
+// .yaml, .yml or .json, in path order. Entries under a directory whose
+// name starts with a dot are skipped: an editor's lock file (Emacs's
+// ".#routes.yaml", a link to nowhere) or a mounted volume's own entries
+// (a ConfigMap's "..data" and "..2026_11_28…", which hold a second copy
+// of every file) are not the user's manifests.
 //
 // A file holds YAML documents separated by "---" lines, or a stream of JSON
 // objects if its name ends in .json. Each document is an object or a List
@@ -72,6 +76,12 @@ func filesIn(path string) ([]string, error) {
 	err = filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
+		}
+		if p != path && strings.HasPrefix(d.Name(), ".") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
 		}
 		if !d.IsDir() && isManifest(p) {
 			files = append(files, p)

@@ -221,6 +221,42 @@ func TestLoadDuplicateAcrossFiles(t *testing.T) {
 	}
 }
 
+// A directory mounted from a ConfigMap, with an Emacs lock file beside
+// its files: only the user's manifests are read, each once, and the
+// hidden entries do not fail the load.
+func TestLoadSkipsHiddenEntries(t *testing.T) {
+	dir := t.TempDir()
+	route := "apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata: {name: web, namespace: apps}\n"
+	stamped := filepath.Join(dir, "..2026_11_28_06_00_00.123")
+	if err := os.Mkdir(stamped, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(stamped, "routes.yaml"), []byte(route), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{
+		"..data":        filepath.Base(stamped),
+		"routes.yaml":   filepath.Join("..data", "routes.yaml"),
+		".#routes.yaml": "user@host.1234:1764000000", // Emacs's lock: a link to nowhere
+	} {
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap := mustLoad(t, dir)
+	eqNames(t, "HTTPRoutes", names(snap.HTTPRoutes), []string{"apps/web"})
+
+	// A path named by the user is read even when hidden.
+	hidden := filepath.Join(t.TempDir(), ".routes")
+	if err := os.Mkdir(hidden, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(hidden, "r.yaml"), []byte(route), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	eqNames(t, "HTTPRoutes in a hidden directory named", names(mustLoad(t, hidden).HTTPRoutes), []string{"apps/web"})
+}
+
 func TestLoadBytes(t *testing.T) {
 	tests := []struct {
 		name, data string
