@@ -128,6 +128,40 @@ func BenchmarkTranslateRouteChange(b *testing.B) {
 	}
 }
 
+// BenchmarkTranslateRouteAdd is the controller's work when a route is
+// created, then deleted (op by op, alternately): a copy of the first route
+// under a name of its own and a hostname of its own, with the first's
+// status (as after its own status write came back). The diff must name
+// that route alone, besides the attached-route count of its Gateway.
+func BenchmarkTranslateRouteAdd(b *testing.B) {
+	for _, routes := range []int{500, 5000} {
+		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
+			in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow}
+			cache := translate.NewCache()
+			writeBackAll(&in.Snapshot, cache.Translate(in))
+			prev := cache.Translate(in)
+			list := in.HTTPRoutes
+			added := list[0].DeepCopy()
+			added.Name += "-added"
+			added.Spec.Hostnames = []gwv1.Hostname{"added.g0.example.com"}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%2 == 0 {
+					in.HTTPRoutes = append(list[:len(list):len(list)], added)
+				} else {
+					in.HTTPRoutes = list
+				}
+				out := cache.Translate(in)
+				if ch := translate.Diff(prev, out); len(ch.HTTPRoutes) != 1 && i%2 == 0 || len(ch.Gateways) != 1 {
+					b.Fatalf("adding or deleting route %s changed statuses %+v", added.Name, ch)
+				}
+				prev = out
+			}
+		})
+	}
+}
+
 // BenchmarkTranslateCold is BenchmarkTranslate without a Cache: every
 // route translated from scratch, as on the controller's first sync or
 // after a change to a Gateway, grant or policy.
