@@ -40,6 +40,8 @@ func TestProxyServesTheControllersConfig(t *testing.T) {
 		t.Errorf("/config: %q", body)
 	}
 	s := px.w.Stats()
+	// Counted just after the config is applied, which waitServes sees.
+	waitFor(t, "the full load counted", func() bool { return s.Loads[configwatch.LoadFull].Load() > 0 })
 	if s.Loads[configwatch.LoadFull].Load() != 1 || s.LastSuccess.Load() == 0 {
 		t.Errorf("full loads %d, last success %d", s.Loads[configwatch.LoadFull].Load(), s.LastSuccess.Load())
 	}
@@ -76,7 +78,9 @@ func TestClusterChangeDoesNotRecompile(t *testing.T) {
 	v2 := ctl.Publish(config("", b))
 	px.waitServes("app.example", "b")
 	st, ws := px.p.Stats(), px.w.Stats()
-	waitFor(t, "the cluster update to be counted", func() bool { return st.ClusterUpdates.Load() == 1 })
+	waitFor(t, "the cluster update to be counted", func() bool {
+		return st.ClusterUpdates.Load() == 1 && ws.Loads[configwatch.LoadClusters].Load() == 1
+	})
 	if st.ConfigLoaded.Load() != 1 || st.ClusterUpdates.Load() != 1 {
 		t.Errorf("after an endpoint change: %d loads, %d cluster updates; want 1 and 1", st.ConfigLoaded.Load(), st.ClusterUpdates.Load())
 	}
@@ -90,7 +94,9 @@ func TestClusterChangeDoesNotRecompile(t *testing.T) {
 	ctl.Publish(config("extra", b))
 	px.waitServes("extra.example", "b")
 	// Counted once it serves: a request may see it first.
-	waitFor(t, "the route patch to be counted", func() bool { return st.RoutePatches.Load() == 1 })
+	waitFor(t, "the route patch to be counted", func() bool {
+		return st.RoutePatches.Load() == 1 && ws.Loads[configwatch.LoadRoutes].Load() == 1
+	})
 	if st.ConfigLoaded.Load() != 1 || st.ClusterUpdates.Load() != 1 || ws.Loads[configwatch.LoadRoutes].Load() != 1 {
 		t.Errorf("after a route edit: %d loads, %d cluster updates, %d route loads; want 1, 1, 1",
 			st.ConfigLoaded.Load(), st.ClusterUpdates.Load(), ws.Loads[configwatch.LoadRoutes].Load())
