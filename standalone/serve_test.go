@@ -113,17 +113,25 @@ func get(t *testing.T, addr, host, path string) (int, string) {
 // last good config serving.
 func TestServeEndToEnd(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, content string) {
+	// writeAt writes then renames, as editors do, so a reload never sees
+	// half a file; a non-zero mtime is set before the rename, so a poll
+	// sees one change.
+	writeAt := func(name, content string, mtime time.Time) {
 		t.Helper()
-		// Write then rename, as editors do, so a reload never sees half a file.
 		tmp := filepath.Join(dir, "."+name+".tmp")
 		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
+		}
+		if !mtime.IsZero() {
+			if err := os.Chtimes(tmp, mtime, mtime); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 			t.Fatal(err)
 		}
 	}
+	write := func(name, content string) { t.Helper(); writeAt(name, content, time.Time{}) }
 	write("gateway.yaml", serveGateway)
 	write("backends.yaml", serveBackends(map[string]int{"one": echoBackend(t, "one"), "two": echoBackend(t, "two")}))
 	write("routes.yaml", serveRoutes)
@@ -224,11 +232,7 @@ func TestServeEndToEnd(t *testing.T) {
 	// The same files saved again: reloaded, the same version. The save
 	// gets a time of its own; one in the same timestamp tick as the first
 	// write, with the same bytes, is rightly not a change (TestPollFiles).
-	write("routes.yaml", serveRoutes)
-	resaved := time.Now().Add(time.Minute)
-	if err := os.Chtimes(filepath.Join(dir, "routes.yaml"), resaved, resaved); err != nil {
-		t.Fatal(err)
-	}
+	writeAt("routes.yaml", serveRoutes, time.Now().Add(time.Minute))
 	if v, err := lastLoad("the unchanged save to be read", n); err != nil || v != first {
 		t.Errorf("an unchanged save: version %q, %v; want %q", v, err, first)
 	}
