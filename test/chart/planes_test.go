@@ -798,33 +798,18 @@ func listenerNames(cfg *proxycfg.Config) []string {
 	return out
 }
 
-// configAPIClient reads the config API of the ready controller Pod (the
-// leader: a follower is not ready, so out of the Service proxies reach)
-// as a proxy does: over TLS checked against the chart's internal CA.
+// configAPIClient reads the config API of a ready controller Pod as a
+// proxy does: over TLS checked against the chart's internal CA. Every
+// replica serves it; each request goes to a Pod ready at that moment, as
+// the Service would send it, so a replica that stalls under load (its
+// readiness probe fails) is not asked again.
 type configAPIClient struct {
-	url string
-	c   *http.Client
+	r *rig
+	c *http.Client
 }
 
 func configAPI(t *testing.T, r *rig) *configAPIClient {
 	t.Helper()
-	var podIP string
-	eventually(t, 60*time.Second, "a ready controller Pod", func() error {
-		pods, err := r.kube.CoreV1().Pods(r.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})
-		if err != nil {
-			return err
-		}
-		for _, p := range pods.Items {
-			ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
-				return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
-			})
-			if ready && p.Status.PodIP != "" {
-				podIP = p.Status.PodIP
-				return nil
-			}
-		}
-		return fmt.Errorf("none ready among %d", len(pods.Items))
-	})
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM([]byte(secretKey(t, r.kube, r.ns, r.class+"-tunnelgate-internal", "ca.crt"))) {
 		t.Fatal("the internal CA does not parse")
@@ -832,24 +817,43 @@ func configAPI(t *testing.T, r *rig) *configAPIClient {
 	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots,
 		ServerName: r.controller() + "." + r.ns + ".svc"}}
 	t.Cleanup(tr.CloseIdleConnections)
-	return &configAPIClient{url: "https://" + net.JoinHostPort(podIP, "8081") + "/v1/config?wait=0s",
-		c: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	return &configAPIClient{r: r, c: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
 }
 
-func (a *configAPIClient) get(t *testing.T, token string) (*http.Response, []byte) {
+// readyPodIP is the address of a ready controller Pod.
+func (a *configAPIClient) readyPodIP(t *testing.T) (string, error) {
+	pods, err := a.r.kube.CoreV1().Pods(a.r.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=controller"})
+	if err != nil {
+		return "", err
+	}
+	for _, p := range pods.Items {
+		ready := slices.ContainsFunc(p.Status.Conditions, func(c corev1.PodCondition) bool {
+			return c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue
+		})
+		if ready && p.Status.PodIP != "" {
+			return p.Status.PodIP, nil
+		}
+	}
+	return "", fmt.Errorf("no controller Pod ready among %d", len(pods.Items))
+}
+
+// get asks a ready controller Pod for the config with token, once.
+func (a *configAPIClient) get(t *testing.T, token string) (*http.Response, []byte, error) {
 	t.Helper()
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, a.url, nil)
+	ip, err := a.readyPodIP(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	url := "https://" + net.JoinHostPort(ip, "8081") + "/v1/config?wait=0s"
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	res, err := a.c.Do(req)
 	if err != nil {
-		t.Fatal(err)
+		return nil, nil, err
 	}
 	defer res.Body.Close()
 	b, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res, b
+	return res, b, err
 }
 
 // read is the config token reads. A token just written may wait for the
@@ -859,9 +863,12 @@ func (a *configAPIClient) read(t *testing.T, token string) *proxycfg.Config {
 	t.Helper()
 	var b []byte
 	refused := 0
-	eventually(t, 15*time.Second, "the config API to answer the token", func() error {
-		var res *http.Response
-		res, b = a.get(t, token)
+	eventually(t, 30*time.Second, "the config API to answer the token", func() error {
+		res, body, err := a.get(t, token)
+		if err != nil {
+			return err
+		}
+		b = body
 		if res.StatusCode != http.StatusOK {
 			if refused++; refused == 1 {
 				t.Logf("config API: %s at %s: %.200s", res.Status, time.Now().Format(time.StampMilli), b)
@@ -880,10 +887,19 @@ func (a *configAPIClient) read(t *testing.T, token string) *proxycfg.Config {
 	return &doc.Config
 }
 
+// status is the HTTP status the config API answers token with.
 func (a *configAPIClient) status(t *testing.T, token string) int {
 	t.Helper()
-	res, _ := a.get(t, token)
-	return res.StatusCode
+	var code int
+	eventually(t, 30*time.Second, "the config API to answer", func() error {
+		res, _, err := a.get(t, token)
+		if err != nil {
+			return err
+		}
+		code = res.StatusCode
+		return nil
+	})
+	return code
 }
 
 // ingressHostnames are the hostnames a tunnel's ingress document routes.
