@@ -148,6 +148,7 @@ spec:
 	// Steady state: a resync of unchanged objects calls nothing; each
 	// drift check is one GET, and nothing is written.
 	f.ResetCalls()
+	start := time.Now()
 	calls0 := syncer.Stats.Calls.Load()
 	if err := env.Apply(ctx, []byte(fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s, labels: {touched: \"1\"}}\n", ns))); err != nil {
 		t.Fatal(err)
@@ -161,8 +162,10 @@ spec:
 		}
 	}
 	t.Logf("steady state: %d calls in 1.2 s (drift check every 0.5 s): %v; Syncer counted %d", len(kinds), kinds, syncer.Stats.Calls.Load()-calls0)
-	if len(kinds) < 1 || len(kinds) > 3 {
-		t.Errorf("%d calls in two drift checks, want one GET each", len(kinds))
+	// At most one check per 500 ms of the time that passed (the apply and
+	// the sleep may last longer on a busy machine), and one more begun.
+	if most := int(time.Since(start)/(500*time.Millisecond)) + 1; len(kinds) < 1 || len(kinds) > most {
+		t.Errorf("%d calls in two drift checks, want one GET each, at most %d", len(kinds), most)
 	}
 
 	// A hostname is replaced, under a 429 storm: the new records come, the
