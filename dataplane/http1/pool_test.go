@@ -20,10 +20,11 @@ import (
 // backend accepts loopback connections and answers every request head
 // with answer(n), n counting requests on that connection from 0; after
 // that it writes extra(n), if any, after a pause of wait. It counts the
-// connections it accepted.
+// connections it accepted and the extras it wrote.
 type backend struct {
 	addr    string
 	accepts atomic.Int32
+	extras  atomic.Int32
 }
 
 func startBackend(t *testing.T, answer func(n int) string, extra func(n int) (string, time.Duration)) *backend {
@@ -43,6 +44,7 @@ func startBackend(t *testing.T, answer func(n int) string, extra func(n int) (st
 			if s, wait := extra(n); s != "" {
 				time.Sleep(wait)
 				io.WriteString(c, s)
+				b.extras.Add(1)
 			}
 		}
 	})
@@ -106,7 +108,15 @@ func TestPoolNeverReusesAConnectionWithStrayBytes(t *testing.T) {
 				if _, body := exchange(t, p, "GET"); body != "answer" {
 					t.Fatalf("request %d got %q", i, body)
 				}
-				time.Sleep(2*tc.wait + 20*time.Millisecond)
+				// The stray bytes are written before the next request,
+				// however late the backend runs: bytes that come after a
+				// request is sent cannot be told from its answer.
+				for deadline := time.Now().Add(5 * time.Second); b.extras.Load() <= int32(i); time.Sleep(time.Millisecond) {
+					if time.Now().After(deadline) {
+						t.Fatal("the backend did not write its stray bytes")
+					}
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
 			if n := b.accepts.Load(); n != 3 {
 				t.Errorf("%d connections for 3 requests: a dirty one was reused", n)
@@ -118,10 +128,13 @@ func TestPoolNeverReusesAConnectionWithStrayBytes(t *testing.T) {
 // A connection the server closed while it sat in the pool is not handed
 // out: the next request goes on a new one instead of failing.
 func TestPoolSkipsAConnectionTheServerClosed(t *testing.T) {
+	closed := make(chan struct{}, 3)
 	addr := testnet.RawServer(t, func(c net.Conn) { // one answer, then an idle timeout of 20 ms
 		if _, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
 			io.WriteString(c, ok("answer"))
 			time.Sleep(20 * time.Millisecond)
+			c.Close()
+			closed <- struct{}{}
 		}
 	})
 	p := testPool(addr)
@@ -129,7 +142,14 @@ func TestPoolSkipsAConnectionTheServerClosed(t *testing.T) {
 		if _, body := exchange(t, p, "GET"); body != "answer" {
 			t.Fatalf("request %d got %q", i, body)
 		}
-		time.Sleep(100 * time.Millisecond)
+		// Closed before the next request, however late the server runs:
+		// a close after a request is sent is a failed request.
+		select {
+		case <-closed:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the server did not close its connection")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
