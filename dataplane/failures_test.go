@@ -206,6 +206,12 @@ func TestStaleConnectionIsReplaced(t *testing.T) {
 func TestStreamedBodyAvoidsClosedConnection(t *testing.T) {
 	s := httptest.NewUnstartedServer(echo("a"))
 	s.Config.IdleTimeout = 20 * time.Millisecond // like Node.js's 5 s, only shorter
+	var closed atomic.Int32
+	s.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed.Add(1)
+		}
+	}
 	s.Start()
 	t.Cleanup(s.Close)
 	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", s.Listener.Addr().String())))
@@ -216,7 +222,15 @@ func TestStreamedBodyAvoidsClosedConnection(t *testing.T) {
 		if res.StatusCode != 200 || echoed(body, "body") != "payload" {
 			t.Fatalf("request %d: %d %q", i, res.StatusCode, body)
 		}
-		time.Sleep(60 * time.Millisecond) // the backend closes the idle connection
+		// The backend closes the idle connection before the next request,
+		// however late it runs (after the request is sent, a close is a
+		// failure no proxy can avoid for a body it cannot send again).
+		for deadline := time.Now().Add(5 * time.Second); closed.Load() <= int32(i); time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the backend did not close its idle connection")
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
