@@ -95,17 +95,19 @@ func TestFailureStatuses(t *testing.T) {
 func TestTimeoutDoesNotCutStreams(t *testing.T) {
 	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(200)
-		for i := range 5 {
+		for i := range 6 {
 			w.Write([]byte{'a' + byte(i)})
 			w.(http.Flusher).Flush()
-			time.Sleep(100 * time.Millisecond)
+			time.Sleep(150 * time.Millisecond)
 		}
 	})
+	// The headers come at once, the body over 900 ms: a timeout of 500 ms
+	// leaves a busy machine time to deliver the headers.
 	rule := to("a")
-	rule.Timeouts = &proxycfg.Timeouts{Request: proxycfg.Duration(150 * time.Millisecond), BackendRequest: proxycfg.Duration(150 * time.Millisecond)}
+	rule.Timeouts = &proxycfg.Timeouts{Request: proxycfg.Duration(500 * time.Millisecond), BackendRequest: proxycfg.Duration(500 * time.Millisecond)}
 	e := newTestEnv(t, config([]proxycfg.Route{route("r", rule)}, cluster("a", be)))
 	res, body := e.get("h", "/")
-	if res.StatusCode != 200 || body != "abcde" {
+	if res.StatusCode != 200 || body != "abcdef" {
 		t.Fatalf("got %d %q", res.StatusCode, body)
 	}
 }
