@@ -271,6 +271,7 @@ func TestSessionE2EIdleRefresh(t *testing.T) {
 	pool, _ := sessPool(t, "pool", proxycfg.ProtoHTTP1, 3)
 	e := sessEnv(t, sp, pool)
 	first := sessGet(t, e, sp, "")
+	lastDone := time.Now() // the token's last use is no later than this
 	start := sessStart(t, first.token)
 	tok := first.token
 	end := time.Now().Add(2300 * time.Millisecond) // crosses two second boundaries
@@ -282,6 +283,13 @@ func TestSessionE2EIdleRefresh(t *testing.T) {
 		a := sessGet(t, e, sp, tok)
 		if a.token == "" {
 			t.Fatalf("request %d: the token was not refreshed (IdleTimeout is set)", i)
+		}
+		gap := sent.Sub(lastDone)
+		lastDone = time.Now()
+		if gap > time.Second { // a busy machine: the session may rightly be over
+			t.Logf("request %d sent %v after the last answer; not checked", i, gap)
+			start, first.backend, tok = sessStart(t, a.token), a.backend, a.token
+			continue
 		}
 		if st := sessStart(t, a.token); !st.Equal(start) || a.backend != first.backend {
 			t.Fatalf("request %d at %s, 100 ms after the last use, started a new session (start %s, was %s; backend %s, was %s): "+
@@ -324,20 +332,23 @@ func TestSessionE2EAbsoluteTimeout(t *testing.T) {
 	e := sessEnv(t, sp, pool)
 	before := time.Now()
 	first := sessGet(t, e, sp, "")
+	began := time.Now() // the session began between before and began
 	// Poll with the first token until the proxy replaces it. The token
 	// keeps whole seconds, so the end lies between before+absolute-1s and
-	// before+absolute+1s (allowing the proxy either rounding).
-	deadline := before.Add(absolute + 1500*time.Millisecond)
+	// began+absolute+1s (allowing the proxy either rounding): a request
+	// sent after that must be answered with a new session.
+	deadline := began.Add(absolute + time.Second + 100*time.Millisecond)
 	var renewed sessAnswer
 	var at time.Duration
 	for {
-		if time.Now().After(deadline) {
-			t.Fatalf("the session was still honoured %v after it began (absolute timeout %v)", time.Since(before), absolute)
-		}
+		sent := time.Now()
 		a := sessGet(t, e, sp, first.token)
 		if a.token != "" {
 			renewed, at = a, time.Since(before)
 			break
+		}
+		if sent.After(deadline) {
+			t.Fatalf("the session was still honoured %v after it began (absolute timeout %v)", sent.Sub(before), absolute)
 		}
 		if a.backend != first.backend {
 			t.Fatalf("within the session a request went to %s, not %s", a.backend, first.backend)
