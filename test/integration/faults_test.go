@@ -176,7 +176,7 @@ func TestProxyRestartsFromItsCache(t *testing.T) {
 	r.stop()
 	stopProxy()
 	p, proxy, _ = startProxyCached(t, r, cache)
-	eventually(t, 2*time.Second, "the restarted proxy ready from its cache", func() (bool, string) {
+	eventually(t, 15*time.Second, "the restarted proxy ready from its cache", func() (bool, string) {
 		return p.Ready() && p.Version() == version, fmt.Sprintf("ready %v, version %q, want %q", p.Ready(), p.Version(), version)
 	})
 	l := startLoad(proxy, "app.example.com", "ok /load", 2, 100_000)
