@@ -70,7 +70,8 @@ spec:
 	if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	configAddr, adminAddr := freePort(t), freePort(t)
+	ports := freePorts(t, 2)
+	configAddr, adminAddr := ports[0], ports[1]
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	stderr := &testproc.SyncBuffer{}
@@ -143,14 +144,20 @@ spec:
 	}
 }
 
-func freePort(t *testing.T) string {
+// freePorts returns n loopback addresses free a moment ago, all held
+// open together so the kernel cannot hand out one of them twice.
+func freePorts(t *testing.T, n int) []string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	var addrs []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		addrs = append(addrs, ln.Addr().String())
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return addrs
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
