@@ -68,6 +68,17 @@ func scaleSnapshot(gateways, routes int) *translate.Snapshot {
 	return s
 }
 
+// warmCache returns the input of a cluster of routes (scaleSnapshot) as
+// a running controller has it, every object carrying the status a
+// translation gave it, and a Cache that translated it last, with that
+// translation.
+func warmCache(routes int) (*translate.Input, *translate.Cache, *translate.Output) {
+	in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow}
+	cache := translate.NewCache()
+	writeBackAll(&in.Snapshot, cache.Translate(in))
+	return in, cache, cache.Translate(in)
+}
+
 // BenchmarkTranslate is the controller's work on the most common change
 // there is, one EndpointSlice replaced (a pod restarted) as an informer
 // delivers it: the translation of the whole cluster into a complete Output,
@@ -77,10 +88,7 @@ func scaleSnapshot(gateways, routes int) *translate.Snapshot {
 func BenchmarkTranslate(b *testing.B) {
 	for _, routes := range []int{500, 5000} {
 		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
-			in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow}
-			cache := translate.NewCache()
-			writeBackAll(&in.Snapshot, cache.Translate(in))
-			prev := cache.Translate(in)
+			in, cache, prev := warmCache(routes)
 			slices := in.EndpointSlices
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -104,10 +112,7 @@ func BenchmarkTranslate(b *testing.B) {
 func BenchmarkTranslateRouteChange(b *testing.B) {
 	for _, routes := range []int{500, 5000} {
 		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
-			in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow}
-			cache := translate.NewCache()
-			writeBackAll(&in.Snapshot, cache.Translate(in))
-			prev := cache.Translate(in)
+			in, cache, prev := warmCache(routes)
 			list := in.HTTPRoutes
 			b.ReportAllocs()
 			b.ResetTimer()
@@ -136,10 +141,7 @@ func BenchmarkTranslateRouteChange(b *testing.B) {
 func BenchmarkTranslateRouteAdd(b *testing.B) {
 	for _, routes := range []int{500, 5000} {
 		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
-			in := &translate.Input{Snapshot: *scaleSnapshot(50, routes), ControllerName: translate.DefaultControllerName, Now: goldenNow}
-			cache := translate.NewCache()
-			writeBackAll(&in.Snapshot, cache.Translate(in))
-			prev := cache.Translate(in)
+			in, cache, prev := warmCache(routes)
 			list := in.HTTPRoutes
 			added := list[0].DeepCopy()
 			added.Name += "-added"
