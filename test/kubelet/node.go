@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -52,7 +53,7 @@ func (k *Kubelet) registerNode(ctx context.Context, logPort int) error {
 		return err
 	}
 	now := metav1.Now()
-	created.Status = corev1.NodeStatus{
+	status := corev1.NodeStatus{
 		Capacity:    capacity,
 		Allocatable: capacity,
 		Phase:       corev1.NodeRunning,
@@ -72,7 +73,18 @@ func (k *Kubelet) registerNode(ctx context.Context, logPort int) error {
 			KubeletVersion: "v1.37.1-tunnelgate-test", ContainerRuntimeVersion: "tunnelgate-test://1",
 		},
 	}
-	if _, err := nodes.UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	// The controller manager writes a new Node too (taints, its CIDR), so
+	// the status goes on the latest version, again after a conflict.
+	err = retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cur, err := nodes.Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status = status
+		_, err = nodes.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	return k.renewLease(ctx)
