@@ -1,10 +1,10 @@
 package standalone
 
 // Standalone mode sees an edit by polling: every poll lists the files a
-// load reads (filesIn) and stats them. A file is changed when it appears, disappears,
-// or its size or modification time differs from the last poll. Polling
-// keeps standalone mode free of platform watch APIs and works the same on
-// every filesystem, bind mounts included.
+// load reads (filesIn) and stats them. A file is changed when it appears,
+// disappears, or its size or modification time differs from the last
+// poll. Polling keeps standalone mode free of platform watch APIs and
+// works the same on every filesystem, bind mounts included.
 //
 // Size and time alone miss one edit: one that keeps the size and lands in
 // the same timestamp tick as the write before it. Filesystems stamp files
