@@ -290,21 +290,34 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 	return &clusterState{name: c.Name, t: t, addrs: withoutRepeats(c.Endpoints)}, nil
 }
 
-// withoutRepeats returns eps without the endpoints listed before: eps
-// itself when none is.
+// withoutRepeats returns eps without the addresses listed before: eps
+// itself when none is. A short list is checked against itself; a long
+// one (a Service of many Pods) against a set, since comparing each
+// address with all before it costs milliseconds at a thousand.
 func withoutRepeats(eps []proxycfg.Endpoint) []proxycfg.Endpoint {
-	for i := 1; i < len(eps); i++ {
-		if slices.ContainsFunc(eps[:i], func(e proxycfg.Endpoint) bool { return e == eps[i] }) {
-			out := slices.Clone(eps[:i])
-			for _, e := range eps[i+1:] {
-				if !slices.Contains(out, e) {
-					out = append(out, e)
-				}
-			}
-			return out
+	var seen map[string]bool
+	if len(eps) > 16 {
+		seen = make(map[string]bool, len(eps))
+	}
+	var out []proxycfg.Endpoint // nil until the first repeat
+	for i, e := range eps {
+		var repeat bool
+		if seen != nil {
+			repeat, seen[e.Address] = seen[e.Address], true
+		} else {
+			repeat = slices.ContainsFunc(eps[:i], func(b proxycfg.Endpoint) bool { return b.Address == e.Address })
+		}
+		switch {
+		case repeat && out == nil:
+			out = slices.Clone(eps[:i])
+		case !repeat && out != nil:
+			out = append(out, e)
 		}
 	}
-	return eps
+	if out == nil {
+		return eps
+	}
+	return out
 }
 
 // makeEndpoints makes cs's endpoints, unless a request made them first:
