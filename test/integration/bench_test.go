@@ -127,13 +127,7 @@ func createRoutes(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns string, fro
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			r := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("r-%d", i), Namespace: ns},
-				Spec: gwv1.HTTPRouteSpec{
-					CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}},
-					Hostnames:       []gwv1.Hostname{gwv1.Hostname(fmt.Sprintf("r-%d.example.com", i))},
-					Rules: []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{
-						BackendObjectReference: gwv1.BackendObjectReference{Name: "app", Port: ptr(gwv1.PortNumber(80))}}}}}},
-				}}
+			r := benchRoute(ns, fmt.Sprintf("r-%d", i))
 			if _, err := gwAPI.HTTPRoutes(ns).Create(context.Background(), r, metav1.CreateOptions{}); err != nil {
 				errs <- err
 			}
@@ -144,6 +138,18 @@ func createRoutes(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns string, fro
 	for err := range errs {
 		b.Fatal(err)
 	}
+}
+
+// benchRoute is the benchmark's route called name: hostname
+// <name>.example.com on Gateway gw, to Service app port 80.
+func benchRoute(ns, name string) *gwv1.HTTPRoute {
+	return &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: gwv1.HTTPRouteSpec{
+			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}},
+			Hostnames:       []gwv1.Hostname{gwv1.Hostname(name + ".example.com")},
+			Rules: []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{
+				BackendObjectReference: gwv1.BackendObjectReference{Name: "app", Port: ptr(gwv1.PortNumber(80))}}}}}},
+		}}
 }
 
 func getRoute(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, name string) *gwv1.HTTPRoute {
@@ -186,14 +192,7 @@ func applyAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, route *gwv1.HT
 func addAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, proxy string, op int) {
 	name := fmt.Sprint("added-", op)
 	host := name + ".example.com"
-	r := &gwv1.HTTPRoute{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: gwv1.HTTPRouteSpec{
-			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "gw"}}},
-			Hostnames:       []gwv1.Hostname{gwv1.Hostname(host)},
-			Rules: []gwv1.HTTPRouteRule{{BackendRefs: []gwv1.HTTPBackendRef{{BackendRef: gwv1.BackendRef{
-				BackendObjectReference: gwv1.BackendObjectReference{Name: "app", Port: ptr(gwv1.PortNumber(80))}}}}}},
-		}}
-	if _, err := gwAPI.HTTPRoutes(ns).Create(context.Background(), r, metav1.CreateOptions{}); err != nil {
+	if _, err := gwAPI.HTTPRoutes(ns).Create(context.Background(), benchRoute(ns, name), metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
 	waitCode := func(want int) {
