@@ -166,8 +166,8 @@ func applyList[T any](base []T, l ListDelta[T]) ([]T, error) {
 }
 
 // AppendDelta appends to b the JSON of the delta from base to next, as an
-// Encoder encoded them (it reads their elements' JSON and sums), with next's small fields
-// from cfg. It writes what json.Marshal writes for the Delta (a test
+// Encoder encoded them (it reads their elements' JSON and sums), with
+// next's small fields from cfg. It writes what json.Marshal writes for the Delta (a test
 // holds it to that), reusing the Encoder's JSON of every element.
 func AppendDelta(b []byte, base, next Encoded, cfg *Config) ([]byte, error) {
 	for _, f := range [][2]string{{`{"base":`, base.Version}, {`,"version":`, next.Version}, {`,"schema":`, cfg.Schema}} {
