@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -70,8 +69,7 @@ spec:
 	if err := os.WriteFile(token, []byte("s3cret\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ports := freePorts(t, 2)
-	configAddr, adminAddr := ports[0], ports[1]
+	configAddr, adminAddr := testproc.FreeLoopback(t), testproc.FreeLoopback(t) // never the same port twice
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan int, 1)
 	stderr := &testproc.SyncBuffer{}
@@ -142,22 +140,6 @@ spec:
 	} else {
 		testmetrics.CheckCatalogue(t, "Controller", body)
 	}
-}
-
-// freePorts returns n loopback addresses free a moment ago, all held
-// open together so the kernel cannot hand out one of them twice.
-func freePorts(t *testing.T, n int) []string {
-	t.Helper()
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		addrs = append(addrs, ln.Addr().String())
-	}
-	return addrs
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
