@@ -227,11 +227,7 @@ func TestStreamedBodyAvoidsClosedConnection(t *testing.T) {
 		// The backend closes the idle connection before the next request,
 		// however late it runs (after the request is sent, a close is a
 		// failure no proxy can avoid for a body it cannot send again).
-		for deadline := time.Now().Add(5 * time.Second); closed.Load() <= int32(i); time.Sleep(time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("the backend did not close its idle connection")
-			}
-		}
+		waitFor(t, "the backend to close its idle connection", func() bool { return closed.Load() > int32(i) })
 		time.Sleep(20 * time.Millisecond)
 	}
 }
