@@ -10,16 +10,26 @@ import "strings"
 //     "/%7euser" and "/~user" are the same path;
 //   - a byte that may not appear literally in a path is percent-encoded, and
 //     a '%' that does not start an escape becomes "%25";
+//   - repeated slashes are merged into one, so "//admin" is "/admin": RFC
+//     3986 makes "//" an empty segment, but the file servers and frameworks
+//     behind a proxy (lighttpd, nginx, Python's http.server, Go's
+//     http.FileServer, Apache) merge them, and a router that kept them
+//     would match another rule than the one the backend serves;
 //   - "." and ".." segments are removed (RFC 3986 §5.2.4), including ones
-//     spelt "%2E", so "/public/../admin" cannot slip past a rule on "/admin";
+//     spelt "%2E", so "/public/../admin" cannot slip past a rule on "/admin".
+//     Slashes are merged first, as those servers do: "/a//../b" is "/b";
 //   - "" becomes "/".
 //
-// Escaped slashes ("%2F") stay escaped: they are data, not separators.
-// Repeated slashes are kept: "//" is an empty path element. NormalizePath
-// returns p itself, without allocating, when p is already canonical.
+// Escaped slashes ("%2F") and backslashes ("%5C", which a literal '\'
+// becomes) stay escaped: what they mean is the proxy's decision, per
+// listener, before it routes. NormalizePath returns p itself, without
+// allocating, when p is already canonical.
 func NormalizePath(p string) string {
 	if needsEscapeFix(p) {
 		p = fixEscapes(p) // decodes "%2E" too, so dots are literal below
+	}
+	if strings.Contains(p, "//") {
+		p = mergeSlashes(p)
 	}
 	if hasDotSegment(p) {
 		p = removeDotSegments(p)
@@ -112,6 +122,18 @@ func fixEscapes(p string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
+}
+
+// mergeSlashes replaces every run of slashes in p with one.
+func mergeSlashes(p string) string {
+	out := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' && i > 0 && p[i-1] == '/' {
+			continue
+		}
+		out = append(out, p[i])
+	}
+	return string(out)
 }
 
 // hasDotSegment reports whether p, with escapes already fixed, has a "."
