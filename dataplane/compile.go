@@ -135,6 +135,8 @@ func (c *compiler) listeners(place placement) {
 			c.fail("listener %q: port %d out of range", l.Name, l.Port)
 		case l.Protocol != proxycfg.ListenerHTTP && l.Protocol != proxycfg.ListenerHTTPS:
 			c.fail("listener %q: protocol %q is not HTTP or HTTPS", l.Name, l.Protocol)
+		case !validSlashMode(l.EncodedSlashes):
+			c.fail("listener %q: encodedSlashes %q is not %s, %s or %s", l.Name, l.EncodedSlashes, proxycfg.SlashesReject, proxycfg.SlashesDecode, proxycfg.SlashesKeep)
 		default:
 			if l.Hostname != "" {
 				hostOnly := matcher.Rule[int]{Hostnames: []string{l.Hostname}, Path: matcher.EveryPath}

@@ -21,10 +21,12 @@ type Stats struct {
 	UpstreamErrors atomic.Int64 // dial failures, resets, malformed answers
 	// What clients did wrong, answered without blaming a backend: a body
 	// that stopped arriving (408), a malformed or short body (400), and a
-	// client holding its share of an endpoint's connections (503).
+	// client holding its share of an endpoint's connections (503), and a
+	// path the proxy refuses (400, reqpath.go).
 	ClientBodyTimeouts atomic.Int64
 	ClientBadBodies    atomic.Int64
 	ClientLimited      atomic.Int64
+	ClientBadPaths     atomic.Int64
 	Timeouts           atomic.Int64
 	Retries            atomic.Int64
 	MirrorsSent        atomic.Int64

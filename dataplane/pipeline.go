@@ -27,9 +27,10 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	scheme := clientScheme(r, h.trusted)
 	vh, answered := x.chooseListener(scheme)
-	if answered {
+	if answered || x.readEncodedSlashes(vh) {
 		return
 	}
+	x.rec.path, x.rec.query = x.path, x.query
 	t, answered := x.matchRule(vh)
 	if answered || x.failClosed() || x.checkAccess() || x.answerPreflight() || x.redirect(t.Redirect, scheme) {
 		return
@@ -72,14 +73,37 @@ func (x *exchange) refuseUnconfigured() bool {
 	return false
 }
 
-// refuseNonPathTarget takes the request's normalised path and its query,
-// and answers a target that has no path (the authority or asterisk form).
+// refuseNonPathTarget takes the request's normalised path and its query
+// (reqpath.go), and answers a target that has no path (the authority or
+// asterisk form) or a path no listener takes.
 func (x *exchange) refuseNonPathTarget() bool {
 	path, query, ok := splitTarget(x.r)
 	if !ok {
 		return x.answer(http.StatusBadRequest, "request target must be a path")
 	}
 	x.path, x.query = matcher.NormalizePath(path), query
+	if why := pathRefusal(x.path); why != "" {
+		x.h.p.stats.ClientBadPaths.Add(1)
+		return x.answer(http.StatusBadRequest, why)
+	}
+	return false
+}
+
+// readEncodedSlashes applies the listener's (else the proxy's) reading of
+// encoded slashes and backslashes to the path: it refuses the request,
+// reads them as '/', or keeps them (reqpath.go).
+func (x *exchange) readEncodedSlashes(vh *vhost) bool {
+	if !hasEncodedSlash(x.path) {
+		return false
+	}
+	switch vh.encodedSlashes(x.h.p.slashes) {
+	case slashesDecode:
+		x.path = decodeSlashes(x.path)
+	case slashesKeep:
+	default:
+		x.h.p.stats.ClientBadPaths.Add(1)
+		return x.answer(http.StatusBadRequest, "the request path holds an encoded slash or backslash (%2F, %5C or \\), which this listener refuses (encodedSlashes)")
+	}
 	return false
 }
 

@@ -66,6 +66,12 @@ type Options struct {
 	// for it: the listeners of one port must agree on the protocol, and
 	// HTTPS ones must carry certificates. It excludes ServeOptions.Gateways.
 	ListenerPorts bool
+	// EncodedSlashes is what an encoded slash or backslash in a request
+	// path means on listeners whose config says nothing
+	// (proxycfg.Listener.EncodedSlashes): proxycfg.SlashesReject (the
+	// default, also for ""), SlashesDecode or SlashesKeep. Another value
+	// is logged and read as SlashesReject; the command's flag refuses it.
+	EncodedSlashes string
 }
 
 // Proxy is the data plane: it serves HTTP with the last config that
@@ -76,6 +82,9 @@ type Proxy struct {
 	stats   Stats
 
 	returning atomic.Bool // returnMemory is scheduled
+	// slashes is how listeners that say nothing read encoded slashes
+	// (Options.EncodedSlashes).
+	slashes slashMode
 
 	// mu serialises Apply; requests never take it.
 	mu    sync.Mutex
@@ -151,6 +160,13 @@ func New(opts Options) *Proxy {
 		ruleStats:       map[[2]string]*observe.RuleStats{},
 	}
 	p.tracer = opts.Tracer
+	p.slashes, _ = parseSlashMode(opts.EncodedSlashes)
+	if p.slashes == slashesUnset {
+		if opts.EncodedSlashes != "" {
+			opts.Log.Error("encoded slashes: unknown setting, so they are refused", "setting", opts.EncodedSlashes)
+		}
+		p.slashes = slashesReject
+	}
 	return p
 }
 

@@ -132,6 +132,23 @@ type vhost struct {
 	// certRequired: a merged listener requires a valid client
 	// certificate, which only a handshake on a socket of its own checks.
 	certRequired bool
+	// slashes is the strictest EncodedSlashes its listeners set;
+	// slashesDefault says one sets none, so the proxy's default counts
+	// too (encodedSlashes).
+	slashes        slashMode
+	slashesDefault bool
+}
+
+// encodedSlashes is how the vhost reads encoded slashes, given the
+// proxy's default def; a request that found no vhost takes def.
+func (v *vhost) encodedSlashes(def slashMode) slashMode {
+	if v == nil {
+		return def
+	}
+	if v.slashesDefault {
+		return max(v.slashes, def)
+	}
+	return v.slashes
 }
 
 // filing is what views are built from: the config's listeners, the
@@ -233,7 +250,8 @@ func earlier(set *listenerSet, h string, v *vhost) *vhost {
 	if set == nil {
 		return nil
 	}
-	if old := set.vhosts[h]; old != nil && old.name == v.name && old.certRequired == v.certRequired {
+	if old := set.vhosts[h]; old != nil && old.name == v.name && old.certRequired == v.certRequired &&
+		old.slashes == v.slashes && old.slashesDefault == v.slashesDefault {
 		return old
 	}
 	return nil
@@ -291,6 +309,11 @@ func (f *filing) listenerSet(in func(*proxycfg.Listener) bool, k keep, prev *lis
 		rulesOf[h] = append(rulesOf[h], f.routesOf[l.Name]...)
 		if cv := l.ClientValidation; cv != nil && !cv.AllowInsecureFallback {
 			v.certRequired = true
+		}
+		if m, _ := parseSlashMode(l.EncodedSlashes); m == slashesUnset { // compile refused other values
+			v.slashesDefault = true
+		} else {
+			v.slashes = max(v.slashes, m)
 		}
 	}
 	var picks []matcher.Rule[*vhost]

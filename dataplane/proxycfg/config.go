@@ -108,7 +108,32 @@ type Listener struct {
 	// the tunnel, plain direct listeners), a listener that requires a
 	// valid certificate fails closed: 403.
 	ClientValidation *ClientValidation `json:"clientValidation,omitempty"`
+	// EncodedSlashes is what an encoded slash or backslash in a request
+	// path ("%2F", "%5C", or '\' as sent) means on this listener:
+	// SlashesReject, SlashesDecode or SlashesKeep; empty for the proxy's
+	// own default (its -encoded-slashes flag, SlashesReject unless set).
+	// Listeners merged by hostname take the strictest of theirs.
+	EncodedSlashes string `json:"encodedSlashes,omitempty"`
 }
+
+// What an encoded slash in a request path means (Listener.EncodedSlashes).
+// A backend that decodes "%2F" into '/' (Python's http.server, Go's
+// http.FileServer, many frameworks) would serve "/admin%2Fsecret" as
+// "/admin/secret", which a router that keeps the escape reads as one
+// path element "admin%2Fsecret", matched by "/" and not by "/admin".
+const (
+	// SlashesReject answers 400 to a path with one: the router and every
+	// backend agree on what the rest name.
+	SlashesReject = "Reject"
+	// SlashesDecode reads each as '/' before routing (then merges
+	// slashes and removes dot segments again), and forwards the result.
+	SlashesDecode = "Decode"
+	// SlashesKeep keeps them escaped, as data inside a path element, for
+	// applications whose paths carry them (a name with a '/' in it); a
+	// backend that decodes them may then serve what another rule, or
+	// Cloudflare Access on it, covers.
+	SlashesKeep = "Keep"
+)
 
 // ClientValidation is how an HTTPS listener checks client certificates.
 type ClientValidation struct {

@@ -102,7 +102,7 @@ func (l *Listener) Equal(o *Listener) bool {
 	}
 	return l.Name == o.Name && l.Hostname == o.Hostname && l.Port == o.Port && l.Protocol == o.Protocol &&
 		l.Address == o.Address && equalSlices(l.Certificates, o.Certificates, (*Certificate).Equal) &&
-		l.ClientValidation.Equal(o.ClientValidation)
+		l.ClientValidation.Equal(o.ClientValidation) && l.EncodedSlashes == o.EncodedSlashes
 }
 
 // Equal reports whether v and o are the same validation.
