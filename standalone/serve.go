@@ -41,6 +41,10 @@ type Options struct {
 	// the proxy (dataplane.Options).
 	AccessLog *observe.AccessLog
 	Tracer    *observe.Tracer
+	// EncodedSlashes is what an encoded slash in a request path means
+	// where the Gateway's GatewayConfig does not say
+	// (dataplane.Options.EncodedSlashes).
+	EncodedSlashes string
 	// ControllerName selects the GatewayClasses to serve.
 	ControllerName string
 	// Poll is how often the files are checked for changes (default 1 s).
@@ -121,7 +125,7 @@ func Serve(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	p := dataplane.New(dataplane.Options{Log: log, Pprof: o.Pprof, AccessLog: o.AccessLog, Tracer: o.Tracer})
+	p := dataplane.New(dataplane.Options{Log: log, Pprof: o.Pprof, AccessLog: o.AccessLog, Tracer: o.Tracer, EncodedSlashes: o.EncodedSlashes})
 	defer p.Close()
 
 	// enc is used by load alone, which runs once here and then only in

@@ -23,8 +23,8 @@ type GatewayConfig struct {
 }
 
 // GatewayConfigSpec is the desired data plane of a Gateway. Every field
-// but DataPlane is about a Dedicated plane; the CRD refuses them with
-// Shared.
+// but DataPlane and EncodedSlashes is about a Dedicated plane; the CRD
+// refuses them with Shared.
 type GatewayConfigSpec struct {
 	// DataPlane is Shared (default: the proxies the chart installs serve
 	// the Gateway through its class's tunnel) or Dedicated (the controller
@@ -59,6 +59,15 @@ type GatewayConfigSpec struct {
 	// ProxyArgs are extra proxy flags, each "-name=value", of
 	// AllowedProxyFlags only.
 	ProxyArgs []string `json:"proxyArgs,omitempty"`
+	// EncodedSlashes is what an encoded slash or backslash in a request
+	// path ("%2F", "%5C", or '\' as sent) means on the Gateway's
+	// listeners, on any data plane: Reject (400), Decode (read as '/'
+	// before routing) or Keep (data inside a path element, for
+	// applications whose paths carry them; a backend that decodes them
+	// may then serve what another rule, or Cloudflare Access on it,
+	// covers). Unset, the proxies' default applies (their
+	// -encoded-slashes flag: Reject unless changed).
+	EncodedSlashes string `json:"encodedSlashes,omitempty"`
 }
 
 // ServesInCluster says whether a Dedicated plane serves the Gateway's

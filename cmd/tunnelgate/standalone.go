@@ -41,6 +41,7 @@ func standaloneMain(ctx context.Context, args []string, stdout, stderr io.Writer
 		"(the visitor's address and scheme). Only when nothing but cloudflared can reach -listen (loopback or a unix socket): any other client could forge them")
 	admin := fs.String("admin", "", "admin listener (health, readiness, metrics, pprof); empty disables")
 	pprofMode := cli.AddPprofFlag(fs)
+	slashes := cli.AddEncodedSlashesFlag(fs)
 	check := fs.Bool("check", false, "print every object's conditions and exit: 1 if a route is not Accepted with ResolvedRefs")
 	controller := fs.String("controller-name", translate.DefaultControllerName, "GatewayClass controllerName to serve")
 	logf := cli.AddLogFlags(fs)
@@ -70,7 +71,7 @@ func standaloneMain(ctx context.Context, args []string, stdout, stderr io.Writer
 			"make sure nothing but cloudflared can reach it", "listen", *listen)
 	}
 	err = standalone.Serve(ctx, standalone.Options{
-		Paths: paths, Listen: *listen, BehindCloudflared: *behind, Admin: *admin, Pprof: *pprofMode, ControllerName: *controller,
+		Paths: paths, Listen: *listen, BehindCloudflared: *behind, Admin: *admin, Pprof: *pprofMode, EncodedSlashes: *slashes, ControllerName: *controller,
 		Log: log, AccessLog: obs.AccessLog, Tracer: obs.Tracer,
 		Ready: func(b dataplane.Bound) {
 			if *behind {

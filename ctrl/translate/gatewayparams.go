@@ -7,6 +7,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
 // GatewayConfigRef is the GatewayConfig a Gateway takes: the one in its
@@ -55,6 +56,12 @@ func (t *translator) gatewayParameters(g *gwv1.Gateway, class *classInfo) (cfg *
 	case !own && cfg.Spec.Tunnel != nil:
 		return nil, false, what + " names a tunnel, which serves one Gateway: a class's default must not; " +
 			"give this Gateway a GatewayConfig of its own (spec.infrastructure.parametersRef)"
+	}
+	switch s := cfg.Spec.EncodedSlashes; s {
+	case "", proxycfg.SlashesReject, proxycfg.SlashesDecode, proxycfg.SlashesKeep:
+	default:
+		return nil, false, fmt.Sprintf("%s: encodedSlashes %q: want %s, %s or %s", what, s,
+			proxycfg.SlashesReject, proxycfg.SlashesDecode, proxycfg.SlashesKeep)
 	}
 	switch cfg.Spec.DataPlane {
 	case "", v1alpha1.DataPlaneShared:

@@ -567,6 +567,9 @@ func (t *translator) assembleConfig() {
 		if li.serves() && li.gw.accepted {
 			l := proxycfg.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port), Protocol: string(li.protocol),
 				ClientValidation: li.clientValidation}
+			if p := li.gw.params; p != nil {
+				l.EncodedSlashes = p.Spec.EncodedSlashes
+			}
 			if li.gw.address.IsValid() {
 				l.Address = li.gw.address.String()
 			}

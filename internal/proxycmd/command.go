@@ -72,7 +72,7 @@ func newRun(f *flags, obs *cli.RequestObservability) *run {
 	// The proxy is the process: it may give its memory back after a
 	// whole load (dataplane.Options.ReturnMemory).
 	r.p = dataplane.New(dataplane.Options{Log: obs.Log, AccessLog: obs.AccessLog, Tracer: obs.Tracer, Pprof: *f.pprof, Pool: f.pool,
-		ListenerPorts: f.listenerPorts, ReturnMemory: true,
+		ListenerPorts: f.listenerPorts, ReturnMemory: true, EncodedSlashes: *f.slashes,
 		Metrics: func(m metric.Meter) error {
 			if r.watch == nil {
 				return nil

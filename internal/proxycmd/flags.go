@@ -27,7 +27,8 @@ type flags struct {
 	log       *cli.LogFlags
 	accessLog *cli.AccessLogFlags
 
-	listenerPorts bool // -listen-listener-ports: dataplane.Options.ListenerPorts
+	listenerPorts bool    // -listen-listener-ports: dataplane.Options.ListenerPorts
+	slashes       *string // -encoded-slashes: dataplane.Options.EncodedSlashes
 }
 
 // parseFlags parses and checks the flags of the command called name. done
@@ -67,6 +68,7 @@ func parseFlags(name string, args []string, stderr io.Writer) (f *flags, code in
 	fs.DurationVar(&f.listen.WriteTimeout, "client-write-timeout", 60*time.Second, "a client that reads nothing of its response for this long is disconnected, and its backend connection released")
 	fs.DurationVar(&f.pool.IdleTimeout, "upstream-idle-timeout", pool.IdleTimeout, "close upstream connections idle this long")
 	fs.DurationVar(&f.pool.DialTimeout, "upstream-dial-timeout", pool.DialTimeout, "bound on connecting to a backend, TLS included")
+	f.slashes = cli.AddEncodedSlashesFlag(fs)
 	f.log = cli.AddLogFlags(fs)
 	f.accessLog = cli.AddAccessLogFlags(fs)
 	if code, done := cli.Parse(fs, args); done {
