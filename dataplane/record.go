@@ -31,6 +31,9 @@ type reqRecord struct {
 	// hijacked connection.
 	status  int
 	retries int
+	// path and query are what the router matched (reqpath.go), once the
+	// request got that far; "" before.
+	path, query string
 
 	// sc is the request's span context once tracing has started it; span
 	// and attempt are the server span and the current backend attempt's,
@@ -81,11 +84,24 @@ func (x *exchange) endAttempt(start time.Time, status int, err error) {
 
 // accessLogLine is the access log's line for the request rec records. The
 // caller builds it only for a request the log samples: the client's
-// address and the path may cost work.
+// address and the path may cost work. The path is the one the router
+// matched, and the client's spelling beside it when that differs; a
+// request refused before routing shows the client's.
 func accessLogLine(rec *reqRecord, r *http.Request, trusted bool, status int, size int64, end time.Time) observe.Line {
+	path := logPath(r)
+	var clientPath string
+	if rec.path != "" {
+		routed := rec.path
+		if rec.query != "" {
+			routed += "?" + rec.query
+		}
+		if routed != path {
+			path, clientPath = routed, path
+		}
+	}
 	ln := observe.Line{
 		Start: rec.start, End: end,
-		ClientIP: clientIP(r, trusted), Host: r.Host, Method: r.Method, Path: logPath(r), Proto: r.Proto,
+		ClientIP: clientIP(r, trusted), Host: r.Host, Method: r.Method, Path: path, ClientPath: clientPath, Proto: r.Proto,
 		Status: status, Bytes: size,
 		Endpoint: rec.endpoint, Retries: rec.retries,
 		TraceID: rec.sc.TraceID(),

@@ -46,7 +46,9 @@ func (h *handler) startSpan(r *http.Request, rec *reqRecord) {
 	s.Start = rec.start
 	s.Method = r.Method
 	s.Scheme = clientScheme(r, h.trusted)
-	s.Path, _, _ = splitTarget(r)
+	if s.Path = rec.path; s.Path == "" { // refused before routing
+		s.Path, _, _ = splitTarget(r)
+	}
 	s.Host = r.Host
 	s.Client = clientIP(r, h.trusted)
 	if ru := rec.rule; ru != nil {

@@ -96,14 +96,12 @@ func (l *AccessLog) Sampled() bool {
 // Write formats ln and queues it, or drops and counts it when the queue
 // is full. ln is not kept: the caller's Line may live on its stack.
 func (l *AccessLog) Write(ln *Line) {
-	path := ln.Path
+	path, clientPath := ln.Path, ln.ClientPath
 	if l.opts.OmitQuery {
-		if i := strings.IndexByte(path, '?'); i >= 0 {
-			path = path[:i]
-		}
+		path, clientPath = withoutQuery(path), withoutQuery(clientPath)
 	}
 	b := bytebufferpool.Get()
-	b.B = ln.appendJSON(b.B[:0], path)
+	b.B = ln.appendJSON(b.B[:0], path, clientPath)
 	if !l.queue.offer(b) {
 		bytebufferpool.Put(b)
 		l.dropped.Add(1)
@@ -117,7 +115,10 @@ type Line struct {
 	ClientIP   string
 	Host       string
 	Method     string
-	Path       string // the target, query included (OmitQuery drops it)
+	Path       string // the target routed, query included (OmitQuery drops it)
+	// ClientPath is the target as the client spelt it, when the proxy
+	// routed it as another (Path): "//admin" as "/admin". Logged when set.
+	ClientPath string
 	Proto      string
 	Status     int
 	Bytes      int64 // the body bytes sent
@@ -135,10 +136,18 @@ type Line struct {
 // AppendJSON appends ln as the access log writes it: one JSON object and
 // a newline. Keys are fixed; those without a value for this request (no
 // route matched, no backend reached, not traced) are left out.
-func (ln *Line) AppendJSON(b []byte) []byte { return ln.appendJSON(b, ln.Path) }
+func (ln *Line) AppendJSON(b []byte) []byte { return ln.appendJSON(b, ln.Path, ln.ClientPath) }
 
-// appendJSON is AppendJSON with path in place of ln.Path.
-func (ln *Line) appendJSON(b []byte, path string) []byte {
+// withoutQuery is target without its query.
+func withoutQuery(target string) string {
+	if i := strings.IndexByte(target, '?'); i >= 0 {
+		return target[:i]
+	}
+	return target
+}
+
+// appendJSON is AppendJSON with path and clientPath in place of ln's.
+func (ln *Line) appendJSON(b []byte, path, clientPath string) []byte {
 	b = append(b, `{"time":"`...)
 	b = ln.Start.UTC().AppendFormat(b, time.RFC3339Nano)
 	b = append(b, `","client_ip":`...)
@@ -149,6 +158,10 @@ func (ln *Line) appendJSON(b []byte, path string) []byte {
 	b = appendJSONString(b, ln.Method)
 	b = append(b, `,"path":`...)
 	b = appendJSONString(b, path)
+	if clientPath != "" && clientPath != path {
+		b = append(b, `,"client_path":`...)
+		b = appendJSONString(b, clientPath)
+	}
 	b = append(b, `,"proto":`...)
 	b = appendJSONString(b, ln.Proto)
 	b = append(b, `,"status":`...)

@@ -65,10 +65,13 @@ func TestLineJSON(t *testing.T) {
 		Start: lineStart, End: lineEnd, ClientIP: "203.0.113.1", Host: "h.example", Method: "GET",
 		Path: "/a?b=c", Proto: "HTTP/1.1", Status: 200,
 	}
+	respelt := bare
+	respelt.Path, respelt.ClientPath = "/admin/x?b=c", "//admin/./x?b=c"
 	for _, tc := range []struct {
 		line Line
 		want string
 	}{
+		{respelt, `{"time":"2026-01-02T02:04:05.123456789Z","client_ip":"203.0.113.1","host":"h.example","method":"GET","path":"/admin/x?b=c","client_path":"//admin/./x?b=c","proto":"HTTP/1.1","status":200,"bytes":0,"duration_ms":1.234}` + "\n"},
 		{full, `{"time":"2026-01-02T02:04:05.123456789Z","client_ip":"192.0.2.7","host":"h\ufffd.example","method":"G\"T","path":"/\"q\"\\\ufffd\u0001\t","proto":"HTTP/1.1","status":300,"bytes":1000,"duration_ms":1.235,"route":"default/sh\"op","rule":"3","backend":"app","endpoint":"10.0.0.1:80","retries":2,"trace_id":"010203abcd00000000000000000000ff"}` + "\n"},
 		{bare, `{"time":"2026-01-02T02:04:05.123456789Z","client_ip":"203.0.113.1","host":"h.example","method":"GET","path":"/a?b=c","proto":"HTTP/1.1","status":200,"bytes":0,"duration_ms":1.234}` + "\n"},
 	} {
@@ -83,7 +86,7 @@ func TestLineJSON(t *testing.T) {
 func TestAccessLogWrite(t *testing.T) {
 	var out testproc.SyncBuffer
 	l := NewAccessLog(&out, AccessLogOptions{OmitQuery: true})
-	ln := Line{Start: lineStart, End: lineEnd, Path: "/p?token=secret", Status: 200}
+	ln := Line{Start: lineStart, End: lineEnd, Path: "/p?token=secret", ClientPath: "//p?token=secret", Status: 200}
 	if !l.Sampled() {
 		t.Fatal("a log sampling everything left a request out")
 	}
@@ -92,8 +95,8 @@ func TestAccessLogWrite(t *testing.T) {
 	if ln.Path != "/p?token=secret" {
 		t.Errorf("Write changed the caller's path to %q", ln.Path)
 	}
-	if got := out.String(); !strings.Contains(got, `"path":"/p",`) || strings.Count(got, "\n") != 1 {
-		t.Errorf("logged %q, want one line with path /p", got)
+	if got := out.String(); !strings.Contains(got, `"path":"/p","client_path":"//p",`) || strings.Count(got, "\n") != 1 {
+		t.Errorf("logged %q, want one line with path /p and client_path //p", got)
 	}
 	if l.Written() != 1 || l.Dropped() != 0 {
 		t.Errorf("written %d dropped %d, want 1 and 0", l.Written(), l.Dropped())
