@@ -11,7 +11,7 @@ FUZZTIME  ?= 30s
 # The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
 RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
 
-.PHONY: help build run image release test testenv prism chart-tools chart-check conformance conformance-check bench bench-check bench-load bench-planes fuzz lint
+.PHONY: help build run image release test testenv prism backends chart-tools chart-check conformance conformance-check bench bench-check bench-load bench-planes fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
@@ -42,7 +42,7 @@ run: build ## standalone mode on examples/quickstart/ with demo backends (LISTEN
 # f.Add), so fuzz regressions are caught here without fuzzing. Allocation
 # budgets (TestAllocs*, built with !race) need a second pass without -race,
 # because the race detector makes sync.Pool drop items on purpose.
-test: lint testenv prism chart-check conformance-check ## lint, check the chart and conformance, then run all tests with the race detector, then allocation budgets
+test: lint testenv prism backends chart-check conformance-check ## lint, check the chart and conformance, then run all tests with the race detector, then allocation budgets
 	@[ -n "$(RACE)" ] || echo "note: cgo is off (no C compiler?), so tests run without -race"
 	go test $(RACE) -count=1 $$(go list ./... | grep -v '/test/chart$$')
 	$(if $(RACE),go test -count=1 -run '^TestAllocs' ./...)
@@ -57,6 +57,13 @@ testenv: ## build the kube-apiserver/etcd test binaries into the cache
 # spec with Prism (npm): installed once per machine, then instant.
 prism: ## install Prism and extract Cloudflare's OpenAPI spec into the cache
 	bash test/prism/install.sh
+
+# test/realbackend runs the static file servers users put behind a proxy:
+# Debian's lighttpd and nginx packages, fetched with apt-get download and
+# unpacked (not installed) into the cache: seconds once per machine, then
+# instant.
+backends: ## fetch and unpack Debian's lighttpd and nginx into the cache
+	bash test/tools/backends/install.sh
 
 # helm, built from the Go module proxy (test/tools/chart pins it), and the
 # ServiceMonitor CRD the chart is validated against: once per machine.
