@@ -113,6 +113,7 @@ type env struct {
 // setup tunes an env before it starts.
 type setup struct {
 	rule      func(*proxycfg.Rule)
+	rules     []proxycfg.Rule
 	cluster   func(*proxycfg.Cluster)
 	options   func(*dataplane.Options)
 	listeners func(*dataplane.ServeOptions)
@@ -124,6 +125,10 @@ type option func(*setup)
 
 // withRule changes the route's only rule (retries, timeouts, filters).
 func withRule(f func(*proxycfg.Rule)) option { return func(s *setup) { s.rule = f } }
+
+// withRules gives the route these rules instead of its one, each sending
+// to the backend unless it names backends of its own.
+func withRules(rules ...proxycfg.Rule) option { return func(s *setup) { s.rules = rules } }
 
 // withCluster changes the backend cluster (protocol, pool settings are
 // proxy options).
@@ -175,6 +180,15 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 	if s.rule != nil {
 		s.rule(&rule)
 	}
+	rules := []proxycfg.Rule{rule}
+	if s.rules != nil {
+		rules = slices.Clone(s.rules)
+		for i := range rules {
+			if len(rules[i].Backends) == 0 {
+				rules[i].Backends = rule.Backends
+			}
+		}
+	}
 	cl := proxycfg.Cluster{Name: "backend", Protocol: proxycfg.ProtoHTTP1, Endpoints: []proxycfg.Endpoint{{Address: backend}}}
 	if s.cluster != nil {
 		s.cluster(&cl)
@@ -192,7 +206,7 @@ func newEnv(t *testing.T, backend string, opts ...option) *env {
 			Kind:      proxycfg.KindHTTP,
 			Namespace: "default", Name: "r", Created: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 			Listeners: []string{"default/gw/http", "default/gw/addr-http", "default/gw/addr-https"},
-			Rules:     []proxycfg.Rule{rule},
+			Rules:     rules,
 		}},
 		Clusters:    []proxycfg.Cluster{cl},
 		AccessTeams: s.teams,
