@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"net/http"
+	"slices"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
@@ -14,19 +15,29 @@ import (
 // from the config. A request without one is answered 403 (a gRPC client
 // gets PERMISSION_DENIED) and counted by reason; the client learns no
 // more than that a valid token is needed. One that passes goes on with
-// the token's identity in the rule's identity headers, after every copy
-// of them the client sent is removed (in any case, and with '_' for '-',
-// as some servers read them). A token naming a key the team's set lacks,
-// as after Cloudflare rotated it, has the proxy ask the controller for the
-// team's keys again (UnknownAccessKeys).
+// the token's identity in the rule's identity headers. A token naming a
+// key the team's set lacks, as after Cloudflare rotated it, has the proxy
+// ask the controller for the team's keys again (UnknownAccessKeys).
 //
 // The token is the Cf-Access-Jwt-Assertion header, which Access adds to
 // every request it approves; without it, the CF_Authorization cookie a
-// browser carries (the first not empty, if there are several). A request with two
-// such header fields is refused as malformed.
+// browser carries (the first not empty, if there are several). A request
+// with two such header fields is refused as malformed.
+//
+// Identity reaches a backend only from the proxy, on every rule,
+// protected or not, and every listener (identityNames): a client's
+// Cf-Access-Authenticated-User-Email, Cf-Access-Jwt-Assertion, and every
+// header a protected rule of the config writes, are dropped in any case
+// and with '_' for '-' (as CGI, WSGI and PHP read them), and so are its
+// CF_Authorization cookies, in any case. On a protected rule the proxy
+// then writes what it verified: the identity headers, the token in
+// Cf-Access-Jwt-Assertion, and, when the client sent CF_Authorization
+// cookies, exactly one, with the token. So a backend that reads the last
+// of two cookies (Python's http.cookies), or a twin header, reads the
+// token the proxy checked or none.
 
 const (
-	accessHeader = "Cf-Access-Jwt-Assertion"
+	accessHeader = compiled.TokenHeader
 	accessCookie = "CF_Authorization"
 )
 
@@ -41,7 +52,8 @@ func (x *exchange) checkAccess() bool {
 	}
 	var id *cfaccess.Identity
 	reason := cfaccess.ReasonMalformed
-	if token, ok := accessToken(x.r.Header); ok {
+	token, ok := accessToken(x.r.Header)
+	if ok {
 		id, reason = x.h.p.access.Verify(token, x.cc.accessKeys[a.Team], a.Policy, x.start)
 	}
 	x.h.p.stats.Access[reason].Add(1)
@@ -51,7 +63,7 @@ func (x *exchange) checkAccess() bool {
 	if reason != cfaccess.ReasonNone {
 		return x.answer(http.StatusForbidden, accessRefusal)
 	}
-	x.identity = id
+	x.identity, x.token = id, token
 	return false
 }
 
@@ -61,9 +73,7 @@ func (x *exchange) checkAccess() bool {
 func (p *Proxy) UnknownAccessKeys() *cfaccess.UnknownKeys { return p.unknownKeys }
 
 // accessToken is the request's Access token: the header, else the cookie;
-// "" when it has neither. Two header fields are no token (ok false): a
-// backend reading the other could be told another identity than the one
-// checked here.
+// "" when it has neither. Two header fields are no token (ok false).
 func accessToken(h http.Header) (token string, ok bool) {
 	if v := h[accessHeader]; len(v) > 1 {
 		return "", false
@@ -73,15 +83,83 @@ func accessToken(h http.Header) (token string, ok bool) {
 	return httpsyntax.CookieValue(h["Cookie"], accessCookie), true
 }
 
-// identityHeader says whether field k is one of the rule's identity
-// headers, which only the proxy may set.
-func identityHeader(k string, names *compiled.AccessHeaders) bool {
-	for _, n := range names.List() {
-		if n != "" && sameFieldName(k, n) {
+// Headers of Cloudflare's that carry an identity: the edge sets them on a
+// request Access approved. Only the proxy may set them here.
+const (
+	edgeEmailHeader = "Cf-Access-Authenticated-User-Email"
+)
+
+// identityNames are the header names only the proxy may write: Cloudflare
+// Access's own and each identity header a protected rule of the config
+// names. A request's header is one of them when its name is, ASCII case
+// ignored and '_' read as '-' (has).
+type identityNames struct {
+	// lengths has bit n set for a name of n bytes (n < 128): most
+	// header names are ruled out by their length alone.
+	lengths [2]uint64
+	names   []string
+}
+
+// identityNamesOf gathers the identity header names of rules.
+func identityNamesOf(rules []servedRule) *identityNames {
+	s := &identityNames{}
+	s.add(accessHeader)
+	s.add(edgeEmailHeader)
+	for i := range rules {
+		if a := rules[i].Access; a != nil {
+			for _, n := range a.Headers.List() {
+				s.add(n)
+			}
+		}
+	}
+	return s
+}
+
+func (s *identityNames) add(name string) {
+	if name == "" || slices.ContainsFunc(s.names, func(n string) bool { return sameFieldName(name, n) }) {
+		return
+	}
+	s.names = append(s.names, name)
+	if n := len(name); n < 128 {
+		s.lengths[n/64] |= 1 << (n % 64)
+	}
+}
+
+// has reports whether header k is one of the names; a nil set has
+// Cloudflare's alone.
+func (s *identityNames) has(k string) bool {
+	if s == nil {
+		return sameFieldName(k, accessHeader) || sameFieldName(k, edgeEmailHeader)
+	}
+	if n := len(k); n < 128 && s.lengths[n/64]&(1<<(n%64)) == 0 {
+		return false
+	}
+	for _, n := range s.names {
+		if sameFieldName(k, n) {
 			return true
 		}
 	}
 	return false
+}
+
+// accessCookies is the Cookie value sent to the backend when the
+// client's carry a CF_Authorization cookie (in any case): the client's
+// cookies without it, and, on a protected rule (token, verified), one
+// CF_Authorization with the token. set is false when the client sent
+// none: its Cookie fields go as they came. It allocates only when there
+// is one to drop.
+func accessCookies(cookies []string, token string) (value string, set bool) {
+	if len(cookies) == 0 || !httpsyntax.HasCookie(cookies, accessCookie) {
+		return "", false
+	}
+	value = httpsyntax.WithoutCookie(cookies, accessCookie)
+	if token != "" {
+		if value != "" {
+			value += "; "
+		}
+		value += accessCookie + "=" + token
+	}
+	return value, true
 }
 
 // identityFields are the identity headers and their values, for the

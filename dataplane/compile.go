@@ -36,6 +36,9 @@ type compiledConfig struct {
 	// accessProblems say why a team's keys did not parse, or what of
 	// them was left out.
 	accessProblems []string
+	// identityNames are the headers only the proxy writes, whatever rule
+	// a request matched (access.go).
+	identityNames *identityNames
 	// rules are every compiled rule with what the proxy keeps beside it,
 	// indexed by rule ID.
 	rules []servedRule
@@ -82,6 +85,7 @@ func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want 
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
 	}
+	c.cc.identityNames = identityNamesOf(c.cc.rules)
 	var err error
 	if c.cc.views, err = c.cc.filed.build(want); err != nil {
 		return nil, err

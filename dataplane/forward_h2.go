@@ -152,6 +152,9 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 			h[k] = vs
 		}
 	}
+	if o.cookieSet && o.cookie != "" && o.keepsCookie() {
+		h["Cookie"] = []string{o.cookie}
+	}
 	if httpsyntax.HasToken(r.Header["Te"], "trailers") {
 		h["Te"] = []string{"trailers"}
 	}
@@ -170,6 +173,7 @@ func (x *exchange) h2Header(r *http.Request) http.Header {
 				h[f[0]] = []string{f[1]}
 			}
 		}
+		h[accessHeader] = []string{o.token}
 	}
 	if o.traceparent != "" {
 		h["Traceparent"] = []string{o.traceparent}

@@ -119,8 +119,9 @@ type exchange struct {
 	h2body  *clientBody
 	hasBody bool
 	// identity is who a protected rule's Access token says the client
-	// is; nil on other rules.
+	// is, and token that token, verified; nil and "" on other rules.
 	identity     *cfaccess.Identity
+	token        string
 	newSession   bool      // the response starts a session
 	sessionStart time.Time // when the pinned session began
 	start        time.Time // when the request arrived

@@ -32,11 +32,20 @@ type outRequest struct {
 	contentLength int64
 	// upgrade is the protocol of a WebSocket handshake, else "".
 	upgrade string
-	// access names a protected rule's identity headers, which only
-	// identity (the token's, once verified) sets: a client's copies are
-	// never forwarded. nil on other rules.
-	access   *compiled.AccessHeaders
-	identity *cfaccess.Identity
+	// identityNames are the headers only the proxy writes (access.go): a
+	// client's are never forwarded. On a protected rule, access names its
+	// identity headers, which the proxy writes with identity, and token is
+	// the verified token, written as Cf-Access-Jwt-Assertion; nil and ""
+	// on other rules.
+	identityNames *identityNames
+	access        *compiled.AccessHeaders
+	identity      *cfaccess.Identity
+	token         string
+	// cookie replaces the client's Cookie fields when cookieSet: they held
+	// a CF_Authorization cookie, which only a protected rule's verified
+	// token may be (accessCookies). Empty with cookieSet sends none.
+	cookie    string
+	cookieSet bool
 	// traceparent and tracestate, when tracing, carry the attempt's span
 	// context (W3C Trace Context) in place of the client's.
 	traceparent, tracestate string
@@ -62,6 +71,9 @@ func writeHead(bw *bufio.Writer, o *outRequest) error {
 			http1.WriteField(bw, k, v)
 		}
 	}
+	if o.cookieSet && o.cookie != "" && o.keepsCookie() {
+		http1.WriteField(bw, "Cookie", o.cookie)
+	}
 	if o.peer != "" && !o.plan.Replaces("X-Forwarded-For") {
 		bw.WriteString("X-Forwarded-For: ")
 		for _, v := range o.xffPrior {
@@ -80,6 +92,7 @@ func writeHead(bw *bufio.Writer, o *outRequest) error {
 				http1.WriteField(bw, f[0], f[1])
 			}
 		}
+		http1.WriteField(bw, accessHeader, o.token)
 	}
 	{
 		ops := o.plan.Ops()
@@ -113,8 +126,11 @@ func (o *outRequest) forwards(k string, conn []string) bool {
 	if skipOutgoing(k) || ownAlias(k) || (o.untrusted && forgeable(k)) {
 		return false
 	}
-	if o.access != nil && identityHeader(k, o.access) {
-		return false // only the verified token's identity
+	if o.identityNames.has(k) {
+		return false // only the proxy's, from a verified token
+	}
+	if o.cookieSet && k == "Cookie" {
+		return false // replaced by o.cookie
 	}
 	if o.traceparent != "" && (k == "Traceparent" || k == "Tracestate") {
 		return false // replaced by the attempt's own
@@ -123,6 +139,13 @@ func (o *outRequest) forwards(k string, conn []string) bool {
 		return false
 	}
 	touched, keep := o.plan.Touches(k)
+	return !touched || keep
+}
+
+// keepsCookie reports whether the header plan leaves the client's Cookie
+// to be forwarded, which o.cookie then stands for.
+func (o *outRequest) keepsCookie() bool {
+	touched, keep := o.plan.Touches("Cookie")
 	return !touched || keep
 }
 

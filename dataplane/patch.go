@@ -151,6 +151,7 @@ func (p *Proxy) compileEdited(cur *compiledConfig, served, cfg *proxycfg.Config,
 		return nil, err
 	}
 	next.views, next.filed = views, &filed
+	next.identityNames = identityNamesOf(next.rules)
 	return &next, nil
 }
 

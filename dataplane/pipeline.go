@@ -265,9 +265,11 @@ func (x *exchange) prepareOutRequest(host, scheme string) {
 	if h.trusted {
 		x.out.xffPrior = r.Header["X-Forwarded-For"]
 	}
+	x.out.identityNames = x.cc.identityNames
 	if a := x.rule.Access; a != nil {
-		x.out.access, x.out.identity = &a.Headers, x.identity
+		x.out.access, x.out.identity, x.out.token = &a.Headers, x.identity, x.token
 	}
+	x.out.cookie, x.out.cookieSet = accessCookies(r.Header["Cookie"], x.token)
 }
 
 // receiveBody takes what of the request body must arrive before a

@@ -22,6 +22,10 @@ type AccessCheck struct {
 	Headers AccessHeaders
 }
 
+// TokenHeader is where Cloudflare Access puts the token of a request it
+// approved, and where the proxy passes on the token it verified.
+const TokenHeader = "Cf-Access-Jwt-Assertion"
+
 // AccessHeaders name the identity headers.
 type AccessHeaders struct {
 	Email, Subject, Groups, ServiceToken string
@@ -67,6 +71,8 @@ func compileAccess(a *proxycfg.Access) (*AccessCheck, error) {
 			errs = append(errs, fmt.Errorf("%s %q is not a header name", field, name))
 		case httpsyntax.HopByHop(canon) || canon == "Host" || canon == "Content-Length" || canon == "Cookie":
 			errs = append(errs, fmt.Errorf("%s %q is a header the proxy does not let a filter set", field, name))
+		case canon == TokenHeader:
+			errs = append(errs, fmt.Errorf("%s %q is where the proxy sends the verified token itself", field, name))
 		case seen[canon] != "":
 			errs = append(errs, fmt.Errorf("%s %q is also %s", field, name, seen[canon]))
 		}

@@ -10,11 +10,7 @@ func CookieValue(lines []string, name string) string {
 	for _, line := range lines {
 		for line != "" {
 			var part string
-			if i := strings.IndexByte(line, ';'); i >= 0 {
-				part, line = line[:i], line[i+1:]
-			} else {
-				part, line = line, ""
-			}
+			part, line = nextPair(line)
 			eq := strings.IndexByte(part, '=')
 			if eq < 0 || TrimOWS(part[:eq]) != name {
 				continue
@@ -40,4 +36,54 @@ func TrimOWS(s string) string {
 		s = s[:len(s)-1]
 	}
 	return s
+}
+
+// HasCookie reports whether a cookie named name, ASCII case ignored, is
+// among the Cookie field lines.
+func HasCookie(lines []string, name string) bool {
+	for _, line := range lines {
+		for line != "" {
+			var part string
+			part, line = nextPair(line)
+			if n, _, ok := strings.Cut(part, "="); ok && strings.EqualFold(TrimOWS(n), name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// WithoutCookie returns the cookies of the Cookie field lines, as one
+// field value (RFC 6265 §5.4: pairs joined with "; "), without those named
+// name, ASCII case ignored. Pairs are kept as they came, empty ones
+// dropped.
+func WithoutCookie(lines []string, name string) string {
+	var b strings.Builder
+	for _, line := range lines {
+		for line != "" {
+			var part string
+			part, line = nextPair(line)
+			part = TrimOWS(part)
+			if part == "" {
+				continue
+			}
+			if n, _, ok := strings.Cut(part, "="); ok && strings.EqualFold(TrimOWS(n), name) {
+				continue
+			}
+			if b.Len() > 0 {
+				b.WriteString("; ")
+			}
+			b.WriteString(part)
+		}
+	}
+	return b.String()
+}
+
+// nextPair splits a Cookie field value at its first ';': the pair before
+// it, and the rest.
+func nextPair(line string) (pair, rest string) {
+	if i := strings.IndexByte(line, ';'); i >= 0 {
+		return line[:i], line[i+1:]
+	}
+	return line, ""
 }

@@ -40,8 +40,9 @@ var forgeries = []string{
 var neverForwarded = []string{"x-forwarded-host", "x-forwarded-port", "x-real-ip", "true-client-ip", "forwarded", "cdn-loop"}
 
 // fromCloudflared are headers cloudflared sets, which a trusted listener
-// passes on as they came.
-var fromCloudflared = []hf{{"Cf-Connecting-Ip", "203.0.113.7"}, {"Cf-Access-Jwt-Assertion", "eyJhbGciOiJSUzI1NiJ9.e30.c2ln"}}
+// passes on as they came. (Access's identity headers are not among them:
+// only the proxy passes an identity on, identity_test.go.)
+var fromCloudflared = []hf{{"Cf-Connecting-Ip", "203.0.113.7"}, {"Cf-Ipcountry", "PT"}, {"Cf-Ray", "8f1e2d3c4b5a6978-LIS"}}
 
 func TestForgedForwardingHeaders(t *testing.T) {
 	be := newBackend(t)

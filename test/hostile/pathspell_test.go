@@ -134,7 +134,8 @@ func TestProtectedPathCannotBeSpeltAround(t *testing.T) {
 }
 
 // getAs sends GET target, written as it is, on a connection of its own to
-// p (a request line, or an HTTP/2 :path), with fields, and returns the
+// p (a request line, or an HTTP/2 :path), with fields (their names in
+// lower case on HTTP/2), and returns the
 // status and body; status 0 is no response (a reset, or the connection
 // closed), which the caller counts as a refusal.
 func getAs(t *testing.T, p path, target string, fields ...hf) (int, string) {
@@ -142,7 +143,11 @@ func getAs(t *testing.T, p path, target string, fields ...hf) (int, string) {
 	c := p.dial(t)
 	defer c.Close()
 	if p.proto != "h1" {
-		s := h2dial(t, c).open(p.request("GET", target, p.addr, fields...), true).result(t)
+		lower := make([]hf, len(fields)) // HTTP/2 field names are lower case (RFC 9113 §8.2.1)
+		for i, f := range fields {
+			lower[i] = hf{strings.ToLower(f.name), f.value}
+		}
+		s := h2dial(t, c).open(p.request("GET", target, p.addr, lower...), true).result(t)
 		return s.status, string(s.body)
 	}
 	head := "GET " + target + " HTTP/1.1\r\nHost: " + p.addr + "\r\nConnection: close\r\n"
