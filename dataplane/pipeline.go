@@ -99,6 +99,10 @@ func (x *exchange) readEncodedSlashes(vh *vhost) bool {
 	switch vh.encodedSlashes(x.h.p.slashes) {
 	case slashesDecode:
 		x.path = decodeSlashes(x.path)
+		if why := pathRefusal(x.path); why != "" { // "/%2F.;" is "/.;" now
+			x.h.p.stats.ClientBadPaths.Add(1)
+			return x.answer(http.StatusBadRequest, why)
+		}
 	case slashesKeep:
 	default:
 		x.h.p.stats.ClientBadPaths.Add(1)

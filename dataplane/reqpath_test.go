@@ -274,3 +274,17 @@ func TestAccessLogShowsRoutedPath(t *testing.T) {
 	lines[2].want(t, "path", "/a%2Fb")
 	lines[2].want(t, "status", 400)
 }
+
+// A path whose encoded slashes, read as '/', make a spelling refused on
+// every listener is refused too (found by FuzzRequestPath).
+func TestDecodedPathIsCheckedAgain(t *testing.T) {
+	be := startBackend(t, echo("b"))
+	c := config([]proxycfg.Route{route("r", to("b"))}, cluster("b", be))
+	c.Listeners[0].EncodedSlashes = proxycfg.SlashesDecode
+	e := newTestEnv(t, c)
+	for _, target := range []string{"/%2F.;", "/public%2F..;%2Fadmin", "/a%5C..;x/b"} {
+		if s, body := rawGET(t, e.bound.Origin, target); s != 400 {
+			t.Errorf("%q: %d (%s), want 400", target, s, echoed(body, "target"))
+		}
+	}
+}
