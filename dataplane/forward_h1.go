@@ -205,12 +205,16 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		if bodyDone != nil {
 			// A body writer that failed to read the client's body closed
 			// the connection under the exchange: the client is to blame,
-			// not what the backend then did.
+			// not what the backend then did. The same goes for a body
+			// written inline (at most 64 KiB), whose failure is err.
 			// (net/http's server also cancels the request's context
 			// when a body read fails, so this comes first.)
 			var cb *http1.ClientBodyError
 			if berr := <-bodyDone; errors.As(berr, &cb) {
 				return nil, nil, nil, berr
+			}
+			if errors.As(err, &cb) {
+				return nil, nil, nil, err
 			}
 		}
 		if ctx.Err() != nil {
