@@ -20,11 +20,14 @@ type Stats struct {
 	NoRoute        atomic.Int64
 	UpstreamErrors atomic.Int64 // dial failures, resets, malformed answers
 	// What clients did wrong, answered without blaming a backend: a body
-	// that stopped arriving (408), a malformed or short body (400), and a
-	// client holding its share of an endpoint's connections (503).
+	// that stopped arriving (408), a malformed or short body (400), a
+	// client holding its share of an endpoint's connections (503), and a
+	// client that went away before its answer (recorded as 499, nothing
+	// sent: clientwatch.go).
 	ClientBodyTimeouts atomic.Int64
 	ClientBadBodies    atomic.Int64
 	ClientLimited      atomic.Int64
+	ClientGone         atomic.Int64
 	Timeouts           atomic.Int64
 	Retries            atomic.Int64
 	MirrorsSent        atomic.Int64

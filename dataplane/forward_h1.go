@@ -49,6 +49,7 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 		began := x.beginAttempt(ep, attempt)
 		c, head, bodyDone, err := x.send(r.Context(), ep, x.tryDeadline(reqDeadline))
 		if err != nil {
+			err = x.failure(err)
 			x.endAttempt(began, 0, err)
 			ep.inflight.Add(-1)
 			last = ep
@@ -91,11 +92,16 @@ func (x *exchange) endpointFor(w http.ResponseWriter, r *http.Request, attempt i
 	return ep
 }
 
-// attemptFailed handles an attempt that got no response: it counts and
-// logs the failure, has the balancer avoid an endpoint that refused the
-// connection, and either waits to retry (true) or answers the client.
+// attemptFailed handles an attempt that got no response (err as failure
+// counts it): it counts and logs the failure, has the balancer avoid an
+// endpoint that refused the connection, and either waits to retry (true)
+// or answers the client. An attempt cut short because the client left is
+// none of these: the request is abandoned.
 func (x *exchange) attemptFailed(w http.ResponseWriter, r *http.Request, ep *endpoint, attempt int, err error, reqDeadline time.Time) (retry bool) {
 	stats := &x.h.p.stats
+	if err == errClientGone {
+		x.abandon()
+	}
 	if errors.Is(err, http1.ErrRequestLine) {
 		// Checked on arrival, so only a rewrite could have made it:
 		// nothing was sent, and no backend is to blame.
@@ -267,9 +273,12 @@ func stale(err error) bool {
 
 // backendsFault reports whether a failed attempt is the backend's doing,
 // to be counted against it: not when the client's body failed, when the
-// client is at its share of the endpoint's connections, nor when the
-// request could not be written.
+// client is at its share of the endpoint's connections, when the client
+// went away, nor when the request could not be written.
 func backendsFault(err error) bool {
+	if err == errClientGone {
+		return false
+	}
 	var cb *http1.ClientBodyError
 	return !errors.As(err, &cb) && !errors.Is(err, http1.ErrRequestLine) && !errors.Is(err, http1.ErrClientOverloaded)
 }
