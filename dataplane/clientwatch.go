@@ -9,15 +9,15 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 )
 
-// Noticing a client that left. While the proxy waits on a backend (a slow
-// response head, a quiet event stream, a long poll), a client that leaves
-// should free the backend connection at once, not when the backend next
-// writes. An exchange says what it waits on (waitOn) until it is done
-// with it (waitOff): the proxy's own HTTP/1.1 server watches the client's
-// connection itself once a wait has lasted a second
+// Noticing a client that left. While the proxy waits on a backend (a
+// dial, a slow response head, a quiet event stream, a long poll), a
+// client that leaves should free the backend connection at once, not when
+// the backend next writes. An exchange says what it waits on (waitOn)
+// until it is done with it (waitOff): the proxy's own HTTP/1.1 server
+// watches the client's connection itself once a wait has lasted a second
 // (http1.ResponseWriter.WaitOn); net/http's servers cancel the request's
 // context when the client leaves (closes its connection, half-closes it,
-// or resets its HTTP/2 stream), and the wait (or a dial) ends with it.
+// or resets its HTTP/2 stream), and the wait ends with it.
 //
 // A wait cut short that way is the client's doing, not the backend's:
 // whatever error the backend connection reports then, the attempt is not
@@ -116,7 +116,7 @@ func (x *exchange) gone() bool {
 }
 
 // cancelStream lets a cancel function be waited on: an HTTP/2 stream to a
-// backend is interrupted by cancelling its request.
+// backend, or a dial, is interrupted by cancelling its context.
 type cancelStream context.CancelFunc
 
 func (f cancelStream) Interrupt() { f() }

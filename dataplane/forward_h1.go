@@ -190,9 +190,9 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		var c *http1.Conn
 		var err error
 		if fresh {
-			c, err = ep.pool().Dial(ctx, x.client)
+			c, err = x.dial(ctx, ep)
 		} else {
-			c, err = ep.pool().Get(ctx, x.client)
+			c, err = x.get(ctx, ep)
 		}
 		if err != nil {
 			return nil, nil, nil, err
@@ -231,6 +231,34 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		}
 		return nil, nil, nil, err
 	}
+}
+
+// get returns a connection to ep for the exchange: an idle one, or a new
+// one (dial).
+func (x *exchange) get(ctx context.Context, ep *endpoint) (*http1.Conn, error) {
+	if _, own := x.w.(*http1.ResponseWriter); !own {
+		return ep.pool().Get(ctx, x.client)
+	}
+	if c, err := ep.pool().Idle(x.client); c != nil || err != nil {
+		return c, err
+	}
+	return x.dial(ctx, ep)
+}
+
+// dial dials a new connection to ep for the exchange. net/http's servers
+// end ctx, and the dial with it, when the client leaves; on the own
+// server the client is watched while the dial lasts (a backend slow to
+// accept takes up to the dial timeout), and the dial is cut short if it
+// leaves.
+func (x *exchange) dial(ctx context.Context, ep *endpoint) (*http1.Conn, error) {
+	if _, own := x.w.(*http1.ResponseWriter); !own {
+		return ep.pool().Dial(ctx, x.client)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	x.waitOn(cancelStream(cancel))
+	defer x.waitOff()
+	return ep.pool().Dial(ctx, x.client)
 }
 
 // exchangeOn writes the request and reads the head on c. While it waits
