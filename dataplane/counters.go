@@ -20,12 +20,15 @@ type Stats struct {
 	NoRoute        atomic.Int64
 	UpstreamErrors atomic.Int64 // dial failures, resets, malformed answers
 	// What clients did wrong, answered without blaming a backend: a body
-	// that stopped arriving (408), a malformed or short body (400), and a
-	// client holding its share of an endpoint's connections (503), and a
-	// path the proxy refuses (400, reqpath.go).
+	// that stopped arriving (408), a malformed or short body (400), a
+	// client holding its share of an endpoint's connections (503), a
+	// client that went away before its answer (recorded as 499, nothing
+	// sent: clientwatch.go), and a path the proxy refuses (400,
+	// reqpath.go).
 	ClientBodyTimeouts atomic.Int64
 	ClientBadBodies    atomic.Int64
 	ClientLimited      atomic.Int64
+	ClientGone         atomic.Int64
 	ClientBadPaths     atomic.Int64
 	Timeouts           atomic.Int64
 	Retries            atomic.Int64

@@ -49,6 +49,7 @@ func (x *exchange) forwardH1(w http.ResponseWriter, r *http.Request) {
 		began := x.beginAttempt(ep, attempt)
 		c, head, bodyDone, err := x.send(r.Context(), ep, x.tryDeadline(reqDeadline))
 		if err != nil {
+			err = x.failure(err)
 			x.endAttempt(began, 0, err)
 			ep.inflight.Add(-1)
 			last = ep
@@ -91,11 +92,16 @@ func (x *exchange) endpointFor(w http.ResponseWriter, r *http.Request, attempt i
 	return ep
 }
 
-// attemptFailed handles an attempt that got no response: it counts and
-// logs the failure, has the balancer avoid an endpoint that refused the
-// connection, and either waits to retry (true) or answers the client.
+// attemptFailed handles an attempt that got no response (err as failure
+// counts it): it counts and logs the failure, has the balancer avoid an
+// endpoint that refused the connection, and either waits to retry (true)
+// or answers the client. An attempt cut short because the client left is
+// none of these: the request is abandoned.
 func (x *exchange) attemptFailed(w http.ResponseWriter, r *http.Request, ep *endpoint, attempt int, err error, reqDeadline time.Time) (retry bool) {
 	stats := &x.h.p.stats
+	if err == errClientGone {
+		x.abandon()
+	}
 	if errors.Is(err, http1.ErrRequestLine) {
 		// Checked on arrival, so only a rewrite could have made it:
 		// nothing was sent, and no backend is to blame.
@@ -184,9 +190,9 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		var c *http1.Conn
 		var err error
 		if fresh {
-			c, err = ep.pool().Dial(ctx, x.client)
+			c, err = x.dial(ctx, ep)
 		} else {
-			c, err = ep.pool().Get(ctx, x.client)
+			c, err = x.get(ctx, ep)
 		}
 		if err != nil {
 			return nil, nil, nil, err
@@ -205,12 +211,16 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		if bodyDone != nil {
 			// A body writer that failed to read the client's body closed
 			// the connection under the exchange: the client is to blame,
-			// not what the backend then did.
+			// not what the backend then did. The same goes for a body
+			// written inline (at most 64 KiB), whose failure is err.
 			// (net/http's server also cancels the request's context
 			// when a body read fails, so this comes first.)
 			var cb *http1.ClientBodyError
 			if berr := <-bodyDone; errors.As(berr, &cb) {
 				return nil, nil, nil, berr
+			}
+			if errors.As(err, &cb) {
+				return nil, nil, nil, err
 			}
 		}
 		if ctx.Err() != nil {
@@ -221,6 +231,34 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		}
 		return nil, nil, nil, err
 	}
+}
+
+// get returns a connection to ep for the exchange: an idle one, or a new
+// one (dial).
+func (x *exchange) get(ctx context.Context, ep *endpoint) (*http1.Conn, error) {
+	if _, own := x.w.(*http1.ResponseWriter); !own {
+		return ep.pool().Get(ctx, x.client)
+	}
+	if c, err := ep.pool().Idle(x.client); c != nil || err != nil {
+		return c, err
+	}
+	return x.dial(ctx, ep)
+}
+
+// dial dials a new connection to ep for the exchange. net/http's servers
+// end ctx, and the dial with it, when the client leaves; on the own
+// server the client is watched while the dial lasts (a backend slow to
+// accept takes up to the dial timeout), and the dial is cut short if it
+// leaves.
+func (x *exchange) dial(ctx context.Context, ep *endpoint) (*http1.Conn, error) {
+	if _, own := x.w.(*http1.ResponseWriter); !own {
+		return ep.pool().Dial(ctx, x.client)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	x.waitOn(cancelStream(cancel))
+	defer x.waitOff()
+	return ep.pool().Dial(ctx, x.client)
 }
 
 // exchangeOn writes the request and reads the head on c. While it waits
@@ -263,9 +301,12 @@ func stale(err error) bool {
 
 // backendsFault reports whether a failed attempt is the backend's doing,
 // to be counted against it: not when the client's body failed, when the
-// client is at its share of the endpoint's connections, nor when the
-// request could not be written.
+// client is at its share of the endpoint's connections, when the client
+// went away, nor when the request could not be written.
 func backendsFault(err error) bool {
+	if err == errClientGone {
+		return false
+	}
 	var cb *http1.ClientBodyError
 	return !errors.As(err, &cb) && !errors.Is(err, http1.ErrRequestLine) && !errors.Is(err, http1.ErrClientOverloaded)
 }

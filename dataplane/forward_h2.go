@@ -30,6 +30,7 @@ func (x *exchange) forwardH2(w http.ResponseWriter, r *http.Request) {
 		res, cancel, err := x.roundTripH2(r, ep, x.tryDeadline(reqDeadline))
 		if err != nil {
 			x.waitOff()
+			err = x.failure(err)
 			x.endAttempt(began, 0, err)
 			cancel()
 			ep.inflight.Add(-1)

@@ -45,6 +45,7 @@ func (m metricSource) Counters() observe.Counters {
 		ClientBodyTimeouts: s.ClientBodyTimeouts.Load(),
 		ClientBadBodies:    s.ClientBadBodies.Load(),
 		ClientLimited:      s.ClientLimited.Load(),
+		ClientGone:         s.ClientGone.Load(),
 		ClientBadPaths:     s.ClientBadPaths.Load(),
 		Timeouts:           s.Timeouts.Load(),
 		Retries:            s.Retries.Load(),

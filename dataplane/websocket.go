@@ -31,7 +31,11 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 	began := x.beginAttempt(ep, 0)
 	c, head, bodyDone, err := x.send(r.Context(), ep, x.tryDeadline(x.deadline()))
 	if err != nil {
+		err = x.failure(err)
 		x.endAttempt(began, 0, err)
+		if err == errClientGone {
+			x.abandon()
+		}
 		status, msg := upstreamFailure(err, stats)
 		reply(w, r, stats, status, msg)
 		return

@@ -101,6 +101,24 @@ func NewPool(addr string, tlsConf *tls.Config, s PoolSettings, explain func(erro
 // out only if it is quiet: one with anything to read, or closed by the
 // server, is closed instead.
 func (p *Pool) Get(ctx context.Context, client string) (*Conn, error) {
+	if c, err := p.takeIdle(client, true); c != nil || err != nil {
+		return c, err
+	}
+	return p.dialFor(ctx, client)
+}
+
+// Idle is Get without the dial: an idle connection for a request of
+// client, or nil when there is none (and then nothing is held for
+// client). A caller that must do something before a dial (watch its
+// client meanwhile) calls Idle, then Dial.
+func (p *Pool) Idle(client string) (*Conn, error) {
+	return p.takeIdle(client, false)
+}
+
+// takeIdle takes one of client's places and an idle connection. With
+// none idle it returns nil, and keeps the place for a dial when dialNext
+// says one follows.
+func (p *Pool) takeIdle(client string, dialNext bool) (*Conn, error) {
 	p.mu.Lock()
 	if err := p.holdLocked(client); err != nil {
 		p.mu.Unlock()
@@ -118,8 +136,11 @@ func (p *Pool) Get(ctx context.Context, client string) (*Conn, error) {
 		c.Close()
 		p.mu.Lock()
 	}
+	if !dialNext {
+		p.release(client)
+	}
 	p.mu.Unlock()
-	return p.dialFor(ctx, client)
+	return nil, nil
 }
 
 // ErrOverloaded is an endpoint at its connection cap.

@@ -310,3 +310,33 @@ func TestPoolCapsConnectionsPerClient(t *testing.T) {
 		t.Errorf("places still held: %v", p.held)
 	}
 }
+
+// Idle hands out an idle connection, or none without dialling and
+// without keeping the client's place; at the client's cap it fails as
+// Get does.
+func TestPoolIdle(t *testing.T) {
+	b := startBackend(t, func(int) string { return ok("x") }, nil)
+	p := NewPool(b.addr, nil, PoolSettings{MaxConns: 4}.OrDefaults(), nil)
+	const client = "203.0.113.66"
+	if c, err := p.Idle(client); c != nil || err != nil {
+		t.Fatalf("Idle on an empty pool: %v, %v", c, err)
+	}
+	if len(p.held) != 0 || b.accepts.Load() != 0 {
+		t.Fatalf("Idle on an empty pool held %v and dialled %d times", p.held, b.accepts.Load())
+	}
+	exchange(t, p, "GET") // leaves its connection idle
+	c, err := p.Idle(client)
+	if c == nil || err != nil {
+		t.Fatalf("Idle with a connection idle: %v, %v", c, err)
+	}
+	if !c.Reused() || p.held[client] != 1 {
+		t.Errorf("Idle's connection: reused %v, the client holds %d", c.Reused(), p.held[client])
+	}
+	if _, err := p.Idle(client); !errors.Is(err, ErrClientOverloaded) { // a quarter of 4
+		t.Errorf("Idle at the client's cap: %v", err)
+	}
+	c.Close()
+	if len(p.held) != 0 {
+		t.Errorf("places still held: %v", p.held)
+	}
+}

@@ -63,11 +63,13 @@ type Counters struct {
 	UpstreamErrors int64
 	// Requests refused for what their client did: a body that stopped
 	// arriving (408), a malformed or short body (400), a client holding
-	// its share of an endpoint's connections (503), a path no listener
-	// takes (400).
+	// its share of an endpoint's connections (503), a client that went
+	// away before its answer (499, nothing sent), a path the proxy
+	// refuses (400).
 	ClientBodyTimeouts int64
 	ClientBadBodies    int64
 	ClientLimited      int64
+	ClientGone         int64
 	ClientBadPaths     int64
 	Timeouts           int64 // upstream requests that timed out
 	Retries            int64
@@ -150,7 +152,7 @@ type proxyMetrics struct {
 	mirrorDropped  metric.ObserveOption
 	configOK       metric.ObserveOption
 	configRejected metric.ObserveOption
-	clientReasons  [4]metric.ObserveOption // body_timeout, bad_body, conn_share, bad_path
+	clientReasons  [5]metric.ObserveOption // body_timeout, bad_body, conn_share, client_gone, bad_path
 	linesWritten   metric.ObserveOption
 	linesDropped   metric.ObserveOption
 	spanResults    [3]metric.ObserveOption // exported, dropped, failed
@@ -204,7 +206,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	pm.responses = counter("tunnelgate.responses", "{response}", "Responses sent, by status class.")
 	pm.noRoute = counter("tunnelgate.no_route", "{request}", "Requests no route matched (answered 404).")
 	pm.upstreamErrors = counter("tunnelgate.upstream_errors", "{error}", "Upstream dial failures, resets and malformed answers.")
-	pm.clientErrors = counter("tunnelgate.client_errors", "{request}", "Requests refused for what their client did, by reason: body_timeout (408), bad_body (400), conn_share (503: the client held its share of an endpoint's connections), bad_path (400: a path the proxy refuses).")
+	pm.clientErrors = counter("tunnelgate.client_errors", "{request}", "Requests refused for what their client did, by reason: body_timeout (408), bad_body (400), conn_share (503: the client held its share of an endpoint's connections), client_gone (499: the client went away before its answer; nothing sent), bad_path (400: a path the proxy refuses).")
 	pm.timeouts = counter("tunnelgate.upstream_timeouts", "{timeout}", "Upstream requests that timed out.")
 	pm.retries = counter("tunnelgate.retries", "{retry}", "Upstream requests retried.")
 	pm.mirrors = counter("tunnelgate.mirrors", "{request}", "Mirrored requests, sent or dropped.")
@@ -231,7 +233,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	pm.configRejected = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "rejected")))
 	pm.linesWritten = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "written")))
 	pm.linesDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
-	for i, r := range []string{"body_timeout", "bad_body", "conn_share", "bad_path"} {
+	for i, r := range []string{"body_timeout", "bad_body", "conn_share", "client_gone", "bad_path"} {
 		pm.clientReasons[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
 	}
 	for i, r := range []string{"exported", "dropped", "failed"} {
@@ -275,7 +277,8 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 	o.ObserveInt64(pm.clientErrors, c.ClientBodyTimeouts, pm.clientReasons[0])
 	o.ObserveInt64(pm.clientErrors, c.ClientBadBodies, pm.clientReasons[1])
 	o.ObserveInt64(pm.clientErrors, c.ClientLimited, pm.clientReasons[2])
-	o.ObserveInt64(pm.clientErrors, c.ClientBadPaths, pm.clientReasons[3])
+	o.ObserveInt64(pm.clientErrors, c.ClientGone, pm.clientReasons[3])
+	o.ObserveInt64(pm.clientErrors, c.ClientBadPaths, pm.clientReasons[4])
 	o.ObserveInt64(pm.timeouts, c.Timeouts)
 	o.ObserveInt64(pm.retries, c.Retries)
 	o.ObserveInt64(pm.mirrors, c.MirrorsSent, pm.mirrorSent)
