@@ -82,11 +82,16 @@ func (x *exchange) refuseNonPathTarget() bool {
 		return x.answer(http.StatusBadRequest, "request target must be a path")
 	}
 	x.path, x.query = matcher.NormalizePath(path), query
-	if why := pathRefusal(x.path); why != "" {
-		x.h.p.stats.ClientBadPaths.Add(1)
-		return x.answer(http.StatusBadRequest, why)
+	return x.refusePath(pathRefusal(x.path))
+}
+
+// refusePath answers 400 with why, a path refusal, when there is one.
+func (x *exchange) refusePath(why string) bool {
+	if why == "" {
+		return false
 	}
-	return false
+	x.h.p.stats.ClientBadPaths.Add(1)
+	return x.answer(http.StatusBadRequest, why)
 }
 
 // readEncodedSlashes applies the listener's (else the proxy's) reading of
@@ -99,16 +104,12 @@ func (x *exchange) readEncodedSlashes(vh *vhost) bool {
 	switch vh.encodedSlashes(x.h.p.slashes) {
 	case slashesDecode:
 		x.path = decodeSlashes(x.path)
-		if why := pathRefusal(x.path); why != "" { // "/%2F.;" is "/.;" now
-			x.h.p.stats.ClientBadPaths.Add(1)
-			return x.answer(http.StatusBadRequest, why)
-		}
+		return x.refusePath(pathRefusal(x.path)) // "/%2F.;" is "/.;" now
 	case slashesKeep:
+		return false
 	default:
-		x.h.p.stats.ClientBadPaths.Add(1)
-		return x.answer(http.StatusBadRequest, "the request path holds an encoded slash or backslash (%2F, %5C or \\), which this listener refuses (encodedSlashes)")
+		return x.refusePath("the request path holds an encoded slash or backslash (%2F, %5C or \\), which this listener refuses (encodedSlashes)")
 	}
-	return false
 }
 
 // chooseListener picks the listener that takes the request's host: on a
