@@ -176,18 +176,19 @@ func (c *Conn) CopyBody(w io.Writer, fl http.Flusher, h *Head, method string, tr
 // for a body writer still running, which reads the client's body: that
 // must not happen after the request's handler returns.
 func (c *Conn) Finish(h *Head, clean bool, method string, bodyDone <-chan error) {
-	reuse := clean && h.reusable(method)
-	if reuse {
+	if clean && h.reusable(method) {
 		select {
 		case berr := <-bodyDone:
-			reuse = berr == nil
-		default:
-			reuse = false // still sending a body the backend did not wait for
+			// The outcome is taken: it must not be waited for again below
+			// (the writer sends it once).
+			if berr == nil {
+				c.pool.put(c)
+			} else {
+				c.Close()
+			}
+			return
+		default: // still sending a body the backend did not wait for
 		}
-	}
-	if reuse {
-		c.pool.put(c)
-		return
 	}
 	c.Close()
 	<-bodyDone

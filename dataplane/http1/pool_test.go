@@ -310,3 +310,63 @@ func TestPoolCapsConnectionsPerClient(t *testing.T) {
 		t.Errorf("places still held: %v", p.held)
 	}
 }
+
+// A request body that fails after the backend's whole answer was read
+// (a backend that answers before it reads the body) ends the exchange:
+// Finish closes the connection and returns, whatever the order in which
+// the answer and the body's failure came.
+func TestFinishAfterTheBodyFailed(t *testing.T) {
+	b := startBackend(t, func(int) string { return ok("early") }, nil)
+	p := testPool(b.addr)
+	c, err := p.Get(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	WriteRequestLine(c.Writer(), "POST", "/", "h")
+	EndHead(c.Writer(), -1)
+	fail := make(chan struct{})
+	done, err := c.Send(io.MultiReader(strings.NewReader("part"), failAfter(fail)), nil, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := GetHead()
+	defer PutHead(h)
+	if err := c.ReadResponse(h, false); err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if upErr, downErr := c.CopyBody(&sb, nil, h, "POST", http.Header{}); upErr != nil || downErr != nil {
+		t.Fatal(upErr, downErr)
+	}
+	close(fail) // the client's body breaks off now, with the answer read
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, open := p.Counts(); open == 0 { // the writer closed it
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the body writer did not give up")
+		}
+	}
+	finished := make(chan struct{})
+	go func() {
+		c.Finish(h, true, "POST", done)
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Finish still waits for the body's outcome it already took")
+	}
+	if idle, open := p.Counts(); idle != 0 || open != 0 {
+		t.Errorf("%d idle, %d open after a failed body", idle, open)
+	}
+}
+
+// failAfter is a body that fails once fail is closed.
+type failAfter chan struct{}
+
+func (f failAfter) Read([]byte) (int, error) {
+	<-f
+	return 0, io.ErrUnexpectedEOF
+}
