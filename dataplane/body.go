@@ -111,3 +111,8 @@ func (x *exchange) bodyKept() bool { return !x.hasBody || x.replay != nil }
 // replayable reports whether the request may be sent again after it may
 // have reached a backend: it is idempotent and its body was kept.
 func (x *exchange) replayable() bool { return x.bodyKept() && idempotent(x.r) }
+
+// uploading reports whether the request's body is still to come from
+// the client when the request is sent: its backend connection then waits
+// on the client (http1.Pool's upload share).
+func (x *exchange) uploading() bool { return x.hasBody && x.replay == nil }

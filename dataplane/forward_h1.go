@@ -170,7 +170,8 @@ func (x *exchange) mayRetry(attempt int, err error, reqDeadline time.Time, r *ht
 // proxy: no connection could be made, or none was free.
 func neverSent(err error) bool {
 	var dial *http1.DialError
-	return errors.As(err, &dial) || errors.Is(err, http1.ErrOverloaded) || errors.Is(err, http1.ErrClientOverloaded)
+	return errors.As(err, &dial) || errors.Is(err, http1.ErrOverloaded) || errors.Is(err, http1.ErrClientOverloaded) ||
+		errors.Is(err, http1.ErrUploadsOverloaded)
 }
 
 // send writes the request on a connection to ep and reads the response
@@ -184,9 +185,9 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 		var c *http1.Conn
 		var err error
 		if fresh {
-			c, err = ep.pool().Dial(ctx, x.client)
+			c, err = ep.pool().Dial(ctx, x.client, x.uploading())
 		} else {
-			c, err = ep.pool().Get(ctx, x.client)
+			c, err = ep.pool().Get(ctx, x.client, x.uploading())
 		}
 		if err != nil {
 			return nil, nil, nil, err
@@ -263,11 +264,12 @@ func stale(err error) bool {
 
 // backendsFault reports whether a failed attempt is the backend's doing,
 // to be counted against it: not when the client's body failed, when the
-// client is at its share of the endpoint's connections, nor when the
-// request could not be written.
+// client is at its share of the endpoint's connections (or of those for
+// uploads), nor when the request could not be written.
 func backendsFault(err error) bool {
 	var cb *http1.ClientBodyError
-	return !errors.As(err, &cb) && !errors.Is(err, http1.ErrRequestLine) && !errors.Is(err, http1.ErrClientOverloaded)
+	return !errors.As(err, &cb) && !errors.Is(err, http1.ErrRequestLine) && !errors.Is(err, http1.ErrClientOverloaded) &&
+		!errors.Is(err, http1.ErrUploadsOverloaded)
 }
 
 // upstreamFailure maps a failure to get a response to the status the
@@ -280,6 +282,10 @@ func upstreamFailure(err error, stats *Stats) (int, string) {
 	if errors.Is(err, http1.ErrClientOverloaded) {
 		stats.ClientLimited.Add(1)
 		return http.StatusServiceUnavailable, "this client holds as many connections to the backend as one client may"
+	}
+	if errors.Is(err, http1.ErrUploadsOverloaded) {
+		stats.ClientUploadLimited.Add(1)
+		return http.StatusServiceUnavailable, "the backend's connections for uploads still arriving are taken"
 	}
 	if isTimeout(err) {
 		stats.Timeouts.Add(1)

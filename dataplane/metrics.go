@@ -39,21 +39,22 @@ type metricSource struct{ p *Proxy }
 func (m metricSource) Counters() observe.Counters {
 	s := &m.p.stats
 	c := observe.Counters{
-		Requests:           s.Requests.Load(),
-		NoRoute:            s.NoRoute.Load(),
-		UpstreamErrors:     s.UpstreamErrors.Load(),
-		ClientBodyTimeouts: s.ClientBodyTimeouts.Load(),
-		ClientBadBodies:    s.ClientBadBodies.Load(),
-		ClientLimited:      s.ClientLimited.Load(),
-		Timeouts:           s.Timeouts.Load(),
-		Retries:            s.Retries.Load(),
-		MirrorsSent:        s.MirrorsSent.Load(),
-		MirrorsDropped:     s.MirrorsDropped.Load(),
-		WebSockets:         s.WebSockets.Load(),
-		ConfigLoaded:       s.ConfigLoaded.Load(),
-		ConfigRejected:     s.ConfigRejected.Load(),
-		ClusterUpdates:     s.ClusterUpdates.Load(),
-		RoutePatches:       s.RoutePatches.Load(),
+		Requests:            s.Requests.Load(),
+		NoRoute:             s.NoRoute.Load(),
+		UpstreamErrors:      s.UpstreamErrors.Load(),
+		ClientBodyTimeouts:  s.ClientBodyTimeouts.Load(),
+		ClientBadBodies:     s.ClientBadBodies.Load(),
+		ClientLimited:       s.ClientLimited.Load(),
+		ClientUploadLimited: s.ClientUploadLimited.Load(),
+		Timeouts:            s.Timeouts.Load(),
+		Retries:             s.Retries.Load(),
+		MirrorsSent:         s.MirrorsSent.Load(),
+		MirrorsDropped:      s.MirrorsDropped.Load(),
+		WebSockets:          s.WebSockets.Load(),
+		ConfigLoaded:        s.ConfigLoaded.Load(),
+		ConfigRejected:      s.ConfigRejected.Load(),
+		ClusterUpdates:      s.ClusterUpdates.Load(),
+		RoutePatches:        s.RoutePatches.Load(),
 	}
 	for i := range s.Responses {
 		c.Responses[i] = s.Responses[i].Load()

@@ -73,7 +73,7 @@ func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string,
 func sendMirrorH1(ep *endpoint, out *outRequest, body []byte) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), mirrorTimeout)
 	defer cancel()
-	c, err := ep.pool().Get(ctx, "")
+	c, err := ep.pool().Get(ctx, "", false)
 	if err != nil {
 		return false
 	}

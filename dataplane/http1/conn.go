@@ -26,8 +26,11 @@ type Conn struct {
 	// streaming says the current exchange's body is being written by a
 	// goroutine of its own, which reads the client's body meanwhile.
 	streaming bool
-	client    string      // whose request holds it ("" when idle): changed under pool.mu, or by its sole owner
-	broken    atomic.Bool // a deadline was forced into the past: not reusable
+	client    string // whose request holds it ("" when idle): changed under pool.mu, or by its sole owner
+	// upload says it counts in the pool's MaxUploadConns: its request's
+	// body is still coming from the client. Changed under pool.mu.
+	upload bool
+	broken atomic.Bool // a deadline was forced into the past: not reusable
 	// idleSince is the pool's sweep count when it went back to the pool:
 	// a clock that costs no clock read (see Pool.sweep).
 	idleSince uint64
@@ -44,8 +47,21 @@ func (c *Conn) Close() {
 	c.nc.Close()
 	c.pool.mu.Lock()
 	c.pool.open--
-	c.pool.release(c.client)
-	c.client = ""
+	c.pool.release(c.client, c.upload)
+	c.client, c.upload = "", false
+	c.pool.mu.Unlock()
+}
+
+// uploaded takes the connection out of the pool's upload share: its
+// request body has been sent (or failed), so it waits on the backend
+// now, not on the client.
+func (c *Conn) uploaded() {
+	c.pool.mu.Lock()
+	if c.upload {
+		c.upload = false
+		c.pool.uploads--
+		decrement(c.pool.uploading, c.client)
+	}
 	c.pool.mu.Unlock()
 }
 
@@ -92,6 +108,9 @@ var closedBody = func() chan error { c := make(chan error, 1); c <- nil; close(c
 // caller reads the response. bodyDone delivers the outcome of writing the
 // body; it is never nil, and the caller must receive from it before
 // reading the client's body can stop (Finish does).
+//
+// A connection got for an upload (Pool.Get) leaves the upload share once
+// the body is written, or at once when Send has none to read.
 func (c *Conn) Send(body io.Reader, replay []byte, n int64) (bodyDone <-chan error, err error) {
 	c.streaming = false
 	switch {
@@ -99,7 +118,11 @@ func (c *Conn) Send(body io.Reader, replay []byte, n int64) (bodyDone <-chan err
 		c.bw.Write(replay)
 	case body == nil:
 	case n > 0 && n <= inlineBody:
-		if _, err := writeBody(c.bw, body, n); err != nil {
+		_, err := writeBody(c.bw, body, n)
+		if c.upload {
+			c.uploaded()
+		}
+		if err != nil {
 			return closedBody, err
 		}
 	default:
@@ -112,6 +135,9 @@ func (c *Conn) Send(body io.Reader, replay []byte, n int64) (bodyDone <-chan err
 		go c.writeBodyAsync(body, n, ch)
 		return ch, nil
 	}
+	if c.upload { // nothing of the client's left to wait for
+		c.uploaded()
+	}
 	return closedBody, c.bw.Flush()
 }
 
@@ -122,6 +148,7 @@ func (c *Conn) Streaming() bool { return c.streaming }
 // writeBodyAsync writes a body while the caller reads the response.
 func (c *Conn) writeBodyAsync(body io.Reader, n int64, done chan<- error) {
 	_, err := writeBody(c.bw, body, n)
+	c.uploaded()
 	if err != nil {
 		c.Close() // the backend must not take a truncated body as whole
 	}

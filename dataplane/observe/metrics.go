@@ -63,19 +63,21 @@ type Counters struct {
 	UpstreamErrors int64
 	// Requests refused for what their client did: a body that stopped
 	// arriving (408), a malformed or short body (400), a client holding
-	// its share of an endpoint's connections (503).
-	ClientBodyTimeouts int64
-	ClientBadBodies    int64
-	ClientLimited      int64
-	Timeouts           int64 // upstream requests that timed out
-	Retries            int64
-	MirrorsSent        int64
-	MirrorsDropped     int64
-	WebSockets         int64
-	ConfigLoaded       int64
-	ConfigRejected     int64
-	ClusterUpdates     int64
-	RoutePatches       int64
+	// its share of an endpoint's connections (503), an upload finding the
+	// endpoint's connections for uploads taken (503).
+	ClientBodyTimeouts  int64
+	ClientBadBodies     int64
+	ClientLimited       int64
+	ClientUploadLimited int64
+	Timeouts            int64 // upstream requests that timed out
+	Retries             int64
+	MirrorsSent         int64
+	MirrorsDropped      int64
+	WebSockets          int64
+	ConfigLoaded        int64
+	ConfigRejected      int64
+	ClusterUpdates      int64
+	RoutePatches        int64
 	// Access counts protected rules' requests by result: "allowed", or
 	// the reason they were refused (package cfaccess's names).
 	Access []AccessCount
@@ -148,7 +150,7 @@ type proxyMetrics struct {
 	mirrorDropped  metric.ObserveOption
 	configOK       metric.ObserveOption
 	configRejected metric.ObserveOption
-	clientReasons  [3]metric.ObserveOption // body_timeout, bad_body, conn_share
+	clientReasons  [4]metric.ObserveOption // body_timeout, bad_body, conn_share, upload_share
 	linesWritten   metric.ObserveOption
 	linesDropped   metric.ObserveOption
 	spanResults    [3]metric.ObserveOption // exported, dropped, failed
@@ -202,7 +204,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	pm.responses = counter("tunnelgate.responses", "{response}", "Responses sent, by status class.")
 	pm.noRoute = counter("tunnelgate.no_route", "{request}", "Requests no route matched (answered 404).")
 	pm.upstreamErrors = counter("tunnelgate.upstream_errors", "{error}", "Upstream dial failures, resets and malformed answers.")
-	pm.clientErrors = counter("tunnelgate.client_errors", "{request}", "Requests refused for what their client did, by reason: body_timeout (408), bad_body (400), conn_share (503: the client held its share of an endpoint's connections).")
+	pm.clientErrors = counter("tunnelgate.client_errors", "{request}", "Requests refused for what their client did, by reason: body_timeout (408), bad_body (400), conn_share (503: the client held its share of an endpoint's connections), upload_share (503: an upload found the endpoint's connections for uploads, or its client's part of them, taken).")
 	pm.timeouts = counter("tunnelgate.upstream_timeouts", "{timeout}", "Upstream requests that timed out.")
 	pm.retries = counter("tunnelgate.retries", "{retry}", "Upstream requests retried.")
 	pm.mirrors = counter("tunnelgate.mirrors", "{request}", "Mirrored requests, sent or dropped.")
@@ -229,7 +231,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	pm.configRejected = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "rejected")))
 	pm.linesWritten = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "written")))
 	pm.linesDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
-	for i, r := range []string{"body_timeout", "bad_body", "conn_share"} {
+	for i, r := range []string{"body_timeout", "bad_body", "conn_share", "upload_share"} {
 		pm.clientReasons[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
 	}
 	for i, r := range []string{"exported", "dropped", "failed"} {
@@ -273,6 +275,7 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 	o.ObserveInt64(pm.clientErrors, c.ClientBodyTimeouts, pm.clientReasons[0])
 	o.ObserveInt64(pm.clientErrors, c.ClientBadBodies, pm.clientReasons[1])
 	o.ObserveInt64(pm.clientErrors, c.ClientLimited, pm.clientReasons[2])
+	o.ObserveInt64(pm.clientErrors, c.ClientUploadLimited, pm.clientReasons[3])
 	o.ObserveInt64(pm.timeouts, c.Timeouts)
 	o.ObserveInt64(pm.retries, c.Retries)
 	o.ObserveInt64(pm.mirrors, c.MirrorsSent, pm.mirrorSent)

@@ -62,7 +62,7 @@ func TestMetricsHandler(t *testing.T) {
 	up.Result(503, false)
 	up.Result(0, true)
 	src := &fakeSource{
-		counters: Counters{Requests: 9, NoRoute: 1, ClientBadBodies: 2, MirrorsDropped: 5, ConfigRejected: 1,
+		counters: Counters{Requests: 9, NoRoute: 1, ClientBadBodies: 2, ClientUploadLimited: 6, MirrorsDropped: 5, ConfigRejected: 1,
 			Access: []AccessCount{{"allowed", 7}, {"expired", 2}}},
 		version:  "v1",
 		rules:    []*RuleStats{rule, {Route: "default/idle", Rule: "main"}},
@@ -75,6 +75,7 @@ func TestMetricsHandler(t *testing.T) {
 		`tunnelgate_responses_total{class="4xx"}`:                                                        "1",
 		"tunnelgate_no_route_total":                                                                      "1",
 		`tunnelgate_client_errors_total{reason="bad_body"}`:                                              "2",
+		`tunnelgate_client_errors_total{reason="upload_share"}`:                                          "6",
 		`tunnelgate_mirrors_total{result="dropped"}`:                                                     "5",
 		`tunnelgate_config_loads_total{result="rejected"}`:                                               "1",
 		`tunnelgate_cloudflare_access_requests_total{result="allowed"}`:                                  "7",
