@@ -38,7 +38,8 @@
 //     http1; the grammar both it and the proxy check is package
 //     httpsyntax. Here: the request body on its way in, kept or
 //     streamed, and never a backend connection before it started
-//     (body.go); the request as it leaves (outrequest.go); the exchange
+//     (body.go), held in buffers charged against one budget
+//     (buffers.go); the request as it leaves (outrequest.go); the exchange
 //     with retries and timeouts (forward_h1.go, retry.go); noticing a
 //     client that left (clientwatch.go). Endpoints, pools and TLS
 //     identities: cluster.go, backendtls.go.
