@@ -8,12 +8,15 @@ import (
 
 // Bodies held in memory, so that a backend connection never waits on a
 // client. A request body is read whole before a connection is taken when
-// it ends within Options.RequestBuffer (body.go): a slow client, or one
-// that sends nothing, holds memory instead of a connection, and that
-// memory is bounded: every buffer is charged against one proxy-wide
-// budget (Options.BufferMemory) as it grows. A body that cannot get more
-// is neither refused nor kept waiting: it is streamed from there on, as
-// every body was before, under the connection caps (http1.PoolSettings).
+// it ends within Options.RequestBuffer (body.go), and a response whose
+// length is at most responseBuffer is read whole and its connection
+// given back before the client is sent it (forward_h1.go). Either way a
+// slow client, or one that sends nothing or reads nothing, holds memory
+// instead of a connection, and that memory is bounded: every buffer is
+// charged against one proxy-wide budget (Options.BufferMemory) as it
+// grows. A body that cannot get more is neither refused nor kept waiting:
+// it is streamed from there on, as every body was before, under the
+// connection caps (http1.PoolSettings).
 //
 // Buffers come in power-of-two sizes from minBuffer up, each size from a
 // pool of its own, so that the common small body costs no allocation.
@@ -32,6 +35,15 @@ const (
 	// which leaves the rest to the config and the connections.
 	DefaultBufferMemory = 64 << 20
 )
+
+// responseBuffer is the longest response, by its Content-Length, read
+// whole from an HTTP/1.1 backend before the client gets it: API answers
+// and most pages. A longer one (a download), or one without a length
+// (chunked, an event stream), streams as it comes, under the write
+// timeout and the per-client cap: reading it whole would hold its first
+// byte back from the client, and a slow client would hold that much
+// more memory.
+const responseBuffer = 64 << 10
 
 // minBuffer is the smallest buffer: what a body is first read into, and
 // what a client that announces a body and sends a byte of it costs.

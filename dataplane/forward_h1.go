@@ -314,9 +314,23 @@ func (x *exchange) respondReleasing(w http.ResponseWriter, r *http.Request, c *h
 
 // respond copies the response head to the client, applies response
 // filters, streams the body, and returns the connection to its pool when
-// the exchange ended cleanly.
+// the exchange ended cleanly. A short body (responseBuffer) is read whole
+// and the connection given back before the client is sent anything, so
+// that a client slow to take it holds memory, not the backend.
 func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn, head *http1.Head, bodyDone <-chan error) {
 	stats := &x.h.p.stats
+	var body []byte // the whole body, when it was read before the head went out
+	var upErr error
+	if n := head.ContentLength; n > 0 && n <= responseBuffer && !head.Chunked && head.HasBody(r.Method) {
+		if buf := x.h.p.buffers.get(int(n)); buf != nil {
+			defer buf.release()
+			var got int
+			got, upErr = c.ReadBody(head, buf.b[:n])
+			body = buf.b[:got]
+			x.waitOff() // before Finish: a watch firing later would interrupt a pooled connection
+			c.Finish(head, upErr == nil, r.Method, bodyDone)
+		}
+	}
 	hdr := w.Header()
 	head.CopyTo(hdr)
 	if head.Chunked && r.ProtoMajor == 1 {
@@ -332,12 +346,17 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn
 	w.WriteHeader(head.Status)
 
 	fl, _ := w.(http.Flusher)
-	// The client is still watched while the body streams: the backend may
-	// go quiet for as long as it likes (an event stream, a stalled
-	// download).
-	upErr, downErr := c.CopyBody(w, fl, head, r.Method, hdr)
-	x.waitOff() // before Finish: a watch firing later would interrupt a pooled connection
-	c.Finish(head, upErr == nil && downErr == nil, r.Method, bodyDone)
+	if body != nil {
+		w.Write(body) // a failure is the client's: the backend is done
+	} else {
+		// The client is still watched while the body streams: the
+		// backend may go quiet for as long as it likes (an event stream,
+		// a stalled download).
+		var downErr error
+		upErr, downErr = c.CopyBody(w, fl, head, r.Method, hdr)
+		x.waitOff() // before Finish: a watch firing later would interrupt a pooled connection
+		c.Finish(head, upErr == nil && downErr == nil, r.Method, bodyDone)
+	}
 	if upErr != nil && !x.gone() {
 		// The backend failed mid-body. Send what arrived, then abort the
 		// client's response so it sees a truncated message, not a

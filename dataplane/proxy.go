@@ -41,8 +41,8 @@ type Options struct {
 	// framing; a longer one is streamed once this much has arrived
 	// (buffers.go). Default DefaultRequestBuffer.
 	RequestBuffer int64
-	// BufferMemory bounds the memory of all request bodies held whole at
-	// once; a body that finds it taken is streamed instead.
+	// BufferMemory bounds the memory of all request and response bodies
+	// held whole at once; a body that finds it taken is streamed instead.
 	// Default DefaultBufferMemory.
 	BufferMemory int64
 	// Log receives config loads and rejections; default slog.Default().
@@ -165,7 +165,7 @@ func New(opts Options) *Proxy {
 		opts:            opts,
 		slots:           map[string]*clusterSlot{},
 		transports:      newTransports(opts.Pool),
-		buffers:         newBuffers(opts.BufferMemory, int(max(opts.RequestBuffer, compiled.MaxReplayBody))),
+		buffers:         newBuffers(opts.BufferMemory, int(max(opts.RequestBuffer, responseBuffer, compiled.MaxReplayBody))),
 		fallbackSession: newSessionCodec(key),
 		access:          cfaccess.NewVerifier(cfaccess.DefaultLeeway, cfaccess.DefaultCacheBytes),
 		unknownKeys:     cfaccess.NewUnknownKeys(0),

@@ -196,6 +196,18 @@ func (c *Conn) CopyBody(w io.Writer, fl http.Flusher, h *Head, method string, tr
 	return err, nil
 }
 
+// ReadBody reads the whole body of a response of known length into p,
+// which is exactly h.ContentLength bytes long: for a caller that gives
+// the connection back (Finish) before it passes the body on. n is what
+// arrived; err, an upstream error (an early close) when not all did.
+func (c *Conn) ReadBody(h *Head, p []byte) (n int, err error) {
+	if int64(len(p)) != h.ContentLength {
+		return 0, errors.New("http1: ReadBody needs a buffer of the body's length")
+	}
+	n, err = io.ReadFull(c.br, p)
+	return n, unexpected(err)
+}
+
 // Finish ends the exchange: the connection goes back to its pool when
 // clean (the response was read whole), the response lets it live on, it
 // was not a bodiless answer that announced a body (see skippedBody), and
