@@ -72,6 +72,8 @@ func (m metricSource) Counters() observe.Counters {
 
 func (m metricSource) Inflight() int64 { return m.p.inflight.Load() }
 
+func (m metricSource) BufferedBytes() int64 { return m.p.buffers.inUse() }
+
 func (m metricSource) ConfigVersion() (string, bool) {
 	if cc := m.p.current.Load(); cc != nil {
 		return cc.version, true

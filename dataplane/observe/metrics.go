@@ -43,6 +43,9 @@ type Source interface {
 	Counters() Counters
 	// Inflight is the number of requests being served.
 	Inflight() int64
+	// BufferedBytes is the memory held by request and response bodies
+	// read whole, which the proxy's -buffer-memory bounds.
+	BufferedBytes() int64
 	// ConfigVersion is the version of the config being served; ok is
 	// false before the first one.
 	ConfigVersion() (version string, ok bool)
@@ -142,6 +145,7 @@ type proxyMetrics struct {
 	spans          metric.Int64ObservableCounter
 
 	inflight   metric.Int64ObservableGauge
+	buffered   metric.Int64ObservableGauge
 	configInfo metric.Int64ObservableGauge
 	ready      metric.Int64ObservableGauge
 
@@ -216,6 +220,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	pm.accessLogLines = counter("tunnelgate.access_log_lines", "{line}", "Access log lines written, or dropped because the writer fell behind.")
 	pm.spans = counter("tunnelgate.trace_spans", "{span}", "Spans exported, dropped because the export queue was full, or failed to export.")
 	pm.inflight = gauge("tunnelgate.inflight_requests", "{request}", "Requests being served.")
+	pm.buffered = gauge("tunnelgate.body_buffers", "By", "Memory held by request and response bodies read whole before they are passed on (bounded by -buffer-memory).")
 	pm.configInfo = gauge("tunnelgate.config_info", "", "Always 1, labelled with the version of the config being served.")
 	pm.ready = gauge("tunnelgate.ready", "", "1 once a config is loaded, else 0.")
 	if err := errors.Join(errs...); err != nil {
@@ -248,7 +253,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.clientErrors, pm.timeouts,
 		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates, pm.routePatches, pm.access,
 		pm.configInfo, pm.ready,
-		pm.accessLogLines, pm.spans, pm.inflight,
+		pm.accessLogLines, pm.spans, pm.inflight, pm.buffered,
 	); err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)
 	}
@@ -289,6 +294,7 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(pm.access, a.N, metric.WithAttributeSet(attribute.NewSet(attribute.String("result", a.Result))))
 	}
 	o.ObserveInt64(pm.inflight, pm.src.Inflight())
+	o.ObserveInt64(pm.buffered, pm.src.BufferedBytes())
 	// Served at zero when the access log is off, so alerts on drops need
 	// no special case.
 	var written, dropped int64

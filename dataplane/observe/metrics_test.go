@@ -20,8 +20,9 @@ type fakeSource struct {
 	clusters []Cluster
 }
 
-func (f *fakeSource) Counters() Counters { return f.counters }
-func (f *fakeSource) Inflight() int64    { return 3 }
+func (f *fakeSource) Counters() Counters   { return f.counters }
+func (f *fakeSource) Inflight() int64      { return 3 }
+func (f *fakeSource) BufferedBytes() int64 { return 8192 }
 func (f *fakeSource) ConfigVersion() (string, bool) {
 	return f.version, f.version != ""
 }
@@ -81,6 +82,7 @@ func TestMetricsHandler(t *testing.T) {
 		`tunnelgate_cloudflare_access_requests_total{result="allowed"}`:                                  "7",
 		`tunnelgate_cloudflare_access_requests_total{result="expired"}`:                                  "2",
 		"tunnelgate_inflight_requests":                                                                   "3",
+		"tunnelgate_body_buffers_bytes":                                                                  "8192",
 		`tunnelgate_config_info{version="v1"}`:                                                           "1",
 		"tunnelgate_ready":                                                                               "1",
 		`tunnelgate_cluster_endpoints{cluster="b"}`:                                                      "2",
