@@ -17,10 +17,10 @@ import (
 // passes Options.RequestBuffer (buffers.go), whatever its framing: a
 // client trickling a body within the bound holds memory, charged against
 // the budget, and no connection. Only a body longer than the bound, or
-// one the budget had no room for, is streamed, on a connection in the
-// endpoint's upload share (http1.PoolSettings.MaxUploadConns), which
-// leaves the rest of the endpoint's connections to requests that wait on
-// nobody but the backend.
+// one over startRead that the budget had no room for, is streamed, on a
+// connection in the endpoint's upload share
+// (http1.PoolSettings.MaxUploadConns), which leaves the rest of the
+// endpoint's connections to requests that wait on nobody but the backend.
 //
 // To an HTTP/2 backend (gRPC, h2c, TLS with h2) a body is streamed as it
 // comes, so that a client stream is never held back: only a body the rule
@@ -28,8 +28,9 @@ import (
 // stream holds an HTTP/2 stream, not a connection of its own.
 
 // startRead is the longest body of known length read whole before an
-// HTTP/2 backend is sent the request; longer bodies are streamed once
-// their first bytes have arrived.
+// HTTP/2 backend is sent the request, or an HTTP/1.1 one when the budget
+// is taken; longer bodies are then streamed once their first bytes have
+// arrived.
 const startRead = 16 << 10
 
 // takeBody reads what must arrive before a backend connection is taken
@@ -66,7 +67,8 @@ func (x *exchange) takeBody(w http.ResponseWriter, r *http.Request) bool {
 // last two cases what arrived is sent first and the rest streamed. The
 // buffer starts small and doubles as bytes arrive, so a client that
 // announces a large body holds memory only for what it sent. The buffer
-// is the exchange's (x.buf) until the request ends (releaseBody).
+// is the exchange's (x.buf) until the request ends (releaseBody), or,
+// for a body that streams, until what it holds has been sent.
 func (x *exchange) receiveWhole(r *http.Request, limit int64) error {
 	want := limit // bytes to read before deciding
 	if n := r.ContentLength; n > 0 && n < limit {
@@ -75,16 +77,15 @@ func (x *exchange) receiveWhole(r *http.Request, limit int64) error {
 	bs := x.h.p.buffers
 	buf := bs.get(int(min(want, minBuffer)))
 	if buf == nil {
-		return x.startBody(512) // no memory to spare: stream it
+		return x.receiveUnbudgeted(r, 0)
 	}
 	x.buf = buf
 	n := 0
 	for int64(n) < want {
 		if n == len(buf.b) {
 			next := bs.grow(buf, n, int(min(want, 2*int64(n))))
-			if next == nil { // the budget is taken: stream from here
-				x.body = &startedBody{head: buf.b[:n], rest: r.Body}
-				return nil
+			if next == nil {
+				return x.receiveUnbudgeted(r, n)
 			}
 			buf, x.buf = next, next
 		}
@@ -104,27 +105,68 @@ func (x *exchange) receiveWhole(r *http.Request, limit int64) error {
 	}
 	// As long as the bound, or longer: a body of unknown length that
 	// ends right there is kept whole, any other is streamed.
-	sb := &startedBody{head: buf.b[:n], rest: r.Body}
+	sb := x.stream(r, n)
 	if r.ContentLength < 0 {
 		k, err := io.ReadFull(r.Body, sb.one[:])
 		switch {
 		case k == 0 && err == io.EOF:
-			x.keep(buf.b[:n])
+			x.keep(sb.head)
+			x.buf, sb.buf = sb.buf, nil // kept: the exchange's again
 			return nil
 		case k == 0:
 			return err
 		}
 		sb.more = sb.one[:k]
 	}
-	x.body = sb
 	return nil
 }
 
-// releaseBody gives back the buffer the request's body was read into;
-// it runs when the request ends, however it ends.
+// receiveUnbudgeted goes on with a body the budget has no room for, of
+// which the first n bytes are in x.buf. As before the budget existed, a
+// body of at most startRead bytes by its length is read whole, in memory
+// of its own (no more than its connection's own buffers cost), so that a
+// taken budget never puts a short request on the upload share; any other
+// is streamed once its first bytes have arrived.
+func (x *exchange) receiveUnbudgeted(r *http.Request, n int) error {
+	if cl := r.ContentLength; cl > 0 && cl <= startRead {
+		b := make([]byte, cl)
+		if x.buf != nil {
+			copy(b, x.buf.b[:n])
+			x.releaseBody() // the budget's again at once
+		}
+		if _, err := io.ReadFull(r.Body, b[n:]); err != nil {
+			return err
+		}
+		x.keep(b)
+		return nil
+	}
+	if n > 0 {
+		x.stream(r, n)
+		return nil
+	}
+	x.releaseBody()
+	return x.startBody(startRead)
+}
+
+// stream makes the body a startedBody whose head is the first n bytes of
+// x.buf, which it owns from here on: the buffer goes back as soon as they
+// have been sent, so that a long upload holds a connection but none of
+// the budget.
+func (x *exchange) stream(r *http.Request, n int) *startedBody {
+	sb := &startedBody{head: x.buf.b[:n], rest: r.Body, buf: x.buf}
+	x.buf, x.body = nil, sb
+	return sb
+}
+
+// releaseBody gives back the buffer the request's body was read into,
+// and that of a streamed body's head not yet sent; it runs when the
+// request ends, however it ends.
 func (x *exchange) releaseBody() {
 	x.buf.release()
 	x.buf = nil
+	if sb, ok := x.body.(*startedBody); ok {
+		sb.free()
+	}
 }
 
 // bufferBody reads up to limit bytes of the body into memory, for a retry
@@ -176,12 +218,18 @@ type startedBody struct {
 	head, more []byte
 	rest       io.Reader
 	one        [1]byte // more's memory
+	// buf is the proxy's buffer head is in, given back once head has
+	// been read (free); nil when head is memory of its own.
+	buf *bodyBuf
 }
 
 func (b *startedBody) Read(p []byte) (int, error) {
 	if len(b.head) > 0 {
 		n := copy(p, b.head)
 		b.head = b.head[n:]
+		if len(b.head) == 0 {
+			b.free()
+		}
 		return n, nil
 	}
 	if len(b.more) > 0 {
@@ -190,6 +238,14 @@ func (b *startedBody) Read(p []byte) (int, error) {
 		return n, nil
 	}
 	return b.rest.Read(p)
+}
+
+// free gives back the buffer of the body's head; the head is not read
+// again.
+func (b *startedBody) free() {
+	b.head = nil
+	b.buf.release()
+	b.buf = nil
 }
 
 // bodyKept reports whether the request's body can be sent again: it has

@@ -206,7 +206,10 @@ func TestBodyBuffersReleasedOnEveryPath(t *testing.T) {
 		for _, sent := range []int{1000, 100 << 10} { // buffering, and streaming
 			c := rawPOST(t, e, "ok.example", 300<<10)
 			io.WriteString(c, strings.Repeat("b", sent))
-			waitFor(t, "the body to be charged", func() bool { return bs.inUse() > 0 })
+			waitFor(t, "the body to be charged, or sent", func() bool {
+				idle, open := e.p.slots["ok"].state.Load().endpoints()[0].conns()
+				return bs.inUse() > 0 || open > idle
+			})
 			c.Close()
 			released(t)
 		}
@@ -249,26 +252,73 @@ func TestBodyBuffersReleasedOnEveryPath(t *testing.T) {
 }
 
 // A body that finds the budget taken is neither refused nor kept
-// waiting: it is streamed.
-func TestBodyStreamedWhenTheBudgetIsTaken(t *testing.T) {
+// waiting: a short one (at most startRead by its length) is read whole
+// outside the budget, as before the budget existed, and so needs no place
+// in the upload share; a longer one is streamed, in the share.
+func TestBodyWhenTheBudgetIsTaken(t *testing.T) {
 	be := startBackend(t, echo("a"))
 	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)),
-		func(o *Options) { o.BufferMemory = 2 * minBuffer })
+		func(o *Options) {
+			o.BufferMemory = 2 * minBuffer
+			o.Pool.MaxConns, o.Pool.MaxConnsPerClient = 2, 2 // an upload share of 1; one client here
+		})
 	bs := e.p.buffers
 	for range 2 { // two slow clients take the budget
 		c := rawPOST(t, e, "app.example.com", 100<<10)
 		io.WriteString(c, "x")
 	}
 	waitFor(t, "the budget to be taken", func() bool { return bs.inUse() == 2*minBuffer })
-	for _, n := range []int{100, 30 << 10} {
-		req, _ := http.NewRequest("POST", e.url("/"), strings.NewReader(strings.Repeat("v", n)))
+	c := rawPOST(t, e, "app.example.com", 100<<10) // a third streams, and takes the upload share
+	io.WriteString(c, "x")
+	waitFor(t, "the upload to take the share", func() bool {
+		_, open := e.p.slots["a"].state.Load().endpoints()[0].conns()
+		return open == 1
+	})
+	for _, tc := range []struct {
+		n    int
+		want int
+	}{
+		{100, 200},       // read whole: not an upload
+		{startRead, 200}, // the same
+		{30 << 10, 503},  // an upload, beyond the share
+	} {
+		req, _ := http.NewRequest("POST", e.url("/"), strings.NewReader(strings.Repeat("v", tc.n)))
 		req.Host = "app.example.com"
 		res, body := e.do(e.client, req)
-		if res.StatusCode != 200 || len(echoed(body, "body")) != n {
-			t.Errorf("a body of %d bytes with the budget taken: %d, %d bytes at the backend", n, res.StatusCode, len(echoed(body, "body")))
+		if res.StatusCode != tc.want || (tc.want == 200 && len(echoed(body, "body")) != tc.n) {
+			t.Errorf("a body of %d bytes with the budget and the upload share taken: %d (want %d), %d bytes at the backend",
+				tc.n, res.StatusCode, tc.want, len(echoed(body, "body")))
 		}
 	}
 	if n := bs.inUse(); n != 2*minBuffer {
 		t.Errorf("%d bytes in use, want the budget of %d", n, 2*minBuffer)
+	}
+}
+
+// A body that streams past the bound gives its buffer back once the
+// buffer's bytes have gone to the backend: a long upload holds a
+// connection in the upload share, but none of the budget.
+func TestBodyHeadGivenBackOnceSent(t *testing.T) {
+	be := startBackend(t, echo("a"))
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", to("a"))}, cluster("a", be)),
+		func(o *Options) { o.RequestBuffer = 64 << 10 })
+	bs := e.p.buffers
+	for _, n := range []int{256 << 10, -1} {
+		c := rawPOST(t, e, "app.example.com", n)
+		if n < 0 {
+			io.WriteString(c, chunk(64<<10+1))
+		} else {
+			io.WriteString(c, strings.Repeat("b", 64<<10+1))
+		}
+		waitFor(t, "the upload to reach the backend", func() bool {
+			_, open := e.p.slots["a"].state.Load().endpoints()[0].conns()
+			return open == 1
+		})
+		waitFor(t, "its buffer to be given back", func() bool { return bs.inUse() == 0 })
+		c.Close()
+		waitFor(t, "the upload's connection to go", func() bool {
+			_, open := e.p.slots["a"].state.Load().endpoints()[0].conns()
+			return open == 0
+		})
 	}
 }
