@@ -21,24 +21,26 @@ type Stats struct {
 	UpstreamErrors atomic.Int64 // dial failures, resets, malformed answers
 	// What clients did wrong, answered without blaming a backend: a body
 	// that stopped arriving (408), a malformed or short body (400), a
-	// client holding its share of an endpoint's connections (503), a
-	// client that went away before its answer (recorded as 499, nothing
-	// sent: clientwatch.go), and a path the proxy refuses (400,
-	// reqpath.go).
-	ClientBodyTimeouts atomic.Int64
-	ClientBadBodies    atomic.Int64
-	ClientLimited      atomic.Int64
-	ClientGone         atomic.Int64
-	ClientBadPaths     atomic.Int64
-	Timeouts           atomic.Int64
-	Retries            atomic.Int64
-	MirrorsSent        atomic.Int64
-	MirrorsDropped     atomic.Int64
-	WebSockets         atomic.Int64
-	ConfigLoaded       atomic.Int64
-	ConfigRejected     atomic.Int64
-	ClusterUpdates     atomic.Int64
-	RoutePatches       atomic.Int64 // configs applied by compiling edited routes alone (patch.go)
+	// client holding its share of an endpoint's connections (503), an
+	// upload finding the endpoint's share for uploads, or its client's
+	// part of it, taken (503), a client that went away before its answer
+	// (recorded as 499, nothing sent: clientwatch.go), and a path the
+	// proxy refuses (400, reqpath.go).
+	ClientBodyTimeouts  atomic.Int64
+	ClientBadBodies     atomic.Int64
+	ClientLimited       atomic.Int64
+	ClientUploadLimited atomic.Int64
+	ClientGone          atomic.Int64
+	ClientBadPaths      atomic.Int64
+	Timeouts            atomic.Int64
+	Retries             atomic.Int64
+	MirrorsSent         atomic.Int64
+	MirrorsDropped      atomic.Int64
+	WebSockets          atomic.Int64
+	ConfigLoaded        atomic.Int64
+	ConfigRejected      atomic.Int64
+	ClusterUpdates      atomic.Int64
+	RoutePatches        atomic.Int64 // configs applied by compiling edited routes alone (patch.go)
 	// Access counts protected rules' requests by cfaccess.Reason:
 	// [cfaccess.ReasonNone] those let through.
 	Access [cfaccess.NumReasons]atomic.Int64

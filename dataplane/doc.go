@@ -12,12 +12,15 @@
 //	  → handler.serve (pipeline.go): refuse what no request line may hold,
 //	    pick the Gateway listener by host, match a route rule (package
 //	    matcher), fail closed, CORS preflight, redirect, rewrite, choose a
-//	    backend (weights, session pin), take the body's start
+//	    backend (weights, session pin), take the body (whole, within the
+//	    request buffer, to an HTTP/1.1 backend; else its start)
 //	  → mirrors (mirror.go): copies sent on the side, never waited for
 //	  → forward: HTTP/1.1 on a pooled connection (forward_h1.go, with
 //	    retries and timeouts), HTTP/2 through net/http's Transport
 //	    (forward_h2.go), or a WebSocket tunnel (websocket.go)
 //	  → response: header filters, CORS, session cookie, body streamed
+//	    (a short one from an HTTP/1.1 backend read whole first, its
+//	    connection given back)
 //
 // Everything a request reads is in a compiledConfig (compile.go), built and
 // checked whole by Proxy.Apply (proxy.go) and swapped atomically, so a
@@ -38,7 +41,8 @@
 //     http1; the grammar both it and the proxy check is package
 //     httpsyntax. Here: the request body on its way in, kept or
 //     streamed, and never a backend connection before it started
-//     (body.go); the request as it leaves (outrequest.go); the exchange
+//     (body.go), held in buffers charged against one budget
+//     (buffers.go); the request as it leaves (outrequest.go); the exchange
 //     with retries and timeouts (forward_h1.go, retry.go); noticing a
 //     client that left (clientwatch.go). Endpoints, pools and TLS
 //     identities: cluster.go, backendtls.go.

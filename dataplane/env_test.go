@@ -69,7 +69,22 @@ func newTestEnv(t *testing.T, cfg *proxycfg.Config, opts ...func(*Options)) *tes
 		e.h2c.CloseIdleConnections()
 	})
 	t.Cleanup(func() { checkNoLeakedConns(t, p) }) // runs first: before shutdown
+	t.Cleanup(func() { checkNoHeldBuffers(t, p) })
 	return e
+}
+
+// checkNoHeldBuffers checks that, once a test's requests are over, no
+// body buffer is still charged against the budget: one that is never
+// released takes the budget from every later request.
+func checkNoHeldBuffers(t *testing.T, p *Proxy) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Second) // mirrors finish on their own
+	for p.buffers.inUse() != 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := p.buffers.inUse(); n != 0 {
+		t.Errorf("%d bytes of body buffers still held after the test's requests", n)
+	}
 }
 
 // serveUntilCleanup runs p.Serve(l) until the test ends, and returns the

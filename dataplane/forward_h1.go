@@ -176,7 +176,8 @@ func (x *exchange) mayRetry(attempt int, err error, reqDeadline time.Time, r *ht
 // proxy: no connection could be made, or none was free.
 func neverSent(err error) bool {
 	var dial *http1.DialError
-	return errors.As(err, &dial) || errors.Is(err, http1.ErrOverloaded) || errors.Is(err, http1.ErrClientOverloaded)
+	return errors.As(err, &dial) || errors.Is(err, http1.ErrOverloaded) || errors.Is(err, http1.ErrClientOverloaded) ||
+		errors.Is(err, http1.ErrUploadsOverloaded)
 }
 
 // send writes the request on a connection to ep and reads the response
@@ -237,9 +238,9 @@ func (x *exchange) send(ctx context.Context, ep *endpoint, deadline time.Time) (
 // one (dial).
 func (x *exchange) get(ctx context.Context, ep *endpoint) (*http1.Conn, error) {
 	if _, own := x.w.(*http1.ResponseWriter); !own {
-		return ep.pool().Get(ctx, x.client)
+		return ep.pool().Get(ctx, x.client, x.uploading())
 	}
-	if c, err := ep.pool().Idle(x.client); c != nil || err != nil {
+	if c, err := ep.pool().Idle(x.client, x.uploading()); c != nil || err != nil {
 		return c, err
 	}
 	return x.dial(ctx, ep)
@@ -252,13 +253,13 @@ func (x *exchange) get(ctx context.Context, ep *endpoint) (*http1.Conn, error) {
 // leaves.
 func (x *exchange) dial(ctx context.Context, ep *endpoint) (*http1.Conn, error) {
 	if _, own := x.w.(*http1.ResponseWriter); !own {
-		return ep.pool().Dial(ctx, x.client)
+		return ep.pool().Dial(ctx, x.client, x.uploading())
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	x.waitOn(cancelStream(cancel))
 	defer x.waitOff()
-	return ep.pool().Dial(ctx, x.client)
+	return ep.pool().Dial(ctx, x.client, x.uploading())
 }
 
 // exchangeOn writes the request and reads the head on c. While it waits
@@ -301,14 +302,16 @@ func stale(err error) bool {
 
 // backendsFault reports whether a failed attempt is the backend's doing,
 // to be counted against it: not when the client's body failed, when the
-// client is at its share of the endpoint's connections, when the client
-// went away, nor when the request could not be written.
+// client is at its share of the endpoint's connections (or of those for
+// uploads), when the client went away, nor when the request could not be
+// written.
 func backendsFault(err error) bool {
 	if err == errClientGone {
 		return false
 	}
 	var cb *http1.ClientBodyError
-	return !errors.As(err, &cb) && !errors.Is(err, http1.ErrRequestLine) && !errors.Is(err, http1.ErrClientOverloaded)
+	return !errors.As(err, &cb) && !errors.Is(err, http1.ErrRequestLine) && !errors.Is(err, http1.ErrClientOverloaded) &&
+		!errors.Is(err, http1.ErrUploadsOverloaded)
 }
 
 // upstreamFailure maps a failure to get a response to the status the
@@ -321,6 +324,10 @@ func upstreamFailure(err error, stats *Stats) (int, string) {
 	if errors.Is(err, http1.ErrClientOverloaded) {
 		stats.ClientLimited.Add(1)
 		return http.StatusServiceUnavailable, "this client holds as many connections to the backend as one client may"
+	}
+	if errors.Is(err, http1.ErrUploadsOverloaded) {
+		stats.ClientUploadLimited.Add(1)
+		return http.StatusServiceUnavailable, "the backend's connections for uploads still arriving are taken"
 	}
 	if isTimeout(err) {
 		stats.Timeouts.Add(1)
@@ -349,9 +356,23 @@ func (x *exchange) respondReleasing(w http.ResponseWriter, r *http.Request, c *h
 
 // respond copies the response head to the client, applies response
 // filters, streams the body, and returns the connection to its pool when
-// the exchange ended cleanly.
+// the exchange ended cleanly. A short body (responseBuffer) is read whole
+// and the connection given back before the client is sent anything, so
+// that a client slow to take it holds memory, not the backend.
 func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn, head *http1.Head, bodyDone <-chan error) {
 	stats := &x.h.p.stats
+	var body []byte // the whole body, when it was read before the head went out
+	var upErr error
+	if n := head.ContentLength; n > 0 && n <= responseBuffer && !head.Chunked && head.HasBody(r.Method) {
+		if buf := x.h.p.buffers.get(int(n)); buf != nil {
+			defer buf.release()
+			var got int
+			got, upErr = c.ReadBody(head, buf.b[:n])
+			body = buf.b[:got]
+			x.waitOff() // before Finish: a watch firing later would interrupt a pooled connection
+			c.Finish(head, upErr == nil, r.Method, bodyDone)
+		}
+	}
 	hdr := w.Header()
 	head.CopyTo(hdr)
 	if head.Chunked && r.ProtoMajor == 1 {
@@ -367,12 +388,17 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn
 	w.WriteHeader(head.Status)
 
 	fl, _ := w.(http.Flusher)
-	// The client is still watched while the body streams: the backend may
-	// go quiet for as long as it likes (an event stream, a stalled
-	// download).
-	upErr, downErr := c.CopyBody(w, fl, head, r.Method, hdr)
-	x.waitOff() // before Finish: a watch firing later would interrupt a pooled connection
-	c.Finish(head, upErr == nil && downErr == nil, r.Method, bodyDone)
+	if body != nil {
+		w.Write(body) // a failure is the client's: the backend is done
+	} else {
+		// The client is still watched while the body streams: the
+		// backend may go quiet for as long as it likes (an event stream,
+		// a stalled download).
+		var downErr error
+		upErr, downErr = c.CopyBody(w, fl, head, r.Method, hdr)
+		x.waitOff() // before Finish: a watch firing later would interrupt a pooled connection
+		c.Finish(head, upErr == nil && downErr == nil, r.Method, bodyDone)
+	}
 	if upErr != nil && !x.gone() {
 		// The backend failed mid-body. Send what arrived, then abort the
 		// client's response so it sees a truncated message, not a

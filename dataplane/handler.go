@@ -114,6 +114,9 @@ type exchange struct {
 
 	body   io.Reader
 	replay []byte // the whole body when it was buffered, else nil
+	// buf is the proxy's buffer the body was read into, if any: replay,
+	// or the head of a streamed body, is in it (releaseBody).
+	buf *bodyBuf
 	// h2body is the body streamed to an HTTP/2 backend, which remembers
 	// whether reading the client failed; nil otherwise.
 	h2body  *clientBody

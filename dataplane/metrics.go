@@ -39,23 +39,24 @@ type metricSource struct{ p *Proxy }
 func (m metricSource) Counters() observe.Counters {
 	s := &m.p.stats
 	c := observe.Counters{
-		Requests:           s.Requests.Load(),
-		NoRoute:            s.NoRoute.Load(),
-		UpstreamErrors:     s.UpstreamErrors.Load(),
-		ClientBodyTimeouts: s.ClientBodyTimeouts.Load(),
-		ClientBadBodies:    s.ClientBadBodies.Load(),
-		ClientLimited:      s.ClientLimited.Load(),
-		ClientGone:         s.ClientGone.Load(),
-		ClientBadPaths:     s.ClientBadPaths.Load(),
-		Timeouts:           s.Timeouts.Load(),
-		Retries:            s.Retries.Load(),
-		MirrorsSent:        s.MirrorsSent.Load(),
-		MirrorsDropped:     s.MirrorsDropped.Load(),
-		WebSockets:         s.WebSockets.Load(),
-		ConfigLoaded:       s.ConfigLoaded.Load(),
-		ConfigRejected:     s.ConfigRejected.Load(),
-		ClusterUpdates:     s.ClusterUpdates.Load(),
-		RoutePatches:       s.RoutePatches.Load(),
+		Requests:            s.Requests.Load(),
+		NoRoute:             s.NoRoute.Load(),
+		UpstreamErrors:      s.UpstreamErrors.Load(),
+		ClientBodyTimeouts:  s.ClientBodyTimeouts.Load(),
+		ClientBadBodies:     s.ClientBadBodies.Load(),
+		ClientLimited:       s.ClientLimited.Load(),
+		ClientUploadLimited: s.ClientUploadLimited.Load(),
+		ClientGone:          s.ClientGone.Load(),
+		ClientBadPaths:      s.ClientBadPaths.Load(),
+		Timeouts:            s.Timeouts.Load(),
+		Retries:             s.Retries.Load(),
+		MirrorsSent:         s.MirrorsSent.Load(),
+		MirrorsDropped:      s.MirrorsDropped.Load(),
+		WebSockets:          s.WebSockets.Load(),
+		ConfigLoaded:        s.ConfigLoaded.Load(),
+		ConfigRejected:      s.ConfigRejected.Load(),
+		ClusterUpdates:      s.ClusterUpdates.Load(),
+		RoutePatches:        s.RoutePatches.Load(),
 	}
 	for i := range s.Responses {
 		c.Responses[i] = s.Responses[i].Load()
@@ -72,6 +73,8 @@ func (m metricSource) Counters() observe.Counters {
 }
 
 func (m metricSource) Inflight() int64 { return m.p.inflight.Load() }
+
+func (m metricSource) BufferedBytes() int64 { return m.p.buffers.inUse() }
 
 func (m metricSource) ConfigVersion() (string, bool) {
 	if cc := m.p.current.Load(); cc != nil {

@@ -47,12 +47,21 @@ func (p *Proxy) mirror(ms []*compiled.Mirror, x *exchange, r *http.Request) {
 		if p.tracer != nil {
 			span = x.startMirrorSpan(slot, &out)
 		}
-		go p.sendMirror(cs, out, x.path, x.query, x.replay, span)
+		// The copy holds the body's buffer too: it may be sent after the
+		// request has ended. HTTP/2's transport may read it later still.
+		if x.buf != nil {
+			x.buf.hold()
+			if cs.t.h2 != nil {
+				x.buf.loosen()
+			}
+		}
+		go p.sendMirror(cs, out, x.path, x.query, x.replay, x.buf, span)
 	}
 }
 
-func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string, body []byte, span *observe.Span) {
+func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string, body []byte, buf *bodyBuf, span *observe.Span) {
 	defer p.mirrorsInFlight.Add(-1)
+	defer buf.release()
 	ep := cs.pick(nil)
 	ok := false
 	if cs.t.h2 != nil {
@@ -73,7 +82,7 @@ func (p *Proxy) sendMirror(cs *clusterState, out outRequest, path, query string,
 func sendMirrorH1(ep *endpoint, out *outRequest, body []byte) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), mirrorTimeout)
 	defer cancel()
-	c, err := ep.pool().Get(ctx, "")
+	c, err := ep.pool().Get(ctx, "", false)
 	if err != nil {
 		return false
 	}

@@ -275,7 +275,9 @@ func TestE2EMirrorLargeBodyNotMirrored(t *testing.T) {
 	e := newTestEnv(t, config([]proxycfg.Route{route("r", r)}, cluster("a", be), sink.cluster("m", proxycfg.ProtoHTTP1)))
 	stats := e.p.Stats()
 
-	big := strings.Repeat("b", compiled.MaxReplayBody+1)
+	// To an HTTP/1.1 backend a body is kept up to the request buffer.
+	limit := max(DefaultRequestBuffer, compiled.MaxReplayBody)
+	big := strings.Repeat("b", limit+1)
 	for i, chunked := range []bool{false, true} {
 		var body io.Reader = strings.NewReader(big)
 		if chunked {
@@ -294,7 +296,7 @@ func TestE2EMirrorLargeBodyNotMirrored(t *testing.T) {
 	// A body of exactly the limit is kept, so it is mirrored whole; it is
 	// sent after the big ones, so once it has been counted, nothing else
 	// can still be on its way.
-	exact := strings.Repeat("e", compiled.MaxReplayBody)
+	exact := strings.Repeat("e", limit)
 	res, got := feSend(t, e.client, "POST", e.bound.Origin, "app.example.com", "/exact", strings.NewReader(exact))
 	if res.StatusCode != 200 || echoed(got, "body") != exact {
 		t.Fatalf("exact: status %d", res.StatusCode)

@@ -40,6 +40,7 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 		return
 	}
 	x.prepareOutRequest(host, scheme)
+	defer x.releaseBody() // the body's buffer, however the request ends
 	if x.receiveBody() {
 		return
 	}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
+	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
@@ -35,6 +36,15 @@ type Options struct {
 	// MaxMirrors bounds mirrored requests in flight; beyond it mirrors are
 	// dropped and counted. Default 256.
 	MaxMirrors int
+	// RequestBuffer is the longest request body to an HTTP/1.1 backend
+	// read whole before a backend connection is taken, whatever its
+	// framing; a longer one is streamed once this much has arrived
+	// (buffers.go). Default DefaultRequestBuffer.
+	RequestBuffer int64
+	// BufferMemory bounds the memory of all request and response bodies
+	// held whole at once; a body that finds it taken is streamed instead.
+	// Default DefaultBufferMemory.
+	BufferMemory int64
 	// Log receives config loads and rejections; default slog.Default().
 	Log *slog.Logger
 	// Metrics, when set, registers more instruments on the meter behind
@@ -119,6 +129,9 @@ type Proxy struct {
 	// route and rule label, kept across loads (counters.go).
 	ruleStats map[[2]string]*observe.RuleStats
 
+	// buffers hold the bodies read whole (buffers.go).
+	buffers *buffers
+
 	mirrorsInFlight atomic.Int32
 	// lastUpstreamLog (unix nanoseconds) rate-limits upstream failure logs.
 	lastUpstreamLog atomic.Int64
@@ -145,6 +158,13 @@ func New(opts Options) *Proxy {
 	if opts.MaxMirrors <= 0 {
 		opts.MaxMirrors = 256
 	}
+	if opts.RequestBuffer <= 0 {
+		opts.RequestBuffer = DefaultRequestBuffer
+	}
+	if opts.BufferMemory <= 0 {
+		opts.BufferMemory = DefaultBufferMemory
+	}
+	opts.RequestBuffer = min(opts.RequestBuffer, opts.BufferMemory) // no body gets more
 	if opts.Log == nil {
 		opts.Log = slog.Default()
 	}
@@ -154,6 +174,7 @@ func New(opts Options) *Proxy {
 		opts:            opts,
 		slots:           map[string]*clusterSlot{},
 		transports:      newTransports(opts.Pool),
+		buffers:         newBuffers(opts.BufferMemory, int(max(opts.RequestBuffer, responseBuffer, compiled.MaxReplayBody))),
 		fallbackSession: newSessionCodec(key),
 		access:          cfaccess.NewVerifier(cfaccess.DefaultLeeway, cfaccess.DefaultCacheBytes),
 		unknownKeys:     cfaccess.NewUnknownKeys(0),

@@ -108,15 +108,18 @@ var AllowedProxyFlags = []string{
 	"access-log",
 	"access-log-omit-query",
 	"access-log-queue",
+	"buffer-memory",
 	"client-body-timeout",
 	"client-write-timeout",
 	"log-format",
 	"log-level",
+	"request-buffer",
 	"upstream-dial-timeout",
 	"upstream-idle-timeout",
 	"upstream-max-conns",
 	"upstream-max-conns-per-client",
 	"upstream-max-idle",
+	"upstream-max-upload-conns",
 }
 
 // Autoscaling bounds a HorizontalPodAutoscaler of the proxies.

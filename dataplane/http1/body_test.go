@@ -14,7 +14,7 @@ func TestCopyBodyFiltersTrailers(t *testing.T) {
 		"Transfer-Encoding: chunked\r\nX-Checksum: 900150983cd24fb0\r\nGrpc-Status: 0\r\n\r\n"
 	b := startBackend(t, func(int) string { return answer }, nil)
 	p := testPool(b.addr)
-	c, err := p.Get(t.Context(), "")
+	c, err := p.Get(t.Context(), "", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,11 @@ type Conn struct {
 	// streaming says the current exchange's body is being written by a
 	// goroutine of its own, which reads the client's body meanwhile.
 	streaming bool
-	client    string      // whose request holds it ("" when idle): changed under pool.mu, or by its sole owner
-	broken    atomic.Bool // a deadline was forced into the past: not reusable
+	client    string // whose request holds it ("" when idle): changed under pool.mu, or by its sole owner
+	// upload says it counts in the pool's MaxUploadConns: its request's
+	// body is still coming from the client. Changed under pool.mu.
+	upload bool
+	broken atomic.Bool // a deadline was forced into the past: not reusable
 	// idleSince is the pool's sweep count when it went back to the pool:
 	// a clock that costs no clock read (see Pool.sweep).
 	idleSince uint64
@@ -44,8 +47,21 @@ func (c *Conn) Close() {
 	c.nc.Close()
 	c.pool.mu.Lock()
 	c.pool.open--
-	c.pool.release(c.client)
-	c.client = ""
+	c.pool.release(c.client, c.upload)
+	c.client, c.upload = "", false
+	c.pool.mu.Unlock()
+}
+
+// uploaded takes the connection out of the pool's upload share: its
+// request body has been sent (or failed), so it waits on the backend
+// now, not on the client.
+func (c *Conn) uploaded() {
+	c.pool.mu.Lock()
+	if c.upload {
+		c.upload = false
+		c.pool.uploads--
+		decrement(c.pool.uploading, c.client)
+	}
 	c.pool.mu.Unlock()
 }
 
@@ -92,6 +108,9 @@ var closedBody = func() chan error { c := make(chan error, 1); c <- nil; close(c
 // caller reads the response. bodyDone delivers the outcome of writing the
 // body; it is never nil, and the caller must receive from it before
 // reading the client's body can stop (Finish does).
+//
+// A connection got for an upload (Pool.Get) leaves the upload share once
+// the body is written, or at once when Send has none to read.
 func (c *Conn) Send(body io.Reader, replay []byte, n int64) (bodyDone <-chan error, err error) {
 	c.streaming = false
 	switch {
@@ -99,7 +118,11 @@ func (c *Conn) Send(body io.Reader, replay []byte, n int64) (bodyDone <-chan err
 		c.bw.Write(replay)
 	case body == nil:
 	case n > 0 && n <= inlineBody:
-		if _, err := writeBody(c.bw, body, n); err != nil {
+		_, err := writeBody(c.bw, body, n)
+		if c.upload {
+			c.uploaded()
+		}
+		if err != nil {
 			return closedBody, err
 		}
 	default:
@@ -112,6 +135,9 @@ func (c *Conn) Send(body io.Reader, replay []byte, n int64) (bodyDone <-chan err
 		go c.writeBodyAsync(body, n, ch)
 		return ch, nil
 	}
+	if c.upload { // nothing of the client's left to wait for
+		c.uploaded()
+	}
 	return closedBody, c.bw.Flush()
 }
 
@@ -122,6 +148,7 @@ func (c *Conn) Streaming() bool { return c.streaming }
 // writeBodyAsync writes a body while the caller reads the response.
 func (c *Conn) writeBodyAsync(body io.Reader, n int64, done chan<- error) {
 	_, err := writeBody(c.bw, body, n)
+	c.uploaded()
 	if err != nil {
 		c.Close() // the backend must not take a truncated body as whole
 	}
@@ -169,6 +196,18 @@ func (c *Conn) CopyBody(w io.Writer, fl http.Flusher, h *Head, method string, tr
 	return err, nil
 }
 
+// ReadBody reads the whole body of a response of known length into p,
+// which is exactly h.ContentLength bytes long: for a caller that gives
+// the connection back (Finish) before it passes the body on. n is what
+// arrived; err, an upstream error (an early close) when not all did.
+func (c *Conn) ReadBody(h *Head, p []byte) (n int, err error) {
+	if int64(len(p)) != h.ContentLength {
+		return 0, errors.New("http1: ReadBody needs a buffer of the body's length")
+	}
+	n, err = io.ReadFull(c.br, p)
+	return n, unexpected(err)
+}
+
 // Finish ends the exchange: the connection goes back to its pool when
 // clean (the response was read whole), the response lets it live on, it
 // was not a bodiless answer that announced a body (see skippedBody), and
@@ -176,18 +215,19 @@ func (c *Conn) CopyBody(w io.Writer, fl http.Flusher, h *Head, method string, tr
 // for a body writer still running, which reads the client's body: that
 // must not happen after the request's handler returns.
 func (c *Conn) Finish(h *Head, clean bool, method string, bodyDone <-chan error) {
-	reuse := clean && h.reusable(method)
-	if reuse {
+	if clean && h.reusable(method) {
 		select {
 		case berr := <-bodyDone:
-			reuse = berr == nil
-		default:
-			reuse = false // still sending a body the backend did not wait for
+			// The outcome is taken: it must not be waited for again below
+			// (the writer sends it once).
+			if berr == nil {
+				c.pool.put(c)
+			} else {
+				c.Close()
+			}
+			return
+		default: // still sending a body the backend did not wait for
 		}
-	}
-	if reuse {
-		c.pool.put(c)
-		return
 	}
 	c.Close()
 	<-bodyDone

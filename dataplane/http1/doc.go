@@ -97,7 +97,12 @@
 //     are dropped (TrailerAllowed), as net/http refuses them.
 //
 // Connections to backends (pool.go, conn.go). One client holds at most
-// MaxConnsPerClient of an endpoint's connections (MaxConns/4 by default). HTTP/1.1 has no way to
+// MaxConnsPerClient of an endpoint's connections (MaxConns/4 by default).
+// Requests whose body is still coming from their client, which make the
+// backend wait at the client's pace, hold at most MaxUploadConns of them
+// (MaxConns/2), a quarter of those per client, whatever the number of
+// clients: the rest is left to requests that wait on the backend alone.
+// HTTP/1.1 has no way to
 // tell which request a response answers but their order (RFC 9112 §9.3),
 // so a byte the server sends that no request asked for would shift every
 // later answer on the connection to the wrong client. Hence:

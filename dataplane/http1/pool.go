@@ -38,6 +38,19 @@ type PoolSettings struct {
 	// others: beyond it a request fails with ErrClientOverloaded. Default
 	// a quarter of MaxConns.
 	MaxConnsPerClient int
+	// MaxUploadConns caps the connections to one endpoint held by
+	// requests whose body is still coming from the client: the backend
+	// then waits on the client, at the client's pace, and slow clients
+	// from any number of addresses could otherwise take every connection.
+	// Beyond it such a request fails at once with ErrUploadsOverloaded;
+	// the rest of MaxConns is left to requests that wait on nobody but
+	// the backend. A connection leaves the share when its request body
+	// has been sent. Default half of MaxConns.
+	MaxUploadConns int
+	// MaxUploadConnsPerClient caps one client's connections within
+	// MaxUploadConns, so that a few clients cannot take the whole share.
+	// Default a quarter of MaxUploadConns.
+	MaxUploadConnsPerClient int
 }
 
 // DefaultPoolSettings are the settings of a proxy that sets none.
@@ -63,6 +76,14 @@ func (s PoolSettings) OrDefaults() PoolSettings {
 	if s.MaxConnsPerClient > 0 {
 		d.MaxConnsPerClient = min(s.MaxConnsPerClient, d.MaxConns)
 	}
+	d.MaxUploadConns = max(1, d.MaxConns/2)
+	if s.MaxUploadConns > 0 {
+		d.MaxUploadConns = min(s.MaxUploadConns, d.MaxConns)
+	}
+	d.MaxUploadConnsPerClient = max(1, d.MaxUploadConns/4)
+	if s.MaxUploadConnsPerClient > 0 {
+		d.MaxUploadConnsPerClient = min(s.MaxUploadConnsPerClient, d.MaxUploadConns)
+	}
 	return d
 }
 
@@ -81,8 +102,12 @@ type Pool struct {
 	open int // connections open, busy or idle, and dials under way
 	// held counts, by client, the connections that client's requests
 	// hold (busy, or being dialled for it).
-	held   map[string]int
-	closed bool
+	held map[string]int
+	// uploads counts the connections held by requests still sending their
+	// body (Conn.upload), and uploading the same by client.
+	uploads   int
+	uploading map[string]int
+	closed    bool
 	// sweeping says a sweep is scheduled; sweeps counts them (see sweep).
 	sweeping bool
 	sweeps   uint64
@@ -97,30 +122,32 @@ func NewPool(addr string, tlsConf *tls.Config, s PoolSettings, explain func(erro
 
 // Get returns an idle connection or dials a new one, for a request of
 // client (its address; "" for the proxy's own requests, which no
-// client's cap counts). ctx bounds the dial. An idle connection is handed
-// out only if it is quiet: one with anything to read, or closed by the
-// server, is closed instead.
-func (p *Pool) Get(ctx context.Context, client string) (*Conn, error) {
-	if c, err := p.takeIdle(client, true); c != nil || err != nil {
+// client's cap counts). upload says the request's body is still to come
+// from the client (it is not in memory): the connection then counts in
+// MaxUploadConns until Send has written the body. ctx bounds the dial.
+// An idle connection is handed out only if it is quiet: one with
+// anything to read, or closed by the server, is closed instead.
+func (p *Pool) Get(ctx context.Context, client string, upload bool) (*Conn, error) {
+	if c, err := p.takeIdle(client, upload, true); c != nil || err != nil {
 		return c, err
 	}
-	return p.dialFor(ctx, client)
+	return p.dialFor(ctx, client, upload)
 }
 
 // Idle is Get without the dial: an idle connection for a request of
 // client, or nil when there is none (and then nothing is held for
 // client). A caller that must do something before a dial (watch its
 // client meanwhile) calls Idle, then Dial.
-func (p *Pool) Idle(client string) (*Conn, error) {
-	return p.takeIdle(client, false)
+func (p *Pool) Idle(client string, upload bool) (*Conn, error) {
+	return p.takeIdle(client, upload, false)
 }
 
-// takeIdle takes one of client's places and an idle connection. With
-// none idle it returns nil, and keeps the place for a dial when dialNext
-// says one follows.
-func (p *Pool) takeIdle(client string, dialNext bool) (*Conn, error) {
+// takeIdle takes client's places (holdLocked) and an idle connection.
+// With none idle it returns nil, and keeps the places for a dial when
+// dialNext says one follows.
+func (p *Pool) takeIdle(client string, upload, dialNext bool) (*Conn, error) {
 	p.mu.Lock()
-	if err := p.holdLocked(client); err != nil {
+	if err := p.holdLocked(client, upload); err != nil {
 		p.mu.Unlock()
 		return nil, err
 	}
@@ -130,14 +157,14 @@ func (p *Pool) takeIdle(client string, dialNext bool) (*Conn, error) {
 		p.idle = p.idle[:n-1]
 		p.mu.Unlock()
 		if c.quiet() { // the sweep closes those idle too long
-			c.reused, c.client = true, client
+			c.reused, c.client, c.upload = true, client, upload
 			return c, nil
 		}
 		c.Close()
 		p.mu.Lock()
 	}
 	if !dialNext {
-		p.release(client)
+		p.release(client, upload)
 	}
 	p.mu.Unlock()
 	return nil, nil
@@ -150,54 +177,77 @@ var ErrOverloaded = errors.New("the backend endpoint has as many connections ope
 // connections as one client may.
 var ErrClientOverloaded = errors.New("this client holds as many connections to the backend endpoint as one client may (upstream-max-conns-per-client)")
 
+// ErrUploadsOverloaded is an endpoint whose connections for requests
+// still sending their body are all taken, or this client's part of them.
+var ErrUploadsOverloaded = errors.New("the backend endpoint's connections for request bodies still arriving are taken, or as many as one client may have (upstream-max-upload-conns)")
+
 // Dial dials a new connection for a request of client (see Get), within
 // the caps: for a request that must not go on a pooled one.
-func (p *Pool) Dial(ctx context.Context, client string) (*Conn, error) {
-	if err := p.hold(client); err != nil {
+func (p *Pool) Dial(ctx context.Context, client string, upload bool) (*Conn, error) {
+	p.mu.Lock()
+	err := p.holdLocked(client, upload)
+	p.mu.Unlock()
+	if err != nil {
 		return nil, err
 	}
-	return p.dialFor(ctx, client)
+	return p.dialFor(ctx, client, upload)
 }
 
-// hold takes one of client's places, or fails at its cap.
-func (p *Pool) hold(client string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.holdLocked(client)
-}
-
-// holdLocked is hold with p.mu held.
-func (p *Pool) holdLocked(client string) error {
-	if client == "" {
-		return nil
-	}
-	if p.held[client] >= p.settings.MaxConnsPerClient {
+// holdLocked takes one of client's places, and with upload one of the
+// upload share's, or fails at a cap. p.mu is held.
+func (p *Pool) holdLocked(client string, upload bool) error {
+	if client != "" && p.held[client] >= p.settings.MaxConnsPerClient {
 		return ErrClientOverloaded
 	}
-	if p.held == nil {
-		p.held = map[string]int{}
+	if upload {
+		if p.uploads >= p.settings.MaxUploadConns ||
+			(client != "" && p.uploading[client] >= p.settings.MaxUploadConnsPerClient) {
+			return ErrUploadsOverloaded
+		}
+		p.uploads++
+		if client != "" {
+			if p.uploading == nil {
+				p.uploading = map[string]int{}
+			}
+			p.uploading[client]++
+		}
 	}
-	p.held[client]++
+	if client != "" {
+		if p.held == nil {
+			p.held = map[string]int{}
+		}
+		p.held[client]++
+	}
 	return nil
 }
 
-// release gives back a place hold took. p.mu is held.
-func (p *Pool) release(client string) {
+// release gives back the places holdLocked took, that of the upload
+// share if upload. p.mu is held.
+func (p *Pool) release(client string, upload bool) {
+	if upload {
+		p.uploads--
+		decrement(p.uploading, client)
+	}
+	decrement(p.held, client)
+}
+
+// decrement counts one less for client in m, dropping it at zero.
+func decrement(m map[string]int, client string) {
 	if client == "" {
 		return
 	}
-	if n := p.held[client] - 1; n > 0 {
-		p.held[client] = n
+	if n := m[client] - 1; n > 0 {
+		m[client] = n
 	} else {
-		delete(p.held, client)
+		delete(m, client)
 	}
 }
 
-// dialFor dials within MaxConns for client, whose place is held.
-func (p *Pool) dialFor(ctx context.Context, client string) (*Conn, error) {
+// dialFor dials within MaxConns for client, whose places are held.
+func (p *Pool) dialFor(ctx context.Context, client string, upload bool) (*Conn, error) {
 	p.mu.Lock()
 	if p.open >= p.settings.MaxConns {
-		p.release(client)
+		p.release(client, upload)
 		p.mu.Unlock()
 		return nil, ErrOverloaded
 	}
@@ -207,11 +257,11 @@ func (p *Pool) dialFor(ctx context.Context, client string) (*Conn, error) {
 	if err != nil {
 		p.mu.Lock()
 		p.open--
-		p.release(client)
+		p.release(client, upload)
 		p.mu.Unlock()
 		return nil, err
 	}
-	c.client = client
+	c.client, c.upload = client, upload
 	return c, nil
 }
 
@@ -284,8 +334,8 @@ func (p *Pool) put(c *Conn) {
 	}
 	p.mu.Lock()
 	c.idleSince = p.sweeps
-	p.release(c.client)
-	c.client = ""
+	p.release(c.client, c.upload)
+	c.client, c.upload = "", false
 	if p.closed || c.broken.Load() || len(p.idle) >= p.settings.MaxIdle {
 		p.mu.Unlock()
 		c.Close()
@@ -353,4 +403,12 @@ func (p *Pool) Counts() (idle, open int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.idle), p.open
+}
+
+// Uploads returns the connections held by requests still sending their
+// body (within MaxUploadConns), for metrics and tests.
+func (p *Pool) Uploads() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.uploads
 }

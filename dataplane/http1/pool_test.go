@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func testPool(addr string) *Pool {
 // does.
 func exchange(t *testing.T, p *Pool, method string) (status int, body string) {
 	t.Helper()
-	c, err := p.Get(context.Background(), "")
+	c, err := p.Get(context.Background(), "", false)
 	if err != nil {
 		t.Fatalf("Get: %v", err)
 	}
@@ -282,22 +283,22 @@ func TestPoolCapsConnectionsPerClient(t *testing.T) {
 	p := NewPool(b.addr, nil, PoolSettings{MaxConns: 8}.OrDefaults(), nil)
 	var mine []*Conn
 	for range 2 { // a quarter of 8
-		c, err := p.Get(t.Context(), "203.0.113.66")
+		c, err := p.Get(t.Context(), "203.0.113.66", false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		mine = append(mine, c)
 	}
-	if _, err := p.Get(t.Context(), "203.0.113.66"); !errors.Is(err, ErrClientOverloaded) {
+	if _, err := p.Get(t.Context(), "203.0.113.66", false); !errors.Is(err, ErrClientOverloaded) {
 		t.Fatalf("third connection for one client: %v", err)
 	}
-	other, err := p.Get(t.Context(), "203.0.113.7")
+	other, err := p.Get(t.Context(), "203.0.113.7", false)
 	if err != nil {
 		t.Fatalf("another client: %v", err)
 	}
 	other.Close()
 	mine[0].Close()
-	c, err := p.Get(t.Context(), "203.0.113.66")
+	c, err := p.Get(t.Context(), "203.0.113.66", false)
 	if err != nil {
 		t.Fatalf("after one came back: %v", err)
 	}
@@ -318,21 +319,21 @@ func TestPoolIdle(t *testing.T) {
 	b := startBackend(t, func(int) string { return ok("x") }, nil)
 	p := NewPool(b.addr, nil, PoolSettings{MaxConns: 4}.OrDefaults(), nil)
 	const client = "203.0.113.66"
-	if c, err := p.Idle(client); c != nil || err != nil {
+	if c, err := p.Idle(client, false); c != nil || err != nil {
 		t.Fatalf("Idle on an empty pool: %v, %v", c, err)
 	}
 	if len(p.held) != 0 || b.accepts.Load() != 0 {
 		t.Fatalf("Idle on an empty pool held %v and dialled %d times", p.held, b.accepts.Load())
 	}
 	exchange(t, p, "GET") // leaves its connection idle
-	c, err := p.Idle(client)
+	c, err := p.Idle(client, false)
 	if c == nil || err != nil {
 		t.Fatalf("Idle with a connection idle: %v, %v", c, err)
 	}
 	if !c.Reused() || p.held[client] != 1 {
 		t.Errorf("Idle's connection: reused %v, the client holds %d", c.Reused(), p.held[client])
 	}
-	if _, err := p.Idle(client); !errors.Is(err, ErrClientOverloaded) { // a quarter of 4
+	if _, err := p.Idle(client, false); !errors.Is(err, ErrClientOverloaded) { // a quarter of 4
 		t.Errorf("Idle at the client's cap: %v", err)
 	}
 	c.Close()
@@ -340,3 +341,211 @@ func TestPoolIdle(t *testing.T) {
 		t.Errorf("places still held: %v", p.held)
 	}
 }
+
+// A request body that fails after the backend's whole answer was read
+// (a backend that answers before it reads the body) ends the exchange:
+// Finish closes the connection and returns, whatever the order in which
+// the answer and the body's failure came.
+func TestFinishAfterTheBodyFailed(t *testing.T) {
+	b := startBackend(t, func(int) string { return ok("early") }, nil)
+	p := testPool(b.addr)
+	c, err := p.Get(t.Context(), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	WriteRequestLine(c.Writer(), "POST", "/", "h")
+	EndHead(c.Writer(), -1)
+	fail := make(chan struct{})
+	done, err := c.Send(io.MultiReader(strings.NewReader("part"), failAfter(fail)), nil, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := GetHead()
+	defer PutHead(h)
+	if err := c.ReadResponse(h, false); err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if upErr, downErr := c.CopyBody(&sb, nil, h, "POST", http.Header{}); upErr != nil || downErr != nil {
+		t.Fatal(upErr, downErr)
+	}
+	close(fail) // the client's body breaks off now, with the answer read
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if _, open := p.Counts(); open == 0 { // the writer closed it
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the body writer did not give up")
+		}
+	}
+	finished := make(chan struct{})
+	go func() {
+		c.Finish(h, true, "POST", done)
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Finish still waits for the body's outcome it already took")
+	}
+	if idle, open := p.Counts(); idle != 0 || open != 0 {
+		t.Errorf("%d idle, %d open after a failed body", idle, open)
+	}
+}
+
+// failAfter is a body that fails once fail is closed.
+type failAfter chan struct{}
+
+func (f failAfter) Read([]byte) (int, error) {
+	<-f
+	return 0, io.ErrUnexpectedEOF
+}
+
+// Connections for requests still sending their body come from the upload
+// share (half of MaxConns), a quarter of it per client; other requests
+// still get theirs when it is taken; a connection leaves the share once
+// its body has been written, and every count comes back to zero.
+func TestPoolCapsUploads(t *testing.T) {
+	b := startBackend(t, func(int) string { return ok("x") }, nil)
+	p := NewPool(b.addr, nil, PoolSettings{MaxConns: 16}.OrDefaults(), nil) // 8 for uploads, 2 a client
+	if s := p.settings; s.MaxUploadConns != 8 || s.MaxUploadConnsPerClient != 2 {
+		t.Fatalf("upload share %d, per client %d; want 8 and 2", s.MaxUploadConns, s.MaxUploadConnsPerClient)
+	}
+	client := func(i int) string { return "203.0.113." + strconv.Itoa(i) }
+	var held []*Conn
+	for i := range 4 {
+		for range 2 {
+			c, err := p.Get(t.Context(), client(i), true)
+			if err != nil {
+				t.Fatalf("upload %d of client %d: %v", len(held), i, err)
+			}
+			held = append(held, c)
+		}
+	}
+	if _, err := p.Get(t.Context(), client(0), true); !errors.Is(err, ErrUploadsOverloaded) {
+		t.Fatalf("a third upload for one client: %v", err)
+	}
+	if _, err := p.Dial(t.Context(), client(9), true); !errors.Is(err, ErrUploadsOverloaded) {
+		t.Fatalf("an upload beyond the share: %v", err)
+	}
+	if p.Uploads() != 8 {
+		t.Fatalf("%d uploads counted, want 8", p.Uploads())
+	}
+	// The other half is everyone else's, the attackers' addresses too.
+	other, err := p.Get(t.Context(), client(0), false)
+	if err != nil {
+		t.Fatalf("a request without a body to wait for: %v", err)
+	}
+	other.Close()
+
+	// A body written whole takes the connection out of the share, on the
+	// goroutine that writes it and on the caller's alike.
+	c := held[0]
+	WriteRequestLine(c.Writer(), "POST", "/", "h")
+	EndHead(c.Writer(), -1)
+	done, err := c.Send(strings.NewReader("body"), nil, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if p.Uploads() != 7 {
+		t.Fatalf("%d uploads counted after one body was written, want 7", p.Uploads())
+	}
+	again, err := p.Get(t.Context(), client(0), true)
+	if err != nil {
+		t.Fatalf("the client's place in the share did not come back: %v", err)
+	}
+	again.Close()
+	c = held[1]
+	WriteRequestLine(c.Writer(), "POST", "/", "h")
+	EndHead(c.Writer(), 4)
+	if _, err := c.Send(strings.NewReader("body"), nil, 4); err != nil {
+		t.Fatal(err)
+	}
+	if p.Uploads() != 6 {
+		t.Fatalf("%d uploads counted after a short body was written, want 6", p.Uploads())
+	}
+	for _, c := range held {
+		c.Close()
+	}
+	if _, open := p.Counts(); open != 0 || p.Uploads() != 0 || len(p.held) != 0 || len(p.uploading) != 0 {
+		t.Errorf("after every connection closed: %d open, %d uploads, held %v, uploading %v", open, p.Uploads(), p.held, p.uploading)
+	}
+}
+
+// Thousands of requests of every kind, from several clients at once,
+// leave no count behind: uploads and not, bodies written whole or failing
+// on the client's side, answers read and connections kept, or closed.
+func TestPoolUploadCountsComeBackToZero(t *testing.T) {
+	b := startBackend(t, func(int) string { return ok("x") }, nil)
+	p := NewPool(b.addr, nil, PoolSettings{MaxConns: 16, MaxIdle: 4, DialTimeout: time.Second}.OrDefaults(), nil)
+	var wg sync.WaitGroup
+	var refused atomic.Int32
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 400 {
+				upload := i%2 == 0
+				c, err := p.Get(t.Context(), "203.0.113."+strconv.Itoa(g%3), upload)
+				if err != nil {
+					if !errors.Is(err, ErrUploadsOverloaded) && !errors.Is(err, ErrClientOverloaded) && !errors.Is(err, ErrOverloaded) {
+						t.Errorf("Get: %v", err)
+						return
+					}
+					refused.Add(1)
+					continue
+				}
+				c.SetDeadline(time.Now().Add(5 * time.Second))
+				WriteRequestLine(c.Writer(), "POST", "/", "h")
+				var body io.Reader
+				n := int64(0)
+				switch i % 4 {
+				case 0: // streamed, chunked
+					body, n = strings.NewReader("chunked body"), -1
+				case 1: // nothing to wait for
+				case 2: // the client's body fails
+					body, n = io.MultiReader(strings.NewReader("part"), failing{}), -1
+				case 3:
+					body, n = strings.NewReader("four"), 4
+				}
+				EndHead(c.Writer(), n)
+				done, err := c.Send(body, nil, n)
+				if err != nil {
+					c.Close()
+					continue
+				}
+				h := GetHead()
+				if err := c.ReadResponse(h, false); err != nil {
+					c.Close()
+					<-done
+					PutHead(h)
+					continue
+				}
+				var sb strings.Builder
+				upErr, downErr := c.CopyBody(&sb, nil, h, "POST", http.Header{})
+				c.SetDeadline(time.Time{})
+				if i%8 == 7 {
+					c.Drop(h, "POST", 0, done)
+				} else {
+					c.Finish(h, upErr == nil && downErr == nil, "POST", done)
+				}
+				PutHead(h)
+			}
+		})
+	}
+	wg.Wait()
+	if _, open := p.Counts(); p.Uploads() != 0 || len(p.held) != 0 || len(p.uploading) != 0 {
+		t.Errorf("after 3,200 requests: %d uploads counted, held %v, uploading %v (%d open)", p.Uploads(), p.held, p.uploading, open)
+	}
+	if idle, open := p.Counts(); idle != open {
+		t.Errorf("%d connections open, %d idle: busy places leaked", open, idle)
+	}
+	t.Logf("%d requests refused at a cap", refused.Load())
+}
+
+// failing is a client body that breaks off.
+type failing struct{}
+
+func (failing) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }

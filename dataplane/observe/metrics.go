@@ -43,6 +43,9 @@ type Source interface {
 	Counters() Counters
 	// Inflight is the number of requests being served.
 	Inflight() int64
+	// BufferedBytes is the memory held by request and response bodies
+	// read whole, which the proxy's -buffer-memory bounds.
+	BufferedBytes() int64
 	// ConfigVersion is the version of the config being served; ok is
 	// false before the first one.
 	ConfigVersion() (version string, ok bool)
@@ -63,23 +66,25 @@ type Counters struct {
 	UpstreamErrors int64
 	// Requests refused for what their client did: a body that stopped
 	// arriving (408), a malformed or short body (400), a client holding
-	// its share of an endpoint's connections (503), a client that went
+	// its share of an endpoint's connections (503), an upload finding the
+	// endpoint's connections for uploads taken (503), a client that went
 	// away before its answer (499, nothing sent), a path the proxy
 	// refuses (400).
-	ClientBodyTimeouts int64
-	ClientBadBodies    int64
-	ClientLimited      int64
-	ClientGone         int64
-	ClientBadPaths     int64
-	Timeouts           int64 // upstream requests that timed out
-	Retries            int64
-	MirrorsSent        int64
-	MirrorsDropped     int64
-	WebSockets         int64
-	ConfigLoaded       int64
-	ConfigRejected     int64
-	ClusterUpdates     int64
-	RoutePatches       int64
+	ClientBodyTimeouts  int64
+	ClientBadBodies     int64
+	ClientLimited       int64
+	ClientUploadLimited int64
+	ClientGone          int64
+	ClientBadPaths      int64
+	Timeouts            int64 // upstream requests that timed out
+	Retries             int64
+	MirrorsSent         int64
+	MirrorsDropped      int64
+	WebSockets          int64
+	ConfigLoaded        int64
+	ConfigRejected      int64
+	ClusterUpdates      int64
+	RoutePatches        int64
 	// Access counts protected rules' requests by result: "allowed", or
 	// the reason they were refused (package cfaccess's names).
 	Access []AccessCount
@@ -144,6 +149,7 @@ type proxyMetrics struct {
 	spans          metric.Int64ObservableCounter
 
 	inflight   metric.Int64ObservableGauge
+	buffered   metric.Int64ObservableGauge
 	configInfo metric.Int64ObservableGauge
 	ready      metric.Int64ObservableGauge
 
@@ -152,7 +158,7 @@ type proxyMetrics struct {
 	mirrorDropped  metric.ObserveOption
 	configOK       metric.ObserveOption
 	configRejected metric.ObserveOption
-	clientReasons  [5]metric.ObserveOption // body_timeout, bad_body, conn_share, client_gone, bad_path
+	clientReasons  [6]metric.ObserveOption // body_timeout, bad_body, conn_share, upload_share, client_gone, bad_path
 	linesWritten   metric.ObserveOption
 	linesDropped   metric.ObserveOption
 	spanResults    [3]metric.ObserveOption // exported, dropped, failed
@@ -206,7 +212,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	pm.responses = counter("tunnelgate.responses", "{response}", "Responses sent, by status class.")
 	pm.noRoute = counter("tunnelgate.no_route", "{request}", "Requests no route matched (answered 404).")
 	pm.upstreamErrors = counter("tunnelgate.upstream_errors", "{error}", "Upstream dial failures, resets and malformed answers.")
-	pm.clientErrors = counter("tunnelgate.client_errors", "{request}", "Requests refused for what their client did, by reason: body_timeout (408), bad_body (400), conn_share (503: the client held its share of an endpoint's connections), client_gone (499: the client went away before its answer; nothing sent), bad_path (400: a path the proxy refuses).")
+	pm.clientErrors = counter("tunnelgate.client_errors", "{request}", "Requests refused for what their client did, by reason: body_timeout (408), bad_body (400), conn_share (503: the client held its share of an endpoint's connections), upload_share (503: an upload found the endpoint's connections for uploads, or its client's part of them, taken), client_gone (499: the client went away before its answer; nothing sent), bad_path (400: a path the proxy refuses).")
 	pm.timeouts = counter("tunnelgate.upstream_timeouts", "{timeout}", "Upstream requests that timed out.")
 	pm.retries = counter("tunnelgate.retries", "{retry}", "Upstream requests retried.")
 	pm.mirrors = counter("tunnelgate.mirrors", "{request}", "Mirrored requests, sent or dropped.")
@@ -218,6 +224,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	pm.accessLogLines = counter("tunnelgate.access_log_lines", "{line}", "Access log lines written, or dropped because the writer fell behind.")
 	pm.spans = counter("tunnelgate.trace_spans", "{span}", "Spans exported, dropped because the export queue was full, or failed to export.")
 	pm.inflight = gauge("tunnelgate.inflight_requests", "{request}", "Requests being served.")
+	pm.buffered = gauge("tunnelgate.body_buffers", "By", "Memory held by request and response bodies read whole before they are passed on (bounded by -buffer-memory).")
 	pm.configInfo = gauge("tunnelgate.config_info", "", "Always 1, labelled with the version of the config being served.")
 	pm.ready = gauge("tunnelgate.ready", "", "1 once a config is loaded, else 0.")
 	if err := errors.Join(errs...); err != nil {
@@ -233,7 +240,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 	pm.configRejected = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "rejected")))
 	pm.linesWritten = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "written")))
 	pm.linesDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
-	for i, r := range []string{"body_timeout", "bad_body", "conn_share", "client_gone", "bad_path"} {
+	for i, r := range []string{"body_timeout", "bad_body", "conn_share", "upload_share", "client_gone", "bad_path"} {
 		pm.clientReasons[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
 	}
 	for i, r := range []string{"exported", "dropped", "failed"} {
@@ -250,7 +257,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.clientErrors, pm.timeouts,
 		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates, pm.routePatches, pm.access,
 		pm.configInfo, pm.ready,
-		pm.accessLogLines, pm.spans, pm.inflight,
+		pm.accessLogLines, pm.spans, pm.inflight, pm.buffered,
 	); err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)
 	}
@@ -277,8 +284,9 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 	o.ObserveInt64(pm.clientErrors, c.ClientBodyTimeouts, pm.clientReasons[0])
 	o.ObserveInt64(pm.clientErrors, c.ClientBadBodies, pm.clientReasons[1])
 	o.ObserveInt64(pm.clientErrors, c.ClientLimited, pm.clientReasons[2])
-	o.ObserveInt64(pm.clientErrors, c.ClientGone, pm.clientReasons[3])
-	o.ObserveInt64(pm.clientErrors, c.ClientBadPaths, pm.clientReasons[4])
+	o.ObserveInt64(pm.clientErrors, c.ClientUploadLimited, pm.clientReasons[3])
+	o.ObserveInt64(pm.clientErrors, c.ClientGone, pm.clientReasons[4])
+	o.ObserveInt64(pm.clientErrors, c.ClientBadPaths, pm.clientReasons[5])
 	o.ObserveInt64(pm.timeouts, c.Timeouts)
 	o.ObserveInt64(pm.retries, c.Retries)
 	o.ObserveInt64(pm.mirrors, c.MirrorsSent, pm.mirrorSent)
@@ -292,6 +300,7 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(pm.access, a.N, metric.WithAttributeSet(attribute.NewSet(attribute.String("result", a.Result))))
 	}
 	o.ObserveInt64(pm.inflight, pm.src.Inflight())
+	o.ObserveInt64(pm.buffered, pm.src.BufferedBytes())
 	// Served at zero when the access log is off, so alerts on drops need
 	// no special case.
 	var written, dropped int64

@@ -20,8 +20,9 @@ type fakeSource struct {
 	clusters []Cluster
 }
 
-func (f *fakeSource) Counters() Counters { return f.counters }
-func (f *fakeSource) Inflight() int64    { return 3 }
+func (f *fakeSource) Counters() Counters   { return f.counters }
+func (f *fakeSource) Inflight() int64      { return 3 }
+func (f *fakeSource) BufferedBytes() int64 { return 8192 }
 func (f *fakeSource) ConfigVersion() (string, bool) {
 	return f.version, f.version != ""
 }
@@ -62,7 +63,7 @@ func TestMetricsHandler(t *testing.T) {
 	up.Result(503, false)
 	up.Result(0, true)
 	src := &fakeSource{
-		counters: Counters{Requests: 9, NoRoute: 1, ClientBadBodies: 2, ClientGone: 6, MirrorsDropped: 5, ConfigRejected: 1,
+		counters: Counters{Requests: 9, NoRoute: 1, ClientBadBodies: 2, ClientGone: 6, ClientUploadLimited: 7, ClientBadPaths: 8, MirrorsDropped: 5, ConfigRejected: 1,
 			Access: []AccessCount{{"allowed", 7}, {"expired", 2}}},
 		version:  "v1",
 		rules:    []*RuleStats{rule, {Route: "default/idle", Rule: "main"}},
@@ -76,11 +77,14 @@ func TestMetricsHandler(t *testing.T) {
 		"tunnelgate_no_route_total":                                                                      "1",
 		`tunnelgate_client_errors_total{reason="bad_body"}`:                                              "2",
 		`tunnelgate_client_errors_total{reason="client_gone"}`:                                           "6",
+		`tunnelgate_client_errors_total{reason="upload_share"}`:                                          "7",
+		`tunnelgate_client_errors_total{reason="bad_path"}`:                                              "8",
 		`tunnelgate_mirrors_total{result="dropped"}`:                                                     "5",
 		`tunnelgate_config_loads_total{result="rejected"}`:                                               "1",
 		`tunnelgate_cloudflare_access_requests_total{result="allowed"}`:                                  "7",
 		`tunnelgate_cloudflare_access_requests_total{result="expired"}`:                                  "2",
 		"tunnelgate_inflight_requests":                                                                   "3",
+		"tunnelgate_body_buffers_bytes":                                                                  "8192",
 		`tunnelgate_config_info{version="v1"}`:                                                           "1",
 		"tunnelgate_ready":                                                                               "1",
 		`tunnelgate_cluster_endpoints{cluster="b"}`:                                                      "2",

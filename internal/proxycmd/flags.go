@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/api/origin"
@@ -29,6 +31,9 @@ type flags struct {
 
 	listenerPorts bool    // -listen-listener-ports: dataplane.Options.ListenerPorts
 	slashes       *string // -encoded-slashes: dataplane.Options.EncodedSlashes
+	// -request-buffer and -buffer-memory: dataplane.Options.RequestBuffer
+	// and BufferMemory.
+	requestBuffer, bufferMemory byteSize
 }
 
 // parseFlags parses and checks the flags of the command called name. done
@@ -64,6 +69,10 @@ func parseFlags(name string, args []string, stderr io.Writer) (f *flags, code in
 	fs.IntVar(&f.pool.MaxIdle, "upstream-max-idle", pool.MaxIdle, "idle connections kept per backend endpoint")
 	fs.IntVar(&f.pool.MaxConns, "upstream-max-conns", pool.MaxConns, "connections open per backend endpoint; beyond, requests get 503")
 	fs.IntVar(&f.pool.MaxConnsPerClient, "upstream-max-conns-per-client", 0, "connections to one backend endpoint the requests of one client (Cf-Connecting-Ip behind the tunnel, else the peer address) may hold; beyond, its requests get 503 (0: a quarter of -upstream-max-conns)")
+	fs.IntVar(&f.pool.MaxUploadConns, "upstream-max-upload-conns", 0, "connections to one backend endpoint that requests whose body is still arriving (longer than -request-buffer) may hold, a quarter of them per client; beyond, such a request gets 503 (0: half of -upstream-max-conns)")
+	f.requestBuffer, f.bufferMemory = dataplane.DefaultRequestBuffer, dataplane.DefaultBufferMemory
+	fs.Var(&f.requestBuffer, "request-buffer", "a request body to an HTTP/1.1 backend up to this `size` (e.g. 1MiB) is read whole before a backend connection is taken; a longer one is streamed")
+	fs.Var(&f.bufferMemory, "buffer-memory", "`size` (e.g. 64MiB) the request and response bodies held whole may take together; a body that finds it taken is streamed")
 	fs.DurationVar(&f.listen.BodyTimeout, "client-body-timeout", 60*time.Second, "a client's request body that sends nothing for this long gets 408")
 	fs.DurationVar(&f.listen.WriteTimeout, "client-write-timeout", 60*time.Second, "a client that reads nothing of its response for this long is disconnected, and its backend connection released")
 	fs.DurationVar(&f.pool.IdleTimeout, "upstream-idle-timeout", pool.IdleTimeout, "close upstream connections idle this long")
@@ -110,4 +119,36 @@ func checkSource(fs *flag.FlagSet, file, controller, tokenFile string) string {
 		}
 	}
 	return ""
+}
+
+// byteSize is a flag of a size in bytes: a number, with KiB, MiB or GiB
+// after it for those units.
+type byteSize int64
+
+func (b *byteSize) String() string {
+	n := int64(*b)
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"GiB", 30}, {"MiB", 20}, {"KiB", 10}} {
+		if n != 0 && n%(1<<u.shift) == 0 {
+			return strconv.FormatInt(n>>u.shift, 10) + u.suffix
+		}
+	}
+	return strconv.FormatInt(n, 10)
+}
+
+func (b *byteSize) Set(s string) error {
+	num, shift := s, uint(0)
+	for suffix, sh := range map[string]uint{"KiB": 10, "MiB": 20, "GiB": 30} {
+		if rest, ok := strings.CutSuffix(s, suffix); ok {
+			num, shift = rest, sh
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > (1<<40)>>shift {
+		return fmt.Errorf("want a positive number of bytes, with KiB, MiB or GiB after it for those units (1MiB), at most 1TiB: %q", s)
+	}
+	*b = byteSize(n << shift)
+	return nil
 }

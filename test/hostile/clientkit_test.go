@@ -10,7 +10,8 @@ package hostile
 //     sends whatever pseudo-header and field bytes a test gives it;
 //   - backend: an HTTP/1.1 backend that records every request line and
 //     field name exactly as it arrived, reads every body whole before it
-//     answers 200, and counts the requests whose body it is waiting for;
+//     answers 200, and counts the requests whose body it is waiting for
+//     and the connections it accepted;
 //   - upstreamErrorsMetric: the cluster's result="error" count in /metrics.
 
 import (
@@ -157,8 +158,9 @@ type h2stream struct {
 }
 
 // h2dial opens an HTTP/2 connection on c, a raw connection to p (TLS
-// done with ALPN h2 on h2 paths, prior knowledge on h2c ones).
-func h2dial(t testing.TB, c net.Conn) *h2conn {
+// done with ALPN h2 on h2 paths, prior knowledge on h2c ones), sending
+// settings in its SETTINGS frame.
+func h2dial(t testing.TB, c net.Conn, settings ...http2.Setting) *h2conn {
 	t.Helper()
 	h := &h2conn{t: t, nc: c, next: 1, streams: map[uint32]*h2stream{}}
 	h.fr = http2.NewFramer(c, c)
@@ -169,7 +171,7 @@ func h2dial(t testing.TB, c net.Conn) *h2conn {
 	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
 		t.Fatalf("HTTP/2 preface: %v", err)
 	}
-	if err := h.fr.WriteSettings(); err != nil {
+	if err := h.fr.WriteSettings(settings...); err != nil {
 		t.Fatalf("HTTP/2 SETTINGS: %v", err)
 	}
 	c.SetWriteDeadline(time.Time{})
@@ -351,6 +353,8 @@ type backend struct {
 	// busy counts requests whose body the backend is still reading: each
 	// holds one of the proxy's upstream connections.
 	busy atomic.Int32
+	// accepted counts the connections the proxy opened to it.
+	accepted atomic.Int64
 
 	mu    sync.Mutex
 	reqs  []rawRequest
@@ -409,6 +413,7 @@ func newBackend(t testing.TB) *backend {
 }
 
 func (b *backend) serve(c net.Conn) {
+	b.accepted.Add(1)
 	b.mu.Lock()
 	b.conns[c] = struct{}{}
 	b.mu.Unlock()

@@ -17,7 +17,9 @@ package hostile
 // is the victim's own address (the proxy must not hold a connection for
 // it at all); one that sent a byte of each body comes from another
 // address and, on trusted paths, with another Cf-Connecting-Ip (the proxy
-// must cap it).
+// must cap it; since the request buffer, a body of this length is read
+// whole first and holds no connection at all). Attackers from many
+// addresses are pacedclients_test.go's.
 
 import (
 	"fmt"

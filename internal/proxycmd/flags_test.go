@@ -1,0 +1,29 @@
+package proxycmd
+
+import (
+	"io"
+	"testing"
+)
+
+// The size flags take bytes or KiB, MiB and GiB, print what they took
+// the same way, and refuse anything else.
+func TestSizeFlags(t *testing.T) {
+	f, code, done := parseFlags("proxy", []string{"-config", "x.json", "-request-buffer", "256KiB", "-buffer-memory", "3000"}, io.Discard)
+	if done {
+		t.Fatalf("parse: exit %d", code)
+	}
+	if f.requestBuffer != 256<<10 || f.bufferMemory != 3000 {
+		t.Errorf("got %d and %d bytes", f.requestBuffer, f.bufferMemory)
+	}
+	if s := f.requestBuffer.String(); s != "256KiB" {
+		t.Errorf("256 KiB printed as %q", s)
+	}
+	if f, _, _ := parseFlags("proxy", []string{"-config", "x.json"}, io.Discard); f.requestBuffer != 1<<20 || f.bufferMemory != 64<<20 {
+		t.Errorf("defaults %v and %v, want 1MiB and 64MiB", &f.requestBuffer, &f.bufferMemory)
+	}
+	for _, bad := range []string{"0", "-1", "1MB", "1.5MiB", "MiB", "2TiB", "2048GiB"} {
+		if _, code, done := parseFlags("proxy", []string{"-config", "x.json", "-request-buffer", bad}, io.Discard); !done || code != 2 {
+			t.Errorf("-request-buffer %s: accepted", bad)
+		}
+	}
+}
