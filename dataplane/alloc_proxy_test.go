@@ -5,9 +5,12 @@ package dataplane
 import (
 	"bufio"
 	"net"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -80,5 +83,24 @@ func getOn(t *testing.T, addr string, req []byte) func() {
 		if n, err := readResponse(br, body); err != nil || n != 100 {
 			t.Fatalf("response: %d bytes, %v", n, err)
 		}
+	}
+}
+
+// An access log line costs no allocation of its own for a path the
+// router matched as the client spelt it: the routed path and the client's
+// spelling (client_path) are built only when they differ.
+func TestAllocsAccessLogLine(t *testing.T) {
+	r := httptest.NewRequest("GET", "/cart/x?id=7", nil)
+	rec := reqRecord{path: "/cart/x", query: "id=7"}
+	var ln observe.Line
+	if n := testing.AllocsPerRun(100, func() { ln = accessLogLine(&rec, r, false, 200, 0, time.Time{}) }); n != 0 {
+		t.Errorf("%.1f allocations per line, want 0", n)
+	}
+	if ln.Path != "/cart/x?id=7" || ln.ClientPath != "" {
+		t.Errorf("path %q client_path %q", ln.Path, ln.ClientPath)
+	}
+	r = httptest.NewRequest("GET", "//cart/./x?id=7", nil)
+	if ln = accessLogLine(&rec, r, false, 200, 0, time.Time{}); ln.Path != "/cart/x?id=7" || ln.ClientPath != "//cart/./x?id=7" {
+		t.Errorf("respelt: path %q client_path %q", ln.Path, ln.ClientPath)
 	}
 }

@@ -2,6 +2,7 @@ package dataplane
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -90,13 +91,11 @@ func (x *exchange) endAttempt(start time.Time, status int, err error) {
 func accessLogLine(rec *reqRecord, r *http.Request, trusted bool, status int, size int64, end time.Time) observe.Line {
 	path := logPath(r)
 	var clientPath string
-	if rec.path != "" {
-		routed := rec.path
+	if sent, _, _ := strings.Cut(path, "?"); rec.path != "" && rec.path != sent {
+		// Only a spelling the router read as another path costs a string.
+		clientPath, path = path, rec.path
 		if rec.query != "" {
-			routed += "?" + rec.query
-		}
-		if routed != path {
-			path, clientPath = routed, path
+			path += "?" + rec.query
 		}
 	}
 	ln := observe.Line{

@@ -8,7 +8,11 @@
 #
 # Environment (defaults in brackets):
 #   TARGETS      targets to run, in order ["direct httputil nginx tunnelgate"];
-#                also "hop"
+#                also "hop", and "baseline" (needs BASELINE)
+#   BASELINE     a tunnelgate binary built from another commit, measured as
+#                the "baseline" target in the same rounds, for a before and
+#                after: git worktree add /tmp/base COMMIT && (cd /tmp/base &&
+#                go build -o /tmp/base.bin ./cmd/tunnelgate)
 #   ROUNDS       interleaved rounds per target [3]
 #   DURATION     length of each measured wrk run [8s]
 #   WARMUP       length of the unmeasured wrk run before each one [1s]
@@ -38,8 +42,8 @@ read -ra TARGET_LIST <<<"$TARGETS"
 [ ${#TARGET_LIST[@]} -gt 0 ] || die "TARGETS is empty"
 for t in "${TARGET_LIST[@]}"; do
 	case $t in
-	direct | httputil | nginx | tunnelgate | hop) ;;
-	*) die "unknown target '$t' in TARGETS (known: direct httputil nginx tunnelgate hop)" ;;
+	direct | httputil | nginx | tunnelgate | hop | baseline) ;;
+	*) die "unknown target '$t' in TARGETS (known: direct httputil nginx tunnelgate hop baseline)" ;;
 	esac
 done
 want() { [[ " ${TARGET_LIST[*]} " == *" $1 "* ]]; }
@@ -158,6 +162,9 @@ say "building into $TMP"
 go build -o "$TMP/backend" ./bench/load/backend
 if want httputil; then go build -o "$TMP/rproxy" ./bench/load/rproxy; fi
 if want hop; then go build -o "$TMP/hop" ./bench/load/hop; fi
+if want baseline; then
+	[ -n "${BASELINE:-}" ] && [ -x "$BASELINE" ] || die "the baseline target needs BASELINE, a tunnelgate binary of another commit"
+fi
 if want tunnelgate || want hop; then
 	go build -o "$TMP/tunnelgate" ./cmd/tunnelgate ||
 		die "building ./cmd/tunnelgate failed; skip it with TARGETS=\"direct httputil nginx\""
@@ -295,7 +302,7 @@ EOF
 	wait_port nginx "$p" "${PID[nginx]}"
 fi
 
-if want tunnelgate || want hop; then
+if want tunnelgate || want hop || want baseline; then
 	cat >"$TMP/tunnelgate.json" <<EOF
 {"schema":"tunnelgate.dev/dataplane/v1","listeners":[{"name":"bench","protocol":"HTTP"}],"routes":[{"kind":"HTTPRoute","namespace":"bench","name":"r","created":"2026-01-01T00:00:00Z","listeners":["bench"],"rules":[{"matches":[{"path":{"type":"PathPrefix","value":"/"}}],"backends":[{"cluster":"backend","weight":1}]}]}],"clusters":[{"name":"backend","protocol":"http1","endpoints":[{"address":"127.0.0.1:$BACKEND_PORT"}]}]}
 EOF
@@ -306,6 +313,16 @@ if want tunnelgate; then
 	start tunnelgate "$TMP/tunnelgate" proxy --config "$TMP/tunnelgate.json" --listen "127.0.0.1:$p"
 	PORT[tunnelgate]=$p
 	wait_port tunnelgate "$p" "${PID[tunnelgate]}"
+fi
+
+# The baseline target: another build with the same config; its admin
+# listener is off, so that it does not collide with the tunnelgate
+# target's.
+if want baseline; then
+	alloc_port p
+	start baseline "$BASELINE" proxy --config "$TMP/tunnelgate.json" --listen "127.0.0.1:$p" --admin ""
+	PORT[baseline]=$p
+	wait_port baseline "$p" "${PID[baseline]}"
 fi
 
 # The hop target: two proxies with the tunnelgate target's config, one whose
