@@ -1,17 +1,15 @@
 package dataplane
 
 import (
-	"bufio"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
@@ -208,26 +206,10 @@ func TestMergedListenersTakeTheStrictestSlashes(t *testing.T) {
 	}
 }
 
-// rawGET sends a GET for target, as written, on a new connection to addr,
-// and returns the status and body.
+// rawGET sends GET target, as written, to addr (testnet.RawGET).
 func rawGET(t *testing.T, addr, target string) (int, string) {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	res, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("GET %q: %v", target, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
+	return testnet.RawGET(t, addr, "h", target)
 }
 
 // opaqueGET sends a GET whose :path is target as written, with client.

@@ -1,12 +1,9 @@
 package standalone
 
 import (
-	"bufio"
-	"io"
-	"net"
-	"net/http"
 	"testing"
-	"time"
+
+	"github.com/tunnelgate/tunnelgate/internal/testnet"
 )
 
 // Standalone mode serves with the proxy's request path: repeated slashes
@@ -16,26 +13,13 @@ import (
 func TestServeRequestPath(t *testing.T) {
 	backends := serveBackends(map[string]int{"one": echoBackend(t, "one"), "two": echoBackend(t, "two")})
 	files := serveGateway + backends + "---\n" + serveRoutes
+	// The same Gateway, given a GatewayConfig that decodes them.
 	withConfig := `
 apiVersion: tunnelgate.dev/v1alpha1
 kind: GatewayConfig
 metadata: {name: decode}
 spec: {encodedSlashes: Decode}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: tunnelgate}
-spec: {controllerName: tunnelgate.dev/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: tunnelgate
-  listeners:
-  - {name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}
-  - {name: other, protocol: HTTP, port: 8080, hostname: "other.test"}
-  infrastructure:
+---` + serveGateway + `  infrastructure:
     parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: decode}
 ` + backends + "---\n" + serveRoutes
 
@@ -66,30 +50,11 @@ spec:
 		t.Run(c.name, func(t *testing.T) {
 			addr := serveFiles(t, c.files, Options{EncodedSlashes: c.flag})
 			for target, w := range c.want {
-				status, body := rawGet(t, addr, "app.example.com", target)
+				status, body := testnet.RawGET(t, addr, "app.example.com", target)
 				if status != w.status || w.status == 200 && body != w.body {
 					t.Errorf("%s: %d %q, want %d %q", target, status, body, w.status, w.body)
 				}
 			}
 		})
 	}
-}
-
-// rawGet sends GET target to addr as written, with host.
-func rawGet(t *testing.T, addr, host, target string) (int, string) {
-	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	io.WriteString(c, "GET "+target+" HTTP/1.1\r\nHost: "+host+"\r\nConnection: close\r\n\r\n")
-	res, err := http.ReadResponse(bufio.NewReader(c), nil)
-	if err != nil {
-		t.Fatalf("GET %s: %v", target, err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
 }
