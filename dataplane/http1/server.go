@@ -48,6 +48,11 @@ type Server struct {
 	closing atomic.Bool
 	wg      sync.WaitGroup
 	date    atomic.Pointer[dateText]
+	// ended ends the requests' context: at Close, or once every
+	// connection is done after Serve returned. A graceful Shutdown lets
+	// the requests in flight run on (a dial, a backend's answer), as
+	// net/http's does; only Close cuts them.
+	ended context.CancelFunc
 }
 
 // Logger is where a Server reports what goes wrong inside it.
@@ -237,12 +242,20 @@ func (s *Server) Serve(ln net.Listener) error {
 		s.conns = map[*conn]struct{}{}
 	}
 	s.ln = ln
-	s.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	s.ended = cancel
+	s.mu.Unlock()
 	stop := make(chan struct{})
-	defer close(stop)
 	go s.janitor(stop)
+	// The connections outlive Serve during a Shutdown: their deadlines
+	// are kept, and their requests' context ends only with them.
+	defer func() {
+		go func() {
+			s.wg.Wait()
+			cancel()
+			close(stop)
+		}()
+	}()
 	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
@@ -376,7 +389,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 }
 
-// Close stops accepting and closes every connection at once.
+// Close stops accepting, closes every connection at once, and ends the
+// requests' context, so handlers waiting on something else (a backend)
+// stop too.
 func (s *Server) Close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -386,5 +401,8 @@ func (s *Server) Close() {
 	}
 	for c := range s.conns {
 		c.nc.Close()
+	}
+	if s.ended != nil {
+		s.ended()
 	}
 }

@@ -2,6 +2,7 @@ package http1
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"io"
 	"log/slog"
@@ -174,4 +175,71 @@ func startServer(t *testing.T, s *Server) string {
 	go s.Serve(ln)
 	t.Cleanup(func() { s.Close() })
 	return ln.Addr().String()
+}
+
+// A graceful Shutdown lets the request in flight run to its end: its
+// context stays live while the handler waits on something else (a
+// backend's dial or answer), as net/http's server does. Close, or the
+// end of Shutdown's own deadline, ends it.
+func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
+	t.Parallel()
+	for _, forced := range []bool{false, true} {
+		started, release := make(chan struct{}), make(chan struct{})
+		ended := make(chan error, 1)
+		s := &Server{
+			Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				close(started)
+				select {
+				case <-release:
+					io.WriteString(w, "done")
+					ended <- nil
+				case <-r.Context().Done():
+					ended <- r.Context().Err()
+				}
+			}),
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		}
+		addr := startServer(t, s)
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: a\r\n\r\n")
+		<-started
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if forced {
+			cancel() // Shutdown's deadline has passed: it closes what is left
+		}
+		shut := make(chan error, 1)
+		go func() { shut <- s.Shutdown(ctx) }()
+		if forced {
+			select {
+			case err := <-ended:
+				if err == nil {
+					t.Error("forced: the handler finished, want its context ended")
+				}
+			case <-time.After(5 * time.Second):
+				t.Error("forced: the handler's context did not end when Shutdown gave up")
+			}
+			<-shut
+			cancel()
+			continue
+		}
+		select {
+		case err := <-ended:
+			t.Fatalf("graceful: the request's context ended during the drain: %v", err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		close(release)
+		res, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || res.StatusCode != 200 {
+			t.Fatalf("graceful: the request in flight got %v, %v; want its answer", res, err)
+		}
+		if err := <-shut; err != nil {
+			t.Errorf("graceful: Shutdown: %v", err)
+		}
+		cancel()
+	}
 }
