@@ -167,7 +167,8 @@ type OriginSettings struct {
 	// Socket, when set, is the path of a unix socket, shared by the proxy
 	// and cloudflared, where the plain HTTP origin listener is: HTTP
 	// hostnames then go to unix:<Socket> instead of Port. gRPC hostnames
-	// still go to TLSPort.
+	// still go to TLSPort. cloudflared answers every WebSocket to a unix:
+	// service 502 (cloudflare/cloudflared#560).
 	Socket string `json:"socket,omitempty"`
 	// TLSPort of the TLS origin listener used for gRPC (default 8443).
 	TLSPort int32 `json:"tlsPort,omitempty"`

@@ -13,9 +13,9 @@ with "-tunnelgate" added unless it already says tunnelgate.
 {{- define "tunnelgate.controller.name" -}}{{ include "tunnelgate.fullname" . }}-controller{{- end -}}
 {{- define "tunnelgate.proxy.name" -}}{{ include "tunnelgate.fullname" . }}-proxy{{- end -}}
 {{- define "tunnelgate.sessionKeys.secret" -}}{{ .Values.sessionKeys.existingSecret | default (printf "%s-session-keys" (include "tunnelgate.fullname" .)) }}{{- end -}}
+{{- /* The origin socket, with proxy.originTransport unix (an opt-in: WebSockets fail over it, values.yaml). */ -}}
 {{- define "tunnelgate.originSocket" -}}
-{{- $t := .Values.proxy.originTransport | default (ternary "unix" "tcp" .Values.gatewayClass.create) -}}
-{{- if eq $t "unix" }}/var/run/tunnelgate/origin.sock{{ end -}}
+{{- if eq .Values.proxy.originTransport "unix" }}/var/run/tunnelgate/origin.sock{{ end -}}
 {{- end -}}
 {{- define "tunnelgate.internal.secret" -}}{{ .Values.internalTLS.existingSecret | default (printf "%s-internal" (include "tunnelgate.fullname" .)) }}{{- end -}}
 

@@ -71,7 +71,10 @@ func originOf(s *v1alpha1.OriginSettings) origin {
 }
 
 // plain is the service of the plain origin listener: its unix socket, or
-// its port on loopback.
+// its port on loopback. cloudflared answers every WebSocket to a unix:
+// service 502 (cloudflare/cloudflared#560): the chart's proxies default
+// to the port, and a plane's own tunnel, whose proxies listen on the
+// socket, carries no WebSocket (docs/data-planes.md).
 func (o origin) plain() string {
 	if o.socket != "" {
 		return "unix:" + o.socket

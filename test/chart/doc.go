@@ -17,6 +17,10 @@
 //   - the chart's Deployments run as Pods on the kubelet stand-in, and
 //     rolling them under load through test/connector (cloudflared and the
 //     edge) loses no request;
+//   - with the chart's default values a WebSocket, a server-sent event
+//     stream and a gRPC call go through test/connector to a backend Pod;
+//     with proxy.originTransport=unix the WebSocket gets cloudflared's 502
+//     (cloudflare/cloudflared#560) and the rest still pass;
 //   - the Grafana dashboard and the alert rules query only metrics of
 //     docs/metrics.md, and are well formed (unique panel ids, balanced
 //     expressions, a severity and annotations on every alert);

@@ -27,8 +27,14 @@ import (
 // labels). A probe, security setting, argument, mount or volume changed
 // in one and not the other fails here, and so does a setting the chart
 // writes for planes that differs from its own proxies'.
+//
+// One difference is the origin transport: a plane with a tunnel of its
+// own listens for cloudflared on the unix socket, which keeps port 8080
+// free for the Gateway's listener ports (provision.PortHolder), where
+// the chart's proxies default to loopback TCP (proxy.originTransport).
+// So the plane is compared with the chart's proxies on the socket.
 func TestProvisionedPlaneHasTheChartsPodShape(t *testing.T) {
-	objs := decode(t, mustRender(t, valuesFiles(t)["default"]))
+	objs := decode(t, mustRender(t, valuesFiles(t)["default"], "--set", "proxy.originTransport=unix"))
 	chart := typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-proxy")).Spec.Template.Spec
 	settings := typed[corev1.ConfigMap](t, find(t, objs, "ConfigMap", "-planes")).Data["planes.json"]
 	install, err := provision.ParseInstall([]byte(settings))

@@ -663,18 +663,35 @@ func TestPprofValues(t *testing.T) {
 	}
 }
 
-// proxy.originTransport: unix puts the origin listener on a socket both
-// containers share, and names it in the GatewayClassConfig; tcp keeps
-// loopback port 8080.
+// proxy.originTransport: tcp, the default whatever gatewayClass.create
+// says (and what empty means), keeps the origin listener on loopback port
+// 8080 and names no socket in the GatewayClassConfig; unix, an opt-in
+// (cloudflared answers WebSockets over a socket 502, issue 40), puts it on
+// a socket both containers share and names it there.
 func TestOriginTransport(t *testing.T) {
 	def := valuesFiles(t)["default"]
-	for _, transport := range []string{"unix", "tcp"} {
-		objs := decode(t, mustRender(t, def, "--set", "proxy.originTransport="+transport))
+	for _, c := range []struct {
+		name string
+		set  []string
+		unix bool
+	}{
+		{"default", nil, false},
+		{"default without the GatewayClassConfig", []string{"--set", "gatewayClass.create=false"}, false},
+		{"empty", []string{"--set", "proxy.originTransport="}, false},
+		{"tcp", []string{"--set", "proxy.originTransport=tcp"}, false},
+		{"unix", []string{"--set", "proxy.originTransport=unix"}, true},
+	} {
+		objs := decode(t, mustRender(t, def, c.set...))
 		proxy := typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-proxy"))
 		pxArgs := flags(proxy.Spec.Template.Spec.InitContainers[0].Args)
 		checkOrigin(t, objs, proxy.Spec.Template.Spec, pxArgs)
-		if got := strings.HasPrefix(pxArgs["-listen"], "unix:"); got != (transport == "unix") {
-			t.Errorf("originTransport %s: -listen=%s", transport, pxArgs["-listen"])
+		if got := strings.HasPrefix(pxArgs["-listen"], "unix:"); got != c.unix {
+			t.Errorf("%s: -listen=%s", c.name, pxArgs["-listen"])
+		}
+		for _, v := range proxy.Spec.Template.Spec.Volumes {
+			if v.Name == "origin-socket" && !c.unix {
+				t.Errorf("%s: the proxy Pods have an origin-socket volume", c.name)
+			}
 		}
 	}
 }

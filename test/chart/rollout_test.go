@@ -31,7 +31,7 @@ func init() { kubelet.Register(cloudflaredImage, connector.Main(kubelet.HostPath
 // Rollouts lose nothing: the chart's Deployments run as Pods (the kubelet
 // stand-in, kube-controller-manager's ReplicaSets, EndpointSlices and
 // rollouts), every request goes edge → a connector in a proxy Pod →
-// the proxy's origin socket → a backend Pod, and while load runs the
+// the proxy's origin listener → a backend Pod, and while load runs the
 // proxy Deployment and then the controller Deployment are rolled (as
 // `kubectl rollout restart` does). No request may fail, and a visitor
 // pinned by session persistence keeps its backend Pod whichever proxy Pod

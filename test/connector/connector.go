@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"os"
 	"os/signal"
 	"strings"
@@ -133,7 +132,7 @@ func Run(ctx context.Context, opts Options, shutdown <-chan struct{}) error {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	c := &connector{opts: opts, origins: map[string]http.Handler{}}
+	c := &connector{opts: opts, origins: map[string]*originClient{}}
 	if opts.Metrics != "" {
 		ms, err := c.serveMetrics()
 		if err != nil {
@@ -167,7 +166,7 @@ type connector struct {
 	rules      atomic.Pointer[ingress]
 
 	mu      sync.Mutex
-	origins map[string]http.Handler // by service
+	origins map[string]*originClient // by service and originRequest
 }
 
 // serveConnection dials the edge, registers and serves visitors' requests
@@ -260,8 +259,10 @@ func (c *connector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(rl.status)
 	case rl.origin == nil && rl.socket == "":
 		http.Error(w, "connector: service "+rl.service+" is not modeled", http.StatusBadGateway)
+	case r.Header.Get(upgradeHeader) == websocketUpgrade:
+		c.origin(rl).websocket(w, r)
 	default:
-		c.origin(rl).ServeHTTP(w, r)
+		c.origin(rl).proxy.ServeHTTP(w, r)
 	}
 }
 
@@ -281,49 +282,18 @@ func (c *connector) applyConfig(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// origin returns the rule's origin, one per service, built once.
-func (c *connector) origin(rl *rule) http.Handler {
+// origin returns the rule's origin, one per service and originRequest,
+// built once.
+func (c *connector) origin(rl *rule) *originClient {
+	key := fmt.Sprintf("%s %+v", rl.service, rl.request)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if h, ok := c.origins[rl.service]; ok {
-		return h
+	if o, ok := c.origins[key]; ok {
+		return o
 	}
-	h := newOrigin(rl, c.opts.Log)
-	c.origins[rl.service] = h
-	return h
-}
-
-// newOrigin sends requests to the rule's origin over HTTP/1.1 with
-// keep-alive, their Host and headers unchanged.
-func newOrigin(rl *rule, log *slog.Logger) http.Handler {
-	t := &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second, ResponseHeaderTimeout: 60 * time.Second}
-	if socket := rl.socket; socket != "" {
-		t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", socket)
-		}
-	}
-	return &httputil.ReverseProxy{
-		Transport: t,
-		Rewrite: func(pr *httputil.ProxyRequest) {
-			pr.Out.URL.Scheme, pr.Out.URL.Host = "http", pr.In.Host
-			if rl.origin != nil {
-				pr.Out.URL.Host = rl.origin.Host
-			}
-			pr.Out.Host = pr.In.Host
-			// Rewrite drops these; the edge set them and cloudflared
-			// passes them on.
-			for _, k := range []string{"X-Forwarded-For", "X-Forwarded-Proto"} {
-				if v := pr.In.Header.Values(k); len(v) > 0 {
-					pr.Out.Header[k] = v
-				}
-			}
-		},
-		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
-			log.Info("origin request failed", "service", rl.service, "err", err)
-			http.Error(w, "connector: origin: "+err.Error(), http.StatusBadGateway)
-		},
-	}
+	o := newOrigin(rl, c.opts.Log)
+	c.origins[key] = o
+	return o
 }
 
 // serveMetrics serves /ready and /healthcheck as cloudflared's metrics

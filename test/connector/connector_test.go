@@ -92,10 +92,16 @@ type running struct {
 // startConnector runs a connector whose /sock is socket.
 func startConnector(t *testing.T, e *Edge, name, token, socket string, grace time.Duration) *running {
 	t.Helper()
+	return startConnectorPaths(t, e, name, token, grace, func(p string) string { return strings.Replace(p, "/sock", socket, 1) })
+}
+
+// startConnectorPaths runs a connector that maps the document's paths
+// with hostPath.
+func startConnectorPaths(t *testing.T, e *Edge, name, token string, grace time.Duration, hostPath func(string) string) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{stop: make(chan struct{}), stopped: make(chan struct{})}
-	opts := Options{Edge: e.Addr(), Token: token, Name: name, GracePeriod: grace,
-		HostPath: func(p string) string { return strings.Replace(p, "/sock", socket, 1) }}
+	opts := Options{Edge: e.Addr(), Token: token, Name: name, GracePeriod: grace, HostPath: hostPath}
 	go func() { r.err = Run(ctx, opts, r.stop); close(r.stopped) }()
 	t.Cleanup(func() {
 		cancel()

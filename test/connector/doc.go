@@ -27,11 +27,48 @@
 //   - The ingress rules of a remotely managed tunnel, applied in order, the
 //     first match wins: hostname (exact, or "*.domain" for any subdomain),
 //     path (a regular expression), and the services http://host:port,
-//     unix:/path and http_status:NNN. The request goes to the origin over
-//     HTTP/1.1 with keep-alive, its Host unchanged; the headers the edge
-//     adds (Cf-Connecting-Ip, Cf-Ray, Cf-Visitor, X-Forwarded-For,
-//     X-Forwarded-Proto) pass through. https:// and unix+tls: origins are
-//     not modeled (502).
+//     https://host:port, unix:/path and http_status:NNN. The request goes
+//     to the origin with keep-alive, its Host unchanged; the headers the
+//     edge adds (Cf-Connecting-Ip, Cf-Ray, Cf-Visitor, X-Forwarded-For,
+//     X-Forwarded-Proto) pass through. unix+tls:, tcp:// and the other
+//     services are not modeled (502).
+//   - Of a rule's originRequest, exactly the fields ctrl/cloudflare writes:
+//     http2Origin, originServerName and caPool. Any other field refuses
+//     the document, so a setting the controller starts to write cannot be
+//     ignored here unnoticed.
+//   - HTTP/1.1 to the origin, except to an https:// service with
+//     http2Origin: true, which gets HTTP/2 over TLS with ALPN h2, as
+//     cloudflared's http2Origin only lets its transport offer h2 in the
+//     TLS handshake (a cleartext origin always gets HTTP/1.1). An https://
+//     origin is verified against the system's roots plus the caPool file's
+//     CAs (a path in the connector's container; one it cannot read refuses
+//     the document; cloudflared also adds Cloudflare's own roots), for
+//     originServerName, or the service's host when there is none; a
+//     failed handshake answers 502. Trailers come back to
+//     the visitor (the http2 tunnel protocol carries them; QUIC, not
+//     modeled, drops them), which is what gRPC needs.
+//   - Answers without a Content-Length (server-sent events, gRPC, chunked
+//     bodies) are passed on as they come, not held until they end.
+//   - WebSocket, as cloudflared carries it over its http2 protocol: the
+//     edge sends the visitor's handshake on an HTTP/2 stream marked
+//     "Cf-Cloudflared-Proxy-Connection-Upgrade: websocket", without the
+//     Connection and Upgrade fields HTTP/2 forbids; the connector sends the
+//     origin an HTTP/1.1 GET with Connection: Upgrade, Upgrade: websocket
+//     and Sec-WebSocket-Version: 13 put back, answers the edge 200 for the
+//     origin's 101 (HTTP/2 has no 101), and pipes the stream both ways
+//     until either side ends, then closes both; any other answer goes back
+//     as it came. To a unix: service, a WebSocket is answered 502 before
+//     anything reaches the origin, and the connector logs "http: no Host
+//     in request URL": cloudflared's bug with unix: services
+//     (cloudflare/cloudflared#560, closed upstream), modeled from
+//     observation of cloudflared 2026.8.2 with --protocol http2 (issue 40).
+//     The stand-in speaks only its http2-shaped protocol, whatever
+//     --protocol says, so it answers so always. Plain requests, server-sent
+//     events and the rest still reach a unix: service.
+//   - What the stand-in does not model of the http2 protocol's framing:
+//     cloudflared carries a request's and an answer's fields serialized in
+//     Cf-Cloudflared-Request-Headers and Cf-Cloudflared-Response-Headers;
+//     here they are the stream's own header fields.
 //   - `--metrics=ADDR`: /ready answers 200 while the connection is
 //     registered, 503 otherwise; /healthcheck answers 200.
 //   - `--grace-period=D` (default 30s): on SIGTERM or SIGINT it "stops
@@ -53,5 +90,8 @@
 // connector's GOAWAY crossed it was, by the GOAWAY's last stream ID, not
 // processed, and goes to another connector (RFC 9113, section 6.8). With
 // no connector the request fails, as Cloudflare answers error 1033. The
-// edge adds the headers Cloudflare adds to a proxied request.
+// edge adds the headers Cloudflare adds to a proxied request and drops
+// the visitor's hop-by-hop fields. A visitor's WebSocket (Edge.WebSocket)
+// goes as the marked stream above; the connector's 200 becomes the
+// visitor's 101, whose Body carries the bytes both ways.
 package connector

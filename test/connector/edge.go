@@ -4,6 +4,10 @@ package connector
 
 import (
 	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha1"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
 	"golang.org/x/net/http2"
 )
 
@@ -320,7 +325,10 @@ func (p edgePool) MarkDead(cc *http2.ClientConn) {
 }
 
 // visitorTransport adds what Cloudflare's edge adds to a proxied request,
-// then sends it through a connector.
+// then sends it through a connector. A WebSocket handshake (Connection:
+// Upgrade, Upgrade: websocket) goes as a stream marked with
+// upgradeHeader whose body is what the visitor writes; a connector's 200
+// for it becomes the visitor's 101, whose Body is an io.ReadWriteCloser.
 type visitorTransport struct{ e *Edge }
 
 func (t visitorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -328,6 +336,9 @@ func (t visitorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Scheme != "http" {
 		return nil, fmt.Errorf("connector: edge URLs are http://<hostname>/..., not %s", req.URL)
 	}
+	ws := httpguts.HeaderValuesContainsToken(req.Header["Connection"], "upgrade") &&
+		httpguts.HeaderValuesContainsToken(req.Header["Upgrade"], "websocket")
+	removeHopByHop(req.Header)
 	const visitor = "203.0.113.7" // TEST-NET-3 (RFC 5737)
 	ray := strconv.FormatUint(t.e.rays.Add(1), 16) + "-TEST"
 	req.Header.Set("Cf-Connecting-Ip", visitor)
@@ -335,5 +346,79 @@ func (t visitorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req.Header.Set("Cf-Visitor", `{"scheme":"https"}`)
 	req.Header.Set("X-Forwarded-For", visitor)
 	req.Header.Set("X-Forwarded-Proto", "https")
-	return t.e.h2.RoundTrip(req)
+	if !ws {
+		return t.e.h2.RoundTrip(req)
+	}
+	req.Header.Set(upgradeHeader, websocketUpgrade)
+	pr, pw := io.Pipe()
+	req.Body, req.ContentLength, req.GetBody = pr, -1, nil
+	res, err := t.e.h2.RoundTrip(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		pw.Close()
+		return res, err
+	}
+	res.Status, res.StatusCode = "101 Switching Protocols", http.StatusSwitchingProtocols
+	res.Proto, res.ProtoMajor, res.ProtoMinor = "HTTP/1.1", 1, 1
+	res.Header.Set("Connection", "Upgrade")
+	res.Header.Set("Upgrade", "websocket")
+	res.Body = &visitorSocket{ReadCloser: res.Body, w: pw}
+	return res, nil
+}
+
+// visitorSocket is a visitor's end of a WebSocket through the tunnel: it
+// reads what the origin sent and writes to the origin.
+type visitorSocket struct {
+	io.ReadCloser
+	w *io.PipeWriter
+}
+
+func (s *visitorSocket) Write(p []byte) (int, error) { return s.w.Write(p) }
+
+func (s *visitorSocket) Close() error {
+	s.w.Close()
+	return s.ReadCloser.Close()
+}
+
+// WebSocket opens a visitor's WebSocket to url (http://<hostname>/...)
+// through the tunnel, as a browser does through Cloudflare: it sends the
+// opening handshake (GET, Connection: Upgrade, Upgrade: websocket,
+// Sec-WebSocket-Version: 13, a new Sec-WebSocket-Key, and header's fields)
+// and returns the answer. A 101 has been checked for the key's
+// Sec-WebSocket-Accept, and its Body is an io.ReadWriteCloser carrying the
+// connection's bytes both ways (frames are the caller's), open until it
+// is closed or ctx ends. Any other answer comes back as it came, for the
+// caller to read and close.
+func (e *Edge) WebSocket(ctx context.Context, url string, header http.Header) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	var raw [16]byte
+	_, _ = rand.Read(raw[:])
+	key := base64.StdEncoding.EncodeToString(raw[:])
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	req.Header.Set("Sec-WebSocket-Version", "13")
+	req.Header.Set("Sec-WebSocket-Key", key)
+	res, err := visitorTransport{e}.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if res.StatusCode == http.StatusSwitchingProtocols {
+		if got, want := res.Header.Get("Sec-WebSocket-Accept"), WebSocketAccept(key); got != want {
+			res.Body.Close()
+			return nil, fmt.Errorf("connector: %s: Sec-WebSocket-Accept %q, want %q", url, got, want)
+		}
+	}
+	return res, nil
+}
+
+// WebSocketAccept is the Sec-WebSocket-Accept a server answers for a
+// Sec-WebSocket-Key (RFC 6455, section 4.2.2).
+func WebSocketAccept(key string) string {
+	h := sha1.Sum([]byte(key + "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"))
+	return base64.StdEncoding.EncodeToString(h[:])
 }

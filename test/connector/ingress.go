@@ -1,10 +1,13 @@
 package connector
 
 import (
+	"bytes"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"regexp"
 	"strconv"
 	"strings"
@@ -18,19 +21,32 @@ type rule struct {
 	path     *regexp.Regexp // nil matches every path
 	service  string         // as written, for errors
 	status   int            // http_status:NNN
-	origin   *url.URL       // http://host:port
+	origin   *url.URL       // http://host:port or https://host:port
 	socket   string         // unix:PATH, PATH mapped to this machine
+	request  originRequest  // the rule's originRequest, as written
+	roots    *x509.CertPool // https://: the roots it verifies the origin with
+}
+
+// originRequest is the part of a rule's originRequest the stand-in models:
+// the fields ctrl/cloudflare writes (see doc.go). Any other field refuses
+// the document, so a field the controller starts to write is not silently
+// ignored here.
+type originRequest struct {
+	HTTP2Origin      bool   `json:"http2Origin,omitempty"`
+	OriginServerName string `json:"originServerName,omitempty"`
+	CAPool           string `json:"caPool,omitempty"`
 }
 
 // parseIngress reads the "config" object the controller PUT to the
-// Cloudflare API. hostPath maps a unix socket's path as the connector's
-// container sees it to this machine's.
+// Cloudflare API. hostPath maps a path as the connector's container sees
+// it (a unix socket, a caPool file) to this machine's.
 func parseIngress(raw json.RawMessage, hostPath func(string) string) (ingress, error) {
 	var doc struct {
 		Ingress []struct {
-			Hostname string `json:"hostname"`
-			Path     string `json:"path"`
-			Service  string `json:"service"`
+			Hostname      string          `json:"hostname"`
+			Path          string          `json:"path"`
+			Service       string          `json:"service"`
+			OriginRequest json.RawMessage `json:"originRequest"`
 		} `json:"ingress"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
@@ -46,6 +62,13 @@ func parseIngress(raw json.RawMessage, hostPath func(string) string) (ingress, e
 			}
 			rl.path = re
 		}
+		if len(r.OriginRequest) > 0 && string(r.OriginRequest) != "null" {
+			d := json.NewDecoder(bytes.NewReader(r.OriginRequest))
+			d.DisallowUnknownFields()
+			if err := d.Decode(&rl.request); err != nil {
+				return nil, fmt.Errorf("rule %d: originRequest (the stand-in models http2Origin, originServerName and caPool): %w", i+1, err)
+			}
+		}
 		switch {
 		case strings.HasPrefix(r.Service, "http_status:"):
 			n, err := strconv.Atoi(strings.TrimPrefix(r.Service, "http_status:"))
@@ -55,19 +78,46 @@ func parseIngress(raw json.RawMessage, hostPath func(string) string) (ingress, e
 			rl.status = n
 		case strings.HasPrefix(r.Service, "unix:"):
 			rl.socket = hostPath(strings.TrimPrefix(r.Service, "unix:"))
-		case strings.HasPrefix(r.Service, "http://"):
+		case strings.HasPrefix(r.Service, "http://"), strings.HasPrefix(r.Service, "https://"):
 			u, err := url.Parse(r.Service)
 			if err != nil || u.Host == "" {
 				return nil, fmt.Errorf("rule %d: service %q", i+1, r.Service)
 			}
 			rl.origin = u
+			if u.Scheme == "https" {
+				if rl.roots, err = originRoots(rl.request.CAPool, hostPath); err != nil {
+					return nil, fmt.Errorf("rule %d: %w", i+1, err)
+				}
+			}
 		default:
-			// https://, unix+tls:, tcp:// and the rest: not modeled; such a
-			// rule answers 502 (see doc.go).
+			// unix+tls:, tcp:// and the rest: not modeled; such a rule
+			// answers 502 (see doc.go).
 		}
 		in = append(in, rl)
 	}
 	return in, nil
+}
+
+// originRoots are the CAs an https:// origin is verified with: the
+// system's, plus those of the caPool file when the rule names one, as
+// cloudflared adds them. A caPool that cannot be read refuses the
+// document.
+func originRoots(caPool string, hostPath func(string) string) (*x509.CertPool, error) {
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if caPool == "" {
+		return roots, nil
+	}
+	pem, err := os.ReadFile(hostPath(caPool))
+	if err != nil {
+		return nil, fmt.Errorf("originRequest.caPool: %w", err)
+	}
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("originRequest.caPool %s: no PEM certificate in it", caPool)
+	}
+	return roots, nil
 }
 
 // match returns the first rule that takes the request, or nil.

@@ -23,6 +23,12 @@ const (
 	configHost = "config.edge.invalid"
 	// answerOK is the edge's answer to a hello it accepts.
 	answerOK = "ok"
+	// upgradeHeader: websocketUpgrade marks a stream that carries a
+	// visitor's WebSocket, as cloudflared's http2 protocol marks it; the
+	// stream has no Connection or Upgrade field, which HTTP/2 forbids
+	// (RFC 9113, section 8.2.2).
+	upgradeHeader    = "Cf-Cloudflared-Proxy-Connection-Upgrade"
+	websocketUpgrade = "websocket"
 )
 
 // hello is the first line a connector sends.

@@ -1,0 +1,365 @@
+package chart
+
+import (
+	"bufio"
+	"context"
+	encbinary "encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/tunnelgate/tunnelgate/test/connector"
+	"github.com/tunnelgate/tunnelgate/test/kubelet"
+)
+
+// protocolsImage is a backend that speaks every protocol a Gateway
+// routes. On $PORT (8080), HTTP/1.1: /ws is a WebSocket that echoes every
+// byte, /events a server-sent event stream (two events, then open until
+// the client goes, at most 30 s), any other path a line of text. On
+// $GRPC_PORT (9090), a gRPC server (grpc-go) with the standard health
+// service, SERVING.
+const protocolsImage = "tunnelgate.test/protocols"
+
+func init() { kubelet.Register(protocolsImage, protocolsMain) }
+
+func protocolsMain([]string) int {
+	port, grpcPort := os.Getenv("PORT"), os.Getenv("GRPC_PORT")
+	if port == "" {
+		port = "8080"
+	}
+	if grpcPort == "" {
+		grpcPort = "9090"
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ws", wsEcho)
+	mux.HandleFunc("/events", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		for i := 1; i <= 2; i++ {
+			fmt.Fprintf(w, "data: event %d\n\n", i)
+			if rc.Flush() != nil {
+				return
+			}
+		}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(30 * time.Second):
+		}
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "protocols %s", r.URL.Path)
+	})
+	ln, err := net.Listen("tcp", ":"+grpcPort)
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	gs := grpc.NewServer()
+	healthpb.RegisterHealthServer(gs, health.NewServer())
+	go func() { _ = gs.Serve(ln) }()
+	hs := &http.Server{Addr: ":" + port, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		<-signals
+		gs.Stop()
+		hs.Close()
+	}()
+	if err := hs.ListenAndServe(); !errors.Is(err, http.ErrServerClosed) {
+		log.Print(err)
+		return 1
+	}
+	return 0
+}
+
+// wsEcho answers a WebSocket handshake with 101, then echoes every byte
+// until the connection ends.
+func wsEcho(w http.ResponseWriter, r *http.Request) {
+	key := r.Header.Get("Sec-WebSocket-Key")
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") || key == "" {
+		http.Error(w, "not a WebSocket handshake", http.StatusBadRequest)
+		return
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(brw, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+		connector.WebSocketAccept(key))
+	if brw.Flush() != nil {
+		return
+	}
+	_, _ = io.Copy(conn, brw)
+}
+
+// Every protocol a Gateway routes goes through the chart's default path:
+// visitor → edge → cloudflared (test/connector) in a proxy Pod → the
+// origin the chart's GatewayClassConfig names → a backend Pod. A
+// WebSocket handshake and an echo, a server-sent event stream read event
+// by event, and a gRPC call (the standard health check, to a grpc-go
+// server, through the proxy's TLS origin over HTTP/2) all pass.
+//
+// With proxy.originTransport=unix (an opt-in), cloudflared reaches the
+// proxy over a unix socket: HTTP, server-sent events and gRPC still pass,
+// and a WebSocket gets cloudflared's 502 before reaching the proxy
+// (cloudflare/cloudflared#560), the limit docs/install.md states.
+func TestProtocolsThroughTheTunnel(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  []string
+		// unix: the opt-in, whose WebSocket gets 502.
+		unix bool
+	}{
+		{name: "default"},
+		{name: "unix", set: []string{"proxy.originTransport=unix"}, unix: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := startRig(t, "proto"+c.name, c.set...)
+			r.dumpPodsOnFailure(t, r.ns)
+			ctx := t.Context()
+			const app = "proto-app"
+			if err := r.env.Apply(ctx, []byte(fmt.Sprintf(`
+apiVersion: v1
+kind: Namespace
+metadata: {name: %[1]s}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: proto, namespace: %[1]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: proto}}
+  template:
+    metadata: {labels: {app: proto}}
+    spec:
+      containers:
+      - name: proto
+        image: %[3]s
+        ports: [{containerPort: 8080}, {containerPort: 9090}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: proto, namespace: %[1]s}
+spec:
+  selector: {app: proto}
+  ports:
+  - {name: http, port: 80, targetPort: 8080}
+  - {name: grpc, port: 9090, targetPort: 9090, appProtocol: kubernetes.io/h2c}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: %[1]s}
+spec:
+  gatewayClassName: %[2]s
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: web, namespace: %[1]s}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [web.example.com]
+  rules: [{backendRefs: [{name: proto, port: 80}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {name: grpc, namespace: %[1]s}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [grpc.example.com]
+  rules: [{backendRefs: [{name: proto, port: 9090}]}]
+`, app, r.class, protocolsImage))); err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range []string{r.controller(), r.proxy()} {
+				waitRolledOut(t, r.kube, r.ns, d, 3*time.Minute)
+			}
+			visitor := r.edge.Client(10 * time.Second)
+			eventually(t, 90*time.Second, "both hostnames through the edge", func() error {
+				if n := len(r.edge.Connectors()); n != 2 {
+					return fmt.Errorf("%d connectors registered, want the 2 proxy Pods'", n)
+				}
+				if err := visitText(visitor, "http://web.example.com/hello", "protocols /hello"); err != nil {
+					return err
+				}
+				_, err := grpcHealthCheck(visitor, "http://grpc.example.com")
+				return err
+			})
+			doc := r.tunnelDocument(t)
+			t.Logf("the tunnel's ingress document: %s", doc)
+			if c.unix != strings.Contains(doc, `"service":"unix:`) {
+				t.Errorf("values %v: the ingress document sends HTTP hostnames to a unix: service: %v; want that only with proxy.originTransport=unix", c.set, !c.unix)
+			}
+
+			// Every proxy Pod serves each protocol: the edge takes the
+			// connectors in turn, so each check runs twice in a row.
+			for i := range 2 {
+				if err := visitText(visitor, "http://web.example.com/again", "protocols /again"); err != nil {
+					t.Errorf("HTTP, request %d: %v", i, err)
+				}
+			}
+			for i := range 2 {
+				err := webSocketEcho(ctx, r.edge, "http://web.example.com/ws")
+				switch {
+				case c.unix && !errors.Is(err, errWebSocket502):
+					t.Errorf("WebSocket %d over the unix socket: %v; want cloudflared's 502 (cloudflare/cloudflared#560)", i, err)
+				case !c.unix && err != nil:
+					t.Errorf("WebSocket %d: %v", i, err)
+				}
+			}
+			for i := range 2 {
+				if err := sseTwoEvents(visitor, "http://web.example.com/events"); err != nil {
+					t.Errorf("server-sent events, stream %d: %v", i, err)
+				}
+			}
+			for i := range 2 {
+				status, err := grpcHealthCheck(visitor, "http://grpc.example.com")
+				if err != nil || status != healthpb.HealthCheckResponse_SERVING {
+					t.Errorf("gRPC health check %d: %v, %v; want SERVING", i, status, err)
+				}
+			}
+		})
+	}
+}
+
+// tunnelDocument is the ingress document the controller wrote for the
+// rig's tunnel.
+func (r *rig) tunnelDocument(t *testing.T) string {
+	t.Helper()
+	for _, tun := range r.fake.Tunnels(rigAccount) {
+		if tun.Name == r.class+"-tunnel" {
+			doc, _ := r.fake.TunnelConfig(rigAccount, tun.ID)
+			return string(doc)
+		}
+	}
+	t.Fatalf("no tunnel %s-tunnel at Cloudflare", r.class)
+	return ""
+}
+
+// visitText is a visitor's GET of url, answered 200 with want.
+func visitText(c *http.Client, url, want string) error {
+	res, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil || res.StatusCode != http.StatusOK || string(b) != want {
+		return fmt.Errorf("GET %s: %s %q (%v); want 200 %q", url, res.Status, b, err, want)
+	}
+	return nil
+}
+
+// errWebSocket502 is a WebSocket handshake answered 502.
+var errWebSocket502 = errors.New("handshake answered 502")
+
+// webSocketEcho opens a visitor's WebSocket to url and checks that two
+// messages come back as sent.
+func webSocketEcho(ctx context.Context, e *connector.Edge, url string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := e.WebSocket(ctx, url, http.Header{"Origin": {"https://web.example.com"}})
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusSwitchingProtocols {
+		b, _ := io.ReadAll(io.LimitReader(res.Body, 512))
+		if res.StatusCode == http.StatusBadGateway {
+			return fmt.Errorf("%w: %q", errWebSocket502, b)
+		}
+		return fmt.Errorf("handshake answered %s: %q", res.Status, b)
+	}
+	conn := res.Body.(io.ReadWriteCloser)
+	for _, msg := range []string{"hello through the tunnel", "and back again"} {
+		if _, err := conn.Write([]byte(msg)); err != nil {
+			return fmt.Errorf("writing %q: %w", msg, err)
+		}
+		got := make([]byte, len(msg))
+		if _, err := io.ReadFull(conn, got); err != nil || string(got) != msg {
+			return fmt.Errorf("echo of %q: %q, %v", msg, got, err)
+		}
+	}
+	return nil
+}
+
+// sseTwoEvents reads a server-sent event stream that sends two events and
+// then stays open: both must arrive while it is open (within the client's
+// timeout), which they cannot if anything on the way holds the answer
+// back until it ends.
+func sseTwoEvents(c *http.Client, url string) error {
+	res, err := c.Get(url)
+	if err != nil {
+		return err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/event-stream") {
+		return fmt.Errorf("GET %s: %s, Content-Type %q", url, res.Status, res.Header.Get("Content-Type"))
+	}
+	br := bufio.NewReader(res.Body)
+	for i := 1; i <= 2; i++ {
+		var event []string
+		for {
+			line, err := br.ReadString('\n')
+			if err != nil {
+				return fmt.Errorf("event %d: %q, %w", i, event, err)
+			}
+			if line == "\n" {
+				break
+			}
+			event = append(event, line)
+		}
+		if want := []string{fmt.Sprintf("data: event %d\n", i)}; !slices.Equal(event, want) {
+			return fmt.Errorf("event %d: %q, want %q", i, event, want)
+		}
+	}
+	return nil
+}
+
+// grpcHealthCheck calls grpc.health.v1.Health/Check for the server as a
+// whole (an empty request) at base, as a gRPC client does through
+// Cloudflare, and returns the status it answers.
+func grpcHealthCheck(c *http.Client, base string) (healthpb.HealthCheckResponse_ServingStatus, error) {
+	req, _ := http.NewRequest("POST", base+"/grpc.health.v1.Health/Check", strings.NewReader("\x00\x00\x00\x00\x00"))
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("Te", "trailers")
+	res, err := c.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(res.Body)
+	if err != nil {
+		return 0, err
+	}
+	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "application/grpc" {
+		return 0, fmt.Errorf("%s: %s, Content-Type %q: %.200q", req.URL, res.Status, res.Header.Get("Content-Type"), body)
+	}
+	if s := res.Trailer.Get("Grpc-Status"); s != "0" {
+		return 0, fmt.Errorf("%s: grpc-status %q (%q) in trailers %v", req.URL, s, res.Trailer.Get("Grpc-Message"), res.Trailer)
+	}
+	if len(body) < 5 || body[0] != 0 || int(encbinary.BigEndian.Uint32(body[1:5])) != len(body)-5 {
+		return 0, fmt.Errorf("%s: not one gRPC message: %q", req.URL, body)
+	}
+	var reply healthpb.HealthCheckResponse
+	if err := proto.Unmarshal(body[5:], &reply); err != nil {
+		return 0, err
+	}
+	return reply.GetStatus(), nil
+}
