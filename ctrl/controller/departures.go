@@ -113,7 +113,7 @@ func planeSpec(class string, key types.NamespacedName, cc *v1alpha1.GatewayClass
 	spec := v1alpha1.GatewayClassConfigSpec{
 		CredentialsRef: cc.Spec.CredentialsRef,
 		AccountID:      cc.Spec.AccountID,
-		Origin:         &v1alpha1.OriginSettings{Socket: provision.OriginSocket, CAPool: provision.OriginCAPool},
+		Origin:         &v1alpha1.OriginSettings{Port: provision.OriginPort, CAPool: provision.OriginCAPool},
 	}
 	if dns := cc.Spec.DNS; dns != nil {
 		own := *dns

@@ -105,7 +105,7 @@ func classConfigs(snap *translate.Snapshot, controllerName string) map[string]*v
 // planeTunnels is what each Gateway with a plane wants from Cloudflare:
 // its own tunnel, with its hostnames, written with its class's
 // credentials (planeSpec). The ingress document sends them to the plane's
-// proxies (provision.OriginSocket, provision.OriginCAPool).
+// proxies (provision.OriginPort, provision.OriginCAPool).
 func planeTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[string]*v1alpha1.GatewayClassConfig) []cloudflare.Desired {
 	var list []cloudflare.Desired
 	for key, p := range out.Planes {

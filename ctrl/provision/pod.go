@@ -19,13 +19,18 @@ import (
 )
 
 // Where things are inside a plane's Pods. The ingress document of a
-// plane's tunnel names OriginSocket and OriginCAPool, as the chart's
-// GatewayClassConfig does for the shared proxies. The proxy generates its
+// plane's tunnel names OriginPort and OriginCAPool, as the chart's
+// GatewayClassConfig does for the shared proxies. The origin listener is
+// on loopback TCP, not a unix socket: cloudflared answers every WebSocket
+// to a unix: service 502 (cloudflare/cloudflared#560), and the socket's
+// gain behind the real cloudflared is within the noise (BENCHMARKS.md).
+// Its port is not the chart's 8080, which a plane serving in the cluster
+// leaves to its Gateway's listeners (PortHolder). The proxy generates its
 // TLS origin certificate, and the CA that signed it, into certDir at
 // start (-cert-dir), so no origin key leaves its Pod and the controller
 // holds no CA key; cloudflared reads the CA there.
 const (
-	OriginSocket = "/var/run/tunnelgate/origin.sock"
+	OriginPort   = 8442
 	OriginCAPool = certDir + "/origin-ca.crt"
 
 	certDir        = "/etc/tunnelgate/origin"
@@ -172,12 +177,10 @@ func proxyContainer(p Plane) corev1.Container {
 	default:
 		args = append(args,
 			"-tunnel-protocol="+p.Install.TunnelProtocol,
-			"-listen=unix:"+OriginSocket,
+			"-listen=127.0.0.1:"+strconv.Itoa(OriginPort),
 			"-listen-tls=127.0.0.1:"+strconv.Itoa(originTLSPort),
 			"-cert-dir="+certDir)
-		mounts = append(mounts,
-			corev1.VolumeMount{Name: "origin-certs", MountPath: certDir},
-			corev1.VolumeMount{Name: "origin-socket", MountPath: path.Dir(OriginSocket)})
+		mounts = append(mounts, corev1.VolumeMount{Name: "origin-certs", MountPath: certDir})
 	}
 	if p.Params.ServesInCluster() {
 		// Ports PortHolder names are refused to listeners in translate.
@@ -241,7 +244,6 @@ func cloudflaredContainer(p Plane) corev1.Container {
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: "tunnel-token", MountPath: tokenDir, ReadOnly: true},
 			{Name: "origin-certs", MountPath: certDir, ReadOnly: true},
-			{Name: "origin-socket", MountPath: path.Dir(OriginSocket)},
 		},
 	}
 }
@@ -272,7 +274,6 @@ func volumes(p Plane) []corev1.Volume {
 		secret("tunnel-token", p.Secrets.TunnelToken, 0o440, item(p.Secrets.TunnelTokenKey, "token")),
 		cache,
 		empty("origin-certs", "1Mi"),
-		empty("origin-socket", "1Mi"),
 	}
 }
 

@@ -10,6 +10,8 @@ func PortHolder(spec *v1alpha1.GatewayConfigSpec, port int32) string {
 	switch {
 	case port == proxyMetricsPort:
 		return "the proxy's metrics and health port"
+	case spec.Tunnel != nil && port == OriginPort:
+		return "the proxy's origin listener, which cloudflared reaches"
 	case spec.Tunnel != nil && port == originTLSPort:
 		return "the proxy's TLS origin listener, which cloudflared reaches"
 	case spec.Tunnel != nil && port == cloudflaredMetricsPort:

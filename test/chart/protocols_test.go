@@ -23,6 +23,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/test/connector"
 	"github.com/tunnelgate/tunnelgate/test/kubelet"
 )
@@ -119,25 +120,48 @@ func wsEcho(w http.ResponseWriter, r *http.Request) {
 // proxy over a unix socket: HTTP, server-sent events and gRPC still pass,
 // and a WebSocket gets cloudflared's 502 before reaching the proxy
 // (cloudflare/cloudflared#560), the limit docs/install.md states.
+//
+// A Gateway on a data plane of its own, with a tunnel of its own, goes
+// through the plane's cloudflared and proxy (provision.OriginPort, loopback
+// TCP): every protocol passes there too.
 func TestProtocolsThroughTheTunnel(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		set  []string
 		// unix: the opt-in, whose WebSocket gets 502.
 		unix bool
+		// plane: the Gateway has a data plane and a tunnel of its own.
+		plane bool
 	}{
 		{name: "default"},
 		{name: "unix", set: []string{"proxy.originTransport=unix"}, unix: true},
+		{name: "plane", plane: true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := startRig(t, "proto"+c.name, c.set...)
 			r.dumpPodsOnFailure(t, r.ns)
 			ctx := t.Context()
 			const app = "proto-app"
+			r.dumpPodsOnFailure(t, app)
+			params := ""
+			if c.plane {
+				r.edge.RouteByDNS(r.fake)
+				params = `
+  infrastructure:
+    parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: own}`
+			}
 			if err := r.env.Apply(ctx, []byte(fmt.Sprintf(`
 apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: own, namespace: %[1]s}
+spec:
+  dataPlane: Dedicated
+  replicas: 1
+  tunnel: {name: %[1]s-tunnel}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -167,7 +191,7 @@ kind: Gateway
 metadata: {name: gw, namespace: %[1]s}
 spec:
   gatewayClassName: %[2]s
-  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]%[4]s
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -184,16 +208,21 @@ spec:
   parentRefs: [{name: gw}]
   hostnames: [grpc.example.com]
   rules: [{backendRefs: [{name: proto, port: 9090}]}]
-`, app, r.class, protocolsImage))); err != nil {
+`, app, r.class, protocolsImage, params))); err != nil {
 				t.Fatal(err)
 			}
 			for _, d := range []string{r.controller(), r.proxy()} {
 				waitRolledOut(t, r.kube, r.ns, d, 3*time.Minute)
 			}
+			tunnel, connectors := r.class+"-tunnel", 2
+			if c.plane {
+				waitRolledOut(t, r.kube, app, provision.Name("gw", r.class), 3*time.Minute)
+				tunnel, connectors = app+"-tunnel", 1
+			}
 			visitor := r.edge.Client(10 * time.Second)
 			eventually(t, 90*time.Second, "both hostnames through the edge", func() error {
-				if n := len(r.edge.Connectors()); n != 2 {
-					return fmt.Errorf("%d connectors registered, want the 2 proxy Pods'", n)
+				if n := len(r.edge.ConnectorsOf(tunnelID(t, r, tunnel))); n != connectors {
+					return fmt.Errorf("%d connectors of %s registered, want %d", n, tunnel, connectors)
 				}
 				if err := visitText(visitor, "http://web.example.com/hello", "protocols /hello"); err != nil {
 					return err
@@ -201,10 +230,13 @@ spec:
 				_, err := grpcHealthCheck(visitor, "http://grpc.example.com")
 				return err
 			})
-			doc := r.tunnelDocument(t)
+			doc := r.tunnelDocument(t, tunnel)
 			t.Logf("the tunnel's ingress document: %s", doc)
 			if c.unix != strings.Contains(doc, `"service":"unix:`) {
 				t.Errorf("values %v: the ingress document sends HTTP hostnames to a unix: service: %v; want that only with proxy.originTransport=unix", c.set, !c.unix)
+			}
+			if want := fmt.Sprintf(`"service":"http://localhost:%d"`, provision.OriginPort); c.plane && !strings.Contains(doc, want) {
+				t.Errorf("the plane's tunnel document does not send HTTP hostnames to %s", want)
 			}
 
 			// Every proxy Pod serves each protocol: the edge takes the
@@ -239,17 +271,11 @@ spec:
 }
 
 // tunnelDocument is the ingress document the controller wrote for the
-// rig's tunnel.
-func (r *rig) tunnelDocument(t *testing.T) string {
+// tunnel named name.
+func (r *rig) tunnelDocument(t *testing.T, name string) string {
 	t.Helper()
-	for _, tun := range r.fake.Tunnels(rigAccount) {
-		if tun.Name == r.class+"-tunnel" {
-			doc, _ := r.fake.TunnelConfig(rigAccount, tun.ID)
-			return string(doc)
-		}
-	}
-	t.Fatalf("no tunnel %s-tunnel at Cloudflare", r.class)
-	return ""
+	doc, _ := r.fake.TunnelConfig(rigAccount, tunnelID(t, r, name))
+	return string(doc)
 }
 
 // visitText is a visitor's GET of url, answered 200 with want.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -28,13 +29,12 @@ import (
 // in one and not the other fails here, and so does a setting the chart
 // writes for planes that differs from its own proxies'.
 //
-// One difference is the origin transport: a plane with a tunnel of its
-// own listens for cloudflared on the unix socket, which keeps port 8080
-// free for the Gateway's listener ports (provision.PortHolder), where
-// the chart's proxies default to loopback TCP (proxy.originTransport).
-// So the plane is compared with the chart's proxies on the socket.
+// One difference is the origin port: both listen for cloudflared on
+// loopback TCP, a plane with a tunnel of its own on provision.OriginPort
+// rather than the chart's 8080, which it leaves free for the Gateway's
+// listener ports (provision.PortHolder).
 func TestProvisionedPlaneHasTheChartsPodShape(t *testing.T) {
-	objs := decode(t, mustRender(t, valuesFiles(t)["default"], "--set", "proxy.originTransport=unix"))
+	objs := decode(t, mustRender(t, valuesFiles(t)["default"]))
 	chart := typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-proxy")).Spec.Template.Spec
 	settings := typed[corev1.ConfigMap](t, find(t, objs, "ConfigMap", "-planes")).Data["planes.json"]
 	install, err := provision.ParseInstall([]byte(settings))
@@ -64,6 +64,12 @@ func TestProvisionedPlaneHasTheChartsPodShape(t *testing.T) {
 	// by the internal CA, a plane's proxy makes its own (-cert-dir), since
 	// the controller holds no CA key.
 	dropOriginCert(&chart, &plane)
+	planeListen := "-listen=127.0.0.1:" + strconv.Itoa(provision.OriginPort)
+	for i, a := range plane.InitContainers[0].Args {
+		if a == planeListen {
+			plane.InitContainers[0].Args[i] = "-listen=127.0.0.1:8080"
+		}
+	}
 	for _, pod := range []*corev1.PodSpec{&chart, &plane} {
 		pod.ServiceAccountName = ""
 		for i := range pod.TopologySpreadConstraints {
