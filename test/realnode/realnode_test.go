@@ -196,8 +196,8 @@ func TestRestrictedPod(t *testing.T) {
 	if pod.Spec.NodeName != realnode.NodeName {
 		t.Errorf("the Pod was not scheduled to %s: nodeName %q", realnode.NodeName, pod.Spec.NodeName)
 	}
-	if log := podLog(t, n, ns, "standalone", "version"); !strings.Contains(log, "0.0.0-realnode") {
-		t.Errorf("tunnelgate version printed %q, want the version built in (0.0.0-realnode)", log)
+	if log := podLog(t, n, ns, "standalone", "version"); !strings.Contains(log, realnode.TunnelgateVersion) {
+		t.Errorf("tunnelgate version printed %q, want the version built in (%s)", log, realnode.TunnelgateVersion)
 	}
 	var id string
 	for _, cs := range pod.Status.ContainerStatuses {
