@@ -56,7 +56,7 @@ testenv: ## build the kube-apiserver/etcd test binaries into the cache
 # test/realnode runs a real node on that control plane: kube-scheduler,
 # kubelet, kube-proxy and CoreDNS built from the Go module proxy, and
 # Debian's containerd, runc, CNI plugins and iptables unpacked (not
-# installed) into the cache: about 6 minutes once per machine after
+# installed) into the cache: about 3 minutes once per machine after
 # testenv, then instant.
 realnode: testenv ## build kube-scheduler/kubelet/kube-proxy/CoreDNS and unpack containerd/runc/CNI/iptables into the cache
 	bash test/tools/realnode/build.sh

@@ -95,7 +95,7 @@ type Options struct {
 	StartTimeout time.Duration
 	// Keep leaves Dir after Stop, as $TUNNELGATE_TESTENV_KEEP does.
 	Keep bool
-	// NoDNS skips CoreDNS (saves about 5 s).
+	// NoDNS skips CoreDNS (saves about 4 s).
 	NoDNS bool
 }
 
