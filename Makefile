@@ -11,7 +11,7 @@ FUZZTIME  ?= 30s
 # The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
 RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
 
-.PHONY: help build run image release test testenv prism backends chart-tools chart-check conformance conformance-check bench bench-check bench-load bench-planes fuzz lint
+.PHONY: help build run image release test testenv realnode prism backends chart-tools chart-check conformance conformance-check bench bench-check bench-load bench-planes fuzz lint
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{ printf "  %-12s %s\n", $$1, $$2 }'
@@ -42,7 +42,7 @@ run: build ## standalone mode on examples/quickstart/ with demo backends (LISTEN
 # f.Add), so fuzz regressions are caught here without fuzzing. Allocation
 # budgets (TestAllocs*, built with !race) need a second pass without -race,
 # because the race detector makes sync.Pool drop items on purpose.
-test: lint testenv prism backends chart-check conformance-check ## lint, check the chart and conformance, then run all tests with the race detector, then allocation budgets
+test: lint testenv realnode prism backends chart-check conformance-check ## lint, check the chart and conformance, then run all tests with the race detector, then allocation budgets
 	@[ -n "$(RACE)" ] || echo "note: cgo is off (no C compiler?), so tests run without -race"
 	go test $(RACE) -count=1 $$(go list ./... | grep -v '/test/chart$$')
 	$(if $(RACE),go test -count=1 -run '^TestAllocs' ./...)
@@ -52,6 +52,14 @@ test: lint testenv prism backends chart-check conformance-check ## lint, check t
 # then instant. Built here, not inside go test, so test timeouts never include it.
 testenv: ## build the kube-apiserver/etcd test binaries into the cache
 	bash test/tools/build.sh
+
+# test/realnode runs a real node on that control plane: kube-scheduler,
+# kubelet, kube-proxy and CoreDNS built from the Go module proxy, and
+# Debian's containerd, runc, CNI plugins and iptables unpacked (not
+# installed) into the cache: about 3 minutes once per machine after
+# testenv, then instant.
+realnode: testenv ## build kube-scheduler/kubelet/kube-proxy/CoreDNS and unpack containerd/runc/CNI/iptables into the cache
+	bash test/tools/realnode/build.sh
 
 # test/prism validates our Cloudflare API requests against Cloudflare's OpenAPI
 # spec with Prism (npm): installed once per machine, then instant.
