@@ -69,9 +69,7 @@ spec:
 
 	b.ResetTimer()
 	start := time.Now()
-	if err := r.env.Apply(b.Context(), []byte(docs.String())); err != nil {
-		b.Fatal(err)
-	}
+	r.apply(b, docs.String())
 	applied := time.Since(start)
 	programmed := 0
 	eventually(b, 20*time.Minute, fmt.Sprintf("%d Gateways Programmed", n), func() error {
