@@ -80,17 +80,19 @@ chart-tools: ## build helm and fetch the CRDs chart-check needs into the cache
 
 # Lints and renders chart/ with each chart/ci/*-values.yaml, compares the
 # renders with test/chart/testdata, server-side dry-runs them on a real
-# kube-apiserver, and installs, upgrades and uninstalls with helm there;
-# also runs `make release` against a registry on loopback and installs the
-# chart from it. The tests run in a network namespace without the module
-# proxy, so the modules the release builds with are downloaded first, and
-# the release's binaries are built first so that a machine's first arm64
-# build (minutes) is not inside go test's timeout.
+# kube-apiserver, and installs, upgrades and uninstalls with helm on a real
+# node (test/realnode) running the image built from the working tree, where
+# the installed releases serve, roll and drain; also runs `make release`
+# against a registry on loopback and installs the chart from it. The tests
+# run in a network namespace without the module proxy, so the modules the
+# release builds with are downloaded first, and the release's binaries are
+# built first so that a machine's first arm64 build (minutes) is not inside
+# go test's timeout.
 # UPDATE=1 rewrites the golden renders.
-chart-check: chart-tools testenv ## lint, render, validate and install the Helm chart (UPDATE=1 rewrites golden files)
+chart-check: chart-tools testenv realnode ## lint, render, validate and install the Helm chart, and run it on a real node (UPDATE=1 rewrites golden files)
 	go mod download
 	go run ./release binaries -dist $(DIST)
-	go test -count=1 ./test/chart $(if $(UPDATE),-args -update)
+	go test -count=1 -timeout 40m ./test/chart $(if $(UPDATE),-args -update)
 
 # The upstream Gateway API conformance suite (test/conformance, a module of
 # its own) against tunnelgate on the local cluster: about a minute once the

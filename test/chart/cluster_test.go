@@ -22,19 +22,19 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
-	"github.com/tunnelgate/tunnelgate/test/kubelet"
 	"github.com/tunnelgate/tunnelgate/test/netns"
+	"github.com/tunnelgate/tunnelgate/test/realnode"
 )
 
 // One control plane for the package, with the Gateway API CRDs and ours
-// (kubeenv installs them). No controller manager: TestChartRunsEndToEnd
-// runs the pods itself.
-var shared = kubeenv.NewShared(kubeenv.Options{})
+// (kubeenv installs them) and kube-controller-manager, and one real node
+// (test/realnode) that runs the Pods of the releases the tests install.
+// Both start when a test first asks for them.
+var shared = realnode.NewShared(kubeenv.Options{}, realnode.Options{})
 
 // The tests run in a network namespace of their own (test/netns), where
-// backends may listen on addresses an EndpointSlice accepts.
+// the node puts its devices, routes and iptables rules.
 func TestMain(m *testing.M) {
-	kubelet.RunIfContainer() // in a Pod of TestRolloutsLoseNoRequest: run its program
 	netns.Run(func() int {
 		code := shared.Run(m)
 		if binary.dir != "" {
@@ -48,7 +48,7 @@ func TestMain(m *testing.M) {
 // the release namespace and the ServiceMonitor and PrometheusRule CRDs.
 func clusterEnv(t *testing.T) *kubeenv.Env {
 	t.Helper()
-	env := shared.Env(t)
+	env, _ := shared.Node(t)
 	docs := []byte(fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", releaseNS))
 	for _, f := range []string{serviceMonitorCRD, prometheusRuleCRD} {
 		crd, err := os.ReadFile(filepath.Join(toolsDir(t), f))
@@ -179,36 +179,40 @@ var (
 	gvrClusterRole  = schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"}
 )
 
-// helm install, upgrade and uninstall against the real API server: the
-// generated internal Secret survives an upgrade (pods keep trusting each
-// other), and uninstall leaves the GatewayClass and its config, which
+// helm install, upgrade and uninstall on the real node, with the image
+// built from this commit: after the install both Deployments' Pods run
+// and are Ready, and both proxy Pods' cloudflared connect to the edge;
+// the generated internal Secret and a rotation of the session keys
+// survive an upgrade to three proxies (pods keep trusting each other,
+// pinned clients keep their backend), whose three Pods run; uninstall
+// removes the Pods and leaves the GatewayClass and its config, which
 // Gateways may still use.
 func TestHelmInstallUpgradeUninstall(t *testing.T) {
-	env := clusterEnv(t)
+	r := newRig(t, "edge")
+	r.dumpPodsOnFailure(t, r.ns)
 	ctx := t.Context()
-	kubeconfig := []string{"KUBECONFIG=" + env.Kubeconfig()}
-	const release, ns, class = "edge", "edge-system", "edge"
-	values := valuesFiles(t)["default"]
-	base := []string{"--namespace", ns, "-f", values, "--set", "gatewayClass.name=" + class}
-	dyn := env.Dynamic()
-
-	out, err := helm(t, kubeconfig, append([]string{"install", release, chartDir, "--create-namespace"}, base...)...)
+	dyn := r.env.Dynamic()
+	out, err := r.install(t)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "kubectl get gatewayclass "+class) {
+	if !strings.Contains(out, "kubectl get gatewayclass "+r.class) {
 		t.Errorf("NOTES.txt does not tell how to check the GatewayClass:\n%s", out)
 	}
-	for _, d := range []string{"edge-tunnelgate-controller", "edge-tunnelgate-proxy"} {
-		got, err := dyn.Resource(gvrDeployment).Namespace(ns).Get(ctx, d, metav1.GetOptions{})
+	for _, d := range []string{r.controller(), r.proxy()} {
+		got, err := r.kube.AppsV1().Deployments(r.ns).Get(ctx, d, metav1.GetOptions{})
 		if err != nil {
 			t.Fatalf("after install: %v", err)
 		}
-		if r, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); r != 2 {
-			t.Errorf("%s has %d replicas, want the default 2", d, r)
+		if got.Spec.Replicas == nil || *got.Spec.Replicas != 2 {
+			t.Errorf("%s has %v replicas, want the default 2", d, got.Spec.Replicas)
 		}
+		waitRolledOut(t, r.kube, r.ns, d, 3*time.Minute)
 	}
-	internal, err := dyn.Resource(gvrSecret).Namespace(ns).Get(ctx, "edge-tunnelgate-internal", metav1.GetOptions{})
+	eventually(t, time.Minute, "both proxy Pods connected to the edge", func() error {
+		return connectorsOf(r, r.proxy(), 2)
+	})
+	internal, err := dyn.Resource(gvrSecret).Namespace(r.ns).Get(ctx, r.name+"-tunnelgate-internal", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,21 +228,25 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		"current":  base64.StdEncoding.EncodeToString([]byte("the second key 0123456789abcdef")),
 	}}
 	patch, _ := json.Marshal(rotated)
-	if _, err := dyn.Resource(gvrSecret).Namespace(ns).Patch(ctx, "edge-tunnelgate-session-keys", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := dyn.Resource(gvrSecret).Namespace(r.ns).Patch(ctx, r.name+"-tunnelgate-session-keys", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatalf("rotating the session keys: %v", err)
 	}
 
-	if _, err := helm(t, kubeconfig, append([]string{"upgrade", release, chartDir, "--set", "proxy.replicas=3"}, base...)...); err != nil {
+	if _, err := r.helm(t, append([]string{"upgrade", r.name, chartDir, "--namespace", r.ns}, r.values("proxy.replicas=3")...)...); err != nil {
 		t.Fatal(err)
 	}
-	got, err := dyn.Resource(gvrDeployment).Namespace(ns).Get(ctx, "edge-tunnelgate-proxy", metav1.GetOptions{})
+	got, err := r.kube.AppsV1().Deployments(r.ns).Get(ctx, r.proxy(), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, _, _ := unstructured.NestedInt64(got.Object, "spec", "replicas"); r != 3 {
-		t.Errorf("after the upgrade the proxies have %d replicas, want 3", r)
+	if got.Spec.Replicas == nil || *got.Spec.Replicas != 3 {
+		t.Errorf("after the upgrade the proxies have %v replicas, want 3", got.Spec.Replicas)
 	}
-	internal, err = dyn.Resource(gvrSecret).Namespace(ns).Get(ctx, "edge-tunnelgate-internal", metav1.GetOptions{})
+	waitRolledOut(t, r.kube, r.ns, r.proxy(), 3*time.Minute)
+	eventually(t, time.Minute, "three proxy Pods connected to the edge", func() error {
+		return connectorsOf(r, r.proxy(), 3)
+	})
+	internal, err = dyn.Resource(gvrSecret).Namespace(r.ns).Get(ctx, r.name+"-tunnelgate-internal", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +256,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 			t.Errorf("the upgrade replaced %s in the internal Secret: running pods would stop trusting new ones", k)
 		}
 	}
-	keys, err := dyn.Resource(gvrSecret).Namespace(ns).Get(ctx, "edge-tunnelgate-session-keys", metav1.GetOptions{})
+	keys, err := dyn.Resource(gvrSecret).Namespace(r.ns).Get(ctx, r.name+"-tunnelgate-session-keys", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -259,7 +267,7 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		t.Errorf("after the upgrade the session keys are %v; want the rotation made before it kept", data)
 	}
 
-	if _, err := helm(t, kubeconfig, "uninstall", release, "--namespace", ns); err != nil {
+	if _, err := r.helm(t, "uninstall", r.name, "--namespace", r.ns); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -267,12 +275,12 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 		ns, name   string
 		shouldStay bool
 	}{
-		{gvrDeployment, ns, "edge-tunnelgate-proxy", false},
-		{gvrSecret, ns, "edge-tunnelgate-internal", false},
-		{gvrSecret, ns, "edge-tunnelgate-session-keys", false},
-		{gvrClusterRole, "", "edge-tunnelgate-controller", false},
-		{gvrGatewayClass, "", class, true},
-		{gvrClassConfig, "", class, true},
+		{gvrDeployment, r.ns, r.proxy(), false},
+		{gvrSecret, r.ns, r.name + "-tunnelgate-internal", false},
+		{gvrSecret, r.ns, r.name + "-tunnelgate-session-keys", false},
+		{gvrClusterRole, "", r.controller(), false},
+		{gvrGatewayClass, "", r.class, true},
+		{gvrClassConfig, "", r.class, true},
 	} {
 		_, err := dyn.Resource(c.gvr).Namespace(c.ns).Get(ctx, c.name, metav1.GetOptions{})
 		switch {
@@ -282,4 +290,29 @@ func TestHelmInstallUpgradeUninstall(t *testing.T) {
 			t.Errorf("after uninstall %s %s: %v, want it deleted", c.gvr.Resource, c.name, err)
 		}
 	}
+	eventually(t, 2*time.Minute, "the release's Pods gone", func() error {
+		pods, err := r.kube.CoreV1().Pods(r.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if n := len(pods.Items); n > 0 {
+			return fmt.Errorf("%d Pods left", n)
+		}
+		return nil
+	})
+}
+
+// connectorsOf checks that the edge has exactly n connectors, each of a
+// Pod of the Deployment deployment.
+func connectorsOf(r *rig, deployment string, n int) error {
+	cs := r.edge.Connectors()
+	if len(cs) != n {
+		return fmt.Errorf("%d connectors registered (%v), want %d", len(cs), cs, n)
+	}
+	for _, c := range cs {
+		if !strings.HasPrefix(c, deployment+"-") {
+			return fmt.Errorf("connector %s is not a Pod of %s", c, deployment)
+		}
+	}
+	return nil
 }

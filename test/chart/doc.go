@@ -14,9 +14,21 @@
 //     installs, upgrades and uninstalls a release there;
 //   - a Gateway's dedicated data plane (ctrl/provision) has the chart's
 //     proxy Pod shape, and its objects pass the API server's validation;
-//   - the chart's Deployments run as Pods on the kubelet stand-in, and
-//     rolling them under load through test/connector (cloudflared and the
-//     edge) loses no request;
+//   - helm installs the chart on a real node (test/realnode: kubelet,
+//     containerd and runc, kube-proxy, CoreDNS) with the image built from
+//     the commit under test and the connector stand-in (test/connector,
+//     cloudflared and the edge) as an image of its own, both imported
+//     into containerd (test/podapps holds the Pods' test programs):
+//     visitors reach a backend Pod through the edge, clients in the
+//     cluster through the proxies' Service, sessions hold across proxy
+//     Pods, dedicated planes get their own Pods and tunnels, and rolling
+//     the Deployments under load loses no request;
+//   - what only a real runtime shows: the security context as the kernel
+//     applies it to every container's process (user, capabilities,
+//     seccomp, no_new_privs, read-only root), GOMEMLIMIT equal to the
+//     container's cgroup memory limit, the native sidecar started first,
+//     the kubelet's readiness probe, and a proxy Pod deleted under load
+//     (cloudflared stopped first, then the proxy) losing no request;
 //   - with the chart's default values a WebSocket, a server-sent event
 //     stream and a gRPC call go through test/connector to a backend Pod;
 //     with proxy.originTransport=unix the WebSocket gets cloudflared's 502
@@ -28,8 +40,7 @@
 //     run here without a container engine, writes release/image's root
 //     filesystem file for file, its final stage is that tree on scratch
 //     with the same user, entrypoint and labels, and its binary is static
-//     and runs as the image's non-root user (the kubelet stand-in runs
-//     that binary for the chart's pods);
+//     and runs as the image's non-root user;
 //   - `make release` pushes to a real OCI registry on loopback (go-
 //     containerregistry's) an index of linux/amd64 and linux/arm64 images
 //     that run /tunnelgate as 65532 with the release's labels, whose binary
@@ -38,6 +49,7 @@
 //     installs with every tunnelgate container pinned to the pushed digest.
 //
 // helm and the Prometheus Operator CRDs come from the Go module proxy by
-// test/tools/chart/build.sh (`make chart-tools`) into a cache; the tests
+// test/tools/chart/build.sh (`make chart-tools`), the node's programs by
+// test/tools/realnode/build.sh (`make realnode`), into caches; the tests
 // fail, not skip, when they are missing.
 package chart

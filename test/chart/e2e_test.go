@@ -7,192 +7,125 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
-	"github.com/tunnelgate/tunnelgate/internal/cffake"
-	"github.com/tunnelgate/tunnelgate/test/fixture"
-	"github.com/tunnelgate/tunnelgate/test/kubeenv"
-	"github.com/tunnelgate/tunnelgate/test/netns"
-	"github.com/tunnelgate/tunnelgate/test/testproc"
+	"github.com/tunnelgate/tunnelgate/test/realnode"
 )
 
-// The installed chart runs: helm installs a release that manages its tunnel
-// by name; two controller replicas and a proxy run from the Deployments
-// the API server holds, with the chart's arguments, Secrets and RBAC; and a
-// route is served on both origin listeners the way cloudflared reaches
-// them. Cloudflare is the stateful fake; cloudflared itself is not run (it
-// has no Go module to build it from), but the token file it would read and
-// the ingress document it would fetch are checked.
+// The installed chart runs end to end on the real node, from the image
+// built from this commit: helm installs a release that manages its tunnel
+// by name; its two controllers, in-cluster clients of the API server as
+// the chart's ServiceAccount (only its RBAC applies), accept the
+// GatewayClass, create the tunnel in Cloudflare (the fake) and elect a
+// leader among their Pods; its two proxy Pods find the controllers by the
+// Service's DNS name (CoreDNS, kube-proxy) and trust them by the chart's
+// CA; each Pod's cloudflared (the stand-in) reads the tunnel's token from
+// its Secret volume and connects to the edge; a visitor's request goes
+// edge → cloudflared → the proxy's origin listener → a backend Pod; and
+// with proxy.inClusterService a client in the cluster reaches the route
+// through the -http Service, by ClusterIP from the node and by DNS name
+// from a Pod, which the Gateway lists after the tunnel's hostname.
 func TestChartRunsEndToEnd(t *testing.T) {
-	env := clusterEnv(t)
+	r := startRig(t, "e2e", "proxy.inClusterService.enabled=true")
+	r.dumpPodsOnFailure(t, r.ns)
 	ctx := t.Context()
-	kube := kubernetes.NewForConfigOrDie(env.Config)
-	const (
-		release, ns, class = "e2e", "e2e-system", "e2e"
-		app                = "e2e-app"
-		apiToken           = "e2e-api-token"
-		account            = "0123456789abcdef0123456789abcdef"
-	)
-	f := cffake.New(cffake.Options{Token: apiToken})
-	t.Cleanup(f.Close)
-	f.AddAccount(account, "E2E")
-	f.AddZone("zone", "example.com", account)
-
-	if _, err := helm(t, []string{"KUBECONFIG=" + env.Kubeconfig()}, "install", release, chartDir,
-		"--namespace", ns, "--create-namespace",
-		"--set", "cloudflare.apiToken.value="+apiToken,
-		"--set", "cloudflare.accountID="+account,
-		"--set", "cloudflare.tunnel.name=e2e-tunnel",
-		"--set", "cloudflare.apiURL="+f.URL(),
-		"--set", "gatewayClass.name="+class,
-		"--set", "gatewayClass.controllerName=tunnelgate.dev/e2e",
-		"--set", "proxy.inClusterService.enabled=true",
-	); err != nil {
-		t.Fatal(err)
-	}
-	bin := tunnelgateBinary(t)
-	root, err := testproc.OwnedTempDir("tunnelgate-chart-pods-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(root) })
-	if err := os.Chmod(root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	deployment := func(name string) *appsv1.Deployment {
-		d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
-
-	// Two controllers, as the chart's ServiceAccount: only its RBAC applies.
-	ctl := deployment("e2e-tunnelgate-controller")
-	kubeconfig := serviceAccountKubeconfig(t, env, root, ns, ctl.Spec.Template.Spec.ServiceAccountName)
-	configAddr := map[string]string{}
-	for _, pod := range []string{"e2e-tunnelgate-controller-a", "e2e-tunnelgate-controller-b"} {
-		configAddr[pod] = testproc.FreeLoopback(t)
-		container{kube: kube, namespace: ns, pod: pod, spec: ctl.Spec.Template.Spec, c: ctl.Spec.Template.Spec.Containers[0],
-			listen: map[string]string{"-admin": testproc.FreeLoopback(t), "-config-listen": configAddr[pod]},
-			extra:  []string{"-kubeconfig=" + kubeconfig}, root: root,
-		}.start(t, bin)
-	}
+	const app = "e2e-app"
+	r.dumpPodsOnFailure(t, app)
+	r.apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Namespace
+metadata: {name: %[1]s}
+%[3]s
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: %[1]s}
+spec:
+  gatewayClassName: %[2]s
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
+---
+%[4]s`, app, r.class, echoApp(app, 1), webRoute(app, "app.example.com")))
 
 	// The GatewayClass the chart made is accepted: the credentials Secret,
 	// the account and the tunnel name work.
-	eventually(t, 60*time.Second, "GatewayClass e2e Accepted", func() error {
-		gc, err := env.Dynamic().Resource(gvrGatewayClass).Get(ctx, class, metav1.GetOptions{})
+	eventually(t, 2*time.Minute, "GatewayClass e2e Accepted", func() error {
+		gc, err := r.env.Dynamic().Resource(gvrGatewayClass).Get(ctx, r.class, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
 		return conditionTrue(gc, "Accepted")
 	})
-	tunnels := f.Tunnels(account)
+	tunnels := r.fake.Tunnels(rigAccount)
 	if len(tunnels) != 1 || tunnels[0].Name != "e2e-tunnel" {
 		t.Fatalf("Cloudflare has tunnels %+v; want the one named e2e-tunnel the controller created", tunnels)
 	}
 	tunnelID := tunnels[0].ID
-	lease, err := kube.CoordinationV1().Leases(ns).Get(ctx, "e2e-tunnelgate-controller", metav1.GetOptions{})
-	if err != nil || lease.Spec.HolderIdentity == nil || configAddr[*lease.Spec.HolderIdentity] == "" {
-		t.Fatalf("leader Lease: %v %+v; want one held by a controller replica", err, lease)
+	for _, d := range []string{r.controller(), r.proxy()} {
+		waitRolledOut(t, r.kube, r.ns, d, 3*time.Minute)
 	}
-
-	// A backend, and a Gateway and HTTPRoute of the class.
-	backendAddr := netns.Addr(90).String()
-	fixture.Backend(t, backendAddr+":8080", "e2e backend")
-	if err := env.Apply(ctx, []byte(fmt.Sprintf(`
-apiVersion: v1
-kind: Namespace
-metadata: {name: %[1]s}
-%[4]s---
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: %[1]s}
-spec:
-  gatewayClassName: %[3]s
-  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
----
-%[5]s`, app, backendAddr, class, fixture.AppBackend(app, backendAddr), webRoute(app, "app.example.com")))); err != nil {
-		t.Fatal(err)
-	}
-
-	// A proxy, which finds the controller by its Service's DNS name and
-	// trusts it by the chart's CA.
-	proxy := deployment("e2e-tunnelgate-proxy").Spec.Template.Spec
-	origin, originTLS, admin, plain := testproc.FreeLoopback(t), testproc.FreeLoopback(t), testproc.FreeLoopback(t), testproc.FreeLoopback(t)
-	_, configPort, _ := net.SplitHostPort(configAddr["e2e-tunnelgate-controller-a"])
-	// The origin listener is a unix socket in a volume cloudflared shares
-	// (proxy.originTransport unix), used as it is, or a loopback port,
-	// moved to a free one.
-	listen := map[string]string{"-listen-tls": originTLS, "-admin": admin, "-listen-plain": plain}
-	originArg := flags(proxy.InitContainers[0].Args)["-listen"]
-	unixOrigin := strings.HasPrefix(originArg, "unix:")
-	if !unixOrigin {
-		listen["-listen"] = origin
-	}
-	mounts := container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: proxy.InitContainers[0],
-		listen:  listen,
-		rewrite: map[string]string{"-controller": "https://e2e-tunnelgate-controller.e2e-system.svc:" + configPort},
-		hosts:   "127.0.0.1 e2e-tunnelgate-controller.e2e-system.svc\n", root: root,
-	}.start(t, bin)
-
-	// As cloudflared: plain HTTP/1.1 to the origin listener...
-	cloudflared, originURL := http.DefaultClient, "http://"+origin+"/hello"
-	if unixOrigin {
-		sock := strings.TrimPrefix(hostPath(mounts, originArg), "unix:")
-		cloudflared = &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}}}
-		originURL = "http://localhost/hello"
-	}
-	eventually(t, 30*time.Second, "the route through the origin listener", func() error {
-		return expectBackend(cloudflared, originURL)
+	controllers := podsOf(t, r, "controller")
+	eventually(t, time.Minute, "a controller Pod holding the leader Lease", func() error {
+		lease, err := r.kube.CoordinationV1().Leases(r.ns).Get(ctx, r.controller(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if lease.Spec.HolderIdentity == nil || !slices.ContainsFunc(controllers, func(p corev1.Pod) bool { return p.Name == *lease.Spec.HolderIdentity }) {
+			return fmt.Errorf("Lease held by %v; want one of the controller Pods", lease.Spec.HolderIdentity)
+		}
+		return nil
 	})
-	// ...and HTTP/2 over TLS to the TLS origin, verified with the CA the
-	// chart mounts at caPool, for originServerName.
-	internal, err := kube.CoreV1().Secrets(ns).Get(ctx, "e2e-tunnelgate-internal", metav1.GetOptions{})
+
+	// A visitor's request through the edge and either proxy Pod's
+	// cloudflared, answered by the backend Pod.
+	visitor := r.edge.Client(10 * time.Second)
+	eventually(t, 90*time.Second, "the route through the edge", func() error {
+		if err := connectorsOf(r, r.proxy(), 2); err != nil {
+			return err
+		}
+		for range 2 { // one request through each connector
+			echo, err := visitEcho(visitor, "http://app.example.com/hello")
+			if err != nil {
+				return err
+			}
+			if echo.Path != "/hello" || echo.Namespace != app {
+				return fmt.Errorf("answered %+v", echo)
+			}
+		}
+		return nil
+	})
+
+	// Every controller replica hands the proxies the session keys of the
+	// Secret the chart generated, so all proxies pin clients alike; the
+	// config API answers the chart's token over TLS for the Service's name.
+	internal, err := r.kube.CoreV1().Secrets(r.ns).Get(ctx, r.name+"-tunnelgate-internal", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	roots := x509.NewCertPool()
 	roots.AppendCertsFromPEM(internal.Data["ca.crt"])
-	h2 := &http.Client{Transport: &http.Transport{ForceAttemptHTTP2: true,
-		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "origin.tunnelgate.internal", NextProtos: []string{"h2"}}}}
-	if err := expectBackend(h2, "https://"+originTLS+"/hello"); err != nil {
-		t.Fatalf("TLS origin: %v", err)
-	}
-	// Every controller replica hands the proxies the session keys of the
-	// Secret the chart generated, so all proxies pin clients alike.
-	keys, err := kube.CoreV1().Secrets(ns).Get(ctx, "e2e-tunnelgate-session-keys", metav1.GetOptions{})
+	keys, err := r.kube.CoreV1().Secrets(r.ns).Get(ctx, r.name+"-tunnelgate-session-keys", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for pod, addr := range configAddr {
-		cfgClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-			TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: "e2e-tunnelgate-controller.e2e-system.svc"}}}
-		req, _ := http.NewRequest("GET", "https://"+addr+"/v1/config", nil)
+	cfgClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: r.controller() + "." + r.ns + ".svc"}}}
+	for _, pod := range controllers {
+		req, _ := http.NewRequest("GET", "https://"+net.JoinHostPort(pod.Status.PodIP, "8081")+"/v1/config?wait=0s", nil)
 		req.Header.Set("Authorization", "Bearer "+string(internal.Data["config-token"]))
 		res, err := cfgClient.Do(req)
 		if err != nil {
-			t.Fatalf("%s config API: %v", pod, err)
+			t.Fatalf("%s config API: %v", pod.Name, err)
 		}
 		var doc struct {
 			Config struct{ SessionKeys [][]byte }
@@ -200,18 +133,33 @@ spec:
 		err = json.NewDecoder(res.Body).Decode(&doc)
 		res.Body.Close()
 		if err != nil || len(doc.Config.SessionKeys) != 1 || string(doc.Config.SessionKeys[0]) != string(keys.Data["current"]) {
-			t.Errorf("%s publishes session keys %d (%v); want the Secret's current key", pod, len(doc.Config.SessionKeys), err)
+			t.Errorf("%s publishes session keys %d (%v); want the Secret's current key", pod.Name, len(doc.Config.SessionKeys), err)
 		}
 	}
 
-	// In-cluster clients (proxy.inClusterService): the plain listener the
-	// -http Service points at serves the route, and the Gateway lists the
-	// Service's name after the tunnel's hostname.
-	if err := expectBackend(http.DefaultClient, "http://"+plain+"/hello"); err != nil {
-		t.Fatalf("plain listener for in-cluster clients: %v", err)
+	// In-cluster clients (proxy.inClusterService): the -http Service's
+	// ClusterIP answers the route from the node (kube-proxy), its DNS name
+	// from a Pod (CoreDNS), and the Gateway lists that name after the
+	// tunnel's hostname.
+	httpSvc := r.proxy() + "-http"
+	svc, err := r.kube.CoreV1().Services(r.ns).Get(ctx, httpSvc, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inCluster := &http.Client{Timeout: 10 * time.Second}
+	eventually(t, time.Minute, "the route at the -http Service's ClusterIP", func() error {
+		echo, err := visitEcho(inCluster, "http://"+svc.Spec.ClusterIP+"/in-cluster", "app.example.com")
+		if err == nil && echo.Path != "/in-cluster" {
+			err = fmt.Errorf("answered %+v", echo)
+		}
+		return err
+	})
+	name := httpSvc + "." + r.ns + ".svc.cluster.local"
+	if out := runProbe(t, r, app, "in-cluster", "get", "-host", "app.example.com", "http://"+name+"/from-a-pod"); !strings.Contains(out, "200 OK") {
+		t.Errorf("GET from a Pod by the Service's name: %q; want 200 OK", out)
 	}
 	eventually(t, 30*time.Second, "the Gateway's addresses", func() error {
-		gw, err := env.Dynamic().Resource(gvrGateway).Namespace(app).Get(ctx, "gw", metav1.GetOptions{})
+		gw, err := r.env.Dynamic().Resource(gvrGateway).Namespace(app).Get(ctx, "gw", metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
@@ -221,86 +169,106 @@ spec:
 			v, _, _ := unstructured.NestedString(a.(map[string]any), "value")
 			got = append(got, v)
 		}
-		want := []string{tunnelID + translate.TunnelHostnameSuffix, "e2e-tunnelgate-proxy-http.e2e-system.svc.cluster.local"}
+		want := []string{tunnelID + translate.TunnelHostnameSuffix, name}
 		if !slices.Equal(got, want) {
 			return fmt.Errorf("status.addresses %v, want %v", got, want)
 		}
 		return nil
 	})
-	if res, err := http.Get("http://" + admin + "/readyz"); err != nil || res.StatusCode != http.StatusOK {
-		t.Errorf("proxy /readyz: %v %v", res, err)
-	}
-
-	// cloudflared's side: the token file it runs with is the tunnel's, and
-	// the ingress document sends the hostname to the proxy's origin
-	// listener.
-	cfd := proxy.Containers[0]
-	cfdMounts := container{kube: kube, namespace: ns, pod: "e2e-tunnelgate-proxy-a", spec: proxy, c: cfd, root: root}.volumes(t)
-	tokenFile := hostPath(cfdMounts, flags(cfd.Args)["--token-file"])
-	tok, err := os.ReadFile(tokenFile)
-	if err != nil {
-		t.Fatalf("cloudflared's token file: %v", err)
-	}
-	var fields struct{ A, T string }
-	if b, err := base64.StdEncoding.DecodeString(string(tok)); err != nil || json.Unmarshal(b, &fields) != nil || fields.A != account || fields.T != tunnelID {
-		t.Errorf("cloudflared's token %q is not tunnel %s of account %s", tok, tunnelID, account)
-	}
-	eventually(t, 30*time.Second, "the tunnel's ingress document", func() error {
-		doc, _ := f.TunnelConfig(account, tunnelID)
-		want := "localhost:8080"
-		if unixOrigin {
-			want = originArg
+	for _, pod := range podsOf(t, r, "proxy") {
+		if res, err := http.Get("http://" + net.JoinHostPort(pod.Status.PodIP, "9901") + "/readyz"); err != nil || res.StatusCode != http.StatusOK {
+			t.Errorf("proxy %s /readyz: %v %v", pod.Name, res, err)
+		} else {
+			res.Body.Close()
 		}
-		if !strings.Contains(string(doc), `"hostname":"app.example.com"`) || !strings.Contains(string(doc), `"service":"`+want+`"`) && !strings.Contains(string(doc), `"service":"http://`+want+`"`) {
-			return fmt.Errorf("ingress document %s", doc)
+
+		// cloudflared's side: the token file it runs with, as its process
+		// sees it, is the tunnel's.
+		tok, err := os.ReadFile(containerFile(t, r, pod, "cloudflared", "/etc/cloudflared/token/token"))
+		if err != nil {
+			t.Fatalf("cloudflared's token file: %v", err)
+		}
+		var fields struct{ A, T string }
+		if b, err := base64.StdEncoding.DecodeString(string(tok)); err != nil || json.Unmarshal(b, &fields) != nil || fields.A != rigAccount || fields.T != tunnelID {
+			t.Errorf("cloudflared's token %q is not tunnel %s of account %s", tok, tunnelID, rigAccount)
+		}
+	}
+	// The ingress document sends the hostname to the proxy's origin
+	// listener on loopback.
+	doc, _ := r.fake.TunnelConfig(rigAccount, tunnelID)
+	if !strings.Contains(string(doc), `"hostname":"app.example.com"`) || !strings.Contains(string(doc), `"service":"http://localhost:8080"`) {
+		t.Errorf("ingress document %s; want app.example.com to http://localhost:8080", doc)
+	}
+}
+
+// podsOf lists the release's Pods of a component (controller or proxy).
+func podsOf(t testing.TB, r *rig, component string) []corev1.Pod {
+	t.Helper()
+	pods, err := r.kube.CoreV1().Pods(r.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=" + component})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// containerPID is the pid, as the test sees it, of the process of the
+// Pod's container name (an init container or not).
+func containerPID(t testing.TB, r *rig, pod corev1.Pod, name string) int {
+	t.Helper()
+	for _, cs := range append(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses...) {
+		if cs.Name == name {
+			pid, err := r.node.ContainerPID(cs.ContainerID)
+			if err != nil {
+				t.Fatalf("%s/%s: %v", pod.Name, name, err)
+			}
+			return pid
+		}
+	}
+	t.Fatalf("Pod %s has no container %s", pod.Name, name)
+	return 0
+}
+
+// containerFile is where the test finds a path of a running container's
+// filesystem: through its process's root.
+func containerFile(t testing.TB, r *rig, pod corev1.Pod, container, path string) string {
+	return fmt.Sprintf("/proc/%d/root%s", containerPID(t, r, pod, container), path)
+}
+
+// runProbe runs realnode's probe with args in a Pod of ns that runs once,
+// waits for it to succeed and returns its output.
+func runProbe(t *testing.T, r *rig, ns, name string, args ...string) string {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "probe", Image: realnode.ProbeImage, ImagePullPolicy: corev1.PullNever, Args: args,
+			}},
+		},
+	}
+	if _, err := r.kube.CoreV1().Pods(ns).Create(t.Context(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var phase corev1.PodPhase
+	eventually(t, 2*time.Minute, "the probe Pod "+name+" to finish", func() error {
+		p, err := r.kube.CoreV1().Pods(ns).Get(t.Context(), name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if phase = p.Status.Phase; phase != corev1.PodSucceeded && phase != corev1.PodFailed {
+			return fmt.Errorf("phase %s", phase)
 		}
 		return nil
 	})
-}
-
-// expectBackend GETs url with Host app.example.com, as cloudflared sends it.
-func expectBackend(c *http.Client, url string) error {
-	req, _ := http.NewRequest("GET", url, nil)
-	req.Host = "app.example.com"
-	req.Header.Set("X-Forwarded-Proto", "https")
-	res, err := c.Do(req)
+	b, err := r.kube.CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: "probe"}).DoRaw(t.Context())
 	if err != nil {
-		return err
+		t.Fatalf("log of the probe Pod %s: %v", name, err)
 	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	if res.StatusCode != http.StatusOK || string(b) != "e2e backend /hello" {
-		return fmt.Errorf("%s: %d %q", url, res.StatusCode, b)
+	if phase != corev1.PodSucceeded {
+		t.Fatalf("probe %v failed; its output:\n%s", args, b)
 	}
-	if strings.HasPrefix(url, "https:") && res.ProtoMajor != 2 {
-		return fmt.Errorf("%s answered over %s, want HTTP/2", url, res.Proto)
-	}
-	return nil
-}
-
-// serviceAccountKubeconfig writes a kubeconfig that authenticates as the
-// ServiceAccount (a client certificate with its user name and groups, which
-// RBAC treats as the ServiceAccount).
-func serviceAccountKubeconfig(t *testing.T, env *kubeenv.Env, dir, ns, sa string) string {
-	t.Helper()
-	cfg, err := env.UserConfig("system:serviceaccount:"+ns+":"+sa,
-		"system:serviceaccounts", "system:serviceaccounts:"+ns, "system:authenticated")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["e2e"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
-	kc.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
-	kc.CurrentContext = "e2e"
-	path := filepath.Join(dir, "kubeconfig")
-	if err := clientcmd.WriteToFile(*kc, path); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(path, 0o644); err != nil { // for the pod's user
-		t.Fatal(err)
-	}
-	return path
+	return string(b)
 }
 
 // conditionTrue says why the object's condition typ is not True, or nil.

@@ -52,7 +52,7 @@ func TestDedicatedPlanes(t *testing.T) {
 	r.dumpPodsOnFailure(t, "team-a")
 	r.dumpPodsOnFailure(t, r.ns)
 	ctx := t.Context()
-	if err := r.env.Apply(ctx, []byte(fmt.Sprintf(`
+	r.apply(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Namespace
 metadata: {name: team-a}
@@ -86,9 +86,7 @@ metadata: {name: gw, namespace: team-b}
 spec:
   gatewayClassName: %[1]s
   listeners: [{name: http, protocol: HTTP, port: 80, hostname: "b.example.com"}]
-`+backend("team-a")+backend("team-b"), r.class))); err != nil {
-		t.Fatal(err)
-	}
+`+backend("team-a")+backend("team-b"), r.class))
 	plane := provision.Name("gw", r.class)
 	gwA := types.NamespacedName{Namespace: "team-a", Name: "gw"}
 	waitRolledOut(t, r.kube, r.ns, r.proxy(), 3*time.Minute)
@@ -177,7 +175,7 @@ spec:
 
 	// A plane the cluster refuses to make (a quota on Services in its
 	// namespace) says so on its Gateway.
-	if err := r.env.Apply(ctx, []byte(`
+	r.apply(t, `
 apiVersion: v1
 kind: Namespace
 metadata: {name: team-q}
@@ -187,9 +185,7 @@ kind: ResourceQuota
 metadata: {name: no-services, namespace: team-q}
 spec:
   hard: {services: "0"}
----`+planeGateway("team-q", "gw", r.class, "name: team-q", "q.example.com", ""))); err != nil {
-		t.Fatal(err)
-	}
+---`+planeGateway("team-q", "gw", r.class, "name: team-q", "q.example.com", ""))
 	eventually(t, 60*time.Second, "a plane refused by a quota said so", func() error {
 		return r.conditionSays(ctx, "team-q", "gw", "Programmed", metav1.ConditionFalse, "NoResources", "exceeded quota")
 	})
@@ -510,7 +506,7 @@ func checkServingInCluster(t *testing.T, r *rig, gw types.NamespacedName, plane,
 func checkRelayedPlane(t *testing.T, r *rig, api *configAPIClient, sharedToken, classTunnel string) {
 	ctx := t.Context()
 	r.dumpPodsOnFailure(t, "team-r")
-	if err := r.env.Apply(ctx, []byte(fmt.Sprintf(`
+	r.apply(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Namespace
 metadata: {name: team-r}
@@ -528,9 +524,7 @@ spec:
   infrastructure:
     parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: relayed}
   listeners: [{name: http, protocol: HTTP, port: 80, hostname: "r.example.com"}]
-`, r.class)+backend("team-r"))); err != nil {
-		t.Fatal(err)
-	}
+`, r.class)+backend("team-r"))
 	plane := provision.Name("gw", r.class)
 	waitRolledOut(t, r.kube, "team-r", plane, 2*time.Minute)
 	visitor := r.edge.Client(10 * time.Second)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -14,34 +15,31 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/tunnelgate/tunnelgate/test/connector"
-	"github.com/tunnelgate/tunnelgate/test/kubelet"
+	"github.com/tunnelgate/tunnelgate/test/podapps"
 )
 
-// cloudflaredImage is the chart's cloudflared image; on the kubelet
-// stand-in it runs test/connector.
-const cloudflaredImage = "cloudflare/cloudflared"
-
-func init() { kubelet.Register(cloudflaredImage, connector.Main(kubelet.HostPath)) }
-
-// Rollouts lose nothing: the chart's Deployments run as Pods (the kubelet
-// stand-in, kube-controller-manager's ReplicaSets, EndpointSlices and
-// rollouts), every request goes edge → a connector in a proxy Pod →
-// the proxy's origin listener → a backend Pod, and while load runs the
-// proxy Deployment and then the controller Deployment are rolled (as
-// `kubectl rollout restart` does). No request may fail, and a visitor
-// pinned by session persistence keeps its backend Pod whichever proxy Pod
-// serves it, old or new.
+// Rollouts lose nothing: the chart's Deployments run as Pods on the real
+// node (kube-controller-manager's ReplicaSets, EndpointSlices and
+// rollouts, the kubelet's probes and its stopping of Pods), every request
+// goes edge → cloudflared (the stand-in) in a proxy Pod → the proxy's
+// origin listener → a backend Pod, and while load runs the proxy
+// Deployment and then the controller Deployment are rolled (as `kubectl
+// rollout restart` does). No request may fail, and a visitor pinned by
+// session persistence keeps its backend Pod whichever proxy Pod serves it,
+// old or new. While no controller runs, a new proxy Pod's startup probe
+// fails (it has no config), and the kubelet holds its cloudflared back
+// (the proxy is a native sidecar): the edge never sees it.
 func TestRolloutsLoseNoRequest(t *testing.T) {
 	r := startRig(t, "roll")
-	env, kube, edge, ns, class := r.env, r.kube, r.edge, r.ns, r.class
-	ctx := t.Context()
+	r.dumpPodsOnFailure(t, r.ns)
+	kube, edge, ns, class := r.kube, r.edge, r.ns, r.class
 	const app = "roll-app"
-	if err := env.Apply(ctx, []byte(fmt.Sprintf(`
+	r.apply(t, fmt.Sprintf(`
 apiVersion: v1
 kind: Namespace
 metadata: {name: %[1]s}
@@ -64,9 +62,7 @@ spec:
   rules:
   - backendRefs: [{name: app, port: 80}]
     sessionPersistence: {sessionName: pin, type: Cookie}
-`, app, class, echoApp(app, 2), webRoute(app, "app.example.com")))); err != nil {
-		t.Fatal(err)
-	}
+`, app, class, echoApp(app, 2), webRoute(app, "app.example.com")))
 
 	controller, proxy := r.controller(), r.proxy()
 	for _, d := range []string{controller, proxy} {
@@ -116,8 +112,9 @@ spec:
 	phase("rollout of the proxies while no controller runs", func() {
 		scale(t, kube, ns, controller, 0)
 		waitRolledOut(t, kube, ns, controller, time.Minute)
+		old := podsOf(t, r, "proxy")
 		restart(t, kube, ns, proxy)
-		time.Sleep(10 * time.Second)
+		checkCloudflaredHeldBack(t, r, old, 10*time.Second)
 		scale(t, kube, ns, controller, 2)
 		waitRolledOut(t, kube, ns, controller, 3*time.Minute)
 		waitRolledOut(t, kube, ns, proxy, 3*time.Minute)
@@ -129,9 +126,9 @@ spec:
 	}
 }
 
-// serveOn serves h on host at a free port until the test ends and returns
-// its http:// URL.
-func serveOn(t testing.TB, host string, h http.Handler) string {
+// listenAndServe serves h on host at a free port and returns its http://
+// URL and the function that stops it.
+func listenAndServe(t testing.TB, host string, h http.Handler) (url string, stop func()) {
 	t.Helper()
 	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
@@ -139,8 +136,7 @@ func serveOn(t testing.TB, host string, h http.Handler) string {
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { srv.Close() })
-	return "http://" + ln.Addr().String()
+	return "http://" + ln.Addr().String(), func() { srv.Close() }
 }
 
 func mustParseURL(t testing.TB, s string) *url.URL {
@@ -161,10 +157,17 @@ func visitAppOnce(c *http.Client) error {
 	return err
 }
 
-// visitEcho is a visitor's request for url through the edge, answered 200
-// by a Pod of an echo app (echoApp).
-func visitEcho(c *http.Client, url string) (*kubelet.EchoResponse, error) {
-	res, err := c.Get(url)
+// visitEcho is a visitor's request for url through the edge (with Host
+// host, if given), answered 200 by a Pod of an echo app (echoApp).
+func visitEcho(c *http.Client, url string, host ...string) (*podapps.EchoResponse, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(host) > 0 {
+		req.Host = host[0]
+	}
+	res, err := c.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +176,7 @@ func visitEcho(c *http.Client, url string) (*kubelet.EchoResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	var echo kubelet.EchoResponse
+	var echo podapps.EchoResponse
 	if res.StatusCode != http.StatusOK || json.Unmarshal(b, &echo) != nil || !strings.HasPrefix(echo.Pod, "app-") {
 		return nil, fmt.Errorf("%s: %s: %.200s", url, res.Status, b)
 	}
@@ -217,7 +220,7 @@ func (s *session) get() (string, *http.Response, error) {
 		return "", nil, err
 	}
 	defer res.Body.Close()
-	var echo kubelet.EchoResponse
+	var echo podapps.EchoResponse
 	if err := json.NewDecoder(res.Body).Decode(&echo); err != nil || res.StatusCode != http.StatusOK {
 		return "", nil, fmt.Errorf("pin.example.com: %s (%v)", res.Status, err)
 	}
@@ -244,6 +247,7 @@ type load struct {
 	mu           sync.Mutex
 	errs         []string
 	done         chan struct{}
+	stopOnce     sync.Once
 	wg           sync.WaitGroup
 }
 
@@ -279,8 +283,10 @@ func startLoad(c *http.Client, workers, perWorker int) *load {
 
 func (l *load) counts() loadCounts { return loadCounts{l.sent.Load(), l.failed.Load()} }
 
+// stop stops the workers (at once if called again) and returns the
+// counts.
 func (l *load) stop() loadCounts {
-	close(l.done)
+	l.stopOnce.Do(func() { close(l.done) })
 	l.wg.Wait()
 	return l.counts()
 }
@@ -336,4 +342,47 @@ func waitRolledOut(t testing.TB, kube kubernetes.Interface, ns, name string, tim
 		}
 		return nil
 	})
+}
+
+// checkCloudflaredHeldBack watches, for d, the proxy Pods that are not
+// among old (those a rollout just made) while no controller runs: each
+// one's proxy, a native sidecar, must be running and not yet started
+// (its startup probe fails without a config), its cloudflared not
+// running, since the kubelet starts it only after the sidecar's startup
+// probe passes; so no new Pod connects to the edge. It fails the test if
+// no new Pod's proxy ran at all in that time.
+func checkCloudflaredHeldBack(t *testing.T, r *rig, old []corev1.Pod, d time.Duration) {
+	t.Helper()
+	seen := map[string]bool{}
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		for _, p := range podsOf(t, r, "proxy") {
+			if slices.ContainsFunc(old, func(o corev1.Pod) bool { return o.UID == p.UID }) {
+				continue
+			}
+			for _, cs := range p.Status.InitContainerStatuses {
+				if cs.Name != "proxy" || cs.State.Running == nil {
+					continue
+				}
+				seen[p.Name] = true
+				if cs.Started != nil && *cs.Started {
+					t.Errorf("new proxy Pod %s: its proxy passed its startup probe with no controller running", p.Name)
+				}
+			}
+			for _, cs := range p.Status.ContainerStatuses {
+				if cs.Name == "cloudflared" && (cs.State.Running != nil || cs.State.Terminated != nil) {
+					t.Errorf("new proxy Pod %s: cloudflared %+v before its proxy's startup probe passed", p.Name, cs.State)
+				}
+			}
+			if slices.Contains(r.edge.Connectors(), p.Name) {
+				t.Errorf("new proxy Pod %s connected to the edge without a config", p.Name)
+			}
+		}
+		if t.Failed() {
+			return
+		}
+	}
+	if len(seen) == 0 {
+		t.Errorf("no new proxy Pod's proxy ran within %v of the restart", d)
+	}
+	t.Logf("while no controller ran, proxy Pods %v ran their proxy, unstarted, and no cloudflared", slices.Sorted(maps.Keys(seen)))
 }

@@ -36,7 +36,9 @@ type Options struct {
 const redialDelay = 500 * time.Millisecond
 
 // ParseArgs reads cloudflared's command line as the chart writes it:
-// `tunnel [--flag=value]... run [--flag=value]...`.
+// `tunnel [--flag=value]... run [--flag=value]...`, after the official
+// image's entrypoint, `cloudflared --no-autoupdate` (a flag without a
+// value, which changes nothing here: the stand-in never updates itself).
 func ParseArgs(args []string) (Options, error) {
 	opts := Options{GracePeriod: 30 * time.Second, Name: os.Getenv("HOSTNAME")}
 	var tokenFile string
@@ -49,6 +51,9 @@ func ParseArgs(args []string) (Options, error) {
 			return opts, fmt.Errorf("connector: unexpected argument %q", a)
 		}
 		name, value, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if name == "no-autoupdate" && !ok {
+			continue
+		}
 		if !ok {
 			if i+1 >= len(args) {
 				return opts, fmt.Errorf("connector: --%s needs a value", name)

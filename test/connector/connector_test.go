@@ -341,7 +341,7 @@ func TestParseArgs(t *testing.T) {
 	if err := os.WriteFile(tok, []byte("tok\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	opts, err := ParseArgs([]string{"tunnel", "--metrics=0.0.0.0:2000", "--protocol=http2", "--grace-period=30s",
+	opts, err := ParseArgs([]string{"--no-autoupdate", "tunnel", "--metrics=0.0.0.0:2000", "--protocol=http2", "--grace-period=30s",
 		"--edge", "10.88.0.1:7844", "run", "--token-file=" + tok})
 	if err != nil || opts.Edge != "10.88.0.1:7844" || opts.Token != "tok" || opts.GracePeriod != 30*time.Second ||
 		opts.Metrics != "0.0.0.0:2000" || opts.Protocol != "http2" {

@@ -80,10 +80,12 @@
 // # What it does not do
 //
 //   - NetworkPolicy: the bridge plugin enforces none; Pods reach each
-//     other whatever the policies say. An enforcing engine built on
-//     iptables or nftables and ipset (kube-router's policy controller,
-//     sigs.k8s.io/kube-network-policies) could plausibly run here, as
-//     those work in a network namespace; none has been tried.
+//     other whatever the policies say. Of the engines a Go module
+//     serves here, sigs.k8s.io/kube-network-policies hands new
+//     connections to userspace with nftables' queue statement, which
+//     this machine's kernel is built without (CONFIG_NFT_QUEUE unset:
+//     /proc/config.gz), and kube-router's policy controller is served
+//     only at v2.1.0, a release with reported security flaws.
 //   - One node only, with fixed names and addresses: one per network
 //     namespace, hence per test binary.
 //   - No registry: images are imported; a Pod whose image is not there

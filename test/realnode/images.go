@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -47,13 +49,54 @@ const probePackage = "github.com/tunnelgate/tunnelgate/test/realnode/internal/pr
 
 // buildProbe builds the probe, static, into dir.
 func buildProbe(ctx context.Context, dir string) (string, error) {
-	out := filepath.Join(dir, "probe")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, probePackage)
+	return buildProgram(ctx, dir, probePackage)
+}
+
+// buildProgram builds the Go package pkg as a static binary, named as its
+// last element, into dir.
+func buildProgram(ctx context.Context, dir, pkg string) (string, error) {
+	out := filepath.Join(dir, path.Base(pkg))
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("realnode: building the probe: %w\n%s", err, b)
+		return "", fmt.Errorf("realnode: building %s: %w\n%s", pkg, err, b)
 	}
 	return out, nil
+}
+
+// ImportProgram builds the Go package pkg (a main package the test's
+// module can build) as a static binary, and imports, for each reference
+// of images, a FROM-scratch image holding it alone at /NAME (pkg's last
+// element), run as 65532:65532, whose entrypoint is /NAME followed by the
+// reference's arguments: one binary of several programs chosen by their
+// first argument makes an image for each. The layers are the release
+// code's (release/image), uncompressed.
+func (n *Node) ImportProgram(ctx context.Context, pkg string, images map[string][]string) error {
+	dir, err := os.MkdirTemp(n.Dir, "program-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	bin, err := buildProgram(ctx, dir, pkg)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(bin)
+	if err != nil {
+		return err
+	}
+	name := "/" + path.Base(pkg)
+	for _, ref := range slices.Sorted(maps.Keys(images)) {
+		imgDir := filepath.Join(dir, strings.NewReplacer("/", "_", ":", "_").Replace(ref))
+		entrypoint := append([]string{name}, images[ref]...)
+		if err := scratchImage(imgDir, ref, "65532:65532", entrypoint, map[string][]byte{name: data}); err != nil {
+			return fmt.Errorf("realnode: the image %s: %w", ref, err)
+		}
+		if err := n.ImportImage(ctx, ref, imgDir); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // scratchImage writes an OCI image layout to dir holding one image whose
