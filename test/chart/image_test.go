@@ -194,12 +194,3 @@ func dockerRootFS(t testing.TB) string {
 	}
 	return filepath.Dir(binary.path)
 }
-
-// tunnelgateBinary is the entrypoint of the Dockerfile's image, which the
-// kubelet stand-in runs for the chart's pods; the proxy containers run
-// /tunnelgate-proxy beside it (their command), which the stand-in finds in
-// the same directory, the image's root filesystem.
-func tunnelgateBinary(t testing.TB) string {
-	t.Helper()
-	return filepath.Join(dockerRootFS(t), "tunnelgate")
-}
