@@ -4,12 +4,22 @@ SHELL       := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
+# The Go toolchain is the one go.mod's toolchain line names. A machine
+# starts on its own go command, which ignores that line (GOTOOLCHAIN=local
+# in Go's own go.env): exported here, it makes any go command from 1.21 on
+# fetch that toolchain from the module proxy once (about 76 MB) and run
+# it, in every recipe and every script they call.
+export GOTOOLCHAIN := $(shell sed -n 's/^toolchain //p' $(dir $(lastword $(MAKEFILE_LIST)))go.mod)
+ifeq ($(GOTOOLCHAIN),)
+$(error go.mod has no toolchain line: it names the Go toolchain every command here uses)
+endif
+
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BENCHTIME ?= 1s
 COUNT     ?= 1
 FUZZTIME  ?= 30s
 # The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
-RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
+RACE      ?= $(if $(filter 1,$(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go env CGO_ENABLED 2>/dev/null)),-race)
 
 .PHONY: help build run image release test testenv prism backends chart-tools chart-check conformance conformance-check bench bench-check bench-load bench-planes fuzz lint
 
@@ -124,8 +134,9 @@ fuzz: ## run every fuzz target for FUZZTIME each (FUZZTIME=30s)
 
 # staticcheck is built from the Go module proxy at the version
 # test/tools/lint pins, once per machine (about a minute).
+# gofmt is the toolchain's own (GOTOOLCHAIN's), not the one on the PATH.
 lint: ## fail on unformatted files, then go vet and staticcheck
-	@unformatted=$$(gofmt -l .); \
+	@unformatted=$$("$$(go env GOROOT)/bin/gofmt" -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	staticcheck=$$(bash test/tools/lint/build.sh) && "$$staticcheck" ./...

@@ -2,6 +2,8 @@ module github.com/tunnelgate/tunnelgate
 
 go 1.26.0
 
+toolchain go1.27.3
+
 require (
 	github.com/cloudflare/cloudflare-go/v7 v7.9.0
 	github.com/go-jose/go-jose/v4 v4.1.9

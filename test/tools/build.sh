@@ -16,6 +16,8 @@ set -euo pipefail
 
 tools_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$tools_dir"
+# Go: the toolchain go.mod's toolchain line names (the Makefile says why).
+export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$tools_dir/../../go.mod")
 export GOWORK=off CGO_ENABLED=0
 
 k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
