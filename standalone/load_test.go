@@ -365,7 +365,7 @@ func TestDefaults(t *testing.T) {
 			`{"group":"","kind":"Service","name":"mirror","port":80}`},
 		{"explicit backendRef", full.Spec.Rules[0].BackendRefs[1].BackendRef,
 			`{"group":"tunnelgate.dev","kind":"ExternalBackend","name":"ext","weight":0}`},
-		{"sessionPersistence", full.Spec.Rules[0].SessionPersistence, `{"type":"Cookie","cookieConfig":{"lifetimeType":"Session"}}`},
+		{"sessionPersistence", full.Spec.Rules[0].SessionPersistence, `{"type":"Cookie","cookie":{"path":"/","lifetimeType":"Session"}}`},
 
 		{"grpc matches", grpc.Spec.Rules[0].Matches,
 			`[{"method":{"type":"Exact","service":"echo.Echo"},"headers":[{"type":"Exact","name":"x-env","value":"prod"}]},{}]`},

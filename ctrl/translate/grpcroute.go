@@ -53,7 +53,7 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gat
 			out.Backends = append(out.Backends, b)
 		}
 		if sp := src.SessionPersistence; sp != nil {
-			s, err := sessionPersistence(sp)
+			s, err := sessionPersistence(ruleID(kindGRPCRoute, r.Namespace, r.Name, i, src.Name), sp)
 			if err != nil {
 				rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
 				continue

@@ -420,6 +420,8 @@ type SessionPersistence struct {
 	// Lifetime is Session (a browser-session cookie) or Permanent (the
 	// cookie carries Max-Age from AbsoluteTimeout).
 	Lifetime string `json:"lifetime"`
+	// Path is the cookie's Path attribute; empty is "/".
+	Path string `json:"path,omitempty"`
 }
 
 // Cluster protocols.
