@@ -50,6 +50,7 @@ import (
 //   - sessionPersistence type Cookie, cookie path "/" and lifetimeType
 //     Session (a route written for v1.6, with sessionName and
 //     cookieConfig, is read in v1.7's shape first: gwcompat)
+//   - HTTPRoute retry attempts 1
 //   - Listener allowedRoutes {namespaces: {from: Same}}, namespaces
 //     {from: Same}, from Same, kinds group gateway.networking.k8s.io; tls
 //     mode Terminate (gateway_types.go, listenerset_types.go)
@@ -279,6 +280,9 @@ func defaultHTTPRoute(r *gwv1.HTTPRoute) {
 			defaultHTTPFilters(rule.BackendRefs[j].Filters)
 		}
 		defaultSessionPersistence(rule.SessionPersistence)
+		if rule.Retry != nil {
+			setDefault(&rule.Retry.Attempts, 1)
+		}
 	}
 	r.Status = gwv1.HTTPRouteStatus{}
 }

@@ -140,7 +140,10 @@ func (t *translator) httpSettings(rule string, src *gwv1.HTTPRouteRule, out *pro
 			return fmt.Errorf("timeouts.backendRequest %v is longer than timeouts.request %v", time.Duration(b), time.Duration(r))
 		}
 	}
-	if rt := src.Retry; rt != nil {
+	// attempts defaults to 1 (the CRD's default since v1.7; an object
+	// stored by v1.6 CRDs may lack it), and an explicit 0 disables
+	// retries, as v1.7 says: no retry in the config at all.
+	if rt := src.Retry; rt != nil && (rt.Attempts == nil || *rt.Attempts != 0) {
 		out.Retry = &proxycfg.Retry{Attempts: 1}
 		if rt.Attempts != nil {
 			out.Retry.Attempts = *rt.Attempts
