@@ -24,6 +24,7 @@ import (
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/internal/gwcompat"
 )
 
 // Resources of our CRDs and of the Gateway API CRD whose annotation gives
@@ -94,11 +95,13 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 	if has(gwGV.WithResource("listenersets")) {
 		w.listenerSets = g.ListenerSets().Informer()
 	}
-	if has(gwGV.WithResource("httproutes")) {
-		w.httpRoutes = g.HTTPRoutes().Informer()
+	// Routes are listed untyped, so that session persistence stored in
+	// Gateway API v1.6's shape by v1.6 CRDs is read (route, below).
+	if gvr := gwGV.WithResource("httproutes"); has(gvr) {
+		w.httpRoutes = w.dyn.ForResource(gvr).Informer()
 	}
-	if has(gwGV.WithResource("grpcroutes")) {
-		w.grpcRoutes = g.GRPCRoutes().Informer()
+	if gvr := gwGV.WithResource("grpcroutes"); has(gvr) {
+		w.grpcRoutes = w.dyn.ForResource(gvr).Informer()
 	}
 	if has(gwGV.WithResource("referencegrants")) {
 		w.grants = g.ReferenceGrants().Informer()
@@ -153,6 +156,10 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 			transform = typed(func() metav1.Object { return &v1alpha1.ExternalBackend{} })
 		case w.accessPolicies:
 			transform = typed(func() metav1.Object { return &v1alpha1.AccessPolicy{} })
+		case w.httpRoutes:
+			transform = route(func() metav1.Object { return &gwv1.HTTPRoute{} })
+		case w.grpcRoutes:
+			transform = route(func() metav1.Object { return &gwv1.GRPCRoute{} })
 		}
 		if err := inf.SetTransform(transform); err != nil {
 			return nil, err
@@ -256,6 +263,20 @@ func typed(newObj func() metav1.Object) cache.TransformFunc {
 			out.SetCreationTimestamp(u.GetCreationTimestamp())
 		}
 		return out, nil
+	}
+}
+
+// route converts an untyped HTTPRoute or GRPCRoute to its Go type after
+// rewriting what Gateway API v1.6 CRDs store in the shape v1.7 changed
+// (gwcompat.Route: session persistence), which the v1.7 Go types would
+// drop.
+func route(newObj func() metav1.Object) cache.TransformFunc {
+	conv := typed(newObj)
+	return func(o any) (any, error) {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			gwcompat.Route(u.Object)
+		}
+		return conv(o)
 	}
 }
 
