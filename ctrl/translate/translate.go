@@ -518,7 +518,15 @@ func (t *translator) gatewayStatuses() {
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonInvalid), "not served: see Accepted")
 		}
 		if gi.accepted && gi.address.IsValid() {
-			st.Addresses = append([]gwv1.GatewayStatusAddress{{Type: new(gwv1.IPAddressType), Value: gi.address.String()}}, st.Addresses...)
+			r := gwv1.GatewayAddressRoutabilityDefault
+			if t.clusterAddress(gi) {
+				r = gwv1.GatewayAddressRoutabilityCluster // the plane's Service takes it as its ClusterIP
+			}
+			st.Addresses = append([]gwv1.GatewayStatusAddress{{Type: new(gwv1.IPAddressType), Value: gi.address.String(), Routability: routability(r)}}, st.Addresses...)
+		}
+		if gi.accepted {
+			st.Addresses = t.finishAddresses(gi, st.Addresses)
+			t.addressesAssigned(gi, st.Addresses)
 		}
 		keepTunnelRecord(gi)
 		n := int32(0)
