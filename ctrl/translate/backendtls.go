@@ -103,6 +103,11 @@ func (t *translator) policy(p *gwv1.BackendTLSPolicy) *policyInfo {
 			s.SANURIs = append(s.SANURIs, string(san.URI))
 		}
 	}
+	if msg := backendTLSOptions(p.Spec.Options, s); msg != "" {
+		pi.accepted, pi.reason, pi.msg = false, string(gwv1.PolicyReasonInvalid), msg
+		pi.settings = s
+		return pi
+	}
 	var pems []string
 	var bad []string
 	badKind := false
@@ -142,6 +147,38 @@ func (t *translator) policy(p *gwv1.BackendTLSPolicy) *policyInfo {
 	}
 	pi.settings = s
 	return pi
+}
+
+// OptionMinTLSVersion is the BackendTLSPolicy option (spec.options, a
+// Standard field since Gateway API v1.7) that sets the least TLS version
+// the proxy accepts from the backend: "1.2" (the default) or "1.3".
+const OptionMinTLSVersion = "tunnelgate.dev/min-tls-version"
+
+// backendTLSOptions applies a policy's options to s, or says why it
+// cannot. An option tunnelgate does not know makes the policy invalid
+// rather than ignored: an option asks for something of the TLS
+// connection, and the backend must not get a weaker one silently.
+func backendTLSOptions(opts map[gwv1.AnnotationKey]gwv1.AnnotationValue, s *proxycfg.TLSSettings) string {
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := string(opts[gwv1.AnnotationKey(k)])
+		switch k {
+		case OptionMinTLSVersion:
+			if v != proxycfg.TLS12 && v != proxycfg.TLS13 {
+				return fmt.Sprintf("options: %s is %q; give %q or %q", k, v, proxycfg.TLS12, proxycfg.TLS13)
+			}
+			if v == proxycfg.TLS13 {
+				s.MinVersion = v
+			}
+		default:
+			return fmt.Sprintf("options: %q is not supported; tunnelgate knows %s", k, OptionMinTLSVersion)
+		}
+	}
+	return ""
 }
 
 func validPEMCerts(s string) bool {

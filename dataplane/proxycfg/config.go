@@ -467,7 +467,15 @@ type TLSSettings struct {
 	ClientKeyPEM  string `json:"clientKeyPEM,omitempty"`
 	// H2 offers HTTP/2 in ALPN (gRPC over TLS needs it).
 	H2 bool `json:"h2,omitempty"`
+	// MinVersion is the least TLS version, "1.2" (when empty) or "1.3".
+	MinVersion string `json:"minVersion,omitempty"`
 }
+
+// TLS versions TLSSettings.MinVersion takes.
+const (
+	TLS12 = "1.2"
+	TLS13 = "1.3"
+)
 
 // Duration is a time.Duration written as Go spells it ("1.5s", "250ms").
 type Duration time.Duration
