@@ -14,6 +14,14 @@ import (
 // backend is spoken to over HTTP/2. gw and access are as for httpRules.
 func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gatewayInfo, access *accessInfo) ruleSet {
 	var rs ruleSet
+	names := make([]*gwv1.SectionName, len(r.Spec.Rules))
+	for i := range r.Spec.Rules {
+		names[i] = r.Spec.Rules[i].Name
+	}
+	if dup := duplicateRuleName(names); dup != "" {
+		rs.dropped = append(rs.dropped, dup)
+		return rs
+	}
 	for i := range r.Spec.Rules {
 		src := &r.Spec.Rules[i]
 		out := proxycfg.Rule{}

@@ -24,6 +24,14 @@ const (
 // own.
 func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gatewayInfo, access *accessInfo) ruleSet {
 	var rs ruleSet
+	names := make([]*gwv1.SectionName, len(r.Spec.Rules))
+	for i := range r.Spec.Rules {
+		names[i] = r.Spec.Rules[i].Name
+	}
+	if dup := duplicateRuleName(names); dup != "" {
+		rs.dropped = append(rs.dropped, dup)
+		return rs
+	}
 	for i := range r.Spec.Rules {
 		src := &r.Spec.Rules[i]
 		out := proxycfg.Rule{}
@@ -230,6 +238,25 @@ func sessionCookieName(rule string) string {
 // default, PathPrefix "/", written out as the wire config wants.
 func everyPath() *proxycfg.PathMatch {
 	return &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}
+}
+
+// duplicateRuleName says which rules share a name, or "". Rule names are
+// unique within a route: the CRDs validate it (in the Standard channel
+// since v1.7), and a route that slipped past them (CRDs of v1.6's
+// standard channel, standalone files) is refused whole: no rule of it
+// can be told apart by name, which policies and metrics go by.
+func duplicateRuleName(names []*gwv1.SectionName) string {
+	first := map[gwv1.SectionName]int{}
+	for i, n := range names {
+		if n == nil || *n == "" {
+			continue
+		}
+		if j, dup := first[*n]; dup {
+			return fmt.Sprintf("rules %d and %d are both named %q; rule names must be unique within a route", j, i, *n)
+		}
+		first[*n] = i
+	}
+	return ""
 }
 
 // ruleID names a route's rule: kind/namespace/name/ and the rule's name,
