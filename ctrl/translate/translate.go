@@ -306,18 +306,20 @@ func certIdentity(gw *gatewayInfo) string {
 	return gw.key.String()
 }
 
-// servedOn lists the listeners and hostnames that attachments serve a
-// route on; nil hostnames means any host the listeners take.
+// servedOn lists the listeners that attachments serve a route on and the
+// hostnames the router files its rules under (routerHosts); nil hostnames
+// means any host the listeners take.
 func servedOn(attachments []*attachment) (listeners, hostnames []string) {
 	anyHost := false
 	for _, a := range attachments {
 		if !slices.Contains(listeners, a.listener.dpName) {
 			listeners = append(listeners, a.listener.dpName)
 		}
-		if a.hosts == nil {
+		hosts := a.routerHosts()
+		if hosts == nil {
 			anyHost = true
 		}
-		for _, h := range a.hosts {
+		for _, h := range hosts {
 			if !slices.Contains(hostnames, h) {
 				hostnames = append(hostnames, h)
 			}
