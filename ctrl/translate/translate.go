@@ -540,12 +540,12 @@ func (t *translator) gatewayStatuses() {
 		if gi.obj.Spec.AllowedListeners != nil {
 			st.AttachedListenerSets = &n
 		}
-		st.Conditions = gi.conds.list
+		st.Conditions = withForeign(gi.conds.list, gi.conds.prev, gatewayConditionTypes)
 		t.warnOnChange("Gateway", &gi.obj.ObjectMeta, gi.conds.prev, gi.conds.list)
 		t.out.Gateways[gi.key] = st
 	}
 	for _, si := range t.setList {
-		st := &gwv1.ListenerSetStatus{Conditions: si.conds.list}
+		st := &gwv1.ListenerSetStatus{Conditions: withForeign(si.conds.list, si.conds.prev, gatewayConditionTypes)}
 		for _, li := range si.listeners {
 			st.Listeners = append(st.Listeners, gwv1.ListenerEntryStatus(listenerStatus(li)))
 		}
@@ -566,7 +566,8 @@ func listenerStatus(li *listenerInfo) gwv1.ListenerStatus {
 	if kinds == nil {
 		kinds = []gwv1.RouteGroupKind{}
 	}
-	return gwv1.ListenerStatus{Name: gwv1.SectionName(li.name), SupportedKinds: kinds, AttachedRoutes: li.attached, Conditions: li.conds.list}
+	return gwv1.ListenerStatus{Name: gwv1.SectionName(li.name), SupportedKinds: kinds, AttachedRoutes: li.attached,
+		Conditions: withForeign(li.conds.list, li.conds.prev, listenerConditionTypes)}
 }
 
 // assembleConfig adds the served listeners and the clusters that served
