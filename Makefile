@@ -95,20 +95,29 @@ chart-check: chart-tools testenv ## lint, render, validate and install the Helm 
 	go test -count=1 ./test/chart $(if $(UPDATE),-args -update)
 
 # The upstream Gateway API conformance suite (test/conformance, a module of
-# its own) against tunnelgate on the local cluster: about a minute once the
-# binaries are built. conformance-check (part of `make test`) fails when a
-# run falls behind the committed report; `make conformance` writes a new
-# report to test/conformance/reports/, to commit when it raises the bar.
-CONFORMANCE_REPORT ?= $(CURDIR)/test/conformance/reports/gateway-api-v1.6.3.yaml
+# its own) against tunnelgate on the local cluster: about two minutes once
+# the binaries are built. conformance-check (part of `make test`) fails when
+# a run falls behind the committed report; `make conformance` writes a new
+# one, to commit when it raises the bar. The report goes where upstream's
+# conformance/reports wants it (v1.7/tunnelgate/, named
+# <channel>-<version>-<mode>-report.yaml) and names the commit it ran at, so
+# the tree must be committed. A run that passes replaces the report there;
+# one that fails leaves its report beside the log.
+CONFORMANCE_DIR    ?= $(CURDIR)/test/conformance/reports/v1.7/tunnelgate
+CONFORMANCE_REPORT ?= $(CONFORMANCE_DIR)/experimental-$(VERSION)-default-report.yaml
 CONFORMANCE_LOG    ?= $(CURDIR)/test/conformance/reports/last-run.log
+CONFORMANCE_RUN    ?= $(CURDIR)/test/conformance/reports/last-run-report.yaml
 conformance-check: testenv ## run the Gateway API conformance suite; fail if it falls behind the committed report
 	cd test/conformance && GOWORK=off go test -count=1 -timeout 30m .
 
 conformance: testenv ## run the Gateway API conformance suite, write its report, list the results
+	@case '$(VERSION)' in *-dirty) echo "conformance: the tree has uncommitted changes, and the report names the commit it ran at ($(VERSION)): commit first" >&2; exit 2;; esac
 	@echo "conformance: the whole log goes to $(CONFORMANCE_LOG)"
-	cd test/conformance && GOWORK=off TUNNELGATE_CONFORMANCE_REPORT=$(CONFORMANCE_REPORT) \
+	cd test/conformance && GOWORK=off TUNNELGATE_CONFORMANCE_REPORT=$(CONFORMANCE_RUN) TUNNELGATE_CONFORMANCE_VERSION=$(VERSION) \
 		go test -count=1 -timeout 30m -run '^TestConformance$$' -v . > $(CONFORMANCE_LOG) 2>&1; \
-	status=$$?; grep -E '^    --- (PASS|FAIL|SKIP)' $(CONFORMANCE_LOG) || true; exit $$status
+	status=$$?; grep -E '^    --- (PASS|FAIL|SKIP)' $(CONFORMANCE_LOG) || true; \
+	if [ $$status = 0 ]; then mkdir -p $(CONFORMANCE_DIR); find $(CONFORMANCE_DIR) -name '*-report.yaml' -delete; mv $(CONFORMANCE_RUN) $(CONFORMANCE_REPORT); \
+		echo "conformance: wrote $(CONFORMANCE_REPORT)"; fi; exit $$status
 
 bench: ## run all benchmarks (BENCHTIME=1s COUNT=1)
 	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
