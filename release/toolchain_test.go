@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -89,4 +90,56 @@ func TestMakefileToolchain(t *testing.T) {
 	if got, want := strings.TrimSpace(string(out)), toolchain(t); got != want {
 		t.Errorf("the Makefile exports GOTOOLCHAIN=%q, go.mod's toolchain is %q", got, want)
 	}
+}
+
+// The repository's other modules (test/conformance, test/tools/...) run
+// under the same GOTOOLCHAIN: one that names a toolchain names go.mod's, and
+// none asks for a newer Go than that toolchain.
+func TestModulesShareToolchain(t *testing.T) {
+	want := toolchain(t)
+	goLine := regexp.MustCompile(`(?m)^go (\S+)$`)
+	tcLine := regexp.MustCompile(`(?m)^toolchain (go\S+)$`)
+	err := filepath.WalkDir("..", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (d.Name() == ".git" || d.Name() == "node_modules" || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || d.Name() != "go.mod" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if m := tcLine.FindSubmatch(b); m != nil && string(m[1]) != want {
+			t.Errorf("%s names toolchain %s, go.mod %s", path, m[1], want)
+		}
+		if m := goLine.FindSubmatch(b); m != nil && goVersionLess(want, "go"+string(m[1])) {
+			t.Errorf("%s asks for go %s, newer than go.mod's toolchain %s", path, m[1], want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// goVersionLess compares two Go versions of the form goX.Y[.Z].
+func goVersionLess(a, b string) bool {
+	parse := func(v string) [3]int {
+		var n [3]int
+		for i, f := range strings.SplitN(strings.TrimPrefix(v, "go"), ".", 3) {
+			fmt.Sscanf(f, "%d", &n[i])
+		}
+		return n
+	}
+	x, y := parse(a), parse(b)
+	for i := range x {
+		if x[i] != y[i] {
+			return x[i] < y[i]
+		}
+	}
+	return false
 }
