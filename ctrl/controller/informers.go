@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -34,6 +35,7 @@ var (
 	gvrGatewayConfigs      = v1alpha1.SchemeGroupVersion.WithResource("gatewayconfigs")
 	gvrExternalBackends    = v1alpha1.SchemeGroupVersion.WithResource("externalbackends")
 	gvrAccessPolicies      = v1alpha1.SchemeGroupVersion.WithResource("accesspolicies")
+	gvrClusterTrustBundles = certificatesv1.SchemeGroupVersion.WithResource("clustertrustbundles")
 	gvrCRDs                = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
@@ -54,7 +56,7 @@ type watched struct {
 	dyn  dynamicinformer.DynamicSharedInformerFactory
 
 	classes, gateways, listenerSets, httpRoutes, grpcRoutes, grants, policies cache.SharedIndexInformer
-	services, slices, namespaces, secrets, configMaps                         cache.SharedIndexInformer
+	services, slices, namespaces, secrets, configMaps, trustBundles           cache.SharedIndexInformer
 	classConfigs, gatewayConfigs, externals, accessPolicies, crds             cache.SharedIndexInformer
 
 	missing []string // resources not served, for the log
@@ -114,6 +116,12 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 	w.namespaces = w.kube.Core().V1().Namespaces().Informer()
 	w.secrets = w.kube.Core().V1().Secrets().Informer()
 	w.configMaps = w.kube.Core().V1().ConfigMaps().Informer()
+	// ClusterTrustBundles are served from Kubernetes 1.37 on (GA; beta,
+	// off by default, before): without them a reference to one does not
+	// resolve.
+	if has(gvrClusterTrustBundles) {
+		w.trustBundles = w.kube.Certificates().V1().ClusterTrustBundles().Informer()
+	}
 	if has(gvrGatewayClassConfigs) {
 		w.classConfigs = w.dyn.ForResource(gvrGatewayClassConfigs).Informer()
 	}
@@ -185,7 +193,7 @@ func accessor(o any) metav1.Object {
 // all lists the informers that exist.
 func (w *watched) all() []cache.SharedIndexInformer {
 	list := []cache.SharedIndexInformer{w.classes, w.gateways, w.listenerSets, w.httpRoutes, w.grpcRoutes, w.grants, w.policies,
-		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.classConfigs, w.gatewayConfigs, w.externals, w.accessPolicies, w.crds}
+		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.trustBundles, w.classConfigs, w.gatewayConfigs, w.externals, w.accessPolicies, w.crds}
 	return slices.DeleteFunc(list, func(i cache.SharedIndexInformer) bool { return i == nil })
 }
 
@@ -209,7 +217,7 @@ func (w *watched) start(stop <-chan struct{}) {
 // A group that is not installed at all is not an error.
 func servedResources(d discovery.DiscoveryInterface) (map[schema.GroupVersionResource]bool, error) {
 	served := map[schema.GroupVersionResource]bool{}
-	for _, gv := range []schema.GroupVersion{schema.GroupVersion(gwv1.GroupVersion), v1alpha1.SchemeGroupVersion} {
+	for _, gv := range []schema.GroupVersion{schema.GroupVersion(gwv1.GroupVersion), v1alpha1.SchemeGroupVersion, certificatesv1.SchemeGroupVersion} {
 		list, err := d.ServerResourcesForGroupVersion(gv.String())
 		if err != nil {
 			if isNotFound(err) {

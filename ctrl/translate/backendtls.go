@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -112,19 +113,28 @@ func (t *translator) policy(p *gwv1.BackendTLSPolicy) *policyInfo {
 	var bad []string
 	badKind := false
 	for _, ref := range v.CACertificateRefs {
-		if ref.Group != "" || ref.Kind != "ConfigMap" {
-			bad = append(bad, fmt.Sprintf("%s/%s %s: only ConfigMaps are supported", ref.Group, ref.Kind, ref.Name))
+		var ca string
+		switch {
+		case ref.Group == "" && ref.Kind == "ConfigMap":
+			cm := t.look.configMap(p.Namespace, string(ref.Name))
+			if cm == nil {
+				bad = append(bad, fmt.Sprintf("ConfigMap %s not found", ref.Name))
+				continue
+			}
+			ca = cm.Data["ca.crt"]
+			if !validPEMCerts(ca) {
+				bad = append(bad, fmt.Sprintf("ConfigMap %s: ca.crt holds no PEM certificate", ref.Name))
+				continue
+			}
+		case ref.Group == groupCertificates && ref.Kind == kindClusterTrustBundle:
+			var problem string
+			if ca, problem = t.clusterTrustBundle(string(ref.Name)); problem != "" {
+				bad = append(bad, problem)
+				continue
+			}
+		default:
+			bad = append(bad, fmt.Sprintf("%s %s: only ConfigMaps and %s/%s are supported", groupKind(ref.Group, ref.Kind), ref.Name, groupCertificates, kindClusterTrustBundle))
 			badKind = true
-			continue
-		}
-		cm := t.look.configMap(p.Namespace, string(ref.Name))
-		if cm == nil {
-			bad = append(bad, fmt.Sprintf("ConfigMap %s not found", ref.Name))
-			continue
-		}
-		ca := cm.Data["ca.crt"]
-		if !validPEMCerts(ca) {
-			bad = append(bad, fmt.Sprintf("ConfigMap %s: ca.crt holds no PEM certificate", ref.Name))
 			continue
 		}
 		pems = append(pems, ca)
@@ -179,6 +189,28 @@ func backendTLSOptions(opts map[gwv1.AnnotationKey]gwv1.AnnotationValue, s *prox
 		}
 	}
 	return ""
+}
+
+// groupCertificates and kindClusterTrustBundle name the cluster-scoped
+// ClusterTrustBundle (certificates.k8s.io/v1), the extended kind of CA
+// reference (feature ClusterTrustBundle) of BackendTLSPolicy and of a
+// Gateway's frontend validation. A reference names it without a namespace.
+const (
+	groupCertificates      = certificatesv1.GroupName
+	kindClusterTrustBundle = "ClusterTrustBundle"
+)
+
+// clusterTrustBundle returns the PEM certificates of a ClusterTrustBundle,
+// or why it cannot.
+func (t *translator) clusterTrustBundle(name string) (pems, problem string) {
+	b := t.look.trustBundle(name)
+	switch {
+	case b == nil:
+		return "", fmt.Sprintf("ClusterTrustBundle %s not found", name)
+	case !validPEMCerts(b.Spec.TrustBundle):
+		return "", fmt.Sprintf("ClusterTrustBundle %s: trustBundle holds no PEM certificate", name)
+	}
+	return b.Spec.TrustBundle, ""
 }
 
 func validPEMCerts(s string) bool {

@@ -59,7 +59,7 @@ var supported = []features.FeatureName{
 	features.SupportHTTPRouteBackendURLRewrite,
 	features.SupportHTTPRouteBackendProtocolH2C, features.SupportHTTPRouteBackendProtocolWebSocket,
 	features.SupportHTTPRouteCORS,
-	features.SupportBackendTLSPolicy, features.SupportBackendTLSPolicySANValidation,
+	features.SupportBackendTLSPolicy, features.SupportBackendTLSPolicySANValidation, features.SupportClusterTrustBundle,
 	features.SupportGatewayBackendClientCertificate, features.SupportGatewayPort8080,
 	features.SupportHTTPRouteDestinationPortMatching, features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 	features.SupportGatewayFrontendClientCertificateValidation, features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
