@@ -279,6 +279,7 @@ func defaultHTTPRoute(r *gwv1.HTTPRoute) {
 			defaultBackendRef(&rule.BackendRefs[j].BackendRef)
 			defaultHTTPFilters(rule.BackendRefs[j].Filters)
 		}
+		//lint:ignore SA1019 route-inline session persistence is deprecated (GEP-4894) but still in the API: served until it is removed
 		defaultSessionPersistence(rule.SessionPersistence)
 		if rule.Retry != nil {
 			setDefault(&rule.Retry.Attempts, 1)
@@ -323,6 +324,7 @@ func defaultGRPCRoute(r *gwv1.GRPCRoute) {
 			defaultBackendRef(&rule.BackendRefs[j].BackendRef)
 			defaultGRPCFilters(rule.BackendRefs[j].Filters)
 		}
+		//lint:ignore SA1019 route-inline session persistence is deprecated (GEP-4894) but still in the API: served until it is removed
 		defaultSessionPersistence(rule.SessionPersistence)
 	}
 	r.Status = gwv1.GRPCRouteStatus{}

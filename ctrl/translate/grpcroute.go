@@ -60,6 +60,7 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gat
 			}
 			out.Backends = append(out.Backends, b)
 		}
+		//lint:ignore SA1019 route-inline session persistence is deprecated (GEP-4894) but still in the API: served until it is removed
 		if sp := src.SessionPersistence; sp != nil {
 			s, err := sessionPersistence(ruleID(kindGRPCRoute, r.Namespace, r.Name, i, src.Name), sp)
 			if err != nil {

@@ -167,6 +167,7 @@ func (t *translator) httpSettings(rule string, src *gwv1.HTTPRouteRule, out *pro
 			out.Retry.Backoff = proxycfg.Duration(d)
 		}
 	}
+	//lint:ignore SA1019 route-inline session persistence is deprecated (GEP-4894) but still in the API: served until it is removed
 	if sp := src.SessionPersistence; sp != nil {
 		s, err := sessionPersistence(rule, sp)
 		if err != nil {
