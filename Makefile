@@ -101,8 +101,9 @@ chart-check: chart-tools testenv ## lint, render, validate and install the Helm 
 # one, to commit when it raises the bar. The report goes where upstream's
 # conformance/reports wants it (v1.7/tunnelgate/, named
 # <channel>-<version>-<mode>-report.yaml) and names the commit it ran at, so
-# the tree must be committed. A run that passes replaces the report there;
-# one that fails leaves its report beside the log.
+# the tree must be committed. A run that passes replaces the report there,
+# and its row in the README.md upstream asks for; one that fails leaves its
+# report beside the log.
 CONFORMANCE_DIR    ?= $(CURDIR)/test/conformance/reports/v1.7/tunnelgate
 CONFORMANCE_REPORT ?= $(CONFORMANCE_DIR)/experimental-$(VERSION)-default-report.yaml
 CONFORMANCE_LOG    ?= $(CURDIR)/test/conformance/reports/last-run.log
@@ -117,7 +118,8 @@ conformance: testenv ## run the Gateway API conformance suite, write its report,
 		go test -count=1 -timeout 30m -run '^TestConformance$$' -v . > $(CONFORMANCE_LOG) 2>&1 && status=0 || status=$$?; \
 	grep -E '^    --- (PASS|FAIL|SKIP)' $(CONFORMANCE_LOG) || true; \
 	if [ $$status = 0 ]; then mkdir -p $(CONFORMANCE_DIR); find $(CONFORMANCE_DIR) -name '*-report.yaml' -delete; mv $(CONFORMANCE_RUN) $(CONFORMANCE_REPORT); \
-		echo "conformance: wrote $(CONFORMANCE_REPORT)"; fi; exit $$status
+		sed -i 's#^| experimental | .*#| experimental | [$(VERSION)](https://github.com/tunnelgate/tunnelgate/tree/$(VERSION)) | default | [$(VERSION) report](./$(notdir $(CONFORMANCE_REPORT))) |#' $(CONFORMANCE_DIR)/README.md; \
+		echo "conformance: wrote $(CONFORMANCE_REPORT) and its row in README.md there"; fi; exit $$status
 
 bench: ## run all benchmarks (BENCHTIME=1s COUNT=1)
 	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
