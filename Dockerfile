@@ -9,11 +9,13 @@
 # the final stage copies it into an empty image. No shell, nothing to
 # write to.
 
-FROM --platform=$BUILDPLATFORM golang:1.26-bookworm AS build
+FROM --platform=$BUILDPLATFORM golang:1.27-bookworm AS build
 WORKDIR /src
-# Module files first: the download layer is reused until they change.
+# Module files first: the download layer is reused until they change. The
+# build uses the toolchain go.mod's toolchain line names, as `make` does
+# (the Makefile says why), so the binaries match `make image`'s.
 COPY go.mod go.sum* ./
-RUN go mod download
+RUN go env -w GOTOOLCHAIN="$(sed -n 's/^toolchain //p' go.mod)" && go mod download
 COPY . .
 ARG VERSION=dev
 ARG TARGETARCH

@@ -4,12 +4,22 @@ SHELL       := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
+# The Go toolchain is the one go.mod's toolchain line names. A machine
+# starts on its own go command, which ignores that line (GOTOOLCHAIN=local
+# in Go's own go.env): exported here, it makes any go command from 1.21 on
+# fetch that toolchain from the module proxy once (about 76 MB) and run
+# it, in every recipe and every script they call.
+export GOTOOLCHAIN := $(shell sed -n 's/^toolchain //p' $(dir $(lastword $(MAKEFILE_LIST)))go.mod)
+ifeq ($(GOTOOLCHAIN),)
+$(error go.mod has no toolchain line: it names the Go toolchain every command here uses)
+endif
+
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BENCHTIME ?= 1s
 COUNT     ?= 1
 FUZZTIME  ?= 30s
 # The race detector needs cgo, i.e. a C compiler; without one, test runs unraced.
-RACE      ?= $(if $(filter 1,$(shell go env CGO_ENABLED 2>/dev/null)),-race)
+RACE      ?= $(if $(filter 1,$(shell GOTOOLCHAIN=$(GOTOOLCHAIN) go env CGO_ENABLED 2>/dev/null)),-race)
 
 .PHONY: help build run image release test testenv realnode prism backends chart-tools chart-check conformance conformance-check bench bench-check bench-load bench-planes fuzz lint
 
@@ -95,20 +105,31 @@ chart-check: chart-tools testenv realnode ## lint, render, validate and install 
 	go test -count=1 -timeout 40m ./test/chart $(if $(UPDATE),-args -update)
 
 # The upstream Gateway API conformance suite (test/conformance, a module of
-# its own) against tunnelgate on the local cluster: about a minute once the
-# binaries are built. conformance-check (part of `make test`) fails when a
-# run falls behind the committed report; `make conformance` writes a new
-# report to test/conformance/reports/, to commit when it raises the bar.
-CONFORMANCE_REPORT ?= $(CURDIR)/test/conformance/reports/gateway-api-v1.6.3.yaml
+# its own) against tunnelgate on the local cluster: about two minutes once
+# the binaries are built. conformance-check (part of `make test`) fails when
+# a run falls behind the committed report; `make conformance` writes a new
+# one, to commit when it raises the bar. The report goes where upstream's
+# conformance/reports wants it (v1.7/tunnelgate/, named
+# <channel>-<version>-<mode>-report.yaml) and names the commit it ran at, so
+# the tree must be committed. A run that passes replaces the report there,
+# and its row in the README.md upstream asks for; one that fails leaves its
+# report beside the log.
+CONFORMANCE_DIR    ?= $(CURDIR)/test/conformance/reports/v1.7/tunnelgate
+CONFORMANCE_REPORT ?= $(CONFORMANCE_DIR)/experimental-$(VERSION)-default-report.yaml
 CONFORMANCE_LOG    ?= $(CURDIR)/test/conformance/reports/last-run.log
+CONFORMANCE_RUN    ?= $(CURDIR)/test/conformance/reports/last-run-report.yaml
 conformance-check: testenv ## run the Gateway API conformance suite; fail if it falls behind the committed report
 	cd test/conformance && GOWORK=off go test -count=1 -timeout 30m .
 
 conformance: testenv ## run the Gateway API conformance suite, write its report, list the results
+	@case '$(VERSION)' in *-dirty) echo "conformance: the tree has uncommitted changes, and the report names the commit it ran at ($(VERSION)): commit first" >&2; exit 2;; esac
 	@echo "conformance: the whole log goes to $(CONFORMANCE_LOG)"
-	cd test/conformance && GOWORK=off TUNNELGATE_CONFORMANCE_REPORT=$(CONFORMANCE_REPORT) \
-		go test -count=1 -timeout 30m -run '^TestConformance$$' -v . > $(CONFORMANCE_LOG) 2>&1; \
-	status=$$?; grep -E '^    --- (PASS|FAIL|SKIP)' $(CONFORMANCE_LOG) || true; exit $$status
+	cd test/conformance && GOWORK=off TUNNELGATE_CONFORMANCE_REPORT=$(CONFORMANCE_RUN) TUNNELGATE_CONFORMANCE_VERSION=$(VERSION) \
+		go test -count=1 -timeout 30m -run '^TestConformance$$' -v . > $(CONFORMANCE_LOG) 2>&1 && status=0 || status=$$?; \
+	grep -E '^    --- (PASS|FAIL|SKIP)' $(CONFORMANCE_LOG) || true; \
+	if [ $$status = 0 ]; then mkdir -p $(CONFORMANCE_DIR); find $(CONFORMANCE_DIR) -name '*-report.yaml' -delete; mv $(CONFORMANCE_RUN) $(CONFORMANCE_REPORT); \
+		sed -i 's#^| experimental | .*#| experimental | [$(VERSION)](https://github.com/tunnelgate/tunnelgate/tree/$(VERSION)) | default | [$(VERSION) report](./$(notdir $(CONFORMANCE_REPORT))) |#' $(CONFORMANCE_DIR)/README.md; \
+		echo "conformance: wrote $(CONFORMANCE_REPORT) and its row in README.md there"; fi; exit $$status
 
 bench: ## run all benchmarks (BENCHTIME=1s COUNT=1)
 	go test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) -count $(COUNT) ./...
@@ -134,8 +155,9 @@ fuzz: ## run every fuzz target for FUZZTIME each (FUZZTIME=30s)
 
 # staticcheck is built from the Go module proxy at the version
 # test/tools/lint pins, once per machine (about a minute).
+# gofmt is the toolchain's own (GOTOOLCHAIN's), not the one on the PATH.
 lint: ## fail on unformatted files, then go vet and staticcheck
-	@unformatted=$$(gofmt -l .); \
+	@unformatted=$$("$$(go env GOROOT)/bin/gofmt" -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	go vet ./...
 	staticcheck=$$(bash test/tools/lint/build.sh) && "$$staticcheck" ./...

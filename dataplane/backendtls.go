@@ -26,7 +26,7 @@ import (
 //   - The client certificate comes from ClientCertPEM and ClientKeyPEM,
 //     which must be set together.
 //   - ALPN offers h2 then http/1.1 when s.H2, else http/1.1 only.
-//   - TLS 1.2 is the least version.
+//   - TLS 1.2 is the least version, or 1.3 when s.MinVersion says so.
 //
 // Without SANs the certificate is verified the usual way, against SNI.
 // With SANDNSNames or SANURIs it must instead chain to the roots and carry
@@ -49,6 +49,13 @@ func buildBackendTLS(s *proxycfg.TLSSettings) (*tls.Config, error) {
 	}
 	if s.H2 {
 		cfg.NextProtos = []string{"h2", "http/1.1"}
+	}
+	switch s.MinVersion {
+	case "", proxycfg.TLS12:
+	case proxycfg.TLS13:
+		cfg.MinVersion = tls.VersionTLS13
+	default:
+		return nil, fmt.Errorf("backend TLS: minimum version %q is not %q or %q", s.MinVersion, proxycfg.TLS12, proxycfg.TLS13)
 	}
 	if s.CAPEM != "" {
 		pool, err := btlsCertPool(s.CAPEM)
@@ -241,8 +248,8 @@ func btlsURISANs(c *x509.Certificate) []string {
 
 // tlsIdentity is a stable name for everything in s that shapes the TLS
 // config: the hex SHA-256 over SNI, CAPEM, the SAN lists (sorted, since
-// their order changes nothing), the client certificate and key, and H2,
-// each length-prefixed. Connection pools are keyed by it, so clusters with
+// their order changes nothing), the client certificate and key, H2 and a
+// minimum version above 1.2, each length-prefixed. Connection pools are keyed by it, so clusters with
 // the same settings share connections and a change of any of them starts
 // new ones. It is "" for nil.
 func tlsIdentity(s *proxycfg.TLSSettings) string {
@@ -276,6 +283,9 @@ func tlsIdentity(s *proxycfg.TLSSettings) string {
 		field("h2")
 	} else {
 		field("")
+	}
+	if s.MinVersion != "" && s.MinVersion != proxycfg.TLS12 {
+		field("min " + s.MinVersion) // last and only when set: the identities of earlier configs stay
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

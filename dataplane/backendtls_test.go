@@ -207,6 +207,7 @@ func TestBackendTLSHandshakes(t *testing.T) {
 	srvChainedNoInter := serve(chained)
 	srvClientOnly := serve(clientOnly)
 	srvExpired := serve(expired)
+	srvTLS12 := btlsListen(t, &tls.Config{Certificates: []tls.Certificate{leaf.tlsCert()}, MaxVersion: tls.VersionTLS12})
 
 	caPEM := ca.certPEM()
 	cases := []struct {
@@ -239,6 +240,10 @@ func TestBackendTLSHandshakes(t *testing.T) {
 		{"SAN without intermediate", srvChainedNoInter, proxycfg.TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"chained.example.com"}}, "not trusted"},
 		{"SAN leaf without serverAuth", srvClientOnly, proxycfg.TLSSettings{SNI: "x", CAPEM: caPEM, SANDNSNames: []string{"backend.example.com"}}, "serverAuth"},
 		{"leaf without serverAuth", srvClientOnly, proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: caPEM}, "serverAuth"},
+		// The tunnelgate.dev/min-tls-version option of a BackendTLSPolicy.
+		{"TLS 1.3 wanted, 1.3 served", srvLeaf, proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: caPEM, MinVersion: proxycfg.TLS13}, ""},
+		{"TLS 1.3 wanted, 1.2 at most", srvTLS12, proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: caPEM, MinVersion: proxycfg.TLS13}, "version"},
+		{"TLS 1.2 allowed", srvTLS12, proxycfg.TLSSettings{SNI: "backend.example.com", CAPEM: caPEM}, ""},
 	}
 	for _, c := range cases {
 		cfg := mustBuildBackendTLS(t, &c.s)
@@ -362,6 +367,9 @@ func TestBuildBackendTLSConfig(t *testing.T) {
 		cfg.MinVersion != tls.VersionTLS12 || strings.Join(cfg.NextProtos, ",") != "http/1.1" || len(cfg.Certificates) != 0 {
 		t.Errorf("plain config: %+v", cfg)
 	}
+	if cfg := mustBuildBackendTLS(t, &proxycfg.TLSSettings{SNI: "b", MinVersion: proxycfg.TLS13}); cfg.MinVersion != tls.VersionTLS13 {
+		t.Errorf("MinVersion 1.3: config's is %x", cfg.MinVersion)
+	}
 	cfg = mustBuildBackendTLS(t, &proxycfg.TLSSettings{SNI: "b", CAPEM: "junk\n" + ca.certPEM() + "trailing", H2: true, SANURIs: []string{"spiffe://x/y"},
 		ClientCertPEM: client.certPEM(), ClientKeyPEM: client.keyPEM(t)})
 	if cfg.RootCAs == nil || !cfg.InsecureSkipVerify || cfg.VerifyConnection == nil || strings.Join(cfg.NextProtos, ",") != "h2,http/1.1" || len(cfg.Certificates) != 1 {
@@ -381,6 +389,7 @@ func TestBuildBackendTLSConfig(t *testing.T) {
 		{&proxycfg.TLSSettings{SNI: "b", ClientCertPEM: client.certPEM()}, "without its private key"},
 		{&proxycfg.TLSSettings{SNI: "b", ClientKeyPEM: client.keyPEM(t)}, "without its certificate"},
 		{&proxycfg.TLSSettings{SNI: "b", ClientCertPEM: client.certPEM(), ClientKeyPEM: other.keyPEM(t)}, "do not load"},
+		{&proxycfg.TLSSettings{SNI: "b", MinVersion: "1.1"}, "minimum version"},
 	}
 	for _, b := range bad {
 		_, err := buildBackendTLS(b.s)
@@ -433,6 +442,7 @@ func TestTLSIdentity(t *testing.T) {
 		func(s *proxycfg.TLSSettings) { s.ClientCertPEM = "" },
 		func(s *proxycfg.TLSSettings) { s.ClientKeyPEM = "k2" },
 		func(s *proxycfg.TLSSettings) { s.H2 = false },
+		func(s *proxycfg.TLSSettings) { s.MinVersion = proxycfg.TLS13 },
 		// Moving a name from the DNS list to the URI list is a change.
 		func(s *proxycfg.TLSSettings) { s.SANDNSNames = []string{"x"}; s.SANURIs = []string{"u1", "u2", "y"} },
 		// Moving bytes between adjacent fields is a change.

@@ -629,6 +629,58 @@ func TestE2EURLRewrite(t *testing.T) {
 	}
 }
 
+// A URLRewrite on a backend (HTTPRouteBackendURLRewrite) applies to the
+// requests sent to that backend only, with the prefix of the match that
+// won; its sibling gets the path as sent.
+func TestE2EBackendURLRewrite(t *testing.T) {
+	a, b := startBackend(t, echo("a")), startBackend(t, echo("b"))
+	rw := func(p proxycfg.PathModifier) []proxycfg.Filter {
+		return []proxycfg.Filter{{Type: proxycfg.FilterURLRewrite, URLRewrite: &proxycfg.Rewrite{Path: &p}}}
+	}
+	split := proxycfg.Rule{
+		Matches: []proxycfg.Match{
+			{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/one"}},
+			{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/two/deep"}},
+		},
+		Backends: []proxycfg.BackendRef{
+			{Cluster: "a", Weight: 1, Filters: rw(proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/rewritten"})},
+			{Cluster: "b", Weight: 1},
+		},
+	}
+	full := proxycfg.Rule{
+		Matches:  fePrefix("/full"),
+		Backends: []proxycfg.BackendRef{{Cluster: "a", Weight: 1, Filters: rw(proxycfg.PathModifier{Type: proxycfg.ReplaceFullPath, ReplaceFullPath: "/rewritten-full"})}},
+	}
+	e := newTestEnv(t, config([]proxycfg.Route{route("r", split, full)}, cluster("a", a), cluster("b", b)))
+	seen := map[string]bool{}
+	for i := 0; i < 60 && len(seen) < 4; i++ {
+		for _, path := range []string{"/one/x?q=1", "/two/deep/y"} {
+			res, body := feSend(t, e.client, "GET", e.bound.Origin, "app.example.com", path, nil)
+			if res.StatusCode != 200 {
+				t.Fatalf("GET %s: status %d: %s", path, res.StatusCode, body)
+			}
+			backend, target := echoed(body, "backend"), echoed(body, "target")
+			want := path
+			if backend == "a" {
+				want = "/rewritten" + path[strings.Index(path[1:], "/")+1:]
+				if strings.HasPrefix(path, "/two/deep") {
+					want = "/rewritten/y"
+				}
+			}
+			if target != want {
+				t.Errorf("GET %s to %s: backend target %q, want %q", path, backend, target, want)
+			}
+			seen[backend+path] = true
+		}
+	}
+	if len(seen) < 4 {
+		t.Errorf("both backends for both matches not seen: %v", seen)
+	}
+	if res, body := feSend(t, e.client, "GET", e.bound.Origin, "app.example.com", "/full/a?b", nil); echoed(body, "target") != "/rewritten-full?b" {
+		t.Errorf("GET /full/a?b: status %d, target %q", res.StatusCode, echoed(body, "target"))
+	}
+}
+
 func TestE2ECORS(t *testing.T) {
 	var hits atomic.Int64
 	be := startBackend(t, func(w http.ResponseWriter, r *http.Request) {

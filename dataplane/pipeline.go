@@ -16,7 +16,8 @@ import (
 //	refuse what no request may hold → pick the listener by host → match a
 //	rule → fail-closed checks → Cloudflare Access → CORS preflight →
 //	redirect → rewrite →
-//	choose a backend → take the body's start → mirrors → forward
+//	choose a backend → its own rewrite → take the body's start → mirrors →
+//	forward
 //
 // A step that may end the request answers it itself and returns true. The
 // exchange is filled in as the steps go.
@@ -38,6 +39,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	host := x.rewrite(t.Rewrite)
 	if x.chooseBackend() || x.findEndpoints() {
 		return
+	}
+	if rw := t.BackendRewrite(x.be); rw != nil {
+		host = x.rewrite(rw) // never beside the rule's own (compiled refuses both)
 	}
 	x.prepareOutRequest(host, scheme)
 	defer x.releaseBody() // the body's buffer, however the request ends

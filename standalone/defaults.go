@@ -32,7 +32,7 @@ import (
 // EndpointSlice port protocol TCP and name ""; Secret type Opaque and
 // stringData merged into data; Namespace label kubernetes.io/metadata.name.
 //
-// Gateway API, the +kubebuilder:default markers of apis/v1 (v1.6.3) that
+// Gateway API, the +kubebuilder:default markers of apis/v1 (v1.7.0) that
 // bear on translation:
 //   - ParentReference group gateway.networking.k8s.io, kind Gateway
 //     (shared_types.go), likewise ListenerSet's ParentGatewayReference
@@ -47,7 +47,10 @@ import (
 //   - HTTPRoute filters: requestRedirect statusCode 302, requestMirror
 //     fraction denominator 100, cors maxAge 5
 //   - GRPCRoute method and header match type Exact (grpcroute_types.go)
-//   - sessionPersistence type Cookie, cookieConfig lifetimeType Session
+//   - sessionPersistence type Cookie, cookie path "/" and lifetimeType
+//     Session (a route written for v1.6, with sessionName and
+//     cookieConfig, is read in v1.7's shape first: gwcompat)
+//   - HTTPRoute retry attempts 1
 //   - Listener allowedRoutes {namespaces: {from: Same}}, namespaces
 //     {from: Same}, from Same, kinds group gateway.networking.k8s.io; tls
 //     mode Terminate (gateway_types.go, listenerset_types.go)
@@ -233,8 +236,9 @@ func defaultSessionPersistence(sp *gwv1.SessionPersistence) {
 		return
 	}
 	setDefault(&sp.Type, gwv1.CookieBasedSessionPersistence)
-	if sp.CookieConfig != nil {
-		setDefault(&sp.CookieConfig.LifetimeType, gwv1.SessionCookieLifetimeType)
+	if sp.Cookie != nil {
+		setDefault(&sp.Cookie.Path, "/")
+		setDefault(&sp.Cookie.LifetimeType, gwv1.SessionCookieLifetimeType)
 	}
 }
 
@@ -275,7 +279,11 @@ func defaultHTTPRoute(r *gwv1.HTTPRoute) {
 			defaultBackendRef(&rule.BackendRefs[j].BackendRef)
 			defaultHTTPFilters(rule.BackendRefs[j].Filters)
 		}
+		//lint:ignore SA1019 route-inline session persistence is deprecated (GEP-4894) but still in the API: served until it is removed
 		defaultSessionPersistence(rule.SessionPersistence)
+		if rule.Retry != nil {
+			setDefault(&rule.Retry.Attempts, 1)
+		}
 	}
 	r.Status = gwv1.HTTPRouteStatus{}
 }
@@ -316,6 +324,7 @@ func defaultGRPCRoute(r *gwv1.GRPCRoute) {
 			defaultBackendRef(&rule.BackendRefs[j].BackendRef)
 			defaultGRPCFilters(rule.BackendRefs[j].Filters)
 		}
+		//lint:ignore SA1019 route-inline session persistence is deprecated (GEP-4894) but still in the API: served until it is removed
 		defaultSessionPersistence(rule.SessionPersistence)
 	}
 	r.Status = gwv1.GRPCRouteStatus{}

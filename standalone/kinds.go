@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -80,6 +81,7 @@ var (
 	gw    = gwv1.GroupName
 	core  = corev1.GroupName
 	disco = discoveryv1.GroupName
+	certs = certificatesv1.GroupName
 	tg    = v1alpha1.Group
 )
 
@@ -110,6 +112,8 @@ func init() {
 			func(s *translate.Snapshot) *[]*corev1.Secret { return &s.Secrets }, defaultSecret),
 		newKind("ConfigMap", core, []string{"v1"}, false,
 			func(s *translate.Snapshot) *[]*corev1.ConfigMap { return &s.ConfigMaps }, nil),
+		newKind("ClusterTrustBundle", certs, []string{"v1"}, true,
+			func(s *translate.Snapshot) *[]*certificatesv1.ClusterTrustBundle { return &s.ClusterTrustBundles }, nil),
 		newKind("EndpointSlice", disco, []string{"v1"}, false,
 			func(s *translate.Snapshot) *[]*discoveryv1.EndpointSlice { return &s.EndpointSlices }, defaultEndpointSlice),
 		newKind(v1alpha1.KindGatewayClassConfig, tg, []string{v1alpha1.Version}, true,

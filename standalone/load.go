@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/internal/gwcompat"
 )
 
 // Load reads the objects in paths into a snapshot. A path is a file, read
@@ -259,6 +260,9 @@ func (l *loader) object(place string, data []byte, h header) {
 	if !k.cluster && h.namespace == "" {
 		h.namespace = "default"
 	}
+	if k.name == kindHTTPRoute || k.name == kindGRPCRoute {
+		data = upgradeRoute(data)
+	}
 	obj, err := k.decode(data)
 	if err != nil {
 		l.errs = append(l.errs, fmt.Errorf("%s%s: %v", place, h.label(k), err))
@@ -282,6 +286,24 @@ func (l *loader) object(place string, data []byte, h header) {
 	}
 	l.seen[key] = place
 	l.objs = append(l.objs, loaded{kind: k, obj: obj})
+}
+
+// upgradeRoute rewrites a route written for Gateway API v1.6 CRDs into
+// v1.7's shape (gwcompat.Route: session persistence's sessionName and
+// cookieConfig), so that files written for either release load. Data that
+// does not decode is returned as it is, for the strict decode to report.
+func upgradeRoute(data []byte) []byte {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var obj map[string]any
+	if d.Decode(&obj) != nil || !gwcompat.Route(obj) {
+		return data
+	}
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return data
+	}
+	return out
 }
 
 // label is " (Kind namespace/name)" for errors, with what h has of it.

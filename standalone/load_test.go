@@ -365,7 +365,8 @@ func TestDefaults(t *testing.T) {
 			`{"group":"","kind":"Service","name":"mirror","port":80}`},
 		{"explicit backendRef", full.Spec.Rules[0].BackendRefs[1].BackendRef,
 			`{"group":"tunnelgate.dev","kind":"ExternalBackend","name":"ext","weight":0}`},
-		{"sessionPersistence", full.Spec.Rules[0].SessionPersistence, `{"type":"Cookie","cookieConfig":{"lifetimeType":"Session"}}`},
+		//lint:ignore SA1019 route-inline session persistence is deprecated (GEP-4894) but still in the API: served until it is removed
+		{"sessionPersistence", full.Spec.Rules[0].SessionPersistence, `{"type":"Cookie","cookie":{"path":"/","lifetimeType":"Session"}}`},
 
 		{"grpc matches", grpc.Spec.Rules[0].Matches,
 			`[{"method":{"type":"Exact","service":"echo.Echo"},"headers":[{"type":"Exact","name":"x-env","value":"prod"}]},{}]`},

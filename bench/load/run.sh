@@ -29,6 +29,8 @@ OUT=${OUT:-}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
+# Go: the toolchain go.mod's toolchain line names (the Makefile says why).
+export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$ROOT/go.mod")
 
 say() { printf '%s\n' "load: $*" >&2; }
 die() {

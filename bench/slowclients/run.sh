@@ -32,6 +32,8 @@ TG_FLAGS=${TG_FLAGS:-}
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT"
+# Go: the toolchain go.mod's toolchain line names (the Makefile says why).
+export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$ROOT/go.mod")
 say() { printf 'slowclients: %s\n' "$*" >&2; }
 die() {
 	printf 'slowclients: error: %s\n' "$*" >&2

@@ -182,15 +182,15 @@ POD_NAMESPACE must be defined before it.
 {{/*
 The addresses the controller writes on Gateways' status after the
 tunnel's hostname: controller.gatewayAddress, then the in-cluster
-Service's DNS name when it is on. Comma-separated, as -gateway-address
-takes them.
+Service's DNS name when it is on, with routability Cluster (the name of a
+ClusterIP Service). Comma-separated, as -gateway-address takes them.
 */}}
 {{- define "tunnelgate.gatewayAddresses" -}}
 {{- $list := list -}}
 {{- with .Values.controller.gatewayAddress }}{{ $list = append $list . }}{{ end -}}
 {{- $svc := .Values.proxy.inClusterService -}}
 {{- if $svc.enabled -}}
-{{- $list = append $list (printf "%s-http.%s.svc.%s" (include "tunnelgate.proxy.name" .) .Release.Namespace $svc.clusterDomain) -}}
+{{- $list = append $list (printf "%s-http.%s.svc.%s=Cluster" (include "tunnelgate.proxy.name" .) .Release.Namespace $svc.clusterDomain) -}}
 {{- end -}}
 {{- join "," $list -}}
 {{- end -}}

@@ -79,7 +79,7 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	leaseName := fs.String("leader-election-name", "tunnelgate-controller", "name of the leader Lease")
 	identity := fs.String("identity", cli.EnvOr("POD_NAME", cli.Hostname()), "this replica's name in the Lease")
 	sessionKeys := fs.String("session-keys-dir", "", "`directory` of the session keys every proxy shares: current (signs) and previous (still accepted during a rotation); re-read every 10 s. Without it each proxy signs with a key of its own")
-	address := fs.String("gateway-address", "", "addresses written on programmed Gateways' status after the tunnel's hostname: hostnames or IPs, separated by commas")
+	address := fs.String("gateway-address", "", "addresses written on programmed Gateways' status after the tunnel's hostname: hostnames or IPs, separated by commas, each with `=Cluster` after it when it is a ClusterIP or a Service's name (its routability)")
 	pool := fs.String("gateway-address-pool", "", "`CIDR` to give each Gateway an address of its own from: proxies run with -listen-gateways serve it, and a plane serving in the cluster takes it as its Service's ClusterIP")
 	cfURL := fs.String("cloudflare-api-url", "", "Cloudflare API base `URL` (default: Cloudflare's; for tests and proxies)")
 	noCloudflare := fs.Bool("no-cloudflare", false, "never call Cloudflare: tunnels and DNS stay as they are (statuses say so)")
@@ -103,6 +103,12 @@ func controllerCommand(ctx context.Context, args []string, stdout, stderr io.Wri
 	if *tokenFile == "" {
 		fmt.Fprintln(stderr, "tunnelgate controller: -config-token-file is required (proxies authenticate with it)")
 		return 2
+	}
+	for _, a := range gatewayAddresses(*address) {
+		if r := *a.Routability; r != "" && r != gwv1.GatewayAddressRoutabilityCluster && !strings.Contains(string(r), "/") {
+			fmt.Fprintf(stderr, "tunnelgate controller: -gateway-address %s=%s: a routability is Cluster or a prefixed name (example.com/Scope)\n", a.Value, r)
+			return 2
+		}
 	}
 	var addressPool netip.Prefix
 	if *pool != "" {
@@ -511,11 +517,14 @@ func gatewayAddresses(list string) []gwv1.GatewayStatusAddress {
 		if a == "" {
 			continue
 		}
+		a, r, _ := strings.Cut(a, "=")
+		routability := gwv1.GatewayAddressRoutabilityType(strings.TrimSpace(r))
+		a = strings.TrimSpace(a)
 		t := gwv1.HostnameAddressType
 		if net.ParseIP(a) != nil {
 			t = gwv1.IPAddressType
 		}
-		out = append(out, gwv1.GatewayStatusAddress{Type: &t, Value: a})
+		out = append(out, gwv1.GatewayStatusAddress{Type: &t, Value: a, Routability: &routability})
 	}
 	return out
 }

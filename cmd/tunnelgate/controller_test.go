@@ -192,13 +192,13 @@ func TestControllerRefusesPlaintextConfigAPI(t *testing.T) {
 }
 
 // -gateway-address takes a comma-separated list; each entry is an IP or a
-// hostname, in the order given.
+// hostname, in the order given, with its routability after "=".
 func TestGatewayAddressesFlag(t *testing.T) {
-	got := gatewayAddresses(" prod.example.com,10.0.0.7,, gw.ns.svc.cluster.local ")
-	want := []string{"Hostname prod.example.com", "IPAddress 10.0.0.7", "Hostname gw.ns.svc.cluster.local"}
+	got := gatewayAddresses(" prod.example.com,10.0.0.7,, gw.ns.svc.cluster.local = Cluster ")
+	want := []string{"Hostname prod.example.com ", "IPAddress 10.0.0.7 ", "Hostname gw.ns.svc.cluster.local Cluster"}
 	var have []string
 	for _, a := range got {
-		have = append(have, string(*a.Type)+" "+a.Value)
+		have = append(have, string(*a.Type)+" "+a.Value+" "+string(*a.Routability))
 	}
 	if !slices.Equal(have, want) {
 		t.Errorf("gatewayAddresses: %v; want %v", have, want)

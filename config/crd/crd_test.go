@@ -2,6 +2,9 @@ package crd
 
 import (
 	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -316,4 +319,44 @@ func jsonFields(typ reflect.Type) map[string]jsonField {
 		out[name] = jsonField{typ: f.Type, omitempty: strings.Contains(opts, "omitempty")}
 	}
 	return out
+}
+
+// config/crd/gateway-api holds the Gateway API CRDs of the module version
+// go.mod requires, byte for byte: the module cache has them once the
+// module is downloaded, as building this test did.
+func TestGatewayAPICRDsAreTheModules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Version}} {{.Dir}}", "sigs.k8s.io/gateway-api").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	version, dir, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	readme, err := os.ReadFile("gateway-api/README.md")
+	if err != nil || !strings.Contains(string(readme), "# Gateway API CRDs, "+version+"\n") {
+		t.Errorf("gateway-api/README.md does not name %s, the version go.mod requires", version)
+	}
+	for _, channel := range []string{"standard", "experimental"} {
+		want, err := filepath.Glob(filepath.Join(dir, "config", "crd", channel, "*.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, w := range want {
+			name := filepath.Base(w)
+			if name == "kustomization.yaml" {
+				continue
+			}
+			n++
+			wb, err := os.ReadFile(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gb, err := os.ReadFile(filepath.Join("gateway-api", channel, name)); err != nil || !bytes.Equal(gb, wb) {
+				t.Errorf("gateway-api/%s/%s differs from %s's: copy %s/config/crd/%s/*.yaml (but kustomization.yaml) here", channel, name, version, dir, channel)
+			}
+		}
+		have, _ := filepath.Glob(filepath.Join("gateway-api", channel, "*.yaml"))
+		if len(have) != n || n == 0 {
+			t.Errorf("gateway-api/%s has %d files, the module's %s channel %d", channel, len(have), channel, n)
+		}
+	}
 }

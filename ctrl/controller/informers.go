@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,6 +25,7 @@ import (
 	gwinformers "sigs.k8s.io/gateway-api/pkg/client/informers/externalversions"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/internal/gwcompat"
 )
 
 // Resources of our CRDs and of the Gateway API CRD whose annotation gives
@@ -33,6 +35,7 @@ var (
 	gvrGatewayConfigs      = v1alpha1.SchemeGroupVersion.WithResource("gatewayconfigs")
 	gvrExternalBackends    = v1alpha1.SchemeGroupVersion.WithResource("externalbackends")
 	gvrAccessPolicies      = v1alpha1.SchemeGroupVersion.WithResource("accesspolicies")
+	gvrClusterTrustBundles = certificatesv1.SchemeGroupVersion.WithResource("clustertrustbundles")
 	gvrCRDs                = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
@@ -53,7 +56,7 @@ type watched struct {
 	dyn  dynamicinformer.DynamicSharedInformerFactory
 
 	classes, gateways, listenerSets, httpRoutes, grpcRoutes, grants, policies cache.SharedIndexInformer
-	services, slices, namespaces, secrets, configMaps                         cache.SharedIndexInformer
+	services, slices, namespaces, secrets, configMaps, trustBundles           cache.SharedIndexInformer
 	classConfigs, gatewayConfigs, externals, accessPolicies, crds             cache.SharedIndexInformer
 
 	missing []string // resources not served, for the log
@@ -94,11 +97,13 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 	if has(gwGV.WithResource("listenersets")) {
 		w.listenerSets = g.ListenerSets().Informer()
 	}
-	if has(gwGV.WithResource("httproutes")) {
-		w.httpRoutes = g.HTTPRoutes().Informer()
+	// Routes are listed untyped, so that session persistence stored in
+	// Gateway API v1.6's shape by v1.6 CRDs is read (route, below).
+	if gvr := gwGV.WithResource("httproutes"); has(gvr) {
+		w.httpRoutes = w.dyn.ForResource(gvr).Informer()
 	}
-	if has(gwGV.WithResource("grpcroutes")) {
-		w.grpcRoutes = g.GRPCRoutes().Informer()
+	if gvr := gwGV.WithResource("grpcroutes"); has(gvr) {
+		w.grpcRoutes = w.dyn.ForResource(gvr).Informer()
 	}
 	if has(gwGV.WithResource("referencegrants")) {
 		w.grants = g.ReferenceGrants().Informer()
@@ -111,6 +116,12 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 	w.namespaces = w.kube.Core().V1().Namespaces().Informer()
 	w.secrets = w.kube.Core().V1().Secrets().Informer()
 	w.configMaps = w.kube.Core().V1().ConfigMaps().Informer()
+	// ClusterTrustBundles are served from Kubernetes 1.37 on (GA; beta,
+	// off by default, before): without them a reference to one does not
+	// resolve.
+	if has(gvrClusterTrustBundles) {
+		w.trustBundles = w.kube.Certificates().V1().ClusterTrustBundles().Informer()
+	}
 	if has(gvrGatewayClassConfigs) {
 		w.classConfigs = w.dyn.ForResource(gvrGatewayClassConfigs).Informer()
 	}
@@ -153,6 +164,10 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 			transform = typed(func() metav1.Object { return &v1alpha1.ExternalBackend{} })
 		case w.accessPolicies:
 			transform = typed(func() metav1.Object { return &v1alpha1.AccessPolicy{} })
+		case w.httpRoutes:
+			transform = route(func() metav1.Object { return &gwv1.HTTPRoute{} })
+		case w.grpcRoutes:
+			transform = route(func() metav1.Object { return &gwv1.GRPCRoute{} })
 		}
 		if err := inf.SetTransform(transform); err != nil {
 			return nil, err
@@ -178,7 +193,7 @@ func accessor(o any) metav1.Object {
 // all lists the informers that exist.
 func (w *watched) all() []cache.SharedIndexInformer {
 	list := []cache.SharedIndexInformer{w.classes, w.gateways, w.listenerSets, w.httpRoutes, w.grpcRoutes, w.grants, w.policies,
-		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.classConfigs, w.gatewayConfigs, w.externals, w.accessPolicies, w.crds}
+		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.trustBundles, w.classConfigs, w.gatewayConfigs, w.externals, w.accessPolicies, w.crds}
 	return slices.DeleteFunc(list, func(i cache.SharedIndexInformer) bool { return i == nil })
 }
 
@@ -202,7 +217,7 @@ func (w *watched) start(stop <-chan struct{}) {
 // A group that is not installed at all is not an error.
 func servedResources(d discovery.DiscoveryInterface) (map[schema.GroupVersionResource]bool, error) {
 	served := map[schema.GroupVersionResource]bool{}
-	for _, gv := range []schema.GroupVersion{schema.GroupVersion(gwv1.GroupVersion), v1alpha1.SchemeGroupVersion} {
+	for _, gv := range []schema.GroupVersion{schema.GroupVersion(gwv1.GroupVersion), v1alpha1.SchemeGroupVersion, certificatesv1.SchemeGroupVersion} {
 		list, err := d.ServerResourcesForGroupVersion(gv.String())
 		if err != nil {
 			if isNotFound(err) {
@@ -256,6 +271,20 @@ func typed(newObj func() metav1.Object) cache.TransformFunc {
 			out.SetCreationTimestamp(u.GetCreationTimestamp())
 		}
 		return out, nil
+	}
+}
+
+// route converts an untyped HTTPRoute or GRPCRoute to its Go type after
+// rewriting what Gateway API v1.6 CRDs store in the shape v1.7 changed
+// (gwcompat.Route: session persistence), which the v1.7 Go types would
+// drop.
+func route(newObj func() metav1.Object) cache.TransformFunc {
+	conv := typed(newObj)
+	return func(o any) (any, error) {
+		if u, ok := o.(*unstructured.Unstructured); ok {
+			gwcompat.Route(u.Object)
+		}
+		return conv(o)
 	}
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/client-go/tools/cache"
@@ -28,6 +29,7 @@ func (w *watched) snapshot() translate.Snapshot {
 		Namespaces:          list[corev1.Namespace](w.namespaces),
 		Secrets:             list[corev1.Secret](w.secrets),
 		ConfigMaps:          list[corev1.ConfigMap](w.configMaps),
+		ClusterTrustBundles: list[certificatesv1.ClusterTrustBundle](w.trustBundles),
 		GatewayClassConfigs: list[v1alpha1.GatewayClassConfig](w.classConfigs),
 		GatewayConfigs:      list[v1alpha1.GatewayConfig](w.gatewayConfigs),
 		ExternalBackends:    list[v1alpha1.ExternalBackend](w.externals),

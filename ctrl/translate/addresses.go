@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -35,6 +36,138 @@ import (
 // AddressNotUsable for a static address that cannot be had,
 // AddressNotAssigned when the pool is exhausted or there is none.
 
+// Routability (GEP-5093, Gateway API v1.7). Every address on a Gateway's
+// status says where it can be reached from:
+//
+//   - Cluster: a ClusterIP. The address of a Gateway whose own data plane
+//     serves it in the cluster, which the plane's Service takes (a pool
+//     address, or the ClusterIP Kubernetes gave it); an address of
+//     Input.Addresses marked so (the chart's in-cluster Service name).
+//   - "" (no portable guarantee): the tunnel's hostname, reached from the
+//     internet through Cloudflare's edge at the hostnames routes publish;
+//     a pool address the shared proxies serve; standalone's listen address.
+//
+// A Gateway may ask for a routability in spec.addresses:
+//
+//   - "" or none: any address, as before;
+//   - Cluster: a ClusterIP, which only a Gateway whose own data plane
+//     serves it in the cluster gets: its pool address or, without a pool
+//     and a value, its Service's ClusterIP;
+//   - testing.x-k8s.io/sentinel, which the conformance suite reserves:
+//     like "", and reported as asked;
+//   - any other: not supported, so the entry cannot be satisfied
+//     (AddressNotAssigned).
+//
+// With spec.addresses, the status lists the address given for it and no
+// other, as the GEP asks. AddressesAssigned says whether it was given:
+// True once it is (or when nothing was asked), False (NotAssigned) when
+// it cannot be; left out while a Cluster address waits for the plane's
+// Service. Routability is written only where the installed CRDs have the
+// field (v1.7 on): CRDs of v1.6 would prune it, and every sync would try
+// again.
+
+// routabilitySentinel is the routability the conformance suite reserves
+// for itself; an implementation of GatewayAddressRoutability supports and
+// reports it.
+const routabilitySentinel gwv1.GatewayAddressRoutabilityType = "testing.x-k8s.io/sentinel"
+
+// requestedRoutability is the routability spec.addresses asks for (a
+// Gateway has one address).
+func requestedRoutability(g *gwv1.Gateway) gwv1.GatewayAddressRoutabilityType {
+	if len(g.Spec.Addresses) == 0 {
+		return ""
+	}
+	return g.Spec.Addresses[0].Routability
+}
+
+// clusterAddress says whether the address a Gateway gets is a ClusterIP:
+// its own data plane serves it in the cluster, through a Service.
+func (t *translator) clusterAddress(gi *gatewayInfo) bool {
+	return gi.onPlane() && gi.servesInCluster() && t.in.Provisioning == ProvisionPlanes
+}
+
+// unsatisfiedRoutability says why the routability a Gateway asks for
+// cannot be had, or "".
+func (t *translator) unsatisfiedRoutability(gi *gatewayInfo) string {
+	switch r := requestedRoutability(gi.obj); r {
+	case gwv1.GatewayAddressRoutabilityDefault, routabilitySentinel:
+		return ""
+	case gwv1.GatewayAddressRoutabilityCluster:
+		if gi.dedicated && gi.servesInCluster() && t.in.Provisioning == ProvisionPlanes {
+			return ""
+		}
+		return "spec.addresses asks for routability Cluster, a ClusterIP: only a Gateway whose own data plane serves it in the cluster " +
+			"(a GatewayConfig with dataPlane Dedicated and serveInCluster) gets one, its plane's Service's"
+	default:
+		return fmt.Sprintf("spec.addresses asks for routability %q, which tunnelgate does not support: ask for Cluster, or leave it empty", r)
+	}
+}
+
+// clusterFromService says whether a Gateway's address is to be its plane
+// Service's ClusterIP, given by Kubernetes: it asks for routability
+// Cluster and no value, and there is no pool to give one from.
+func (t *translator) clusterFromService(gi *gatewayInfo) bool {
+	return !t.in.AddressPool.IsValid() && len(gi.obj.Spec.Addresses) == 1 && !isStatic(gi.obj) &&
+		requestedRoutability(gi.obj) == gwv1.GatewayAddressRoutabilityCluster && t.clusterAddress(gi)
+}
+
+// routabilityWritten says whether the installed CRDs keep status
+// addresses' routability: every bundle from v1.7 on, and standalone mode.
+func (t *translator) routabilityWritten() bool {
+	return !strings.HasPrefix(t.in.BundleVersion, olderBundle+".")
+}
+
+// finishAddresses makes an accepted Gateway's status addresses what the
+// GEP asks: with spec.addresses, only the address given for it, reported
+// with the routability asked for when that is the sentinel; routability
+// left out where the CRDs would drop it.
+func (t *translator) finishAddresses(gi *gatewayInfo, addrs []gwv1.GatewayStatusAddress) []gwv1.GatewayStatusAddress {
+	if len(gi.obj.Spec.Addresses) > 0 {
+		asked := requestedRoutability(gi.obj)
+		var kept []gwv1.GatewayStatusAddress
+		for _, a := range addrs {
+			if a.Type == nil || *a.Type != gwv1.IPAddressType {
+				continue
+			}
+			given := gi.address.IsValid() && a.Value == gi.address.String() ||
+				!gi.address.IsValid() && t.clusterFromService(gi) && a.Routability != nil && *a.Routability == gwv1.GatewayAddressRoutabilityCluster
+			if !given {
+				continue
+			}
+			if asked == routabilitySentinel {
+				a.Routability = new(routabilitySentinel)
+			}
+			kept = append(kept, a)
+			break
+		}
+		addrs = kept
+	}
+	if !t.routabilityWritten() {
+		for i := range addrs {
+			addrs[i].Routability = nil
+		}
+	}
+	return addrs
+}
+
+// addressesAssigned sets a Gateway's AddressesAssigned condition.
+func (t *translator) addressesAssigned(gi *gatewayInfo, addrs []gwv1.GatewayStatusAddress) {
+	typ := string(gwv1.GatewayConditionAddressesAssigned)
+	switch {
+	case gi.addressReason != "":
+		gi.conds.set(typ, false, string(gwv1.GatewayReasonAddressesNotAssigned), gi.addressMsg)
+	case t.clusterFromService(gi) && len(addrs) == 0:
+		// Kubernetes has not given the plane's Service its ClusterIP yet.
+	case len(gi.obj.Spec.Addresses) == 0:
+		gi.conds.set(typ, true, string(gwv1.GatewayReasonAddressesAssigned), "the Gateway has its default addresses")
+	default:
+		gi.conds.set(typ, true, string(gwv1.GatewayReasonAddressesAssigned), "the address spec.addresses asks for is assigned")
+	}
+}
+
+// routability returns r as a status address's routability.
+func routability(r gwv1.GatewayAddressRoutabilityType) *gwv1.GatewayAddressRoutabilityType { return &r }
+
 // unsupportedAddress says why a Gateway's spec.addresses cannot be
 // accepted at all (UnsupportedAddress), or "".
 func unsupportedAddress(g *gwv1.Gateway) string {
@@ -62,11 +195,17 @@ func staticAddress(g *gwv1.Gateway) (netip.Addr, bool) {
 // assignAddresses sets gi.address on the accepted Gateways, or why they
 // have none.
 func (t *translator) assignAddresses() {
+	for _, gi := range t.gatewayList {
+		if msg := t.unsatisfiedRoutability(gi); gi.accepted && msg != "" {
+			gi.addressReason = string(gwv1.GatewayReasonAddressNotAssigned)
+			gi.addressMsg = msg
+		}
+	}
 	pool := t.in.AddressPool
 	if !pool.IsValid() {
 		for _, gi := range t.gatewayList {
 			switch {
-			case !gi.accepted || len(gi.obj.Spec.Addresses) == 0:
+			case !gi.accepted || len(gi.obj.Spec.Addresses) == 0 || gi.addressReason != "" || t.clusterFromService(gi):
 			case isStatic(gi.obj):
 				gi.addressReason = string(gwv1.GatewayReasonAddressNotUsable)
 				gi.addressMsg = "spec.addresses asks for an IP address, and the controller has no address pool (-gateway-address-pool) to give it from"
@@ -79,7 +218,7 @@ func (t *translator) assignAddresses() {
 	}
 	pool = pool.Masked()
 	for _, gi := range t.gatewayList {
-		if gi.accepted && tunnelOnlyPlane(gi) && len(gi.obj.Spec.Addresses) > 0 {
+		if gi.accepted && tunnelOnlyPlane(gi) && len(gi.obj.Spec.Addresses) > 0 && gi.addressReason == "" {
 			gi.addressReason = string(gwv1.GatewayReasonAddressNotUsable)
 			gi.addressMsg = "spec.addresses asks for an IP address, and the Gateway's data plane serves it through a tunnel only: " +
 				"set serveInCluster on its GatewayConfig to serve it in the cluster at an address"
@@ -95,6 +234,9 @@ func (t *translator) assignAddresses() {
 	taken := map[netip.Addr]*gatewayInfo{}
 	gws = slices.DeleteFunc(gws, func(gi *gatewayInfo) bool { return !gi.accepted || tunnelOnlyPlane(gi) })
 	for _, gi := range gws {
+		if gi.addressReason != "" {
+			continue
+		}
 		if len(gi.obj.Spec.Addresses) > 1 {
 			gi.addressReason = string(gwv1.GatewayReasonAddressNotUsable)
 			gi.addressMsg = fmt.Sprintf("spec.addresses lists %d addresses; a Gateway gets one", len(gi.obj.Spec.Addresses))

@@ -47,6 +47,31 @@ type attachment struct {
 	lost []lostClaim
 }
 
+// routerHosts are the hostnames the router files an attachment's rules
+// under: the route's own hostnames that meet the listener's, as the route
+// wrote them rather than narrowed to the listener's, and none (any host)
+// for a route without hostnames. The proxy picks a request's listener by
+// its host first and matches routes only within it, so these serve the
+// same requests as the intersections (hosts) do; but ranked by them, a
+// route written for the exact host beats one written for a wildcard on
+// the same listener, whatever their paths, and one without hostnames
+// comes last: precedence by the route's original hostnames, as the
+// Gateway API asks since v1.7 (GatewayRouteHostnameIntersectionPrecedence).
+// nil means any host the listener takes.
+func (a *attachment) routerHosts() []string {
+	if a.hosts == nil || len(a.route.hostnames) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(a.route.hostnames))
+	for _, h := range a.route.hostnames {
+		rh := strings.ToLower(string(h))
+		if _, ok := intersectHost(a.listener.hostname, rh); a.listener.hostname == "" || ok {
+			out = append(out, rh)
+		}
+	}
+	return out
+}
+
 // published are the public hostnames an attachment serves: its own, or,
 // when it takes any host, the listener's (none when that has none).
 func (a *attachment) published() []string {

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -103,23 +104,37 @@ func (t *translator) policy(p *gwv1.BackendTLSPolicy) *policyInfo {
 			s.SANURIs = append(s.SANURIs, string(san.URI))
 		}
 	}
+	if msg := backendTLSOptions(p.Spec.Options, s); msg != "" {
+		pi.accepted, pi.reason, pi.msg = false, string(gwv1.PolicyReasonInvalid), msg
+		pi.settings = s
+		return pi
+	}
 	var pems []string
 	var bad []string
 	badKind := false
 	for _, ref := range v.CACertificateRefs {
-		if ref.Group != "" || ref.Kind != "ConfigMap" {
-			bad = append(bad, fmt.Sprintf("%s/%s %s: only ConfigMaps are supported", ref.Group, ref.Kind, ref.Name))
+		var ca string
+		switch {
+		case ref.Group == "" && ref.Kind == "ConfigMap":
+			cm := t.look.configMap(p.Namespace, string(ref.Name))
+			if cm == nil {
+				bad = append(bad, fmt.Sprintf("ConfigMap %s not found", ref.Name))
+				continue
+			}
+			ca = cm.Data["ca.crt"]
+			if !validPEMCerts(ca) {
+				bad = append(bad, fmt.Sprintf("ConfigMap %s: ca.crt holds no PEM certificate", ref.Name))
+				continue
+			}
+		case ref.Group == groupCertificates && ref.Kind == kindClusterTrustBundle:
+			var problem string
+			if ca, problem = t.clusterTrustBundle(string(ref.Name)); problem != "" {
+				bad = append(bad, problem)
+				continue
+			}
+		default:
+			bad = append(bad, fmt.Sprintf("%s %s: only ConfigMaps and %s/%s are supported", groupKind(ref.Group, ref.Kind), ref.Name, groupCertificates, kindClusterTrustBundle))
 			badKind = true
-			continue
-		}
-		cm := t.look.configMap(p.Namespace, string(ref.Name))
-		if cm == nil {
-			bad = append(bad, fmt.Sprintf("ConfigMap %s not found", ref.Name))
-			continue
-		}
-		ca := cm.Data["ca.crt"]
-		if !validPEMCerts(ca) {
-			bad = append(bad, fmt.Sprintf("ConfigMap %s: ca.crt holds no PEM certificate", ref.Name))
 			continue
 		}
 		pems = append(pems, ca)
@@ -142,6 +157,60 @@ func (t *translator) policy(p *gwv1.BackendTLSPolicy) *policyInfo {
 	}
 	pi.settings = s
 	return pi
+}
+
+// OptionMinTLSVersion is the BackendTLSPolicy option (spec.options, a
+// Standard field since Gateway API v1.7) that sets the least TLS version
+// the proxy accepts from the backend: "1.2" (the default) or "1.3".
+const OptionMinTLSVersion = "tunnelgate.dev/min-tls-version"
+
+// backendTLSOptions applies a policy's options to s, or says why it
+// cannot. An option tunnelgate does not know makes the policy invalid
+// rather than ignored: an option asks for something of the TLS
+// connection, and the backend must not get a weaker one silently.
+func backendTLSOptions(opts map[gwv1.AnnotationKey]gwv1.AnnotationValue, s *proxycfg.TLSSettings) string {
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := string(opts[gwv1.AnnotationKey(k)])
+		switch k {
+		case OptionMinTLSVersion:
+			if v != proxycfg.TLS12 && v != proxycfg.TLS13 {
+				return fmt.Sprintf("options: %s is %q; give %q or %q", k, v, proxycfg.TLS12, proxycfg.TLS13)
+			}
+			if v == proxycfg.TLS13 {
+				s.MinVersion = v
+			}
+		default:
+			return fmt.Sprintf("options: %q is not supported; tunnelgate knows %s", k, OptionMinTLSVersion)
+		}
+	}
+	return ""
+}
+
+// groupCertificates and kindClusterTrustBundle name the cluster-scoped
+// ClusterTrustBundle (certificates.k8s.io/v1), the extended kind of CA
+// reference (feature ClusterTrustBundle) of BackendTLSPolicy and of a
+// Gateway's frontend validation. A reference names it without a namespace.
+const (
+	groupCertificates      = certificatesv1.GroupName
+	kindClusterTrustBundle = "ClusterTrustBundle"
+)
+
+// clusterTrustBundle returns the PEM certificates of a ClusterTrustBundle,
+// or why it cannot.
+func (t *translator) clusterTrustBundle(name string) (pems, problem string) {
+	b := t.look.trustBundle(name)
+	switch {
+	case b == nil:
+		return "", fmt.Sprintf("ClusterTrustBundle %s not found", name)
+	case !validPEMCerts(b.Spec.TrustBundle):
+		return "", fmt.Sprintf("ClusterTrustBundle %s: trustBundle holds no PEM certificate", name)
+	}
+	return b.Spec.TrustBundle, ""
 }
 
 func validPEMCerts(s string) bool {

@@ -142,6 +142,7 @@ func epochOf(in *Input, sizeHint int) map[any]bool {
 	addObjects(set, s.Namespaces)
 	addObjects(set, s.Secrets)
 	addObjects(set, s.ConfigMaps)
+	addObjects(set, s.ClusterTrustBundles)
 	addObjects(set, s.GatewayClassConfigs)
 	addObjects(set, s.GatewayConfigs)
 	addObjects(set, s.AccessPolicies)

@@ -2,6 +2,7 @@ package translate
 
 import (
 	"slices"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -118,4 +119,35 @@ func findCond(list []metav1.Condition, typ string) *metav1.Condition {
 		}
 	}
 	return nil
+}
+
+// Condition types tunnelgate sets on Gateways, ListenerSets and listeners
+// (besides its own, under tunnelgate.dev/). A condition of any other type
+// on such an object is another controller's or a user's: it is kept as it
+// is (foreign), as Gateway API v1.7's conformance suite checks.
+var (
+	gatewayConditionTypes = map[string]bool{
+		"Accepted": true, "Programmed": true, "ResolvedRefs": true, "AddressesAssigned": true,
+		"InsecureFrontendValidationMode": true,
+	}
+	listenerConditionTypes = map[string]bool{
+		"Accepted": true, "Programmed": true, "ResolvedRefs": true, "Conflicted": true,
+	}
+)
+
+// withForeign is list followed by the conditions of prev that are
+// foreign: of a type not in own and not under tunnelgate.dev/. list is
+// returned as it is when there are none.
+func withForeign(list, prev []metav1.Condition, own map[string]bool) []metav1.Condition {
+	out := list
+	for _, c := range prev {
+		if own[c.Type] || strings.HasPrefix(c.Type, "tunnelgate.dev/") || slices.ContainsFunc(list, func(l metav1.Condition) bool { return l.Type == c.Type }) {
+			continue
+		}
+		if len(out) == len(list) {
+			out = slices.Clip(slices.Clone(list))
+		}
+		out = append(out, c)
+	}
+	return out
 }

@@ -11,8 +11,8 @@ import (
 
 // Frontend TLS. A Gateway's spec.tls.frontend asks the clients of its
 // HTTPS listeners for a certificate that chains to CAs in ConfigMaps
-// (key ca.crt): the entry of perPort for the listener's port, else the
-// default. Proxies check it at the TLS handshake on the Gateway's address;
+// (key ca.crt) or ClusterTrustBundles (named without a namespace): the
+// entry of perPort for the listener's port, else the default. Proxies check it at the TLS handshake on the Gateway's address;
 // behind the tunnel the handshake was Cloudflare's, so a listener that
 // requires a certificate refuses those requests (proxycfg.ClientValidation).
 //
@@ -52,6 +52,21 @@ func (t *translator) frontendValidation(gi *gatewayInfo, port int32) frontendChe
 	fc.insecure = v.Mode == gwv1.AllowInsecureFallback
 	var pems, bad []string
 	for _, ref := range v.CACertificateRefs {
+		if ref.Group == groupCertificates && ref.Kind == kindClusterTrustBundle {
+			ca, problem := t.clusterTrustBundle(string(ref.Name))
+			if problem == "" && ref.Namespace != nil && *ref.Namespace != "" {
+				problem = fmt.Sprintf("caCertificateRef ClusterTrustBundle %s names namespace %s: ClusterTrustBundles are cluster-scoped", ref.Name, *ref.Namespace)
+			}
+			if problem == "" {
+				pems = append(pems, ca)
+				continue
+			}
+			if fc.refReason == "" {
+				fc.refReason = string(gwv1.ListenerReasonInvalidCACertificateRef)
+			}
+			bad = append(bad, problem)
+			continue
+		}
 		ns := g.Namespace
 		if ref.Namespace != nil && *ref.Namespace != "" {
 			ns = string(*ref.Namespace)
@@ -60,7 +75,7 @@ func (t *translator) frontendValidation(gi *gatewayInfo, port int32) frontendChe
 		problem, reason := "", ""
 		switch cm := t.look.configMap(ns, string(ref.Name)); {
 		case ref.Group != "" || ref.Kind != "ConfigMap":
-			problem, reason = fmt.Sprintf("caCertificateRef %s %s: only core ConfigMaps are supported", groupKind(ref.Group, ref.Kind), ref.Name),
+			problem, reason = fmt.Sprintf("caCertificateRef %s %s: only core ConfigMaps and %s/%s are supported", groupKind(ref.Group, ref.Kind), ref.Name, groupCertificates, kindClusterTrustBundle),
 				string(gwv1.ListenerReasonInvalidCACertificateKind)
 		case !t.look.granted(groupGateway, "Gateway", g.Namespace, "", "ConfigMap", ns, string(ref.Name)):
 			problem, reason = fmt.Sprintf("ConfigMap %s is in another namespace and no ReferenceGrant there allows it", what),

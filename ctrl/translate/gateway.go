@@ -101,7 +101,7 @@ func (t *translator) gateways() {
 		t.gatewayList = append(t.gatewayList, gi)
 		for i := range g.Spec.Listeners {
 			l := &g.Spec.Listeners[i]
-			li := t.newListener(gi, nil, g.Namespace, string(l.Name), l.Hostname, l.Port, l.Protocol, l.TLS, l.AllowedRoutes, prevListenerConds(g.Status.Listeners, l.Name))
+			li := t.newListener(gi, nil, g.Namespace, string(l.Name), l.Hostname, l.Port, l.Protocol, l.TLS, l.AllowedRoutes, l.Filters, prevListenerConds(g.Status.Listeners, l.Name))
 			li.dpName = g.Namespace + "/" + g.Name + "/" + string(l.Name)
 			gi.own = append(gi.own, li)
 		}
@@ -122,10 +122,12 @@ func prevListenerConds(st []gwv1.ListenerStatus, name gwv1.SectionName) []metav1
 	return nil
 }
 
-// newListener validates one listener on its own: protocol, TLS and route
-// kinds. Conflicts with its siblings are decided later.
+// newListener validates one listener on its own: protocol, TLS, route
+// kinds and pre-routing filters. Conflicts with its siblings are decided
+// later.
 func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name string, host *gwv1.Hostname,
-	port gwv1.PortNumber, proto gwv1.ProtocolType, tlsCfg *gwv1.ListenerTLSConfig, ar *gwv1.AllowedRoutes, prev []metav1.Condition) *listenerInfo {
+	port gwv1.PortNumber, proto gwv1.ProtocolType, tlsCfg *gwv1.ListenerTLSConfig, ar *gwv1.AllowedRoutes,
+	filters *gwv1.ListenerFilters, prev []metav1.Condition) *listenerInfo {
 	gen := gi.obj.Generation
 	if set != nil {
 		gen = set.obj.Generation
@@ -145,6 +147,14 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 	default:
 		accepted, acceptReason = false, string(gwv1.ListenerReasonUnsupportedProtocol)
 		acceptMsg = fmt.Sprintf("protocol %s is not supported: tunnelgate serves HTTP and HTTPS listeners", proto)
+	}
+	// Pre-routing filters (GEP-5224, experimental in v1.7) run before any
+	// route: tunnelgate has none of their kinds (ExternalAuth,
+	// ExtensionRef), and serving the listener without them would let
+	// requests past a check meant for all of them, so it is not accepted.
+	if accepted && filters != nil && len(filters.Requests) > 0 {
+		accepted, acceptReason = false, string(gwv1.ListenerReasonUnsupportedValue)
+		acceptMsg = fmt.Sprintf("filters: pre-routing filters (%s) are not supported; the listener serves nothing until they are removed", filters.Requests[0].Type)
 	}
 
 	resolved, refReason, refMsg := true, string(gwv1.ListenerReasonResolvedRefs), "all references resolved"

@@ -11,7 +11,18 @@ import (
 
 // SupportedBundle is the Gateway API release whose CRDs tunnelgate is built
 // against; SupportedVersion is True for any patch of it.
-const SupportedBundle = "v1.6"
+const SupportedBundle = "v1.7"
+
+// olderBundle is the release before SupportedBundle, whose CRDs tunnelgate
+// still serves: what v1.7 reshaped is read in v1.6's shape (gwcompat), and
+// what v1.6 CRDs cannot hold (address routability) is not written.
+// SupportedVersion stays True, saying what an upgrade brings.
+const olderBundle = "v1.6"
+
+// crdUpgrade says how to install the CRDs of SupportedBundle.
+const crdUpgrade = "install Gateway API " + SupportedBundle + ".0's CRDs: kubectl apply --server-side -f " +
+	"https://github.com/kubernetes-sigs/gateway-api/releases/download/" + SupportedBundle + ".0/standard-install.yaml " +
+	"(experimental-install.yaml for the experimental channel; docs/install.md#upgrading-the-gateway-api-crds)"
 
 type classInfo struct {
 	obj      *gwv1.GatewayClass
@@ -35,8 +46,10 @@ func (t *translator) classes() {
 		if ts := t.in.Tunnels[gc.Name]; problem == "" && ts != nil && ts.Problem != "" {
 			problem = ts.Problem
 		}
-		versionOK := t.in.BundleVersion == "" || t.in.BundleVersion == SupportedBundle ||
+		current := t.in.BundleVersion == "" || t.in.BundleVersion == SupportedBundle ||
 			strings.HasPrefix(t.in.BundleVersion, SupportedBundle+".")
+		older := t.in.BundleVersion == olderBundle || strings.HasPrefix(t.in.BundleVersion, olderBundle+".")
+		versionOK := current || older
 		switch {
 		case problem != "":
 			ci.accepted = false
@@ -44,16 +57,21 @@ func (t *translator) classes() {
 		case !versionOK:
 			ci.accepted = false
 			c.set(string(gwv1.GatewayClassConditionStatusAccepted), false, string(gwv1.GatewayClassReasonUnsupportedVersion),
-				fmt.Sprintf("Gateway API CRDs %s are installed; tunnelgate supports %s.x", t.in.BundleVersion, SupportedBundle))
+				fmt.Sprintf("Gateway API CRDs %s are installed; tunnelgate supports %s.x (and still %s.x): %s", t.in.BundleVersion, SupportedBundle, olderBundle, crdUpgrade))
 		default:
 			c.set(string(gwv1.GatewayClassConditionStatusAccepted), true, string(gwv1.GatewayClassReasonAccepted), "tunnelgate manages this class")
 		}
-		if versionOK {
+		switch {
+		case current:
 			c.set(string(gwv1.GatewayClassConditionStatusSupportedVersion), true, string(gwv1.GatewayClassReasonSupportedVersion),
 				"Gateway API "+SupportedBundle+".x is supported")
-		} else {
+		case older:
+			c.set(string(gwv1.GatewayClassConditionStatusSupportedVersion), true, string(gwv1.GatewayClassReasonSupportedVersion),
+				fmt.Sprintf("Gateway API CRDs %s are installed and served as %s.x; %s adds address routability and session persistence's new shape: %s",
+					t.in.BundleVersion, olderBundle, SupportedBundle, crdUpgrade))
+		default:
 			c.set(string(gwv1.GatewayClassConditionStatusSupportedVersion), false, string(gwv1.GatewayClassReasonUnsupportedVersion),
-				fmt.Sprintf("installed CRDs are %s; install Gateway API %s.x", t.in.BundleVersion, SupportedBundle))
+				fmt.Sprintf("installed CRDs are %s; %s", t.in.BundleVersion, crdUpgrade))
 		}
 		t.out.GatewayClasses[gc.Name] = &GatewayClassResult{Status: gwv1.GatewayClassStatus{Conditions: c.list}}
 	}

@@ -14,6 +14,14 @@ import (
 // backend is spoken to over HTTP/2. gw and access are as for httpRules.
 func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gatewayInfo, access *accessInfo) ruleSet {
 	var rs ruleSet
+	names := make([]*gwv1.SectionName, len(r.Spec.Rules))
+	for i := range r.Spec.Rules {
+		names[i] = r.Spec.Rules[i].Name
+	}
+	if dup := duplicateRuleName(names); dup != "" {
+		rs.dropped = append(rs.dropped, dup)
+		return rs
+	}
 	for i := range r.Spec.Rules {
 		src := &r.Spec.Rules[i]
 		out := proxycfg.Rule{}
@@ -52,8 +60,9 @@ func (t *translator) grpcRules(r *gwv1.GRPCRoute, route *proxycfg.Route, gw *gat
 			}
 			out.Backends = append(out.Backends, b)
 		}
+		//lint:ignore SA1019 route-inline session persistence is deprecated (GEP-4894) but still in the API: served until it is removed
 		if sp := src.SessionPersistence; sp != nil {
-			s, err := sessionPersistence(sp)
+			s, err := sessionPersistence(ruleID(kindGRPCRoute, r.Namespace, r.Name, i, src.Name), sp)
 			if err != nil {
 				rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
 				continue

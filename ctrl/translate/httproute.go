@@ -1,7 +1,11 @@
 package translate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -20,6 +24,14 @@ const (
 // own.
 func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gatewayInfo, access *accessInfo) ruleSet {
 	var rs ruleSet
+	names := make([]*gwv1.SectionName, len(r.Spec.Rules))
+	for i := range r.Spec.Rules {
+		names[i] = r.Spec.Rules[i].Name
+	}
+	if dup := duplicateRuleName(names); dup != "" {
+		rs.dropped = append(rs.dropped, dup)
+		return rs
+	}
 	for i := range r.Spec.Rules {
 		src := &r.Spec.Rules[i]
 		out := proxycfg.Rule{}
@@ -45,7 +57,7 @@ func (t *translator) httpRules(r *gwv1.HTTPRoute, route *proxycfg.Route, gw *gat
 			}
 			out.Backends = append(out.Backends, b)
 		}
-		if err := t.httpSettings(src, &out); err != nil {
+		if err := t.httpSettings(ruleID(kindHTTPRoute, r.Namespace, r.Name, i, src.Name), src, &out); err != nil {
 			rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %v", i, err))
 			continue
 		}
@@ -113,8 +125,9 @@ func (t *translator) httpFilters(routeKind string, fs []gwv1.HTTPRouteFilter, ns
 	return out
 }
 
-// httpSettings translates timeouts, retry and session persistence.
-func (t *translator) httpSettings(src *gwv1.HTTPRouteRule, out *proxycfg.Rule) error {
+// httpSettings translates timeouts, retry and session persistence; rule
+// identifies the rule (ruleID).
+func (t *translator) httpSettings(rule string, src *gwv1.HTTPRouteRule, out *proxycfg.Rule) error {
 	if to := src.Timeouts; to != nil && (to.Request != nil || to.BackendRequest != nil) {
 		out.Timeouts = &proxycfg.Timeouts{}
 		if to.Request != nil {
@@ -135,7 +148,10 @@ func (t *translator) httpSettings(src *gwv1.HTTPRouteRule, out *proxycfg.Rule) e
 			return fmt.Errorf("timeouts.backendRequest %v is longer than timeouts.request %v", time.Duration(b), time.Duration(r))
 		}
 	}
-	if rt := src.Retry; rt != nil {
+	// attempts defaults to 1 (the CRD's default since v1.7; an object
+	// stored by v1.6 CRDs may lack it), and an explicit 0 disables
+	// retries, as v1.7 says: no retry in the config at all.
+	if rt := src.Retry; rt != nil && (rt.Attempts == nil || *rt.Attempts != 0) {
 		out.Retry = &proxycfg.Retry{Attempts: 1}
 		if rt.Attempts != nil {
 			out.Retry.Attempts = *rt.Attempts
@@ -151,8 +167,9 @@ func (t *translator) httpSettings(src *gwv1.HTTPRouteRule, out *proxycfg.Rule) e
 			out.Retry.Backoff = proxycfg.Duration(d)
 		}
 	}
+	//lint:ignore SA1019 route-inline session persistence is deprecated (GEP-4894) but still in the API: served until it is removed
 	if sp := src.SessionPersistence; sp != nil {
-		s, err := sessionPersistence(sp)
+		s, err := sessionPersistence(rule, sp)
 		if err != nil {
 			return err
 		}
@@ -161,11 +178,13 @@ func (t *translator) httpSettings(src *gwv1.HTTPRouteRule, out *proxycfg.Rule) e
 	return nil
 }
 
-func sessionPersistence(sp *gwv1.SessionPersistence) (*proxycfg.SessionPersistence, error) {
-	s := &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie}
-	if sp.SessionName != nil {
-		s.Name = *sp.SessionName
-	}
+// sessionPersistence translates a rule's session persistence. rule names
+// the rule (kind/namespace/name/index) for the cookie name generated when
+// cookie.name is unset, which the spec asks to be unique: one per rule.
+// The cookie path defaults to "/" (the proxy's default, left out of the
+// config).
+func sessionPersistence(rule string, sp *gwv1.SessionPersistence) (*proxycfg.SessionPersistence, error) {
+	s := &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession}
 	if sp.Type != nil {
 		s.Type = string(*sp.Type)
 	}
@@ -176,15 +195,78 @@ func sessionPersistence(sp *gwv1.SessionPersistence) (*proxycfg.SessionPersisten
 		}
 		s.AbsoluteTimeout = proxycfg.Duration(d)
 	}
-	s.Lifetime = proxycfg.LifetimeSession
-	if sp.CookieConfig != nil && sp.CookieConfig.LifetimeType != nil {
-		s.Lifetime = string(*sp.CookieConfig.LifetimeType)
+	switch s.Type {
+	case proxycfg.SessionHeader:
+		if sp.Cookie != nil {
+			return nil, errors.New("sessionPersistence: cookie is set with type Header; remove it or use type Cookie")
+		}
+		if sp.Header == nil || sp.Header.Name == "" {
+			return nil, errors.New("sessionPersistence: type Header needs header.name")
+		}
+		s.Name = string(sp.Header.Name)
+	case proxycfg.SessionCookie:
+		if sp.Header != nil {
+			return nil, errors.New("sessionPersistence: header is set with type Cookie; remove it or use type Header")
+		}
+		if c := sp.Cookie; c != nil {
+			if c.Name != nil {
+				s.Name = string(*c.Name)
+			}
+			if c.Path != nil && *c.Path != "/" {
+				s.Path = *c.Path
+			}
+			if c.LifetimeType != nil {
+				s.Lifetime = string(*c.LifetimeType)
+			}
+		}
+		if s.Name == "" {
+			s.Name = sessionCookieName(rule)
+		}
 	}
 	return s, nil
+}
+
+// sessionCookieName is the cookie name of a rule whose cookie.name is
+// unset: "tg-session-" and 12 hex digits of a hash of the rule's identity,
+// so that it is the same on every proxy and across restarts, and differs
+// from rule to rule.
+func sessionCookieName(rule string) string {
+	sum := sha256.Sum256([]byte(rule))
+	return "tg-session-" + hex.EncodeToString(sum[:6])
 }
 
 // everyPath is the path of a match without one: the Gateway API's
 // default, PathPrefix "/", written out as the wire config wants.
 func everyPath() *proxycfg.PathMatch {
 	return &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}
+}
+
+// duplicateRuleName says which rules share a name, or "". Rule names are
+// unique within a route: the CRDs validate it (in the Standard channel
+// since v1.7), and a route that slipped past them (CRDs of v1.6's
+// standard channel, standalone files) is refused whole: no rule of it
+// can be told apart by name, which policies and metrics go by.
+func duplicateRuleName(names []*gwv1.SectionName) string {
+	first := map[gwv1.SectionName]int{}
+	for i, n := range names {
+		if n == nil || *n == "" {
+			continue
+		}
+		if j, dup := first[*n]; dup {
+			return fmt.Sprintf("rules %d and %d are both named %q; rule names must be unique within a route", j, i, *n)
+		}
+		first[*n] = i
+	}
+	return ""
+}
+
+// ruleID names a route's rule: kind/namespace/name/ and the rule's name,
+// or its index when it has none (so a named rule keeps its identity when
+// the rules are reordered).
+func ruleID(kind, namespace, name string, i int, ruleName *gwv1.SectionName) string {
+	id := kind + "/" + namespace + "/" + name + "/"
+	if ruleName != nil && *ruleName != "" {
+		return id + "name=" + string(*ruleName)
+	}
+	return id + strconv.Itoa(i)
 }

@@ -1,6 +1,7 @@
 package translate
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,17 +20,18 @@ const (
 // index holds the snapshot's objects keyed the way translate looks them up,
 // built once per translation so every lookup is a map access.
 type index struct {
-	namespaces  map[string]labels.Set
-	services    map[types.NamespacedName]*corev1.Service
-	slices      map[types.NamespacedName][]*discoveryv1.EndpointSlice // by Service
-	mcsSlices   map[types.NamespacedName][]*discoveryv1.EndpointSlice // by ServiceImport
-	secrets     map[types.NamespacedName]*corev1.Secret
-	configMaps  map[types.NamespacedName]*corev1.ConfigMap
-	external    map[types.NamespacedName]*v1alpha1.ExternalBackend
-	grants      map[string][]*gwv1.ReferenceGrant // by the grant's (target) namespace
-	classConfig map[string]*v1alpha1.GatewayClassConfig
-	gwConfig    map[types.NamespacedName]*v1alpha1.GatewayConfig
-	policies    map[policyTarget][]*gwv1.BackendTLSPolicy
+	namespaces   map[string]labels.Set
+	services     map[types.NamespacedName]*corev1.Service
+	slices       map[types.NamespacedName][]*discoveryv1.EndpointSlice // by Service
+	mcsSlices    map[types.NamespacedName][]*discoveryv1.EndpointSlice // by ServiceImport
+	secrets      map[types.NamespacedName]*corev1.Secret
+	configMaps   map[types.NamespacedName]*corev1.ConfigMap
+	trustBundles map[string]*certificatesv1.ClusterTrustBundle
+	external     map[types.NamespacedName]*v1alpha1.ExternalBackend
+	grants       map[string][]*gwv1.ReferenceGrant // by the grant's (target) namespace
+	classConfig  map[string]*v1alpha1.GatewayClassConfig
+	gwConfig     map[types.NamespacedName]*v1alpha1.GatewayConfig
+	policies     map[policyTarget][]*gwv1.BackendTLSPolicy
 }
 
 // policyTarget is what a BackendTLSPolicy's targetRef names.
@@ -43,17 +45,18 @@ func nn(namespace, name string) types.NamespacedName {
 
 func buildIndex(s *Snapshot) *index {
 	ix := &index{
-		namespaces:  make(map[string]labels.Set, len(s.Namespaces)),
-		services:    make(map[types.NamespacedName]*corev1.Service, len(s.Services)),
-		slices:      make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
-		mcsSlices:   map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
-		secrets:     make(map[types.NamespacedName]*corev1.Secret, len(s.Secrets)),
-		configMaps:  make(map[types.NamespacedName]*corev1.ConfigMap, len(s.ConfigMaps)),
-		external:    make(map[types.NamespacedName]*v1alpha1.ExternalBackend, len(s.ExternalBackends)),
-		grants:      map[string][]*gwv1.ReferenceGrant{},
-		classConfig: make(map[string]*v1alpha1.GatewayClassConfig, len(s.GatewayClassConfigs)),
-		gwConfig:    make(map[types.NamespacedName]*v1alpha1.GatewayConfig, len(s.GatewayConfigs)),
-		policies:    map[policyTarget][]*gwv1.BackendTLSPolicy{},
+		namespaces:   make(map[string]labels.Set, len(s.Namespaces)),
+		services:     make(map[types.NamespacedName]*corev1.Service, len(s.Services)),
+		slices:       make(map[types.NamespacedName][]*discoveryv1.EndpointSlice, len(s.EndpointSlices)),
+		mcsSlices:    map[types.NamespacedName][]*discoveryv1.EndpointSlice{},
+		secrets:      make(map[types.NamespacedName]*corev1.Secret, len(s.Secrets)),
+		configMaps:   make(map[types.NamespacedName]*corev1.ConfigMap, len(s.ConfigMaps)),
+		trustBundles: make(map[string]*certificatesv1.ClusterTrustBundle, len(s.ClusterTrustBundles)),
+		external:     make(map[types.NamespacedName]*v1alpha1.ExternalBackend, len(s.ExternalBackends)),
+		grants:       map[string][]*gwv1.ReferenceGrant{},
+		classConfig:  make(map[string]*v1alpha1.GatewayClassConfig, len(s.GatewayClassConfigs)),
+		gwConfig:     make(map[types.NamespacedName]*v1alpha1.GatewayConfig, len(s.GatewayConfigs)),
+		policies:     map[policyTarget][]*gwv1.BackendTLSPolicy{},
 	}
 	for _, o := range s.Namespaces {
 		ix.namespaces[o.Name] = labels.Set(o.Labels)
@@ -76,6 +79,9 @@ func buildIndex(s *Snapshot) *index {
 	}
 	for _, o := range s.ConfigMaps {
 		ix.configMaps[nn(o.Namespace, o.Name)] = o
+	}
+	for _, o := range s.ClusterTrustBundles {
+		ix.trustBundles[o.Name] = o
 	}
 	for _, o := range s.ExternalBackends {
 		ix.external[nn(o.Namespace, o.Name)] = o

@@ -42,7 +42,7 @@ func (t *translator) listenerSets() {
 		t.setList = append(t.setList, si)
 		for i := range ls.Spec.Listeners {
 			l := &ls.Spec.Listeners[i]
-			li := t.newListener(gi, si, ls.Namespace, string(l.Name), l.Hostname, l.Port, l.Protocol, l.TLS, l.AllowedRoutes, prevEntryConds(ls.Status.Listeners, l.Name))
+			li := t.newListener(gi, si, ls.Namespace, string(l.Name), l.Hostname, l.Port, l.Protocol, l.TLS, l.AllowedRoutes, l.Filters, prevEntryConds(ls.Status.Listeners, l.Name))
 			li.dpName = "ListenerSet:" + ls.Namespace + "/" + ls.Name + "/" + string(l.Name)
 			si.listeners = append(si.listeners, li)
 		}

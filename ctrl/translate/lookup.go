@@ -1,6 +1,7 @@
 package translate
 
 import (
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -21,7 +22,7 @@ import (
 //     translation (routememo.go) or to find the routes a change affects
 //     (patch.go);
 //   - in the epoch: ReferenceGrants, BackendTLSPolicies, ConfigMaps,
-//     Secrets, Namespaces, GatewayClassConfigs and GatewayConfigs are few and rarely
+//     ClusterTrustBundles, Secrets, Namespaces, GatewayClassConfigs and GatewayConfigs are few and rarely
 //     change, so the Cache reuses nothing once any of them changed (its
 //     epoch, cache.go).
 //
@@ -110,6 +111,11 @@ func (l lookup) granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toNa
 // configMap returns a ConfigMap, or nil. In the epoch.
 func (l lookup) configMap(ns, name string) *corev1.ConfigMap {
 	return l.ix.configMaps[nn(ns, name)]
+}
+
+// trustBundle returns a ClusterTrustBundle, or nil. In the epoch.
+func (l lookup) trustBundle(name string) *certificatesv1.ClusterTrustBundle {
+	return l.ix.trustBundles[name]
 }
 
 // secret returns a Secret, or nil. In the epoch.

@@ -558,7 +558,7 @@ func sameClusterNamesInOrder(a, b []proxycfg.Cluster) bool {
 
 func addressesEqual(a, b []gwv1.GatewayStatusAddress) bool {
 	return slices.EqualFunc(a, b, func(x, y gwv1.GatewayStatusAddress) bool {
-		return x.Value == y.Value && ptrEq(x.Type, y.Type)
+		return x.Value == y.Value && ptrEq(x.Type, y.Type) && ptrEq(x.Routability, y.Routability)
 	})
 }
 

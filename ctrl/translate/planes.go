@@ -233,7 +233,8 @@ func (t *translator) planeAddresses(gi *gatewayInfo, ts *TunnelState) []gwv1.Gat
 		addrs = nil
 	}
 	if ps := t.in.Planes[gi.key]; ps != nil && ps.ServiceIP != "" && !gi.address.IsValid() {
-		addrs = append(addrs, gwv1.GatewayStatusAddress{Type: new(gwv1.IPAddressType), Value: ps.ServiceIP})
+		addrs = append(addrs, gwv1.GatewayStatusAddress{Type: new(gwv1.IPAddressType), Value: ps.ServiceIP,
+			Routability: routability(gwv1.GatewayAddressRoutabilityCluster)})
 	}
 	return addrs
 }

@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"time"
 
+	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -81,6 +82,7 @@ type Snapshot struct {
 	Namespaces          []*corev1.Namespace
 	Secrets             []*corev1.Secret
 	ConfigMaps          []*corev1.ConfigMap
+	ClusterTrustBundles []*certificatesv1.ClusterTrustBundle
 	GatewayClassConfigs []*v1alpha1.GatewayClassConfig
 	GatewayConfigs      []*v1alpha1.GatewayConfig
 	ExternalBackends    []*v1alpha1.ExternalBackend

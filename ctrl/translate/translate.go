@@ -306,18 +306,20 @@ func certIdentity(gw *gatewayInfo) string {
 	return gw.key.String()
 }
 
-// servedOn lists the listeners and hostnames that attachments serve a
-// route on; nil hostnames means any host the listeners take.
+// servedOn lists the listeners that attachments serve a route on and the
+// hostnames the router files its rules under (routerHosts); nil hostnames
+// means any host the listeners take.
 func servedOn(attachments []*attachment) (listeners, hostnames []string) {
 	anyHost := false
 	for _, a := range attachments {
 		if !slices.Contains(listeners, a.listener.dpName) {
 			listeners = append(listeners, a.listener.dpName)
 		}
-		if a.hosts == nil {
+		hosts := a.routerHosts()
+		if hosts == nil {
 			anyHost = true
 		}
-		for _, h := range a.hosts {
+		for _, h := range hosts {
 			if !slices.Contains(hostnames, h) {
 				hostnames = append(hostnames, h)
 			}
@@ -518,7 +520,15 @@ func (t *translator) gatewayStatuses() {
 			gi.conds.set(string(gwv1.GatewayConditionProgrammed), false, string(gwv1.GatewayReasonInvalid), "not served: see Accepted")
 		}
 		if gi.accepted && gi.address.IsValid() {
-			st.Addresses = append([]gwv1.GatewayStatusAddress{{Type: new(gwv1.IPAddressType), Value: gi.address.String()}}, st.Addresses...)
+			r := gwv1.GatewayAddressRoutabilityDefault
+			if t.clusterAddress(gi) {
+				r = gwv1.GatewayAddressRoutabilityCluster // the plane's Service takes it as its ClusterIP
+			}
+			st.Addresses = append([]gwv1.GatewayStatusAddress{{Type: new(gwv1.IPAddressType), Value: gi.address.String(), Routability: routability(r)}}, st.Addresses...)
+		}
+		if gi.accepted {
+			st.Addresses = t.finishAddresses(gi, st.Addresses)
+			t.addressesAssigned(gi, st.Addresses)
 		}
 		keepTunnelRecord(gi)
 		n := int32(0)
@@ -530,12 +540,12 @@ func (t *translator) gatewayStatuses() {
 		if gi.obj.Spec.AllowedListeners != nil {
 			st.AttachedListenerSets = &n
 		}
-		st.Conditions = gi.conds.list
+		st.Conditions = withForeign(gi.conds.list, gi.conds.prev, gatewayConditionTypes)
 		t.warnOnChange("Gateway", &gi.obj.ObjectMeta, gi.conds.prev, gi.conds.list)
 		t.out.Gateways[gi.key] = st
 	}
 	for _, si := range t.setList {
-		st := &gwv1.ListenerSetStatus{Conditions: si.conds.list}
+		st := &gwv1.ListenerSetStatus{Conditions: withForeign(si.conds.list, si.conds.prev, gatewayConditionTypes)}
 		for _, li := range si.listeners {
 			st.Listeners = append(st.Listeners, gwv1.ListenerEntryStatus(listenerStatus(li)))
 		}
@@ -556,7 +566,8 @@ func listenerStatus(li *listenerInfo) gwv1.ListenerStatus {
 	if kinds == nil {
 		kinds = []gwv1.RouteGroupKind{}
 	}
-	return gwv1.ListenerStatus{Name: gwv1.SectionName(li.name), SupportedKinds: kinds, AttachedRoutes: li.attached, Conditions: li.conds.list}
+	return gwv1.ListenerStatus{Name: gwv1.SectionName(li.name), SupportedKinds: kinds, AttachedRoutes: li.attached,
+		Conditions: withForeign(li.conds.list, li.conds.prev, listenerConditionTypes)}
 }
 
 // assembleConfig adds the served listeners and the clusters that served

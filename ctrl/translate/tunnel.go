@@ -103,14 +103,25 @@ func PlaneTunnelKey(class string, gateway types.NamespacedName) string {
 }
 
 // gatewayAddresses are the tunnel's hostname, when known, then the
-// addresses every Gateway gets.
+// addresses every Gateway gets, each with its routability: the tunnel's
+// hostname has no portable guarantee (""), the others say theirs ("" when
+// they do not).
 func gatewayAddresses(ts *TunnelState, common []gwv1.GatewayStatusAddress) []gwv1.GatewayStatusAddress {
-	if ts == nil || ts.ID == "" {
-		return common
-	}
 	out := make([]gwv1.GatewayStatusAddress, 0, 1+len(common))
-	out = append(out, gwv1.GatewayStatusAddress{Type: new(gwv1.HostnameAddressType), Value: ts.ID + TunnelHostnameSuffix})
-	return append(out, common...)
+	if ts != nil && ts.ID != "" {
+		out = append(out, gwv1.GatewayStatusAddress{Type: new(gwv1.HostnameAddressType), Value: ts.ID + TunnelHostnameSuffix,
+			Routability: routability(gwv1.GatewayAddressRoutabilityDefault)})
+	}
+	for _, a := range common {
+		if a.Routability == nil {
+			a.Routability = routability(gwv1.GatewayAddressRoutabilityDefault)
+		}
+		out = append(out, a)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // dnsCondition sums up the records of the hostnames a route publishes

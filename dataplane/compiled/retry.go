@@ -24,7 +24,10 @@ type RetryPolicy struct {
 }
 
 // maxRetries caps attempts: retries multiply load on a struggling backend.
-const maxRetries = 10
+// The Gateway API sets no maximum, and v1.7's conformance suite asks for
+// 100 (retrying until a broken endpoint's sibling answers); more is
+// refused rather than cut silently.
+const maxRetries = 100
 
 func compileRetry(r *proxycfg.Retry) (*RetryPolicy, error) {
 	p := &RetryPolicy{Attempts: r.Attempts, backoff: time.Duration(r.Backoff)}

@@ -197,3 +197,50 @@ func TestRewrite(t *testing.T) {
 		t.Error("compileRewrite(nil) succeeded")
 	}
 }
+
+// A backend's URLRewrite is compiled for each of the rule's matches, and
+// cannot stand beside the rule's own URLRewrite or RequestRedirect (which
+// would decide the path first, or never reach the backend).
+func TestCompileBackendRewrite(t *testing.T) {
+	cluster := func(string) (int, bool) { return 0, true }
+	rw := &proxycfg.Rewrite{Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/b"}}
+	backendRW := []proxycfg.Filter{{Type: proxycfg.FilterURLRewrite, URLRewrite: rw}}
+	rule := proxycfg.Rule{
+		Matches: []proxycfg.Match{
+			{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/one"}},
+			{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/two"}},
+		},
+		Backends: []proxycfg.BackendRef{{Cluster: "a", Weight: 1, Filters: backendRW}, {Cluster: "b", Weight: 1}},
+	}
+	r := &proxycfg.Route{Kind: proxycfg.KindHTTP, Namespace: "ns", Name: "r", Rules: []proxycfg.Rule{rule}}
+	ru, targets, err := CompileRule(r, 0, 0, cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for mi, tg := range targets {
+		got := tg.BackendRewrite(&ru.Backends[0])
+		if got == nil {
+			t.Fatalf("match %d: no rewrite for the backend that has one", mi)
+		}
+		if path, _ := got.Apply([]string{"/one/x", "/two/x"}[mi], "h"); path != "/b/x" {
+			t.Errorf("match %d: rewritten to %q, want /b/x", mi, path)
+		}
+		if tg.BackendRewrite(&ru.Backends[1]) != nil {
+			t.Errorf("match %d: the backend without a rewrite has one", mi)
+		}
+	}
+	for _, tc := range []struct {
+		own  proxycfg.Filter
+		want string
+	}{
+		{proxycfg.Filter{Type: proxycfg.FilterURLRewrite, URLRewrite: rw}, "URLRewrite on the rule and one on a backend"},
+		{proxycfg.Filter{Type: proxycfg.FilterRequestRedirect, RequestRedirect: &proxycfg.Redirect{StatusCode: 302, Scheme: "https"}}, "RequestRedirect on the rule"},
+	} {
+		bad := rule
+		bad.Filters = []proxycfg.Filter{tc.own}
+		r.Rules = []proxycfg.Rule{bad}
+		if _, _, err := CompileRule(r, 0, 0, cluster); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("rule filter %s with a backend URLRewrite: %v, want an error saying %q", tc.own.Type, err, tc.want)
+		}
+	}
+}

@@ -17,6 +17,18 @@ type Target struct {
 	Rule     *Rule
 	Redirect *Redirect
 	Rewrite  *Rewrite
+	// Match is the index of the match among the rule's: a backend's
+	// URLRewrite is compiled per match (Backend.Rewrites).
+	Match int
+}
+
+// BackendRewrite is the URLRewrite of backend b for this target's match,
+// or nil.
+func (t *Target) BackendRewrite(b *Backend) *Rewrite {
+	if b.Rewrites == nil {
+		return nil
+	}
+	return b.Rewrites[t.Match]
 }
 
 // Rule is a compiled proxycfg.Rule: everything a request that matched it
@@ -67,6 +79,11 @@ type Backend struct {
 	// modifiers, in that order.
 	ReqPlan, RespPlan *HeaderPlan
 	Mirrors           []*Mirror
+	// Rewrites, when the backend has a URLRewrite filter of its own, hold
+	// it compiled for each of the rule's matches (ReplacePrefixMatch
+	// needs the prefix matched): applied only to requests sent to this
+	// backend.
+	Rewrites []*Rewrite
 }
 
 // MaxReplayBody is how much of a request body is kept so that a retry or
@@ -200,8 +217,8 @@ type filterSet struct {
 
 // filters sorts fs by kind, compiling mirrors and CORS, and reports each
 // problem prefixed with where ("" for the rule's own filters,
-// "backends[i]." for a backend's). A backend takes header modifiers and
-// mirrors only.
+// "backends[i]." for a backend's). A backend takes header modifiers,
+// mirrors and a URLRewrite.
 func (c *ruleCompiler) filters(fs []proxycfg.Filter, where string, backend bool) filterSet {
 	var set filterSet
 	for fi := range fs {
@@ -222,6 +239,11 @@ func (c *ruleCompiler) filters(fs []proxycfg.Filter, where string, backend bool)
 				continue
 			}
 			set.mirrors = append(set.mirrors, m)
+		case backend && f.Type == proxycfg.FilterURLRewrite:
+			if set.rewrite != nil {
+				c.bad("%sfilters[%d]: more than one URLRewrite", where, fi)
+			}
+			set.rewrite = f.URLRewrite
 		case backend:
 			c.bad("%sfilters[%d]: %s is not supported on a backend; put it on the rule", where, fi, f.Type)
 		case f.Type == proxycfg.FilterRequestRedirect:
@@ -303,6 +325,23 @@ func (c *ruleCompiler) backend(b *proxycfg.BackendRef, where string, own *filter
 	}
 	bf := c.filters(b.Filters, where+".", true)
 	cb.Mirrors = bf.mirrors
+	if bf.rewrite != nil {
+		switch {
+		case own.rewrite != nil:
+			c.bad("%s: a URLRewrite on the rule and one on a backend cannot be used together", where)
+		case own.redirect != nil:
+			c.bad("%s: a URLRewrite on a backend and a RequestRedirect on the rule cannot be used together", where)
+		default:
+			cb.Rewrites = make([]*Rewrite, len(c.src.Matches))
+			for mi, m := range c.src.Matches {
+				rw, err := compileRewrite(bf.rewrite, matchedPrefix(m))
+				if err != nil {
+					c.bad("%s: matches[%d]: URLRewrite: %w", where, mi, err)
+				}
+				cb.Rewrites[mi] = rw
+			}
+		}
+	}
 	var err error
 	if cb.ReqPlan, err = compileHeaderPlan(append(slices.Clone(own.reqMods), bf.reqMods...)...); err != nil && c.reqErr == nil {
 		c.bad("%s: request headers: %w", where, err)
@@ -379,7 +418,7 @@ func (c *ruleCompiler) targets(ru *Rule, own *filterSet) []*Target {
 	}
 	targets := make([]*Target, len(matches))
 	for mi, m := range matches {
-		t := &Target{Rule: ru}
+		t := &Target{Rule: ru, Match: mi}
 		prefix := matchedPrefix(m)
 		if own.redirect != nil {
 			rd, err := compileRedirect(own.redirect, prefix)

@@ -16,8 +16,12 @@ import (
 // proxies of one Gateway share the key but not a perfect clock.
 const sessionClockSkew = time.Minute
 
-// sessionMaxNameLen is the Gateway API's limit on sessionName.
-const sessionMaxNameLen = 128
+// sessionMaxNameLen is the Gateway API's limit on a cookie or header name
+// (CookieName and HeaderName).
+const sessionMaxNameLen = 256
+
+// sessionMaxPathLen is the Gateway API's limit on cookie.path.
+const sessionMaxPathLen = 1024
 
 // sessionReservedHeaders are names a Header-type session may not use: the
 // HTTP machinery owns them, and carrying a token in them would break
@@ -32,6 +36,7 @@ var sessionReservedHeaders = map[string]bool{
 // SessionPolicy is a rule's SessionPersistence, checked and ready to use.
 type SessionPolicy struct {
 	name      string // cookie name, or header name as configured
+	path      string // cookie Path attribute
 	header    bool   // Header type; else Cookie
 	headerKey string // canonical form of name, for http.Header lookups
 	permanent bool   // Permanent cookie lifetime: Max-Age is set
@@ -41,8 +46,10 @@ type SessionPolicy struct {
 
 // compileSession checks sp and compiles it. A nil sp is no persistence:
 // (nil, nil). Name must be set and be an
-// RFC 9110 token of at most 128 characters, which makes it a valid cookie
-// name and header name. Type is Cookie or Header; Lifetime is Session or
+// RFC 9110 token of at most 256 characters, which makes it a valid cookie
+// name and header name. A cookie's Path, "/" when empty, must begin with
+// "/" (a browser ignores any other) and hold no control character or
+// ";", at most 1024 bytes; a Header session has none. Type is Cookie or Header; Lifetime is Session or
 // Permanent (translate writes the Gateway API's defaults, Cookie and
 // Session). As the Gateway API's validation
 // says, Permanent needs an AbsoluteTimeout (it becomes the cookie's
@@ -53,7 +60,7 @@ func compileSession(sp *proxycfg.SessionPersistence) (*SessionPolicy, error) {
 	if sp == nil {
 		return nil, nil
 	}
-	p := &SessionPolicy{name: sp.Name, absolute: time.Duration(sp.AbsoluteTimeout), idle: time.Duration(sp.IdleTimeout)}
+	p := &SessionPolicy{name: sp.Name, path: "/", absolute: time.Duration(sp.AbsoluteTimeout), idle: time.Duration(sp.IdleTimeout)}
 	switch sp.Type {
 	case proxycfg.SessionCookie:
 	case proxycfg.SessionHeader:
@@ -71,8 +78,16 @@ func compileSession(sp *proxycfg.SessionPersistence) (*SessionPolicy, error) {
 	if p.header {
 		p.headerKey = http.CanonicalHeaderKey(sp.Name)
 		if sessionReservedHeaders[p.headerKey] {
-			return nil, fmt.Errorf("session persistence: header name %q is reserved by HTTP; choose another sessionName", sp.Name)
+			return nil, fmt.Errorf("session persistence: header name %q is reserved by HTTP; choose another header.name", sp.Name)
 		}
+		if sp.Path != "" {
+			return nil, fmt.Errorf("session persistence: a path applies to cookies only; remove it or use type %q", proxycfg.SessionCookie)
+		}
+	} else if sp.Path != "" {
+		if err := sessionCheckPath(sp.Path); err != nil {
+			return nil, fmt.Errorf("session persistence: cookie path: %w", err)
+		}
+		p.path = sp.Path
 	}
 	switch sp.Lifetime {
 	case proxycfg.LifetimeSession:
@@ -97,7 +112,7 @@ func compileSession(sp *proxycfg.SessionPersistence) (*SessionPolicy, error) {
 // most sessionMaxNameLen bytes.
 func sessionCheckName(name string) error {
 	if name == "" {
-		return errors.New("empty; set sessionName")
+		return errors.New("empty; set cookie.name or header.name")
 	}
 	if len(name) > sessionMaxNameLen {
 		return fmt.Errorf("%d characters, more than %d", len(name), sessionMaxNameLen)
@@ -105,6 +120,24 @@ func sessionCheckName(name string) error {
 	for i := 0; i < len(name); i++ {
 		if !httpsyntax.IsToken(name[i : i+1]) {
 			return fmt.Errorf("%q has character %q at %d; use letters, digits and !#$%%&'*+-.^_`|~", name, name[i], i)
+		}
+	}
+	return nil
+}
+
+// sessionCheckPath checks a cookie Path attribute value: it begins with
+// "/" and has no control character or ";" (RFC 6265's path-value), at
+// most sessionMaxPathLen bytes.
+func sessionCheckPath(path string) error {
+	if !strings.HasPrefix(path, "/") {
+		return fmt.Errorf("%q does not begin with \"/\"", path)
+	}
+	if len(path) > sessionMaxPathLen {
+		return fmt.Errorf("%d bytes, more than %d", len(path), sessionMaxPathLen)
+	}
+	for i := 0; i < len(path); i++ {
+		if c := path[i]; c < 0x20 || c == 0x7f || c == ';' {
+			return fmt.Errorf("%q has character %q at %d", path, c, i)
 		}
 	}
 	return nil
@@ -146,19 +179,20 @@ func (p *SessionPolicy) Carry(hdr http.Header, token string, start, now time.Tim
 	hdr["Set-Cookie"] = append(hdr["Set-Cookie"], p.SetCookie(token, start, now, secure))
 }
 
-// SetCookie returns the Set-Cookie header value carrying token: Path=/,
-// HttpOnly, SameSite=Lax, Secure when secure (the client reached us over
+// SetCookie returns the Set-Cookie header value carrying token: the
+// policy's Path ("/" unless cookie.path says otherwise), HttpOnly, SameSite=Lax, Secure when secure (the client reached us over
 // TLS). A Permanent cookie also gets Max-Age: the whole seconds left until
 // the session's absolute timeout, counted from start, when the session
 // began. A Session cookie has no Max-Age and ends with the browser
 // session.
 func (p *SessionPolicy) SetCookie(token string, start, now time.Time, secure bool) string {
 	var b strings.Builder
-	b.Grow(len(p.name) + len(token) + 64)
+	b.Grow(len(p.name) + len(token) + len(p.path) + 64)
 	b.WriteString(p.name)
 	b.WriteByte('=')
 	b.WriteString(token)
-	b.WriteString("; Path=/")
+	b.WriteString("; Path=")
+	b.WriteString(p.path)
 	if p.permanent {
 		left := start.Add(p.absolute).Sub(now)
 		secs := int64(left / time.Second)

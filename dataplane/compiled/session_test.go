@@ -38,7 +38,14 @@ func TestCompileSession(t *testing.T) {
 	}
 	mustCompileSession(t, &proxycfg.SessionPersistence{Name: "s", Type: proxycfg.SessionHeader, Lifetime: proxycfg.LifetimeSession})
 	mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "!#$%&'*+-.^_`|~09azAZ"})
-	mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: strings.Repeat("n", 128)})
+	mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: strings.Repeat("n", 256)})
+	p = mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "s", Path: "/app/x%20y"})
+	if p.path != "/app/x%20y" {
+		t.Errorf("cookie path: %+v", p)
+	}
+	if p = mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "s"}); p.path != "/" {
+		t.Errorf("default cookie path %q, want /", p.path)
+	}
 
 	bad := []struct {
 		sp   proxycfg.SessionPersistence
@@ -51,7 +58,12 @@ func TestCompileSession(t *testing.T) {
 		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "sess\"id"}, "character"},
 		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "sé"}, "character"},
 		{proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "a:b", Type: proxycfg.SessionHeader}, "character"},
-		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: strings.Repeat("n", 129)}, "more than 128"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: strings.Repeat("n", 257)}, "more than 256"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "s", Path: "app"}, "begin with"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "s", Path: "/a;b"}, "character"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "s", Path: "/a\nb"}, "character"},
+		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "s", Path: "/" + strings.Repeat("p", 1024)}, "more than 1024"},
+		{proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "s", Type: proxycfg.SessionHeader, Path: "/app"}, "cookies only"},
 		{proxycfg.SessionPersistence{Lifetime: proxycfg.LifetimeSession, Name: "s", Type: "Query"}, "type"},
 		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Name: "s", Lifetime: "Forever"}, "lifetime"},
 		{proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Name: "s", Lifetime: proxycfg.LifetimePermanent}, "absoluteTimeout"},
@@ -111,6 +123,12 @@ func TestSessionSetCookie(t *testing.T) {
 	}
 	if got := p.SetCookie(tok, sessT0, sessT0, true); got != want+"; Secure" {
 		t.Errorf("secure cookie: %s", got)
+	}
+
+	// cookie.path (Gateway API v1.7) replaces the default "/".
+	app := mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Lifetime: proxycfg.LifetimeSession, Name: "tg-sess", Path: "/app"})
+	if got, want := app.SetCookie(tok, sessT0, sessT0, false), "tg-sess="+tok+"; Path=/app; HttpOnly; SameSite=Lax"; got != want {
+		t.Errorf("cookie with a path:\n got %s\nwant %s", got, want)
 	}
 
 	perm := mustCompileSession(t, &proxycfg.SessionPersistence{Type: proxycfg.SessionCookie, Name: "tg-sess", Lifetime: proxycfg.LifetimePermanent, AbsoluteTimeout: proxycfg.Duration(time.Hour)})

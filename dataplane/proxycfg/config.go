@@ -420,6 +420,8 @@ type SessionPersistence struct {
 	// Lifetime is Session (a browser-session cookie) or Permanent (the
 	// cookie carries Max-Age from AbsoluteTimeout).
 	Lifetime string `json:"lifetime"`
+	// Path is the cookie's Path attribute; empty is "/".
+	Path string `json:"path,omitempty"`
 }
 
 // Cluster protocols.
@@ -465,7 +467,15 @@ type TLSSettings struct {
 	ClientKeyPEM  string `json:"clientKeyPEM,omitempty"`
 	// H2 offers HTTP/2 in ALPN (gRPC over TLS needs it).
 	H2 bool `json:"h2,omitempty"`
+	// MinVersion is the least TLS version, "1.2" (when empty) or "1.3".
+	MinVersion string `json:"minVersion,omitempty"`
 }
+
+// TLS versions TLSSettings.MinVersion takes.
+const (
+	TLS12 = "1.2"
+	TLS13 = "1.3"
+)
 
 // Duration is a time.Duration written as Go spells it ("1.5s", "250ms").
 type Duration time.Duration

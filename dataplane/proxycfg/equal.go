@@ -345,7 +345,7 @@ func (t *TLSSettings) Equal(o *TLSSettings) bool {
 	}
 	return t.SNI == o.SNI && t.CAPEM == o.CAPEM && equalValues(t.SANDNSNames, o.SANDNSNames) &&
 		equalValues(t.SANURIs, o.SANURIs) && t.ClientCertPEM == o.ClientCertPEM &&
-		t.ClientKeyPEM == o.ClientKeyPEM && t.H2 == o.H2
+		t.ClientKeyPEM == o.ClientKeyPEM && t.H2 == o.H2 && t.MinVersion == o.MinVersion
 }
 
 // equalSlices reports whether a and b are both nil or both not, and

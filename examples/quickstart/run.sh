@@ -4,6 +4,8 @@
 # Usage: examples/quickstart/run.sh [path/to/tunnelgate]  (make run does this)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# Go: the toolchain go.mod's toolchain line names (the Makefile says why).
+export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$here/../../go.mod")
 bin=${1:-bin/tunnelgate}
 listen=${LISTEN:-127.0.0.1:8080}
 echo_bin=$(mktemp -d)/echo

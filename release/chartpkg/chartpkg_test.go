@@ -124,7 +124,7 @@ func TestPackageTheChart(t *testing.T) {
 		"org.opencontainers.image.title":   "tunnelgate",
 		"org.opencontainers.image.version": "1.2.3-rc.1",
 		"org.opencontainers.image.created": "2026-03-04T05:06:07Z",
-		"gateway-api-version":              "v1.6.3",
+		"gateway-api-version":              "v1.7.0",
 	} {
 		if c.Annotations[k] != v {
 			t.Errorf("annotation %s = %q, want %q", k, c.Annotations[k], v)

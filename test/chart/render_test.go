@@ -427,8 +427,11 @@ func TestControllerRBACMatchesConfig(t *testing.T) {
 	}
 }
 
-// chart/crds holds copies (helm installs CRDs only from inside the chart);
-// config/crd is where they are generated and tested.
+// chart/crds holds copies (helm installs CRDs only from inside the chart):
+// ours, from config/crd, where they are generated and tested, and the
+// Gateway API's standard channel, from config/crd/gateway-api/standard
+// (its upgrade-guarding ValidatingAdmissionPolicy is not a CRD, and stays
+// out).
 func TestCRDsMatchConfig(t *testing.T) {
 	names, err := fs.Glob(crd.Files(), "*.yaml")
 	if err != nil || len(names) == 0 {
@@ -444,9 +447,29 @@ func TestCRDsMatchConfig(t *testing.T) {
 			t.Errorf("chart/crds/%s differs from config/crd/%s: cp config/crd/*.yaml chart/crds/", name, name)
 		}
 	}
+	standard, _ := filepath.Glob(filepath.Join(chartDir, "..", "config", "crd", "gateway-api", "standard", "*.yaml"))
+	gatewayAPI := 0
+	for _, path := range standard {
+		name := filepath.Base(path)
+		if strings.Contains(name, "_vap_") {
+			continue
+		}
+		gatewayAPI++
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(chartDir, "crds", name))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("chart/crds/%s differs from config/crd/gateway-api/standard/%s: copy the standard channel's CRDs into chart/crds/", name, name)
+		}
+	}
+	if gatewayAPI == 0 {
+		t.Error("config/crd/gateway-api/standard holds no CRDs")
+	}
 	inChart, _ := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
-	if len(inChart) != len(names) {
-		t.Errorf("chart/crds has %d files, config/crd %d", len(inChart), len(names))
+	if len(inChart) != len(names)+gatewayAPI {
+		t.Errorf("chart/crds has %d files, config/crd %d and the Gateway API's standard channel %d", len(inChart), len(names), gatewayAPI)
 	}
 }
 

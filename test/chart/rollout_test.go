@@ -61,7 +61,7 @@ spec:
   hostnames: [pin.example.com]
   rules:
   - backendRefs: [{name: app, port: 80}]
-    sessionPersistence: {sessionName: pin, type: Cookie}
+    sessionPersistence: {type: Cookie, cookie: {name: pin}}
 `, app, class, echoApp(app, 2), webRoute(app, "app.example.com")))
 
 	controller, proxy := r.controller(), r.proxy()

@@ -6,12 +6,14 @@
 package conformance
 
 import (
+	"fmt"
 	"io/fs"
 	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -35,7 +37,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	kubelet.Register(corednsImage, idleMain)
 	kubelet.RunIfContainer()
 	netns.Run(func() int { return m.Run() })
 }
@@ -52,15 +53,18 @@ var supported = []features.FeatureName{
 	features.SupportHTTPRouteHostRewrite, features.SupportHTTPRoutePathRewrite,
 	features.SupportHTTPRouteRequestMirror, features.SupportHTTPRouteRequestMultipleMirrors, features.SupportHTTPRouteRequestPercentageMirror,
 	features.SupportHTTPRouteRequestTimeout, features.SupportHTTPRouteBackendTimeout,
-	features.SupportHTTPRouteRetry, features.SupportHTTPRouteRetryBackendTimeout, features.SupportHTTPRouteRetryConnectionError,
+	features.SupportHTTPRouteRetryCodes, features.SupportHTTPRouteRetryConnectionError,
 	features.SupportHTTPRouteParentRefPort, features.SupportHTTPRouteNamedRouteRule, features.SupportGRPCRouteNamedRouteRule,
+	features.SupportGRPCRouteRequestHeaderModifier, features.SupportGatewayRouteHostnameIntersectionPrecedence,
+	features.SupportHTTPRouteBackendURLRewrite,
 	features.SupportHTTPRouteBackendProtocolH2C, features.SupportHTTPRouteBackendProtocolWebSocket,
 	features.SupportHTTPRouteCORS,
-	features.SupportBackendTLSPolicy, features.SupportBackendTLSPolicySANValidation,
+	features.SupportBackendTLSPolicy, features.SupportBackendTLSPolicySANValidation, features.SupportClusterTrustBundle,
 	features.SupportGatewayBackendClientCertificate, features.SupportGatewayPort8080,
 	features.SupportHTTPRouteDestinationPortMatching, features.SupportGatewayHTTPSListenerDetectMisdirectedRequests,
 	features.SupportGatewayFrontendClientCertificateValidation, features.SupportGatewayFrontendClientCertificateValidationInsecureFallback,
 	features.SupportGatewayStaticAddresses, features.SupportGatewayAddressEmpty,
+	features.SupportGatewayAddressRoutability, features.SupportGatewayAddressRoutabilityCluster,
 	features.SupportGatewayInfrastructure,
 }
 
@@ -116,7 +120,7 @@ func TestConformance(t *testing.T) {
 			ReportOutputPath:         reportPath,
 			Implementation: confv1.Implementation{
 				Organization: "tunnelgate", Project: "tunnelgate",
-				URL: "https://github.com/tunnelgate/tunnelgate", Version: "dev",
+				URL: "https://github.com/tunnelgate/tunnelgate", Version: version(),
 				Contact: []string{"https://github.com/tunnelgate/tunnelgate/issues"},
 			},
 		},
@@ -134,8 +138,37 @@ func lastOf(p netip.Prefix) netip.Addr {
 	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
-// committedReport is the report the gate compares runs with.
-const committedReport = "reports/gateway-api-v1.6.3.yaml"
+// reportDir holds the committed report, laid out as upstream's
+// conformance/reports asks (<Gateway API minor>/<project>/, with a
+// README.md), so it can be submitted as it is: a passing `make conformance`
+// puts its report there as <channel>-<version>-<mode>-report.yaml.
+const reportDir = "reports/v1.7/tunnelgate"
+
+// version is the implementation version the report names: what
+// $TUNNELGATE_CONFORMANCE_VERSION says (`make conformance` passes the
+// commit or tag, as upstream wants a snapshot), else "dev".
+func version() string {
+	if v := os.Getenv("TUNNELGATE_CONFORMANCE_VERSION"); v != "" {
+		return v
+	}
+	return "dev"
+}
+
+// committedReport is the report the gate compares runs with: the one
+// report file in reportDir.
+func committedReport() (string, error) {
+	files, err := filepath.Glob(filepath.Join(reportDir, "*-report.yaml"))
+	if err != nil {
+		return "", err
+	}
+	switch len(files) {
+	case 0:
+		return "", os.ErrNotExist
+	case 1:
+		return files[0], nil
+	}
+	return "", fmt.Errorf("%s holds %d reports (%s): keep the one to compare with", reportDir, len(files), strings.Join(files, ", "))
+}
 
 // gate fails the test when the run's report falls behind the committed one.
 func gate(t *testing.T, path string) {
@@ -144,16 +177,21 @@ func gate(t *testing.T, path string) {
 		t.Errorf("reading the run's report: %v", err)
 		return
 	}
-	base, err := readReport(committedReport)
+	committed, err := committedReport()
 	if os.IsNotExist(err) {
-		t.Logf("no %s to compare with: commit this run's report to set the bar", committedReport)
+		t.Logf("no report in %s to compare with: commit this run's report to set the bar", reportDir)
 		return
 	}
 	if err != nil {
 		t.Error(err)
 		return
 	}
+	base, err := readReport(committed)
+	if err != nil {
+		t.Error(err)
+		return
+	}
 	for _, r := range regressions(base, got) {
-		t.Errorf("behind %s: %s", committedReport, r)
+		t.Errorf("behind %s: %s", committed, r)
 	}
 }

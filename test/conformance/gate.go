@@ -31,9 +31,14 @@ func readReport(path string) (*confv1.ConformanceReport, error) {
 	return &r, nil
 }
 
-// regressions lists how got falls behind base.
+// regressions lists how got falls behind base. A run of another Gateway
+// API version than base's is behind it whatever its results: its tests
+// are not base's.
 func regressions(base, got *confv1.ConformanceReport) []string {
 	var out []string
+	if base.GatewayAPIVersion != got.GatewayAPIVersion {
+		out = append(out, fmt.Sprintf("the run is of Gateway API %s, the committed report of %s: make conformance, and commit its report", got.GatewayAPIVersion, base.GatewayAPIVersion))
+	}
 	for _, bp := range base.ProfileReports {
 		i := slices.IndexFunc(got.ProfileReports, func(p confv1.ProfileReport) bool { return p.Name == bp.Name })
 		if i < 0 {

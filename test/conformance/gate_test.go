@@ -37,6 +37,11 @@ func TestRegressions(t *testing.T) {
 		{"a feature dropped", report(10, []string{"A"}, []string{"S"}, []string{"F1"}),
 			[]string{"GATEWAY-HTTP extended: feature F2 is no longer declared"}},
 		{"a profile missing", &confv1.ConformanceReport{}, []string{"profile GATEWAY-HTTP: not run"}},
+		{"another Gateway API version", func() *confv1.ConformanceReport {
+			r := report(10, []string{"A"}, []string{"S"}, []string{"F1", "F2"})
+			r.GatewayAPIVersion = "v1.8.0"
+			return r
+		}(), []string{"the run is of Gateway API v1.8.0, the committed report of : make conformance, and commit its report"}},
 	} {
 		got := regressions(base, c.got)
 		if !slices.Equal(got, c.want) {

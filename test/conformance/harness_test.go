@@ -24,8 +24,9 @@ import (
 // The cluster the suite runs against, all inside the test's network
 // namespace (test/netns): kube-apiserver, etcd and kube-controller-manager
 // (test/kubeenv), the kubelet stand-in running the suite's backends as
-// processes (test/kubelet, echo-basic built from the suite's module), and
-// tunnelgate's controller as a process of the real binary.
+// processes (test/kubelet, echo-basic built from the module the suite
+// takes it from, go.mod says which version), and tunnelgate's controller
+// as a process of the real binary.
 //
 // The class gives every Gateway a data plane of its own (its
 // GatewayClassConfig's defaultGatewayConfigRef: Dedicated, one replica,
@@ -40,11 +41,9 @@ import (
 const (
 	gatewayClass   = "tunnelgate-conformance"
 	controllerName = "tunnelgate.dev/conformance"
-	// corednsImage is the suite's UDP backend. tunnelgate has no UDPRoute,
-	// so no test queries it: it runs as an idle process, so the base
-	// namespace's Pods all become Ready.
-	corednsImage = "registry.k8s.io/coredns/coredns"
-	echoImage    = "registry.k8s.io/gateway-api/echo-basic"
+	// echoImage is the suite's backend (HTTP, gRPC, TCP and UDP echo, by
+	// its environment), built from the module the suite takes it from.
+	echoImage = "registry.k8s.io/gateway-api/conformance/echo-basic"
 	// proxyImage is the planes' proxy image: the tunnelgate binary, with
 	// tunnelgate-proxy, which the proxy containers run (their command),
 	// beside it as in the release image.
@@ -57,11 +56,6 @@ const (
 // keeps for Services that ask for an address (KEP-3070), so no other
 // Service holds one.
 var gatewayPool = netip.MustParsePrefix("10.96.0.128/25")
-
-// idleMain is the coredns stand-in: it waits to be stopped.
-func idleMain([]string) int {
-	select {}
-}
 
 type harness struct {
 	env  *kubeenv.Env
@@ -76,7 +70,7 @@ func startHarness(t *testing.T) *harness {
 	h := &harness{env: env, bins: binDir(t)}
 	tunnelgate := h.build(t, "tunnelgate", "../..", "./cmd/tunnelgate")
 	h.build(t, "tunnelgate-proxy", "../..", "./cmd/tunnelgate-proxy")
-	echo := h.build(t, "echo-basic", ".", "sigs.k8s.io/gateway-api/conformance/echo-basic")
+	echo := h.build(t, "echo-basic", ".", "sigs.k8s.io/gateway-api-conformance-images/echo-basic")
 
 	k, err := kubelet.Start(t.Context(), env.Config, kubelet.Options{
 		Images: map[string]string{echoImage: echo, proxyImage: tunnelgate},

@@ -347,7 +347,7 @@ func (t visitorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req.Header.Set("X-Forwarded-For", visitor)
 	req.Header.Set("X-Forwarded-Proto", "https")
 	if !ws {
-		return t.e.h2.RoundTrip(req)
+		return t.e.roundTrip(req)
 	}
 	req.Header.Set(upgradeHeader, websocketUpgrade)
 	pr, pw := io.Pipe()
@@ -363,6 +363,52 @@ func (t visitorTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	res.Header.Set("Upgrade", "websocket")
 	res.Body = &visitorSocket{ReadCloser: res.Body, w: pw}
 	return res, nil
+}
+
+// roundTrip sends a request through a connector, and again through
+// another while the one it took turns out to be going away before the
+// request left (as the edge does for a connector that is shutting down).
+//
+// Go 1.27's x/net/http2 Transport runs over net/http's HTTP/2, whose
+// errors for such a connection (a GOAWAY came, or it closed, between the
+// pool's choice and the request) are net/http's own values, which the
+// Transport does not recognise as its own retryable ones, so it gives them
+// to the caller; they are known here by their text, all net/http exports of
+// them. Only a request whose body can be sent again is retried.
+func (e *Edge) roundTrip(req *http.Request) (*http.Response, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := e.h2.RoundTrip(req)
+		if err == nil || attempt == maxUnsentRetries || !notSent(err) {
+			return res, err
+		}
+		switch {
+		case req.Body == nil || req.Body == http.NoBody:
+		case req.GetBody != nil:
+			body, gerr := req.GetBody()
+			if gerr != nil {
+				return nil, err
+			}
+			req.Body = body
+		default:
+			return nil, err
+		}
+	}
+}
+
+// maxUnsentRetries bounds the attempts of one request, as x/net's
+// Transport bounds its own retries.
+const maxUnsentRetries = 7
+
+// notSent reports whether err is net/http's HTTP/2 client saying the
+// request never left its connection: the connection took a GOAWAY or
+// closed before it could be sent.
+func notSent(err error) bool {
+	switch err.Error() {
+	case "http2: client conn not usable",
+		"http2: Transport received Server's graceful shutdown GOAWAY":
+		return true
+	}
+	return false
 }
 
 // visitorSocket is a visitor's end of a WebSocket through the tunnel: it

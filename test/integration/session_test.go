@@ -159,7 +159,7 @@ spec:
   hostnames: [app.example.com]
   rules:
   - backendRefs: [{name: app, port: 80}]
-    sessionPersistence: {sessionName: pin, type: Cookie}
+    sessionPersistence: {type: Cookie, cookie: {name: pin}}
 `, ns, controllerName, fixture.AppBackend(ns, addrs...))
 }
 

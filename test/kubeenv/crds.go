@@ -117,6 +117,29 @@ func hasCondition(u *unstructured.Unstructured, typ string) bool {
 	return false
 }
 
+// PreviousGatewayAPI is the Gateway API release before the one go.mod
+// names, whose CRDs a cluster may still have: tunnelgate keeps serving it
+// (ctrl/translate's SupportedVersion). `make testenv` downloads its
+// module (test/tools/build.sh reads this line), so tests can install its
+// CRDs without the network.
+const PreviousGatewayAPI = "v1.6.3"
+
+// GatewayAPICRDsOf is the experimental channel's CRD directory of a
+// release of sigs.k8s.io/gateway-api, found in the module cache (never
+// downloaded: tests have no network), for Options.GatewayAPICRDs.
+func GatewayAPICRDsOf(version string) (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/gateway-api@"+version)
+	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=-mod=mod")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	mod := strings.TrimSpace(string(out))
+	if err != nil || mod == "" {
+		return "", fmt.Errorf("kubeenv: sigs.k8s.io/gateway-api@%s is not in the module cache (make testenv downloads it): %v %s", version, err, strings.TrimSpace(stderr.String()))
+	}
+	return filepath.Join(mod, "config", "crd", "experimental"), nil
+}
+
 // gatewayAPICRDDir finds the Gateway API CRDs to install: an explicit
 // directory, else the experimental channel (a superset of standard, and
 // tunnelgate serves experimental fields) of the module version in go.mod.

@@ -49,8 +49,8 @@ func TestGatewayAPICRDsInstalled(t *testing.T) {
 		t.Fatal(err)
 	}
 	ann := crd.GetAnnotations()
-	if ann["gateway.networking.k8s.io/bundle-version"] != "v1.6.3" || ann["gateway.networking.k8s.io/channel"] != "experimental" {
-		t.Errorf("HTTPRoute CRD annotations %v, want bundle v1.6.3, channel experimental", ann)
+	if ann["gateway.networking.k8s.io/bundle-version"] != "v1.7.0" || ann["gateway.networking.k8s.io/channel"] != "experimental" {
+		t.Errorf("HTTPRoute CRD annotations %v, want bundle v1.7.0, channel experimental", ann)
 	}
 	for _, name := range []string{"listenersets", "backendtlspolicies", "grpcroutes", "referencegrants"} {
 		if _, err := env.Dynamic().Resource(gvrCRD).Get(t.Context(), name+".gateway.networking.k8s.io", metav1.GetOptions{}); err != nil {

@@ -285,10 +285,29 @@ func (c *container) probe(addr netip.Addr) bool {
 			continue
 		}
 		if !c.dial(addr, intstr.FromInt32(p.ContainerPort)) {
-			return false
+			return c.runningFor() >= unprobedReady
 		}
 	}
 	return true
+}
+
+// unprobedReady is how long a container without a readiness probe may
+// take to answer on its ports before it counts as ready all the same. A
+// kubelet counts such a container ready once it runs; waiting for its
+// ports keeps traffic off a program still starting, but a program that
+// never listens on a port it declares (the conformance suite's
+// connection-error backend does so on purpose) is ready on a node, and
+// gets its share of requests.
+const unprobedReady = 5 * time.Second
+
+// runningFor is how long c has been running since it last started.
+func (c *container) runningFor() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.exitCh == nil || !c.exitedAt.IsZero() {
+		return 0
+	}
+	return time.Since(c.startedAt)
 }
 
 // started reports whether c counts as started: running, and past its

@@ -45,7 +45,9 @@
 //     apiaccess.go);
 //
 //   - a status the controllers act on: Running, the Pod IP, and Ready once
-//     the readiness probe, or else every declared TCP port, answers;
+//     the readiness probe, or else every declared TCP port, answers (or,
+//     without a probe, 5 s after the container started, as a program that
+//     never listens on a port it declares is ready on a node);
 //
 //   - native sidecars (init containers with restartPolicy Always), as the
 //     kubelet runs them: started before the Pod's containers, one after

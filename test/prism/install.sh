@@ -25,6 +25,8 @@ prism_version=5.16.0
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$here"
+# Go: the toolchain go.mod's toolchain line names (the Makefile says why).
+export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$here/../../go.mod")
 export GOWORK=off
 
 cache=${TUNNELGATE_PRISM_CACHE:-$HOME/.cache/tunnelgate/prism}

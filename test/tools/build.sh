@@ -11,12 +11,21 @@
 # and the binaries appear by renaming a finished temporary directory, so a
 # reader never sees half a set.
 # test/kubeenv looks in the same place (keep its version constants in step with
-# go.mod; a test there checks they are).
+# go.mod; a test there checks they are). It also downloads the module of the
+# previous Gateway API release, whose CRDs some tests install (seconds, once).
 set -euo pipefail
 
 tools_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$tools_dir"
+# Go: the toolchain go.mod's toolchain line names (the Makefile says why).
+export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$tools_dir/../../go.mod")
 export GOWORK=off CGO_ENABLED=0
+
+# The previous Gateway API release's module, for the tests that install
+# its CRDs (kubeenv.PreviousGatewayAPI) without the network.
+previous_gateway_api=$(sed -n 's/^const PreviousGatewayAPI = "\(.*\)"$/\1/p' "$tools_dir/../kubeenv/crds.go")
+[[ -n "$previous_gateway_api" ]] || { echo "testenv: no PreviousGatewayAPI in test/kubeenv/crds.go" >&2; exit 1; }
+go mod download "sigs.k8s.io/gateway-api@$previous_gateway_api"
 
 k8s_version=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
 etcd_version=$(go list -m -f '{{.Version}}' go.etcd.io/etcd/server/v3)

@@ -21,6 +21,8 @@ set -euo pipefail
 prometheus_operator_version=v0.85.0
 
 cd "$(dirname "${BASH_SOURCE[0]}")"
+# Go: the toolchain go.mod's toolchain line names (the Makefile says why).
+export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "../../../go.mod")
 export GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=mod
 
 helm_version=$(go list -m -f '{{.Version}}' helm.sh/helm/v4)

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds staticcheck, which `make lint` runs, into a cache directory keyed by
-# its version, so a machine builds it once (about a minute on 2 cores):
+# its version and the Go it is built with (it type-checks with that Go's
+# go/types, which refuses code newer than itself), so a machine builds it
+# once per toolchain (about a minute on 2 cores):
 #
-#   ${TUNNELGATE_TOOLS_CACHE:-$HOME/.cache/tunnelgate/tools}/staticcheck-vX/staticcheck
+#   ${TUNNELGATE_TOOLS_CACHE:-$HOME/.cache/tunnelgate/tools}/staticcheck-vX-goY/staticcheck
 #
 # It comes from the Go module proxy, checked against the checksum database,
 # at the version go.mod pins. Idempotent; concurrent runs are serialised by
@@ -11,9 +13,11 @@
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")"
+# Go: the toolchain go.mod's toolchain line names (the Makefile says why).
+export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "../../../go.mod")
 export GOWORK=off CGO_ENABLED=0 GOFLAGS=-mod=mod
 
-version=$(go list -m -f '{{.Version}}' honnef.co/go/tools)
+version=$(go list -m -f '{{.Version}}' honnef.co/go/tools)-$(go env GOVERSION)
 cache=${TUNNELGATE_TOOLS_CACHE:-$HOME/.cache/tunnelgate/tools}
 dest="$cache/staticcheck-$version"
 

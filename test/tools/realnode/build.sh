@@ -48,6 +48,7 @@ iptables_version=1.8.9
 conntrack_version=1.4.7
 
 tools_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$tools_dir/../../go.mod")
 export GOWORK=off CGO_ENABLED=0
 
 die() {
