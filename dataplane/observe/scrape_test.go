@@ -1,0 +1,122 @@
+package observe
+
+import (
+	"flag"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/scrape.golden")
+
+// goldenSource is a Source whose every proxy-wide counter holds its own
+// value, with one busy rule and one busy cluster.
+func goldenSource() *fakeSource {
+	rule := &RuleStats{Route: "default/shop", Rule: "main"}
+	rule.Respond(200, 2*time.Millisecond)
+	rule.Respond(503, 40*time.Millisecond)
+	up := &UpstreamStats{}
+	up.Result(200, false)
+	up.Result(0, true)
+	src := &fakeSource{
+		counters: Counters{
+			Requests: 101, NoRoute: 102, UpstreamErrors: 103,
+			ClientBodyTimeouts: 104, ClientBadBodies: 105, ClientLimited: 106,
+			ClientUploadLimited: 107, ClientGone: 108, ClientBadPaths: 109,
+			Timeouts: 110, Retries: 111, MirrorsSent: 112, MirrorsDropped: 113,
+			WebSockets: 114, ConfigLoaded: 115, ConfigRejected: 116,
+			ClusterUpdates: 117, RoutePatches: 118,
+			Access: []AccessCount{
+				{"allowed", 120}, {"missing", 121}, {"too_large", 122}, {"malformed", 123},
+				{"algorithm", 124}, {"unknown_key", 125}, {"no_keys", 126}, {"bad_signature", 127},
+				{"expired", 128}, {"not_yet_valid", 129}, {"wrong_issuer", 130},
+				{"wrong_audience", 131}, {"not_allowed", 132},
+			},
+		},
+		version:  "v7",
+		rules:    []*RuleStats{rule},
+		clusters: []Cluster{{Name: "b", Endpoints: 2, Inflight: 1, IdleConns: 3, OpenConns: 5, Upstream: up}},
+	}
+	for i := range src.counters.Responses {
+		src.counters.Responses[i] = int64(90 + i)
+	}
+	return src
+}
+
+// tunnelgateLines are the lines of a scrape about tunnelgate_ families
+// (HELP, TYPE and samples); the go_ and process_ ones change by the run.
+func tunnelgateLines(text string) string {
+	var b strings.Builder
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, "tunnelgate_") || strings.HasPrefix(line, "# HELP tunnelgate_") || strings.HasPrefix(line, "# TYPE tunnelgate_") {
+			b.WriteString(line + "\n")
+		}
+	}
+	return b.String()
+}
+
+// The tunnelgate_ families of a scrape, byte for byte: names, units,
+// HELP texts, labels and values. Dashboards and alerts read them, so a
+// change here is a change for every user (-update rewrites the file).
+func TestScrapeGolden(t *testing.T) {
+	_, text := scrape(t, goldenSource(), MetricsOptions{})
+	got := tunnelgateLines(text)
+	path := filepath.Join("testdata", "scrape.golden")
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != string(want) {
+		t.Errorf("scrape differs from %s (go test -update rewrites it):\n%s", path, lineDiff(string(want), got))
+	}
+}
+
+// lineDiff lists the lines only in want (-) and only in got (+).
+func lineDiff(want, got string) string {
+	in := func(s string) map[string]bool {
+		m := map[string]bool{}
+		for _, l := range strings.Split(s, "\n") {
+			m[l] = true
+		}
+		return m
+	}
+	w, g := in(want), in(got)
+	var b strings.Builder
+	for _, l := range strings.Split(want, "\n") {
+		if !g[l] {
+			b.WriteString("- " + l + "\n")
+		}
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if !w[l] {
+			b.WriteString("+ " + l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// BenchmarkScrape serves /metrics from goldenSource: what one scrape of
+// an idle proxy costs, go_ and process_ families included.
+func BenchmarkScrape(b *testing.B) {
+	h, err := NewMetricsHandler(goldenSource(), MetricsOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 {
+			b.Fatalf("status %d", rec.Code)
+		}
+	}
+}
