@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -22,26 +23,26 @@ func goldenSource() *fakeSource {
 	up.Result(200, false)
 	up.Result(0, true)
 	src := &fakeSource{
-		counters: Counters{
-			Requests: 101, NoRoute: 102, UpstreamErrors: 103,
-			ClientBodyTimeouts: 104, ClientBadBodies: 105, ClientLimited: 106,
-			ClientUploadLimited: 107, ClientGone: 108, ClientBadPaths: 109,
-			Timeouts: 110, Retries: 111, MirrorsSent: 112, MirrorsDropped: 113,
-			WebSockets: 114, ConfigLoaded: 115, ConfigRejected: 116,
-			ClusterUpdates: 117, RoutePatches: 118,
-			Access: []AccessCount{
-				{"allowed", 120}, {"missing", 121}, {"too_large", 122}, {"malformed", 123},
-				{"algorithm", 124}, {"unknown_key", 125}, {"no_keys", 126}, {"bad_signature", 127},
-				{"expired", 128}, {"not_yet_valid", 129}, {"wrong_issuer", 130},
-				{"wrong_audience", 131}, {"not_allowed", 132},
-			},
-		},
 		version:  "v7",
 		rules:    []*RuleStats{rule},
 		clusters: []Cluster{{Name: "b", Endpoints: 2, Inflight: 1, IdleConns: 3, OpenConns: 5, Upstream: up}},
 	}
-	for i := range src.counters.Responses {
-		src.counters.Responses[i] = int64(90 + i)
+	c := &src.counters
+	for n, v := range map[*atomic.Int64]int64{
+		&c.Requests: 101, &c.NoRoute: 102, &c.UpstreamErrors: 103,
+		&c.ClientBodyTimeouts: 104, &c.ClientBadBodies: 105, &c.ClientLimited: 106,
+		&c.ClientUploadLimited: 107, &c.ClientGone: 108, &c.ClientBadPaths: 109,
+		&c.Timeouts: 110, &c.Retries: 111, &c.MirrorsSent: 112, &c.MirrorsDropped: 113,
+		&c.WebSockets: 114, &c.ConfigLoaded: 115, &c.ConfigRejected: 116,
+		&c.ClusterUpdates: 117, &c.RoutePatches: 118,
+	} {
+		n.Store(v)
+	}
+	for i := range c.Access { // allowed, then cfaccess's reasons in order
+		c.Access[i].Store(int64(120 + i))
+	}
+	for i := range c.Responses {
+		c.Responses[i].Store(int64(90 + i))
 	}
 	return src
 }
