@@ -64,12 +64,12 @@ func (x *exchange) clientLeft() bool {
 }
 
 // abandon ends a request whose client went away: it is counted as the
-// client's (Stats.ClientGone), recorded with statusClientClosed, and the
+// client's (observe.Counters.ClientGone), recorded with statusClientClosed, and the
 // handler is aborted so that nothing is sent.
 func (x *exchange) abandon() {
 	stats := &x.h.p.stats
 	stats.ClientGone.Add(1)
-	stats.status(statusClientClosed)
+	stats.Status(statusClientClosed)
 	x.rec.status = statusClientClosed
 	panic(http.ErrAbortHandler)
 }

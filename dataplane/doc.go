@@ -56,9 +56,10 @@
 //     and listener ports: gateways.go; the admin listener: admin.go. The
 //     generated TLS origin certificate: selfsigned.go.
 //   - Metrics, traces and the access log are package observe's; here is
-//     what feeds them: what the proxy counts (counters.go), the record
-//     each request leaves (record.go), the spans filled from it
-//     (tracing.go), and what /metrics reads (metrics.go).
+//     what feeds them: what the proxy counts (observe.Counters, and each
+//     rule's stats kept across configs: counters.go), the record each
+//     request leaves (record.go), the spans filled from it (tracing.go),
+//     and what /metrics reads (metrics.go).
 //
 // Users' documentation is docs/proxy.md; measured costs are in
 // BENCHMARKS.md.

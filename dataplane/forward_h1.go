@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
 var chunkedTE = []string{"chunked"}
@@ -133,7 +134,7 @@ func (x *exchange) attemptFailed(w http.ResponseWriter, r *http.Request, ep *end
 
 // replyClientBody answers a request whose body could not be read: 408
 // when it stopped arriving (RFC 9110 §15.5.9), else 400.
-func replyClientBody(w http.ResponseWriter, r *http.Request, stats *Stats, cb *http1.ClientBodyError) {
+func replyClientBody(w http.ResponseWriter, r *http.Request, stats *observe.Counters, cb *http1.ClientBodyError) {
 	if isTimeout(cb.Err) {
 		stats.ClientBodyTimeouts.Add(1)
 		reply(w, r, stats, http.StatusRequestTimeout, "the request body did not arrive in time")
@@ -316,7 +317,7 @@ func backendsFault(err error) bool {
 
 // upstreamFailure maps a failure to get a response to the status the
 // client gets (502, or 504 for a timeout) and counts it.
-func upstreamFailure(err error, stats *Stats) (int, string) {
+func upstreamFailure(err error, stats *observe.Counters) (int, string) {
 	if errors.Is(err, http1.ErrOverloaded) {
 		stats.UpstreamErrors.Add(1)
 		return http.StatusServiceUnavailable, "the backend has as many connections as allowed"
@@ -384,7 +385,7 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn
 	if _, ok := hdr["Content-Type"]; !ok {
 		hdr["Content-Type"] = nil // keep net/http from sniffing one
 	}
-	stats.status(head.Status)
+	stats.Status(head.Status)
 	w.WriteHeader(head.Status)
 
 	fl, _ := w.(http.Flusher)

@@ -225,7 +225,7 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 	if _, ok := hdr["Content-Type"]; !ok {
 		hdr["Content-Type"] = nil // keep net/http from sniffing one
 	}
-	stats.status(res.StatusCode)
+	stats.Status(res.StatusCode)
 	w.WriteHeader(res.StatusCode)
 	fl, _ := w.(http.Flusher)
 	bp := copyBufPool.Get().(*[]byte)

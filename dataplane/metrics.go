@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
@@ -36,41 +35,7 @@ func (p *Proxy) metricsEndpoint() http.Handler {
 // metricSource is the proxy as the metrics read it (observe.Source).
 type metricSource struct{ p *Proxy }
 
-func (m metricSource) Counters() observe.Counters {
-	s := &m.p.stats
-	c := observe.Counters{
-		Requests:            s.Requests.Load(),
-		NoRoute:             s.NoRoute.Load(),
-		UpstreamErrors:      s.UpstreamErrors.Load(),
-		ClientBodyTimeouts:  s.ClientBodyTimeouts.Load(),
-		ClientBadBodies:     s.ClientBadBodies.Load(),
-		ClientLimited:       s.ClientLimited.Load(),
-		ClientUploadLimited: s.ClientUploadLimited.Load(),
-		ClientGone:          s.ClientGone.Load(),
-		ClientBadPaths:      s.ClientBadPaths.Load(),
-		Timeouts:            s.Timeouts.Load(),
-		Retries:             s.Retries.Load(),
-		MirrorsSent:         s.MirrorsSent.Load(),
-		MirrorsDropped:      s.MirrorsDropped.Load(),
-		WebSockets:          s.WebSockets.Load(),
-		ConfigLoaded:        s.ConfigLoaded.Load(),
-		ConfigRejected:      s.ConfigRejected.Load(),
-		ClusterUpdates:      s.ClusterUpdates.Load(),
-		RoutePatches:        s.RoutePatches.Load(),
-	}
-	for i := range s.Responses {
-		c.Responses[i] = s.Responses[i].Load()
-	}
-	c.Access = make([]observe.AccessCount, len(s.Access))
-	for r := range s.Access {
-		result := cfaccess.Reason(r).String()
-		if cfaccess.Reason(r) == cfaccess.ReasonNone {
-			result = "allowed"
-		}
-		c.Access[r] = observe.AccessCount{Result: result, N: s.Access[r].Load()}
-	}
-	return c
-}
+func (m metricSource) Counters() *observe.Counters { return &m.p.stats }
 
 func (m metricSource) Inflight() int64 { return m.p.inflight.Load() }
 

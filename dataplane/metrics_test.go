@@ -272,3 +272,21 @@ func TestMetricsArePerProxy(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMetricsScrape serves the admin listener's /metrics of a proxy
+// that has counted: the counters read through metricSource, and every
+// family built into text.
+func BenchmarkMetricsScrape(b *testing.B) {
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	p.Stats().Requests.Add(3)
+	h := p.metricsEndpoint()
+	req := httptest.NewRequest("GET", "/metrics", nil)
+	b.ReportAllocs()
+	for b.Loop() {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			b.Fatalf("status %d", rec.Code)
+		}
+	}
+}

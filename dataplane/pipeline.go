@@ -191,7 +191,7 @@ func (x *exchange) answerPreflight() bool {
 	hdr := x.w.Header()
 	ru.CORS.Handle(r.Header, r.Method, hdr)
 	ru.RespPlan.Apply(hdr)
-	x.h.p.stats.status(http.StatusNoContent)
+	x.h.p.stats.Status(http.StatusNoContent)
 	x.w.WriteHeader(http.StatusNoContent)
 	return true
 }
@@ -216,7 +216,7 @@ func (x *exchange) redirect(rd *compiled.Redirect, scheme string) bool {
 		ru.CORS.Handle(r.Header, r.Method, hdr)
 	}
 	ru.RespPlan.Apply(hdr)
-	x.h.p.stats.status(code)
+	x.h.p.stats.Status(code)
 	x.w.WriteHeader(code)
 	return true
 }

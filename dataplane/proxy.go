@@ -89,7 +89,7 @@ type Options struct {
 type Proxy struct {
 	opts    Options
 	current atomic.Pointer[compiledConfig]
-	stats   Stats
+	stats   observe.Counters
 
 	returning atomic.Bool // returnMemory is scheduled
 	// slashes is how listeners that say nothing read encoded slashes
@@ -363,7 +363,7 @@ func (p *Proxy) LastError() error {
 }
 
 // Stats are the proxy's counters.
-func (p *Proxy) Stats() *Stats { return &p.stats }
+func (p *Proxy) Stats() *observe.Counters { return &p.stats }
 
 // Close closes idle upstream connections. In-flight requests finish.
 func (p *Proxy) Close() {

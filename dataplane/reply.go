@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
 // Answers the proxy makes itself: a short text body for people and curl,
@@ -15,7 +17,7 @@ var (
 )
 
 // reply answers with status and a one-line explanation.
-func reply(w http.ResponseWriter, r *http.Request, stats *Stats, status int, msg string) {
+func reply(w http.ResponseWriter, r *http.Request, stats *observe.Counters, status int, msg string) {
 	hdr := w.Header()
 	if isGRPC(r) {
 		// A gRPC "trailers-only" response: HTTP 200 with the status in the
@@ -23,13 +25,13 @@ func reply(w http.ResponseWriter, r *http.Request, stats *Stats, status int, msg
 		hdr["Content-Type"] = grpcType
 		hdr["Grpc-Status"] = []string{strconv.Itoa(grpcCode(status))}
 		hdr["Grpc-Message"] = []string{msg}
-		stats.status(http.StatusOK)
+		stats.Status(http.StatusOK)
 		w.WriteHeader(http.StatusOK)
 		return
 	}
 	hdr["Content-Type"] = textPlain
 	hdr["X-Content-Type-Options"] = nosniff
-	stats.status(status)
+	stats.Status(status)
 	w.WriteHeader(status)
 	if r.Method != http.MethodHead {
 		w.Write([]byte(statusText(status) + ": " + msg + "\n"))

@@ -55,7 +55,7 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 		reply(w, r, stats, http.StatusInternalServerError, "cannot take over the connection")
 		return
 	}
-	stats.status(http.StatusSwitchingProtocols)
+	stats.Status(http.StatusSwitchingProtocols)
 	x.rec.status = http.StatusSwitchingProtocols
 	stats.WebSockets.Add(1)
 	// The 101 head goes to the client as the backend sent it: Upgrade,

@@ -15,13 +15,23 @@
 // the traffic must not slow it down. With tracing and the access log
 // off, a request costs a few atomic adds and no allocation.
 //
-// The package knows nothing of the proxy's types: package dataplane
-// makes the stats and keeps them across config loads, fills spans and
+// The proxy-wide counters are one struct, Counters, served from one
+// table, counterFamilies (counters.go), which names each field's metric,
+// its label value and what it counts. A new counter is a field there, a
+// row in the table and a line in docs/metrics.md; tests fail while one of
+// the three is missing.
+//
+// The package knows nothing of package dataplane's types (it takes only
+// the names of Cloudflare Access's refusals from package cfaccess, to
+// label Counters.Access): package dataplane keeps a Counters and the
+// per-rule and per-cluster stats across config loads, fills spans and
 // lines from what it knows of a request, and serves metrics from a
 // Source it implements.
 //
 // Files:
 //
+//   - counters.go: Counters and counterFamilies, the table of the
+//     families served from it.
 //   - stats.go: status classes, the latency Histogram, RuleStats and
 //     UpstreamStats.
 //   - metrics.go: the /metrics handler, OpenTelemetry instruments read

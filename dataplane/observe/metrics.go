@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -24,8 +25,8 @@ import (
 // from a Source. The request path only bumps the proxy's atomics; it
 // makes no OpenTelemetry call and builds no attributes, so metrics cost
 // nothing per request. A scrape runs one callback that loads every
-// counter and walks the current clusters, and the collector
-// (collector.go) for the per-rule and per-cluster families.
+// counter (counterFamilies, counters.go) and the gauges, and the
+// collector (collector.go) for the per-rule and per-cluster families.
 //
 // Names are chosen for the exporter's default Prometheus translation
 // (underscore escaping with suffixes): dots become underscores, counters
@@ -39,8 +40,9 @@ import (
 // it. Every method may be called at any time, from the scrape's
 // goroutine.
 type Source interface {
-	// Counters loads the proxy-wide counters.
-	Counters() Counters
+	// Counters are the proxy-wide counters, read where they are at
+	// every scrape: the handler asks once, when it is built.
+	Counters() *Counters
 	// Inflight is the number of requests being served.
 	Inflight() int64
 	// BufferedBytes is the memory held by request and response bodies
@@ -55,45 +57,6 @@ type Source interface {
 	// Clusters are the current config's clusters, in a new slice, in any
 	// order; a cluster left out leaves the scrape.
 	Clusters() []Cluster
-}
-
-// Counters are the proxy-wide counts (dataplane.Stats, field for
-// field), loaded once per scrape; docs/metrics.md says what each counts.
-type Counters struct {
-	Requests       int64
-	Responses      [len(StatusClasses)]int64 // by StatusClass
-	NoRoute        int64
-	UpstreamErrors int64
-	// Requests refused for what their client did: a body that stopped
-	// arriving (408), a malformed or short body (400), a client holding
-	// its share of an endpoint's connections (503), an upload finding the
-	// endpoint's connections for uploads taken (503), a client that went
-	// away before its answer (499, nothing sent), a path the proxy
-	// refuses (400).
-	ClientBodyTimeouts  int64
-	ClientBadBodies     int64
-	ClientLimited       int64
-	ClientUploadLimited int64
-	ClientGone          int64
-	ClientBadPaths      int64
-	Timeouts            int64 // upstream requests that timed out
-	Retries             int64
-	MirrorsSent         int64
-	MirrorsDropped      int64
-	WebSockets          int64
-	ConfigLoaded        int64
-	ConfigRejected      int64
-	ClusterUpdates      int64
-	RoutePatches        int64
-	// Access counts protected rules' requests by result: "allowed", or
-	// the reason they were refused (package cfaccess's names).
-	Access []AccessCount
-}
-
-// AccessCount is how many protected rules' requests had one result.
-type AccessCount struct {
-	Result string
-	N      int64
 }
 
 // Cluster is one cluster of the current config at scrape time.
@@ -131,19 +94,9 @@ type proxyMetrics struct {
 	src  Source
 	opts MetricsOptions
 
-	requests       metric.Int64ObservableCounter
-	responses      metric.Int64ObservableCounter
-	noRoute        metric.Int64ObservableCounter
-	upstreamErrors metric.Int64ObservableCounter
-	clientErrors   metric.Int64ObservableCounter
-	timeouts       metric.Int64ObservableCounter
-	retries        metric.Int64ObservableCounter
-	mirrors        metric.Int64ObservableCounter
-	websockets     metric.Int64ObservableCounter
-	configLoads    metric.Int64ObservableCounter
-	clusterUpdates metric.Int64ObservableCounter
-	routePatches   metric.Int64ObservableCounter
-	access         metric.Int64ObservableCounter
+	// counters are the series of counterFamilies, each with its
+	// family's instrument and its attribute.
+	counters []observedCounter
 
 	accessLogLines metric.Int64ObservableCounter
 	spans          metric.Int64ObservableCounter
@@ -153,15 +106,16 @@ type proxyMetrics struct {
 	configInfo metric.Int64ObservableGauge
 	ready      metric.Int64ObservableGauge
 
-	class          [len(StatusClasses)]metric.ObserveOption
-	mirrorSent     metric.ObserveOption
-	mirrorDropped  metric.ObserveOption
-	configOK       metric.ObserveOption
-	configRejected metric.ObserveOption
-	clientReasons  [6]metric.ObserveOption // body_timeout, bad_body, conn_share, upload_share, client_gone, bad_path
-	linesWritten   metric.ObserveOption
-	linesDropped   metric.ObserveOption
-	spanResults    [3]metric.ObserveOption // exported, dropped, failed
+	linesWritten metric.ObserveOption
+	linesDropped metric.ObserveOption
+	spanResults  [3]metric.ObserveOption // exported, dropped, failed
+}
+
+// observedCounter is one series of counterFamilies as a scrape reports it.
+type observedCounter struct {
+	inst metric.Int64ObservableCounter
+	n    *atomic.Int64
+	opts []metric.ObserveOption // its attribute, or none
 }
 
 // NewMetricsHandler builds a Prometheus text endpoint reading src at
@@ -208,19 +162,22 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 		return g
 	}
 	pm := &proxyMetrics{src: src, opts: opts}
-	pm.requests = counter("tunnelgate.requests", "{request}", "Requests received.")
-	pm.responses = counter("tunnelgate.responses", "{response}", "Responses sent, by status class.")
-	pm.noRoute = counter("tunnelgate.no_route", "{request}", "Requests no route matched (answered 404).")
-	pm.upstreamErrors = counter("tunnelgate.upstream_errors", "{error}", "Upstream dial failures, resets and malformed answers.")
-	pm.clientErrors = counter("tunnelgate.client_errors", "{request}", "Requests refused for what their client did, by reason: body_timeout (408), bad_body (400), conn_share (503: the client held its share of an endpoint's connections), upload_share (503: an upload found the endpoint's connections for uploads, or its client's part of them, taken), client_gone (499: the client went away before its answer; nothing sent), bad_path (400: a path the proxy refuses).")
-	pm.timeouts = counter("tunnelgate.upstream_timeouts", "{timeout}", "Upstream requests that timed out.")
-	pm.retries = counter("tunnelgate.retries", "{retry}", "Upstream requests retried.")
-	pm.mirrors = counter("tunnelgate.mirrors", "{request}", "Mirrored requests, sent or dropped.")
-	pm.websockets = counter("tunnelgate.websockets", "{connection}", "WebSocket upgrades completed.")
-	pm.configLoads = counter("tunnelgate.config_loads", "{config}", "Configs offered, by whether they were accepted.")
-	pm.clusterUpdates = counter("tunnelgate.cluster_updates", "{update}", "Cluster endpoint updates applied.")
-	pm.routePatches = counter("tunnelgate.route_patches", "{config}", "Configs applied by compiling only the routes edited in them.")
-	pm.access = counter("tunnelgate.cloudflare_access_requests", "{request}", "Requests of rules protected by Cloudflare Access, by result: allowed, or the reason they were refused (403).")
+	series, err := counterTable(counterFamilies, src.Counters())
+	if err != nil {
+		return nil, err
+	}
+	families := make([]metric.Int64ObservableCounter, len(counterFamilies))
+	for i := range counterFamilies {
+		f := &counterFamilies[i]
+		families[i] = counter(f.name, f.unit, f.description())
+	}
+	for _, c := range series {
+		oc := observedCounter{inst: families[c.family], n: c.n}
+		if c.label != "" {
+			oc.opts = []metric.ObserveOption{metric.WithAttributeSet(attribute.NewSet(attribute.String(c.label, c.value)))}
+		}
+		pm.counters = append(pm.counters, oc)
+	}
 	pm.accessLogLines = counter("tunnelgate.access_log_lines", "{line}", "Access log lines written, or dropped because the writer fell behind.")
 	pm.spans = counter("tunnelgate.trace_spans", "{span}", "Spans exported, dropped because the export queue was full, or failed to export.")
 	pm.inflight = gauge("tunnelgate.inflight_requests", "{request}", "Requests being served.")
@@ -231,18 +188,8 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 		return nil, fmt.Errorf("metric instruments: %w", err)
 	}
 
-	for i, c := range StatusClasses {
-		pm.class[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("class", c)))
-	}
-	pm.mirrorSent = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "sent")))
-	pm.mirrorDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
-	pm.configOK = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "ok")))
-	pm.configRejected = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "rejected")))
 	pm.linesWritten = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "written")))
 	pm.linesDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", "dropped")))
-	for i, r := range []string{"body_timeout", "bad_body", "conn_share", "upload_share", "client_gone", "bad_path"} {
-		pm.clientReasons[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
-	}
 	for i, r := range []string{"exported", "dropped", "failed"} {
 		pm.spanResults[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("result", r)))
 	}
@@ -253,12 +200,11 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 		}
 	}
 
-	if _, err := m.RegisterCallback(pm.observe,
-		pm.requests, pm.responses, pm.noRoute, pm.upstreamErrors, pm.clientErrors, pm.timeouts,
-		pm.retries, pm.mirrors, pm.websockets, pm.configLoads, pm.clusterUpdates, pm.routePatches, pm.access,
-		pm.configInfo, pm.ready,
-		pm.accessLogLines, pm.spans, pm.inflight, pm.buffered,
-	); err != nil {
+	instruments := []metric.Observable{pm.configInfo, pm.ready, pm.accessLogLines, pm.spans, pm.inflight, pm.buffered}
+	for _, f := range families {
+		instruments = append(instruments, f)
+	}
+	if _, err := m.RegisterCallback(pm.observe, instruments...); err != nil {
 		return nil, fmt.Errorf("metric callback: %w", err)
 	}
 
@@ -274,30 +220,8 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 
 // observe reports every instrument; the SDK calls it once per scrape.
 func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
-	c := pm.src.Counters()
-	o.ObserveInt64(pm.requests, c.Requests)
-	for i, n := range c.Responses {
-		o.ObserveInt64(pm.responses, n, pm.class[i])
-	}
-	o.ObserveInt64(pm.noRoute, c.NoRoute)
-	o.ObserveInt64(pm.upstreamErrors, c.UpstreamErrors)
-	o.ObserveInt64(pm.clientErrors, c.ClientBodyTimeouts, pm.clientReasons[0])
-	o.ObserveInt64(pm.clientErrors, c.ClientBadBodies, pm.clientReasons[1])
-	o.ObserveInt64(pm.clientErrors, c.ClientLimited, pm.clientReasons[2])
-	o.ObserveInt64(pm.clientErrors, c.ClientUploadLimited, pm.clientReasons[3])
-	o.ObserveInt64(pm.clientErrors, c.ClientGone, pm.clientReasons[4])
-	o.ObserveInt64(pm.clientErrors, c.ClientBadPaths, pm.clientReasons[5])
-	o.ObserveInt64(pm.timeouts, c.Timeouts)
-	o.ObserveInt64(pm.retries, c.Retries)
-	o.ObserveInt64(pm.mirrors, c.MirrorsSent, pm.mirrorSent)
-	o.ObserveInt64(pm.mirrors, c.MirrorsDropped, pm.mirrorDropped)
-	o.ObserveInt64(pm.websockets, c.WebSockets)
-	o.ObserveInt64(pm.configLoads, c.ConfigLoaded, pm.configOK)
-	o.ObserveInt64(pm.configLoads, c.ConfigRejected, pm.configRejected)
-	o.ObserveInt64(pm.clusterUpdates, c.ClusterUpdates)
-	o.ObserveInt64(pm.routePatches, c.RoutePatches)
-	for _, a := range c.Access {
-		o.ObserveInt64(pm.access, a.N, metric.WithAttributeSet(attribute.NewSet(attribute.String("result", a.Result))))
+	for _, c := range pm.counters {
+		o.ObserveInt64(c.inst, c.n.Load(), c.opts...)
 	}
 	o.ObserveInt64(pm.inflight, pm.src.Inflight())
 	o.ObserveInt64(pm.buffered, pm.src.BufferedBytes())

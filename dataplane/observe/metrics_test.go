@@ -6,10 +6,13 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 )
 
 // fakeSource is a Source with fixed answers.
@@ -20,7 +23,7 @@ type fakeSource struct {
 	clusters []Cluster
 }
 
-func (f *fakeSource) Counters() Counters   { return f.counters }
+func (f *fakeSource) Counters() *Counters  { return &f.counters }
 func (f *fakeSource) Inflight() int64      { return 3 }
 func (f *fakeSource) BufferedBytes() int64 { return 8192 }
 func (f *fakeSource) ConfigVersion() (string, bool) {
@@ -63,13 +66,18 @@ func TestMetricsHandler(t *testing.T) {
 	up.Result(503, false)
 	up.Result(0, true)
 	src := &fakeSource{
-		counters: Counters{Requests: 9, NoRoute: 1, ClientBadBodies: 2, ClientGone: 6, ClientUploadLimited: 7, ClientBadPaths: 8, MirrorsDropped: 5, ConfigRejected: 1,
-			Access: []AccessCount{{"allowed", 7}, {"expired", 2}}},
 		version:  "v1",
 		rules:    []*RuleStats{rule, {Route: "default/idle", Rule: "main"}},
 		clusters: []Cluster{{Name: "b", Endpoints: 2, Inflight: 1, IdleConns: 3, OpenConns: 5, Upstream: up}, {Name: "a", Upstream: &UpstreamStats{}}},
 	}
-	src.counters.Responses[4] = 1
+	c := &src.counters
+	for n, v := range map[*atomic.Int64]int64{
+		&c.Requests: 9, &c.NoRoute: 1, &c.ClientBadBodies: 2, &c.ClientGone: 6, &c.ClientUploadLimited: 7, &c.ClientBadPaths: 8,
+		&c.MirrorsDropped: 5, &c.ConfigRejected: 1, &c.Access[cfaccess.ReasonNone]: 7, &c.Access[cfaccess.ReasonExpired]: 2,
+	} {
+		n.Store(v)
+	}
+	c.Status(404)
 	series, text := scrape(t, src, MetricsOptions{})
 	for k, want := range map[string]string{
 		"tunnelgate_requests_total":                                                                      "9",

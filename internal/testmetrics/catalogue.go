@@ -35,15 +35,17 @@ func isCatalogued(name string) bool {
 	return strings.HasPrefix(name, "tunnelgate_") || strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_")
 }
 
-// catalogued is one row of a catalogue table.
-type catalogued struct {
-	typ    string
-	labels []string
+// Entry is one row of a catalogue table.
+type Entry struct {
+	Type    string   // counter, gauge, histogram or summary
+	Labels  []string // sorted
+	Meaning string   // as written, Markdown
 }
 
-// catalogue reads the table under the heading "## <section>" of
-// docs/metrics.md: | `name` | type | labels | meaning |.
-func catalogue(t testing.TB, section string) map[string]catalogued {
+// Catalogue reads the table under the heading "## <section>" of
+// docs/metrics.md: | `name` | type | labels | meaning |. Tests that serve
+// metrics from a table of their own hold it against this.
+func Catalogue(t testing.TB, section string) map[string]Entry {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
@@ -54,8 +56,8 @@ func catalogue(t testing.TB, section string) map[string]catalogued {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	row := regexp.MustCompile("^\\| `((?:tunnelgate|go|process)_[a-z_]+)` \\| ([a-z]+) \\| ([^|]*) \\|")
-	out := map[string]catalogued{}
+	row := regexp.MustCompile("^\\| `((?:tunnelgate|go|process)_[a-z_]+)` \\| ([a-z]+) \\| ([^|]*) \\| (.*) \\|$")
+	out := map[string]Entry{}
 	in := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -75,7 +77,7 @@ func catalogue(t testing.TB, section string) map[string]catalogued {
 			}
 		}
 		slices.Sort(labels)
-		out[m[1]] = catalogued{typ: m[2], labels: labels}
+		out[m[1]] = Entry{Type: m[2], Labels: labels, Meaning: m[4]}
 	}
 	if len(out) == 0 {
 		t.Fatalf("docs/metrics.md has no metrics under %q", section)
@@ -86,13 +88,13 @@ func catalogue(t testing.TB, section string) map[string]catalogued {
 // served reads Prometheus text: each catalogued family's type, and the
 // label names its samples carry (less le and quantile, which histograms
 // and summaries add).
-func served(text string) map[string]catalogued {
-	out := map[string]catalogued{}
+func served(text string) map[string]Entry {
+	out := map[string]Entry{}
 	sample := regexp.MustCompile(`^([a-z_]+?)(_bucket|_sum|_count)?(\{[^}]*\})? `)
 	label := regexp.MustCompile(`([a-zA-Z_]+)="`)
 	for _, line := range strings.Split(text, "\n") {
 		if f := strings.Fields(line); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" && isCatalogued(f[2]) {
-			out[f[2]] = catalogued{typ: f[3]}
+			out[f[2]] = Entry{Type: f[3]}
 			continue
 		}
 		m := sample.FindStringSubmatch(line)
@@ -104,11 +106,11 @@ func served(text string) map[string]catalogued {
 			continue
 		}
 		for _, l := range label.FindAllStringSubmatch(m[3], -1) {
-			if l[1] != "le" && l[1] != "quantile" && !slices.Contains(c.labels, l[1]) {
-				c.labels = append(c.labels, l[1])
+			if l[1] != "le" && l[1] != "quantile" && !slices.Contains(c.Labels, l[1]) {
+				c.Labels = append(c.Labels, l[1])
 			}
 		}
-		slices.Sort(c.labels)
+		slices.Sort(c.Labels)
 		out[m[1]] = c
 	}
 	return out
@@ -119,8 +121,8 @@ func served(text string) map[string]catalogued {
 // "Controller") and the runtime section both share.
 func CheckCatalogue(t testing.TB, section, scrape string) {
 	t.Helper()
-	want, got := catalogue(t, section), served(scrape)
-	maps.Copy(want, catalogue(t, runtimeSection))
+	want, got := Catalogue(t, section), served(scrape)
+	maps.Copy(want, Catalogue(t, runtimeSection))
 	for _, name := range mustServe {
 		if _, ok := got[name]; !ok && (runtime.GOOS == "linux" || !strings.HasPrefix(name, "process_")) {
 			t.Errorf("the %s does not serve %s", strings.ToLower(section), name)
@@ -130,9 +132,9 @@ func CheckCatalogue(t testing.TB, section, scrape string) {
 		w, ok := want[name]
 		switch {
 		case !ok:
-			t.Errorf("%s serves %s (%s, labels %v), which docs/metrics.md lists neither under %q nor under %q", section, name, g.typ, g.labels, section, runtimeSection)
-		case w.typ != g.typ || !slices.Equal(w.labels, g.labels):
-			t.Errorf("%s: served as %s with labels %v, catalogued as %s with %v", name, g.typ, g.labels, w.typ, w.labels)
+			t.Errorf("%s serves %s (%s, labels %v), which docs/metrics.md lists neither under %q nor under %q", section, name, g.Type, g.Labels, section, runtimeSection)
+		case w.Type != g.Type || !slices.Equal(w.Labels, g.Labels):
+			t.Errorf("%s: served as %s with labels %v, catalogued as %s with %v", name, g.Type, g.Labels, w.Type, w.Labels)
 		}
 	}
 	for name := range want {

@@ -26,18 +26,18 @@ go_info{version="go1.26.0"} 1
 # TYPE other_thing gauge
 other_thing 1
 `)
-	want := map[string]catalogued{
-		"tunnelgate_a_total":     {typ: "counter", labels: []string{"class", "result"}},
-		"tunnelgate_h_seconds":   {typ: "histogram", labels: []string{"route"}},
-		"go_goroutines":          {typ: "gauge"},
-		"go_gc_duration_seconds": {typ: "summary"},
-		"go_info":                {typ: "gauge", labels: []string{"version"}},
+	want := map[string]Entry{
+		"tunnelgate_a_total":     {Type: "counter", Labels: []string{"class", "result"}},
+		"tunnelgate_h_seconds":   {Type: "histogram", Labels: []string{"route"}},
+		"go_goroutines":          {Type: "gauge"},
+		"go_gc_duration_seconds": {Type: "summary"},
+		"go_info":                {Type: "gauge", Labels: []string{"version"}},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %v", got)
 	}
 	for n, w := range want {
-		if g := got[n]; g.typ != w.typ || !slices.Equal(g.labels, w.labels) {
+		if g := got[n]; g.Type != w.Type || !slices.Equal(g.Labels, w.Labels) {
 			t.Errorf("%s: %+v, want %+v", n, g, w)
 		}
 	}
@@ -47,7 +47,7 @@ other_thing 1
 // sections the command tests compare with.
 func TestCatalogueHasEverySection(t *testing.T) {
 	for _, section := range []string{"Proxy", "Controller", runtimeSection} {
-		if c := catalogue(t, section); c["go_goroutines"].typ == "" && section == runtimeSection {
+		if c := Catalogue(t, section); c["go_goroutines"].Type == "" && section == runtimeSection {
 			t.Errorf("the %q section lacks go_goroutines", section)
 		}
 	}
