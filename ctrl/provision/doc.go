@@ -22,7 +22,7 @@
 //     (classTunnel: TLS on RelayPort, admitting only the relay's client
 //     certificate). A plane serving in the cluster beside a tunnel
 //     (serveInCluster) serves the listener ports too, on every port but
-//     those its Pods hold (PortHolder);
+//     those its Pods hold (GatewayConfigSpec.PortHolder);
 //   - a ServiceAccount with no API token (the proxies never call the
 //     Kubernetes API);
 //   - a Service for the proxies' and cloudflared's metrics, the relay
