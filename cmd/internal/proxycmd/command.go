@@ -11,9 +11,9 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/tunnelgate/tunnelgate/cmd/internal/cli"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
-	"github.com/tunnelgate/tunnelgate/internal/cli"
 )
 
 // Run runs the proxy command until SIGINT or SIGTERM and returns the

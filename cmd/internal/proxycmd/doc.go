@@ -9,7 +9,7 @@
 // controller (client-go, the Kubernetes and Gateway API types, the
 // Cloudflare client), whose package initialisation touches tens of
 // megabytes of them. So the command depends on the data plane and
-// internal/cli alone, never on the controller's packages or Kubernetes';
+// cmd/internal/cli alone, never on the controller's packages or Kubernetes';
 // cmd/tunnelgate-proxy's tests fail if its dependencies grow any.
 //
 // The config comes from the controller (-controller: the proxies of a
