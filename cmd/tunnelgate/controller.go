@@ -1,3 +1,6 @@
+// This file implements the controller command: its flags and the wiring of
+// its parts.
+
 package main
 
 import (

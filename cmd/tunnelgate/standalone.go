@@ -1,3 +1,5 @@
+// This file implements the standalone command.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// This file renders the Pod template.
+
 package provision
 
 import (

@@ -1,3 +1,5 @@
+// This file names a plane's Secrets and renders its credentials Secret.
+
 package provision
 
 import (

@@ -1,3 +1,6 @@
+// This file decides who serves a Gateway with a dedicated plane, and its
+// plane's config.
+
 package translate
 
 import (

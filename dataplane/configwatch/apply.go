@@ -1,3 +1,5 @@
+// This file hands a document to the proxy.
+
 package configwatch
 
 import "github.com/tunnelgate/tunnelgate/dataplane"

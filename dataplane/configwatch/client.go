@@ -1,3 +1,5 @@
+// This file implements the client's options and the poll loop.
+
 package configwatch
 
 import (

@@ -6,6 +6,8 @@ package architecture
 import (
 	"bufio"
 	"fmt"
+	"go/parser"
+	"go/token"
 	"regexp"
 	"slices"
 	"strings"
@@ -195,4 +197,30 @@ func Check(module string, m Map, pkgs []Package) []string {
 		}
 	}
 	return problems
+}
+
+// CheckHeader holds one non-test Go file of a room to the header every
+// such file starts with, in the standard library's style: a comment
+// saying what the file holds ("This file implements ..."), above the
+// package clause and apart from it by a blank line, so that it is not the
+// package doc. A file with the package doc needs none: the doc says it.
+// It returns "" when the file has its header, else what is wrong.
+func CheckHeader(src []byte) string {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "", src, parser.PackageClauseOnly|parser.ParseComments)
+	if err != nil {
+		return err.Error()
+	}
+	if f.Doc != nil {
+		return ""
+	}
+	for _, c := range f.Comments {
+		if c.Pos() > f.Package {
+			break
+		}
+		if strings.HasPrefix(c.Text(), "This file ") {
+			return ""
+		}
+	}
+	return `no header: start the file with a line comment "// This file implements ..." (or holds, defines ...), then a blank line, then the package clause`
 }

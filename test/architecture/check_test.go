@@ -103,3 +103,22 @@ func TestCheckFails(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckHeader(t *testing.T) {
+	for _, c := range []struct {
+		src  string
+		fine bool
+	}{
+		{"// This file implements the long poll.\n\npackage x\n", true},
+		{"//go:build linux\n\n// This file reads sockets with raw system calls.\n\npackage x\n", true},
+		{"// Package x does things.\npackage x\n", true}, // the package doc says it
+		{"package x\n\n// This file is too late.\nfunc f() {}\n", false},
+		{"package x\n", false},
+		{"//go:build linux\n\npackage x\n", false},
+		{"// The long poll.\n\npackage x\n", false},
+	} {
+		if got := CheckHeader([]byte(c.src)); (got == "") != c.fine {
+			t.Errorf("%q: %q, want fine %v", c.src, got, c.fine)
+		}
+	}
+}

@@ -1,3 +1,5 @@
+// This file implements the proxy command: Run, Main and one run.
+
 package proxycmd
 
 import (

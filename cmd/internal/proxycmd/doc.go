@@ -17,7 +17,4 @@
 // file (-config: how the proxy is benchmarked and debugged without a
 // controller; SIGHUP reloads it, and a config that does not load is
 // logged and not applied).
-//
-// Files: command.go (Run, Main, one run), flags.go (the flags and their
-// checks), source.go (the config from the controller or a file).
 package proxycmd

@@ -1,3 +1,5 @@
+// This file defines the proxy command's flags and their checks.
+
 package proxycmd
 
 import (

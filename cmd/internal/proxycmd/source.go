@@ -1,3 +1,6 @@
+// This file implements the config source: the controller, or a file
+// reloaded on SIGHUP.
+
 package proxycmd
 
 import (
