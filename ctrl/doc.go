@@ -17,6 +17,12 @@
 //     proxy shares.
 //   - cloudflare keeps each tunnel's ingress document and DNS records in
 //     step with what the leader hands it.
+//   - provision renders a Gateway's dedicated data plane (Deployment,
+//     Service, credentials Secret and the rest) from its GatewayConfig,
+//     purely; planes applies those objects, puts hand edits back, prunes
+//     them, and reads what the plane's Deployment and Pods say.
+//   - accesskeys fetches the signing keys of the Cloudflare Access teams
+//     that AccessPolicies name, which go to the proxies in their config.
 //
 // The controller command (cmd/tunnelgate) builds these and runs them.
 package ctrl

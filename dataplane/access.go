@@ -1,3 +1,5 @@
+// This file implements Cloudflare Access on the request path.
+
 package dataplane
 
 import (

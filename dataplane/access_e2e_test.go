@@ -22,7 +22,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testaccess"
+	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
 
 const (

@@ -1,3 +1,5 @@
+// This file implements the admin listener's handler.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file defines Applied, and replaces clusters when only they changed.
+
 package dataplane
 
 import "github.com/tunnelgate/tunnelgate/dataplane/proxycfg"

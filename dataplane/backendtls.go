@@ -1,3 +1,5 @@
+// This file builds the client TLS config of a cluster's BackendTLSPolicy.
+
 package dataplane
 
 import (

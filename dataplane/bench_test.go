@@ -21,7 +21,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // BenchmarkProxy measures one proxied GET with a 100-byte answer, in

@@ -1,3 +1,5 @@
+// This file reads, buffers and streams request bodies.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the request buffers and their memory budget.
+
 package dataplane
 
 import (

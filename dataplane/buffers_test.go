@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 func TestSizeClass(t *testing.T) {

@@ -1,3 +1,5 @@
+// This file notices a client that went away.
+
 package dataplane
 
 import (

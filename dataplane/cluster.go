@@ -1,3 +1,5 @@
+// This file implements clusters, their endpoints and the choice of one.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file compiles a config whole.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file defines what the proxy counts.
+
 package dataplane
 
 import "github.com/tunnelgate/tunnelgate/dataplane/observe"

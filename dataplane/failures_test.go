@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 func TestNoConfigAnswers503(t *testing.T) {

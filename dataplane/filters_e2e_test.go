@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // feValues returns every value of header name in an echo body, in the

@@ -1,3 +1,5 @@
+// This file forwards a request to an HTTP/1.1 backend.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file forwards a request to an HTTP/2 backend.
+
 package dataplane
 
 import (

@@ -1,3 +1,6 @@
+// This file implements the forwarding headers and the ones a client could
+// forge.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file implements Gateway addresses: their sockets and TLS.
+
 package dataplane
 
 import (

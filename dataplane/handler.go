@@ -1,3 +1,5 @@
+// This file implements the handler, where a request enters.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file serves /metrics from the proxy's counters.
+
 package dataplane
 
 import (

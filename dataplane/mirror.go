@@ -1,3 +1,5 @@
+// This file sends mirrored requests.
+
 package dataplane
 
 import (

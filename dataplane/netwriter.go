@@ -1,3 +1,5 @@
+// This file implements the writer to the client and its deadlines.
+
 package dataplane
 
 import (

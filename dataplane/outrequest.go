@@ -1,3 +1,5 @@
+// This file writes the request as it leaves for a backend.
+
 package dataplane
 
 import (

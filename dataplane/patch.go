@@ -1,3 +1,5 @@
+// This file implements Apply when only some routes changed.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file writes session persistence tokens on responses.
+
 package dataplane
 
 import (

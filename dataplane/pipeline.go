@@ -1,3 +1,5 @@
+// This file implements the request pipeline, from refusal to the forward.
+
 package dataplane
 
 import (

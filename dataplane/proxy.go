@@ -1,3 +1,5 @@
+// This file implements the Proxy: its options, Load and Apply.
+
 package dataplane
 
 import (

@@ -1,3 +1,6 @@
+// This file keeps what a request leaves for metrics, traces and the access
+// log.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file writes the answers the proxy makes itself.
+
 package dataplane
 
 import (

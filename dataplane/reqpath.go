@@ -1,3 +1,5 @@
+// This file implements encoded slashes and the path checks.
+
 package dataplane
 
 import (

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 

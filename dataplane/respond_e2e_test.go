@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // A 204 or 304 that carries a Content-Length reaches clients without it:

@@ -1,3 +1,5 @@
+// This file says which requests may be sent again.
+
 package dataplane
 
 import (

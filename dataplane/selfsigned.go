@@ -1,3 +1,5 @@
+// This file makes the TLS origin listener's certificate and CA.
+
 package dataplane
 
 import (

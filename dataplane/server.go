@@ -1,3 +1,5 @@
+// This file opens and serves the proxy's sockets.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file signs and checks session tokens.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the request's trace spans.
+
 package dataplane
 
 import (

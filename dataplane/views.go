@@ -1,3 +1,5 @@
+// This file files compiled routes into the views of the sockets served.
+
 package dataplane
 
 import (

@@ -1,3 +1,5 @@
+// This file forwards WebSocket.
+
 package dataplane
 
 import (

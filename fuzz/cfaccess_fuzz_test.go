@@ -16,7 +16,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
-	"github.com/tunnelgate/tunnelgate/internal/testaccess"
+	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
 
 // The Access team of FuzzAccessToken: its key (a test key, committed so

@@ -1,3 +1,5 @@
+// This file implements Build.
+
 package matcher
 
 import (

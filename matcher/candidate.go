@@ -1,3 +1,5 @@
+// This file implements a compiled rule's conditions as Match checks them.
+
 package matcher
 
 import (

@@ -1,3 +1,5 @@
+// This file implements Compile and the Preparer.
+
 package matcher
 
 import (

@@ -1,3 +1,5 @@
+// This file implements hostnames and the host index.
+
 package matcher
 
 import (

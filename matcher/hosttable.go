@@ -1,3 +1,5 @@
+// This file implements the table of exact hostnames.
+
 package matcher
 
 import (

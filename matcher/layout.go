@@ -1,3 +1,5 @@
+// This file lays host entries out into a Table's arrays.
+
 package matcher
 
 // arrays are a Table's flat arrays while host entries are laid out into

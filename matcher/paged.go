@@ -1,3 +1,5 @@
+// This file implements arrays kept in pages that tables share.
+
 package matcher
 
 import "slices"

@@ -1,3 +1,5 @@
+// This file implements NormalizePath.
+
 package matcher
 
 import "strings"

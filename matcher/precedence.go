@@ -1,3 +1,5 @@
+// This file implements the order of rules that tie on host and path kind.
+
 package matcher
 
 import (

@@ -1,3 +1,5 @@
+// This file implements query matches.
+
 package matcher
 
 import (

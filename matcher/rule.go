@@ -1,3 +1,5 @@
+// This file defines the Rule and the Request.
+
 package matcher
 
 import (

@@ -1,3 +1,5 @@
+// This file implements a sharded map that tables share.
+
 package matcher
 
 import (

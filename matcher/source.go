@@ -1,3 +1,5 @@
+// This file keeps what a Table was built from, for Update.
+
 package matcher
 
 import "strings"

@@ -1,3 +1,5 @@
+// This file implements the Table and Match.
+
 package matcher
 
 import (

@@ -1,3 +1,5 @@
+// This file implements Update.
+
 package matcher
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the binaries command.
+
 package main
 
 import (

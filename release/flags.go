@@ -1,3 +1,5 @@
+// This file implements the flags the commands share.
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the image command.
+
 package main
 
 import (

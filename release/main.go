@@ -1,3 +1,5 @@
+// This file dispatches the release tool's commands.
+
 package main
 
 import (

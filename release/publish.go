@@ -1,3 +1,5 @@
+// This file implements the publish command.
+
 package main
 
 import (

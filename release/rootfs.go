@@ -1,3 +1,5 @@
+// This file implements the rootfs command.
+
 package main
 
 import (

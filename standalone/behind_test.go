@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
-	"github.com/tunnelgate/tunnelgate/internal/testpki"
 	"github.com/tunnelgate/tunnelgate/test/fixture"
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
 
 // behindCloudflaredFiles is a Gateway for app.example.com with an HTTP

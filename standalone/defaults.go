@@ -1,3 +1,5 @@
+// This file fills in what the API server would default.
+
 package standalone
 
 import (

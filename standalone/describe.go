@@ -1,3 +1,5 @@
+// This file implements Describe.
+
 package standalone
 
 import (

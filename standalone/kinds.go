@@ -1,3 +1,5 @@
+// This file lists the kinds Load reads.
+
 package standalone
 
 import (

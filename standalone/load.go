@@ -1,3 +1,5 @@
+// This file implements Load.
+
 package standalone
 
 import (

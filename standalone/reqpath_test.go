@@ -3,7 +3,7 @@ package standalone
 import (
 	"testing"
 
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // Standalone mode serves with the proxy's request path: repeated slashes

@@ -1,3 +1,5 @@
+// This file implements Build and Serve.
+
 package standalone
 
 import (

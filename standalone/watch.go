@@ -1,3 +1,5 @@
+// This file notices changed files.
+
 package standalone
 
 // Standalone mode sees an edit by polling: every poll lists the files a

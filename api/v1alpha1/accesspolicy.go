@@ -1,3 +1,6 @@
+// This file defines AccessPolicy, which puts Cloudflare Access in front of
+// routes and listeners.
+
 package v1alpha1
 
 import (

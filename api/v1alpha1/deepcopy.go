@@ -1,3 +1,6 @@
+// This file implements the DeepCopy methods the Kubernetes API machinery
+// needs.
+
 package v1alpha1
 
 import (

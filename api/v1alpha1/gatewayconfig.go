@@ -1,3 +1,6 @@
+// This file defines GatewayConfig, a Gateway's parameters: its data plane
+// and tunnel.
+
 package v1alpha1
 
 import (

@@ -33,8 +33,8 @@ func TestLinksNoControllerDependency(t *testing.T) {
 		t.Fatalf("go list -deps: %v", err)
 	}
 	deps := strings.Fields(string(out))
-	if len(deps) < 10 || !slices.Contains(deps, "github.com/tunnelgate/tunnelgate/internal/proxycmd") {
-		t.Fatalf("go list -deps listed %d packages, without internal/proxycmd:\n%s", len(deps), out)
+	if len(deps) < 10 || !slices.Contains(deps, "github.com/tunnelgate/tunnelgate/cmd/internal/proxycmd") {
+		t.Fatalf("go list -deps listed %d packages, without cmd/internal/proxycmd:\n%s", len(deps), out)
 	}
 	for prefix, what := range notLinked {
 		var linked []string

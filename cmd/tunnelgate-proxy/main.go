@@ -1,5 +1,5 @@
 // Command tunnelgate-proxy is the tunnelgate proxy alone: the command
-// `tunnelgate proxy` runs (internal/proxycmd), with the same flags, in a
+// `tunnelgate proxy` runs (cmd/internal/proxycmd), with the same flags, in a
 // binary that links neither the controller nor Kubernetes' or
 // Cloudflare's clients. Proxy Pods run it, the chart's and the dedicated
 // planes': a process's resident set holds the pages of its binary that
@@ -15,8 +15,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/tunnelgate/tunnelgate/internal/cli"
-	"github.com/tunnelgate/tunnelgate/internal/proxycmd"
+	"github.com/tunnelgate/tunnelgate/cmd/internal/cli"
+	"github.com/tunnelgate/tunnelgate/cmd/internal/proxycmd"
 )
 
 // version is replaced at build time with -ldflags "-X main.version=...".

@@ -1,3 +1,6 @@
+// This file implements the controller command: its flags and the wiring of
+// its parts.
+
 package main
 
 import (
@@ -33,6 +36,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/tunnelgate/tunnelgate/cmd/internal/cli"
 	"github.com/tunnelgate/tunnelgate/ctrl/accesskeys"
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
@@ -41,7 +45,6 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/ctrl/sessionkeys"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
-	"github.com/tunnelgate/tunnelgate/internal/cli"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 	"github.com/tunnelgate/tunnelgate/internal/telemetry"
 )

@@ -19,10 +19,10 @@ import (
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
-	"github.com/tunnelgate/tunnelgate/internal/testmetrics"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/prism"
+	"github.com/tunnelgate/tunnelgate/test/testmetrics"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 

@@ -1,3 +1,6 @@
+// This file implements the demo: which rule of an embedded route set wins
+// each sample request.
+
 package main
 
 import (

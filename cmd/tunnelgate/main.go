@@ -2,7 +2,7 @@
 // proxy, standalone) is a subcommand of it. The proxy also ships as a
 // binary of its own, cmd/tunnelgate-proxy, which is what proxy Pods run:
 // without the controller linked in it takes less memory. Both run the
-// same command, internal/proxycmd.
+// same command, cmd/internal/proxycmd.
 package main
 
 import (
@@ -11,8 +11,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/tunnelgate/tunnelgate/internal/cli"
-	"github.com/tunnelgate/tunnelgate/internal/proxycmd"
+	"github.com/tunnelgate/tunnelgate/cmd/internal/cli"
+	"github.com/tunnelgate/tunnelgate/cmd/internal/proxycmd"
 )
 
 // version is replaced at build time with -ldflags "-X main.version=...".

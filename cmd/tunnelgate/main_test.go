@@ -116,7 +116,7 @@ func TestRun(t *testing.T) {
 		{args: []string{"version", "-nope"}, code: 2, stderr: "flag provided but not defined", emptyOut: true},
 		{args: []string{"demo", "-h"}, code: 0, stderr: "Usage: tunnelgate demo", emptyOut: true},
 		{args: []string{"demo"}, code: 0, stdout: demoNotice, emptyErr: true},
-		// The proxy command is internal/proxycmd's, under this binary's name.
+		// The proxy command is cmd/internal/proxycmd's, under this binary's name.
 		{args: []string{"proxy", "-h"}, code: 0, stderr: "Usage: tunnelgate proxy [flags]", emptyOut: true},
 		{args: []string{"proxy", "stray"}, code: 2, stderr: `tunnelgate proxy: unexpected argument "stray"`, emptyOut: true},
 		{args: []string{"proxy"}, code: 2, stderr: "tunnelgate proxy: -config is required", emptyOut: true},

@@ -1,3 +1,5 @@
+// This file implements the standalone command.
+
 package main
 
 import (
@@ -12,9 +14,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/cmd/internal/cli"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
-	"github.com/tunnelgate/tunnelgate/internal/cli"
 	"github.com/tunnelgate/tunnelgate/standalone"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/internal/testaccess"
+	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
 
 // keyServer serves a testTeam's certs document over TLS on loopback, as

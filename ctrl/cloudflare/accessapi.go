@@ -1,3 +1,6 @@
+// This file implements the Access applications and policies part of the
+// Cloudflare API client.
+
 package cloudflare
 
 import (

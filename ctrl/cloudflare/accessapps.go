@@ -1,3 +1,6 @@
+// This file plans and applies the Access applications a tunnel's sync
+// keeps.
+
 package cloudflare
 
 import (

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
-	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/cffake"
 )
 
 func withApps(d cloudflare.Desired, apps ...translate.AccessApp) cloudflare.Desired {

@@ -1,3 +1,6 @@
+// This file implements the Cloudflare API client the sync uses: accounts,
+// zones, tunnels, DNS.
+
 package cloudflare
 
 import (

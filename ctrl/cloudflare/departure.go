@@ -1,3 +1,5 @@
+// This file removes a departing Gateway's DNS records and tunnel.
+
 package cloudflare
 
 import (

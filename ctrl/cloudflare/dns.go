@@ -1,3 +1,5 @@
+// This file plans a tunnel's DNS records.
+
 package cloudflare
 
 import (

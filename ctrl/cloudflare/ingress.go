@@ -1,3 +1,5 @@
+// This file builds and compares a tunnel's ingress document.
+
 package cloudflare
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the sync's metrics and trace spans of API calls.
+
 package cloudflare
 
 import (

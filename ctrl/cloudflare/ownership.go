@@ -1,3 +1,6 @@
+// This file implements the TXT records that say which DNS records are
+// ours.
+
 package cloudflare
 
 import (

@@ -11,7 +11,7 @@ import (
 // Every kind of request the Syncer sends, as it sends it, is valid by
 // Cloudflare's own OpenAPI spec (served by Prism; see test/prism for the
 // spec's known defects and how they are handled). Prism's answers are
-// canned, so this checks shapes, not behaviour: the fake (internal/cffake)
+// canned, so this checks shapes, not behaviour: the fake (test/cffake)
 // is for behaviour.
 func TestRequestsMatchCloudflareSpec(t *testing.T) {
 	srv := prism.StartT(t)

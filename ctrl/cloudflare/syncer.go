@@ -1,3 +1,6 @@
+// This file implements the Syncer: the loop that keeps each tunnel in
+// step.
+
 package cloudflare
 
 import (

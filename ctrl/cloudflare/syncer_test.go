@@ -19,7 +19,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
-	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/cffake"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 

@@ -1,3 +1,5 @@
+// This file reads the tunnel ID from a tunnel token.
+
 package cloudflare
 
 import (

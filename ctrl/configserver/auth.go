@@ -1,3 +1,5 @@
+// This file implements bearer tokens and the scope each opens.
+
 package configserver
 
 import (

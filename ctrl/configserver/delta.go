@@ -1,3 +1,5 @@
+// This file implements deltas from the versions before.
+
 package configserver
 
 import (

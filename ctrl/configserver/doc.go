@@ -42,13 +42,7 @@
 // sent a delta from it instead (delta.go): a route changed is a few
 // hundred bytes for it to read, not megabytes.
 //
-// Files: server.go (options, the long poll), publish.go (Publish),
-// planes.go (PublishPlanes), scope.go (a config and its held requests),
-// document.go (a published version's bytes, around the Encoder's JSON),
-// delta.go (deltas from the versions before),
-// negotiate.go (Accept-Encoding), auth.go (bearer tokens), proxies.go
-// (the tunnel protocols proxies report), tls.go (certificates from
-// files), serve.go (a listener with shutdown), metrics.go. The proxy's
-// side, and the names both sides share, are in dataplane/configwatch;
-// the protocol is described for users in docs/config-distribution.md.
+// The proxy's side, and the names both sides share, are in
+// dataplane/configwatch; the protocol is described for users in
+// docs/config-distribution.md.
 package configserver

@@ -1,3 +1,6 @@
+// This file implements a published version's bytes, around the Encoder's
+// JSON.
+
 package configserver
 
 import (

@@ -1,3 +1,5 @@
+// This file writes the head every document opens with.
+
 package configserver
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the config server's metrics.
+
 package configserver
 
 import (

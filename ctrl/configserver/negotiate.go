@@ -1,3 +1,5 @@
+// This file reads Accept-Encoding.
+
 package configserver
 
 import (

@@ -1,3 +1,6 @@
+// This file implements PublishPlanes: each dedicated plane's config under
+// its token.
+
 package configserver
 
 import (

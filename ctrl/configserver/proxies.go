@@ -1,3 +1,5 @@
+// This file remembers the tunnel protocols the proxies report.
+
 package configserver
 
 import (

@@ -1,3 +1,5 @@
+// This file implements Publish.
+
 package configserver
 
 import (

@@ -1,3 +1,5 @@
+// This file implements a scope: one config and its held requests.
+
 package configserver
 
 import (

@@ -1,3 +1,5 @@
+// This file serves on a listener, with shutdown.
+
 package configserver
 
 import (

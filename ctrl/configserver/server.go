@@ -1,3 +1,5 @@
+// This file implements the server's options and the long poll.
+
 package configserver
 
 import (

@@ -1,3 +1,6 @@
+// This file reads the server's certificates from files, and again when
+// they change.
+
 package configserver
 
 import (

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
-	"github.com/tunnelgate/tunnelgate/internal/testpki"
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
 
 func writeFile(t *testing.T, path string, b []byte) string {

@@ -1,3 +1,5 @@
+// This file passes on the Access teams whose keys a proxy lacks.
+
 package configserver
 
 import (

@@ -1,3 +1,6 @@
+// This file defines AccessKeySource, where the Access teams' keys come
+// from.
+
 package controller
 
 import (

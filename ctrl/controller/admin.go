@@ -1,3 +1,6 @@
+// This file implements the admin listener's handler: health, metrics,
+// pprof.
+
 package controller
 
 import (

@@ -1,3 +1,6 @@
+// This file implements the controller: its queue, worker and the steps of
+// a sync.
+
 package controller
 
 import (

@@ -1,3 +1,6 @@
+// This file implements the cleanup finalizer of Gateways that give up
+// their tunnel.
+
 package controller
 
 import (

@@ -34,13 +34,4 @@
 // Cloudflare syncer beside the classes' (tunnels.go). A Gateway with a
 // tunnel of its own is held by a finalizer, when it goes, until the
 // syncer has cleaned up after it (departures.go).
-//
-// Files: informers.go (what is watched), snapshot.go (listers to a
-// Snapshot), controller.go (queue, worker, the steps of a sync),
-// status.go (status merge and writes), statuswriter.go (the loop that
-// writes them, apart from the sync), events.go, tunnels.go (what
-// Cloudflare is handed, the tunnel token writer), planes.go (what
-// dedicated planes are handed), departures.go (the cleanup finalizer),
-// leader.go, admin.go (health, metrics,
-// pprof), tracing.go (the spans of a sync).
 package controller

@@ -1,3 +1,6 @@
+// This file writes the statuses of our own kinds through the dynamic
+// client.
+
 package controller
 
 import (

@@ -1,3 +1,5 @@
+// This file records events.
+
 package controller
 
 import (

@@ -1,3 +1,5 @@
+// This file sets up what is watched.
+
 package controller
 
 import (

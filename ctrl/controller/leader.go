@@ -1,3 +1,5 @@
+// This file implements leader election.
+
 package controller
 
 import (

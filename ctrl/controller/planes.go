@@ -1,3 +1,6 @@
+// This file hands the dedicated planes to the provisioner and the config
+// server.
+
 package controller
 
 import (

@@ -1,3 +1,5 @@
+// This file copies the informer caches into a translate.Snapshot.
+
 package controller
 
 import (

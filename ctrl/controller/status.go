@@ -1,3 +1,5 @@
+// This file merges and writes statuses.
+
 package controller
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the loop that writes statuses, apart from the sync.
+
 package controller
 
 import (

@@ -1,3 +1,5 @@
+// This file names the spans of a sync and their attributes.
+
 package controller
 
 import (

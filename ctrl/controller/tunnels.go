@@ -1,3 +1,5 @@
+// This file builds what Cloudflare is handed, and writes tunnel tokens.
+
 package controller
 
 import (

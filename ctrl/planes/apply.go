@@ -1,3 +1,5 @@
+// This file applies, prunes and deletes one plane's objects.
+
 package planes
 
 import (

@@ -1,3 +1,5 @@
+// This file keeps what a plane's credentials Secret holds across applies.
+
 package planes
 
 import (

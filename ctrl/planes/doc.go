@@ -36,10 +36,4 @@
 //     when broken; the Secret's other keys follow the controller.
 //   - Nothing is done unless this replica leads (Update with leading
 //     false): two writers would fight over every field.
-//
-// Files: provisioner.go (Options, Update, the queue), apply.go (one
-// plane's sync), credentials.go (what the credentials Secret holds, kept
-// across applies), relaycert.go (the relay's credentials), owned.go (informers of what planes own, indexed by
-// Gateway), state.go (what a plane's Deployment and Pods say, for the
-// Gateway's status), metrics.go.
 package planes

@@ -1,3 +1,5 @@
+// This file implements the provisioner's metrics.
+
 package planes
 
 import (

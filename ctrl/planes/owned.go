@@ -1,3 +1,6 @@
+// This file implements the informers of what planes own, indexed by
+// Gateway.
+
 package planes
 
 import (

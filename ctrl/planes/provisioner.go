@@ -1,3 +1,5 @@
+// This file implements the Provisioner: Options, Update and the queue.
+
 package planes
 
 import (

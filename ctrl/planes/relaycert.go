@@ -1,3 +1,5 @@
+// This file makes and renews a plane's relay credentials.
+
 package planes
 
 import (

@@ -1,3 +1,6 @@
+// This file reads what a plane's Deployment and Pods say, for the
+// Gateway's status.
+
 package planes
 
 import (

@@ -22,7 +22,7 @@
 //     (classTunnel: TLS on RelayPort, admitting only the relay's client
 //     certificate). A plane serving in the cluster beside a tunnel
 //     (serveInCluster) serves the listener ports too, on every port but
-//     those its Pods hold (PortHolder);
+//     those its Pods hold (GatewayConfigSpec.PortHolder);
 //   - a ServiceAccount with no API token (the proxies never call the
 //     Kubernetes API);
 //   - a Service for the proxies' and cloudflared's metrics, the relay
@@ -55,10 +55,4 @@
 // ProxyArgs appended after the defaults (the proxy takes the last value
 // of a flag), each checked against v1alpha1.AllowedProxyFlags here too,
 // since a GatewayConfig read from files has not been through the CRD.
-//
-// Files: plane.go (inputs, names, labels, Objects), pod.go (the Pod
-// template), objects.go (ServiceAccount, Service, PodDisruptionBudget,
-// HorizontalPodAutoscaler), secrets.go (the plane's Secrets: names, the
-// credentials Secret), install.go (ParseInstall, the controller's
-// -planes file).
 package provision

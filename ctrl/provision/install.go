@@ -1,3 +1,5 @@
+// This file reads and checks the controller's -planes file.
+
 package provision
 
 import (

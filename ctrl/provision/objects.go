@@ -1,3 +1,6 @@
+// This file renders the ServiceAccount, Service, PodDisruptionBudget,
+// NetworkPolicy and autoscaler.
+
 package provision
 
 import (

@@ -1,3 +1,6 @@
+// This file defines a plane's inputs, names and labels, and renders its
+// objects.
+
 package provision
 
 import (

@@ -1,3 +1,5 @@
+// This file renders the Pod template.
+
 package provision
 
 import (
@@ -25,12 +27,12 @@ import (
 // to a unix: service 502 (cloudflare/cloudflared#560), and the socket's
 // gain behind the real cloudflared is within the noise (BENCHMARKS.md).
 // Its port is not the chart's 8080, which a plane serving in the cluster
-// leaves to its Gateway's listeners (PortHolder). The proxy generates its
-// TLS origin certificate, and the CA that signed it, into certDir at
-// start (-cert-dir), so no origin key leaves its Pod and the controller
-// holds no CA key; cloudflared reads the CA there.
+// leaves to its Gateway's listeners (GatewayConfigSpec.PortHolder). The
+// proxy generates its TLS origin certificate, and the CA that signed
+// it, into certDir at start (-cert-dir), so no origin key leaves its Pod
+// and the controller holds no CA key; cloudflared reads the CA there.
 const (
-	OriginPort   = 8442
+	OriginPort   = v1alpha1.PlaneOriginPort
 	OriginCAPool = certDir + "/origin-ca.crt"
 
 	certDir        = "/etc/tunnelgate/origin"
@@ -38,9 +40,9 @@ const (
 	cacheDir       = "/var/cache/tunnelgate"
 	tokenDir       = "/etc/cloudflared/token"
 
-	proxyMetricsPort       = 9901
-	cloudflaredMetricsPort = 2000
-	originTLSPort          = v1alpha1.DefaultOriginTLSPort // where the plane tunnel's document sends cloudflared
+	proxyMetricsPort       = v1alpha1.PlaneMetricsPort
+	cloudflaredMetricsPort = v1alpha1.PlaneCloudflaredMetricsPort
+	originTLSPort          = v1alpha1.PlaneOriginTLSPort // where the plane tunnel's document sends cloudflared
 	nonRoot                = 65532
 )
 

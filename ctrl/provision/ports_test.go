@@ -10,8 +10,8 @@ import (
 )
 
 // Every port a plane's Pods listen on (a container port, or one in a
-// listening flag of the proxy or cloudflared) is one PortHolder names for
-// that plane, so translate refuses it to the Gateway's listeners when the
+// listening flag of the proxy or cloudflared) is one that the spec's
+// PortHolder (api/v1alpha1) names for that plane, so translate refuses it to the Gateway's listeners when the
 // plane serves them on their own ports. Checked over every golden case,
 // so a new port in the Pods cannot be forgotten there.
 func TestPortHolderNamesEveryPodPort(t *testing.T) {
@@ -26,13 +26,13 @@ func TestPortHolderNamesEveryPodPort(t *testing.T) {
 		p := readPlane(t, in)
 		d := deployment(p)
 		for port, where := range podPorts(t, d) {
-			if PortHolder(&p.Params, port) == "" {
+			if p.Params.PortHolder(port) == "" {
 				t.Errorf("%s: the Pods listen on %d (%s), which PortHolder does not name", in, port, where)
 			}
 		}
 		// And nothing else: a listener may have any other port.
 		for _, port := range []int32{80, 443, 8080, 8081, 9090} {
-			if h := PortHolder(&p.Params, port); h != "" {
+			if h := p.Params.PortHolder(port); h != "" {
 				t.Errorf("%s: PortHolder names %d (%s), which the Pods do not use", in, port, h)
 			}
 		}

@@ -1,3 +1,5 @@
+// This file names a plane's Secrets and renders its credentials Secret.
+
 package provision
 
 import (
@@ -38,7 +40,7 @@ const RelayServerName = "relay.tunnelgate.internal"
 
 // RelayPort is the port of a plane's relay listener, on its Pods and its
 // Service.
-const RelayPort = 8443
+const RelayPort = v1alpha1.PlaneRelayPort
 
 // RelayCredentials are a plane's relay certificates and keys, in PEM.
 type RelayCredentials struct {

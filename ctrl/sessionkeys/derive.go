@@ -1,3 +1,5 @@
+// This file derives a dedicated plane's keys.
+
 package sessionkeys
 
 import (

@@ -21,7 +21,4 @@
 // holds neither the directory's keys nor another plane's, so it cannot
 // forge another data plane's session tokens. They follow a rotation of
 // the directory's keys, in the same order.
-//
-// Files: keys.go (Read), derive.go (PlaneKeys), publisher.go
-// (Publisher).
 package sessionkeys

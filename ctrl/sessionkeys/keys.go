@@ -1,3 +1,5 @@
+// This file reads the key directory.
+
 package sessionkeys
 
 import (

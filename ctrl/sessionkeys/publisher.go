@@ -1,3 +1,5 @@
+// This file implements the Publisher, which adds the keys to each config.
+
 package sessionkeys
 
 import (

@@ -1,3 +1,5 @@
+// This file attaches AccessPolicies to listeners, routes and rules.
+
 package translate
 
 import (

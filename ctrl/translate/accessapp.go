@@ -1,3 +1,5 @@
+// This file defines the Access applications AccessPolicies ask for.
+
 package translate
 
 // AccessApp is the Cloudflare Access application an AccessPolicy asks the

@@ -1,3 +1,6 @@
+// This file writes AccessPolicies' statuses and the conditions they put on
+// what they affect.
+
 package translate
 
 import (

@@ -1,3 +1,5 @@
+// This file implements Gateway addresses and the clusters that serve them.
+
 package translate
 
 import (

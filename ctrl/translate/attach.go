@@ -1,3 +1,5 @@
+// This file attaches routes to their parents.
+
 package translate
 
 import (

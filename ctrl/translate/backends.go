@@ -1,3 +1,5 @@
+// This file resolves backendRefs into clusters.
+
 package translate
 
 import (

@@ -1,3 +1,5 @@
+// This file implements BackendTLSPolicy.
+
 package translate
 
 import (

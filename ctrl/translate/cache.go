@@ -1,3 +1,5 @@
+// This file implements the Cache: incremental translation.
+
 package translate
 
 import (

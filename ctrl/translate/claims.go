@@ -1,3 +1,5 @@
+// This file settles hostnames claimed through more than one tunnel.
+
 package translate
 
 import (

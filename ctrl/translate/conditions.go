@@ -1,3 +1,5 @@
+// This file builds an object's conditions.
+
 package translate
 
 import (

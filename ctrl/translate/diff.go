@@ -1,3 +1,6 @@
+// This file implements Diff: the objects whose status changed between two
+// outputs.
+
 package translate
 
 import (

@@ -1,3 +1,5 @@
+// This file parses Gateway API durations.
+
 package translate
 
 import (

@@ -1,3 +1,5 @@
+// This file checks listeners' client certificate validation.
+
 package translate
 
 import (

@@ -1,3 +1,5 @@
+// This file translates Gateways and their listeners.
+
 package translate
 
 import (

@@ -1,3 +1,5 @@
+// This file translates GatewayClasses and checks their parameters.
+
 package translate
 
 import (

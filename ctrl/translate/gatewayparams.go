@@ -1,3 +1,5 @@
+// This file finds the GatewayConfig a Gateway takes.
+
 package translate
 
 import (

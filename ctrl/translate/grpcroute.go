@@ -1,3 +1,5 @@
+// This file translates GRPCRoute rules.
+
 package translate
 
 import (

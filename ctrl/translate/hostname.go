@@ -1,3 +1,5 @@
+// This file checks hostnames.
+
 package translate
 
 // validHostname reports whether h is a hostname the Gateway API accepts on

@@ -1,3 +1,6 @@
+// This file translates HTTPRoute rules: matches, filters, timeouts,
+// session persistence.
+
 package translate
 
 import (

@@ -1,3 +1,5 @@
+// This file indexes the snapshot's objects, once per translation.
+
 package translate
 
 import (

@@ -1,3 +1,5 @@
+// This file attaches ListenerSets to Gateways.
+
 package translate
 
 import (

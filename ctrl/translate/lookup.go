@@ -1,3 +1,6 @@
+// This file implements the lookup, the translation's only way to the
+// snapshot's objects.
+
 package translate
 
 import (

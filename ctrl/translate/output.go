@@ -1,3 +1,5 @@
+// This file defines the Output.
+
 package translate
 
 import (

@@ -1,3 +1,6 @@
+// This file implements a patched translation: only what changed is
+// translated again.
+
 package translate
 
 import (

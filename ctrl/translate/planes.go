@@ -1,3 +1,6 @@
+// This file decides who serves a Gateway with a dedicated plane, and its
+// plane's config.
+
 package translate
 
 import (
@@ -12,7 +15,6 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
-	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
@@ -206,10 +208,10 @@ func (gi *gatewayInfo) servesInCluster() bool {
 
 // refuseHeldPorts refuses the listeners of a Gateway whose plane serves
 // in the cluster that ask for a port its Pods already hold
-// (provision.PortHolder): that listener could not be served there.
+// (GatewayConfigSpec.PortHolder): that listener could not be served there.
 func refuseHeldPorts(gi *gatewayInfo) {
 	for _, li := range gi.listeners {
-		holder := provision.PortHolder(&gi.params.Spec, li.port)
+		holder := gi.params.Spec.PortHolder(li.port)
 		if holder == "" || !li.attachable {
 			continue
 		}

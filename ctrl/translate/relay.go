@@ -1,3 +1,5 @@
+// This file implements the shared proxies' relay to dedicated planes.
+
 package translate
 
 import (

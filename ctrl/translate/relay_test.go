@@ -13,7 +13,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testpki"
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
 
 // A plane with classTunnel (planes.yaml's team-r) is published through

@@ -1,3 +1,6 @@
+// This file implements a route's remembered translation, reused when its
+// inputs did not change.
+
 package translate
 
 import (

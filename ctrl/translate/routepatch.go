@@ -1,3 +1,5 @@
+// This file replaces changed routes in the last translation.
+
 package translate
 
 import (

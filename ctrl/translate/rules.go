@@ -1,3 +1,6 @@
+// This file translates the filters HTTPRoute and GRPCRoute share, and
+// drops rules the proxy refuses.
+
 package translate
 
 import (

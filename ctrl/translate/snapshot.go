@@ -1,3 +1,5 @@
+// This file defines the translator's input.
+
 package translate
 
 import (

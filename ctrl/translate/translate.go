@@ -1,3 +1,5 @@
+// This file implements Translate.
+
 package translate
 
 import (

@@ -1,3 +1,5 @@
+// This file turns what the Cloudflare sync reports into statuses.
+
 package translate
 
 import (

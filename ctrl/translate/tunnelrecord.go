@@ -1,3 +1,6 @@
+// This file implements the record a Gateway with its own tunnel keeps on
+// its status.
+
 package translate
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the cache of verified tokens.
+
 package cfaccess
 
 import (

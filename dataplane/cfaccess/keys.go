@@ -1,3 +1,5 @@
+// This file implements a team's signing keys.
+
 package cfaccess
 
 import (

@@ -1,3 +1,5 @@
+// This file implements Policy, what a protected rule asks of a token.
+
 package cfaccess
 
 import (

@@ -1,3 +1,5 @@
+// This file names why a token was refused.
+
 package cfaccess
 
 // Reason says why a token was refused; ReasonNone when it was not. Each

@@ -1,3 +1,5 @@
+// This file implements team domains and their URLs.
+
 package cfaccess
 
 import (

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
-	"github.com/tunnelgate/tunnelgate/internal/testaccess"
+	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
 
 // The test team, its application and its clock.

@@ -1,3 +1,5 @@
+// This file notes the teams whose tokens named a key the proxy lacks.
+
 package cfaccess
 
 import (

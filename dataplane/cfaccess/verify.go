@@ -1,3 +1,5 @@
+// This file implements the Verifier.
+
 package cfaccess
 
 import (

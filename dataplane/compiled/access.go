@@ -1,3 +1,5 @@
+// This file compiles a rule's Cloudflare Access.
+
 package compiled
 
 import (

@@ -1,3 +1,5 @@
+// This file compiles and applies CORS.
+
 package compiled
 
 import (

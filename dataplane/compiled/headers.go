@@ -1,3 +1,5 @@
+// This file compiles header filters into a plan.
+
 package compiled
 
 import (

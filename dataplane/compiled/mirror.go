@@ -1,3 +1,5 @@
+// This file compiles the RequestMirror filter.
+
 package compiled
 
 import (

@@ -1,3 +1,5 @@
+// This file compiles the RequestRedirect filter.
+
 package compiled
 
 import (

@@ -1,3 +1,5 @@
+// This file compiles a rule's retry policy.
+
 package compiled
 
 import (

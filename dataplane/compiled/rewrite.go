@@ -1,3 +1,5 @@
+// This file compiles the URLRewrite filter and path edits.
+
 package compiled
 
 import (

@@ -1,3 +1,5 @@
+// This file implements CompileRule and ValidateRule.
+
 package compiled
 
 import (

@@ -1,3 +1,5 @@
+// This file compiles session persistence.
+
 package compiled
 
 import (

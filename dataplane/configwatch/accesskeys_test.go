@@ -12,7 +12,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testaccess"
+	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
 
 const accessTeam = "watch.cloudflareaccess.com"

@@ -1,3 +1,5 @@
+// This file implements the back-off.
+
 package configwatch
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the cache file.
+
 package configwatch
 
 import (

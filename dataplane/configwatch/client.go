@@ -1,3 +1,5 @@
+// This file implements the client's options and the poll loop.
+
 package configwatch
 
 import (
@@ -12,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/cfaccess"
 )
 
@@ -66,7 +67,7 @@ const transferAllowance = 15 * time.Second
 
 // Client keeps a proxy's config in step with the controller's.
 type Client struct {
-	p     *dataplane.Proxy
+	p     Proxy
 	opts  Options
 	base  string // URL with Path, without query
 	log   *slog.Logger
@@ -84,7 +85,7 @@ type Client struct {
 
 // New returns a client that will keep p in step with the controller at
 // opts.URL once Run is called.
-func New(p *dataplane.Proxy, opts Options) (*Client, error) {
+func New(p Proxy, opts Options) (*Client, error) {
 	u, err := url.Parse(opts.URL)
 	if err != nil {
 		return nil, fmt.Errorf("controller URL: %w", err)

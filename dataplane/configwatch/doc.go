@@ -33,9 +33,4 @@
 // proxy serves its last config at once, before (or without) the
 // controller. The token, CA and client-certificate files are read for
 // each request, so a rotated Secret takes effect without a restart.
-//
-// Files: protocol.go (the wire names and Document), client.go (options
-// and the poll loop), apply.go (hands a document to the proxy), cache.go
-// (the cache file), transport.go (token and TLS from files), backoff.go,
-// metrics.go.
 package configwatch

@@ -1,3 +1,5 @@
+// This file implements the client's metrics.
+
 package configwatch
 
 import (

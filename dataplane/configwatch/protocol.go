@@ -1,3 +1,5 @@
+// This file defines the protocol's wire names and the Document.
+
 package configwatch
 
 import (

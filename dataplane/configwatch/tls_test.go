@@ -9,7 +9,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
-	"github.com/tunnelgate/tunnelgate/internal/testpki"
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
 
 // issueFiles has ca sign a certificate for 127.0.0.1 (server) or a

@@ -1,3 +1,5 @@
+// This file implements the token and TLS read from files.
+
 package configwatch
 
 import (

@@ -1,3 +1,5 @@
+// This file copies response bodies.
+
 package http1
 
 import (

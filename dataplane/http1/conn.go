@@ -1,3 +1,5 @@
+// This file implements a connection to an upstream.
+
 package http1
 
 import (

@@ -1,3 +1,6 @@
+// This file implements helpers for field bytes: tokens, case, canonical
+// keys.
+
 package http1
 
 import (

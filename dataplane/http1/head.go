@@ -1,3 +1,5 @@
+// This file implements a message head and its limits.
+
 package http1
 
 import (

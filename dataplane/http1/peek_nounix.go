@@ -1,5 +1,7 @@
 //go:build !unix
 
+// This file stands in for the socket peek where there is none.
+
 package http1
 
 // recvPeekWouldBlock cannot look at the socket here: a pooled connection

@@ -1,5 +1,7 @@
 //go:build unix && !linux
 
+// This file peeks at a pooled socket, on Unix systems other than Linux.
+
 package http1
 
 import "syscall"

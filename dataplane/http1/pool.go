@@ -1,3 +1,5 @@
+// This file implements the upstream connection pool.
+
 package http1
 
 import (

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // backend accepts loopback connections and answers every request head

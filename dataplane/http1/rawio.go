@@ -1,5 +1,7 @@
 //go:build linux
 
+// This file reads and writes sockets with raw system calls, on Linux.
+
 package http1
 
 import (

@@ -1,5 +1,8 @@
 //go:build !linux
 
+// This file uses the connection itself where raw socket calls are not
+// implemented.
+
 package http1
 
 import (

@@ -1,3 +1,5 @@
+// This file reads request bodies.
+
 package http1
 
 import (

@@ -1,3 +1,5 @@
+// This file reads request heads.
+
 package http1
 
 import (

@@ -1,3 +1,5 @@
+// This file writes requests to an upstream.
+
 package http1
 
 import (

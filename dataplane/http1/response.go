@@ -1,3 +1,5 @@
+// This file implements the server's ResponseWriter.
+
 package http1
 
 import (

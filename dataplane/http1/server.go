@@ -1,3 +1,5 @@
+// This file implements the Server.
+
 package http1
 
 import (

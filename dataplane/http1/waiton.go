@@ -1,3 +1,5 @@
+// This file lets a handler wait on a backend while watching its client.
+
 package http1
 
 import (

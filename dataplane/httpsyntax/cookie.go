@@ -1,3 +1,5 @@
+// This file implements the Cookie field's grammar.
+
 package httpsyntax
 
 import "strings"

@@ -1,3 +1,5 @@
+// This file implements the access log.
+
 package observe
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the per-rule and per-cluster metric families.
+
 package observe
 
 import (

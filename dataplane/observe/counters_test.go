@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tunnelgate/tunnelgate/internal/testmetrics"
+	"github.com/tunnelgate/tunnelgate/test/testmetrics"
 )
 
 // Every field of Counters has one row in counterFamilies; a table that

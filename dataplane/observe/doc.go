@@ -27,18 +27,4 @@
 // per-rule and per-cluster stats across config loads, fills spans and
 // lines from what it knows of a request, and serves metrics from a
 // Source it implements.
-//
-// Files:
-//
-//   - counters.go: Counters and counterFamilies, the table of the
-//     families served from it.
-//   - stats.go: status classes, the latency Histogram, RuleStats and
-//     UpstreamStats.
-//   - metrics.go: the /metrics handler, OpenTelemetry instruments read
-//     from a Source at scrape time and served as Prometheus text.
-//   - collector.go: the per-rule and per-cluster families, a Prometheus
-//     collector (OpenTelemetry has no asynchronous histogram).
-//   - spans.go: Tracer and Span; the W3C traceparent of a span.
-//   - accesslog.go: AccessLog and its Line, one JSON object per line.
-//   - queue.go: the bounded queue the tracer and the access log drain.
 package observe

@@ -1,3 +1,5 @@
+// This file implements the /metrics handler.
+
 package observe
 
 import (

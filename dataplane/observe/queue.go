@@ -1,3 +1,6 @@
+// This file implements the bounded queue the tracer and the access log
+// drain.
+
 package observe
 
 import (

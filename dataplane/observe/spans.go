@@ -1,3 +1,5 @@
+// This file implements the Tracer and its spans.
+
 package observe
 
 import (

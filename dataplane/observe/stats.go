@@ -1,3 +1,6 @@
+// This file defines status classes, the latency Histogram, RuleStats and
+// UpstreamStats.
+
 package observe
 
 import (

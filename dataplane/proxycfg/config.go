@@ -1,3 +1,5 @@
+// This file defines the config's types and DecodeConfig.
+
 package proxycfg
 
 import (

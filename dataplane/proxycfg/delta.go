@@ -1,3 +1,5 @@
+// This file implements Delta.
+
 package proxycfg
 
 import (

@@ -19,8 +19,4 @@
 //
 // A proxy that has a config is sent the next as a Delta from it, made
 // from the Encoder's JSON of both: what changed, and runs of what did not.
-//
-// Files: config.go (the types, DecodeConfig), equal.go (Equal for every
-// type), encode.go (Encoder, the version and hashes), delta.go (Delta,
-// AppendDelta, Apply).
 package proxycfg

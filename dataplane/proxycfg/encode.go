@@ -1,3 +1,5 @@
+// This file implements the Encoder: versions, hashes and JSON.
+
 package proxycfg
 
 import (

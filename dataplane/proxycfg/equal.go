@@ -1,3 +1,5 @@
+// This file implements Equal for every type.
+
 package proxycfg
 
 import (

@@ -1,3 +1,5 @@
+// This file edits Chart.yaml and the values for a release.
+
 package chartpkg
 
 import (

@@ -1,3 +1,5 @@
+// This file builds the image index.
+
 package image
 
 import (

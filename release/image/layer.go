@@ -1,3 +1,5 @@
+// This file implements the image's layer.
+
 package image
 
 import (

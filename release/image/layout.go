@@ -1,3 +1,5 @@
+// This file writes an OCI image layout.
+
 package image
 
 import (

@@ -1,3 +1,5 @@
+// This file defines the image's labels and annotations.
+
 package image
 
 import (

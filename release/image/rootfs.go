@@ -1,3 +1,5 @@
+// This file builds the image's root filesystem.
+
 package image
 
 import (

@@ -1,3 +1,5 @@
+// This file implements SPDX.
+
 package sbom
 
 import (

@@ -1,3 +1,5 @@
+// This file defines the SPDX document's types.
+
 package sbom
 
 // The subset of SPDX 2.3 (https://spdx.github.io/spdx-spec/v2.3/) the

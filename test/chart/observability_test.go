@@ -22,7 +22,7 @@ const (
 
 // The dashboard and the alert rules may only query what the processes
 // serve, and docs/metrics.md lists exactly that (the command tests of
-// cmd/tunnelgate and internal/proxycmd hold it to the code). A renamed or
+// cmd/tunnelgate and cmd/internal/proxycmd hold it to the code). A renamed or
 // dropped metric would otherwise leave
 // an empty panel or an alert that can never fire, and nobody would notice.
 func TestDashboardAndRulesUseCatalogueMetrics(t *testing.T) {

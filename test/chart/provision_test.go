@@ -32,7 +32,7 @@ import (
 // One difference is the origin port: both listen for cloudflared on
 // loopback TCP, a plane with a tunnel of its own on provision.OriginPort
 // rather than the chart's 8080, which it leaves free for the Gateway's
-// listener ports (provision.PortHolder).
+// listener ports (v1alpha1's GatewayConfigSpec.PortHolder).
 func TestProvisionedPlaneHasTheChartsPodShape(t *testing.T) {
 	objs := decode(t, mustRender(t, valuesFiles(t)["default"]))
 	chart := typed[appsv1.Deployment](t, find(t, objs, "Deployment", "-proxy")).Spec.Template.Spec

@@ -19,7 +19,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
-	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/cffake"
 	"github.com/tunnelgate/tunnelgate/test/connector"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/realnode"
@@ -85,7 +85,7 @@ func nodeWithImages(t testing.TB) (*kubeenv.Env, *realnode.Node) {
 // kube-apiserver, kube-controller-manager, kube-scheduler, a kubelet with
 // containerd and runc, kube-proxy, CoreDNS), its Pods running the
 // project's image built from this commit and cloudflared's stand-in,
-// with Cloudflare's API (internal/cffake) and edge (test/connector)
+// with Cloudflare's API (test/cffake) and edge (test/connector)
 // listening in the test process at the node's address, which Pods reach.
 // The release is named name, in namespace name-system, with the
 // GatewayClass name of controller tunnelgate.dev/name and its tunnel

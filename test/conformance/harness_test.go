@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/provision"
-	"github.com/tunnelgate/tunnelgate/internal/testpki"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/kubelet"
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 

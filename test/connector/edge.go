@@ -25,7 +25,7 @@ import (
 	"golang.org/x/net/http2"
 )
 
-// Tunnels is what the edge knows of an account's tunnels. internal/cffake's
+// Tunnels is what the edge knows of an account's tunnels. test/cffake's
 // Fake is one.
 type Tunnels interface {
 	// CheckTunnelToken says which tunnel a token names, or why it names none.
@@ -36,7 +36,7 @@ type Tunnels interface {
 }
 
 // ConnectionLedger is what an edge tells its Tunnels of connectors, when
-// they keep a ledger (internal/cffake's Fake does: Cloudflare refuses to
+// they keep a ledger (test/cffake's Fake does: Cloudflare refuses to
 // delete a tunnel with connections). A connector is recorded when it
 // registers, and forgotten when the edge finds it gone.
 type ConnectionLedger interface {
@@ -48,7 +48,7 @@ type ConnectionLedger interface {
 const configPoll = 100 * time.Millisecond
 
 // Resolver names the tunnel that serves a hostname, as Cloudflare's DNS
-// does (internal/cffake's Fake does, from its CNAME records).
+// does (test/cffake's Fake does, from its CNAME records).
 type Resolver interface {
 	ResolveTunnel(hostname string) (tunnelID string, ok bool)
 }

@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/internal/testpki"
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
 
 // oneHost is an ingress document sending host to service (with

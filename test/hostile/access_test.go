@@ -18,8 +18,8 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testaccess"
 	"github.com/tunnelgate/tunnelgate/standalone"
+	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
 
 const (

@@ -29,7 +29,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // askTimeout bounds one client request, body included; backendIdle bounds

@@ -34,7 +34,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // wait bounds every read a test does on a socket.

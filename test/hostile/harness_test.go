@@ -21,7 +21,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testpki"
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
 
 // TestMain lets the tests that wait out the proxy's deadlines run their

@@ -39,7 +39,7 @@ import (
 	"golang.org/x/net/http2"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 const (

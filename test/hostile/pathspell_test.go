@@ -21,8 +21,8 @@ import (
 	"testing"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testaccess"
 	"github.com/tunnelgate/tunnelgate/test/realbackend"
+	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
 
 const (

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // Request bodies: a small one, which a rule with retries keeps to send

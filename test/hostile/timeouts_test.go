@@ -24,7 +24,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // clientTimeout is the listeners' BodyTimeout and WriteTimeout in these

@@ -19,8 +19,8 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/accesskeys"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
-	"github.com/tunnelgate/tunnelgate/internal/testaccess"
 	"github.com/tunnelgate/tunnelgate/test/netns"
+	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
 
 // An AccessPolicy attached to a route, on a real API server: the

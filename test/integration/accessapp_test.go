@@ -17,9 +17,9 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/accesskeys"
-	"github.com/tunnelgate/tunnelgate/internal/cffake"
-	"github.com/tunnelgate/tunnelgate/internal/testaccess"
+	"github.com/tunnelgate/tunnelgate/test/cffake"
 	"github.com/tunnelgate/tunnelgate/test/netns"
+	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
 
 // An AccessPolicy that asks for its Access application, on the real API

@@ -15,7 +15,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
-	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/cffake"
 	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )

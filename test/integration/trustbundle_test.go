@@ -9,8 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tunnelgate/tunnelgate/internal/testpki"
 	"github.com/tunnelgate/tunnelgate/test/netns"
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
 
 // A BackendTLSPolicy's CA may be a ClusterTrustBundle (certificates.k8s.io,

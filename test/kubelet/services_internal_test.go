@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
 	"github.com/tunnelgate/tunnelgate/test/netns"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // The proxy's forwarding, without a cluster: listers fed by hand, a

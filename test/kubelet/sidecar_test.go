@@ -14,8 +14,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
 	"github.com/tunnelgate/tunnelgate/test/kubelet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // orderImage notes what happens to it in the file $EVENTS, a line each:

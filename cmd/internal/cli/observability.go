@@ -1,3 +1,5 @@
+// This file opens the request path's log, access log and tracer.
+
 package cli
 
 import (

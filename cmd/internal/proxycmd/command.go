@@ -1,3 +1,5 @@
+// This file implements the proxy command: Run, Main and one run.
+
 package proxycmd
 
 import (
@@ -11,9 +13,9 @@ import (
 
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/tunnelgate/tunnelgate/cmd/internal/cli"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
-	"github.com/tunnelgate/tunnelgate/internal/cli"
 )
 
 // Run runs the proxy command until SIGINT or SIGTERM and returns the

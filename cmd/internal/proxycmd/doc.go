@@ -9,7 +9,7 @@
 // controller (client-go, the Kubernetes and Gateway API types, the
 // Cloudflare client), whose package initialisation touches tens of
 // megabytes of them. So the command depends on the data plane and
-// internal/cli alone, never on the controller's packages or Kubernetes';
+// cmd/internal/cli alone, never on the controller's packages or Kubernetes';
 // cmd/tunnelgate-proxy's tests fail if its dependencies grow any.
 //
 // The config comes from the controller (-controller: the proxies of a
@@ -17,7 +17,4 @@
 // file (-config: how the proxy is benchmarked and debugged without a
 // controller; SIGHUP reloads it, and a config that does not load is
 // logged and not applied).
-//
-// Files: command.go (Run, Main, one run), flags.go (the flags and their
-// checks), source.go (the config from the controller or a file).
 package proxycmd

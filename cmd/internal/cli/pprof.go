@@ -1,3 +1,5 @@
+// This file implements the -pprof flag.
+
 package cli
 
 import (

@@ -1,3 +1,5 @@
+// This file implements the process log's flags.
+
 package cli
 
 import (

@@ -8,7 +8,7 @@ import (
 	"github.com/cloudflare/cloudflare-go/v7"
 	"github.com/cloudflare/cloudflare-go/v7/option"
 
-	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/cffake"
 )
 
 const (

@@ -14,7 +14,7 @@ import (
 	"github.com/cloudflare/cloudflare-go/v7/option"
 	"github.com/cloudflare/cloudflare-go/v7/zero_trust"
 
-	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/cffake"
 )
 
 func statuses(f *cffake.Fake) []int {

@@ -1,3 +1,5 @@
+// This file defines the proxy command's flags and their checks.
+
 package proxycmd
 
 import (
@@ -10,10 +12,10 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/api/origin"
+	"github.com/tunnelgate/tunnelgate/cmd/internal/cli"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
-	"github.com/tunnelgate/tunnelgate/internal/cli"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
 

@@ -1,3 +1,5 @@
+// This file implements the -encoded-slashes flag.
+
 package cli
 
 import (

@@ -31,7 +31,7 @@ func TestGeneratedOriginCertMatchesTheIngressDocument(t *testing.T) {
 	}
 
 	dir := filepath.Join(t.TempDir(), "certs")
-	b, stop, stderr := runProxyCommand(t, "-config", "../../examples/proxy/config.json",
+	b, stop, stderr := runProxyCommand(t, "-config", "../../../examples/proxy/config.json",
 		"-listen-tls", "127.0.0.1:0", "-cert-dir", dir)
 	defer stop()
 	caPEM, err := os.ReadFile(b.OriginCA)

@@ -10,7 +10,7 @@ import (
 	"github.com/cloudflare/cloudflare-go/v7"
 	"github.com/cloudflare/cloudflare-go/v7/dns"
 
-	"github.com/tunnelgate/tunnelgate/internal/cffake"
+	"github.com/tunnelgate/tunnelgate/test/cffake"
 )
 
 func batch(c *cloudflare.Client, p dns.RecordBatchParams) (*dns.RecordBatchResponse, error) {

@@ -1,3 +1,6 @@
+// This file implements the config source: the controller, or a file
+// reloaded on SIGHUP.
+
 package proxycmd
 
 import (
@@ -7,10 +10,10 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/tunnelgate/tunnelgate/cmd/internal/cli"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/cli"
 )
 
 // startConfigSource starts watching -controller, or loads -config and
@@ -37,7 +40,7 @@ func (r *run) startConfigSource(ctx context.Context) (stop func(), code int, err
 func (r *run) watchController(ctx context.Context) (stop func(), err error) {
 	opts := r.f.watch
 	opts.Log, opts.ProxyID = r.log, cli.EnvOr("POD_NAME", cli.Hostname())
-	watch, err := configwatch.New(r.p, opts)
+	watch, err := configwatch.New(watched{r.p}, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -85,4 +88,23 @@ func loadFile(p *dataplane.Proxy, file string) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
+}
+
+// watched is the proxy as the config client sees it (configwatch.Proxy):
+// Apply says how a config was applied in the client's LoadKinds, which
+// its metrics count.
+type watched struct{ *dataplane.Proxy }
+
+func (w watched) Apply(cfg *proxycfg.Config) (configwatch.LoadKind, error) {
+	how, err := w.Proxy.Apply(cfg)
+	if err != nil {
+		return configwatch.LoadFull, err
+	}
+	switch how {
+	case dataplane.AppliedClusters:
+		return configwatch.LoadClusters, nil
+	case dataplane.AppliedRoutes:
+		return configwatch.LoadRoutes, nil
+	}
+	return configwatch.LoadFull, nil
 }

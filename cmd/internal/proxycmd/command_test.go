@@ -18,7 +18,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 
@@ -54,7 +54,7 @@ func TestProxyCommandRefusesBadConfig(t *testing.T) {
 // exampleProxyConfig is examples/proxy/config.json, decoded.
 func exampleProxyConfig(t *testing.T) proxycfg.Config {
 	t.Helper()
-	b, err := os.ReadFile("../../examples/proxy/config.json")
+	b, err := os.ReadFile("../../../examples/proxy/config.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +92,7 @@ func TestProxyCommandStampsTheContentVersion(t *testing.T) {
 	if err := os.WriteFile(file, named, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, path := range []string{"../../examples/proxy/config.json", file} {
+	for _, path := range []string{"../../../examples/proxy/config.json", file} {
 		bound, stop, stderr := runProxyCommand(t, "-config", path)
 		code, body := testnet.GetWithToken("http://"+bound.Admin+"/config", "")
 		if code != 200 || body != "version: "+want+"\n" {
@@ -109,7 +109,7 @@ func TestProxyCommandStampsTheContentVersion(t *testing.T) {
 // refusal of other peers is tested through a real non-loopback socket in
 // test/integration (TestAdminPprofOnlyForLoopback).
 func TestProxyCommandPprofFlag(t *testing.T) {
-	const cfg = "../../examples/proxy/config.json"
+	const cfg = "../../../examples/proxy/config.json"
 	for _, c := range []struct {
 		args []string
 		code int
@@ -139,13 +139,13 @@ func TestProxyCommandPprofFlag(t *testing.T) {
 // error.
 func TestProxyCommandListenerPorts(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	args := []string{"-config", "../../examples/proxy/config.json", "-listen-gateways", "-listen-listener-ports"}
+	args := []string{"-config", "../../../examples/proxy/config.json", "-listen-gateways", "-listen-listener-ports"}
 	want := "-listen-gateways and -listen-listener-ports exclude each other"
 	if code := Main(context.Background(), "tunnelgate proxy", args, &stdout, &stderr, nil); code != 2 || !strings.Contains(stderr.String(), want) {
 		t.Errorf("%q: exit %d, stderr %q; want 2 and %q", args, code, stderr.String(), want)
 	}
 
-	example, err := os.ReadFile("../../examples/proxy/config.json")
+	example, err := os.ReadFile("../../../examples/proxy/config.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,3 +1,5 @@
+// This file implements the commands' flag sets and the version command.
+
 package cli
 
 import (

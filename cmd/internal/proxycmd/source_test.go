@@ -18,8 +18,8 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/configserver"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
-	"github.com/tunnelgate/tunnelgate/internal/testmetrics"
-	"github.com/tunnelgate/tunnelgate/internal/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testmetrics"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 	"github.com/tunnelgate/tunnelgate/test/testproc"
 )
 

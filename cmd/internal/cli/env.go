@@ -1,3 +1,5 @@
+// This file reads the defaults a Pod's environment gives the flags.
+
 package cli
 
 import "os"
