@@ -14,7 +14,7 @@
 // each problem with the match and field it is in, so the controller says
 // it without taking a message apart.
 //
-// The filter types the proxy runs are one table, filterKinds (filters.go):
+// The filter types the proxy runs are one table, filterKinds (rule.go):
 // a row per type says which proxycfg.Filter field carries it, whether a
 // backend may carry it, and how it compiles. A test holds the table to
 // proxycfg.Filter's fields and to the Gateway API's filter types, each of

@@ -1,4 +1,4 @@
-// This file tests the filter table against proxycfg.Filter and the Gateway API's filter types.
+// This file tests the filter table, filterKinds, against proxycfg.Filter and the Gateway API's filter types.
 
 package compiled
 

@@ -6,9 +6,10 @@ import "slices"
 
 // A field of a rule that names a cluster (BackendRef.Cluster,
 // Mirror.Cluster) is a string whose name ends in Cluster, and
-// Rule.Clusters yields it: whoever keeps a config's clusters keeps those
-// a rule names and no other. TestClustersYieldsEveryClusterField fails
-// when such a field is added and not walked.
+// Rule.Clusters yields it (through Filter.Clusters, beside the Filter
+// type, for a filter's): whoever keeps a config's clusters keeps those a
+// rule names and no other. TestClustersYieldsEveryClusterField fails when
+// such a field is added and not walked.
 
 // Clusters yields the name of every cluster the rule names: its mirrors',
 // then each backend's and its mirrors'. A name may come more than once.
@@ -30,15 +31,6 @@ func (b *BackendRef) Clusters(yield func(name string) bool) bool {
 		return false
 	}
 	return filterClusters(b.Filters, yield)
-}
-
-// Clusters yields the cluster the filter names, if any, and reports
-// whether yield asked for more.
-func (f *Filter) Clusters(yield func(name string) bool) bool {
-	if f.RequestMirror != nil {
-		return yield(f.RequestMirror.Cluster)
-	}
-	return true
 }
 
 func filterClusters(fs []Filter, yield func(string) bool) bool {
