@@ -247,77 +247,87 @@ type filterKind struct {
 	has func(f *proxycfg.Filter) bool
 	// backend says a backendRef's filters may carry it, not only a rule's.
 	backend bool
-	// add compiles f into set, reporting each problem to bad.
-	add func(c *ruleCompiler, set *filterSet, f *proxycfg.Filter, bad func(error))
+	// add returns set with f compiled into it, and what is wrong with f.
+	// Values in and out, so that nothing of a rule's compilation escapes
+	// to the heap through the call.
+	add func(set filterSet, f *proxycfg.Filter, cluster func(string) (int, bool)) (filterSet, []error)
 }
 
 // filterKinds is every filter type the proxy runs. A new filter is a row
-// here; TestFilterKinds holds the table to proxycfg.Filter's fields and
-// to the Gateway API's filter types.
+// here; TestFilterKindsCoverFilterFields and TestFilterKindsCoverGatewayAPI
+// hold the table to proxycfg.Filter's fields and to the Gateway API's
+// filter types.
 var filterKinds = []filterKind{
 	{
 		typ:     proxycfg.FilterRequestHeaderModifier,
 		has:     func(f *proxycfg.Filter) bool { return f.RequestHeaderModifier != nil },
 		backend: true,
-		add: func(_ *ruleCompiler, set *filterSet, f *proxycfg.Filter, _ func(error)) {
+		add: func(set filterSet, f *proxycfg.Filter, _ func(string) (int, bool)) (filterSet, []error) {
 			set.reqMods = append(set.reqMods, f.RequestHeaderModifier)
+			return set, nil
 		},
 	},
 	{
 		typ:     proxycfg.FilterResponseHeaderModifier,
 		has:     func(f *proxycfg.Filter) bool { return f.ResponseHeaderModifier != nil },
 		backend: true,
-		add: func(_ *ruleCompiler, set *filterSet, f *proxycfg.Filter, _ func(error)) {
+		add: func(set filterSet, f *proxycfg.Filter, _ func(string) (int, bool)) (filterSet, []error) {
 			set.respMods = append(set.respMods, f.ResponseHeaderModifier)
+			return set, nil
 		},
 	},
 	{
 		typ: proxycfg.FilterRequestRedirect,
 		has: func(f *proxycfg.Filter) bool { return f.RequestRedirect != nil },
-		add: func(_ *ruleCompiler, set *filterSet, f *proxycfg.Filter, bad func(error)) {
+		add: func(set filterSet, f *proxycfg.Filter, _ func(string) (int, bool)) (filterSet, []error) {
+			var errs []error
 			if set.redirect != nil {
-				bad(errors.New("more than one RequestRedirect"))
+				errs = append(errs, errors.New("more than one RequestRedirect"))
 			}
 			set.redirect = f.RequestRedirect
+			return set, errs
 		},
 	},
 	{
 		typ:     proxycfg.FilterURLRewrite,
 		has:     func(f *proxycfg.Filter) bool { return f.URLRewrite != nil },
 		backend: true,
-		add: func(_ *ruleCompiler, set *filterSet, f *proxycfg.Filter, bad func(error)) {
+		add: func(set filterSet, f *proxycfg.Filter, _ func(string) (int, bool)) (filterSet, []error) {
+			var errs []error
 			if set.rewrite != nil {
-				bad(errors.New("more than one URLRewrite"))
+				errs = append(errs, errors.New("more than one URLRewrite"))
 			}
 			set.rewrite = f.URLRewrite
+			return set, errs
 		},
 	},
 	{
 		typ:     proxycfg.FilterRequestMirror,
 		has:     func(f *proxycfg.Filter) bool { return f.RequestMirror != nil },
 		backend: true,
-		add: func(c *ruleCompiler, set *filterSet, f *proxycfg.Filter, bad func(error)) {
-			m, err := compileMirror(f.RequestMirror, c.cluster)
+		add: func(set filterSet, f *proxycfg.Filter, cluster func(string) (int, bool)) (filterSet, []error) {
+			m, err := compileMirror(f.RequestMirror, cluster)
 			if err != nil {
-				bad(err)
-				return
+				return set, []error{err}
 			}
 			set.mirrors = append(set.mirrors, m)
+			return set, nil
 		},
 	},
 	{
 		typ: proxycfg.FilterCORS,
 		has: func(f *proxycfg.Filter) bool { return f.CORS != nil },
-		add: func(_ *ruleCompiler, set *filterSet, f *proxycfg.Filter, bad func(error)) {
+		add: func(set filterSet, f *proxycfg.Filter, _ func(string) (int, bool)) (filterSet, []error) {
+			var errs []error
 			if set.cors != nil {
-				bad(errors.New("more than one CORS filter"))
+				errs = append(errs, errors.New("more than one CORS filter"))
 			}
 			cors, err := compileCORS(f.CORS)
 			if err != nil {
-				bad(err)
-				return
+				return set, append(errs, err)
 			}
 			set.cors = cors
+			return set, errs
 		},
 	},
 }
@@ -352,19 +362,34 @@ func checkFilter(f *proxycfg.Filter) (*filterKind, error) {
 func (c *ruleCompiler) filters(fs []proxycfg.Filter, where string, backend bool) filterSet {
 	var set filterSet
 	for fi := range fs {
-		f := &fs[fi]
-		field := where + "filters[" + strconv.Itoa(fi) + "]"
+		f, at := &fs[fi], filterAt{where, fi}
 		kind, err := checkFilter(f)
 		switch {
 		case err != nil:
-			c.bad(field, -1, "%v", err)
+			c.badFilter(at, err)
 		case backend && !kind.backend:
-			c.bad(field, -1, "%s is not supported on a backend; put it on the rule", f.Type)
+			c.badFilter(at, fmt.Errorf("%s is not supported on a backend; put it on the rule", f.Type))
 		default:
-			kind.add(c, &set, f, func(err error) { c.bad(field, -1, "%v", err) })
+			var errs []error
+			set, errs = kind.add(set, f, c.cluster)
+			for _, err := range errs {
+				c.badFilter(at, err)
+			}
 		}
 	}
 	return set
+}
+
+// filterAt is where a filter is: in the rule's filters (where "") or a
+// backend's ("backends[i]."), at index i.
+type filterAt struct {
+	where string
+	i     int
+}
+
+// badFilter records a problem of the filter at.
+func (c *ruleCompiler) badFilter(at filterAt, err error) {
+	c.bad(at.where+"filters["+strconv.Itoa(at.i)+"]", -1, "%v", err)
 }
 
 // ruleFilters gives the rule what its own filters compile to. A redirect
