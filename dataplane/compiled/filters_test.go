@@ -1,4 +1,4 @@
-// This file tests the filter table, filterKinds, against proxycfg.Filter and the Gateway API's filter types.
+// This file tests filterKinds against proxycfg.Filter and the Gateway API.
 
 package compiled
 

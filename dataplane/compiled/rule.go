@@ -1,4 +1,4 @@
-// This file implements CompileRule and ValidateRule.
+// This file implements CompileRule and ValidateRule, and the filter kinds table.
 
 package compiled
 

@@ -1,4 +1,4 @@
-// This file implements what a config says of itself: the clusters and Access teams a rule names, and the part of a config a set of proxies serves.
+// This file implements Rule.Clusters and Config.Split.
 
 package proxycfg
 

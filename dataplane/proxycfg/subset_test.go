@@ -1,4 +1,4 @@
-// This file tests Rule.Clusters and Config.Split against every field of the wire types.
+// This file tests Rule.Clusters and Config.Split against every field.
 
 package proxycfg
 
