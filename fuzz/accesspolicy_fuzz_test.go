@@ -10,6 +10,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/standalone"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 )
 
 // FuzzAccessPolicy decodes an AccessPolicy as standalone mode reads one
@@ -86,18 +87,8 @@ func accessPolicySeed(targets, team, audiences, extra string) string {
 // accessObjects are what a fuzzed policy may target: Gateway gw (listener
 // http) and route app (rules admin and an unnamed one), ending with a
 // document separator.
-const accessObjects = `apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: tunnelgate}
-spec: {controllerName: tunnelgate.dev/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: tunnelgate
-  listeners: [{name: http, protocol: HTTP, port: 80}]
----
+var accessObjects = fixture.ClassYAML("tunnelgate", "tunnelgate.dev/controller", "") + "---\n" +
+	fixture.GatewayYAML("", "gw", "tunnelgate", fixture.HTTP80) + `---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: app}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/testpki"
@@ -25,25 +26,11 @@ func behindCloudflaredFiles(t *testing.T, port int) string {
 	t.Helper()
 	cert, key := testpki.NewCA(t, "test CA").IssueServer(t, "app.example.com")
 	b64 := base64.StdEncoding.EncodeToString
-	return fmt.Sprintf(`
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: tunnelgate}
-spec: {controllerName: tunnelgate.dev/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: tunnelgate
-  listeners:
-  - {name: http, protocol: HTTP, port: 80, hostname: app.example.com}
-  - name: https
-    protocol: HTTPS
-    port: 443
-    hostname: app.example.com
-    tls: {certificateRefs: [{name: app-cert}]}
----
+	return fixture.ClassYAML("tunnelgate", translate.DefaultControllerName, "") + "---\n" +
+		fixture.GatewayYAML("", "gw", "tunnelgate",
+			"{name: http, protocol: HTTP, port: 80, hostname: app.example.com}",
+			"{name: https, protocol: HTTPS, port: 443, hostname: app.example.com, tls: {certificateRefs: [{name: app-cert}]}}") +
+		fmt.Sprintf(`---
 apiVersion: v1
 kind: Secret
 metadata: {name: app-cert}

@@ -16,9 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 )
 
 // echoBackend answers with its name and the request's X-Added header.
@@ -31,21 +33,12 @@ func echoBackend(t *testing.T, name string) (port int) {
 	return s.Listener.Addr().(*net.TCPAddr).Port
 }
 
-const serveGateway = `
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: tunnelgate}
-spec: {controllerName: tunnelgate.dev/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: tunnelgate
-  listeners:
-  - {name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}
-  - {name: other, protocol: HTTP, port: 8080, hostname: "other.test"}
-`
+// serveGateway starts with a newline and ends with the Gateway's
+// listeners, so a test may add to its spec.
+var serveGateway = "\n" + fixture.ClassYAML("tunnelgate", translate.DefaultControllerName, "") + "---\n" +
+	fixture.GatewayYAML("", "gw", "tunnelgate",
+		`{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}`,
+		`{name: other, protocol: HTTP, port: 8080, hostname: "other.test"}`)
 
 func serveBackends(ports map[string]int) string {
 	var b strings.Builder

@@ -18,7 +18,9 @@ import (
 	"k8s.io/client-go/rest"
 	gwclient "sigs.k8s.io/gateway-api/pkg/client/clientset/versioned"
 
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/prism"
 	"github.com/tunnelgate/tunnelgate/test/testmetrics"
@@ -36,12 +38,7 @@ func TestControllerCommand(t *testing.T) {
 	env := kubeenv.StartT(t, kubeenv.Options{})
 	cf := prism.StartT(t)
 	ctx := context.Background()
-	if err := env.Apply(ctx, []byte(`
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: cmd}
-spec: {controllerName: tunnelgate.dev/controller}
----
+	if err := env.Apply(ctx, []byte(fixture.ClassYAML("cmd", translate.DefaultControllerName, "")+`---
 apiVersion: v1
 kind: Secret
 metadata: {name: cloudflare, namespace: default}
@@ -55,13 +52,7 @@ spec:
   accountID: 023e105f4ecef8ad9ca31a8372d0c353
   tunnel: {id: f70ff985-a4ef-4643-bbbc-4a0ed4fc8415}
 ---
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: cmd-tunnel}
-spec:
-  controllerName: tunnelgate.dev/controller
-  parametersRef: {group: tunnelgate.dev, kind: GatewayClassConfig, name: cmd-tunnel}
-`)); err != nil {
+`+fixture.ClassYAML("cmd-tunnel", translate.DefaultControllerName, "cmd-tunnel"))); err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

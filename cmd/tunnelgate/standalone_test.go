@@ -103,19 +103,8 @@ func standaloneFiles(t *testing.T) string {
 	t.Helper()
 	port := fixture.HeaderEcho(t)
 	dir := t.TempDir()
-	files := fmt.Sprintf(`
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: tunnelgate}
-spec: {controllerName: tunnelgate.dev/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: tunnelgate
-  listeners: [{name: http, protocol: HTTP, port: 80}]
----
+	files := fixture.ClassYAML("tunnelgate", "tunnelgate.dev/controller", "") + "---\n" +
+		fixture.GatewayYAML("", "gw", "tunnelgate", fixture.HTTP80) + fmt.Sprintf(`---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: app}

@@ -250,18 +250,6 @@ func accessTeams(routes []proxycfg.Route, keys map[string]*AccessKeys) []proxycf
 	return out
 }
 
-// usedTeams are the teams of all that routes' rules use.
-func usedTeams(routes []proxycfg.Route, all []proxycfg.AccessTeam) []proxycfg.AccessTeam {
-	used := teamDomains(routes)
-	var out []proxycfg.AccessTeam
-	for _, team := range all {
-		if slices.Contains(used, team.Domain) {
-			out = append(out, team)
-		}
-	}
-	return out
-}
-
 // AccessKeys are one Access team's signing keys as the controller last
 // fetched them (ctrl/accesskeys).
 type AccessKeys struct {

@@ -47,7 +47,8 @@
 // invalid rule never keeps another object from being served. In the config
 // they become a listener not served, a route left out, a backend answering
 // 500 for its share, or a rule dropped. Translate never emits a config the
-// proxy would refuse: each rule is checked with compiled.ValidateRule.
+// proxy would refuse: each rule is checked with compiled.ValidateRule,
+// whose RuleError says where each problem is, for the route's status.
 //
 // Incremental translation is a layer in front of Translate: a Cache's
 // Translate method returns what Translate would, with the work of the

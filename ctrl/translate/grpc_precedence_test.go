@@ -10,25 +10,15 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/standalone"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 )
 
 // GRPCRoute precedence, through translate and the proxy's router: more
 // characters of a matched service first, then of a matched method, then
 // more header matches; a full service+method match beats both.
 func TestGRPCPrecedence(t *testing.T) {
-	const objs = `
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: tg}
-spec: {controllerName: tunnelgate.dev/controller}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: tg
-  listeners: [{name: http, protocol: HTTP, port: 80}]
----
+	objs := fixture.ClassYAML("tg", translate.DefaultControllerName, "") + "---\n" +
+		fixture.GatewayYAML("", "gw", "tg", fixture.HTTP80) + `---
 apiVersion: gateway.networking.k8s.io/v1
 kind: GRPCRoute
 metadata: {name: method-only}

@@ -348,93 +348,40 @@ func (t *translator) assemblePlanes() {
 }
 
 // ProxyConfigs cuts Config into the shared proxies' config and each
-// plane's, and gives the shared proxies the relays to the planes they
-// relay to (relay.go). A route bound to listeners of several Gateways is in each of
-// their configs, bound there to that config's listeners only. Without
-// planes, shared is &o.Config itself. Neither is to be modified: they
-// share Config's parts.
+// plane's (proxycfg.Config.Split), and gives the shared proxies the
+// relays to the planes they relay to (relay.go). A route bound to
+// listeners of several Gateways is in each of their configs, bound there
+// to that config's listeners only, and each config holds the clusters and
+// Access teams of its routes. Without planes, shared is &o.Config itself.
+// Neither is to be modified: they share Config's parts.
 func (o *Output) ProxyConfigs() (shared *proxycfg.Config, planes map[types.NamespacedName]*proxycfg.Config) {
 	if len(o.Planes) == 0 {
 		return &o.Config, nil
 	}
-	owner := map[string]types.NamespacedName{} // listener name → its plane
-	moving := map[string]bool{}                // listeners the shared proxies serve too
-	for key, p := range o.Planes {
+	// Part 0 is the shared proxies'; part i+1 is the plane keys[i]'s.
+	keys := slices.SortedFunc(maps.Keys(o.Planes), compareKeys)
+	partsOf := map[string][]int{} // listener name → the parts that serve it
+	for i, key := range keys {
+		p := o.Planes[key]
 		for _, l := range p.Listeners {
-			owner[l] = key
-			moving[l] = p.Moving
+			partsOf[l] = []int{i + 1}
+			if p.Moving { // the shared proxies serve it too
+				partsOf[l] = []int{0, i + 1}
+			}
 		}
 	}
-	planes = make(map[types.NamespacedName]*proxycfg.Config, len(o.Planes))
-	for key := range o.Planes {
-		planes[key] = &proxycfg.Config{Schema: o.Config.Schema, Listeners: []proxycfg.Listener{},
-			Routes: []proxycfg.Route{}, Clusters: []proxycfg.Cluster{}}
-	}
-	shared = &proxycfg.Config{Schema: o.Config.Schema, Listeners: []proxycfg.Listener{},
-		Routes: make([]proxycfg.Route, 0, len(o.Config.Routes)), Clusters: make([]proxycfg.Cluster, 0, len(o.Config.Clusters))}
-	configsOf := func(listener string) []*proxycfg.Config {
-		key, ok := owner[listener]
-		switch {
-		case !ok:
-			return []*proxycfg.Config{shared}
-		case moving[listener]:
-			return []*proxycfg.Config{shared, planes[key]}
+	shared0 := []int{0}
+	parts := o.Config.Split(len(keys)+1, func(listener string) []int {
+		if ps, ok := partsOf[listener]; ok {
+			return ps
 		}
-		return []*proxycfg.Config{planes[key]}
+		return shared0
+	})
+	planes = make(map[types.NamespacedName]*proxycfg.Config, len(keys))
+	for i, key := range keys {
+		planes[key] = parts[i+1]
 	}
-	for _, l := range o.Config.Listeners {
-		for _, c := range configsOf(l.Name) {
-			c.Listeners = append(c.Listeners, l)
-		}
-	}
-	for _, r := range o.Config.Routes {
-		splitRoute(r, configsOf)
-	}
-	all := append([]*proxycfg.Config{shared}, slices.Collect(maps.Values(planes))...)
-	for _, c := range all {
-		c.Clusters = usedClusters(c.Routes, o.Config.Clusters)
-		c.AccessTeams = usedTeams(c.Routes, o.Config.AccessTeams)
-	}
+	shared = parts[0]
 	o.addRelays(shared)
 	return shared, planes
-}
-
-// splitRoute adds r to the configs of each of its listeners, bound there
-// to that config's listeners only; a route whose listeners are all in the
-// same configs goes there whole.
-func splitRoute(r proxycfg.Route, configsOf func(listener string) []*proxycfg.Config) {
-	byConfig := map[*proxycfg.Config][]string{}
-	var order []*proxycfg.Config
-	for _, l := range r.Listeners {
-		for _, c := range configsOf(l) {
-			if _, ok := byConfig[c]; !ok {
-				order = append(order, c)
-			}
-			byConfig[c] = append(byConfig[c], l)
-		}
-	}
-	for _, c := range order {
-		part := r
-		if len(byConfig[c]) != len(r.Listeners) {
-			part.Listeners = byConfig[c]
-		}
-		c.Routes = append(c.Routes, part)
-	}
-}
-
-// usedClusters are the clusters routes use, in the order of all.
-func usedClusters(routes []proxycfg.Route, all []proxycfg.Cluster) []proxycfg.Cluster {
-	used := map[string]bool{}
-	for i := range routes {
-		for j := range routes[i].Rules {
-			forClusters(&routes[i].Rules[j], func(name string) { used[name] = true })
-		}
-	}
-	out := make([]proxycfg.Cluster, 0, len(used))
-	for _, c := range all {
-		if used[c.Name] {
-			out = append(out, c)
-		}
-	}
-	return out
 }

@@ -186,22 +186,3 @@ func (t *translator) clustersMet(deps []backendDep) []proxycfg.Cluster {
 	}
 	return out
 }
-
-// forClusters calls fn with every cluster a rule names: its backends', and
-// its mirrors', at rule and backend level.
-func forClusters(ru *proxycfg.Rule, fn func(string)) {
-	mirrors := func(fs []proxycfg.Filter) {
-		for _, f := range fs {
-			if f.RequestMirror != nil {
-				fn(f.RequestMirror.Cluster)
-			}
-		}
-	}
-	mirrors(ru.Filters)
-	for _, b := range ru.Backends {
-		if b.Cluster != "" {
-			fn(b.Cluster)
-		}
-		mirrors(b.Filters)
-	}
-}

@@ -4,9 +4,9 @@
 package translate
 
 import (
+	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -61,8 +61,12 @@ func (rs *ruleSet) keep(c *Cache, key ruleKey, route *proxycfg.Route, i int, r p
 		return compiled.ValidateRule(&tmp, 0)
 	})
 	if err != nil {
-		// The proxy names the route and rule; the status is on the route.
-		msg := strings.TrimPrefix(err.Error(), "route "+route.Namespace+"/"+route.Name+" rule 0 ")
+		// The status is on the route, and names the rule by its index
+		// there: it says what is wrong and where in the rule.
+		msg := err.Error()
+		if re, ok := errors.AsType[*compiled.RuleError](err); ok {
+			msg = re.Detail()
+		}
 		rs.dropped = append(rs.dropped, fmt.Sprintf("rule %d: %s", i, msg))
 		return
 	}

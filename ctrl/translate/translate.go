@@ -598,7 +598,9 @@ func (t *translator) assembleConfig() {
 	used := make(map[string]bool, len(t.clusters))
 	for i := range cfg.Routes {
 		for j := range cfg.Routes[i].Rules {
-			forClusters(&cfg.Routes[i].Rules[j], func(name string) { used[name] = true })
+			for name := range cfg.Routes[i].Rules[j].Clusters {
+				used[name] = true
+			}
 		}
 	}
 	cfg.Clusters = make([]proxycfg.Cluster, 0, len(used))

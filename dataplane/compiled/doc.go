@@ -10,7 +10,15 @@
 // not serve as written, naming the filter or backend at fault, and
 // ValidateRule runs the same checks alone, so the controller can drop one
 // bad rule and report it on its route instead of having the proxy refuse
-// the whole config.
+// the whole config. Its error is a RuleError: the route, the rule, and
+// each problem with the match and field it is in, so the controller says
+// it without taking a message apart.
+//
+// The filter types the proxy runs are one table, filterKinds (rule.go):
+// a row per type says which proxycfg.Filter field carries it, whether a
+// backend may carry it, and how it compiles. A test holds the table to
+// proxycfg.Filter's fields and to the Gateway API's filter types, each of
+// which is a row or is named as not served, with why.
 //
 // A compiled rule holds no runtime state. It names its backends' clusters
 // by ID (their place in Config.Clusters) and is numbered itself (Rule.ID),

@@ -1,6 +1,9 @@
 package compiled
 
 import (
+	"errors"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -62,5 +65,54 @@ func TestRuleInNormalFormOnly(t *testing.T) {
 				t.Fatalf("err = %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// ValidateRule's error says where each problem is as fields, so that a
+// status can say it without taking a message apart.
+func TestValidateRuleSaysWhere(t *testing.T) {
+	every := &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}
+	route := &proxycfg.Route{Kind: proxycfg.KindHTTP, Namespace: "ns", Name: "r", Rules: []proxycfg.Rule{
+		{Matches: []proxycfg.Match{{Path: every}}},
+		{
+			Matches: []proxycfg.Match{{Path: every}, {Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/a"}}},
+			Filters: []proxycfg.Filter{{Type: proxycfg.FilterRequestRedirect, RequestRedirect: &proxycfg.Redirect{StatusCode: 302,
+				Path: &proxycfg.PathModifier{Type: proxycfg.ReplacePrefixPath, ReplacePrefixMatch: "/b"}}}},
+			Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1, Filters: []proxycfg.Filter{{Type: proxycfg.FilterCORS, CORS: &proxycfg.CORS{MaxAge: 5}}}}},
+		},
+		{Matches: []proxycfg.Match{{Path: every}, {Path: &proxycfg.PathMatch{Type: proxycfg.PathRegex, Value: "/("}}}},
+	}}
+	if err := ValidateRule(route, 0); err != nil {
+		t.Fatalf("rule 0: %v", err)
+	}
+	type problem struct {
+		match int
+		field string
+	}
+	for _, tc := range []struct {
+		rule int
+		want []problem
+	}{
+		{1, []problem{{-1, "backends[0].filters[0]"}}},
+		{2, []problem{{1, ""}}},
+	} {
+		err := ValidateRule(route, tc.rule)
+		re, ok := errors.AsType[*RuleError](err)
+		if !ok {
+			t.Fatalf("rule %d: %T %v is not a *RuleError", tc.rule, err, err)
+		}
+		var got []problem
+		for _, p := range re.Problems {
+			got = append(got, problem{p.Match, p.Field})
+			if p.Msg == "" || strings.Contains(p.Msg, "ns/r") {
+				t.Errorf("rule %d: message %q", tc.rule, p.Msg)
+			}
+		}
+		if re.Route != "ns/r" || re.Rule != tc.rule || !slices.Equal(got, tc.want) {
+			t.Errorf("rule %d: %s rule %d problems %v, want ns/r rule %[1]d %v", tc.rule, re.Route, re.Rule, got, tc.want)
+		}
+		if !strings.HasPrefix(re.Error(), "route ns/r rule "+strconv.Itoa(tc.rule)+": ") || strings.Contains(re.Detail(), "ns/r") {
+			t.Errorf("rule %d: Error %q, Detail %q", tc.rule, re.Error(), re.Detail())
+		}
 	}
 }

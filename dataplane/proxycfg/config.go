@@ -295,6 +295,17 @@ type Filter struct {
 	CORS                   *CORS           `json:"cors,omitempty"`
 }
 
+// Clusters yields the cluster the filter names, if any, and reports
+// whether yield asked for more. A filter type whose settings name a
+// cluster is walked here (Rule.Clusters), or its cluster is left out of
+// the configs of planes (TestClustersYieldsEveryClusterField).
+func (f *Filter) Clusters(yield func(name string) bool) bool {
+	if f.RequestMirror != nil {
+		return yield(f.RequestMirror.Cluster)
+	}
+	return true
+}
+
 // Header is a name and a value.
 type Header struct {
 	Name  string `json:"name"`

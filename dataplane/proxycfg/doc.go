@@ -17,6 +17,12 @@
 // standalone mode and `tunnelgate proxy -config` stamp the version on
 // what they load: no config is served with a version of its own.
 //
+// And it owns what a config says of itself: the clusters a rule names
+// (Rule.Clusters, which a test holds to every field that names one), and
+// the part of a config that proxies serving some of its listeners get
+// (Config.Split), so that whoever cuts or trims a config keeps exactly
+// the clusters its rules send to.
+//
 // A proxy that has a config is sent the next as a Delta from it, made
 // from the Encoder's JSON of both: what changed, and runs of what did not.
 package proxycfg

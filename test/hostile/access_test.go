@@ -19,6 +19,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/standalone"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
 
@@ -136,18 +137,8 @@ func TestPolicyDrivenAccessHeadersCannotBeForged(t *testing.T) {
 // config's teams, the team's keys being certs.
 func translatedAccess(t *testing.T, certs string) (*proxycfg.Access, []proxycfg.AccessTeam) {
 	t.Helper()
-	snap, err := standalone.LoadBytes("policy.yaml", []byte(`apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: tunnelgate}
-spec: {controllerName: `+translate.DefaultControllerName+`}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw}
-spec:
-  gatewayClassName: tunnelgate
-  listeners: [{name: http, protocol: HTTP, port: 80}]
----
+	snap, err := standalone.LoadBytes("policy.yaml", []byte(fixture.ClassYAML("tunnelgate", translate.DefaultControllerName, "")+"---\n"+
+		fixture.GatewayYAML("", "gw", "tunnelgate", fixture.HTTP80)+`---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: app}

@@ -18,6 +18,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/accesskeys"
 	"github.com/tunnelgate/tunnelgate/test/cffake"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 	"github.com/tunnelgate/tunnelgate/test/testaccess"
 )
@@ -69,20 +70,8 @@ spec:
     name: %[1]s
     tokenSecretRef: {namespace: %[1]s, name: tunnel-token}
 ---
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: %[1]s}
-spec:
-  controllerName: %[2]s
-  parametersRef: {group: tunnelgate.dev, kind: GatewayClassConfig, name: %[1]s}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: %[1]s}
-spec:
-  gatewayClassName: %[1]s
-  listeners: [{name: http, protocol: HTTP, port: 80}]
----
+`, ns, controllerName, apiToken, backend, team)+
+		fixture.ClassYAML(ns, controllerName, ns)+"---\n"+fixture.GatewayYAML(ns, "gw", ns, fixture.HTTP80)+fmt.Sprintf(`---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: app, namespace: %[1]s}

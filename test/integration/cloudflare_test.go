@@ -61,7 +61,7 @@ spec:
 apiVersion: v1
 kind: Secret
 metadata: {name: cloudflare, namespace: %[1]s}
-stringData: {token: %[3]s}
+stringData: {token: %[2]s}
 ---
 apiVersion: tunnelgate.dev/v1alpha1
 kind: GatewayClassConfig
@@ -73,20 +73,8 @@ spec:
     tokenSecretRef: {namespace: %[1]s, name: tunnel-token}
   dns: {enabled: true, zones: [example.com]}
 ---
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: %[1]s}
-spec:
-  controllerName: %[2]s
-  parametersRef: {group: tunnelgate.dev, kind: GatewayClassConfig, name: %[1]s}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: %[1]s}
-spec:
-  gatewayClassName: %[1]s
-  listeners: [{name: http, protocol: HTTP, port: 80}]
-%[4]s`, ns, controllerName, apiToken, fixture.AppBackend(ns, addr))
+`, ns, apiToken) + fixture.ClassYAML(ns, controllerName, ns) + "---\n" + fixture.GatewayYAML(ns, "gw", ns, fixture.HTTP80) +
+		fixture.AppBackend(ns, addr)
 	if err := env.Apply(ctx, []byte(objects+routes("app.example.com", "taken.example.com"))); err != nil {
 		t.Fatal(err)
 	}

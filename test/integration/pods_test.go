@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/kubelet"
 )
 
@@ -37,19 +38,7 @@ func TestDeploymentsReachTheProxy(t *testing.T) {
 	// run's objects (whose Pods the next Kubelet runs again).
 	controllerName := "tunnelgate.dev/test-" + ns
 	objects := func(version string, replicas int) []byte {
-		return fmt.Appendf(nil, `
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: %[1]s}
-spec: {controllerName: %[2]s}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: %[1]s}
-spec:
-  gatewayClassName: %[1]s
-  listeners: [{name: http, protocol: HTTP, port: 80}]
----
+		return fmt.Appendf([]byte(fixture.ClassYAML(ns, controllerName, "")+"---\n"+fixture.GatewayYAML(ns, "gw", ns, fixture.HTTP80)), `---
 apiVersion: v1
 kind: Service
 metadata: {name: web, namespace: %[1]s}
@@ -61,18 +50,18 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, namespace: %[1]s}
 spec:
-  replicas: %[5]d
+  replicas: %[4]d
   selector: {matchLabels: {app: web}}
   strategy: {rollingUpdate: {maxUnavailable: 0, maxSurge: 1}}
   template:
-    metadata: {labels: {app: web, version: %[4]s}}
+    metadata: {labels: {app: web, version: %[3]s}}
     spec:
       terminationGracePeriodSeconds: 5
       containers:
       - name: web
-        image: %[3]s
+        image: %[2]s
         ports: [{name: http, containerPort: 8080}]
-        env: [{name: DRAIN, value: 1500ms}, {name: VERSION, value: %[4]s}]
+        env: [{name: DRAIN, value: 1500ms}, {name: VERSION, value: %[3]s}]
         readinessProbe: {httpGet: {path: /ready, port: http}, periodSeconds: 1}
 ---
 apiVersion: gateway.networking.k8s.io/v1
@@ -82,7 +71,7 @@ spec:
   parentRefs: [{name: gw}]
   hostnames: [web.example.com]
   rules: [{backendRefs: [{name: web, port: 80}]}]
-`, ns, controllerName, kubelet.EchoImage, version, replicas)
+`, ns, kubelet.EchoImage, version, replicas)
 	}
 	if err := env.Apply(ctx, objects("v1", 3)); err != nil {
 		t.Fatal(err)

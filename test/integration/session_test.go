@@ -138,19 +138,9 @@ func writeSessionKeys(t *testing.T, dir, current, previous string) {
 // sessionObjects: a Gateway, the Service app of addrs and an HTTPRoute
 // pinning clients to one of them with a session cookie "pin".
 func sessionObjects(ns, controllerName string, addrs []string) string {
-	return fmt.Sprintf(`
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: sessions}
-spec: {controllerName: %[2]s}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: %[1]s}
-spec:
-  gatewayClassName: sessions
-  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
-%[3]s---
+	return fixture.ClassYAML("sessions", controllerName, "") + "---\n" +
+		fixture.GatewayYAML(ns, "gw", "sessions", `{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}`) +
+		fmt.Sprintf(`%[3]s---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
 metadata: {name: app, namespace: %[1]s}

@@ -19,20 +19,9 @@ import (
 // one HTTP listener, a Service whose EndpointSlice holds backendAddr, and
 // a route to it.
 func basicObjects(ns, class, controller, backendAddr string) string {
-	return fmt.Sprintf(`
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: %[2]s}
-spec: {controllerName: %[3]s}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: %[1]s}
-spec:
-  gatewayClassName: %[2]s
-  listeners:
-  - {name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}
-%[5]s
+	return fixture.ClassYAML(class, controller, "") + "---\n" +
+		fixture.GatewayYAML(ns, "gw", class, `{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}`) +
+		fmt.Sprintf(`%[5]s
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
