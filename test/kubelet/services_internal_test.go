@@ -18,22 +18,27 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
-	"github.com/tunnelgate/tunnelgate/test/netns"
 	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // The proxy's forwarding, without a cluster: listers fed by hand, a
-// ClusterIP from netns.Range (local in the test's network namespace, so
-// no route is needed) and backends on loopback. A client that half-closes
+// Service CIDR of the test's own (made local here, as newServiceProxy
+// does, and removed by close) and backends on loopback. A client that half-closes
 // still gets its answer; endpoints not ready are skipped and the ready
 // ones taken in turn; no endpoint closes the connection at once; a
 // removed Service closes its listener; close ends what is open.
 func TestServiceProxyForwarding(t *testing.T) {
 	svcs := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	eps := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	// Not netns.Range: close removes its CIDR's route, and the network
+	// namespace's own route must outlive the test (go test -count=2).
+	cidr := netip.MustParsePrefix("10.245.0.0/16")
+	if err := ip("route", "add", "local", cidr.String(), "dev", "lo"); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sp := &serviceProxy{
-		log: slog.New(slog.DiscardHandler), cidr: netip.MustParsePrefix("10.244.0.0/16"),
+		log: slog.New(slog.DiscardHandler), cidr: cidr,
 		services: corelisters.NewServiceLister(svcs), slices: discoverylisters.NewEndpointSliceLister(eps),
 		ctx: ctx, cancel: cancel, poke: make(chan struct{}, 1),
 		listeners: map[listenKey]*serviceListener{}, conns: map[net.Conn]struct{}{},
@@ -50,7 +55,7 @@ func TestServiceProxyForwarding(t *testing.T) {
 		return int32(netip.MustParseAddrPort(addr).Port())
 	}
 	a, b := backend("a"), backend("b")
-	clusterIP := netns.Addr(200)
+	clusterIP := netip.AddrFrom4([4]byte{10, 245, 0, 200})
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
 		Spec: corev1.ServiceSpec{ClusterIP: clusterIP.String(), Ports: []corev1.ServicePort{
