@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -110,11 +112,43 @@ func (n *podNetwork) newSandbox() (*sandbox, error) {
 	if err == nil {
 		err = ip("link", "set", veth, "master", n.bridge, "up")
 	}
+	// Both ends up is not yet a link that carries packets: the kernel
+	// attaches a device's queue when it marks the device's operational
+	// state, up to a second later (linkwatch), and drops what is sent
+	// before. A Pod's first packets, the ARP request for its gateway
+	// among them, must not go into that gap.
+	if err == nil {
+		err = waitOperUp(veth)
+	}
+	if err == nil {
+		err = onThread(func() error {
+			if err := unix.Setns(int(s.ns.Fd()), unix.CLONE_NEWNET); err != nil {
+				return fmt.Errorf("kubelet: entering the pod's network namespace: %w", err)
+			}
+			return waitOperUp("eth0")
+		})
+	}
 	if err != nil {
 		s.close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// waitOperUp waits, for up to 5 s, until the device dev of the calling
+// thread's network namespace is operationally up.
+func waitOperUp(dev string) error {
+	var out []byte
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		var err error
+		if out, err = exec.Command("ip", "-o", "link", "show", "dev", dev).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip link show dev %s: %v: %s", dev, err, out)
+		}
+		if strings.Contains(string(out), " state UP ") {
+			return nil
+		}
+	}
+	return fmt.Errorf("kubelet: %s not up after 5 s: %s", dev, out)
 }
 
 // start starts cmd inside the sandbox.
