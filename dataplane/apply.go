@@ -21,9 +21,9 @@ const (
 	// AppliedClusters: only cluster definitions differed from the config
 	// served; those clusters were replaced and nothing was compiled.
 	AppliedClusters
-	// AppliedRoutes: routes were edited in place (patch.go); those
-	// routes were compiled, and the tables of their listeners built
-	// again.
+	// AppliedRoutes: routes were edited in place, added or deleted
+	// (patch.go); those routes were compiled, and the tables of their
+	// listeners updated.
 	AppliedRoutes
 )
 

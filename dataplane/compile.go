@@ -42,8 +42,11 @@ type compiledConfig struct {
 	// a request matched (access.go).
 	identityNames *identityNames
 	// rules are every compiled rule with what the proxy keeps beside it,
-	// indexed by rule ID.
-	rules []servedRule
+	// indexed by rule ID. A whole compile numbers them in config order; a
+	// patch numbers an added route's after every other, and leaves a
+	// deleted route's empty (a nil Rule), which deadRules counts.
+	rules     []servedRule
+	deadRules int
 	// routes are what each route of the config compiled to, by its place
 	// in Config.Routes: where its rules start among rules, and its
 	// prepared matches, which the filing holds under its listeners. A

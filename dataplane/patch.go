@@ -1,4 +1,4 @@
-// This file implements Apply when only some routes changed.
+// This file implements Apply when only some routes changed: edited, added or deleted.
 
 package dataplane
 
@@ -8,47 +8,59 @@ import (
 	"slices"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
 
-// After endpoints, the most common change is a route edited: a filter, a
-// match, a backend's weight. At 5,000 routes, compiling every rule and
-// building every table again costs tens of milliseconds, so a config that
-// differs from the one served only in routes edited in place (and perhaps
-// in clusters' definitions) is applied by compiling those routes alone:
+// After endpoints, the most common change is a route edited, added or
+// deleted. At 5,000 routes, compiling every rule and building every
+// table again costs tens of milliseconds, so a config that differs from
+// the one served only in such routes (and perhaps in clusters'
+// definitions) is applied by compiling those routes alone. Routes are
+// told apart by identity (proxycfg.Route.ID, the contract in proxycfg's
+// package doc), not by position, so a route added or deleted does not
+// make every route after it look changed:
 //
-//   - their rules are compiled again under the rule IDs they had (a
-//     route keeps its place and its number of rules), and their matches
-//     prepared again and filed, in place of the old ones, under the
-//     same listeners;
-//   - only the tables of the vhosts serving those listeners are built
-//     again; every other table, and every other rule, is the served
-//     config's;
+//   - an edited route's rules are compiled again under the rule IDs they
+//     had (it keeps its identity, listeners, number of rules and their
+//     names), and its matches prepared again and filed, in place of the
+//     old ones, under the same listeners;
+//   - an added route's rules get new rule IDs after every other, and its
+//     matches are filed where a whole compile would file them: after
+//     those of the route before it on each of its listeners;
+//   - a deleted route's matches are taken out of its listeners' lists,
+//     and its rule IDs left empty (deadRules counts them; past a quarter
+//     of the rules the config is compiled whole, which numbers them
+//     afresh);
+//   - only the tables of the vhosts serving those listeners are updated;
+//     every other table, and every other rule, is the served config's;
 //   - clusters whose definition changed get new states in their slots,
 //     as for an endpoint change (apply.go).
 //
-// Everything else (a route added, removed or moved, its listeners, name,
-// kind or rule names changed, a listener, session key, Access team or
-// cluster name changed, or many routes edited) is compiled whole, which
-// also reports every problem. A request in flight finishes on the
+// Everything else (routes reordered, a route's listeners, kind or rule
+// names changed, two routes of one identity, a listener, session key,
+// Access team or cluster name changed, or many routes changed) is
+// compiled whole, which also reports every problem. Cluster IDs are
+// still the clusters' places in Config.Clusters, so a cluster added or
+// removed is compiled whole too. A request in flight finishes on the
 // compiled config it started with: the patch makes a new one.
 
-// maxEditedRoutes bounds the routes a patch compiles: beyond it, compiling
-// whole costs about the same and is simpler.
+// maxEditedRoutes bounds the routes a patch compiles or deletes: beyond
+// it, compiling whole costs about the same and is simpler.
 const maxEditedRoutes = 64
 
-// patchRoutes applies cfg by compiling its edited routes alone, if it is
+// patchRoutes applies cfg by compiling its changed routes alone, if it is
 // such a config. It reports whether it applied cfg, or why cfg is refused
-// (an edited route that does not compile); false and nil leave the
+// (a changed route that does not compile); false and nil leave the
 // decision to a whole compile (not such a config). p.mu is held.
 func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 	cur, served := p.current.Load(), p.served
 	if cur == nil || cfg == served || len(cur.routes) != len(served.Routes) {
 		return false, nil
 	}
-	edited, ok := editedRoutes(served, cfg)
-	if !ok || len(edited) == 0 {
+	d, ok := diffRoutes(served, cfg)
+	if !ok || d.none() {
 		return false, nil
 	}
 	changed, states := p.changedClusters(cfg)
@@ -56,7 +68,7 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 		p.sweepLocked() // drop transports made for the refused clusters
 		return false, nil
 	}
-	next, err := p.compileEdited(cur, served, cfg, edited)
+	next, err := p.compileChanged(cur, served, cfg, d)
 	if err != nil {
 		p.sweepLocked()
 		if errors.Is(err, errNotAPatch) {
@@ -67,6 +79,9 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 	for k, i := range changed {
 		next.clusters[i].install(states[k])
 	}
+	if len(d.added) > 0 || len(d.removed) > 0 {
+		p.adoptPatchedRuleStats(next.rules, cur.rules, served, cur, cfg, d)
+	}
 	p.current.Store(next)
 	p.served = cfg
 	p.sweepLocked()
@@ -74,35 +89,102 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 	return true, nil
 }
 
-// editedRoutes returns the indexes of the routes of next that differ from
-// served's, if next differs from served only in routes edited in place
+// routeDiff is how a config's routes differ from the served config's, by
+// identity.
+type routeDiff struct {
+	// from is, for each route of the next config, the index of the
+	// served route of its identity; -1 for a route added.
+	from []int
+	// edited and added are indexes in the next config; removed, in the
+	// served one. Each is in ascending order.
+	edited, added, removed []int
+}
+
+func (d *routeDiff) none() bool { return len(d.edited)+len(d.added)+len(d.removed) == 0 }
+
+// diffRoutes tells how next's routes differ from served's, if next
+// differs from served only in routes edited in place, added or deleted
 // (see above) and clusters' definitions.
-func editedRoutes(served, next *proxycfg.Config) ([]int, bool) {
-	if len(next.Routes) != len(served.Routes) || !served.EqualFrame(next) {
+func diffRoutes(served, next *proxycfg.Config) (*routeDiff, bool) {
+	if !served.EqualFrame(next) {
 		return nil, false
 	}
-	var edited []int
-	for i := range next.Routes {
-		a, b := &served.Routes[i], &next.Routes[i]
+	d := &routeDiff{from: make([]int, len(next.Routes))}
+	if !samePlaces(served.Routes, next.Routes) {
+		at := make(map[proxycfg.RouteID]int, len(served.Routes))
+		for i := range served.Routes {
+			at[served.Routes[i].ID()] = i
+		}
+		if len(at) != len(served.Routes) {
+			return nil, false // two routes of one identity
+		}
+		seen := make([]bool, len(served.Routes))
+		last := -1
+		for i := range next.Routes {
+			k, ok := at[next.Routes[i].ID()]
+			switch {
+			case !ok:
+				d.from[i] = -1
+				d.added = append(d.added, i)
+				continue
+			case seen[k] || k < last:
+				return nil, false // a route twice, or routes reordered
+			}
+			seen[k], last, d.from[i] = true, k, k
+		}
+		for k := range seen {
+			if !seen[k] {
+				d.removed = append(d.removed, k)
+			}
+		}
+	} else {
+		for i := range d.from {
+			d.from[i] = i
+		}
+	}
+	for i, k := range d.from {
+		if k < 0 {
+			continue
+		}
+		a, b := &served.Routes[k], &next.Routes[i]
 		if a.Equal(b) {
 			continue
 		}
-		if len(edited) == maxEditedRoutes || a.Kind != b.Kind || a.Namespace != b.Namespace || a.Name != b.Name ||
-			!slices.Equal(a.Listeners, b.Listeners) ||
+		if !slices.Equal(a.Listeners, b.Listeners) ||
 			!slices.EqualFunc(a.Rules, b.Rules, func(x, y proxycfg.Rule) bool { return x.Name == y.Name }) {
 			return nil, false
 		}
-		edited = append(edited, i)
+		d.edited = append(d.edited, i)
+		if len(d.edited) > maxEditedRoutes {
+			return nil, false
+		}
 	}
-	return edited, true
+	if len(d.edited)+len(d.added)+len(d.removed) > maxEditedRoutes {
+		return nil, false
+	}
+	return d, true
 }
 
-// compileEdited returns cur (compiled from served) with the edited routes
-// of cfg compiled in place of theirs: their rules, their matches under
-// their listeners, and the views built again, keeping every vhost none of
-// whose listeners serves an edited route, and updating the tables of the
-// others with the edited routes' matches.
-func (p *Proxy) compileEdited(cur *compiledConfig, served, cfg *proxycfg.Config, edited []int) (*compiledConfig, error) {
+// samePlaces reports whether a and b hold routes of the same identities
+// at the same places: the common case, an edit, told without a map.
+func samePlaces(a, b []proxycfg.Route) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Kind != b[i].Kind || a[i].Namespace != b[i].Namespace || a[i].Name != b[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+// compileChanged returns cur (compiled from served) with the changed
+// routes of cfg compiled in place of theirs: their rules, their matches
+// under their listeners, and the views built again, keeping every vhost
+// none of whose listeners serves a changed route, and updating the
+// tables of the others with the changed routes' matches.
+func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config, d *routeDiff) (*compiledConfig, error) {
 	c := &compiler{cfg: cfg, cc: &compiledConfig{accessKeys: cur.accessKeys}, clusterIDs: make(map[string]int, len(cfg.Clusters))}
 	for i := range cfg.Clusters {
 		c.clusterIDs[cfg.Clusters[i].Name] = i
@@ -110,14 +192,27 @@ func (p *Proxy) compileEdited(cur *compiledConfig, served, cfg *proxycfg.Config,
 	next := *cur
 	next.version = cfg.Version
 	next.rules = slices.Clone(cur.rules)
-	next.routes = slices.Clone(cur.routes)
+	next.routes = make([]routeCompiled, len(cfg.Routes))
+	for i, k := range d.from {
+		if k >= 0 {
+			next.routes[i] = cur.routes[k]
+		}
+	}
 	filed := *cur.filed // its listeners are Equal to cfg's; gatewayAt is keyed by them
 	filed.routesOf = maps.Clone(cur.filed.routesOf)
 	changed := map[string]*routesEdit{}
+	edit := func(ln string) *routesEdit {
+		e := changed[ln]
+		if e == nil {
+			e = &routesEdit{}
+			changed[ln] = e
+		}
+		return e
+	}
 	var prep matcher.Preparer[*compiled.Target]
-	for _, ri := range edited {
+	for _, ri := range d.edited {
 		r := &cfg.Routes[ri]
-		old := cur.routes[ri]
+		old := cur.routes[d.from[ri]]
 		rules, matches := c.route(r, ri, old.firstRule, &prep)
 		if len(c.errs) > 0 {
 			continue
@@ -130,19 +225,59 @@ func (p *Proxy) compileEdited(cur *compiledConfig, served, cfg *proxycfg.Config,
 		}
 		copy(next.rules[old.firstRule:], rules)
 		next.routes[ri] = routeCompiled{firstRule: old.firstRule, matches: matches}
-		removed, shared := matchKeys(served, ri)
+		removed, shared := matchKeys(served, d.from[ri])
 		for _, ln := range r.Listeners {
 			list, ok := replaceMatches(filed.routesOf[ln], old.matches, matches)
 			if !ok {
 				return nil, errNotAPatch
 			}
 			filed.routesOf[ln] = list
-			e := changed[ln]
-			if e == nil {
-				e = &routesEdit{}
-				changed[ln] = e
-			}
+			e := edit(ln)
 			e.remove, e.add, e.whole = append(e.remove, removed...), append(e.add, matches...), e.whole || shared
+		}
+	}
+	for _, k := range d.removed {
+		old := cur.routes[k]
+		n := len(served.Routes[k].Rules) // a config served compiled every rule
+		clear(next.rules[old.firstRule : old.firstRule+n])
+		next.deadRules += n
+		removed, shared := matchKeys(served, k)
+		for _, ln := range served.Routes[k].Listeners {
+			if len(old.matches) > 0 {
+				list, ok := replaceMatches(filed.routesOf[ln], old.matches, nil)
+				if !ok {
+					return nil, errNotAPatch
+				}
+				filed.routesOf[ln] = list
+			}
+			e := edit(ln)
+			e.remove, e.whole = append(e.remove, removed...), e.whole || shared
+		}
+	}
+	if next.deadRules > len(next.rules)/4 {
+		return nil, errNotAPatch // numbered afresh by a whole compile
+	}
+	for _, ri := range d.added {
+		r := &cfg.Routes[ri]
+		first := len(next.rules)
+		rules, matches := c.route(r, ri, first, &prep)
+		if len(c.errs) > 0 {
+			continue
+		}
+		next.rules = append(next.rules, rules...)
+		next.routes[ri] = routeCompiled{firstRule: first, matches: matches}
+		_, shared := matchKeys(cfg, ri)
+		for _, ln := range r.Listeners {
+			if !slices.ContainsFunc(filed.listeners, func(l proxycfg.Listener) bool { return l.Name == ln }) {
+				return nil, errNotAPatch // a whole compile reports it
+			}
+			list, ok := insertMatches(filed.routesOf[ln], cfg, next.routes, ri, ln)
+			if !ok {
+				return nil, errNotAPatch
+			}
+			filed.routesOf[ln] = list
+			e := edit(ln)
+			e.add, e.whole = append(e.add, matches...), e.whole || shared
 		}
 	}
 	if err := errors.Join(c.errs...); err != nil {
@@ -155,6 +290,66 @@ func (p *Proxy) compileEdited(cur *compiledConfig, served, cfg *proxycfg.Config,
 	next.views, next.filed = views, &filed
 	next.identityNames = identityNamesOf(next.rules)
 	return &next, nil
+}
+
+// insertMatches returns list (the matches filed under listener ln) with
+// route ri's matches inserted where a whole compile of cfg would file
+// them: after those of the nearest route before it on ln. routes are
+// cfg's routes compiled, set for every route before ri. list itself is
+// not changed.
+func insertMatches(list []*matcher.Prepared[*compiled.Target], cfg *proxycfg.Config, routes []routeCompiled, ri int, ln string) ([]*matcher.Prepared[*compiled.Target], bool) {
+	at := 0
+	for j := ri - 1; j >= 0; j-- {
+		if m := routes[j].matches; len(m) > 0 && slices.Contains(cfg.Routes[j].Listeners, ln) {
+			k := slices.Index(list, m[len(m)-1])
+			if k < 0 {
+				return nil, false
+			}
+			at = k + 1
+			break
+		}
+	}
+	return slices.Insert(slices.Clip(list), at, routes[ri].matches...), true
+}
+
+// adoptPatchedRuleStats gives the rules of the routes a patch added their
+// metrics, as adoptRuleStats gives a whole config's, and drops the series
+// of the deleted routes' rules that no rule serves any more. rules are
+// the patched config's, old the served one's.
+func (p *Proxy) adoptPatchedRuleStats(rules, old []servedRule, served *proxycfg.Config, cur *compiledConfig, cfg *proxycfg.Config, d *routeDiff) {
+	gone := map[[2]string]bool{}
+	for _, k := range d.removed {
+		first := cur.routes[k].firstRule
+		for j := range served.Routes[k].Rules {
+			gone[[2]string{old[first+j].Route, old[first+j].Label()}] = true
+		}
+	}
+	fresh := rules[len(old):]
+	for i := range fresh {
+		ru := &fresh[i]
+		key := [2]string{ru.Route, ru.Label()}
+		delete(gone, key)
+		st := p.ruleStats[key]
+		if st == nil {
+			st = &observe.RuleStats{Route: key[0], Rule: key[1]}
+			p.ruleStats[key] = st
+		}
+		ru.stats = st
+		if p.tracer != nil {
+			ru.spanNames = spanNamesOf(ru.Route)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	for i := range rules[:len(old)] { // a series another rule still serves stays
+		if rules[i].Rule != nil {
+			delete(gone, [2]string{rules[i].Route, rules[i].Label()})
+		}
+	}
+	for key := range gone {
+		delete(p.ruleStats, key)
+	}
 }
 
 // matchKeys are the matcher keys of route ri of cfg's matches, and
