@@ -45,7 +45,7 @@ func (p *Proxy) replaceClusters(cfg *proxycfg.Config) bool {
 		return false
 	}
 	for k, i := range changed {
-		cur.clusters[i].install(states[k])
+		cur.clusters[cur.clusterAt(i)].install(states[k])
 	}
 	next := *cur // compiled configs are immutable once stored; this one shares all but its version
 	next.version = cfg.Version

@@ -28,9 +28,14 @@ type compiledConfig struct {
 	// a socket the proxy starts serving later.
 	filed *filing
 	// clusters are the slots of the clusters this config uses, indexed
-	// by cluster ID: their place in Config.Clusters.
-	clusters []*clusterSlot
-	session  *sessionCodec
+	// by cluster ID. A whole compile numbers them by their place in
+	// Config.Clusters; a patch numbers a cluster added after every other
+	// and leaves a removed one's slot nil (deadClusters counts them),
+	// and clusterOf then gives each cluster of the config its ID.
+	clusters     []*clusterSlot
+	clusterOf    []int // by place in Config.Clusters; nil: the place is the ID
+	deadClusters int
+	session      *sessionCodec
 	// accessKeys are each Access team's keys, by domain; nil for a team
 	// whose keys did not parse (its protected rules fail closed, unless
 	// the proxy kept the team's last good keys: Proxy.load).
@@ -52,6 +57,14 @@ type compiledConfig struct {
 	// prepared matches, which the filing holds under its listeners. A
 	// route edited is compiled again from them (patch.go).
 	routes []routeCompiled
+}
+
+// clusterAt is the ID of the config's cluster i.
+func (cc *compiledConfig) clusterAt(i int) int {
+	if cc.clusterOf == nil {
+		return i
+	}
+	return cc.clusterOf[i]
 }
 
 // routeCompiled is what one route compiled to.

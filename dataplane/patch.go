@@ -38,12 +38,18 @@ import (
 //   - clusters whose definition changed get new states in their slots,
 //     as for an endpoint change (apply.go).
 //
+//   - clusters are matched with the served ones by name (their
+//     identity): one added gets a slot and an ID after every other, one
+//     removed leaves its ID's slot empty (deadClusters counts them), and
+//     clusterOf says each cluster's ID from then on. A route kept that
+//     names a cluster added or removed is compiled whole (which refuses
+//     a config naming a cluster it lacks).
+//
 // Everything else (routes reordered, a route's listeners, kind or rule
-// names changed, two routes of one identity, a listener, session key,
-// Access team or cluster name changed, or many routes changed) is
-// compiled whole, which also reports every problem. Cluster IDs are
-// still the clusters' places in Config.Clusters, so a cluster added or
-// removed is compiled whole too. A request in flight finishes on the
+// names changed, two routes or clusters of one identity, a listener,
+// session key or Access team changed, or many routes or clusters
+// changed) is compiled whole, which also reports every problem and
+// numbers rules and clusters afresh. A request in flight finishes on the
 // compiled config it started with: the patch makes a new one.
 
 // maxEditedRoutes bounds the routes a patch compiles or deletes: beyond
@@ -60,15 +66,18 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 		return false, nil
 	}
 	d, ok := diffRoutes(served, cfg)
-	if !ok || d.none() {
+	if !ok {
 		return false, nil
 	}
-	changed, states := p.changedClusters(cfg)
-	if changed == nil {
+	cp, ok := p.patchClusters(cur, served, cfg)
+	if !ok {
 		p.sweepLocked() // drop transports made for the refused clusters
 		return false, nil
 	}
-	next, err := p.compileChanged(cur, served, cfg, d)
+	if d.none() && cp.same {
+		return false, nil // not a patch (replaceClusters takes what is)
+	}
+	next, err := p.compileChanged(cur, served, cfg, d, cp)
 	if err != nil {
 		p.sweepLocked()
 		if errors.Is(err, errNotAPatch) {
@@ -76,17 +85,109 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 		}
 		return false, err
 	}
-	for k, i := range changed {
-		next.clusters[i].install(states[k])
+	for k, id := range cp.changed {
+		next.clusters[id].install(cp.states[k])
 	}
 	if len(d.added) > 0 || len(d.removed) > 0 {
 		p.adoptPatchedRuleStats(next.rules, cur.rules, served, cur, cfg, d)
 	}
+	for _, s := range cp.fresh {
+		p.slots[s.name] = s
+	}
+	for _, name := range cp.gone {
+		delete(p.slots, name)
+	}
 	p.current.Store(next)
 	p.served = cfg
 	p.sweepLocked()
-	p.stats.ClusterUpdates.Add(int64(len(changed)))
+	p.stats.ClusterUpdates.Add(int64(len(cp.changed)))
 	return true, nil
+}
+
+// clusterPatch is how a patch changes the served clusters, matched by
+// name (their identity): each of the next config's clusters' ID, the
+// states of those new or changed, and the slots new and gone.
+type clusterPatch struct {
+	same     bool           // the same names in the same order: IDs and slots as served
+	clusters []*clusterSlot // by ID
+	of       []int          // each cluster's ID, by place; nil: the place
+	dead     int
+	changed  []int // IDs whose slot gets the state at the same index of states
+	states   []*clusterState
+	fresh    []*clusterSlot // slots of names new to the proxy
+	gone     []string       // names no longer served
+}
+
+// maxNewClusters bounds the clusters a patch adds or removes.
+const maxNewClusters = 64
+
+// patchClusters matches cfg's clusters with the served ones by name and
+// builds the state of each new or changed one. It reports false when one
+// is invalid, a name is empty or twice, or too many came or went: a
+// whole compile reports or takes those.
+func (p *Proxy) patchClusters(cur *compiledConfig, served, cfg *proxycfg.Config) (clusterPatch, bool) {
+	if sameClusterNames(served.Clusters, cfg.Clusters) {
+		changed, states := p.changedClusters(cfg)
+		if changed == nil {
+			return clusterPatch{}, false
+		}
+		for k, i := range changed {
+			changed[k] = cur.clusterAt(i)
+		}
+		return clusterPatch{same: true, clusters: cur.clusters, of: cur.clusterOf, dead: cur.deadClusters, changed: changed, states: states}, true
+	}
+	at := make(map[string]int, len(served.Clusters))
+	for i := range served.Clusters {
+		at[served.Clusters[i].Name] = i
+	}
+	cp := clusterPatch{clusters: slices.Clone(cur.clusters), of: make([]int, len(cfg.Clusters)), dead: cur.deadClusters}
+	seen := make([]bool, len(served.Clusters))
+	added := map[string]bool{}
+	for i := range cfg.Clusters {
+		cl := &cfg.Clusters[i]
+		k, ok := at[cl.Name]
+		switch {
+		case cl.Name == "" || added[cl.Name] || (ok && seen[k]):
+			return clusterPatch{}, false
+		case ok:
+			seen[k], cp.of[i] = true, cur.clusterAt(k)
+			if cl.Equal(&served.Clusters[k]) {
+				continue
+			}
+		default:
+			if len(cp.fresh) == maxNewClusters {
+				return clusterPatch{}, false
+			}
+			added[cl.Name] = true
+			s := &clusterSlot{name: cl.Name}
+			cp.of[i] = len(cp.clusters)
+			cp.clusters = append(cp.clusters, s)
+			cp.fresh = append(cp.fresh, s)
+		}
+		cs, err := p.transports.state(cl)
+		if err != nil {
+			return clusterPatch{}, false
+		}
+		cp.changed, cp.states = append(cp.changed, cp.of[i]), append(cp.states, cs)
+	}
+	for k := range seen {
+		if !seen[k] {
+			id := cur.clusterAt(k)
+			cp.clusters[id] = nil
+			cp.dead++
+			cp.gone = append(cp.gone, served.Clusters[k].Name)
+		}
+	}
+	if len(cp.gone) > maxNewClusters || cp.dead > len(cp.clusters)/4 {
+		return clusterPatch{}, false // numbered afresh by a whole compile
+	}
+	return cp, true
+}
+
+// sameClusterNames reports whether a and b name the same clusters in the
+// same order.
+func sameClusterNames(a, b []proxycfg.Cluster) bool {
+	return slices.EqualFunc(a, b, func(x, y proxycfg.Cluster) bool { return x.Name == y.Name })
 }
 
 // routeDiff is how a config's routes differ from the served config's, by
@@ -106,7 +207,7 @@ func (d *routeDiff) none() bool { return len(d.edited)+len(d.added)+len(d.remove
 // differs from served only in routes edited in place, added or deleted
 // (see above) and clusters' definitions.
 func diffRoutes(served, next *proxycfg.Config) (*routeDiff, bool) {
-	if !served.EqualFrame(next) {
+	if !equalFrameButClusters(served, next) {
 		return nil, false
 	}
 	d := &routeDiff{from: make([]int, len(next.Routes))}
@@ -165,6 +266,15 @@ func diffRoutes(served, next *proxycfg.Config) (*routeDiff, bool) {
 	return d, true
 }
 
+// equalFrameButClusters reports whether a and b are EqualFrame but, at
+// most, in their clusters' names and order (patchClusters matches
+// clusters by name).
+func equalFrameButClusters(a, b *proxycfg.Config) bool {
+	x, y := *a, *b
+	x.Clusters, y.Clusters = nil, nil
+	return x.EqualFrame(&y)
+}
+
 // samePlaces reports whether a and b hold routes of the same identities
 // at the same places: the common case, an edit, told without a map.
 func samePlaces(a, b []proxycfg.Route) bool {
@@ -184,13 +294,20 @@ func samePlaces(a, b []proxycfg.Route) bool {
 // under their listeners, and the views built again, keeping every vhost
 // none of whose listeners serves a changed route, and updating the
 // tables of the others with the changed routes' matches.
-func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config, d *routeDiff) (*compiledConfig, error) {
+func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config, d *routeDiff, cp clusterPatch) (*compiledConfig, error) {
 	c := &compiler{cfg: cfg, cc: &compiledConfig{accessKeys: cur.accessKeys}, clusterIDs: make(map[string]int, len(cfg.Clusters))}
 	for i := range cfg.Clusters {
 		c.clusterIDs[cfg.Clusters[i].Name] = i
+		if cp.of != nil {
+			c.clusterIDs[cfg.Clusters[i].Name] = cp.of[i]
+		}
+	}
+	if keptNameAny(cfg, d, cp) {
+		return nil, errNotAPatch // a kept route's rules would compile otherwise
 	}
 	next := *cur
 	next.version = cfg.Version
+	next.clusters, next.clusterOf, next.deadClusters = cp.clusters, cp.of, cp.dead
 	next.rules = slices.Clone(cur.rules)
 	next.routes = make([]routeCompiled, len(cfg.Routes))
 	for i, k := range d.from {
@@ -290,6 +407,42 @@ func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config
 	next.views, next.filed = views, &filed
 	next.identityNames = identityNamesOf(next.rules)
 	return &next, nil
+}
+
+// keptNameAny reports whether a route of cfg the patch keeps (neither
+// edited nor added) names a cluster that came or went: its compiled
+// rules name that cluster as it was (a slot now empty, or no cluster).
+func keptNameAny(cfg *proxycfg.Config, d *routeDiff, cp clusterPatch) bool {
+	if len(cp.fresh) == 0 && len(cp.gone) == 0 {
+		return false
+	}
+	names := make(map[string]bool, len(cp.fresh)+len(cp.gone))
+	for _, s := range cp.fresh {
+		names[s.name] = true
+	}
+	for _, n := range cp.gone {
+		names[n] = true
+	}
+	compiled := make(map[int]bool, len(d.edited)+len(d.added))
+	for _, i := range d.edited {
+		compiled[i] = true
+	}
+	for _, i := range d.added {
+		compiled[i] = true
+	}
+	for i := range cfg.Routes {
+		if compiled[i] {
+			continue
+		}
+		for j := range cfg.Routes[i].Rules {
+			for n := range cfg.Routes[i].Rules[j].Clusters {
+				if names[n] {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // insertMatches returns list (the matches filed under listener ln) with

@@ -52,10 +52,10 @@ func benchDocument(routes, listeners, port int) *Document {
 // updating its listener's table (route); the same with every route on
 // one listener, whose table holds all 5,000 (route/listeners=1); a route
 // added to an existing cluster and deleted again, which it compiles alone
-// (add); a route added with a cluster of its own, for which it compiles
-// the whole config, clusters being numbered by their place (full).
+// (add); the same with a cluster of its own (add/cluster); a listener
+// added, for which it compiles the whole config (full).
 func BenchmarkApply(b *testing.B) {
-	for _, mode := range []string{"clusters", "route", "route/listeners=1", "add", "full"} {
+	for _, mode := range []string{"clusters", "route", "route/listeners=1", "add", "add/cluster", "full"} {
 		listeners := 50
 		if mode == "route/listeners=1" {
 			listeners = 1
@@ -66,8 +66,10 @@ func BenchmarkApply(b *testing.B) {
 			docs[1] = withEditedRoute(docs[0])
 		case "add":
 			docs[1] = withAddedRoute(docs[0], false)
+		case "add/cluster":
+			docs[1] = withAddedRoute(docs[0], true)
 		case "full":
-			docs[1] = withAddedRoute(docs[1], true)
+			docs[1] = withAddedListener(docs[1])
 		}
 		b.Run("routes=5000/"+mode, func(b *testing.B) {
 			p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -83,7 +85,7 @@ func BenchmarkApply(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				kind, err := c.apply(docs[i&1])
-				if err != nil || kind != map[string]LoadKind{"clusters": LoadClusters, "route": LoadRoutes, "route/listeners=1": LoadRoutes, "add": LoadRoutes, "full": LoadFull}[mode] {
+				if err != nil || kind != map[string]LoadKind{"clusters": LoadClusters, "route": LoadRoutes, "route/listeners=1": LoadRoutes, "add": LoadRoutes, "add/cluster": LoadRoutes, "full": LoadFull}[mode] {
 					b.Fatalf("apply: %v, %v", kind, err)
 				}
 				i++
@@ -125,6 +127,15 @@ func withAddedRoute(doc *Document, ownCluster bool) *Document {
 	}
 	next.Config.Routes = slices.Insert(slices.Clone(doc.Config.Routes), at, r)
 	next.Version += "-added"
+	next.Config.Version = next.Version
+	return &next
+}
+
+// withAddedListener is doc with a listener more, which no route uses.
+func withAddedListener(doc *Document) *Document {
+	next := *doc
+	next.Config.Listeners = append(slices.Clone(doc.Config.Listeners), proxycfg.Listener{Protocol: proxycfg.ListenerHTTP, Name: "added", Hostname: "*.added.example.com"})
+	next.Version += "-listener"
 	next.Config.Version = next.Version
 	return &next
 }
