@@ -60,7 +60,9 @@
 // not; an identity new to it is made, and one gone is dropped. So an
 // element added or removed costs that element, wherever it sits, and
 // what is reused never depends on how a config was built or whether its
-// memory is shared. Where a layer still falls back to position (the
-// proxy's compiled rules and cluster slots, translate's patches), its
-// doc says so; that is what remains to be brought under this contract.
+// memory is shared. Where a layer still falls short (translate's Cache,
+// keyed by object addresses, whose patches take no route added or
+// deleted), its doc says so; that is what remains to be brought under
+// this contract. The Encoder (encode.go) and the proxy's patch
+// (dataplane/patch.go) follow it.
 package proxycfg
