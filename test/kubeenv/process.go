@@ -40,7 +40,7 @@ func startProcess(name, bin string, args []string, dir string, log io.Writer) (*
 	p.cmd.Env = childEnv()
 	var out io.Writer = f
 	if log != nil {
-		out = io.MultiWriter(f, &prefixWriter{prefix: name + ": ", w: log})
+		out = io.MultiWriter(f, testproc.PrefixWriter(name+": ", log))
 	}
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = testproc.SysProcAttr()
@@ -132,31 +132,4 @@ func (s *syncWriter) Write(b []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.w.Write(b)
-}
-
-// prefixWriter writes each whole line with a prefix, so that the output of
-// several processes in one Options.Log stays readable.
-type prefixWriter struct {
-	prefix string
-	w      io.Writer
-	buf    []byte
-}
-
-func (pw *prefixWriter) Write(b []byte) (int, error) {
-	pw.buf = append(pw.buf, b...)
-	var out []byte
-	for {
-		i := bytes.IndexByte(pw.buf, '\n')
-		if i < 0 {
-			break
-		}
-		out = append(out, pw.prefix...)
-		out = append(out, pw.buf[:i+1]...)
-		pw.buf = pw.buf[i+1:]
-	}
-	if len(out) > 0 {
-		// A broken log must not stop the control plane: ignore its errors.
-		_, _ = pw.w.Write(out)
-	}
-	return len(b), nil
 }

@@ -39,7 +39,7 @@ func start(name string, argv, env []string, dir string, log io.Writer) (*process
 	p.cmd.Env = env
 	var out io.Writer = f
 	if log != nil {
-		out = io.MultiWriter(f, &prefixWriter{prefix: name + ": ", w: log})
+		out = io.MultiWriter(f, testproc.PrefixWriter(name+": ", log))
 	}
 	p.cmd.Stdout, p.cmd.Stderr = out, out
 	p.cmd.SysProcAttr = testproc.SysProcAttr()
@@ -147,30 +147,4 @@ func (p *process) tail(n int) string {
 func (p *process) logContains(s string) bool {
 	b, _ := os.ReadFile(p.logPath)
 	return bytes.Contains(b, []byte(s))
-}
-
-// prefixWriter writes each whole line with a prefix, so the output of
-// several processes in one Options.Log stays readable.
-type prefixWriter struct {
-	prefix string
-	w      io.Writer
-	buf    []byte
-}
-
-func (pw *prefixWriter) Write(b []byte) (int, error) {
-	pw.buf = append(pw.buf, b...)
-	var out []byte
-	for {
-		i := bytes.IndexByte(pw.buf, '\n')
-		if i < 0 {
-			break
-		}
-		out = append(out, pw.prefix...)
-		out = append(out, pw.buf[:i+1]...)
-		pw.buf = pw.buf[i+1:]
-	}
-	if len(out) > 0 {
-		_, _ = pw.w.Write(out)
-	}
-	return len(b), nil
 }
