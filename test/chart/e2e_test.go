@@ -42,20 +42,7 @@ func TestChartRunsEndToEnd(t *testing.T) {
 	ctx := t.Context()
 	const app = "e2e-app"
 	r.dumpPodsOnFailure(t, app)
-	r.apply(t, fmt.Sprintf(`
-apiVersion: v1
-kind: Namespace
-metadata: {name: %[1]s}
-%[3]s
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: %[1]s}
-spec:
-  gatewayClassName: %[2]s
-  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
----
-%[4]s`, app, r.class, echoApp(app, 1), webRoute(app, "app.example.com")))
+	r.apply(t, echoSite(app, r.class, 1))
 
 	// The GatewayClass the chart made is accepted: the credentials Secret,
 	// the account and the tunnel name work.

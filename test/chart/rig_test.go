@@ -21,6 +21,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/test/cffake"
 	"github.com/tunnelgate/tunnelgate/test/connector"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/realnode"
 )
@@ -292,6 +293,16 @@ func (r *rig) dumpPodsOnFailure(t *testing.T, ns string) {
 			}
 		}
 	})
+}
+
+// echoSite is the YAML of namespace ns holding an echo app of replicas
+// Pods (echoApp), a Gateway "gw" of class listening for *.example.com,
+// and the HTTPRoute "web" for app.example.com to the app (webRoute).
+func echoSite(ns, class string, replicas int) string {
+	return fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n", ns) +
+		echoApp(ns, replicas) + "---\n" +
+		fixture.GatewayYAML(ns, "gw", class, `{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}`) + "---\n" +
+		webRoute(ns, "app.example.com")
 }
 
 // webRoute is the YAML of an HTTPRoute "web" in ns for host, on the

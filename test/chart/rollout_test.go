@@ -39,30 +39,17 @@ func TestRolloutsLoseNoRequest(t *testing.T) {
 	r.dumpPodsOnFailure(t, r.ns)
 	kube, edge, ns, class := r.kube, r.edge, r.ns, r.class
 	const app = "roll-app"
-	r.apply(t, fmt.Sprintf(`
-apiVersion: v1
-kind: Namespace
-metadata: {name: %[1]s}
-%[3]s
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: Gateway
-metadata: {name: gw, namespace: %[1]s}
-spec:
-  gatewayClassName: %[2]s
-  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
----
-%[4]s---
+	r.apply(t, echoSite(app, class, 2)+fmt.Sprintf(`---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
-metadata: {name: pin, namespace: %[1]s}
+metadata: {name: pin, namespace: %s}
 spec:
   parentRefs: [{name: gw}]
   hostnames: [pin.example.com]
   rules:
   - backendRefs: [{name: app, port: 80}]
     sessionPersistence: {type: Cookie, cookie: {name: pin}}
-`, app, class, echoApp(app, 2), webRoute(app, "app.example.com")))
+`, app))
 
 	controller, proxy := r.controller(), r.proxy()
 	for _, d := range []string{controller, proxy} {
