@@ -108,6 +108,9 @@ func identityNamesOf(rules []servedRule) *identityNames {
 	s.add(accessHeader)
 	s.add(edgeEmailHeader)
 	for i := range rules {
+		if rules[i].Rule == nil {
+			continue // a deleted route's rule ID (patch.go)
+		}
 		if a := rules[i].Access; a != nil {
 			for _, n := range a.Headers.List() {
 				s.add(n)

@@ -21,9 +21,9 @@ const (
 	// AppliedClusters: only cluster definitions differed from the config
 	// served; those clusters were replaced and nothing was compiled.
 	AppliedClusters
-	// AppliedRoutes: routes were edited in place (patch.go); those
-	// routes were compiled, and the tables of their listeners built
-	// again.
+	// AppliedRoutes: routes were edited in place, added or deleted
+	// (patch.go); those routes were compiled, and the tables of their
+	// listeners updated.
 	AppliedRoutes
 )
 
@@ -45,7 +45,7 @@ func (p *Proxy) replaceClusters(cfg *proxycfg.Config) bool {
 		return false
 	}
 	for k, i := range changed {
-		cur.clusters[i].install(states[k])
+		cur.clusters[cur.clusterAt(i)].install(states[k])
 	}
 	next := *cur // compiled configs are immutable once stored; this one shares all but its version
 	next.version = cfg.Version

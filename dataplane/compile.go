@@ -28,9 +28,14 @@ type compiledConfig struct {
 	// a socket the proxy starts serving later.
 	filed *filing
 	// clusters are the slots of the clusters this config uses, indexed
-	// by cluster ID: their place in Config.Clusters.
-	clusters []*clusterSlot
-	session  *sessionCodec
+	// by cluster ID. A whole compile numbers them by their place in
+	// Config.Clusters; a patch numbers a cluster added after every other
+	// and leaves a removed one's slot nil (deadClusters counts them),
+	// and clusterOf then gives each cluster of the config its ID.
+	clusters     []*clusterSlot
+	clusterOf    []int // by place in Config.Clusters; nil: the place is the ID
+	deadClusters int
+	session      *sessionCodec
 	// accessKeys are each Access team's keys, by domain; nil for a team
 	// whose keys did not parse (its protected rules fail closed, unless
 	// the proxy kept the team's last good keys: Proxy.load).
@@ -42,13 +47,24 @@ type compiledConfig struct {
 	// a request matched (access.go).
 	identityNames *identityNames
 	// rules are every compiled rule with what the proxy keeps beside it,
-	// indexed by rule ID.
-	rules []servedRule
+	// indexed by rule ID. A whole compile numbers them in config order; a
+	// patch numbers an added route's after every other, and leaves a
+	// deleted route's empty (a nil Rule), which deadRules counts.
+	rules     []servedRule
+	deadRules int
 	// routes are what each route of the config compiled to, by its place
 	// in Config.Routes: where its rules start among rules, and its
 	// prepared matches, which the filing holds under its listeners. A
 	// route edited is compiled again from them (patch.go).
 	routes []routeCompiled
+}
+
+// clusterAt is the ID of the config's cluster i.
+func (cc *compiledConfig) clusterAt(i int) int {
+	if cc.clusterOf == nil {
+		return i
+	}
+	return cc.clusterOf[i]
 }
 
 // routeCompiled is what one route compiled to.

@@ -30,11 +30,18 @@ func (p *Proxy) adoptRuleStats(rules []servedRule) {
 		}
 		ru.stats = st
 		if p.tracer != nil {
-			ru.spanNames = map[string]string{}
-			for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
-				ru.spanNames[m] = m + " " + ru.Route
-			}
+			ru.spanNames = spanNamesOf(ru.Route)
 		}
 	}
 	p.ruleStats = next
+}
+
+// spanNamesOf is the server span names of the common methods for a rule
+// of route.
+func spanNamesOf(route string) map[string]string {
+	names := map[string]string{}
+	for _, m := range []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"} {
+		names[m] = m + " " + route
+	}
+	return names
 }

@@ -1,4 +1,4 @@
-// This file implements Apply when only some routes changed.
+// This file implements Apply when only some routes changed: edited, added or deleted.
 
 package dataplane
 
@@ -8,55 +8,76 @@ import (
 	"slices"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
 
-// After endpoints, the most common change is a route edited: a filter, a
-// match, a backend's weight. At 5,000 routes, compiling every rule and
-// building every table again costs tens of milliseconds, so a config that
-// differs from the one served only in routes edited in place (and perhaps
-// in clusters' definitions) is applied by compiling those routes alone:
+// After endpoints, the most common change is a route edited, added or
+// deleted. At 5,000 routes, compiling every rule and building every
+// table again costs tens of milliseconds, so a config that differs from
+// the one served only in such routes (and perhaps in clusters'
+// definitions) is applied by compiling those routes alone. Routes are
+// told apart by identity (proxycfg.Route.ID, the contract in proxycfg's
+// package doc), not by position, so a route added or deleted does not
+// make every route after it look changed:
 //
-//   - their rules are compiled again under the rule IDs they had (a
-//     route keeps its place and its number of rules), and their matches
-//     prepared again and filed, in place of the old ones, under the
-//     same listeners;
-//   - only the tables of the vhosts serving those listeners are built
-//     again; every other table, and every other rule, is the served
-//     config's;
+//   - an edited route's rules are compiled again under the rule IDs they
+//     had (it keeps its identity, listeners, number of rules and their
+//     names), and its matches prepared again and filed, in place of the
+//     old ones, under the same listeners;
+//   - an added route's rules get new rule IDs after every other, and its
+//     matches are filed where a whole compile would file them: after
+//     those of the route before it on each of its listeners;
+//   - a deleted route's matches are taken out of its listeners' lists,
+//     and its rule IDs left empty (deadRules counts them; past a quarter
+//     of the rules the config is compiled whole, which numbers them
+//     afresh);
+//   - only the tables of the vhosts serving those listeners are updated;
+//     every other table, and every other rule, is the served config's;
 //   - clusters whose definition changed get new states in their slots,
 //     as for an endpoint change (apply.go).
 //
-// Everything else (a route added, removed or moved, its listeners, name,
-// kind or rule names changed, a listener, session key, Access team or
-// cluster name changed, or many routes edited) is compiled whole, which
-// also reports every problem. A request in flight finishes on the
+//   - clusters are matched with the served ones by name (their
+//     identity): one added gets a slot and an ID after every other, one
+//     removed leaves its ID's slot empty (deadClusters counts them), and
+//     clusterOf says each cluster's ID from then on. A route kept that
+//     names a cluster added or removed is compiled whole (which refuses
+//     a config naming a cluster it lacks).
+//
+// Everything else (routes reordered, a route's listeners, kind or rule
+// names changed, two routes or clusters of one identity, a listener,
+// session key or Access team changed, or many routes or clusters
+// changed) is compiled whole, which also reports every problem and
+// numbers rules and clusters afresh. A request in flight finishes on the
 // compiled config it started with: the patch makes a new one.
 
-// maxEditedRoutes bounds the routes a patch compiles: beyond it, compiling
-// whole costs about the same and is simpler.
+// maxEditedRoutes bounds the routes a patch compiles or deletes: beyond
+// it, compiling whole costs about the same and is simpler.
 const maxEditedRoutes = 64
 
-// patchRoutes applies cfg by compiling its edited routes alone, if it is
+// patchRoutes applies cfg by compiling its changed routes alone, if it is
 // such a config. It reports whether it applied cfg, or why cfg is refused
-// (an edited route that does not compile); false and nil leave the
+// (a changed route that does not compile); false and nil leave the
 // decision to a whole compile (not such a config). p.mu is held.
 func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 	cur, served := p.current.Load(), p.served
 	if cur == nil || cfg == served || len(cur.routes) != len(served.Routes) {
 		return false, nil
 	}
-	edited, ok := editedRoutes(served, cfg)
-	if !ok || len(edited) == 0 {
+	d, ok := diffRoutes(served, cfg)
+	if !ok {
 		return false, nil
 	}
-	changed, states := p.changedClusters(cfg)
-	if changed == nil {
+	cp, ok := p.patchClusters(cur, served, cfg)
+	if !ok {
 		p.sweepLocked() // drop transports made for the refused clusters
 		return false, nil
 	}
-	next, err := p.compileEdited(cur, served, cfg, edited)
+	if d.none() && cp.same {
+		return false, nil // not a patch (replaceClusters takes what is)
+	}
+	next, err := p.compileChanged(cur, served, cfg, d, cp)
 	if err != nil {
 		p.sweepLocked()
 		if errors.Is(err, errNotAPatch) {
@@ -64,60 +85,251 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 		}
 		return false, err
 	}
-	for k, i := range changed {
-		next.clusters[i].install(states[k])
+	for k, id := range cp.changed {
+		next.clusters[id].install(cp.states[k])
+	}
+	if len(d.added) > 0 || len(d.removed) > 0 {
+		p.adoptPatchedRuleStats(next.rules, cur.rules, served, cur, cfg, d)
+	}
+	for _, s := range cp.fresh {
+		p.slots[s.name] = s
+	}
+	for _, name := range cp.gone {
+		delete(p.slots, name)
 	}
 	p.current.Store(next)
 	p.served = cfg
 	p.sweepLocked()
-	p.stats.ClusterUpdates.Add(int64(len(changed)))
+	p.stats.ClusterUpdates.Add(int64(len(cp.changed)))
 	return true, nil
 }
 
-// editedRoutes returns the indexes of the routes of next that differ from
-// served's, if next differs from served only in routes edited in place
+// clusterPatch is how a patch changes the served clusters, matched by
+// name (their identity): each of the next config's clusters' ID, the
+// states of those new or changed, and the slots new and gone.
+type clusterPatch struct {
+	same     bool           // the same names in the same order: IDs and slots as served
+	clusters []*clusterSlot // by ID
+	of       []int          // each cluster's ID, by place; nil: the place
+	dead     int
+	changed  []int // IDs whose slot gets the state at the same index of states
+	states   []*clusterState
+	fresh    []*clusterSlot // slots of names new to the proxy
+	gone     []string       // names no longer served
+}
+
+// maxNewClusters bounds the clusters a patch adds or removes.
+const maxNewClusters = 64
+
+// patchClusters matches cfg's clusters with the served ones by name and
+// builds the state of each new or changed one. It reports false when one
+// is invalid, a name is empty or twice, or too many came or went: a
+// whole compile reports or takes those.
+func (p *Proxy) patchClusters(cur *compiledConfig, served, cfg *proxycfg.Config) (clusterPatch, bool) {
+	if sameClusterNames(served.Clusters, cfg.Clusters) {
+		changed, states := p.changedClusters(cfg)
+		if changed == nil {
+			return clusterPatch{}, false
+		}
+		for k, i := range changed {
+			changed[k] = cur.clusterAt(i)
+		}
+		return clusterPatch{same: true, clusters: cur.clusters, of: cur.clusterOf, dead: cur.deadClusters, changed: changed, states: states}, true
+	}
+	at := make(map[string]int, len(served.Clusters))
+	for i := range served.Clusters {
+		at[served.Clusters[i].Name] = i
+	}
+	cp := clusterPatch{clusters: slices.Clone(cur.clusters), of: make([]int, len(cfg.Clusters)), dead: cur.deadClusters}
+	seen := make([]bool, len(served.Clusters))
+	added := map[string]bool{}
+	for i := range cfg.Clusters {
+		cl := &cfg.Clusters[i]
+		k, ok := at[cl.Name]
+		switch {
+		case cl.Name == "" || added[cl.Name] || (ok && seen[k]):
+			return clusterPatch{}, false
+		case ok:
+			seen[k], cp.of[i] = true, cur.clusterAt(k)
+			if cl.Equal(&served.Clusters[k]) {
+				continue
+			}
+		default:
+			if len(cp.fresh) == maxNewClusters {
+				return clusterPatch{}, false
+			}
+			added[cl.Name] = true
+			s := &clusterSlot{name: cl.Name}
+			cp.of[i] = len(cp.clusters)
+			cp.clusters = append(cp.clusters, s)
+			cp.fresh = append(cp.fresh, s)
+		}
+		cs, err := p.transports.state(cl)
+		if err != nil {
+			return clusterPatch{}, false
+		}
+		cp.changed, cp.states = append(cp.changed, cp.of[i]), append(cp.states, cs)
+	}
+	for k := range seen {
+		if !seen[k] {
+			id := cur.clusterAt(k)
+			cp.clusters[id] = nil
+			cp.dead++
+			cp.gone = append(cp.gone, served.Clusters[k].Name)
+		}
+	}
+	if len(cp.gone) > maxNewClusters || cp.dead > len(cp.clusters)/4 {
+		return clusterPatch{}, false // numbered afresh by a whole compile
+	}
+	return cp, true
+}
+
+// sameClusterNames reports whether a and b name the same clusters in the
+// same order.
+func sameClusterNames(a, b []proxycfg.Cluster) bool {
+	return slices.EqualFunc(a, b, func(x, y proxycfg.Cluster) bool { return x.Name == y.Name })
+}
+
+// routeDiff is how a config's routes differ from the served config's, by
+// identity.
+type routeDiff struct {
+	// from is, for each route of the next config, the index of the
+	// served route of its identity; -1 for a route added.
+	from []int
+	// edited and added are indexes in the next config; removed, in the
+	// served one. Each is in ascending order.
+	edited, added, removed []int
+}
+
+func (d *routeDiff) none() bool { return len(d.edited)+len(d.added)+len(d.removed) == 0 }
+
+// diffRoutes tells how next's routes differ from served's, if next
+// differs from served only in routes edited in place, added or deleted
 // (see above) and clusters' definitions.
-func editedRoutes(served, next *proxycfg.Config) ([]int, bool) {
-	if len(next.Routes) != len(served.Routes) || !served.EqualFrame(next) {
+func diffRoutes(served, next *proxycfg.Config) (*routeDiff, bool) {
+	if !equalFrameButClusters(served, next) {
 		return nil, false
 	}
-	var edited []int
-	for i := range next.Routes {
-		a, b := &served.Routes[i], &next.Routes[i]
+	d := &routeDiff{from: make([]int, len(next.Routes))}
+	if !samePlaces(served.Routes, next.Routes) {
+		at := make(map[proxycfg.RouteID]int, len(served.Routes))
+		for i := range served.Routes {
+			at[served.Routes[i].ID()] = i
+		}
+		if len(at) != len(served.Routes) {
+			return nil, false // two routes of one identity
+		}
+		seen := make([]bool, len(served.Routes))
+		last := -1
+		for i := range next.Routes {
+			k, ok := at[next.Routes[i].ID()]
+			switch {
+			case !ok:
+				d.from[i] = -1
+				d.added = append(d.added, i)
+				continue
+			case seen[k] || k < last:
+				return nil, false // a route twice, or routes reordered
+			}
+			seen[k], last, d.from[i] = true, k, k
+		}
+		for k := range seen {
+			if !seen[k] {
+				d.removed = append(d.removed, k)
+			}
+		}
+	} else {
+		for i := range d.from {
+			d.from[i] = i
+		}
+	}
+	for i, k := range d.from {
+		if k < 0 {
+			continue
+		}
+		a, b := &served.Routes[k], &next.Routes[i]
 		if a.Equal(b) {
 			continue
 		}
-		if len(edited) == maxEditedRoutes || a.Kind != b.Kind || a.Namespace != b.Namespace || a.Name != b.Name ||
-			!slices.Equal(a.Listeners, b.Listeners) ||
+		if !slices.Equal(a.Listeners, b.Listeners) ||
 			!slices.EqualFunc(a.Rules, b.Rules, func(x, y proxycfg.Rule) bool { return x.Name == y.Name }) {
 			return nil, false
 		}
-		edited = append(edited, i)
+		d.edited = append(d.edited, i)
+		if len(d.edited) > maxEditedRoutes {
+			return nil, false
+		}
 	}
-	return edited, true
+	if len(d.edited)+len(d.added)+len(d.removed) > maxEditedRoutes {
+		return nil, false
+	}
+	return d, true
 }
 
-// compileEdited returns cur (compiled from served) with the edited routes
-// of cfg compiled in place of theirs: their rules, their matches under
-// their listeners, and the views built again, keeping every vhost none of
-// whose listeners serves an edited route, and updating the tables of the
-// others with the edited routes' matches.
-func (p *Proxy) compileEdited(cur *compiledConfig, served, cfg *proxycfg.Config, edited []int) (*compiledConfig, error) {
+// equalFrameButClusters reports whether a and b are EqualFrame but, at
+// most, in their clusters' names and order (patchClusters matches
+// clusters by name).
+func equalFrameButClusters(a, b *proxycfg.Config) bool {
+	x, y := *a, *b
+	x.Clusters, y.Clusters = nil, nil
+	return x.EqualFrame(&y)
+}
+
+// samePlaces reports whether a and b hold routes of the same identities
+// at the same places: the common case, an edit, told without a map.
+func samePlaces(a, b []proxycfg.Route) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Kind != b[i].Kind || a[i].Namespace != b[i].Namespace || a[i].Name != b[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+// compileChanged returns cur (compiled from served) with the changed
+// routes of cfg compiled in place of theirs: their rules, their matches
+// under their listeners, and the views built again, keeping every vhost
+// none of whose listeners serves a changed route, and updating the
+// tables of the others with the changed routes' matches.
+func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config, d *routeDiff, cp clusterPatch) (*compiledConfig, error) {
 	c := &compiler{cfg: cfg, cc: &compiledConfig{accessKeys: cur.accessKeys}, clusterIDs: make(map[string]int, len(cfg.Clusters))}
 	for i := range cfg.Clusters {
 		c.clusterIDs[cfg.Clusters[i].Name] = i
+		if cp.of != nil {
+			c.clusterIDs[cfg.Clusters[i].Name] = cp.of[i]
+		}
+	}
+	if keptNameAny(cfg, d, cp) {
+		return nil, errNotAPatch // a kept route's rules would compile otherwise
 	}
 	next := *cur
 	next.version = cfg.Version
+	next.clusters, next.clusterOf, next.deadClusters = cp.clusters, cp.of, cp.dead
 	next.rules = slices.Clone(cur.rules)
-	next.routes = slices.Clone(cur.routes)
+	next.routes = make([]routeCompiled, len(cfg.Routes))
+	for i, k := range d.from {
+		if k >= 0 {
+			next.routes[i] = cur.routes[k]
+		}
+	}
 	filed := *cur.filed // its listeners are Equal to cfg's; gatewayAt is keyed by them
 	filed.routesOf = maps.Clone(cur.filed.routesOf)
 	changed := map[string]*routesEdit{}
+	edit := func(ln string) *routesEdit {
+		e := changed[ln]
+		if e == nil {
+			e = &routesEdit{}
+			changed[ln] = e
+		}
+		return e
+	}
 	var prep matcher.Preparer[*compiled.Target]
-	for _, ri := range edited {
+	for _, ri := range d.edited {
 		r := &cfg.Routes[ri]
-		old := cur.routes[ri]
+		old := cur.routes[d.from[ri]]
 		rules, matches := c.route(r, ri, old.firstRule, &prep)
 		if len(c.errs) > 0 {
 			continue
@@ -130,19 +342,59 @@ func (p *Proxy) compileEdited(cur *compiledConfig, served, cfg *proxycfg.Config,
 		}
 		copy(next.rules[old.firstRule:], rules)
 		next.routes[ri] = routeCompiled{firstRule: old.firstRule, matches: matches}
-		removed, shared := matchKeys(served, ri)
+		removed, shared := matchKeys(served, d.from[ri])
 		for _, ln := range r.Listeners {
 			list, ok := replaceMatches(filed.routesOf[ln], old.matches, matches)
 			if !ok {
 				return nil, errNotAPatch
 			}
 			filed.routesOf[ln] = list
-			e := changed[ln]
-			if e == nil {
-				e = &routesEdit{}
-				changed[ln] = e
-			}
+			e := edit(ln)
 			e.remove, e.add, e.whole = append(e.remove, removed...), append(e.add, matches...), e.whole || shared
+		}
+	}
+	for _, k := range d.removed {
+		old := cur.routes[k]
+		n := len(served.Routes[k].Rules) // a config served compiled every rule
+		clear(next.rules[old.firstRule : old.firstRule+n])
+		next.deadRules += n
+		removed, shared := matchKeys(served, k)
+		for _, ln := range served.Routes[k].Listeners {
+			if len(old.matches) > 0 {
+				list, ok := replaceMatches(filed.routesOf[ln], old.matches, nil)
+				if !ok {
+					return nil, errNotAPatch
+				}
+				filed.routesOf[ln] = list
+			}
+			e := edit(ln)
+			e.remove, e.whole = append(e.remove, removed...), e.whole || shared
+		}
+	}
+	if next.deadRules > len(next.rules)/4 {
+		return nil, errNotAPatch // numbered afresh by a whole compile
+	}
+	for _, ri := range d.added {
+		r := &cfg.Routes[ri]
+		first := len(next.rules)
+		rules, matches := c.route(r, ri, first, &prep)
+		if len(c.errs) > 0 {
+			continue
+		}
+		next.rules = append(next.rules, rules...)
+		next.routes[ri] = routeCompiled{firstRule: first, matches: matches}
+		_, shared := matchKeys(cfg, ri)
+		for _, ln := range r.Listeners {
+			if !slices.ContainsFunc(filed.listeners, func(l proxycfg.Listener) bool { return l.Name == ln }) {
+				return nil, errNotAPatch // a whole compile reports it
+			}
+			list, ok := insertMatches(filed.routesOf[ln], cfg, next.routes, ri, ln)
+			if !ok {
+				return nil, errNotAPatch
+			}
+			filed.routesOf[ln] = list
+			e := edit(ln)
+			e.add, e.whole = append(e.add, matches...), e.whole || shared
 		}
 	}
 	if err := errors.Join(c.errs...); err != nil {
@@ -155,6 +407,102 @@ func (p *Proxy) compileEdited(cur *compiledConfig, served, cfg *proxycfg.Config,
 	next.views, next.filed = views, &filed
 	next.identityNames = identityNamesOf(next.rules)
 	return &next, nil
+}
+
+// keptNameAny reports whether a route of cfg the patch keeps (neither
+// edited nor added) names a cluster that came or went: its compiled
+// rules name that cluster as it was (a slot now empty, or no cluster).
+func keptNameAny(cfg *proxycfg.Config, d *routeDiff, cp clusterPatch) bool {
+	if len(cp.fresh) == 0 && len(cp.gone) == 0 {
+		return false
+	}
+	names := make(map[string]bool, len(cp.fresh)+len(cp.gone))
+	for _, s := range cp.fresh {
+		names[s.name] = true
+	}
+	for _, n := range cp.gone {
+		names[n] = true
+	}
+	compiled := make(map[int]bool, len(d.edited)+len(d.added))
+	for _, i := range d.edited {
+		compiled[i] = true
+	}
+	for _, i := range d.added {
+		compiled[i] = true
+	}
+	for i := range cfg.Routes {
+		if compiled[i] {
+			continue
+		}
+		for j := range cfg.Routes[i].Rules {
+			for n := range cfg.Routes[i].Rules[j].Clusters {
+				if names[n] {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// insertMatches returns list (the matches filed under listener ln) with
+// route ri's matches inserted where a whole compile of cfg would file
+// them: after those of the nearest route before it on ln. routes are
+// cfg's routes compiled, set for every route before ri. list itself is
+// not changed.
+func insertMatches(list []*matcher.Prepared[*compiled.Target], cfg *proxycfg.Config, routes []routeCompiled, ri int, ln string) ([]*matcher.Prepared[*compiled.Target], bool) {
+	at := 0
+	for j := ri - 1; j >= 0; j-- {
+		if m := routes[j].matches; len(m) > 0 && slices.Contains(cfg.Routes[j].Listeners, ln) {
+			k := slices.Index(list, m[len(m)-1])
+			if k < 0 {
+				return nil, false
+			}
+			at = k + 1
+			break
+		}
+	}
+	return slices.Insert(slices.Clip(list), at, routes[ri].matches...), true
+}
+
+// adoptPatchedRuleStats gives the rules of the routes a patch added their
+// metrics, as adoptRuleStats gives a whole config's, and drops the series
+// of the deleted routes' rules that no rule serves any more. rules are
+// the patched config's, old the served one's.
+func (p *Proxy) adoptPatchedRuleStats(rules, old []servedRule, served *proxycfg.Config, cur *compiledConfig, cfg *proxycfg.Config, d *routeDiff) {
+	gone := map[[2]string]bool{}
+	for _, k := range d.removed {
+		first := cur.routes[k].firstRule
+		for j := range served.Routes[k].Rules {
+			gone[[2]string{old[first+j].Route, old[first+j].Label()}] = true
+		}
+	}
+	fresh := rules[len(old):]
+	for i := range fresh {
+		ru := &fresh[i]
+		key := [2]string{ru.Route, ru.Label()}
+		delete(gone, key)
+		st := p.ruleStats[key]
+		if st == nil {
+			st = &observe.RuleStats{Route: key[0], Rule: key[1]}
+			p.ruleStats[key] = st
+		}
+		ru.stats = st
+		if p.tracer != nil {
+			ru.spanNames = spanNamesOf(ru.Route)
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	for i := range rules[:len(old)] { // a series another rule still serves stays
+		if rules[i].Rule != nil {
+			delete(gone, [2]string{rules[i].Route, rules[i].Label()})
+		}
+	}
+	for key := range gone {
+		delete(p.ruleStats, key)
+	}
 }
 
 // matchKeys are the matcher keys of route ri of cfg's matches, and

@@ -88,9 +88,20 @@ func decisions(cc *compiledConfig) []string {
 						continue
 					}
 					ru := tg.Rule
-					d += fmt.Sprintf("%s[%d] id %d fail %d redirect %v plan %v:", ru.Route, ru.Index, ru.ID, ru.FailStatus, tg.Redirect != nil, ru.RespPlan != nil)
+					// The rule by its identity (route and index), and whether
+					// its ID finds it: a patch numbers an added route's rules
+					// after every other, where a whole compile numbers them in
+					// config order.
+					idOK := ru.ID < len(cc.rules) && cc.rules[ru.ID].Rule == ru
+					d += fmt.Sprintf("%s[%d] id finds it %v fail %d redirect %v plan %v:", ru.Route, ru.Index, idOK, ru.FailStatus, tg.Redirect != nil, ru.RespPlan != nil)
 					for _, b := range ru.Backends {
-						d += fmt.Sprintf(" cluster %d weight %d status %d plans %v %v", b.Cluster, b.CumWeight, b.Status, b.ReqPlan != nil, b.RespPlan != nil)
+						// The cluster by its name: a patch numbers a cluster
+						// added after every other.
+						name := "-"
+						if b.Cluster != compiled.NoCluster {
+							name = cc.clusters[b.Cluster].name
+						}
+						d += fmt.Sprintf(" cluster %s weight %d status %d plans %v %v", name, b.CumWeight, b.Status, b.ReqPlan != nil, b.RespPlan != nil)
 					}
 					out = append(out, d)
 				}
@@ -169,19 +180,177 @@ func TestRouteEditPatched(t *testing.T) {
 		t.Fatalf("serving %q after a refused edit", p.Version())
 	}
 
+	// A route renamed is another route: one deleted and one added, a
+	// patch too.
+	renamed := edit(next, "w1", 3, func(r *proxycfg.Route) { r.Name = "renamed" })
+	if how, err := p.Apply(renamed); err != nil || how != AppliedRoutes {
+		t.Errorf("a route renamed: %v, %v; want AppliedRoutes", how, err)
+	}
+	checkSameAsWhole(t, p, renamed)
+	// A cluster that kept routes name removed: compiled whole, which
+	// refuses it.
+	mustLoad(t, p, next)
+	gone := edit(next, "w5", 3, func(r *proxycfg.Route) { r.Hostnames = []string{"h1.b.example"} })
+	gone.Clusters = slices.Delete(slices.Clone(gone.Clusters), 0, 1)
+	if _, err := p.Apply(gone); err == nil || !strings.Contains(err.Error(), `cluster "c0" is not defined`) {
+		t.Errorf("a cluster still named removed: %v, want it refused", err)
+	}
+	// A cluster added, and a route edited to send to it: clusters are
+	// matched by name, so a patch too.
+	mustLoad(t, p, next)
+	addedCluster := edit(next, "w6", 3, func(r *proxycfg.Route) { r.Rules[0].Backends[0].Cluster = "c4" })
+	addedCluster.Clusters = append(slices.Clone(addedCluster.Clusters), cluster("c4", "127.0.0.1:1004"))
+	if how, err := p.Apply(addedCluster); err != nil || how != AppliedRoutes {
+		t.Errorf("a cluster added: %v, %v; want AppliedRoutes", how, err)
+	}
+	checkSameAsWhole(t, p, addedCluster)
+
 	// Not edits in place: compiled whole.
 	for name, c := range map[string]*proxycfg.Config{
-		"a route renamed":   edit(next, "w1", 3, func(r *proxycfg.Route) { r.Name = "renamed" }),
 		"a rule added":      edit(next, "w2", 3, func(r *proxycfg.Route) { r.Rules = append(r.Rules, to("c0")) }),
 		"a rule renamed":    edit(next, "w3", 3, func(r *proxycfg.Route) { r.Rules[0].Name = "named" }),
 		"listeners changed": edit(next, "w4", 3, func(r *proxycfg.Route) { r.Listeners = []string{"gw/a", "gw/b"} }),
-		"a cluster added": func() *proxycfg.Config {
-			c := edit(next, "w5", 3, func(r *proxycfg.Route) { r.Rules[0].Backends[0].Cluster = "c4" })
-			c.Clusters = append(slices.Clone(c.Clusters), cluster("c4", "127.0.0.1:1004"))
+	} {
+		mustLoad(t, p, next)
+		how, err := p.Apply(c)
+		if err != nil || how != AppliedAll {
+			t.Errorf("%s: %v, %v; want AppliedAll", name, how, err)
+		}
+		checkSameAsWhole(t, p, c)
+	}
+}
+
+// withRoute returns cfg with route r inserted at i; withoutRoute, with
+// route i deleted. The other routes are shared.
+func withRoute(cfg *proxycfg.Config, version string, i int, r proxycfg.Route) *proxycfg.Config {
+	next := *cfg
+	next.Version = version
+	next.Routes = slices.Insert(slices.Clone(cfg.Routes), i, r)
+	return &next
+}
+
+func withoutRoute(cfg *proxycfg.Config, version string, i int) *proxycfg.Config {
+	next := *cfg
+	next.Version = version
+	next.Routes = slices.Delete(slices.Clone(cfg.Routes), i, i+1)
+	return &next
+}
+
+// A route added or deleted is compiled alone, as an edited one is: the
+// routes after it are not taken for changed because they moved.
+func TestRouteAddDeletePatched(t *testing.T) {
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer p.Close()
+	p.serveView(viewOf(0))
+	cfg := patchConfig(40)
+	mustLoad(t, p, cfg)
+	before := p.current.Load()
+
+	added := cfg.Routes[6] // on gw/a
+	added.Name, added.Hostnames = "added", []string{"h5.a.example"}
+	added.Rules = slices.Clone(added.Rules)
+	added.Rules[1].Filters = []proxycfg.Filter{{Type: proxycfg.FilterResponseHeaderModifier, ResponseHeaderModifier: &proxycfg.HeaderModifier{Set: []proxycfg.Header{{Name: "X-Added", Value: "1"}}}}}
+	other := added
+	other.Name = "other"
+	// Each step changes the config the step before gave.
+	steps := []struct {
+		name   string
+		change func(*proxycfg.Config, string) *proxycfg.Config
+	}{
+		{"added at 3", func(c *proxycfg.Config, v string) *proxycfg.Config { return withRoute(c, v, 3, added) }},
+		{"r10 deleted", func(c *proxycfg.Config, v string) *proxycfg.Config { return withoutRoute(c, v, 11) }},
+		{"the added one deleted", func(c *proxycfg.Config, v string) *proxycfg.Config { return withoutRoute(c, v, 3) }},
+		{"added first", func(c *proxycfg.Config, v string) *proxycfg.Config { return withRoute(c, v, 0, added) }},
+		{"another added last", func(c *proxycfg.Config, v string) *proxycfg.Config { return withRoute(c, v, len(c.Routes), other) }},
+		{"both deleted, one edited", func(c *proxycfg.Config, v string) *proxycfg.Config {
+			c = withoutRoute(withoutRoute(c, v, len(c.Routes)-1), v, 0)
+			return edit(c, v, 0, func(r *proxycfg.Route) { r.Hostnames = []string{"h4.a.example"} }) // r0, on gw/a
+		}},
+		{"added again", func(c *proxycfg.Config, v string) *proxycfg.Config { return withRoute(c, v, 30, added) }},
+	}
+	served := cfg
+	for i, st := range steps {
+		served = st.change(served, fmt.Sprint("v", i+1))
+		how, err := p.Apply(served)
+		if err != nil || how != AppliedRoutes {
+			t.Fatalf("%s: Apply: %v, %v; want AppliedRoutes", st.name, how, err)
+		}
+		checkSameAsWhole(t, p, served)
+	}
+	if after := p.current.Load(); after.origin[0].vhosts["*.b.example"] != before.origin[0].vhosts["*.b.example"] {
+		t.Error("the table of a listener whose routes only moved was built again")
+	}
+	if got := p.Stats().RoutePatches.Load(); got != int64(len(steps)) {
+		t.Errorf("%d patches, want %d", got, len(steps))
+	}
+
+	// A deleted route's metrics series go; an added route's come.
+	p.mu.Lock()
+	_, gone := p.ruleStats[[2]string{"ns/r10", "0"}]
+	_, came := p.ruleStats[[2]string{"ns/added", "1"}]
+	n := len(p.ruleStats)
+	p.mu.Unlock()
+	if want := 2 * len(served.Routes); gone || !came || n != want {
+		t.Errorf("%d rule series (want %d); the deleted route's present %v, the added one's %v", n, want, gone, came)
+	}
+
+	// A route added with a cluster of its own, then deleted with it: the
+	// clusters are matched by name too.
+	mustLoad(t, p, served)
+	withCluster := withRoute(served, "x1", 5, func() proxycfg.Route {
+		r := other
+		r.Name = "own"
+		r.Rules = slices.Clone(r.Rules)
+		r.Rules[0].Backends = []proxycfg.BackendRef{{Cluster: "own", Weight: 1}}
+		return r
+	}())
+	withCluster.Clusters = slices.Insert(slices.Clone(served.Clusters), 1, cluster("own", "127.0.0.1:1999"))
+	without := withoutRoute(withCluster, "x2", 5)
+	without.Clusters = served.Clusters
+	for _, c := range []*proxycfg.Config{withCluster, without, withCluster} {
+		if how, err := p.Apply(c); err != nil || how != AppliedRoutes {
+			t.Fatalf("%s: Apply: %v, %v; want AppliedRoutes", c.Version, how, err)
+		}
+		checkSameAsWhole(t, p, c)
+	}
+	if eps := p.slots["own"].state.Load().endpoints(); len(eps) != 1 || eps[0].addr != "127.0.0.1:1999" {
+		t.Error("the added cluster has no state")
+	}
+	// An endpoint change after: the clusters by their IDs, not places.
+	moved := *withCluster
+	moved.Version = "x3"
+	moved.Clusters = slices.Clone(withCluster.Clusters)
+	moved.Clusters[1] = cluster("own", "127.0.0.1:1998")
+	moved.Clusters[2] = cluster("c1", "127.0.0.1:1997")
+	if how, err := p.Apply(&moved); err != nil || how != AppliedClusters {
+		t.Fatalf("an endpoint change: %v, %v; want AppliedClusters", how, err)
+	}
+	for name, addr := range map[string]string{"own": "127.0.0.1:1998", "c1": "127.0.0.1:1997", "c0": "127.0.0.1:1000"} {
+		if eps := p.slots[name].state.Load().endpoints(); len(eps) != 1 || eps[0].addr != addr {
+			t.Errorf("cluster %s: endpoints %v, want %s", name, eps, addr)
+		}
+	}
+	checkSameAsWhole(t, p, &moved)
+
+	// Not patches: compiled whole.
+	for name, c := range map[string]*proxycfg.Config{
+		"routes reordered": func() *proxycfg.Config {
+			c := withoutRoute(cfg, "w1", 0)
+			c.Routes = append(c.Routes, cfg.Routes[0])
+			c.Routes[0], c.Routes[1] = c.Routes[1], c.Routes[0]
 			return c
 		}(),
+		"an added route on no listener": withRoute(cfg, "w2", 1, func() proxycfg.Route { r := added; r.Listeners = []string{"gw/none"}; return r }()),
+		"two routes of one identity":    withRoute(cfg, "w3", 1, cfg.Routes[5]),
 	} {
+		mustLoad(t, p, cfg)
 		how, err := p.Apply(c)
+		if name == "an added route on no listener" {
+			if err == nil || !strings.Contains(err.Error(), "gw/none") {
+				t.Errorf("%s: %v, want an error naming the listener", name, err)
+			}
+			continue
+		}
 		if err != nil || how != AppliedAll {
 			t.Errorf("%s: %v, %v; want AppliedAll", name, how, err)
 		}
@@ -195,6 +364,8 @@ func TestRouteEditPatched(t *testing.T) {
 func FuzzRoutePatch(f *testing.F) {
 	f.Add([]byte{0, 3, 1, 5, 2, 7, 3, 9, 4, 11})
 	f.Add([]byte{5, 0, 5, 1, 0, 0, 1, 1})
+	f.Add([]byte{6, 3, 7, 5, 0, 3, 6, 0, 7, 11, 2, 4})
+	f.Add([]byte{8, 3, 8, 0, 7, 3, 9, 1, 2, 5, 8, 9})
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		if len(ops) > 24 {
 			return
@@ -207,7 +378,36 @@ func FuzzRoutePatch(f *testing.F) {
 		for i := 0; i+1 < len(ops); i += 2 {
 			at := int(ops[i+1]) % len(cfg.Routes)
 			v := fmt.Sprint("v", i)
-			switch ops[i] % 6 {
+			switch ops[i] % 10 {
+			case 8: // a route added with a cluster of its own
+				r := cfg.Routes[at]
+				r.Name = fmt.Sprint("own-", i)
+				r.Rules = slices.Clone(r.Rules)
+				r.Rules[1].Backends = []proxycfg.BackendRef{{Cluster: r.Name, Weight: 1}}
+				cfg = withRoute(cfg, v, at, r)
+				cfg.Clusters = slices.Insert(slices.Clone(cfg.Clusters), int(ops[i+1])%len(cfg.Clusters), cluster(r.Name, fmt.Sprintf("127.0.0.1:%d", 2000+i)))
+			case 9: // a route deleted with the cluster of its own it has, unless a copy names it
+				if len(cfg.Routes) > 1 {
+					name := cfg.Routes[at].Name
+					cfg = withoutRoute(cfg, v, at)
+					named := slices.ContainsFunc(cfg.Routes, func(r proxycfg.Route) bool {
+						return slices.ContainsFunc(r.Rules, func(ru proxycfg.Rule) bool {
+							return slices.ContainsFunc(ru.Backends, func(b proxycfg.BackendRef) bool { return b.Cluster == name })
+						})
+					})
+					if !named {
+						cfg.Clusters = slices.DeleteFunc(slices.Clone(cfg.Clusters), func(c proxycfg.Cluster) bool { return c.Name == name })
+					}
+				}
+			case 6:
+				r := cfg.Routes[at]
+				r.Name = fmt.Sprint("added-", i)
+				r.Hostnames = []string{fmt.Sprintf("h%d.%s.example", i%6, r.Listeners[0][len("gw/"):])}
+				cfg = withRoute(cfg, v, at, r)
+			case 7:
+				if len(cfg.Routes) > 1 {
+					cfg = withoutRoute(cfg, v, at)
+				}
 			case 0:
 				cfg = edit(cfg, v, at, func(r *proxycfg.Route) {
 					r.Rules[0].Matches[0].Path = &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: fmt.Sprint("/p", i%4)}

@@ -325,6 +325,9 @@ func (f *filing) listenerSet(in func(*proxycfg.Listener) bool, k keep, prev *lis
 		if old := k.vhostOf(prev, h, v); old != nil {
 			byHost[h], v = old, old
 			kept++
+		} else if len(rulesOf[h]) == 0 {
+			// No routes (the last deleted by a patch): no table, as a
+			// build leaves it.
 		} else if up, err := k.updated(prev, h, v); err != nil {
 			return nil, fmt.Errorf("listener %s: %w", v.name, err)
 		} else if up != nil {

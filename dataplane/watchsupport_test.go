@@ -57,14 +57,15 @@ func TestApplyReplacesOnlyChangedClusters(t *testing.T) {
 	}
 
 	// A route edited: that route compiled (patch.go). The same clusters
-	// in another order (a cluster's ID is its place): compiled whole.
+	// in another order: matched by name, so a patch too, which compiles
+	// nothing (no route changed) and keeps each cluster's ID.
 	for _, step := range []struct {
 		name string
 		cfg  *proxycfg.Config
 		want Applied
 	}{
 		{"routes", config([]proxycfg.Route{route("r", to("b"))}, cluster("a", "127.0.0.1:3", "127.0.0.1:4"), cluster("b", "127.0.0.1:2")), AppliedRoutes},
-		{"reorder", config([]proxycfg.Route{route("r", to("b"))}, cluster("b", "127.0.0.1:2"), cluster("a", "127.0.0.1:3", "127.0.0.1:4")), AppliedAll},
+		{"reorder", config([]proxycfg.Route{route("r", to("b"))}, cluster("b", "127.0.0.1:2"), cluster("a", "127.0.0.1:3", "127.0.0.1:4")), AppliedRoutes},
 	} {
 		if how, err := p.Apply(step.cfg); err != nil || how != step.want {
 			t.Fatalf("%s: %v, %v; want %v", step.name, how, err, step.want)

@@ -23,6 +23,11 @@ var ErrUnknownKey = errors.New("no rule of the table has this key")
 //
 // Update never changes t: requests may go on matching against t while,
 // and after, it runs, and t may be updated again, differently.
+//
+// A Key is a rule's identity, not its position: the proxy gives each
+// match the Key of its route and rule (the identities and stamps
+// contract in dataplane/proxycfg's package doc), so removing and adding
+// the rules of one route leaves every other rule where it is.
 func (t *Table[T]) Update(remove []Key, add []*Prepared[T]) (*Table[T], error) {
 	if t == nil || t.src == nil {
 		return nil, errors.New("Update needs a table made by Build or Compile")

@@ -18,6 +18,9 @@ import (
 //   - route: one route's rule changed, as translate's patch leaves it: a
 //     new Routes slice whose other routes share their slices with the
 //     last; that route is encoded, and the clusters as for endpoints.
+//   - add: a route and its cluster added in the middle of the lists
+//     (and removed, alternately), the rest shared: a one-route add or
+//     delete, which shifts every element after it.
 //   - rebuilt: every slice and element new (a full translation) with
 //     one endpoint changed: what is encoded again depends on how Publish
 //     tells an element is unchanged.
@@ -46,6 +49,9 @@ func BenchmarkPublish(b *testing.B) {
 		}
 		benchPublish(b, cfgs)
 	})
+	b.Run(fmt.Sprintf("routes=%d/add", routes), func(b *testing.B) {
+		benchPublish(b, [2]*proxycfg.Config{base, withAddedRoute(base, routes/2)})
+	})
 	b.Run(fmt.Sprintf("routes=%d/rebuilt", routes), func(b *testing.B) {
 		x, y := scaleConfig(routes), scaleConfig(routes)
 		y.Clusters[100].Endpoints[0].Address = "10.200.0.2:8080"
@@ -57,6 +63,24 @@ func BenchmarkPublish(b *testing.B) {
 	b.Run(fmt.Sprintf("routes=%d/unchanged", routes), func(b *testing.B) {
 		benchPublish(b, [2]*proxycfg.Config{base, base})
 	})
+}
+
+// withAddedRoute is cfg with a copy of its route i, under another name
+// and with a cluster of its own, inserted before route i, and that
+// cluster before cluster i: the other elements are shared.
+func withAddedRoute(cfg *proxycfg.Config, i int) *proxycfg.Config {
+	next := *cfg
+	r := cfg.Routes[i]
+	r.Name += "-added"
+	cl := cfg.Clusters[i]
+	cl.Name += "-added"
+	r.Rules = slices.Clone(r.Rules)
+	for j := range r.Rules {
+		r.Rules[j].Backends = []proxycfg.BackendRef{{Cluster: cl.Name, Weight: 1}}
+	}
+	next.Routes = slices.Insert(slices.Clone(cfg.Routes), i, r)
+	next.Clusters = slices.Insert(slices.Clone(cfg.Clusters), i, cl)
+	return &next
 }
 
 // allChanged changes every listener, route and cluster of cfg.

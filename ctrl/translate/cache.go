@@ -25,6 +25,13 @@ import (
 //     translation patches the last one (patch.go, routepatch.go) instead
 //     of redoing it.
 //
+// The contract every layer is to tell change by is the one in
+// dataplane/proxycfg's package doc: identity and content stamp, never
+// pointer or position. The Cache does not follow it yet: it is keyed by
+// object addresses, as follows, and its patches (patch.go, routepatch.go)
+// cover endpoint changes and route edits, not routes added or deleted,
+// which take a full translation.
+//
 // Its contract with its callers is that an object, once translated, is
 // never edited: a changed object is a new object. Informers replace,
 // never edit, the objects they cache, and standalone mode loads new ones.

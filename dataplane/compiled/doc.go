@@ -21,7 +21,7 @@
 // which is a row or is named as not served, with why.
 //
 // A compiled rule holds no runtime state. It names its backends' clusters
-// by ID (their place in Config.Clusters) and is numbered itself (Rule.ID),
+// by ID (the proxy's numbers for them) and is numbered itself (Rule.ID),
 // so the proxy keeps connections, endpoints and metrics in slices beside
 // it; the same rule value can therefore be shared by every listener that
 // serves it. The package depends on the standard library, matcher and

@@ -74,9 +74,10 @@ type Backend struct {
 	CumWeight int
 	// Status, when not 0, is answered instead of forwarding.
 	Status int
-	// Cluster is the ID of the backend's cluster: its place in
-	// Config.Clusters, as the cluster function given to CompileRule
-	// said. NoCluster when Status answers instead.
+	// Cluster is the ID of the backend's cluster, as the cluster
+	// function given to CompileRule said (the proxy's slot for it: its
+	// place in Config.Clusters when compiled whole). NoCluster when
+	// Status answers instead.
 	Cluster int
 	// ReqPlan and RespPlan combine the rule's and the backend's header
 	// modifiers, in that order.

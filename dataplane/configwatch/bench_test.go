@@ -51,9 +51,11 @@ func benchDocument(routes, listeners, port int) *Document {
 // cluster (clusters); a route edited in place, which it compiles alone,
 // updating its listener's table (route); the same with every route on
 // one listener, whose table holds all 5,000 (route/listeners=1); a route
+// added to an existing cluster and deleted again, which it compiles alone
+// (add); the same with a cluster of its own (add/cluster); a listener
 // added, for which it compiles the whole config (full).
 func BenchmarkApply(b *testing.B) {
-	for _, mode := range []string{"clusters", "route", "route/listeners=1", "full"} {
+	for _, mode := range []string{"clusters", "route", "route/listeners=1", "add", "add/cluster", "full"} {
 		listeners := 50
 		if mode == "route/listeners=1" {
 			listeners = 1
@@ -62,8 +64,12 @@ func BenchmarkApply(b *testing.B) {
 		switch mode {
 		case "route", "route/listeners=1":
 			docs[1] = withEditedRoute(docs[0])
+		case "add":
+			docs[1] = withAddedRoute(docs[0], false)
+		case "add/cluster":
+			docs[1] = withAddedRoute(docs[0], true)
 		case "full":
-			docs[1] = withAddedRoute(docs[1])
+			docs[1] = withAddedListener(docs[1])
 		}
 		b.Run("routes=5000/"+mode, func(b *testing.B) {
 			p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -79,7 +85,7 @@ func BenchmarkApply(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				kind, err := c.apply(docs[i&1])
-				if err != nil || kind != map[string]LoadKind{"clusters": LoadClusters, "route": LoadRoutes, "route/listeners=1": LoadRoutes, "full": LoadFull}[mode] {
+				if err != nil || kind != map[string]LoadKind{"clusters": LoadClusters, "route": LoadRoutes, "route/listeners=1": LoadRoutes, "add": LoadRoutes, "add/cluster": LoadRoutes, "full": LoadFull}[mode] {
 					b.Fatalf("apply: %v, %v", kind, err)
 				}
 				i++
@@ -102,13 +108,34 @@ func withEditedRoute(doc *Document) *Document {
 	return &next
 }
 
-// withAddedRoute is doc with a route more, a copy of its first under
-// another name.
-func withAddedRoute(doc *Document) *Document {
+// withAddedRoute is doc with a route more, a copy of its 2,500th under
+// another name, inserted before it; with a cluster of its own, inserted
+// likewise, when ownCluster.
+func withAddedRoute(doc *Document, ownCluster bool) *Document {
 	next := *doc
-	r := doc.Config.Routes[0]
+	const at = 2500
+	r := doc.Config.Routes[at]
 	r.Name += "-copy"
-	next.Config.Routes = append(slices.Clone(doc.Config.Routes), r)
+	if ownCluster {
+		c := doc.Config.Clusters[at]
+		c.Name += "-copy"
+		r.Rules = slices.Clone(r.Rules)
+		for i := range r.Rules {
+			r.Rules[i].Backends = []proxycfg.BackendRef{{Cluster: c.Name, Weight: 1}}
+		}
+		next.Config.Clusters = slices.Insert(slices.Clone(doc.Config.Clusters), at, c)
+	}
+	next.Config.Routes = slices.Insert(slices.Clone(doc.Config.Routes), at, r)
 	next.Version += "-added"
+	next.Config.Version = next.Version
+	return &next
+}
+
+// withAddedListener is doc with a listener more, which no route uses.
+func withAddedListener(doc *Document) *Document {
+	next := *doc
+	next.Config.Listeners = append(slices.Clone(doc.Config.Listeners), proxycfg.Listener{Protocol: proxycfg.ListenerHTTP, Name: "added", Hostname: "*.added.example.com"})
+	next.Version += "-listener"
+	next.Config.Version = next.Version
 	return &next
 }

@@ -15,9 +15,9 @@
 // off; applying is the proxy's (Proxy.Apply), and costs what changed: when only clusters'
 // definitions differ from the config served, those clusters are replaced
 // and routes are not recompiled, so an endpoint change at 5,000 routes
-// replaces one endpoint set; when routes were edited in place too, those
-// routes alone are compiled (LoadRoutes). Otherwise the config is checked
-// and compiled whole.
+// replaces one endpoint set; when routes were edited in place, added or
+// deleted too, those routes alone are compiled (LoadRoutes). Otherwise
+// the config is checked and compiled whole.
 //
 // When the controller cannot be reached, or answers with something the
 // proxy cannot use, the proxy keeps serving its last good config and

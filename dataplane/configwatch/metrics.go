@@ -23,8 +23,8 @@ const (
 	LoadClusters
 	// LoadCache is the cache file, loaded at start.
 	LoadCache
-	// LoadRoutes is a document whose edited routes alone the proxy
-	// compiled (Proxy.Apply's AppliedRoutes).
+	// LoadRoutes is a document whose edited, added or deleted routes
+	// alone the proxy compiled (Proxy.Apply's AppliedRoutes).
 	LoadRoutes
 	numLoadKinds
 )

@@ -4,7 +4,6 @@ package proxycfg
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -212,7 +211,7 @@ func appendListDelta(b []byte, base, next JSONList) []byte {
 	if len(next.Elems) == 0 {
 		return append(b, `{}`...)
 	}
-	at := make(map[[sha256.Size]byte]int, len(base.Sums))
+	at := make(map[Stamp]int, len(base.Sums))
 	for i := len(base.Sums) - 1; i >= 0; i-- { // the first of equal elements
 		at[base.Sums[i]] = i
 	}

@@ -46,8 +46,10 @@ import (
 // Encoding 5,000 routes takes tens of milliseconds, and the controller
 // publishes after every translation, most of which change one cluster's
 // endpoints. So an element (a listener, route or cluster) is encoded and
-// hashed again only when it is not Equal to the element at its position
-// last time. Equal compares content, so what is reused never depends on
+// hashed again only when it is not Equal to the element of its identity
+// last time (the package doc's contract): the one at its position, or,
+// when a route or cluster added or removed before it moved it, the one
+// of its ID. Equal compares content, so what is reused never depends on
 // how the config was built; that translate's outputs share what did not
 // change only makes the comparisons quick (values in one place are equal
 // without a look). The hash of a list is a hash of its elements' hashes,
@@ -57,9 +59,9 @@ import (
 // The zero Encoder is ready to use. An Encoder is not safe for concurrent
 // use.
 type Encoder struct {
-	listeners list[Listener, *Listener]
-	routes    list[Route, *Route]
-	clusters  list[Cluster, *Cluster]
+	listeners list[Listener, string, *Listener]
+	routes    list[Route, RouteID, *Route]
+	clusters  list[Cluster, string, *Cluster]
 	names     clusterNames
 }
 
@@ -81,9 +83,9 @@ type Encoded struct {
 // Encoder's own, shared with later Encodes that find them unchanged:
 // nothing may write to them.
 type JSONList struct {
-	Null  bool                // the slice was nil: JSON null
-	Elems [][]byte            // each element's JSON
-	Sums  [][sha256.Size]byte // the SHA-256 of each element's JSON
+	Null  bool     // the slice was nil: JSON null
+	Elems [][]byte // each element's JSON
+	Sums  []Stamp  // each element's stamp: the SHA-256 of its JSON
 }
 
 // Len is the length of the array's JSON.
@@ -114,8 +116,8 @@ func (l JSONList) AppendTo(b []byte) []byte {
 }
 
 // Encode computes cfg's version and hashes and encodes its lists,
-// reusing the JSON and hash of every element Equal to the one at its
-// place in the last config encoded. cfg.Version is ignored, and cfg is
+// reusing the JSON and hash of every element Equal to the one of its
+// identity in the last config encoded. cfg.Version is ignored, and cfg is
 // not modified.
 //
 // Encode keeps cfg's Listeners, Routes and Clusters to compare the next
@@ -161,36 +163,39 @@ func ContentVersion(cfg *Config) (string, error) {
 
 // list is one of a config's lists (listeners, routes or clusters) as
 // JSON, element by element, remembered from the last Encode.
-type list[T any, P element[T]] struct {
+type list[T any, K comparable, P element[T, K]] struct {
 	encoded bool // update has run: the fields below describe last
 	// last is Equal to what elems and sums were made from. It is the
 	// caller's, which Encode's callers do not modify.
 	last  []T
-	elems [][]byte            // JSON of last[i]
-	sums  [][sha256.Size]byte // SHA-256 of elems[i]
+	elems [][]byte // JSON of last[i]
+	sums  []Stamp  // SHA-256 of elems[i]
 	sum   [sha256.Size]byte
 }
 
 // element is a config type that compares itself with another of its
-// kind: *Route and the like.
-type element[T any] interface {
+// kind and has an identity: *Route and the like.
+type element[T any, K comparable] interface {
 	*T
 	Equal(*T) bool
+	ID() K
 }
 
-func (l *list[T, P]) update(s []T) error {
+func (l *list[T, K, P]) update(s []T) error {
 	if l.encoded && l.unchanged(s) {
 		l.last = s // the same content; compare the next list with the newest
 		return nil
 	}
 	elems := make([][]byte, len(s))
-	sums := make([][sha256.Size]byte, len(s))
+	sums := make([]Stamp, len(s))
+	var at map[K]int // last's indexes by identity, made at the first element found moved
 	for i := range s {
-		if i < len(l.last) && P(&s[i]).Equal(&l.last[i]) {
-			elems[i], sums[i] = l.elems[i], l.sums[i]
+		e := P(&s[i])
+		if k, ok := l.previous(e, i, &at); ok {
+			elems[i], sums[i] = l.elems[k], l.sums[k]
 			continue
 		}
-		b, err := json.Marshal(&s[i])
+		b, err := json.Marshal(e)
 		if err != nil {
 			return err
 		}
@@ -210,9 +215,34 @@ func (l *list[T, P]) update(s []T) error {
 	return nil
 }
 
+// previous returns the index in last of the element Equal to e, which is
+// at index i of the new list, if it is the one at i or the one of e's
+// identity. An element at i of the same identity but not Equal is an
+// edit in place: then nothing is looked up. *at indexes last by identity
+// (the first of each), made on the first call that needs it.
+func (l *list[T, K, P]) previous(e P, i int, at *map[K]int) (int, bool) {
+	if i < len(l.last) {
+		p := P(&l.last[i])
+		if e.Equal(&l.last[i]) {
+			return i, true
+		}
+		if e.ID() == p.ID() {
+			return 0, false
+		}
+	}
+	if *at == nil {
+		*at = make(map[K]int, len(l.last))
+		for j := len(l.last) - 1; j >= 0; j-- {
+			(*at)[P(&l.last[j]).ID()] = j
+		}
+	}
+	k, ok := (*at)[e.ID()]
+	return k, ok && e.Equal(&l.last[k])
+}
+
 // unchanged reports whether s is Equal to last, element by element and
 // in being nil or not.
-func (l *list[T, P]) unchanged(s []T) bool {
+func (l *list[T, K, P]) unchanged(s []T) bool {
 	if len(s) != len(l.last) || (s == nil) != (l.last == nil) {
 		return false
 	}
@@ -225,7 +255,7 @@ func (l *list[T, P]) unchanged(s []T) bool {
 }
 
 // json is the list's JSON in pieces.
-func (l *list[T, P]) json() JSONList {
+func (l *list[T, K, P]) json() JSONList {
 	return JSONList{Null: l.last == nil, Elems: l.elems, Sums: l.sums}
 }
 

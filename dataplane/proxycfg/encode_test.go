@@ -216,6 +216,20 @@ func TestEncodeIsIncrementalNotDifferent(t *testing.T) {
 		func(c *Config) { c.Listeners = append(c.Listeners, Listener{Protocol: ListenerHTTP, Name: "new"}) },
 		func(c *Config) { c.Routes = append(c.Routes[:2], c.Routes[3:]...) },
 		func(c *Config) { slices.Reverse(c.Clusters) },
+		func(c *Config) { // a route and cluster added at the front
+			r, cl := c.Routes[4], c.Clusters[4]
+			r.Name, cl.Name = "added", "added"
+			c.Routes, c.Clusters = slices.Insert(c.Routes, 0, r), slices.Insert(c.Clusters, 0, cl)
+		},
+		func(c *Config) { // the same identity twice, the second edited
+			r := c.Routes[9]
+			r.Hostnames = []string{"other.example.com"}
+			c.Routes = slices.Insert(c.Routes, 5, r)
+		},
+		func(c *Config) { // moved and edited at once
+			c.Routes = slices.Delete(c.Routes, 2, 3)
+			c.Routes[10].Hostnames = []string{"edited.example.com"}
+		},
 	}
 	var e Encoder
 	for i, step := range steps {
@@ -268,6 +282,42 @@ func TestEncodeReusesEqualElements(t *testing.T) {
 	}
 	if !bytes.Contains(enc.Clusters.AppendTo(nil), []byte(`"10.9.9.9:80"`)) || !bytes.Contains(enc.Routes.AppendTo(nil), []byte(`"weight":2`)) {
 		t.Error("the changes were not encoded")
+	}
+}
+
+// An element moved by an add or a delete before it keeps its JSON: Encode
+// finds it by identity (the package doc's contract), not by position.
+func TestEncodeReusesMovedElements(t *testing.T) {
+	var e Encoder
+	cfg := scaleConfig(10)
+	first := encode(t, &e, cfg)
+	routes, clusters := first.Routes.Elems, first.Clusters.Elems
+
+	// A route and its cluster added at index 3, in all-new memory: only
+	// they are encoded.
+	next := jsonCopy(t, cfg)
+	r, cl := next.Routes[3], next.Clusters[3]
+	r.Name, cl.Name = "added", "added"
+	next.Routes, next.Clusters = slices.Insert(next.Routes, 3, r), slices.Insert(next.Clusters, 3, cl)
+	enc := encode(t, &e, next)
+	for i := range enc.Routes.Elems {
+		was := i - min(i/4, 1) // the element's index in the first config
+		if reused := i != 3 && &enc.Routes.Elems[i][0] == &routes[was][0]; reused != (i != 3) {
+			t.Errorf("after an add, route %d: JSON reused %v", i, reused)
+		}
+		if reused := i != 3 && &enc.Clusters.Elems[i][0] == &clusters[was][0]; reused != (i != 3) {
+			t.Errorf("after an add, cluster %d: JSON reused %v", i, reused)
+		}
+	}
+
+	// Both deleted again, and route 0 with them: nothing is encoded.
+	back := jsonCopy(t, cfg)
+	back.Routes, back.Clusters = back.Routes[1:], back.Clusters[1:]
+	enc = encode(t, &e, back)
+	for i := range enc.Routes.Elems {
+		if &enc.Routes.Elems[i][0] != &routes[i+1][0] || &enc.Clusters.Elems[i][0] != &clusters[i+1][0] {
+			t.Errorf("after a delete, element %d was encoded again", i)
+		}
 	}
 }
 

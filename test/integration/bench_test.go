@@ -27,7 +27,8 @@ import (
 // starts, the controller has been idle for a while (untimed), so no op
 // waits behind the last one's status writes.
 //
-// Then add: a new route created, timed until the proxy serves it.
+// Then add: a new route created, timed until the proxy serves it; and
+// delete: a route deleted, timed until the proxy answers 404 for it.
 //
 // Then burst: 1,000 route updates sent as fast as 32 clients can, timed
 // from the first update sent until the proxy serves every one of them;
@@ -105,6 +106,13 @@ func BenchmarkApplyToServed(b *testing.B) {
 			time.Sleep(300 * time.Millisecond)
 			b.StartTimer()
 			addAndWait(b, gwAPI, ns, proxy, op)
+		}
+	})
+	b.Run(fmt.Sprintf("delete/routes=%d", routes), func(b *testing.B) {
+		for range b.N {
+			op++
+			b.StopTimer()
+			deleteAndWait(b, gwAPI, ns, proxy, op)
 		}
 	})
 	b.Run(fmt.Sprintf("burst=1000/routes=%d", routes), func(b *testing.B) {
@@ -195,23 +203,44 @@ func addAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, proxy string
 	if _, err := gwAPI.HTTPRoutes(ns).Create(context.Background(), benchRoute(ns, name), metav1.CreateOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	waitCode := func(want int) {
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
-			if code, _, _, err := get(proxy, host, "/"); err == nil && code == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				b.Fatalf("op %d: %s not %d within 30s", op, host, want)
-			}
-		}
-	}
-	waitCode(200)
+	waitCode(b, proxy, host, 200, op)
 	b.StopTimer()
 	if err := gwAPI.HTTPRoutes(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
 		b.Fatal(err)
 	}
-	waitCode(404)
+	waitCode(b, proxy, host, 404, op)
 	b.StartTimer()
+}
+
+// deleteAndWait creates a route and waits until it is served, untimed,
+// with the controller idle after; then starts the timer, deletes the
+// route and waits until the proxy answers 404 for it. The timer is
+// stopped when it is called.
+func deleteAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, proxy string, op int) {
+	name := fmt.Sprint("deleted-", op)
+	host := name + ".example.com"
+	if _, err := gwAPI.HTTPRoutes(ns).Create(context.Background(), benchRoute(ns, name), metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	waitCode(b, proxy, host, 200, op)
+	time.Sleep(300 * time.Millisecond) // a lone change: the controller is idle
+	b.StartTimer()
+	if err := gwAPI.HTTPRoutes(ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	waitCode(b, proxy, host, 404, op)
+}
+
+// waitCode polls the proxy every millisecond until host answers want.
+func waitCode(b *testing.B, proxy, host string, want, op int) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if code, _, _, err := get(proxy, host, "/"); err == nil && code == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("op %d: %s not %d within 30s", op, host, want)
+		}
+	}
 }
 
 // patchRules writes route's rules over the stored route's with a merge
