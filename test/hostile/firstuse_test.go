@@ -107,8 +107,8 @@ type fuKind struct {
 	// burst, and how the proxies must apply it: AppliedClusters changes
 	// the clusters' endpoints; AppliedRoutes edits the rules in place as
 	// well (they set X-Edited on the requests they route); AppliedAll
-	// adds a route too, so the config is compiled whole. Every round with
-	// a change holds its answers.
+	// rotates the session keys too, so the config is compiled whole.
+	// Every round with a change holds its answers.
 	change dataplane.Applied
 }
 
@@ -169,6 +169,11 @@ type firstUse struct {
 	// its config must keep.
 	portHTTP, portHTTPS int
 	rounds              int
+	// sessionKeys are the configs' session keys: a round that compiles
+	// the config whole rotates them, and they stay rotated, so that the
+	// next round's fresh config differs from the served one only in its
+	// routes and clusters.
+	sessionKeys [][]byte
 }
 
 // fuGroup is one proxy: its admin listener and the paths it serves.
@@ -179,7 +184,7 @@ type fuGroup struct {
 }
 
 func newFirstUse(t *testing.T, e *env) *firstUse {
-	f := &firstUse{e: e}
+	f := &firstUse{e: e, sessionKeys: e.cfg.SessionKeys}
 	for _, p := range e.paths {
 		admin := e.adminOf(p)
 		i := slices.IndexFunc(f.groups, func(g fuGroup) bool { return g.admin == admin })
@@ -265,7 +270,15 @@ func (f *firstUse) round(t *testing.T, kind fuKind) {
 		clusters = append(clusters, cl)
 	}
 
-	f.apply(t, f.config(n, route, clusters, false, false, false), dataplane.AppliedAll)
+	// The round's route and clusters are new. The first round only adds
+	// them, and the config is patched in; every later one replaces all
+	// the last round's clusters, which would leave more than a quarter of
+	// the proxy's cluster slots empty, so it is compiled whole.
+	fresh := dataplane.AppliedAll
+	if n == 1 {
+		fresh = dataplane.AppliedRoutes
+	}
+	f.apply(t, f.config(n, route, clusters, false, false), fresh)
 	shots := f.shots(func(i int) (string, *fuCluster) {
 		cl := clusters[i%firstUseClusters]
 		return cl.prefix, cl
@@ -286,7 +299,10 @@ func (f *firstUse) round(t *testing.T, kind fuKind) {
 		}
 		done1 := launch(wave1)
 		gate.waitFor(t, len(wave1))
-		f.apply(t, f.config(n, route, clusters, true, edit, kind.change == dataplane.AppliedAll), kind.change)
+		if kind.change == dataplane.AppliedAll {
+			f.sessionKeys = append([][]byte{[]byte(fmt.Sprintf("first-use session key %04d", n))}, f.sessionKeys...)
+		}
+		f.apply(t, f.config(n, route, clusters, true, edit), kind.change)
 		// Wave 1 routed by the first config and sent, held at the
 		// backends; wave 2 is routed by the new one.
 		done2 := launch(wave2)
@@ -313,10 +329,9 @@ func (f *firstUse) round(t *testing.T, kind fuKind) {
 
 // config is e's config (its route to the warm-up backend) with route
 // routing each cluster's prefix to it. after gives the clusters their
-// endpoints after the change; edit has the rules set X-Edited: 1; extra
-// adds a route (to the first cluster, which no request takes), so that
-// the config must be compiled whole.
-func (f *firstUse) config(n int, route string, clusters []*fuCluster, after, edit, extra bool) *proxycfg.Config {
+// endpoints after the change; edit has the rules set X-Edited: 1. The
+// config has f's session keys.
+func (f *firstUse) config(n int, route string, clusters []*fuCluster, after, edit bool) *proxycfg.Config {
 	base := f.e.cfg
 	r := proxycfg.Route{
 		Kind: proxycfg.KindHTTP, Namespace: "default", Name: route,
@@ -351,18 +366,7 @@ func (f *firstUse) config(n int, route string, clusters []*fuCluster, after, edi
 		cfg.Version += "-changed"
 	}
 	cfg.Routes = append(slices.Clone(base.Routes), r)
-	if extra {
-		x := proxycfg.Route{
-			Kind: proxycfg.KindHTTP, Namespace: "default", Name: route + "-extra",
-			Created:   r.Created.Add(time.Second),
-			Listeners: slices.Clone(r.Listeners),
-			Rules: []proxycfg.Rule{{
-				Matches:  []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: fmt.Sprintf("/fu/%d/extra/", n)}}},
-				Backends: []proxycfg.BackendRef{{Cluster: clusters[0].name, Weight: 1}},
-			}},
-		}
-		cfg.Routes = append(cfg.Routes, x)
-	}
+	cfg.SessionKeys = f.sessionKeys
 	cfg.Clusters = append(slices.Clone(base.Clusters), cls...)
 	return &cfg
 }
