@@ -1,4 +1,4 @@
-// This file defines Applied, and replaces clusters when only they changed.
+// This file implements the cheapest apply: clusters replaced when only they changed.
 
 package dataplane
 
@@ -11,21 +11,6 @@ import "github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 // compiled config is copied with the new version. Everything else it
 // holds (listener views, compiled rules, cluster IDs) depends only on
 // what did not change.
-
-// Applied says how Apply made a config the one served.
-type Applied int
-
-const (
-	// AppliedAll: the config was compiled and swapped in whole.
-	AppliedAll Applied = iota + 1
-	// AppliedClusters: only cluster definitions differed from the config
-	// served; those clusters were replaced and nothing was compiled.
-	AppliedClusters
-	// AppliedRoutes: routes were edited in place, added or deleted
-	// (patch.go); those routes were compiled, and the tables of their
-	// listeners updated.
-	AppliedRoutes
-)
 
 // replaceClusters applies cfg by replacing clusters alone, if cfg differs
 // from the served config only in its version and its clusters'

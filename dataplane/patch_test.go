@@ -148,8 +148,8 @@ func TestRouteEditPatched(t *testing.T) {
 	next.Clusters = slices.Clone(cfg.Clusters)
 	next.Clusters[2] = cluster("c2", "127.0.0.1:2999")
 	how, err := p.Apply(next)
-	if err != nil || how != AppliedRoutes {
-		t.Fatalf("Apply: %v, %v; want AppliedRoutes", how, err)
+	if err != nil || how != proxycfg.AppliedRoutes {
+		t.Fatalf("Apply: %v, %v; want proxycfg.AppliedRoutes", how, err)
 	}
 	after := p.current.Load()
 	if after.origin[0].vhosts["*.b.example"] != before.origin[0].vhosts["*.b.example"] {
@@ -183,8 +183,8 @@ func TestRouteEditPatched(t *testing.T) {
 	// A route renamed is another route: one deleted and one added, a
 	// patch too.
 	renamed := edit(next, "w1", 3, func(r *proxycfg.Route) { r.Name = "renamed" })
-	if how, err := p.Apply(renamed); err != nil || how != AppliedRoutes {
-		t.Errorf("a route renamed: %v, %v; want AppliedRoutes", how, err)
+	if how, err := p.Apply(renamed); err != nil || how != proxycfg.AppliedRoutes {
+		t.Errorf("a route renamed: %v, %v; want proxycfg.AppliedRoutes", how, err)
 	}
 	checkSameAsWhole(t, p, renamed)
 	// A cluster that kept routes name removed: compiled whole, which
@@ -200,8 +200,8 @@ func TestRouteEditPatched(t *testing.T) {
 	mustLoad(t, p, next)
 	addedCluster := edit(next, "w6", 3, func(r *proxycfg.Route) { r.Rules[0].Backends[0].Cluster = "c4" })
 	addedCluster.Clusters = append(slices.Clone(addedCluster.Clusters), cluster("c4", "127.0.0.1:1004"))
-	if how, err := p.Apply(addedCluster); err != nil || how != AppliedRoutes {
-		t.Errorf("a cluster added: %v, %v; want AppliedRoutes", how, err)
+	if how, err := p.Apply(addedCluster); err != nil || how != proxycfg.AppliedRoutes {
+		t.Errorf("a cluster added: %v, %v; want proxycfg.AppliedRoutes", how, err)
 	}
 	checkSameAsWhole(t, p, addedCluster)
 
@@ -213,8 +213,8 @@ func TestRouteEditPatched(t *testing.T) {
 	} {
 		mustLoad(t, p, next)
 		how, err := p.Apply(c)
-		if err != nil || how != AppliedAll {
-			t.Errorf("%s: %v, %v; want AppliedAll", name, how, err)
+		if err != nil || how != proxycfg.AppliedAll {
+			t.Errorf("%s: %v, %v; want proxycfg.AppliedAll", name, how, err)
 		}
 		checkSameAsWhole(t, p, c)
 	}
@@ -272,8 +272,8 @@ func TestRouteAddDeletePatched(t *testing.T) {
 	for i, st := range steps {
 		served = st.change(served, fmt.Sprint("v", i+1))
 		how, err := p.Apply(served)
-		if err != nil || how != AppliedRoutes {
-			t.Fatalf("%s: Apply: %v, %v; want AppliedRoutes", st.name, how, err)
+		if err != nil || how != proxycfg.AppliedRoutes {
+			t.Fatalf("%s: Apply: %v, %v; want proxycfg.AppliedRoutes", st.name, how, err)
 		}
 		checkSameAsWhole(t, p, served)
 	}
@@ -308,8 +308,8 @@ func TestRouteAddDeletePatched(t *testing.T) {
 	without := withoutRoute(withCluster, "x2", 5)
 	without.Clusters = served.Clusters
 	for _, c := range []*proxycfg.Config{withCluster, without, withCluster} {
-		if how, err := p.Apply(c); err != nil || how != AppliedRoutes {
-			t.Fatalf("%s: Apply: %v, %v; want AppliedRoutes", c.Version, how, err)
+		if how, err := p.Apply(c); err != nil || how != proxycfg.AppliedRoutes {
+			t.Fatalf("%s: Apply: %v, %v; want proxycfg.AppliedRoutes", c.Version, how, err)
 		}
 		checkSameAsWhole(t, p, c)
 	}
@@ -322,8 +322,8 @@ func TestRouteAddDeletePatched(t *testing.T) {
 	moved.Clusters = slices.Clone(withCluster.Clusters)
 	moved.Clusters[1] = cluster("own", "127.0.0.1:1998")
 	moved.Clusters[2] = cluster("c1", "127.0.0.1:1997")
-	if how, err := p.Apply(&moved); err != nil || how != AppliedClusters {
-		t.Fatalf("an endpoint change: %v, %v; want AppliedClusters", how, err)
+	if how, err := p.Apply(&moved); err != nil || how != proxycfg.AppliedClusters {
+		t.Fatalf("an endpoint change: %v, %v; want proxycfg.AppliedClusters", how, err)
 	}
 	for name, addr := range map[string]string{"own": "127.0.0.1:1998", "c1": "127.0.0.1:1997", "c0": "127.0.0.1:1000"} {
 		if eps := p.slots[name].state.Load().endpoints(); len(eps) != 1 || eps[0].addr != addr {
@@ -351,8 +351,8 @@ func TestRouteAddDeletePatched(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || how != AppliedAll {
-			t.Errorf("%s: %v, %v; want AppliedAll", name, how, err)
+		if err != nil || how != proxycfg.AppliedAll {
+			t.Errorf("%s: %v, %v; want proxycfg.AppliedAll", name, how, err)
 		}
 		checkSameAsWhole(t, p, c)
 	}

@@ -203,15 +203,15 @@ func (p *Proxy) Load(cfg *proxycfg.Config) error {
 // Apply makes cfg the config new requests use, if it is valid. When it
 // differs from the config served only in its version and its clusters'
 // definitions (usually endpoints), the changed clusters are replaced in
-// their slots and routes are not recompiled (AppliedClusters); when it
+// their slots and routes are not recompiled (proxycfg.AppliedClusters); when it
 // differs in routes edited in place too, only those are compiled and
-// only their listeners' tables built again (AppliedRoutes, patch.go);
-// otherwise cfg is compiled and swapped in whole (AppliedAll). An invalid config is
+// only their listeners' tables built again (proxycfg.AppliedRoutes, patch.go);
+// otherwise cfg is compiled and swapped in whole (proxycfg.AppliedAll). An invalid config is
 // rejected whole, with every problem listed in the error, and the
 // previous config keeps serving. The proxy keeps cfg, to compare the next
 // one with: the caller must not change it afterwards (giving the same
 // config again, changed, compiles it whole).
-func (p *Proxy) Apply(cfg *proxycfg.Config) (Applied, error) {
+func (p *Proxy) Apply(cfg *proxycfg.Config) (proxycfg.Applied, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var err error
@@ -219,14 +219,14 @@ func (p *Proxy) Apply(cfg *proxycfg.Config) (Applied, error) {
 	case cfg == nil:
 		err = errors.New("no config")
 	case p.replaceClusters(cfg):
-		return AppliedClusters, nil
+		return proxycfg.AppliedClusters, nil
 	default:
 		var patched bool
 		if patched, err = p.patchRoutes(cfg); patched {
 			p.lastErr = nil
 			p.stats.RoutePatches.Add(1)
 			p.opts.Log.Info("config patched", "version", cfg.Version, "routes", len(cfg.Routes), "clusters", len(cfg.Clusters))
-			return AppliedRoutes, nil
+			return proxycfg.AppliedRoutes, nil
 		}
 		if err == nil {
 			err = p.load(cfg)
@@ -248,7 +248,7 @@ func (p *Proxy) Apply(cfg *proxycfg.Config) (Applied, error) {
 	if p.opts.ReturnMemory {
 		p.returnMemory()
 	}
-	return AppliedAll, nil
+	return proxycfg.AppliedAll, nil
 }
 
 // returnDelay is how long after a whole load memory is returned: a burst

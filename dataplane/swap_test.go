@@ -118,8 +118,8 @@ func churn(p *Proxy, c proxycfg.Cluster) error {
 	if err != nil {
 		return err
 	}
-	if how != AppliedClusters {
-		return fmt.Errorf("applied %v, want AppliedClusters", how)
+	if how != proxycfg.AppliedClusters {
+		return fmt.Errorf("applied %v, want proxycfg.AppliedClusters", how)
 	}
 	return nil
 }

@@ -20,16 +20,16 @@ func TestApplyReplacesOnlyChangedClusters(t *testing.T) {
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	v1 := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:1"), cluster("b", "127.0.0.1:2"))
 	v1.Version = "v1"
-	if how, err := p.Apply(v1); err != nil || how != AppliedAll {
-		t.Fatalf("first Apply: %v, %v; want AppliedAll", how, err)
+	if how, err := p.Apply(v1); err != nil || how != proxycfg.AppliedAll {
+		t.Fatalf("first Apply: %v, %v; want proxycfg.AppliedAll", how, err)
 	}
 	before := p.current.Load()
 	bState := p.slots["b"].state.Load()
 
 	v2 := config([]proxycfg.Route{route("r", to("a"))}, cluster("a", "127.0.0.1:3", "127.0.0.1:4"), cluster("b", "127.0.0.1:2"))
 	v2.Version = "v2"
-	if how, err := p.Apply(v2); err != nil || how != AppliedClusters {
-		t.Fatalf("endpoints only: %v, %v; want AppliedClusters", how, err)
+	if how, err := p.Apply(v2); err != nil || how != proxycfg.AppliedClusters {
+		t.Fatalf("endpoints only: %v, %v; want proxycfg.AppliedClusters", how, err)
 	}
 	after := p.current.Load()
 	if p.Version() != "v2" || before.version != "v1" {
@@ -62,10 +62,10 @@ func TestApplyReplacesOnlyChangedClusters(t *testing.T) {
 	for _, step := range []struct {
 		name string
 		cfg  *proxycfg.Config
-		want Applied
+		want proxycfg.Applied
 	}{
-		{"routes", config([]proxycfg.Route{route("r", to("b"))}, cluster("a", "127.0.0.1:3", "127.0.0.1:4"), cluster("b", "127.0.0.1:2")), AppliedRoutes},
-		{"reorder", config([]proxycfg.Route{route("r", to("b"))}, cluster("b", "127.0.0.1:2"), cluster("a", "127.0.0.1:3", "127.0.0.1:4")), AppliedRoutes},
+		{"routes", config([]proxycfg.Route{route("r", to("b"))}, cluster("a", "127.0.0.1:3", "127.0.0.1:4"), cluster("b", "127.0.0.1:2")), proxycfg.AppliedRoutes},
+		{"reorder", config([]proxycfg.Route{route("r", to("b"))}, cluster("b", "127.0.0.1:2"), cluster("a", "127.0.0.1:3", "127.0.0.1:4")), proxycfg.AppliedRoutes},
 	} {
 		if how, err := p.Apply(step.cfg); err != nil || how != step.want {
 			t.Fatalf("%s: %v, %v; want %v", step.name, how, err, step.want)
@@ -86,8 +86,8 @@ func TestEarlierConfigAppliedAgainRestoresItsEndpoints(t *testing.T) {
 	if p.slots["a"].state.Load().endpoints()[0].addr != "127.0.0.1:3" {
 		t.Fatal("the changed endpoint is not served")
 	}
-	if how, err := p.Apply(cfg); err != nil || how != AppliedClusters {
-		t.Fatalf("Apply of the first config again: %v, %v; want AppliedClusters", how, err)
+	if how, err := p.Apply(cfg); err != nil || how != proxycfg.AppliedClusters {
+		t.Fatalf("Apply of the first config again: %v, %v; want proxycfg.AppliedClusters", how, err)
 	}
 	if p.slots["a"].state.Load().endpoints()[0].addr != "127.0.0.1:1" {
 		t.Fatal("the original endpoint is not served again")

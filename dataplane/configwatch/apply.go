@@ -7,15 +7,13 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
 
-// Proxy is the proxy a Client keeps in step with the controller. The
-// proxy's package (dataplane) is not imported here, so that the config
-// server, which shares this package's wire names, does not link the
-// proxy: the proxy command hands its *dataplane.Proxy over through a
-// small adapter that says how Apply applied a config in LoadKinds.
+// Proxy is the proxy a Client keeps in step with the controller: a
+// *dataplane.Proxy. The proxy's package is not imported here, so that the
+// config server, which shares this package's wire names, does not link
+// the proxy.
 type Proxy interface {
-	// Apply makes cfg the config served, and says how: LoadFull,
-	// LoadClusters or LoadRoutes.
-	Apply(cfg *proxycfg.Config) (LoadKind, error)
+	// Apply makes cfg the config served, and says how.
+	Apply(cfg *proxycfg.Config) (proxycfg.Applied, error)
 	// Ready says whether the proxy serves a config.
 	Ready() bool
 	// Version is the version of the config served, "" when none is.
@@ -31,5 +29,15 @@ type Proxy interface {
 // changes its routes or only its clusters (Proxy.Apply); the kind is kept
 // for the client's metrics.
 func (c *Client) apply(doc *Document) (LoadKind, error) {
-	return c.p.Apply(&doc.Config)
+	how, err := c.p.Apply(&doc.Config)
+	if err != nil {
+		return LoadFull, err
+	}
+	switch how {
+	case proxycfg.AppliedClusters:
+		return LoadClusters, nil
+	case proxycfg.AppliedRoutes:
+		return LoadRoutes, nil
+	}
+	return LoadFull, nil
 }

@@ -77,7 +77,7 @@ func BenchmarkApply(b *testing.B) {
 			// The proxy serves the origin listener, as behind cloudflared: a
 			// proxy that serves no socket files its routes into no view.
 			p.Handler(0, true)
-			c := &Client{p: Watched{p}, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			c := &Client{p: p, log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			if _, err := c.apply(docs[1]); err != nil {
 				b.Fatal(err)
 			}

@@ -168,7 +168,7 @@ func startProxy(t *testing.T, url string, opts configwatch.Options) *proxy {
 	}
 	var w *configwatch.Client
 	p := dataplane.New(dataplane.Options{Log: quietLog(), Metrics: func(m metric.Meter) error { return w.RegisterMetrics(m) }})
-	w, err := configwatch.New(configwatch.Watched{Proxy: p}, opts)
+	w, err := configwatch.New(p, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

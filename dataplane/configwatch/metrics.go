@@ -19,12 +19,12 @@ const (
 	// LoadFull is a document the proxy compiled whole.
 	LoadFull LoadKind = iota
 	// LoadClusters is a document whose routes the proxy had: only
-	// clusters replaced (Proxy.Apply's AppliedClusters).
+	// clusters replaced (proxycfg.AppliedClusters).
 	LoadClusters
 	// LoadCache is the cache file, loaded at start.
 	LoadCache
 	// LoadRoutes is a document whose edited, added or deleted routes
-	// alone the proxy compiled (Proxy.Apply's AppliedRoutes).
+	// alone the proxy compiled (proxycfg.AppliedRoutes).
 	LoadRoutes
 	numLoadKinds
 )

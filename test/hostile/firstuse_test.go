@@ -109,15 +109,15 @@ type fuKind struct {
 	// well (they set X-Edited on the requests they route); AppliedAll
 	// rotates the session keys too, so the config is compiled whole.
 	// Every round with a change holds its answers.
-	change dataplane.Applied
+	change proxycfg.Applied
 }
 
 var fuKinds = []fuKind{
 	{name: "fresh config, answered at once"},
 	{name: "fresh config, answers held until all arrived", hold: true},
-	{name: "endpoints changed mid-burst", hold: true, change: dataplane.AppliedClusters},
-	{name: "rules edited in place mid-burst", hold: true, change: dataplane.AppliedRoutes},
-	{name: "config compiled whole mid-burst", hold: true, change: dataplane.AppliedAll},
+	{name: "endpoints changed mid-burst", hold: true, change: proxycfg.AppliedClusters},
+	{name: "rules edited in place mid-burst", hold: true, change: proxycfg.AppliedRoutes},
+	{name: "config compiled whole mid-burst", hold: true, change: proxycfg.AppliedAll},
 }
 
 // TestFirstUseAnswersEveryClientItsOwnAndCountsEveryRequest: concurrent
@@ -274,9 +274,9 @@ func (f *firstUse) round(t *testing.T, kind fuKind) {
 	// them, and the config is patched in; every later one replaces all
 	// the last round's clusters, which would leave more than a quarter of
 	// the proxy's cluster slots empty, so it is compiled whole.
-	fresh := dataplane.AppliedAll
+	fresh := proxycfg.AppliedAll
 	if n == 1 {
-		fresh = dataplane.AppliedRoutes
+		fresh = proxycfg.AppliedRoutes
 	}
 	f.apply(t, f.config(n, route, clusters, false, false), fresh)
 	shots := f.shots(func(i int) (string, *fuCluster) {
@@ -286,7 +286,7 @@ func (f *firstUse) round(t *testing.T, kind fuKind) {
 
 	switch {
 	case kind.change != 0:
-		edit := kind.change != dataplane.AppliedClusters
+		edit := kind.change != proxycfg.AppliedClusters
 		var wave1, wave2 []*fuShot
 		for i, s := range shots {
 			if i/firstUseClusters%2 == 0 { // each cluster has shots in both waves
@@ -299,7 +299,7 @@ func (f *firstUse) round(t *testing.T, kind fuKind) {
 		}
 		done1 := launch(wave1)
 		gate.waitFor(t, len(wave1))
-		if kind.change == dataplane.AppliedAll {
+		if kind.change == proxycfg.AppliedAll {
 			f.sessionKeys = append([][]byte{[]byte(fmt.Sprintf("first-use session key %04d", n))}, f.sessionKeys...)
 		}
 		f.apply(t, f.config(n, route, clusters, true, edit), kind.change)
@@ -373,7 +373,7 @@ func (f *firstUse) config(n int, route string, clusters []*fuCluster, after, edi
 
 // apply gives cfg to every proxy (the listener-ports one with its own
 // listeners) and fails unless each applied it as want says.
-func (f *firstUse) apply(t *testing.T, cfg *proxycfg.Config, want dataplane.Applied) {
+func (f *firstUse) apply(t *testing.T, cfg *proxycfg.Config, want proxycfg.Applied) {
 	t.Helper()
 	for _, g := range f.groups {
 		c := cfg

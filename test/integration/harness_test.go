@@ -250,7 +250,7 @@ func startProxyCached(t testing.TB, r *running, cacheFile string) (p *dataplane.
 	t.Helper()
 	log := testLog(slog.LevelWarn)
 	p = dataplane.New(dataplane.Options{Log: log})
-	w, err := configwatch.New(watched{p}, configwatch.Options{URL: r.url, TokenFile: r.tokenF, CacheFile: cacheFile, Wait: 5 * time.Second,
+	w, err := configwatch.New(p, configwatch.Options{URL: r.url, TokenFile: r.tokenF, CacheFile: cacheFile, Wait: 5 * time.Second,
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -373,22 +373,4 @@ func updateRoute(t testing.TB, gwAPI gwapiv1.GatewayV1Interface, ns, name string
 		t.Fatal(err)
 	}
 	return out
-}
-
-// watched is the proxy as the config client sees it, as the proxy
-// command hands it over (cmd/internal/proxycmd).
-type watched struct{ *dataplane.Proxy }
-
-func (w watched) Apply(cfg *proxycfg.Config) (configwatch.LoadKind, error) {
-	how, err := w.Proxy.Apply(cfg)
-	if err != nil {
-		return configwatch.LoadFull, err
-	}
-	switch how {
-	case dataplane.AppliedClusters:
-		return configwatch.LoadClusters, nil
-	case dataplane.AppliedRoutes:
-		return configwatch.LoadRoutes, nil
-	}
-	return configwatch.LoadFull, nil
 }

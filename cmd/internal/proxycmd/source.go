@@ -40,7 +40,7 @@ func (r *run) startConfigSource(ctx context.Context) (stop func(), code int, err
 func (r *run) watchController(ctx context.Context) (stop func(), err error) {
 	opts := r.f.watch
 	opts.Log, opts.ProxyID = r.log, cli.EnvOr("POD_NAME", cli.Hostname())
-	watch, err := configwatch.New(watched{r.p}, opts)
+	watch, err := configwatch.New(r.p, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -88,23 +88,4 @@ func loadFile(p *dataplane.Proxy, file string) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	return nil
-}
-
-// watched is the proxy as the config client sees it (configwatch.Proxy):
-// Apply says how a config was applied in the client's LoadKinds, which
-// its metrics count.
-type watched struct{ *dataplane.Proxy }
-
-func (w watched) Apply(cfg *proxycfg.Config) (configwatch.LoadKind, error) {
-	how, err := w.Proxy.Apply(cfg)
-	if err != nil {
-		return configwatch.LoadFull, err
-	}
-	switch how {
-	case dataplane.AppliedClusters:
-		return configwatch.LoadClusters, nil
-	case dataplane.AppliedRoutes:
-		return configwatch.LoadRoutes, nil
-	}
-	return configwatch.LoadFull, nil
 }
