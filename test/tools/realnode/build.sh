@@ -26,13 +26,11 @@
 #                                  the CNI plugins find them on PATH as on a node
 #       PACKAGES                   each package unpacked here and its Debian version
 #
-# The Debian packages (bookworm) come from the machine's apt sources with
-# `apt-get download` (`apt-get update` runs once, only if that fails) and are
-# unpacked with `dpkg-deb -x`: nothing is installed into the system, no
-# maintainer script runs, no service starts. Every package runs from the
-# unpacked tree: containerd finds its shim and runc through PATH (test/realnode
-# sets it), iptables finds its libraries and extensions through the wrappers.
-# Any Debian revision of the pinned upstream versions will do.
+# The Debian packages (bookworm) are fetched from the machine's apt sources
+# and unpacked, never installed, as test/tools/debunpack.sh describes. Every
+# package runs from the unpacked tree: containerd finds its shim and runc
+# through PATH (test/realnode sets it), iptables finds its libraries and
+# extensions through the wrappers.
 #
 # Idempotent: returns at once when both directories are there. Safe to run
 # twice at the same time: a lock file (flock, where there is one) serialises
@@ -55,6 +53,8 @@ die() {
 	echo "realnode: $*" >&2
 	exit 1
 }
+# shellcheck source=test/tools/debunpack.sh
+source "$tools_dir/debunpack.sh"
 
 k8s_version=$(cd "$tools_dir" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
 coredns_version=$(cd "$tools_dir/coredns" && go list -m -f '{{.Version}}' github.com/coredns/coredns)
@@ -144,128 +144,20 @@ build_go() {
 # ---- The Debian packages ---------------------------------------------------
 
 fetch_debian() {
-	local dest="$cache/$debkey" start=$SECONDS tmp debs log
-	for tool in apt-get apt-cache dpkg-deb dpkg-query ldd; do
-		command -v "$tool" >/dev/null ||
-			die "$tool not found: this fetches Debian bookworm's containerd, runc, CNI plugins, iptables and conntrack and needs apt and dpkg (a Debian or Ubuntu machine) and ldd"
-	done
+	local dest="$cache/$debkey" start=$SECONDS tmp debs
+	deb_check_tools "Debian bookworm's containerd, runc, CNI plugins, iptables and conntrack"
 	tmp=$(mktemp -d "$cache/.$debkey.tmp.XXXXXX")
 	debs=$(mktemp -d "$cache/.debs.XXXXXX")
 	tmps+=("$tmp" "$debs")
-	log="$debs/apt.log"
+	deb_who=realnode deb_tree=$tmp deb_dir=$debs
 	echo "realnode: fetching Debian's containerd $containerd_version, runc $runc_version, containernetworking-plugins $cni_version, iptables $iptables_version and conntrack $conntrack_version into $dest"
-
-	# version PKG UPSTREAM: the newest Debian version of PKG the apt
-	# sources offer whose upstream part (less any epoch and ~ds suffix) is
-	# UPSTREAM, e.g. 1.6.20~ds1-1+deb12u3 for 1.6.20, 1:1.4.7-1+b2 for 1.4.7.
-	version() {
-		apt-cache madison "$1" 2>>"$log" |
-			awk -F'|' -v up="$2" '$3 ~ /Packages/ {
-				v = $2; gsub(/ /, "", v); u = v; sub(/^[0-9]+:/, "", u)
-				if (index(u, up) == 1 && substr(u, length(up) + 1, 1) ~ /[-~+]/) { print v; exit }
-			}'
-	}
-	download() { (cd "$debs" && apt-get download "$@") >>"$log" 2>&1; }
-	pins=(containerd="$containerd_version" runc="$runc_version" containernetworking-plugins="$cni_version"
-		iptables="$iptables_version" conntrack="$conntrack_version")
-	wanted=()
-	fetch_main() {
-		local p v
-		wanted=()
-		for p in "${pins[@]}"; do
-			v=$(version "${p%%=*}" "${p#*=}")
-			[[ -n $v ]] || return 1
-			wanted+=("${p%%=*}=$v")
-		done
-		download "${wanted[@]}"
-	}
-	apt_updated=false
-	if ! fetch_main; then
-		# The package lists may be missing (a fresh container) or stale.
-		if [[ $(id -u) -ne 0 ]]; then
-			tail -n 20 "$log" >&2
-			die "apt-get download failed and apt-get update needs root: run 'sudo apt-get update' and try again"
-		fi
-		echo "realnode: apt-get download failed; running apt-get update once"
-		apt-get update >>"$log" 2>&1 || { tail -n 20 "$log" >&2; die "apt-get update failed"; }
-		apt_updated=true
-		fetch_main || { tail -n 20 "$log" >&2; die "apt-get download could not fetch ${pins[*]} (Debian 12 bookworm has them; apt-cache madison NAME shows what the apt sources offer)"; }
-	fi
-
+	deb_fetch "Debian 12 bookworm has them" containerd="$containerd_version" runc="$runc_version" \
+		containernetworking-plugins="$cni_version" iptables="$iptables_version" conntrack="$conntrack_version"
 	: >"$tmp/PACKAGES"
-	unpacked=()
-	unpack() {
-		dpkg-deb -x "$1" "$tmp"
-		unpacked+=("$1")
-		dpkg-deb -f "$1" Package Version | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $2 } END { print "" }' >>"$tmp/PACKAGES"
-	}
-	for deb in "$debs"/*.deb; do unpack "$deb"; done
-
-	libpath() {
-		local d p=
-		for d in "$tmp"/usr/lib/*-linux-gnu* "$tmp"/lib/*-linux-gnu*; do
-			[[ -d $d ]] && p+="${p:+:}$d"
-		done
-		echo "$p"
-	}
-	# missing: sonames ldd cannot find for any unpacked executable or library.
-	missing() {
-		local f lp
-		lp=$(libpath)
-		for f in "$tmp"/usr/bin/* "$tmp"/usr/sbin/* "$tmp"/usr/lib/cni/* \
-			"$tmp"/usr/lib/*-linux-gnu*/*.so* "$tmp"/usr/lib/*-linux-gnu*/xtables/*.so "$tmp"/lib/*-linux-gnu*/*.so*; do
-			[[ -f $f && ! -L $f ]] || continue
-			LD_LIBRARY_PATH=$lp ldd "$f" 2>/dev/null || true
-		done | awk '$2 == "=>" && $3 == "not" { print $1 }' | sort -u
-	}
-	installed() { [[ $(dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null) == ii* ]]; }
-	# candidates: dependencies of the unpacked packages neither installed nor
-	# downloaded (of alternatives the first, unless one is installed).
-	candidates() {
-		local deb
-		for deb in "${unpacked[@]}"; do
-			dpkg-deb -f "$deb" Pre-Depends
-			dpkg-deb -f "$deb" Depends
-		done | tr ',' '\n' | sed 's/([^)]*)//g; s/:[a-z0-9]*//g; s/[[:space:]]//g' | sort -u |
-			while IFS= read -r alts; do
-				[[ -n $alts ]] || continue
-				local alt first= skip=false
-				IFS='|' read -ra alt <<<"$alts"
-				for a in "${alt[@]}"; do
-					[[ -n $first ]] || first=$a
-					if installed "$a" || [[ -n $(compgen -G "$debs/${a}_*.deb") ]]; then skip=true; fi
-				done
-				$skip || echo "$first"
-			done | sort -u
-	}
-	# Shared libraries the machine lacks: fetch the dependencies that are not
-	# installed and unpack those holding a missing library, until ldd finds
-	# them all (on this machine: libnftnl11, libip6tc2, libnetfilter-conntrack3,
-	# libnfnetlink0).
-	tried=" "
-	while sonames=$(missing) && [[ -n $sonames ]]; do
-		new=()
-		while IFS= read -r p; do
-			[[ $tried == *" $p "* ]] || new+=("$p")
-		done < <(candidates)
-		((${#new[@]} > 0)) || die "the unpacked binaries need ${sonames//$'\n'/ }, which neither the machine nor the packages' dependencies provide"
-		echo "realnode: the machine lacks ${sonames//$'\n'/ }; looking in ${new[*]}"
-		for p in "${new[@]}"; do
-			tried+="$p "
-			if ! download "$p" && ! $apt_updated && [[ $(id -u) -eq 0 ]]; then
-				apt-get update >>"$log" 2>&1 || true
-				apt_updated=true
-				download "$p" || true
-			fi
-		done
-		for p in "${new[@]}"; do
-			deb=$(compgen -G "$debs/${p}_*.deb") || { echo "realnode: apt-get download $p failed: $(tail -n 1 "$log")"; continue; }
-			if dpkg-deb -c "$deb" | awk '{ n = split($6, a, "/"); print a[n] }' | grep -xF "$sonames" >/dev/null; then
-				echo "realnode: unpacking $p for the libraries the machine lacks"
-				unpack "$deb"
-			fi
-		done
-	done
+	deb_unpack "$debs"/*.deb
+	# On this machine the libraries it lacks are libnftnl11, libip6tc2,
+	# libnetfilter-conntrack3 and libnfnetlink0.
+	deb_add_missing_libs 'usr/bin/*' 'usr/sbin/*' 'usr/lib/cni/*' 'usr/lib/*-linux-gnu*/xtables/*.so'
 
 	# Wrappers on PATH. iptables is Debian's nf_tables flavour (its default
 	# alternative); xtables-nft-multi picks the command from argv[0], so
