@@ -432,3 +432,47 @@ func FuzzRoutePatch(f *testing.F) {
 		}
 	})
 }
+
+// An HTTPRoute and a GRPCRoute of one namespace and name are two routes
+// (a route's identity has its kind): editing, deleting or adding one
+// leaves the other's rules where they are, and what is served is what a
+// whole compile serves.
+func TestRoutesOfOneNameAndTwoKindsPatched(t *testing.T) {
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer p.Close()
+	p.serveView(viewOf(0))
+	cfg := patchConfig(4)
+	g := cfg.Routes[0] // ns/r0, on gw/a, host h0.a.example
+	g.Kind = proxycfg.KindGRPC
+	g.Rules = []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/q"}}},
+		Backends: []proxycfg.BackendRef{{Cluster: "c3", Weight: 1}}}}
+	cfg.Routes = append(cfg.Routes, g)
+	mustLoad(t, p, cfg)
+	grpc := func(what string) {
+		t.Helper()
+		tg, ok := pickListener(p.current.Load().origin[0], "h0.a.example").table.Match(&matcher.Request{Host: "h0.a.example", Path: "/q", Method: "GET", Header: http.Header{}})
+		if !ok || tg.Rule.Route != "ns/r0" || tg.Rule.Index != 0 || len(tg.Rule.Backends) != 1 || p.current.Load().clusters[tg.Rule.Backends[0].Cluster].name != "c3" {
+			t.Fatalf("%s: /q is no longer the GRPCRoute's (ok %v)", what, ok)
+		}
+	}
+	grpc("loaded")
+	steps := []struct {
+		name   string
+		change func(*proxycfg.Config, string) *proxycfg.Config
+	}{
+		{"the HTTPRoute edited", func(c *proxycfg.Config, v string) *proxycfg.Config {
+			return edit(c, v, 0, func(r *proxycfg.Route) { r.Rules[0].Backends[0].Cluster = "c2" })
+		}},
+		{"the HTTPRoute deleted", func(c *proxycfg.Config, v string) *proxycfg.Config { return withoutRoute(c, v, 0) }},
+		{"the HTTPRoute added again", func(c *proxycfg.Config, v string) *proxycfg.Config { return withRoute(c, v, 0, cfg.Routes[0]) }},
+	}
+	served := cfg
+	for i, st := range steps {
+		served = st.change(served, fmt.Sprint("v", i+1))
+		if how, err := p.Apply(served); err != nil || how != proxycfg.AppliedRoutes {
+			t.Fatalf("%s: Apply: %v, %v; want AppliedRoutes", st.name, how, err)
+		}
+		checkSameAsWhole(t, p, served)
+		grpc(st.name)
+	}
+}
