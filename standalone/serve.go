@@ -49,7 +49,12 @@ type Options struct {
 	EncodedSlashes string
 	// ControllerName selects the GatewayClasses to serve.
 	ControllerName string
-	// Poll is how often the files are checked for changes (default 1 s).
+	// Poll is how often the files are polled for changes where file
+	// events are not to be had (default 1 s): on systems other than
+	// Linux, or when inotify's limits are reached. With events, a change
+	// is reloaded within milliseconds, and the files are still polled,
+	// every 10 s or Poll if longer, for the changes events miss (see
+	// watch.go).
 	Poll time.Duration
 	Log  *slog.Logger
 	// Ready, if set, is called with the bound addresses once listening:
@@ -57,6 +62,9 @@ type Options struct {
 	Ready func(dataplane.Bound)
 	// Loaded, if set, is called after every load attempt with its result.
 	Loaded func(*Result, error)
+
+	// events, if set, replaces the file events (tests).
+	events func() (events, error)
 }
 
 // Result is one load: the objects read and what translate made of them.
@@ -71,28 +79,53 @@ type Result struct {
 // config carries its content version (proxycfg.ContentVersion), so
 // building unchanged files again gives the same version.
 func Build(paths []string, controllerName, listen string, now time.Time) (*Result, error) {
-	return build(paths, controllerName, listen, now, new(proxycfg.Encoder))
+	return (&builder{paths: paths, controllerName: controllerName, listen: listen}).build(now)
 }
 
-// build is Build with the Encoder that stamps the version: Serve keeps
-// one across reloads, so a reload encodes only what changed. enc keeps
-// the config's lists, which nobody modifies.
-func build(paths []string, controllerName, listen string, now time.Time, enc *proxycfg.Encoder) (*Result, error) {
-	snap, err := Load(paths)
+// builder builds the files again and again, as Serve does, each build
+// costing what changed since the last: the files keep what was parsed of
+// them (fileSet), cache the work of the last translation (nil: none,
+// Build's one-shot), and enc the JSON and hash of each element of the
+// config, for the version.
+type builder struct {
+	paths                  []string
+	controllerName, listen string
+
+	files fileSet
+	cache *translate.Cache
+	// enc keeps the config's lists, which nobody modifies.
+	enc proxycfg.Encoder
+}
+
+// build reads the files and translates them. The version is the
+// Encoder's, which encodes and hashes again only the listeners, routes
+// and clusters not Equal to those of their identity last time: a change
+// to one route costs that route's JSON and a pass of comparisons (a
+// pointer's, for what translate's Cache handed on), and comes out as a
+// fresh Encoder would have it.
+func (b *builder) build(now time.Time) (*Result, error) {
+	snap, err := b.files.load(b.paths)
 	if err != nil {
 		return nil, err
 	}
+	controllerName := b.controllerName
 	if controllerName == "" {
 		controllerName = translate.DefaultControllerName
 	}
-	out := translate.Translate(&translate.Input{
+	in := &translate.Input{
 		Snapshot:           *snap,
 		ControllerName:     controllerName,
 		Now:                now,
-		Addresses:          listenAddresses(listen),
+		Addresses:          listenAddresses(b.listen),
 		AnyEndpointAddress: true,
-	})
-	encoded, err := enc.Encode(&out.Config)
+	}
+	var out *translate.Output
+	if b.cache != nil {
+		out = b.cache.Translate(in)
+	} else {
+		out = translate.Translate(in)
+	}
+	encoded, err := b.enc.Encode(&out.Config)
 	if err != nil {
 		return nil, fmt.Errorf("the translated config does not encode: %w", err)
 	}
@@ -114,7 +147,10 @@ func listenAddresses(listen string) []gwv1.GatewayStatusAddress {
 }
 
 // Serve loads the files, serves them until ctx ends, and reloads whenever
-// a file changes. A reload that fails (a YAML error, a config the proxy
+// a file changes: as it happens, from file events, or at the latest at
+// the next poll (watch.go). A reload reads the files again, parses only
+// those changed, and translates incrementally (translate.Cache); the
+// proxy applies changed routes as patches. A reload that fails (a YAML error, a config the proxy
 // refuses) is logged and the last good config keeps serving.
 func Serve(ctx context.Context, o Options) error {
 	if o.Listen == "" {
@@ -130,11 +166,11 @@ func Serve(ctx context.Context, o Options) error {
 	p := dataplane.New(dataplane.Options{Log: log, Pprof: o.Pprof, AccessLog: o.AccessLog, Tracer: o.Tracer, EncodedSlashes: o.EncodedSlashes})
 	defer p.Close()
 
-	// enc is used by load alone, which runs once here and then only in
-	// the goroutine below.
-	var enc proxycfg.Encoder
+	// b is used by load alone, which runs once here and then only in the
+	// watcher's goroutine.
+	b := &builder{paths: o.Paths, controllerName: o.ControllerName, listen: o.Listen, cache: translate.NewCache()}
 	load := func() error {
-		res, err := build(o.Paths, o.ControllerName, o.Listen, time.Now(), &enc)
+		res, err := b.build(time.Now())
 		// The version is the content's: unchanged files, the same version.
 		unchanged := err == nil && res.Output.Config.Version == p.Version()
 		if err == nil && !unchanged {
@@ -158,34 +194,33 @@ func Serve(ctx context.Context, o Options) error {
 			"listeners", len(res.Output.Config.Listeners), "routes", len(res.Output.Config.Routes), "clusters", len(res.Output.Config.Clusters))
 		return nil
 	}
-	// Stamped before the first load, so an edit made while it reads is
-	// seen by the first poll.
-	stamp, _, _ := pollFiles(o.Paths, nil, time.Now())
+	newEv := o.events
+	if newEv == nil {
+		newEv = newEvents
+	}
+	// Watching before the first load, so an edit made while it reads is
+	// seen.
+	w := newWatcher(o.Paths, o.Poll, newEv, log)
 	if err := load(); err != nil {
+		w.close()
 		return err
 	}
 
+	// The watcher ends with Serve, whatever ends it, and Serve returns
+	// after it.
+	ctx, cancel := context.WithCancel(ctx)
+	watching := make(chan struct{})
+	defer func() {
+		cancel()
+		<-watching
+	}()
 	go func() {
-		t := time.NewTicker(o.Poll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			s, changed, err := pollFiles(o.Paths, stamp, time.Now())
-			if err != nil {
-				continue // a path briefly missing: try again next poll
-			}
-			stamp = s
-			if !changed {
-				continue
-			}
+		defer close(watching)
+		w.run(ctx, func() {
 			if err := load(); err != nil {
 				log.Error("reload failed; still serving the last good config", "err", err)
 			}
-		}
+		})
 	}()
 
 	l := dataplane.ServeOptions{Plain: o.Listen, Admin: o.Admin, Ready: o.Ready}
