@@ -6,7 +6,8 @@ package standalone
 // one file of many. A fileSet keeps, per file, the hash of its content
 // and the objects parsed from it. A load reads every file again, but
 // parses only those whose content changed: the others' objects are
-// handed on as the very same objects. translate.Cache tells an unchanged
+// handed on as the very same objects; and in a file that changed, the
+// YAML documents that did not are not parsed again either. translate.Cache tells an unchanged
 // object by its address (its contract: an object translated is never
 // edited, a changed object is a new object), so their translation is
 // reused.
@@ -38,18 +39,32 @@ import (
 const fileSpan = 1 << 20
 
 // parsedFile is one file's content hash and what was parsed from it: its
-// objects and its errors, in document order.
+// objects and its errors, in document order, and its YAML documents
+// that loaded without error.
 type parsedFile struct {
 	sum  [sha256.Size]byte
 	objs []loaded
 	errs []error
+	docs map[string]parsedDoc
 }
 
-// parseFile parses the documents of one file.
-func parseFile(name string, data []byte) *parsedFile {
+// parseFile parses the documents of one file. A YAML document found in
+// prev, the file's last parse (nil: none), is not parsed again: its
+// objects are prev's (loader.reuse).
+func parseFile(name string, data []byte, prev *parsedFile) *parsedFile {
 	l := newLoader()
+	l.docs = map[string]docSpan{}
+	if prev != nil {
+		l.prevDocs = prev.docs
+	}
 	l.file(name, data)
-	return &parsedFile{sum: sha256.Sum256(data), objs: l.objs, errs: l.errs}
+	pf := &parsedFile{sum: sha256.Sum256(data), objs: l.objs, errs: l.errs, docs: make(map[string]parsedDoc, len(l.docs))}
+	// Slices of objs, which assemble updates in place (settle): the
+	// next parse takes the objects as last handed on.
+	for data, d := range l.docs {
+		pf.docs[data] = parsedDoc{prefix: d.prefix, objs: pf.objs[d.start:d.end:d.end]}
+	}
+	return pf
 }
 
 // fileEntry is a file of a load: parsed, or an error reading it.
@@ -64,6 +79,9 @@ type fileSet struct {
 	files map[string]*parsedFile
 	// The namespaces a load added (not in any file), by name.
 	namespaces map[string]loaded
+	// The files and objects of the last snapshot made (status.go).
+	last  []fileEntry
+	byKey map[objectKey]object
 }
 
 // load is Load, parsing only the files whose content changed since the
@@ -88,7 +106,7 @@ func (s *fileSet) load(paths []string) (*translate.Snapshot, error) {
 				if old := s.files[f]; old != nil && old.sum == sha256.Sum256(data) {
 					pf = old
 				} else {
-					pf = parseFile(f, data)
+					pf = parseFile(f, data, old)
 				}
 			}
 			next[f] = pf
@@ -144,13 +162,21 @@ func (s *fileSet) assemble(entries []fileEntry) (*translate.Snapshot, error) {
 	slices.Sort(missing)
 
 	snap := &translate.Snapshot{}
+	byKey := make(map[objectKey]object, len(s.byKey))
 	for f, e := range entries {
 		for k := range e.file.objs {
 			o := &e.file.objs[k]
-			o.settle(f*fileSpan + k)
+			key := objectKey{o.kind.name, o.obj.GetNamespace(), o.obj.GetName()}
+			parsed := o.at < 0
+			o.settle(f*fileSpan + k) // the defaults drop a status in the file
+			if prev := s.byKey[key]; prev != nil && parsed {
+				carryStatus(prev, o.obj)
+			}
 			o.kind.add(snap, o.obj)
+			byKey[key] = o.obj
 		}
 	}
+	s.last, s.byKey = entries, byKey
 	namespaces := make(map[string]loaded, len(missing))
 	for k, ns := range missing {
 		o, ok := s.namespaces[ns]
@@ -189,3 +215,26 @@ func (o *loaded) settle(i int) {
 // createdAt is the creationTimestamp defaultMeta gives the object at
 // index i of a load.
 func createdAt(i int) time.Time { return baseTime.Add(time.Duration(i) * time.Second) }
+
+// writeBack replaces each object of the last snapshot whose conditions
+// out set anew by a copy carrying its status in out (status.go), and
+// reports how many it replaced.
+func (s *fileSet) writeBack(out *translate.Output) int {
+	n := 0
+	for _, e := range s.last {
+		for k := range e.file.objs {
+			o := &e.file.objs[k]
+			if c := withStatus(o.obj, out); c != nil {
+				o.obj = c
+				s.byKey[objectKey{o.kind.name, c.GetNamespace(), c.GetName()}] = c
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// snapshot is the last snapshot made again, with the objects it has now.
+func (s *fileSet) snapshot() (*translate.Snapshot, error) {
+	return s.assemble(s.last)
+}

@@ -73,14 +73,20 @@ func TestFileSetReusesUnchangedFiles(t *testing.T) {
 	second := load()
 	same("nothing changed", first, second, "b1", "b2", "c1", "ns/default")
 
+	// In a file that changed, the documents that did not keep their
+	// objects too.
 	write("c.yaml", routeYAML("c1")+"---\n"+routeYAML("c2"))
 	third := load()
-	same("a route added to c.yaml", second, third, "b1", "b2", "ns/default")
-	fresh("a route added to c.yaml", second, third, "c1")
+	same("a route added to c.yaml", second, third, "b1", "b2", "c1", "ns/default")
+
+	write("c.yaml", routeYAML("c1")+"---\n"+routeYAML("c3")+"---\n"+routeYAML("c2"))
+	edited := load()
+	same("a route inserted in c.yaml", third, edited, "b1", "b2", "c1", "ns/default")
+	fresh("a route inserted in c.yaml (c2 created a second later)", third, edited, "c2")
 
 	write("b.yaml", routeYAML("b1"))
 	fourth := load()
-	same("a route removed from b.yaml", third, fourth, "c1", "c2", "ns/default")
+	same("a route removed from b.yaml", edited, fourth, "b1", "c1", "c2", "c3", "ns/default")
 
 	// A file before the others: theirs move, and are copied.
 	write("a.yaml", routeYAML("a1"))

@@ -44,7 +44,7 @@ func Load(paths []string) (*translate.Snapshot, error) {
 // LoadBytes is Load for the contents of one file; name is used in errors
 // and, by its extension, tells JSON from YAML.
 func LoadBytes(name string, data []byte) (*translate.Snapshot, error) {
-	f := parseFile(name, data)
+	f := parseFile(name, data, nil)
 	return new(fileSet).assemble([]fileEntry{{file: f}})
 }
 
@@ -91,6 +91,25 @@ func isManifest(path string) bool {
 type loader struct {
 	objs []loaded
 	errs []error
+	// prevDocs are the YAML documents of the file's last parse that
+	// loaded without error, by their bytes: one found again is not
+	// parsed again, its objects are taken as they are (files.go).
+	prevDocs map[string]parsedDoc
+	// docs are this parse's, as indexes into objs.
+	docs map[string]docSpan
+}
+
+// parsedDoc is what a YAML document loaded: its objects, their places
+// starting with prefix, the document's place then.
+type parsedDoc struct {
+	prefix string
+	objs   []loaded
+}
+
+// docSpan is a document's place and its objects' indexes in objs.
+type docSpan struct {
+	prefix     string
+	start, end int
 }
 
 type objectKey struct{ kind, namespace, name string }
@@ -120,6 +139,11 @@ func (l *loader) file(name string, data []byte) {
 	}
 	n := 0
 	for _, doc := range splitYAML(data) {
+		if prev, ok := l.prevDocs[string(doc.data)]; ok {
+			n++
+			l.reuse(fmt.Sprintf("%s:%d", name, n), string(doc.data), prev)
+			continue
+		}
 		j, err := yaml.YAMLToJSONStrict(doc.data)
 		if err != nil {
 			n++
@@ -130,8 +154,23 @@ func (l *loader) file(name string, data []byte) {
 			continue // empty or comments only
 		}
 		n++
-		l.document(fmt.Sprintf("%s:%d", name, n), j)
+		place, objs, errs := fmt.Sprintf("%s:%d", name, n), len(l.objs), len(l.errs)
+		l.document(place, j)
+		if l.docs != nil && len(l.errs) == errs {
+			l.docs[string(doc.data)] = docSpan{place, objs, len(l.objs)}
+		}
 	}
+}
+
+// reuse takes the objects a document loaded last time, now at place.
+func (l *loader) reuse(place, data string, prev parsedDoc) {
+	start := len(l.objs)
+	for _, o := range prev.objs {
+		o.place = place + strings.TrimPrefix(o.place, prev.prefix)
+		o.errsBefore = len(l.errs)
+		l.objs = append(l.objs, o)
+	}
+	l.docs[data] = docSpan{place, start, len(l.objs)}
 }
 
 // jsonFile loads a stream of JSON documents.

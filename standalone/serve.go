@@ -108,6 +108,27 @@ func (b *builder) build(now time.Time) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	return b.translate(snap, now)
+}
+
+// settle keeps the statuses out gave the objects of the last build, as a
+// cluster's API server would (status.go), so that the next build reads
+// no clock and its translation can be patched. If any object took its
+// status, the files are translated again with them; the config is the
+// same, the result is returned. Without a cache, settle does nothing.
+func (b *builder) settle(out *translate.Output, now time.Time) (*Result, error) {
+	if b.cache == nil || b.files.writeBack(out) == 0 {
+		return nil, nil
+	}
+	snap, err := b.files.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return b.translate(snap, now)
+}
+
+// translate translates a snapshot of the files.
+func (b *builder) translate(snap *translate.Snapshot, now time.Time) (*Result, error) {
 	controllerName := b.controllerName
 	if controllerName == "" {
 		controllerName = translate.DefaultControllerName
@@ -192,6 +213,16 @@ func Serve(ctx context.Context, o Options) error {
 		}
 		log.Info("config loaded", "version", res.Output.Config.Version,
 			"listeners", len(res.Output.Config.Listeners), "routes", len(res.Output.Config.Routes), "clusters", len(res.Output.Config.Clusters))
+		// Served; now keep the statuses for the next reload.
+		settled, err := b.settle(res.Output, time.Now())
+		if err == nil && settled != nil && settled.Output.Config.Version != p.Version() {
+			// Statuses change nothing served; should they, serve it.
+			log.Warn("the config changed with the objects' statuses", "version", settled.Output.Config.Version)
+			err = p.Load(&settled.Output.Config)
+		}
+		if err != nil {
+			log.Error("keeping the statuses failed", "err", err)
+		}
 		return nil
 	}
 	newEv := o.events
