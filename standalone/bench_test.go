@@ -20,6 +20,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/test/fixture"
 )
 
@@ -241,5 +242,60 @@ func BenchmarkFileChangeToServed(b *testing.B) {
 			host := fmt.Sprintf("r-%d-%d.example.com", f, j)
 			return "a deletion", func() bool { code, _ := get(host); return code == 404 }
 		})
+	})
+}
+
+// BenchmarkVersion is what a reload's content version costs at 5,000
+// routes: encoded whole by a fresh Encoder (proxycfg.ContentVersion, what
+// a one-shot Build does), or by Serve's Encoder, which saw the config of
+// the reload before, one route edited, and reuses the JSON of every
+// element Equal to its predecessor's.
+func BenchmarkVersion(b *testing.B) {
+	dir := b.TempDir()
+	write := func(name, content string) {
+		b.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	write("gateway.yaml", "\n"+fixture.ClassYAML("tunnelgate", translate.DefaultControllerName, "")+"---\n"+
+		fixture.GatewayYAML("", "gw", "tunnelgate", `{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}`))
+	write("backends.yaml", serveBackends(map[string]int{"echo": 8080}))
+	files := make([]benchFile, benchFiles)
+	for f := range files {
+		files[f] = benchFile{deleted: map[int]bool{}, edit: -1}
+		write(fmt.Sprintf("routes-%02d.yaml", f), files[f].content(f))
+	}
+	bd := &builder{paths: []string{dir}, listen: "127.0.0.1:80", cache: translate.NewCache()}
+	// Two configs, one route apart, as two reloads make them.
+	var cfgs [2]*proxycfg.Config
+	for i := range cfgs {
+		files[7].edit, files[7].rev = 3, fmt.Sprint(i+1)
+		write("routes-07.yaml", files[7].content(7))
+		res, err := bd.build(time.Now())
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := bd.settle(res.Output, time.Now()); err != nil {
+			b.Fatal(err)
+		}
+		cfgs[i] = &res.Output.Config
+	}
+	b.Run("fresh", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := proxycfg.ContentVersion(cfgs[0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("reload", func(b *testing.B) {
+		var enc proxycfg.Encoder
+		i := 0
+		for b.Loop() {
+			if _, err := enc.Encode(cfgs[i%2]); err != nil {
+				b.Fatal(err)
+			}
+			i++
+		}
 	})
 }
