@@ -79,9 +79,10 @@ type fileSet struct {
 	files map[string]*parsedFile
 	// The namespaces a load added (not in any file), by name.
 	namespaces map[string]loaded
-	// The files and objects of the last snapshot made (status.go).
+	// The files and objects of the last snapshot made (status.go), the
+	// objects by kind and name.
 	last  []fileEntry
-	byKey map[objectKey]object
+	byKey map[objectKey]*loaded
 }
 
 // load is Load, parsing only the files whose content changed since the
@@ -123,23 +124,24 @@ func (s *fileSet) load(paths []string) (*translate.Snapshot, error) {
 // the rest, and applies the defaults.
 func (s *fileSet) assemble(entries []fileEntry) (*translate.Snapshot, error) {
 	var errs []error
-	// seen holds where each object was first found.
-	seen := map[objectKey]string{}
+	// seen holds each object, where it was first found.
+	seen := make(map[objectKey]*loaded, len(s.byKey))
 	for _, e := range entries {
 		if e.err != nil {
 			errs = append(errs, e.err)
 			continue
 		}
 		pf, n := e.file, 0
-		for _, o := range pf.objs {
+		for k := range pf.objs {
+			o := &pf.objs[k]
 			errs, n = append(errs, pf.errs[n:o.errsBefore]...), o.errsBefore
 			key := objectKey{o.kind.name, o.obj.GetNamespace(), o.obj.GetName()}
 			if prev, dup := seen[key]; dup {
 				errs = append(errs, fmt.Errorf("%s (%s): duplicate of the object at %s",
-					o.place, objectName(key.kind, key.namespace, key.name), prev))
+					o.place, objectName(key.kind, key.namespace, key.name), prev.place))
 				continue
 			}
-			seen[key] = o.place
+			seen[key] = o
 		}
 		errs = append(errs, pf.errs[n:]...)
 	}
@@ -149,12 +151,15 @@ func (s *fileSet) assemble(entries []fileEntry) (*translate.Snapshot, error) {
 
 	// A cluster always has the namespaces its objects live in.
 	var missing []string
+	known := map[string]bool{"": true}
 	for _, e := range entries {
 		for _, o := range e.file.objs {
 			ns := o.obj.GetNamespace()
-			key := objectKey{"Namespace", "", ns}
-			if ns != "" && seen[key] == "" {
-				seen[key] = "added"
+			if known[ns] {
+				continue
+			}
+			known[ns] = true
+			if seen[objectKey{"Namespace", "", ns}] == nil {
 				missing = append(missing, ns)
 			}
 		}
@@ -162,21 +167,20 @@ func (s *fileSet) assemble(entries []fileEntry) (*translate.Snapshot, error) {
 	slices.Sort(missing)
 
 	snap := &translate.Snapshot{}
-	byKey := make(map[objectKey]object, len(s.byKey))
 	for f, e := range entries {
 		for k := range e.file.objs {
 			o := &e.file.objs[k]
-			key := objectKey{o.kind.name, o.obj.GetNamespace(), o.obj.GetName()}
 			parsed := o.at < 0
 			o.settle(f*fileSpan + k) // the defaults drop a status in the file
-			if prev := s.byKey[key]; prev != nil && parsed {
-				carryStatus(prev, o.obj)
+			if parsed {
+				if prev := s.byKey[objectKey{o.kind.name, o.obj.GetNamespace(), o.obj.GetName()}]; prev != nil {
+					carryStatus(prev.obj, o.obj)
+				}
 			}
 			o.kind.add(snap, o.obj)
-			byKey[key] = o.obj
 		}
 	}
-	s.last, s.byKey = entries, byKey
+	s.last, s.byKey = entries, seen
 	namespaces := make(map[string]loaded, len(missing))
 	for k, ns := range missing {
 		o, ok := s.namespaces[ns]
@@ -225,8 +229,7 @@ func (s *fileSet) writeBack(out *translate.Output) int {
 		for k := range e.file.objs {
 			o := &e.file.objs[k]
 			if c := withStatus(o.obj, out); c != nil {
-				o.obj = c
-				s.byKey[objectKey{o.kind.name, c.GetNamespace(), c.GetName()}] = c
+				o.obj = c // byKey points at o
 				n++
 			}
 		}

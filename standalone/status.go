@@ -21,8 +21,6 @@ package standalone
 // depend on them.
 
 import (
-	"reflect"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -118,12 +116,25 @@ func parentsCarried(prev, next []gwv1.RouteParentStatus) bool {
 	if len(prev) != len(next) {
 		return false
 	}
+	if len(next) == 0 || &prev[0] == &next[0] {
+		return true // the status written back last time, reused
+	}
 	for i := range next {
-		if !carried(prev[i].Conditions, next[i].Conditions) || !reflect.DeepEqual(prev[i].ParentRef, next[i].ParentRef) {
+		if !carried(prev[i].Conditions, next[i].Conditions) || !sameParentRef(&prev[i].ParentRef, &next[i].ParentRef) {
 			return false
 		}
 	}
 	return true
+}
+
+func sameParentRef(a, b *gwv1.ParentReference) bool {
+	return a.Name == b.Name && samePtr(a.Group, b.Group) && samePtr(a.Kind, b.Kind) &&
+		samePtr(a.Namespace, b.Namespace) && samePtr(a.SectionName, b.SectionName) && samePtr(a.Port, b.Port)
+}
+
+// samePtr reports whether a and b are both nil or point at equal values.
+func samePtr[T comparable](a, b *T) bool {
+	return a == b || a != nil && b != nil && *a == *b
 }
 
 func gatewayCarried(prev, next *gwv1.GatewayStatus) bool {
