@@ -26,7 +26,9 @@ package standalone
 // routes in 50 files: 50 stats, well under a millisecond), and a read
 // only of files written in the last racyWindow, so safetyPoll could be
 // short; 10 s keeps the log of a missed change readable and its cost
-// out of sight.
+// out of sight. After a reload for events the next poll only stamps the
+// files (the reload read them), so a change events miss is seen within
+// two safetyPolls.
 //
 // A poll lists the files a load reads (filesIn) and stats them. A file is
 // changed when it appears, disappears, or its size or modification time
@@ -154,11 +156,12 @@ func (w *watcher) run(ctx context.Context, reload func()) {
 				return
 			}
 			w.watch()
-			// Stamped before reading, so that the next poll sees only
-			// what is written from now on.
-			if s, _, err := pollFiles(w.paths, w.stamp, time.Now()); err == nil {
-				w.stamp = s
-			}
+			// The next poll stamps the files afresh rather than compare:
+			// what events saw is being read now, and stamping here would
+			// hash every file written in the last racyWindow, on every
+			// reload. A change events miss right after this is seen by
+			// the poll after that one.
+			w.stamp = nil
 		case <-t.C:
 			s, changed, err := pollFiles(w.paths, w.stamp, time.Now())
 			t.Reset(w.interval())
