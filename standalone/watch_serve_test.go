@@ -72,13 +72,27 @@ func serveDir(t *testing.T, dir string, o Options) *served {
 		case <-time.After(30 * time.Second):
 			t.Fatal("Serve did not return 30 s after its context ended")
 		}
-		// Serve returns after its watcher: nothing of it is left.
+		// Serve returns after its watcher has ended: nothing of it is
+		// left. (A goroutine that signalled its end may still be on its
+		// way out for a moment, hence the wait.)
 		buf := make([]byte, 1<<20)
-		stacks := string(buf[:runtime.Stack(buf, true)])
-		for _, f := range []string{"standalone.(*watcher).run", "standalone.(*inotify).read"} {
-			if strings.Contains(stacks, f) {
-				t.Errorf("%s still runs after Serve returned", f)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			stacks := string(buf[:runtime.Stack(buf, true)])
+			left := ""
+			for _, f := range []string{"standalone.(*watcher).run", "standalone.(*inotify).read"} {
+				if strings.Contains(stacks, f) {
+					left = f
+				}
 			}
+			if left == "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("%s still runs 10 s after Serve returned", left)
+				break
+			}
+			time.Sleep(time.Millisecond)
 		}
 	})
 	select {
@@ -248,7 +262,11 @@ func TestServeKeepsLastGoodConfig(t *testing.T) {
 	if code, body := s.body("a.example.com"); code != 200 || !strings.HasPrefix(body, "one ") {
 		t.Errorf("after a broken edit: %d %q, want the last good config", code, body)
 	}
-	if log := s.logged(); !strings.Contains(log, "reload failed; still serving the last good config") || !strings.Contains(log, "a.yaml:1") {
+	// Loaded is told before the failure is logged.
+	s.waitFor("the failure to be logged", func() bool {
+		return strings.Contains(s.logged(), "reload failed; still serving the last good config")
+	})
+	if log := s.logged(); !strings.Contains(log, "a.yaml:1") {
 		t.Errorf("the failure is not logged with its place:\n%s", log)
 	}
 	s.replace("a.yaml", hostRoute("a", "a.example.com", "two"))
