@@ -59,7 +59,7 @@ func parseFile(name string, data []byte, prev *parsedFile) *parsedFile {
 	}
 	l.file(name, data)
 	pf := &parsedFile{sum: sha256.Sum256(data), objs: l.objs, errs: l.errs, docs: make(map[string]parsedDoc, len(l.docs))}
-	// Slices of objs, which assemble updates in place (settle): the
+	// Slices of objs, which assemble updates in place (moveTo): the
 	// next parse takes the objects as last handed on.
 	for data, d := range l.docs {
 		pf.docs[data] = parsedDoc{prefix: d.prefix, objs: pf.objs[d.start:d.end:d.end]}
@@ -88,7 +88,14 @@ type fileSet struct {
 // load is Load, parsing only the files whose content changed since the
 // last load, and handing on the objects of the rest unchanged.
 func (s *fileSet) load(paths []string) (*translate.Snapshot, error) {
-	var entries []fileEntry
+	entries, _ := s.read(paths)
+	return s.assemble(entries)
+}
+
+// read reads the files, parsing only those whose content changed since
+// the last read, and reports whether they are the files of the last
+// snapshot made, unchanged.
+func (s *fileSet) read(paths []string) (entries []fileEntry, unchanged bool) {
 	next := make(map[string]*parsedFile, len(s.files))
 	for _, p := range paths {
 		files, err := filesIn(p)
@@ -115,7 +122,11 @@ func (s *fileSet) load(paths []string) (*translate.Snapshot, error) {
 		}
 	}
 	s.files = next
-	return s.assemble(entries)
+	unchanged = s.last != nil && len(entries) == len(s.last)
+	for i := 0; unchanged && i < len(entries); i++ {
+		unchanged = entries[i].err == nil && entries[i].file == s.last[i].file
+	}
+	return entries, unchanged
 }
 
 // assemble makes a snapshot of the files' objects, or reports their
@@ -171,7 +182,7 @@ func (s *fileSet) assemble(entries []fileEntry) (*translate.Snapshot, error) {
 		for k := range e.file.objs {
 			o := &e.file.objs[k]
 			parsed := o.at < 0
-			o.settle(f*fileSpan + k) // the defaults drop a status in the file
+			o.moveTo(f*fileSpan + k) // the defaults drop a status in the file
 			if parsed {
 				if prev := s.byKey[objectKey{o.kind.name, o.obj.GetNamespace(), o.obj.GetName()}]; prev != nil {
 					carryStatus(prev.obj, o.obj)
@@ -187,7 +198,7 @@ func (s *fileSet) assemble(entries []fileEntry) (*translate.Snapshot, error) {
 		if !ok {
 			o = loaded{kind: kinds[core+"/Namespace"], obj: newNamespace(ns), at: -1}
 		}
-		o.settle(len(entries)*fileSpan + k)
+		o.moveTo(len(entries)*fileSpan + k)
 		o.kind.add(snap, o.obj)
 		namespaces[ns] = o
 	}
@@ -195,11 +206,11 @@ func (s *fileSet) assemble(entries []fileEntry) (*translate.Snapshot, error) {
 	return snap, nil
 }
 
-// settle makes o the object at index i of a load (see the top of this
+// moveTo makes o the object at index i of a load (see the top of this
 // file) with its defaults applied: once, when it is new; when its time
 // was defaulted at another index, a copy with the time of i replaces it,
 // for the object handed on before is never edited.
-func (o *loaded) settle(i int) {
+func (o *loaded) moveTo(i int) {
 	switch {
 	case o.at == i:
 		return

@@ -95,6 +95,9 @@ type builder struct {
 	cache *translate.Cache
 	// enc keeps the config's lists, which nobody modifies.
 	enc proxycfg.Encoder
+	// last is the last result, given again while the files are
+	// unchanged (with a cache).
+	last *Result
 }
 
 // build reads the files and translates them. The version is the
@@ -104,7 +107,13 @@ type builder struct {
 // pointer's, for what translate's Cache handed on), and comes out as a
 // fresh Encoder would have it.
 func (b *builder) build(now time.Time) (*Result, error) {
-	snap, err := b.files.load(b.paths)
+	entries, unchanged := b.files.read(b.paths)
+	if unchanged && b.cache != nil && b.last != nil {
+		// A save that changed nothing, a file beside them written: the
+		// same objects translate the same.
+		return b.last, nil
+	}
+	snap, err := b.files.assemble(entries)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +160,8 @@ func (b *builder) translate(snap *translate.Snapshot, now time.Time) (*Result, e
 		return nil, fmt.Errorf("the translated config does not encode: %w", err)
 	}
 	out.Config.Version = encoded.Version
-	return &Result{Snapshot: snap, Output: out}, nil
+	b.last = &Result{Snapshot: snap, Output: out}
+	return b.last, nil
 }
 
 // listenAddresses is what standalone Gateways publish in status.addresses.
