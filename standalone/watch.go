@@ -104,7 +104,8 @@ func newWatcher(paths []string, poll time.Duration, newEvents func() (events, er
 	if err != nil {
 		log.Warn("no file events; polling the files instead", "every", poll, "err", err)
 	} else {
-		w.ev = ev
+		// Taken as complete, so that a first watch that is not says so.
+		w.ev, w.complete = ev, true
 		w.watch()
 	}
 	w.stamp, _, _ = pollFiles(paths, nil, time.Now())

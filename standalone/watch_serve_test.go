@@ -272,3 +272,28 @@ func TestServeKeepsLastGoodConfig(t *testing.T) {
 	s.replace("a.yaml", hostRoute("a", "a.example.com", "two"))
 	s.waitServed("the fix", "a.example.com", "two")
 }
+
+// Events that cannot watch every directory (inotify's watches used up)
+// leave polling at Poll to see what they miss, and the log says so.
+func TestServePollsWhenWatchesRunOut(t *testing.T) {
+	s := serveDir(t, watchedDir(t), Options{
+		Poll:   20 * time.Millisecond,
+		events: func() (events, error) { return &limitedEvents{done: make(chan struct{})}, nil },
+	})
+	s.replace("a.yaml", hostRoute("a", "a.example.com", "two"))
+	s.waitServed("the edit, polled", "a.example.com", "two")
+	if log := s.logged(); !strings.Contains(log, "some directories are not watched; polling") || !strings.Contains(log, "no space left on device") {
+		t.Errorf("the log does not say why it polls:\n%s", log)
+	}
+}
+
+// limitedEvents are events that never come, from a watch that could
+// not watch everything.
+type limitedEvents struct{ done chan struct{} }
+
+func (e *limitedEvents) C() <-chan struct{} { return nil }
+func (e *limitedEvents) Watch(paths []string) (bool, error) {
+	return false, errors.New("no space left on device")
+}
+func (e *limitedEvents) Done() <-chan struct{} { return e.done }
+func (e *limitedEvents) Close()                {}
