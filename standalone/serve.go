@@ -180,9 +180,10 @@ func listenAddresses(listen string) []gwv1.GatewayStatusAddress {
 // Serve loads the files, serves them until ctx ends, and reloads whenever
 // a file changes: as it happens, from file events, or at the latest at
 // the next poll (watch.go). A reload reads the files again, parses only
-// those changed, and translates incrementally (translate.Cache); the
-// proxy applies changed routes as patches. A reload that fails (a YAML error, a config the proxy
-// refuses) is logged and the last good config keeps serving.
+// the documents changed, and translates incrementally (translate.Cache);
+// the proxy applies changed routes as patches. A reload that fails (a
+// YAML error, a config the proxy refuses) is logged and the last good
+// config keeps serving. Serve returns once its watcher has stopped.
 func Serve(ctx context.Context, o Options) error {
 	if o.Listen == "" {
 		o.Listen = "127.0.0.1:8080"
