@@ -175,8 +175,12 @@ func (w *watcher) run(ctx context.Context, reload func()) {
 			}
 			if w.ev != nil {
 				w.watch()
-				if w.complete {
-					w.log.Info("a change seen by polling, not by file events (a network filesystem?)")
+				select {
+				case <-w.ev.C(): // the events saw it too, and this reload is theirs
+				default:
+					if w.complete {
+						w.log.Info("a change seen by polling, not by file events (a network filesystem?)")
+					}
 				}
 			}
 		}
