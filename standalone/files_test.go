@@ -3,10 +3,17 @@
 package standalone
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
 func routeYAML(name string) string {
@@ -135,5 +142,68 @@ func TestFileSetDuplicates(t *testing.T) {
 	write("b.yaml", routeYAML("two"))
 	if _, err := s.load([]string{dir}); err != nil {
 		t.Errorf("fixed: %v", err)
+	}
+}
+
+// Serve's builder keeps statuses on the objects as an API server would:
+// an edited route keeps its conditions' transition times, and its
+// reload translates that route alone, reusing the others.
+func TestBuilderKeepsStatuses(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("gateway.yaml", serveGateway)
+	write("backends.yaml", serveBackends(map[string]int{"one": 8081, "two": 8082}))
+	routes := func(edited string) string {
+		var b strings.Builder
+		for i := range 10 {
+			backend := "one"
+			if fmt.Sprint(i) == edited {
+				backend = "two"
+			}
+			fmt.Fprintf(&b, "---\n%s", hostRoute(fmt.Sprintf("r%d", i), fmt.Sprintf("r%d.example.com", i), backend))
+		}
+		return b.String()
+	}
+	write("routes.yaml", routes(""))
+	b := &builder{paths: []string{dir}, listen: "127.0.0.1:80", cache: translate.NewCache()}
+	build := func(now time.Time) *translate.Output {
+		t.Helper()
+		res, err := b.build(now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.settle(res.Output, now); err != nil {
+			t.Fatal(err)
+		}
+		return res.Output
+	}
+	accepted := func(out *translate.Output, name string) metav1.Time {
+		t.Helper()
+		st := out.HTTPRoutes[types.NamespacedName{Namespace: "default", Name: name}]
+		if len(st) != 1 {
+			t.Fatalf("route %s: %d parent statuses", name, len(st))
+		}
+		for _, c := range st[0].Conditions {
+			if c.Type == "Accepted" && c.Status == metav1.ConditionTrue {
+				return c.LastTransitionTime
+			}
+		}
+		t.Fatalf("route %s not accepted: %+v", name, st[0].Conditions)
+		return metav1.Time{}
+	}
+	start := time.Date(2026, 11, 29, 7, 0, 0, 0, time.UTC)
+	first := build(start)
+	write("routes.yaml", routes("3"))
+	later := build(start.Add(time.Hour))
+	if got, want := accepted(later, "r3"), accepted(first, "r3"); !got.Equal(&want) {
+		t.Errorf("the edited route's Accepted moved from %v to %v", want, got)
+	}
+	if reused, translated := b.cache.Stats(); translated != 1 || reused != 9 {
+		t.Errorf("the edit translated %d routes and reused %d, want 1 and 9", translated, reused)
 	}
 }
