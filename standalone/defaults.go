@@ -73,7 +73,7 @@ func defaultMeta(k *kind, o object, i int) {
 		o.SetGeneration(1)
 	}
 	if ts := o.GetCreationTimestamp(); ts.IsZero() {
-		o.SetCreationTimestamp(metav1.NewTime(baseTime.Add(time.Duration(i) * time.Second)))
+		o.SetCreationTimestamp(metav1.NewTime(createdAt(i)))
 	}
 	if o.GetUID() == "" {
 		o.SetUID(uid(k.name, o.GetNamespace(), o.GetName()))

@@ -38,31 +38,14 @@ import (
 // (HTTPRoute default/web)". Load reports every error it finds, joined, and
 // then returns no snapshot.
 func Load(paths []string) (*translate.Snapshot, error) {
-	l := newLoader()
-	for _, p := range paths {
-		files, err := filesIn(p)
-		if err != nil {
-			l.errs = append(l.errs, err)
-			continue
-		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				l.errs = append(l.errs, err)
-				continue
-			}
-			l.file(f, data)
-		}
-	}
-	return l.finish()
+	return new(fileSet).load(paths)
 }
 
 // LoadBytes is Load for the contents of one file; name is used in errors
 // and, by its extension, tells JSON from YAML.
 func LoadBytes(name string, data []byte) (*translate.Snapshot, error) {
-	l := newLoader()
-	l.file(name, data)
-	return l.finish()
+	f := parseFile(name, data, nil)
+	return new(fileSet).assemble([]fileEntry{{file: f}})
 }
 
 // filesIn returns path if it is a file, or the files under it with a
@@ -103,24 +86,49 @@ func isManifest(path string) bool {
 	return false
 }
 
-// loader accumulates the objects and errors of the files it is given.
+// loader accumulates the objects and errors of the file it is given.
+// Objects found twice are told apart later, across files (assemble).
 type loader struct {
 	objs []loaded
 	errs []error
-	// seen holds where each object was first found.
-	seen map[objectKey]string
+	// prevDocs are the YAML documents of the file's last parse that
+	// loaded without error, by their bytes: one found again is not
+	// parsed again, its objects are taken as they are (files.go).
+	prevDocs map[string]parsedDoc
+	// docs are this parse's, as indexes into objs.
+	docs map[string]docSpan
+}
+
+// parsedDoc is what a YAML document loaded: its objects, their places
+// starting with prefix, the document's place then.
+type parsedDoc struct {
+	prefix string
+	objs   []loaded
+}
+
+// docSpan is a document's place and its objects' indexes in objs.
+type docSpan struct {
+	prefix     string
+	start, end int
 }
 
 type objectKey struct{ kind, namespace, name string }
 
-// loaded is one decoded object and its kind.
+// loaded is one decoded object and its kind, where it was found, and
+// how many of its file's errors came before it.
 type loaded struct {
-	kind *kind
-	obj  object
+	kind       *kind
+	obj        object
+	place      string
+	errsBefore int
+	// timed says the object's creationTimestamp is the one defaultMeta
+	// gave it, at index at; at is -1 until it is defaulted.
+	timed bool
+	at    int
 }
 
 func newLoader() *loader {
-	return &loader{seen: map[objectKey]string{}}
+	return &loader{}
 }
 
 // file loads the documents of one file.
@@ -131,6 +139,11 @@ func (l *loader) file(name string, data []byte) {
 	}
 	n := 0
 	for _, doc := range splitYAML(data) {
+		if prev, ok := l.prevDocs[string(doc.data)]; ok {
+			n++
+			l.reuse(fmt.Sprintf("%s:%d", name, n), string(doc.data), prev)
+			continue
+		}
 		j, err := yaml.YAMLToJSONStrict(doc.data)
 		if err != nil {
 			n++
@@ -141,8 +154,23 @@ func (l *loader) file(name string, data []byte) {
 			continue // empty or comments only
 		}
 		n++
-		l.document(fmt.Sprintf("%s:%d", name, n), j)
+		place, objs, errs := fmt.Sprintf("%s:%d", name, n), len(l.objs), len(l.errs)
+		l.document(place, j)
+		if l.docs != nil && len(l.errs) == errs {
+			l.docs[string(doc.data)] = docSpan{place, objs, len(l.objs)}
+		}
 	}
+}
+
+// reuse takes the objects a document loaded last time, now at place.
+func (l *loader) reuse(place, data string, prev parsedDoc) {
+	start := len(l.objs)
+	for _, o := range prev.objs {
+		o.place = place + strings.TrimPrefix(o.place, prev.prefix)
+		o.errsBefore = len(l.errs)
+		l.objs = append(l.objs, o)
+	}
+	l.docs[data] = docSpan{place, start, len(l.objs)}
 }
 
 // jsonFile loads a stream of JSON documents.
@@ -280,14 +308,7 @@ func (l *loader) object(place string, data []byte, h header) {
 	if k.cluster {
 		obj.SetNamespace("")
 	}
-	key := objectKey{k.name, obj.GetNamespace(), obj.GetName()}
-	if prev, dup := l.seen[key]; dup {
-		l.errs = append(l.errs, fmt.Errorf("%s (%s): duplicate of the object at %s",
-			place, objectName(key.kind, key.namespace, key.name), prev))
-		return
-	}
-	l.seen[key] = place
-	l.objs = append(l.objs, loaded{kind: k, obj: obj})
+	l.objs = append(l.objs, loaded{kind: k, obj: obj, place: place, errsBefore: len(l.errs), at: -1})
 }
 
 // upgradeRoute rewrites a route written for Gateway API v1.6 CRDs into
@@ -367,37 +388,6 @@ func (l *loader) list(place string, h header, data []byte, item header) {
 		}
 		l.object(itemPlace, it, ih)
 	}
-}
-
-// finish adds the missing namespaces, applies defaults and builds the
-// snapshot, or reports the errors found.
-func (l *loader) finish() (*translate.Snapshot, error) {
-	if len(l.errs) > 0 {
-		return nil, errors.Join(l.errs...)
-	}
-
-	// A cluster always has the namespaces its objects live in.
-	var missing []string
-	for _, o := range l.objs {
-		ns := o.obj.GetNamespace()
-		key := objectKey{"Namespace", "", ns}
-		if ns != "" && l.seen[key] == "" {
-			l.seen[key] = "added"
-			missing = append(missing, ns)
-		}
-	}
-	slices.Sort(missing)
-	for _, ns := range missing {
-		l.objs = append(l.objs, loaded{kind: kinds[core+"/Namespace"], obj: newNamespace(ns)})
-	}
-
-	snap := &translate.Snapshot{}
-	for i, o := range l.objs {
-		defaultMeta(o.kind, o.obj, i)
-		o.kind.defaults(o.obj)
-		o.kind.add(snap, o.obj)
-	}
-	return snap, nil
 }
 
 // objectName is "Kind namespace/name", or "Kind name" without namespace.

@@ -51,8 +51,11 @@ func eqNames(t *testing.T, what string, got, want []string) {
 	}
 }
 
-// created is the creationTimestamp of the i-th object loaded.
-func created(i int) time.Time { return baseTime.Add(time.Duration(i) * time.Second) }
+// created is the creationTimestamp of the i-th object of the file-th
+// file loaded; the namespaces Load adds come as one more file.
+func created(file, i int) time.Time {
+	return baseTime.Add(time.Duration(file*fileSpan+i) * time.Second)
+}
 
 func TestLoadMultiDocument(t *testing.T) {
 	snap := mustLoad(t, "testdata/multi.yaml")
@@ -65,12 +68,17 @@ func TestLoadMultiDocument(t *testing.T) {
 	// Neither namespace is declared; both are added, sorted, after the rest.
 	eqNames(t, "Namespaces", names(snap.Namespaces), []string{"apps", "default"})
 
-	// Load order: file order, comment-only and empty documents skipped.
+	// Load order: file order, comment-only and empty documents skipped;
+	// the namespaces added come after the file.
 	for i, o := range []metav1.Object{
 		snap.GatewayClasses[0], snap.Gateways[0], snap.HTTPRoutes[0],
 		snap.Services[0], snap.EndpointSlices[0], snap.Namespaces[0], snap.Namespaces[1],
 	} {
-		eq(t, o.GetName()+" creationTimestamp", o.GetCreationTimestamp().Time, created(i))
+		want := created(0, i)
+		if i >= 5 {
+			want = created(1, i-5)
+		}
+		eq(t, o.GetName()+" creationTimestamp", o.GetCreationTimestamp().Time, want)
 		eq(t, o.GetName()+" generation", o.GetGeneration(), 1)
 	}
 
@@ -89,10 +97,10 @@ func TestLoadDirectory(t *testing.T) {
 	eqNames(t, "Namespaces", names(snap.Namespaces), []string{"c", "default"})
 	eqNames(t, "ExternalBackends", names(snap.ExternalBackends), []string{"c/c"})
 	eqNames(t, "Secrets", names(snap.Secrets), []string{"default/a"})
-	eq(t, "ConfigMap b created", snap.ConfigMaps[0].CreationTimestamp.Time, created(0))
-	eq(t, "Namespace c created", snap.Namespaces[0].CreationTimestamp.Time, created(1))
-	eq(t, "ExternalBackend c created", snap.ExternalBackends[0].CreationTimestamp.Time, created(2))
-	eq(t, "Secret a created", snap.Secrets[0].CreationTimestamp.Time, created(3))
+	eq(t, "ConfigMap b created", snap.ConfigMaps[0].CreationTimestamp.Time, created(0, 0))
+	eq(t, "Namespace c created", snap.Namespaces[0].CreationTimestamp.Time, created(1, 0))
+	eq(t, "ExternalBackend c created", snap.ExternalBackends[0].CreationTimestamp.Time, created(1, 1))
+	eq(t, "Secret a created", snap.Secrets[0].CreationTimestamp.Time, created(2, 0))
 	eq(t, "Namespace c team label", snap.Namespaces[0].Labels["team"], "c")
 	eq(t, "Namespace c name label", snap.Namespaces[0].Labels["kubernetes.io/metadata.name"], "c")
 	eq(t, "Secret a token", string(snap.Secrets[0].Data["token"]), "s3cret")
@@ -110,7 +118,7 @@ func TestLoadList(t *testing.T) {
 func TestLoadSeveralPaths(t *testing.T) {
 	// Paths load in the order given; timestamps continue across them.
 	snap := mustLoad(t, "testdata/list.yaml", "testdata/dir/b.yaml")
-	eq(t, "ConfigMap b created", snap.ConfigMaps[0].CreationTimestamp.Time, created(4))
+	eq(t, "ConfigMap b created", snap.ConfigMaps[0].CreationTimestamp.Time, created(1, 0))
 }
 
 func TestLoadErrors(t *testing.T) {

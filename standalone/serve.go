@@ -49,7 +49,12 @@ type Options struct {
 	EncodedSlashes string
 	// ControllerName selects the GatewayClasses to serve.
 	ControllerName string
-	// Poll is how often the files are checked for changes (default 1 s).
+	// Poll is how often the files are polled for changes where file
+	// events are not to be had (default 1 s): on systems other than
+	// Linux, or when inotify's limits are reached. With events, a change
+	// is reloaded within milliseconds, and the files are still polled,
+	// every 10 s or Poll if longer, for the changes events miss (see
+	// watch.go).
 	Poll time.Duration
 	Log  *slog.Logger
 	// Ready, if set, is called with the bound addresses once listening:
@@ -57,6 +62,9 @@ type Options struct {
 	Ready func(dataplane.Bound)
 	// Loaded, if set, is called after every load attempt with its result.
 	Loaded func(*Result, error)
+
+	// events, if set, replaces the file events (tests).
+	events func() (events, error)
 }
 
 // Result is one load: the objects read and what translate made of them.
@@ -71,33 +79,89 @@ type Result struct {
 // config carries its content version (proxycfg.ContentVersion), so
 // building unchanged files again gives the same version.
 func Build(paths []string, controllerName, listen string, now time.Time) (*Result, error) {
-	return build(paths, controllerName, listen, now, new(proxycfg.Encoder))
+	return (&builder{paths: paths, controllerName: controllerName, listen: listen}).build(now)
 }
 
-// build is Build with the Encoder that stamps the version: Serve keeps
-// one across reloads, so a reload encodes only what changed. enc keeps
-// the config's lists, which nobody modifies.
-func build(paths []string, controllerName, listen string, now time.Time, enc *proxycfg.Encoder) (*Result, error) {
-	snap, err := Load(paths)
+// builder builds the files again and again, as Serve does, each build
+// costing what changed since the last: the files keep what was parsed of
+// them (fileSet), cache the work of the last translation (nil: none,
+// Build's one-shot), and enc the JSON and hash of each element of the
+// config, for the version.
+type builder struct {
+	paths                  []string
+	controllerName, listen string
+
+	files fileSet
+	cache *translate.Cache
+	// enc keeps the config's lists, which nobody modifies.
+	enc proxycfg.Encoder
+	// last is the last result, given again while the files are
+	// unchanged (with a cache).
+	last *Result
+}
+
+// build reads the files and translates them. The version is the
+// Encoder's, which encodes and hashes again only the listeners, routes
+// and clusters not Equal to those of their identity last time: a change
+// to one route costs that route's JSON and a pass of comparisons (a
+// pointer's, for what translate's Cache handed on), and comes out as a
+// fresh Encoder would have it.
+func (b *builder) build(now time.Time) (*Result, error) {
+	entries, unchanged := b.files.read(b.paths)
+	if unchanged && b.cache != nil && b.last != nil {
+		// A save that changed nothing, a file beside them written: the
+		// same objects translate the same.
+		return b.last, nil
+	}
+	snap, err := b.files.assemble(entries)
 	if err != nil {
 		return nil, err
 	}
+	return b.translate(snap, now)
+}
+
+// settle keeps the statuses out gave the objects of the last build, as a
+// cluster's API server would (status.go), so that the next build reads
+// no clock and its translation can be patched. If any object took its
+// status, the files are translated again with them; the config is the
+// same, the result is returned. Without a cache, settle does nothing.
+func (b *builder) settle(out *translate.Output, now time.Time) (*Result, error) {
+	if b.cache == nil || b.files.writeBack(out) == 0 {
+		return nil, nil
+	}
+	snap, err := b.files.snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return b.translate(snap, now)
+}
+
+// translate translates a snapshot of the files.
+func (b *builder) translate(snap *translate.Snapshot, now time.Time) (*Result, error) {
+	controllerName := b.controllerName
 	if controllerName == "" {
 		controllerName = translate.DefaultControllerName
 	}
-	out := translate.Translate(&translate.Input{
+	in := &translate.Input{
 		Snapshot:           *snap,
 		ControllerName:     controllerName,
 		Now:                now,
-		Addresses:          listenAddresses(listen),
+		Addresses:          listenAddresses(b.listen),
 		AnyEndpointAddress: true,
-	})
-	encoded, err := enc.Encode(&out.Config)
+	}
+	var out *translate.Output
+	if b.cache != nil {
+		out = b.cache.Translate(in)
+	} else {
+		out = translate.Translate(in)
+	}
+	encoded, err := b.enc.Encode(&out.Config)
 	if err != nil {
 		return nil, fmt.Errorf("the translated config does not encode: %w", err)
 	}
 	out.Config.Version = encoded.Version
-	return &Result{Snapshot: snap, Output: out}, nil
+	b.last = &Result{Snapshot: snap, Output: out}
+	return b.last, nil
 }
 
 // listenAddresses is what standalone Gateways publish in status.addresses.
@@ -114,8 +178,12 @@ func listenAddresses(listen string) []gwv1.GatewayStatusAddress {
 }
 
 // Serve loads the files, serves them until ctx ends, and reloads whenever
-// a file changes. A reload that fails (a YAML error, a config the proxy
-// refuses) is logged and the last good config keeps serving.
+// a file changes: as it happens, from file events, or at the latest at
+// the next poll (watch.go). A reload reads the files again, parses only
+// the documents changed, and translates incrementally (translate.Cache);
+// the proxy applies changed routes as patches. A reload that fails (a
+// YAML error, a config the proxy refuses) is logged and the last good
+// config keeps serving. Serve returns once its watcher has stopped.
 func Serve(ctx context.Context, o Options) error {
 	if o.Listen == "" {
 		o.Listen = "127.0.0.1:8080"
@@ -130,11 +198,11 @@ func Serve(ctx context.Context, o Options) error {
 	p := dataplane.New(dataplane.Options{Log: log, Pprof: o.Pprof, AccessLog: o.AccessLog, Tracer: o.Tracer, EncodedSlashes: o.EncodedSlashes})
 	defer p.Close()
 
-	// enc is used by load alone, which runs once here and then only in
-	// the goroutine below.
-	var enc proxycfg.Encoder
+	// b is used by load alone, which runs once here and then only in the
+	// watcher's goroutine.
+	b := &builder{paths: o.Paths, controllerName: o.ControllerName, listen: o.Listen, cache: translate.NewCache()}
 	load := func() error {
-		res, err := build(o.Paths, o.ControllerName, o.Listen, time.Now(), &enc)
+		res, err := b.build(time.Now())
 		// The version is the content's: unchanged files, the same version.
 		unchanged := err == nil && res.Output.Config.Version == p.Version()
 		if err == nil && !unchanged {
@@ -156,36 +224,45 @@ func Serve(ctx context.Context, o Options) error {
 		}
 		log.Info("config loaded", "version", res.Output.Config.Version,
 			"listeners", len(res.Output.Config.Listeners), "routes", len(res.Output.Config.Routes), "clusters", len(res.Output.Config.Clusters))
+		// Served; now keep the statuses for the next reload.
+		settled, err := b.settle(res.Output, time.Now())
+		if err == nil && settled != nil && settled.Output.Config.Version != p.Version() {
+			// Statuses change nothing served; should they, serve it.
+			log.Warn("the config changed with the objects' statuses", "version", settled.Output.Config.Version)
+			err = p.Load(&settled.Output.Config)
+		}
+		if err != nil {
+			log.Error("keeping the statuses failed", "err", err)
+		}
 		return nil
 	}
-	// Stamped before the first load, so an edit made while it reads is
-	// seen by the first poll.
-	stamp, _, _ := pollFiles(o.Paths, nil, time.Now())
+	newEv := o.events
+	if newEv == nil {
+		newEv = newEvents
+	}
+	// Watching before the first load, so an edit made while it reads is
+	// seen.
+	w := newWatcher(o.Paths, o.Poll, newEv, log)
 	if err := load(); err != nil {
+		w.close()
 		return err
 	}
 
+	// The watcher ends with Serve, whatever ends it, and Serve returns
+	// after it.
+	ctx, cancel := context.WithCancel(ctx)
+	watching := make(chan struct{})
+	defer func() {
+		cancel()
+		<-watching
+	}()
 	go func() {
-		t := time.NewTicker(o.Poll)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			s, changed, err := pollFiles(o.Paths, stamp, time.Now())
-			if err != nil {
-				continue // a path briefly missing: try again next poll
-			}
-			stamp = s
-			if !changed {
-				continue
-			}
+		defer close(watching)
+		w.run(ctx, func() {
 			if err := load(); err != nil {
 				log.Error("reload failed; still serving the last good config", "err", err)
 			}
-		}
+		})
 	}()
 
 	l := dataplane.ServeOptions{Plain: o.Listen, Admin: o.Admin, Ready: o.Ready}

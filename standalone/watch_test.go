@@ -1,6 +1,7 @@
 package standalone
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -129,5 +130,33 @@ func TestPollFiles(t *testing.T) {
 
 	if _, _, err := pollFiles([]string{filepath.Join(dir, "missing")}, stamp, now); err == nil {
 		t.Error("a missing path: no error")
+	}
+}
+
+// A burst of events is waited out; one that never ends is cut at the
+// cap; a context ended ends the wait.
+func TestDebounce(t *testing.T) {
+	c := make(chan struct{}, 1)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case c <- struct{}{}:
+			}
+		}
+	}()
+	// Never quiet for an hour, but the cap is a few milliseconds.
+	if !debounce(context.Background(), c, time.Hour, 5*time.Millisecond) {
+		t.Error("a steady stream: the wait did not end at the cap")
+	}
+	close(stop)
+	<-stopped
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if debounce(ctx, c, time.Hour, time.Hour) {
+		t.Error("the context ended, and the wait reports quiet")
 	}
 }

@@ -30,7 +30,8 @@ Try, in another terminal:
   curl -i -H 'Host: nope.example.com' http://$listen/        # no route: 404
   $bin standalone -check -f $here                            # the objects' conditions
 
-Edit a file under examples/quickstart/: the change is served within a second.
+Edit a file under examples/quickstart/: the change is served as you save it
+(on Linux; within a second elsewhere).
 Ctrl-C stops everything.
 
 EOT

@@ -27,10 +27,13 @@ func (r *run) startConfigSource(ctx context.Context) (stop func(), code int, err
 		}
 		return stop, 0, nil
 	}
-	if err := loadFile(r.p, r.f.file); err != nil {
+	// One Encoder for the first load and the reloads after it, which
+	// follow it one at a time.
+	enc := new(proxycfg.Encoder)
+	if err := loadFile(r.p, r.f.file, enc); err != nil {
 		return nil, 1, err
 	}
-	return r.reloadOnHangup(), 0, nil
+	return r.reloadOnHangup(enc), 0, nil
 }
 
 // watchController starts the client of -controller on a goroutine of its
@@ -56,12 +59,12 @@ func (r *run) watchController(ctx context.Context) (stop func(), err error) {
 
 // reloadOnHangup loads -config again on each SIGHUP; a config that does
 // not load is logged, and the last one kept. stop ends the reloads.
-func (r *run) reloadOnHangup() (stop func()) {
+func (r *run) reloadOnHangup(enc *proxycfg.Encoder) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
 		for range hup {
-			if err := loadFile(r.p, r.f.file); err != nil {
+			if err := loadFile(r.p, r.f.file, enc); err != nil {
 				r.log.Error("reload failed; still serving the previous config", "err", err)
 			}
 		}
@@ -69,8 +72,11 @@ func (r *run) reloadOnHangup() (stop func()) {
 	return func() { signal.Stop(hup) }
 }
 
-// loadFile serves the config in file.
-func loadFile(p *dataplane.Proxy, file string) error {
+// loadFile serves the config in file. enc computes its version: it
+// remembers the last config loaded, so that a reload encodes and hashes
+// only the listeners, routes and clusters that changed, and gives the
+// version a fresh Encoder (proxycfg.ContentVersion) would.
+func loadFile(p *dataplane.Proxy, file string, enc *proxycfg.Encoder) error {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return err
@@ -81,9 +87,11 @@ func loadFile(p *dataplane.Proxy, file string) error {
 	}
 	// The version is the content's, as the controller's and standalone
 	// mode's are: whatever the file says is replaced.
-	if cfg.Version, err = proxycfg.ContentVersion(&cfg); err != nil {
+	encoded, err := enc.Encode(&cfg)
+	if err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
+	cfg.Version = encoded.Version
 	if err := p.Load(&cfg); err != nil {
 		return fmt.Errorf("%s: %w", file, err)
 	}
