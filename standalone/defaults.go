@@ -90,7 +90,7 @@ func uid(kind, namespace, name string) types.UID {
 }
 
 func newNamespace(name string) *corev1.Namespace {
-	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: contentVersion([]byte("Namespace " + name))}}
 }
 
 func defaultNamespace(ns *corev1.Namespace) {

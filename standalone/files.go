@@ -7,9 +7,10 @@ package standalone
 // and the objects parsed from it. A load reads every file again, but
 // parses only those whose content changed: the others' objects are
 // handed on as the very same objects; and in a file that changed, the
-// YAML documents that did not are not parsed again either. translate.Cache tells an unchanged
-// object by its address (its contract: an object translated is never
-// edited, a changed object is a new object), so their translation is
+// YAML documents that did not are not parsed again either. An object
+// handed on is never edited: a change (a creation time, a status) makes
+// a copy, with a new resourceVersion (newVersion), which is how
+// translate.Cache tells an unchanged object, so their translation is
 // reused.
 //
 // Creation times follow the same rule. An object without a
@@ -186,6 +187,7 @@ func (s *fileSet) assemble(entries []fileEntry) (*translate.Snapshot, error) {
 			if parsed {
 				if prev := s.byKey[objectKey{o.kind.name, o.obj.GetNamespace(), o.obj.GetName()}]; prev != nil {
 					carryStatus(prev.obj, o.obj)
+					newVersion(o.obj, prev.obj.GetResourceVersion())
 				}
 			}
 			o.kind.add(snap, o.obj)
@@ -219,9 +221,13 @@ func (o *loaded) moveTo(i int) {
 		o.timed = ts.IsZero()
 		defaultMeta(o.kind, o.obj, i)
 		o.kind.defaults(o.obj)
+		if o.timed {
+			newVersion(o.obj, createdAt(i))
+		}
 	case o.timed:
 		c := o.obj.DeepCopyObject().(object)
 		c.SetCreationTimestamp(metav1.NewTime(createdAt(i)))
+		newVersion(c, createdAt(i))
 		o.obj = c
 	}
 	o.at = i

@@ -4,6 +4,8 @@ package standalone
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -290,6 +292,7 @@ func (l *loader) object(place string, data []byte, h header) {
 	if !k.cluster && h.namespace == "" {
 		h.namespace = "default"
 	}
+	doc := data
 	if k.name == kindHTTPRoute || k.name == kindGRPCRoute {
 		data = upgradeRoute(data)
 	}
@@ -308,7 +311,28 @@ func (l *loader) object(place string, data []byte, h header) {
 	if k.cluster {
 		obj.SetNamespace("")
 	}
+	if obj.GetResourceVersion() == "" {
+		obj.SetResourceVersion(contentVersion(doc))
+	}
 	l.objs = append(l.objs, loaded{kind: k, obj: obj, place: place, errsBefore: len(l.errs), at: -1})
+}
+
+// contentVersion is the resourceVersion of an object that has none: a
+// hash of its document, by which translate's Cache tells it unchanged
+// from one load to the next, as it does an API server's objects by
+// theirs. What is added to an object after (a creation time, a status)
+// makes a new version of it (newVersion).
+func contentVersion(doc []byte) string {
+	sum := sha256.Sum256(doc)
+	return "sha256:" + hex.EncodeToString(sum[:16])
+}
+
+// newVersion gives o a resourceVersion for what was added to it since
+// its version (a creation time, a status), as an API server gives one
+// for every change.
+func newVersion(o object, added any) {
+	b, _ := json.Marshal(added)
+	o.SetResourceVersion(contentVersion(append([]byte(o.GetResourceVersion()+"\x00"), b...)))
 }
 
 // upgradeRoute rewrites a route written for Gateway API v1.6 CRDs into

@@ -64,30 +64,35 @@ func withStatus(o object, out *translate.Output) object {
 		if st, ok := out.HTTPRoutes[nn]; ok && !parentsCarried(o.Status.Parents, st) {
 			c := *o
 			c.Status.Parents = st
+			newVersion(&c, st)
 			return &c
 		}
 	case *gwv1.GRPCRoute:
 		if st, ok := out.GRPCRoutes[nn]; ok && !parentsCarried(o.Status.Parents, st) {
 			c := *o
 			c.Status.Parents = st
+			newVersion(&c, st)
 			return &c
 		}
 	case *gwv1.Gateway:
 		if st, ok := out.Gateways[nn]; ok && st != nil && !gatewayCarried(&o.Status, st) {
 			c := *o
 			c.Status = *st
+			newVersion(&c, st)
 			return &c
 		}
 	case *gwv1.GatewayClass:
 		if r, ok := out.GatewayClasses[o.Name]; ok && r != nil && !carried(o.Status.Conditions, r.Status.Conditions) {
 			c := *o
 			c.Status = r.Status
+			newVersion(&c, r.Status)
 			return &c
 		}
 	case *gwv1.ListenerSet:
 		if st, ok := out.ListenerSets[nn]; ok && st != nil && !listenerSetCarried(&o.Status, st) {
 			c := *o
 			c.Status = *st
+			newVersion(&c, st)
 			return &c
 		}
 	}
