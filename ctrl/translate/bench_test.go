@@ -22,7 +22,8 @@ func scaleSnapshot(gateways, routes int) *translate.Snapshot {
 	s := &translate.Snapshot{}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	meta := func(ns, name string, i int) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, CreationTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Second))}
+		return metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, ResourceVersion: "1",
+			CreationTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Second))}
 	}
 	s.GatewayClasses = append(s.GatewayClasses, &gwv1.GatewayClass{ObjectMeta: meta("", "tunnelgate", 0),
 		Spec: gwv1.GatewayClassSpec{ControllerName: translate.DefaultControllerName}})
@@ -94,11 +95,12 @@ func BenchmarkTranslate(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := i % len(slices)
-				slices[k] = slices[k].DeepCopy()
+				slices[k] = newRV(slices[k].DeepCopy())
 				out := cache.Translate(in)
 				if ch := translate.Diff(prev, out); !ch.Empty() {
 					b.Fatalf("an endpoint change changed a status: %+v", ch)
 				}
+				mustReuse(b, cache, routes-1)
 				prev = out
 			}
 		})
@@ -118,7 +120,7 @@ func BenchmarkTranslateRouteChange(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				k := i % len(list)
-				r := list[k].DeepCopy()
+				r := newRV(list[k].DeepCopy())
 				r.Generation++
 				r.Spec.Rules[0].Filters = []gwv1.HTTPRouteFilter{{Type: gwv1.HTTPRouteFilterResponseHeaderModifier,
 					ResponseHeaderModifier: &gwv1.HTTPHeaderFilter{Set: []gwv1.HTTPHeader{{Name: "X-Op", Value: fmt.Sprint(i)}}}}}
@@ -127,6 +129,7 @@ func BenchmarkTranslateRouteChange(b *testing.B) {
 				if ch := translate.Diff(prev, out); len(ch.HTTPRoutes) != 1 || ch.HTTPRoutes[0].Name != r.Name || len(ch.Gateways) != 0 {
 					b.Fatalf("an edit of route %s changed statuses %+v", r.Name, ch)
 				}
+				mustReuse(b, cache, routes-1)
 				prev = out
 			}
 		})
@@ -158,9 +161,18 @@ func BenchmarkTranslateRouteAdd(b *testing.B) {
 				if ch := translate.Diff(prev, out); len(ch.HTTPRoutes) != 1 && i%2 == 0 || len(ch.Gateways) != 1 {
 					b.Fatalf("adding or deleting route %s changed statuses %+v", added.Name, ch)
 				}
+				mustReuse(b, cache, routes-1)
 				prev = out
 			}
 		})
+	}
+}
+
+// mustReuse fails a benchmark whose Cache reused fewer than n routes in
+// its last translation: it would measure another path than it says.
+func mustReuse(b *testing.B, cache *translate.Cache, n int) {
+	if reused, _ := cache.Stats(); reused < n {
+		b.Fatalf("the Cache reused %d routes, want %d or more", reused, n)
 	}
 }
 

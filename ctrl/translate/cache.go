@@ -3,11 +3,15 @@
 package translate
 
 import (
+	"maps"
 	"net/netip"
+	"reflect"
 	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 )
@@ -16,8 +20,8 @@ import (
 // carries work from one translation to the next. Cache.Translate returns
 // what Translate would; only how fast changes. It remembers:
 //
-//   - key-pair checks, per Secret object;
-//   - rule validation, per rule of a route object;
+//   - key-pair checks, per Secret;
+//   - rule validation, per rule of a route;
 //   - the whole last translation (lastRun): each route's translation, to
 //     reuse when what it read is unchanged (routememo.go), and the
 //     translator's working state, so that when only backends changed, or
@@ -25,19 +29,20 @@ import (
 //     translation patches the last one (patch.go, routepatch.go) instead
 //     of redoing it.
 //
-// The contract every layer is to tell change by is the one in
-// dataplane/proxycfg's package doc: identity and content stamp, never
-// pointer or position. The Cache does not follow it yet: it is keyed by
-// object addresses, as follows, and its patches (patch.go, routepatch.go)
-// cover endpoint changes and route edits, not routes added or deleted,
-// which take a full translation.
-//
-// Its contract with its callers is that an object, once translated, is
-// never edited: a changed object is a new object. Informers replace,
-// never edit, the objects they cache, and standalone mode loads new ones.
-// So the Cache tells an unchanged object by its address (sameObject), and
-// its memos are keyed by object addresses. An object edited in place
-// would go unseen (TestCacheSeesReplacedObjects shows it).
+// It tells what changed by the contract in dataplane/proxycfg's package
+// doc (identity and content stamp, never pointer or position), applied
+// to its inputs: an API object is known by its kind, namespace, name and
+// UID, and stamped by its resourceVersion (objKey), which the API server
+// changes on every write and standalone mode sets to a hash of the
+// object's document. An object whose key is one the Cache has seen is
+// taken as unchanged, whether it is the same object in memory or a copy;
+// an object edited in place is seen as long as its resourceVersion
+// changed with it, as it does in the API server. An object without a
+// resourceVersion is never taken as unchanged: what depends on it is
+// worked out anew every time. The inputs that are not objects (Access
+// keys, tunnel and plane states, the translation's settings) are
+// compared by value. Its patches cover endpoint changes and route
+// edits, not routes added or deleted, which take a full translation.
 //
 // Each translation keeps only the entries it used, so the cache holds no
 // dead objects. Sequential translations may share it; its Translate locks it
@@ -47,22 +52,21 @@ type Cache struct {
 	prev map[ruleKey]error
 	next map[ruleKey]error
 
-	// The objects every route depends on (the epoch), as a set: listers
-	// return objects in any order. Route memos and patches are valid only
-	// while it is unchanged.
-	epoch     map[any]bool
+	// What every route depends on (the epoch). Route memos and patches
+	// are valid only while it is unchanged.
+	epoch     epoch
 	epochSame bool
 	last      *lastRun
 
 	// Key-pair checks by Secret: parsing a certificate and its key costs
 	// far more than the rest of a listener, and Secrets rarely change.
-	keyPairsPrev map[*corev1.Secret]string
-	keyPairsNext map[*corev1.Secret]string
+	keyPairsPrev map[objKey]string
+	keyPairsNext map[objKey]string
 
 	// The routes of the full translation under way, in the order
 	// translated, for the next one (lastRun).
 	slots  []routeSlot
-	slotOf map[any]int
+	slotOf map[objKey]int
 
 	// What the last translation did: routes reused and translated, and
 	// whether it was a patch.
@@ -98,21 +102,40 @@ func (c *Cache) Translate(in *Input) *Output {
 	return out
 }
 
-// sameObject reports whether an input object is unchanged since a
-// translation read it: under the Cache's contract, whether it is the same
-// object.
-func sameObject[T any](a, b *T) bool { return a == b }
+// objKey is an API object's identity and content stamp (see the Cache):
+// its Go type, namespace, name and UID, and its resourceVersion. Two
+// objects of one key are taken to say the same, unless the key has no
+// resourceVersion (stamped).
+type objKey struct {
+	kind            reflect.Type
+	namespace, name string
+	uid             types.UID
+	rv              string
+}
+
+// keyOf is an object's key.
+func keyOf(o metav1.Object) objKey {
+	return objKey{reflect.TypeOf(o), o.GetNamespace(), o.GetName(), o.GetUID(), o.GetResourceVersion()}
+}
+
+// stamped reports whether the key has a resourceVersion: an object
+// without one is never taken as unchanged.
+func (k objKey) stamped() bool { return k.rv != "" }
+
+// anyKey is the key of an object held as any (a route object, a
+// backendChange's); the zero key when it is not an API object.
+func anyKey(obj any) objKey {
+	o, _ := obj.(metav1.Object)
+	if o == nil {
+		return objKey{}
+	}
+	return keyOf(o)
+}
 
 // begin compares the epoch with the last translation's.
 func (c *Cache) begin(in *Input) {
-	epoch := epochOf(in, len(c.epoch))
-	c.epochSame = len(epoch) == len(c.epoch)
-	for o := range epoch {
-		if !c.epochSame {
-			break
-		}
-		c.epochSame = c.epoch[o]
-	}
+	epoch := epochOf(in, len(c.epoch.objects))
+	c.epochSame = epoch.same(&c.epoch)
 	c.epoch = epoch
 	c.hits, c.misses, c.patched = 0, 0, false
 }
@@ -121,9 +144,9 @@ func (c *Cache) begin(in *Input) {
 // over, the rest dropped.
 func (c *Cache) beginFull(in *Input) {
 	c.next = make(map[ruleKey]error, len(c.prev))
-	c.keyPairsNext = make(map[*corev1.Secret]string, len(c.keyPairsPrev))
+	c.keyPairsNext = make(map[objKey]string, len(c.keyPairsPrev))
 	c.slots = make([]routeSlot, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes))
-	c.slotOf = make(map[any]int, len(in.HTTPRoutes)+len(in.GRPCRoutes))
+	c.slotOf = make(map[objKey]int, len(in.HTTPRoutes)+len(in.GRPCRoutes))
 }
 
 // endFull keeps what a full translation used, and the translation itself.
@@ -136,38 +159,23 @@ func (c *Cache) endFull(t *translator) {
 	c.slots, c.slotOf = nil, nil
 }
 
-// epochOf lists what every route's translation may depend on besides its
-// own object and its backends (lookup.go): as a set of objects, in any
-// order, it tells whether any of them changed (sameObject).
-func epochOf(in *Input, sizeHint int) map[any]bool {
-	s := &in.Snapshot
-	set := make(map[any]bool, sizeHint)
-	set[epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress, strings.Join(in.TunnelProtocols, ","), in.AddressPool, in.Provisioning}] = true
-	addObjects(set, s.GatewayClasses)
-	addObjects(set, s.Gateways)
-	addObjects(set, s.ListenerSets)
-	addObjects(set, s.ReferenceGrants)
-	addObjects(set, s.BackendTLSPolicies)
-	addObjects(set, s.Namespaces)
-	addObjects(set, s.Secrets)
-	addObjects(set, s.ConfigMaps)
-	addObjects(set, s.ClusterTrustBundles)
-	addObjects(set, s.GatewayClassConfigs)
-	addObjects(set, s.GatewayConfigs)
-	addObjects(set, s.AccessPolicies)
-	for _, k := range in.AccessKeys {
-		set[k] = true
-	}
-	for _, ts := range in.Tunnels {
-		set[ts] = true
-	}
-	for _, ps := range in.Planes {
-		set[ps] = true
-	}
-	return set
+// epoch is what every route's translation may depend on besides its own
+// object and its backends (lookup.go): the keys of the objects, as a set
+// (listers return objects in any order), and the inputs that are not
+// objects, by value.
+type epoch struct {
+	objects map[objKey]struct{}
+	// unstamped: an object has no resourceVersion, so the epoch is
+	// never the same as another.
+	unstamped  bool
+	facts      epochFacts
+	accessKeys map[string]*AccessKeys
+	tunnels    map[string]*TunnelState
+	planes     map[types.NamespacedName]*PlaneState
 }
 
-// epochFacts are the inputs that are not objects.
+// epochFacts are the inputs that are not objects, but for the states
+// others report (Access keys, tunnels, planes).
 type epochFacts struct {
 	controllerName, bundleVersion string
 	anyEndpointAddress            bool
@@ -176,31 +184,96 @@ type epochFacts struct {
 	provisioning                  Provisioning
 }
 
-func addObjects[T any](set map[any]bool, objs []*T) {
+// epochOf is in's epoch. The maps of reported states are copied: the
+// next translation compares their values with what they are then.
+func epochOf(in *Input, sizeHint int) epoch {
+	s := &in.Snapshot
+	e := epoch{
+		objects:    make(map[objKey]struct{}, sizeHint),
+		facts:      epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress, strings.Join(in.TunnelProtocols, ","), in.AddressPool, in.Provisioning},
+		accessKeys: maps.Clone(in.AccessKeys),
+		tunnels:    maps.Clone(in.Tunnels),
+		planes:     maps.Clone(in.Planes),
+	}
+	addObjects(&e, s.GatewayClasses)
+	addObjects(&e, s.Gateways)
+	addObjects(&e, s.ListenerSets)
+	addObjects(&e, s.ReferenceGrants)
+	addObjects(&e, s.BackendTLSPolicies)
+	addObjects(&e, s.Namespaces)
+	addObjects(&e, s.Secrets)
+	addObjects(&e, s.ConfigMaps)
+	addObjects(&e, s.ClusterTrustBundles)
+	addObjects(&e, s.GatewayClassConfigs)
+	addObjects(&e, s.GatewayConfigs)
+	addObjects(&e, s.AccessPolicies)
+	return e
+}
+
+func addObjects[P metav1.Object](e *epoch, objs []P) {
 	for _, o := range objs {
-		set[o] = true
+		k := keyOf(o)
+		e.objects[k] = struct{}{}
+		e.unstamped = e.unstamped || !k.stamped()
 	}
 }
 
-// keyPairProblem is keyPairProblem remembered per Secret object.
+// same reports whether e says what last did: the same object keys, all
+// stamped, and equal values for the rest.
+func (e *epoch) same(last *epoch) bool {
+	if e.unstamped || last.objects == nil || e.facts != last.facts || len(e.objects) != len(last.objects) {
+		return false
+	}
+	for k := range e.objects {
+		if _, ok := last.objects[k]; !ok {
+			return false
+		}
+	}
+	return sameValues(e.accessKeys, last.accessKeys, func(a, b *AccessKeys) bool { return *a == *b }) &&
+		sameValues(e.tunnels, last.tunnels, (*TunnelState).Equal) &&
+		sameValues(e.planes, last.planes, (*PlaneState).Equal)
+}
+
+// sameValues reports whether two maps of reported states have the same
+// keys and equal values (the same pointer is the same value; nil values
+// are equal only to nil).
+func sameValues[K comparable, V any](a, b map[K]*V, equal func(a, b *V) bool) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, x := range a {
+		y, ok := b[k]
+		if !ok || x != y && (x == nil || y == nil || !equal(x, y)) {
+			return false
+		}
+	}
+	return true
+}
+
+// keyPairProblem is keyPairProblem remembered per Secret (by its key).
 func (c *Cache) keyPairProblem(s *corev1.Secret) string {
 	if c == nil {
 		return keyPairProblem(s)
 	}
-	msg, ok := c.keyPairsPrev[s]
+	k := keyOf(s)
+	if !k.stamped() {
+		return keyPairProblem(s)
+	}
+	msg, ok := c.keyPairsPrev[k]
 	if !ok {
 		msg = keyPairProblem(s)
 	}
 	if c.keyPairsNext != nil {
-		c.keyPairsNext[s] = msg
+		c.keyPairsNext[k] = msg
 	}
 	return msg
 }
 
 // validated returns the remembered result for a rule, computing it with
-// check on a miss.
+// check on a miss. A rule of a route without a resourceVersion is always
+// checked.
 func (c *Cache) validated(key ruleKey, check func() error) error {
-	if c == nil {
+	if c == nil || !key.route.stamped() {
 		return check()
 	}
 	err, ok := c.prev[key]
@@ -215,10 +288,11 @@ func (c *Cache) validated(key ruleKey, check func() error) error {
 	return err
 }
 
-// forgetRules drops the remembered validations of a route object a patch
-// replaced: nothing will ask for them again, and a full translation, which
-// would sweep them, may not come for a long time.
-func (c *Cache) forgetRules(route any) {
+// forgetRules drops the remembered validations of a route a patch
+// replaced (by the key it had): nothing will ask for them again, and a
+// full translation, which would sweep them, may not come for a long
+// time.
+func (c *Cache) forgetRules(route objKey) {
 	for k := range c.prev {
 		if k.route == route {
 			delete(c.prev, k)
@@ -226,13 +300,13 @@ func (c *Cache) forgetRules(route any) {
 	}
 }
 
-// ruleKey is what a rule's validation depends on: the rule (the route
-// object and the rule's index in it: under the Cache's contract, its
+// ruleKey is what a rule's validation depends on: the rule (the route's
+// key and the rule's index in it: under the Cache's contract, its
 // content), and the parts of its translation that depend on other
 // objects: a mirror whose backend is missing is left out, and a backend
 // that cannot be resolved answers with a status instead of a cluster.
 type ruleKey struct {
-	route   any // *gwv1.HTTPRoute or *gwv1.GRPCRoute
+	route   objKey // of a *gwv1.HTTPRoute or *gwv1.GRPCRoute
 	rule    int
 	filters int    // the rule's and its backends'
 	failed  uint64 // bit i: backend i fails with a status
@@ -241,8 +315,8 @@ type ruleKey struct {
 	access [4]string
 }
 
-func newRuleKey(route any, i int, r *proxycfg.Rule) ruleKey {
-	k := ruleKey{route: route, rule: i, filters: len(r.Filters)}
+func newRuleKey(route metav1.Object, i int, r *proxycfg.Rule) ruleKey {
+	k := ruleKey{route: keyOf(route), rule: i, filters: len(r.Filters)}
 	if a := r.Access; a != nil {
 		k.access = [4]string{a.EmailHeader, a.SubjectHeader, a.GroupsHeader, a.ServiceTokenHeader}
 	}

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
@@ -59,8 +61,10 @@ type removed struct {
 	obj   reflect.Value
 }
 
-// randomChange changes the snapshot as informers would (new objects,
-// never edits) and says what it did.
+// randomChange changes the snapshot as informers would (a changed
+// object has a new resourceVersion; one replaced unchanged keeps its
+// own), or edits an object in place with a new resourceVersion, and says
+// what it did.
 func randomChange(rng *rand.Rand, in *translate.Input, deleted *[]removed) string {
 	s := reflect.ValueOf(&in.Snapshot).Elem()
 	f := rng.IntN(s.NumField())
@@ -87,8 +91,11 @@ func randomChange(rng *rand.Rand, in *translate.Input, deleted *[]removed) strin
 		return kind + " listed in another order"
 	case op < 6:
 		i := rng.IntN(list.Len())
-		list.Index(i).Set(edited(deepCopy(list.Index(i))))
+		list.Index(i).Set(edited(newRVValue(deepCopy(list.Index(i)))))
 		return "one of " + kind + " edited"
+	case op == 6:
+		edited(newRVValue(list.Index(rng.IntN(list.Len()))))
+		return "one of " + kind + " edited in place"
 	default:
 		i := rng.IntN(list.Len())
 		list.Index(i).Set(deepCopy(list.Index(i)))
@@ -116,6 +123,12 @@ func edited(o reflect.Value) reflect.Value {
 
 func deepCopy(o reflect.Value) reflect.Value { return o.MethodByName("DeepCopy").Call(nil)[0] }
 
+// newRVValue is newRV for an object in a reflect.Value.
+func newRVValue(o reflect.Value) reflect.Value {
+	newRV(o.Interface().(metav1.Object))
+	return o
+}
+
 func reverse(list reflect.Value) {
 	for i, j := 0, list.Len()-1; i < j; i, j = i+1, j-1 {
 		a, b := list.Index(i).Interface(), list.Index(j).Interface()
@@ -133,11 +146,15 @@ func cloneLists(s *translate.Snapshot) {
 	}
 }
 
-// TestCacheSeesReplacedObjects shows the Cache's contract: an object is
-// never edited once translated; a change is a new object. A replaced
-// object is seen. An object edited in place is not: the Cache takes an
-// object it has seen for unchanged, which is what lets it skip the work.
-func TestCacheSeesReplacedObjects(t *testing.T) {
+// TestCacheTellsObjectsByResourceVersion shows the Cache's contract: an
+// object is known by its identity and resourceVersion, which the API
+// server changes on every write, never by its address. A changed object
+// is seen whether it is a new object or the same one edited in place; a
+// copy with the same resourceVersion (as a relist gives) is taken as
+// unchanged, and so is an object edited in place without a new
+// resourceVersion, which no API server does; an object without a
+// resourceVersion is never taken as unchanged.
+func TestCacheTellsObjectsByResourceVersion(t *testing.T) {
 	in := &translate.Input{Snapshot: *scaleSnapshot(2, 6), ControllerName: translate.DefaultControllerName, Now: goldenNow}
 	cache := translate.NewCache()
 	writeBackAll(&in.Snapshot, cache.Translate(in))
@@ -146,23 +163,74 @@ func TestCacheSeesReplacedObjects(t *testing.T) {
 		port := gwv1.PortNumber(81) // the Service has no port 81
 		r.Spec.Rules[1].BackendRefs[0].Port = &port
 	}
+	// check translates in with the Cache, requires what a cold
+	// translation gives, and returns it and the routes it changed.
+	check := func(what string) []types.NamespacedName {
+		t.Helper()
+		warm := cache.Translate(in)
+		if got, want := render(t, warm), render(t, translate.Translate(in)); string(got) != string(want) {
+			t.Fatalf("%s: with a Cache the output differs:\n%s", what, lineDiff(string(want), string(got)))
+		}
+		d := translate.Diff(before, warm)
+		before = warm
+		return d.HTTPRoutes
+	}
 
-	c := in.HTTPRoutes[2].DeepCopy()
+	c := newRV(in.HTTPRoutes[2].DeepCopy())
 	noPort(c)
 	in.HTTPRoutes[2] = c
-	if got, want := render(t, cache.Translate(in)), render(t, translate.Translate(in)); string(got) != string(want) {
-		t.Fatalf("a replaced route: with a Cache the output differs:\n%s", lineDiff(string(want), string(got)))
-	}
-	if d := translate.Diff(before, translate.Translate(in)); len(d.HTTPRoutes) != 1 {
-		t.Fatalf("a backendRef to a missing port changed %v, want that route's status", d.HTTPRoutes)
+	if changed := check("a replaced route"); len(changed) != 1 || changed[0].Name != c.Name {
+		t.Fatalf("a backendRef to a missing port changed %v, want that route's status", changed)
 	}
 
-	before = cache.Translate(in)
-	noPort(in.HTTPRoutes[4]) // breaks the contract
+	r := newRV(in.HTTPRoutes[4])
+	noPort(r)
+	if changed := check("a route edited in place"); len(changed) != 1 || changed[0].Name != r.Name {
+		t.Fatalf("a route edited in place with a new resourceVersion changed %v, want that route's status", changed)
+	}
+	s := newRV(in.EndpointSlices[0])
+	s.Endpoints = s.Endpoints[1:]
+	check("a slice edited in place")
+
+	writeBackAll(&in.Snapshot, before)
+	check("statuses written back")
+	// A relist: every object a copy, with its resourceVersion.
+	copyObjects(&in.Snapshot)
+	if changed := check("every object copied"); len(changed) != 0 {
+		t.Fatalf("copies changed %v", changed)
+	}
+	if reused, translated := cache.Stats(); !translate.Patched(cache) || reused != len(in.HTTPRoutes) || translated != 0 {
+		t.Fatalf("copies: patched %v, %d routes reused, %d translated; want every route reused", translate.Patched(cache), reused, translated)
+	}
+
+	// Without a resourceVersion, a route is translated every time.
+	in.HTTPRoutes[1].ResourceVersion = ""
+	for range 2 {
+		check("a route without resourceVersion")
+		if _, translated := cache.Stats(); translated != 1 {
+			t.Fatalf("a route without resourceVersion: %d routes translated, want 1", translated)
+		}
+	}
+
+	// An object edited in place without a new resourceVersion breaks the
+	// contract: the Cache takes it for unchanged.
+	noPort(in.HTTPRoutes[5])
 	if d := translate.Diff(before, translate.Translate(in)); len(d.HTTPRoutes) != 1 {
 		t.Fatalf("the edit changed %v in the pure translation, want one route", d.HTTPRoutes)
 	}
 	if d := translate.Diff(before, cache.Translate(in)); !d.Empty() {
-		t.Fatalf("the Cache saw a route edited in place (%+v): if it now compares content, update its contract", d)
+		t.Fatalf("the Cache saw a route edited in place without a new resourceVersion (%+v): update its contract", d)
+	}
+}
+
+// copyObjects replaces every object of a snapshot with a copy.
+func copyObjects(s *translate.Snapshot) {
+	cloneLists(s)
+	v := reflect.ValueOf(s).Elem()
+	for i := range v.NumField() {
+		for j := range v.Field(i).Len() {
+			o := v.Field(i).Index(j)
+			o.Set(deepCopy(o))
+		}
 	}
 }

@@ -10,10 +10,13 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
@@ -163,10 +166,21 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 		c := s.EndpointSlices[i].DeepCopy()
 		s.EndpointSlices[i] = c
 		check("EndpointSlice " + c.Name + " replaced")
-		c = c.DeepCopy()
+		c = newRV(c.DeepCopy())
 		c.Endpoints = c.Endpoints[min(1, len(c.Endpoints)):]
 		s.EndpointSlices[i] = c
 		check("EndpointSlice " + c.Name + " loses an endpoint")
+	}
+	// An object edited in place is seen by its new resourceVersion.
+	if len(s.EndpointSlices) > 0 {
+		c := newRV(s.EndpointSlices[0])
+		c.Endpoints = c.Endpoints[min(1, len(c.Endpoints)):]
+		check("EndpointSlice " + c.Name + " edited in place")
+	}
+	if len(s.HTTPRoutes) > 0 {
+		c := newRV(s.HTTPRoutes[0])
+		c.Spec.Hostnames = append(c.Spec.Hostnames, "in-place.example.com")
+		check("HTTPRoute " + c.Name + " edited in place")
 	}
 	if mustPatch && patched == 0 {
 		t.Error("no translation patched the last one: steady and replaced backends should")
@@ -183,7 +197,7 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 		c := s.Gateways[i].DeepCopy()
 		s.Gateways[i] = c
 		check("Gateway " + c.Name + " replaced")
-		c = c.DeepCopy()
+		c = newRV(c.DeepCopy())
 		c.Generation++
 		c.Spec.Listeners = append(c.Spec.Listeners, gwv1.Listener{Name: "edited", Protocol: gwv1.HTTPProtocolType, Port: 8089})
 		s.Gateways[i] = c
@@ -193,7 +207,7 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 		c := s.AccessPolicies[i].DeepCopy()
 		s.AccessPolicies[i] = c
 		check("AccessPolicy " + c.Name + " replaced")
-		c = c.DeepCopy()
+		c = newRV(c.DeepCopy())
 		c.Generation++
 		c.Spec.Audiences = append(c.Spec.Audiences, "edited")
 		s.AccessPolicies[i] = c
@@ -213,13 +227,13 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 // last rule removed, a hostname added.
 func editHTTPRoute(r **gwv1.HTTPRoute, check func(step string)) {
 	step := func(what string, edit func(c *gwv1.HTTPRoute)) {
-		c := (*r).DeepCopy()
+		c := newRV((*r).DeepCopy())
 		c.Generation++
 		edit(c)
 		*r = c
 		check("HTTPRoute " + c.Name + " " + what)
 	}
-	step("replaced", func(c *gwv1.HTTPRoute) { c.Generation-- })
+	step("replaced", func(c *gwv1.HTTPRoute) { c.Generation, c.ResourceVersion = c.Generation-1, (*r).ResourceVersion })
 	step("gains a filter", func(c *gwv1.HTTPRoute) {
 		if len(c.Spec.Rules) > 0 {
 			c.Spec.Rules[0].Filters = append(c.Spec.Rules[0].Filters, gwv1.HTTPRouteFilter{Type: gwv1.HTTPRouteFilterResponseHeaderModifier,
@@ -237,13 +251,13 @@ func editHTTPRoute(r **gwv1.HTTPRoute, check func(step string)) {
 // editGRPCRoute is editHTTPRoute for a GRPCRoute.
 func editGRPCRoute(r **gwv1.GRPCRoute, check func(step string)) {
 	step := func(what string, edit func(c *gwv1.GRPCRoute)) {
-		c := (*r).DeepCopy()
+		c := newRV((*r).DeepCopy())
 		c.Generation++
 		edit(c)
 		*r = c
 		check("GRPCRoute " + c.Name + " " + what)
 	}
-	step("replaced", func(c *gwv1.GRPCRoute) { c.Generation-- })
+	step("replaced", func(c *gwv1.GRPCRoute) { c.Generation, c.ResourceVersion = c.Generation-1, (*r).ResourceVersion })
 	step("gains a filter", func(c *gwv1.GRPCRoute) {
 		if len(c.Spec.Rules) > 0 {
 			c.Spec.Rules[0].Filters = append(c.Spec.Rules[0].Filters, gwv1.GRPCRouteFilter{Type: gwv1.GRPCRouteFilterResponseHeaderModifier,
@@ -271,47 +285,60 @@ func statusesOf(t *testing.T, out *translate.Output) []byte {
 	return b
 }
 
+// lastRV numbers the resourceVersions newRV gives.
+var lastRV atomic.Int64
+
+// newRV gives an object a new resourceVersion, as the API server does on
+// every write: the Cache takes an object whose key (identity and
+// resourceVersion) it has seen for unchanged, so a test that changes an
+// object must give it a new one.
+func newRV[T metav1.Object](o T) T {
+	o.SetResourceVersion("test-" + strconv.FormatInt(lastRV.Add(1), 10))
+	return o
+}
+
 // writeBackAll writes an output's statuses onto new copies of the objects,
-// as the controller's writes come back through informers.
+// as the controller's writes come back through informers (each with a new
+// resourceVersion).
 func writeBackAll(s *translate.Snapshot, out *translate.Output) {
 	for i, o := range s.GatewayClasses {
 		if st := out.GatewayClasses[o.Name]; st != nil {
-			c := o.DeepCopy()
+			c := newRV(o.DeepCopy())
 			c.Status = st.Status
 			s.GatewayClasses[i] = c
 		}
 	}
 	for i, o := range s.Gateways {
 		if st := out.Gateways[nsName(o.Namespace, o.Name)]; st != nil {
-			c := o.DeepCopy()
+			c := newRV(o.DeepCopy())
 			c.Status = *st
 			s.Gateways[i] = c
 		}
 	}
 	for i, o := range s.ListenerSets {
 		if st := out.ListenerSets[nsName(o.Namespace, o.Name)]; st != nil {
-			c := o.DeepCopy()
+			c := newRV(o.DeepCopy())
 			c.Status = *st
 			s.ListenerSets[i] = c
 		}
 	}
 	for i, o := range s.HTTPRoutes {
-		c := o.DeepCopy()
+		c := newRV(o.DeepCopy())
 		c.Status.Parents = out.HTTPRoutes[nsName(o.Namespace, o.Name)]
 		s.HTTPRoutes[i] = c
 	}
 	for i, o := range s.GRPCRoutes {
-		c := o.DeepCopy()
+		c := newRV(o.DeepCopy())
 		c.Status.Parents = out.GRPCRoutes[nsName(o.Namespace, o.Name)]
 		s.GRPCRoutes[i] = c
 	}
 	for i, o := range s.BackendTLSPolicies {
-		c := o.DeepCopy()
+		c := newRV(o.DeepCopy())
 		c.Status.Ancestors = out.BackendTLSPolicies[nsName(o.Namespace, o.Name)]
 		s.BackendTLSPolicies[i] = c
 	}
 	for i, o := range s.AccessPolicies {
-		c := o.DeepCopy()
+		c := newRV(o.DeepCopy())
 		c.Status.Ancestors = out.AccessPolicies[nsName(o.Namespace, o.Name)]
 		s.AccessPolicies[i] = c
 	}

@@ -7,6 +7,7 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -57,10 +58,62 @@ type backendObjects struct {
 }
 
 // backendDep is a recorded backend read: the backend (as a cluster: the
-// Cache also lists the clusters a route met, in order) and what it found.
+// Cache also lists the clusters a route met, in order) and the keys of
+// what it found.
 type backendDep struct {
 	backendKey
-	backendObjects
+	found backendKeys
+}
+
+// backendKeys are the keys (objKey) of a backend's objects, taken when
+// they were read: the Cache compares them with the keys of the objects
+// found later.
+type backendKeys struct {
+	svc, ext objKey // zero when none
+	slices   []objKey
+}
+
+func keysOf(objs backendObjects) backendKeys {
+	var k backendKeys
+	if objs.svc != nil {
+		k.svc = keyOf(objs.svc)
+	}
+	if objs.ext != nil {
+		k.ext = keyOf(objs.ext)
+	}
+	if len(objs.slices) > 0 {
+		k.slices = make([]objKey, len(objs.slices))
+		for i, s := range objs.slices {
+			k.slices[i] = keyOf(s)
+		}
+	}
+	return k
+}
+
+// sameAs reports whether objs are the objects of keys k: each of the
+// same key, and stamped.
+func (k *backendKeys) sameAs(objs backendObjects) bool {
+	if !sameKey(k.svc, objs.svc) || !sameKey(k.ext, objs.ext) || len(k.slices) != len(objs.slices) {
+		return false
+	}
+	for i, s := range objs.slices {
+		if !sameKey(k.slices[i], s) {
+			return false
+		}
+	}
+	return true
+}
+
+// sameKey reports whether o, which may be nil, has key k (the zero key
+// when nil), and k is stamped.
+func sameKey[T any, P interface {
+	*T
+	metav1.Object
+}](k objKey, o P) bool {
+	if o == nil {
+		return k == objKey{}
+	}
+	return k.stamped() && keyOf(o) == k
 }
 
 // backend reads the objects the backendRef k names, and the
@@ -88,7 +141,7 @@ func (r *readLog) noteBackend(k backendKey, objs backendObjects) {
 			return
 		}
 	}
-	r.backends = append(r.backends, backendDep{backendKey: k, backendObjects: objs})
+	r.backends = append(r.backends, backendDep{backendKey: k, found: keysOf(objs)})
 }
 
 // backendObjects finds a backend's objects, recording nothing: the Cache

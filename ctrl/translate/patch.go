@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -36,13 +37,14 @@ type lastRun struct {
 	t      *translator // its working state, read-only once kept
 	out    *Output
 	slots  []routeSlot
-	slotOf map[any]int // route object → index in slots
+	slotOf map[objKey]int // route key → index in slots
 	byName map[routeName]int
 
-	// The backend objects it was made from, to tell what changed.
-	services  map[*corev1.Service]struct{}
-	slices    map[*discoveryv1.EndpointSlice]struct{}
-	externals map[*v1alpha1.ExternalBackend]struct{}
+	// The keys of the backend objects it was made from, to tell what
+	// changed.
+	services  map[objKey]struct{}
+	slices    map[objKey]struct{}
+	externals map[objKey]struct{}
 	addresses []gwv1.GatewayStatusAddress
 
 	// patchable is false when a repeat of the translation could differ
@@ -51,17 +53,18 @@ type lastRun struct {
 	patchable bool
 }
 
-// routeSlot is one route of a translation: its working state, its
-// translation (nil when no parent is ours), and where its data-plane routes
-// start in the config.
+// routeSlot is one route of a translation: its object and the key it had
+// then, its working state, its translation (nil when no parent is ours),
+// and where its data-plane routes start in the config.
 type routeSlot struct {
 	obj   any
+	key   objKey
 	info  *routeInfo
 	memo  *routeMemo
 	first int
 }
 
-func newLastRun(t *translator, slots []routeSlot, slotOf map[any]int) *lastRun {
+func newLastRun(t *translator, slots []routeSlot, slotOf map[objKey]int) *lastRun {
 	s := &t.in.Snapshot
 	l := &lastRun{t: t, out: t.out, slots: slots, slotOf: slotOf, addresses: t.in.Addresses,
 		services:  setOf(s.Services),
@@ -79,10 +82,11 @@ func newLastRun(t *translator, slots []routeSlot, slotOf map[any]int) *lastRun {
 	return l
 }
 
-func setOf[T any](objs []*T) map[*T]struct{} {
-	m := make(map[*T]struct{}, len(objs))
+// setOf is the set of the objects' keys.
+func setOf[P metav1.Object](objs []P) map[objKey]struct{} {
+	m := make(map[objKey]struct{}, len(objs))
 	for _, o := range objs {
-		m[o] = struct{}{}
+		m[keyOf(o)] = struct{}{}
 	}
 	return m
 }
@@ -297,10 +301,10 @@ func (c *Cache) keepPatch(t *translator, out *Output, affected []int, memos []*r
 		l.slots[si].memo = memos[i]
 	}
 	for _, e := range edits {
-		old := l.slots[e.slot].obj
+		old := l.slots[e.slot].key
 		delete(l.slotOf, old)
-		l.slotOf[e.obj] = e.slot
-		l.slots[e.slot].obj = e.obj
+		l.slotOf[e.key] = e.slot
+		l.slots[e.slot].obj, l.slots[e.slot].key = e.obj, e.key
 		c.forgetRules(old)
 	}
 	l.out = out
@@ -337,9 +341,14 @@ func (l *lastRun) backendChanges(in *Input) ([]backendChange, bool) {
 		if ch.old == nil {
 			continue
 		}
+		// The predecessor must still be the object it was: one edited in
+		// place since has lost what it said then.
+		if !l.kept(ch.kind, ch.old) {
+			return nil, false
+		}
 		replaced++
 		for _, other := range changes[:i] {
-			if other.old == ch.old {
+			if other.old != nil && anyKey(other.old) == anyKey(ch.old) {
 				return nil, false // two objects claim one predecessor
 			}
 		}
@@ -351,7 +360,7 @@ func (l *lastRun) backendChanges(in *Input) ([]backendChange, bool) {
 		return nil, false
 	}
 	for _, ch := range changes {
-		if ch.old != nil && listed(in, ch.kind, ch.old) {
+		if ch.old != nil && listed(in, ch.kind, anyKey(ch.old)) {
 			return nil, false
 		}
 	}
@@ -367,13 +376,19 @@ func (l *lastRun) backendChanges(in *Input) ([]backendChange, bool) {
 	return changes, true
 }
 
-// newObjects appends to changes the objects not in seen, each with the
-// object of its name it replaces (from before), and counts the others.
-func newObjects[T any](changes []backendChange, hits *int, kind string, objs []*T, seen map[*T]struct{}, before func(*T) *T) []backendChange {
+// newObjects appends to changes the objects whose keys are not in seen
+// (or have no resourceVersion), each with the object of its name it
+// replaces (from before), and counts the others.
+func newObjects[T any, P interface {
+	*T
+	metav1.Object
+}](changes []backendChange, hits *int, kind string, objs []P, seen map[objKey]struct{}, before func(P) P) []backendChange {
 	for _, o := range objs {
-		if _, ok := seen[o]; ok {
-			*hits++
-			continue
+		if k := keyOf(o); k.stamped() {
+			if _, ok := seen[k]; ok {
+				*hits++
+				continue
+			}
 		}
 		ch := backendChange{kind: kind, obj: o}
 		if old := before(o); old != nil {
@@ -384,16 +399,37 @@ func newObjects[T any](changes []backendChange, hits *int, kind string, objs []*
 	return changes
 }
 
-// listed reports whether obj, of the given kind, is in in's lists.
-func listed(in *Input, kind string, obj any) bool {
+// listed reports whether an object of key k, of the given kind, is in
+// in's lists.
+func listed(in *Input, kind string, k objKey) bool {
 	switch kind {
 	case kindService:
-		return slices.Contains(in.Services, obj.(*corev1.Service))
+		return slices.ContainsFunc(in.Services, hasKey[*corev1.Service](k))
 	case v1alpha1.KindExternalBackend:
-		return slices.Contains(in.ExternalBackends, obj.(*v1alpha1.ExternalBackend))
+		return slices.ContainsFunc(in.ExternalBackends, hasKey[*v1alpha1.ExternalBackend](k))
 	default:
-		return slices.Contains(in.EndpointSlices, obj.(*discoveryv1.EndpointSlice))
+		return slices.ContainsFunc(in.EndpointSlices, hasKey[*discoveryv1.EndpointSlice](k))
 	}
+}
+
+// hasKey returns a test for objects of key k; names are compared first,
+// as most objects differ in them.
+func hasKey[P metav1.Object](k objKey) func(P) bool {
+	return func(o P) bool { return o.GetName() == k.name && o.GetNamespace() == k.namespace && keyOf(o) == k }
+}
+
+// kept reports whether a backend object of the last translation still
+// has a key the translation was made from: it was not edited in place.
+func (l *lastRun) kept(kind string, old any) bool {
+	set := l.slices
+	switch kind {
+	case kindService:
+		set = l.services
+	case v1alpha1.KindExternalBackend:
+		set = l.externals
+	}
+	_, ok := set[anyKey(old)]
+	return ok
 }
 
 func objName(o any) types.NamespacedName {
@@ -534,19 +570,19 @@ func (l *lastRun) setsApply(changes []backendChange) {
 		switch o := ch.obj.(type) {
 		case *corev1.Service:
 			if old, _ := ch.old.(*corev1.Service); old != nil {
-				delete(l.services, old)
+				delete(l.services, keyOf(old))
 			}
-			l.services[o] = struct{}{}
+			l.services[keyOf(o)] = struct{}{}
 		case *v1alpha1.ExternalBackend:
 			if old, _ := ch.old.(*v1alpha1.ExternalBackend); old != nil {
-				delete(l.externals, old)
+				delete(l.externals, keyOf(old))
 			}
-			l.externals[o] = struct{}{}
+			l.externals[keyOf(o)] = struct{}{}
 		case *discoveryv1.EndpointSlice:
 			if old := asSlice(ch.old); old != nil {
-				delete(l.slices, old)
+				delete(l.slices, keyOf(old))
 			}
-			l.slices[o] = struct{}{}
+			l.slices[keyOf(o)] = struct{}{}
 		}
 	}
 }

@@ -98,7 +98,7 @@ type PlanePort struct {
 }
 
 // PlaneState is what a Gateway's plane reports of its proxies. Like a
-// TunnelState it is replaced, never edited, when it changes.
+// TunnelState, the Cache compares it by value (Equal).
 type PlaneState struct {
 	// Replicas is how many proxies the plane wants, Ready how many are
 	// ready (a config loaded, the tunnel connected).
@@ -118,8 +118,7 @@ type PlaneState struct {
 	Relay *Relay
 }
 
-// Equal says whether two states say the same; the controller keeps the
-// earlier one then, as the Cache wants.
+// Equal says whether two states say the same.
 func (s *PlaneState) Equal(o *PlaneState) bool {
 	if s == nil || o == nil {
 		return s == o

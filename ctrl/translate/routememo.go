@@ -14,11 +14,11 @@ import (
 
 // routeMemo is one route's translation, remembered by the Cache so the next
 // translation can reuse it when nothing it was made from has changed: the
-// route object itself (the memo's key), the objects every route depends on
-// (the Cache's epoch: Gateways, ListenerSets, grants, policies, ...), how
-// the route attached (attach runs every time; it is cheap and it is where
-// routes affect each other), and the backends it read (reads, which the
-// translator's lookup records).
+// route object itself (its objKey is the memo's key), the objects every
+// route depends on (the Cache's epoch: Gateways, ListenerSets, grants,
+// policies, ...), how the route attached (attach runs every time; it is
+// cheap and it is where routes affect each other), and the backends it
+// read (reads, which the translator's lookup records).
 type routeMemo struct {
 	parents  []parentSummary
 	reads    readLog
@@ -71,14 +71,14 @@ func summarize(ps []*parentInfo) []parentSummary {
 	return out
 }
 
-// reusable returns the remembered translation of a route object when it
-// still holds for the route as it attached now, and counts hits and
-// misses. ix is the present translation's index.
-func (c *Cache) reusable(obj any, r *routeInfo, ix *index) *routeMemo {
+// reusable returns the remembered translation of a route object (by its
+// key) when it still holds for the route as it attached now, and counts
+// hits and misses. ix is the present translation's index.
+func (c *Cache) reusable(key objKey, r *routeInfo, ix *index) *routeMemo {
 	if c == nil {
 		return nil
 	}
-	if m := c.memo(obj); m != nil && m.repeatable() && parentsSame(m.parents, r.parents) && backendsSame(m.reads.backends, ix) {
+	if m := c.memo(key); m != nil && m.repeatable() && parentsSame(m.parents, r.parents) && backendsSame(m.reads.backends, ix) {
 		c.hits++
 		return m
 	}
@@ -86,9 +86,10 @@ func (c *Cache) reusable(obj any, r *routeInfo, ix *index) *routeMemo {
 	return nil
 }
 
-// memo returns the last translation of a route object, if any.
-func (c *Cache) memo(route any) *routeMemo {
-	if c.last == nil || !c.epochSame {
+// memo returns the last translation of a route object, by its key, if
+// any: none for a key without a resourceVersion.
+func (c *Cache) memo(route objKey) *routeMemo {
+	if c.last == nil || !c.epochSame || !route.stamped() {
 		return nil
 	}
 	if i, ok := c.last.slotOf[route]; ok {
@@ -97,26 +98,27 @@ func (c *Cache) memo(route any) *routeMemo {
 	return nil
 }
 
-// backendsSame reports whether recorded backend reads find the same
-// objects in ix.
+// backendsSame reports whether recorded backend reads find objects of
+// the same keys in ix.
 func backendsSame(deps []backendDep, ix *index) bool {
-	for _, d := range deps {
-		now := ix.backendObjects(d.kind, d.namespace, d.name)
-		if !sameObject(now.svc, d.svc) || !sameObject(now.ext, d.ext) || !slices.EqualFunc(now.slices, d.slices, sameObject) {
+	for i := range deps {
+		d := &deps[i]
+		if !d.found.sameAs(ix.backendObjects(d.kind, d.namespace, d.name)) {
 			return false
 		}
 	}
 	return true
 }
 
-// noteRoute records a route of the full translation under way, with where
-// its data-plane routes start in the config, for the next translation.
-func (c *Cache) noteRoute(obj any, r *routeInfo, m *routeMemo, first int) {
+// noteRoute records a route of the full translation under way (its
+// object and key), with where its data-plane routes start in the config,
+// for the next translation.
+func (c *Cache) noteRoute(obj any, key objKey, r *routeInfo, m *routeMemo, first int) {
 	if c == nil {
 		return
 	}
-	c.slotOf[obj] = len(c.slots)
-	c.slots = append(c.slots, routeSlot{obj: obj, info: r, memo: m, first: first})
+	c.slotOf[key] = len(c.slots)
+	c.slots = append(c.slots, routeSlot{obj: obj, key: key, info: r, memo: m, first: first})
 }
 
 // completeMemo adds to a route's fresh translation what only a later

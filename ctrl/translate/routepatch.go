@@ -22,20 +22,22 @@ import (
 // renamed, added or removed while AccessPolicies count rules) is left to
 // the full translation.
 
-// routeChange is a route object that replaces the one of the same kind
-// and name in a slot of the last translation.
+// routeChange is a route object (and its key) that replaces the one of
+// the same kind and name in a slot of the last translation.
 type routeChange struct {
 	slot int
 	obj  any // *gwv1.HTTPRoute or *gwv1.GRPCRoute
+	key  objKey
 }
 
 // routeName names a route of either kind.
 type routeName struct{ kind, namespace, name string }
 
-// routeChanges lists the route objects of in that the last translation
-// did not have, each with the slot of the object it replaces. It fails
-// (false) when a route was added or deleted, or when one replaced could
-// attach differently (replaceable).
+// routeChanges lists the route objects of in whose keys the last
+// translation did not have, each with the slot of the object it
+// replaces. It fails (false) when a route was added or deleted, when one
+// replaced could attach differently (replaceable), or when the object it
+// replaces was edited in place since (its old content is gone).
 func (l *lastRun) routeChanges(in *Input) ([]routeChange, bool) {
 	if len(in.HTTPRoutes)+len(in.GRPCRoutes) != len(l.slots) {
 		return nil, false
@@ -43,7 +45,8 @@ func (l *lastRun) routeChanges(in *Input) ([]routeChange, bool) {
 	var changes []routeChange
 	hits := 0
 	note := func(obj any, kind, namespace, name string) bool {
-		if _, ok := l.slotOf[obj]; ok {
+		key := anyKey(obj)
+		if _, ok := l.slotOf[key]; ok && key.stamped() {
 			hits++
 			return true
 		}
@@ -51,10 +54,10 @@ func (l *lastRun) routeChanges(in *Input) ([]routeChange, bool) {
 			return false // a full translation costs about the same
 		}
 		si, ok := l.slotNamed()[routeName{kind, namespace, name}]
-		if !ok || !replaceable(l.slots[si].obj, obj, l.t.accessByTarget != nil) {
+		if !ok || anyKey(l.slots[si].obj) != l.slots[si].key || !replaceable(l.slots[si].obj, obj, l.t.accessByTarget != nil) {
 			return false
 		}
-		changes = append(changes, routeChange{slot: si, obj: obj})
+		changes = append(changes, routeChange{slot: si, obj: obj, key: key})
 		return true
 	}
 	for _, r := range in.HTTPRoutes {
@@ -76,7 +79,7 @@ func (l *lastRun) routeChanges(in *Input) ([]routeChange, bool) {
 				return nil, false
 			}
 		}
-		if listedRoute(in, l.slots[ch.slot].obj) {
+		if listedRoute(in, l.slots[ch.slot].key) {
 			return nil, false
 		}
 	}
@@ -121,15 +124,9 @@ func sameAttachInputs(a, b *metav1.ObjectMeta, ac, bc *gwv1.CommonRouteSpec, ah,
 		slices.Equal(ah, bh) && reflect.DeepEqual(ac.ParentRefs, bc.ParentRefs)
 }
 
-// listedRoute reports whether a route object is among in's routes.
-func listedRoute(in *Input, obj any) bool {
-	switch o := obj.(type) {
-	case *gwv1.HTTPRoute:
-		return slices.Contains(in.HTTPRoutes, o)
-	case *gwv1.GRPCRoute:
-		return slices.Contains(in.GRPCRoutes, o)
-	}
-	return false
+// listedRoute reports whether a route of key k is among in's routes.
+func listedRoute(in *Input, k objKey) bool {
+	return slices.ContainsFunc(in.HTTPRoutes, hasKey[*gwv1.HTTPRoute](k)) || slices.ContainsFunc(in.GRPCRoutes, hasKey[*gwv1.GRPCRoute](k))
 }
 
 // routeMeta is a route object's kind and metadata.

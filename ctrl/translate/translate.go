@@ -155,18 +155,22 @@ func (t *translator) routes() {
 // Cache's remembered one when it still holds, else a fresh one.
 func (t *translator) routeResult(p pending) {
 	r, obj := p.info, p.obj()
+	var key objKey
+	if t.cache != nil {
+		key = anyKey(obj)
+	}
 	if len(r.parents) == 0 {
-		t.cache.noteRoute(obj, r, nil, 0)
+		t.cache.noteRoute(obj, key, r, nil, 0)
 		return // no parent of ours
 	}
 	first := len(t.out.Config.Routes)
-	m := t.cache.reusable(obj, r, t.look.ix)
+	m := t.cache.reusable(key, r, t.look.ix)
 	fresh := m == nil
 	if fresh {
 		m = t.translateRoute(r, p.http, p.grpc)
 	}
 	t.emit(m, r, fresh)
-	t.cache.noteRoute(obj, r, m, first)
+	t.cache.noteRoute(obj, key, r, m, first)
 }
 
 // pending is a route waiting for translation: its working state and its

@@ -107,7 +107,7 @@ func TestDeterministicOrder(t *testing.T) {
 
 // The cache is a memo: whatever changes between translations, the output
 // with a warm cache is the output of a cold translation. Changes replace
-// objects, as informers do, never edit them.
+// objects with new resourceVersions, as informers do.
 func TestCacheChangesNothing(t *testing.T) {
 	in := translate.Input{Snapshot: *scaleSnapshot(3, 40), ControllerName: translate.DefaultControllerName, Now: goldenNow}
 	// Two routes share a Service, so a shared cluster outlives its first user.
@@ -117,7 +117,7 @@ func TestCacheChangesNothing(t *testing.T) {
 	shared.Spec.Rules[1].BackendRefs[0].Namespace = ptr(gwv1.Namespace("team-0"))
 	in.HTTPRoutes = append(in.HTTPRoutes, shared)
 	in.ReferenceGrants = append(in.ReferenceGrants, &gwv1.ReferenceGrant{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-0", Name: "from-team-1"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-0", Name: "from-team-1", ResourceVersion: "1"},
 		Spec: gwv1.ReferenceGrantSpec{
 			From: []gwv1.ReferenceGrantFrom{{Group: gwv1.GroupName, Kind: "HTTPRoute", Namespace: "team-1"}},
 			To:   []gwv1.ReferenceGrantTo{{Kind: "Service"}},
@@ -129,7 +129,7 @@ func TestCacheChangesNothing(t *testing.T) {
 	}
 	serviceAppProtocol := func(i int, p string) func(s *translate.Snapshot) {
 		return func(s *translate.Snapshot) {
-			c := s.Services[i].DeepCopy()
+			c := newRV(s.Services[i].DeepCopy())
 			c.Spec.Ports[0].AppProtocol = ptr(p)
 			s.Services[i] = c
 		}
@@ -156,18 +156,18 @@ func TestCacheChangesNothing(t *testing.T) {
 			slices.Reverse(s.EndpointSlices)
 		}, patched: true},
 		{name: "endpoints change", change: func(s *translate.Snapshot) {
-			c := s.EndpointSlices[5].DeepCopy()
+			c := newRV(s.EndpointSlices[5].DeepCopy())
 			c.Endpoints = c.Endpoints[:1]
 			s.EndpointSlices[5] = c
 		}, patched: true, translated: 1},
 		{name: "endpoints of a shared Service change", change: func(s *translate.Snapshot) {
 			i := slices.IndexFunc(s.EndpointSlices, func(e *discoveryv1.EndpointSlice) bool { return e.Name == "app-0-abcde" })
-			c := s.EndpointSlices[i].DeepCopy()
+			c := newRV(s.EndpointSlices[i].DeepCopy())
 			c.Endpoints = c.Endpoints[1:]
 			s.EndpointSlices[i] = c
 		}, patched: true, translated: 2},
 		{name: "a slice added to a Service", change: func(s *translate.Snapshot) {
-			c := s.EndpointSlices[slices.IndexFunc(s.EndpointSlices, func(e *discoveryv1.EndpointSlice) bool { return e.Name == "app-3-abcde" })].DeepCopy()
+			c := newRV(s.EndpointSlices[slices.IndexFunc(s.EndpointSlices, func(e *discoveryv1.EndpointSlice) bool { return e.Name == "app-3-abcde" })].DeepCopy())
 			c.Name += "-second"
 			c.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}}
 			s.EndpointSlices = append(s.EndpointSlices, c)
@@ -182,7 +182,7 @@ func TestCacheChangesNothing(t *testing.T) {
 			s.EndpointSlices = slices.DeleteFunc(slices.Clone(s.EndpointSlices), func(e *discoveryv1.EndpointSlice) bool { return e.Name == "app-3-abcde-second" })
 		}},
 		{name: "a slice moves to another Service", change: func(s *translate.Snapshot) {
-			c := s.EndpointSlices[6].DeepCopy()
+			c := newRV(s.EndpointSlices[6].DeepCopy())
 			c.Labels = map[string]string{discoveryv1.LabelServiceName: "app-8"}
 			s.EndpointSlices[6] = c
 		}},
@@ -191,13 +191,13 @@ func TestCacheChangesNothing(t *testing.T) {
 		{name: "first user of a shared cluster deleted", change: func(s *translate.Snapshot) { s.HTTPRoutes = s.HTTPRoutes[1:] }},
 		{name: "grant deleted", change: func(s *translate.Snapshot) { s.ReferenceGrants = nil }},
 		{name: "gateway listener changes", change: func(s *translate.Snapshot) {
-			c := s.Gateways[1].DeepCopy()
+			c := newRV(s.Gateways[1].DeepCopy())
 			h := gwv1.Hostname("*.other.example.com")
 			c.Spec.Listeners[0].Hostname = &h
 			s.Gateways[1] = c
 		}},
 		{name: "route changes", change: func(s *translate.Snapshot) {
-			c := s.HTTPRoutes[3].DeepCopy()
+			c := newRV(s.HTTPRoutes[3].DeepCopy())
 			c.Spec.Rules = c.Spec.Rules[:1]
 			s.HTTPRoutes[3] = c
 		}},

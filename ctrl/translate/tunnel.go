@@ -3,6 +3,7 @@
 package translate
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -14,8 +15,8 @@ import (
 // TunnelState is what the Cloudflare sync last reported for the tunnel of
 // a GatewayClass. Translate turns it into statuses: the class's Accepted,
 // its Gateways' addresses and Programmed, and the DNS condition of their
-// routes. Like the objects of a Snapshot, a TunnelState is replaced, never
-// edited, when it changes: the Cache compares pointers.
+// routes. The Cache compares TunnelStates by value (Equal): a report
+// that says what the last one did is the same, whatever its address.
 type TunnelState struct {
 	// ID is the tunnel's ID, once known.
 	ID string
@@ -46,6 +47,18 @@ type TunnelState struct {
 	// AccessApps are the states of the Access applications kept with
 	// this tunnel (Desired.AccessApps), by AccessApp.Policy.
 	AccessApps map[string]AccessAppState
+}
+
+// Equal says whether two states say the same. A nil DNS (DNS not
+// managed) differs from an empty one.
+func (s *TunnelState) Equal(o *TunnelState) bool {
+	if s == nil || o == nil {
+		return s == o
+	}
+	return s.ID == o.ID && s.Problem == o.Problem && s.NoResources == o.NoResources && s.Pending == o.Pending &&
+		s.Created == o.Created && s.AwaitsIntent == o.AwaitsIntent && s.Departed == o.Departed &&
+		(s.DNS == nil) == (o.DNS == nil) && maps.Equal(s.DNS, o.DNS) &&
+		(s.AccessApps == nil) == (o.AccessApps == nil) && maps.Equal(s.AccessApps, o.AccessApps)
 }
 
 // DNSState is the state of one hostname's records.

@@ -2,6 +2,7 @@ package translate_test
 
 import (
 	"net/netip"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -99,6 +100,56 @@ func TestTunnelStateAndCache(t *testing.T) {
 	wantCond(t, warm.Gateways[nsName("default", "web")].Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
 	if d := translate.Diff(cold, warm); !d.Empty() {
 		t.Errorf("warm and cold translations differ: %+v", d)
+	}
+}
+
+// The Cache compares reported states by value: a new report that says
+// the same is the same, whatever its address, and one that differs in any
+// field differs.
+func TestTunnelStateAndCacheByValue(t *testing.T) {
+	in, cache := loadGolden(t, "basic.yaml"), translate.NewCache()
+	in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "abc", DNS: map[string]translate.DNSState{}}}
+	writeBackAll(&in.Snapshot, cache.Translate(in))
+	cache.Translate(in)
+	in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "abc", DNS: map[string]translate.DNSState{}}}
+	cache.Translate(in)
+	if reused, translated := cache.Stats(); !translate.Patched(cache) || translated != 0 || reused == 0 {
+		t.Errorf("an equal TunnelState at another address: patched %v, %d routes reused, %d translated; want all reused",
+			translate.Patched(cache), reused, translated)
+	}
+	in.Tunnels["tunnelgate"] = &translate.TunnelState{ID: "abc"} // DNS no longer managed
+	cache.Translate(in)
+	if translate.Patched(cache) {
+		t.Error("a TunnelState whose DNS became nil was taken as unchanged")
+	}
+}
+
+// Equal compares every field of a TunnelState and a PlaneState.
+func TestReportedStatesEqual(t *testing.T) {
+	for _, zero := range []any{&translate.TunnelState{}, &translate.PlaneState{}} {
+		v := reflect.ValueOf(zero).Elem()
+		for i := range v.NumField() {
+			other := reflect.New(v.Type())
+			f := other.Elem().Field(i)
+			switch f.Kind() {
+			case reflect.String:
+				f.SetString("x")
+			case reflect.Bool:
+				f.SetBool(true)
+			case reflect.Int32:
+				f.SetInt(1)
+			case reflect.Map:
+				f.Set(reflect.MakeMap(f.Type())) // empty, not nil
+			case reflect.Pointer:
+				f.Set(reflect.New(f.Type().Elem()))
+			default:
+				t.Fatalf("%s.%s: a field of kind %s; teach this test to set it", v.Type().Name(), v.Type().Field(i).Name, f.Kind())
+			}
+			equal := reflect.ValueOf(zero).MethodByName("Equal")
+			if equal.Call([]reflect.Value{other})[0].Bool() {
+				t.Errorf("%s.Equal does not compare %s", v.Type().Name(), v.Type().Field(i).Name)
+			}
+		}
 	}
 }
 
