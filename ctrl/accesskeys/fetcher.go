@@ -72,7 +72,7 @@ type Fetcher struct {
 
 // team is one team's state.
 type team struct {
-	keys *translate.AccessKeys // replaced, never changed: translate's Cache compares pointers
+	keys *translate.AccessKeys // replaced, never changed: a translation may be reading the last
 	// last is when the last fetch started; next, when the next is due.
 	last, next time.Time
 	failures   int

@@ -248,8 +248,8 @@ func (s *Syncer) UpdateContext(ctx context.Context, desired []Desired) {
 	}
 }
 
-// States are the classes' last reports, by class. A report that did not
-// change is the same pointer as before.
+// States are the classes' last reports, by class. translate's Cache
+// compares them by value (TunnelState.Equal).
 func (s *Syncer) States() map[string]*translate.TunnelState {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -155,8 +155,9 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 	for _, inf := range w.all() {
 		transform := slim
 		// Our CRDs are listed as unstructured objects: converted once
-		// here, so every translation sees the same typed object until it
-		// changes (translate's Cache relies on pointer identity).
+		// here, when they change, instead of at every translation.
+		// translate's Cache tells them by UID and resourceVersion, which
+		// the conversion keeps.
 		switch inf {
 		case w.classConfigs:
 			transform = typed(func() metav1.Object { return &v1alpha1.GatewayClassConfig{} })

@@ -30,9 +30,9 @@ type Provisioner interface {
 }
 
 // planeStates are the states of the planes of the last translation, for
-// the next one: a state that did not change is the same pointer as
-// before, as translate's Cache wants. A plane new in a translation gets
-// its state at the next, which its Deployment's first events bring.
+// the next one; translate's Cache compares them by value
+// (PlaneState.Equal). A plane new in a translation gets its state at the
+// next, which its Deployment's first events bring.
 func (c *Controller) planeStates() map[types.NamespacedName]*translate.PlaneState {
 	last := c.Last()
 	if c.opts.Planes == nil || last == nil || len(last.Planes) == 0 {
@@ -56,9 +56,6 @@ func (c *Controller) planeStates() map[types.NamespacedName]*translate.PlaneStat
 		if ps.Relay, problem = relayOf(st, checked); problem != "" && ps.Problem == "" {
 			ps.Problem = fmt.Sprintf("the relay credentials in Secret %s/%s: %s", key.Namespace,
 				provision.CredentialsName(key.Name, string(p.Gateway.Spec.GatewayClassName)), problem)
-		}
-		if prev.Equal(ps) {
-			ps = prev
 		}
 		out[key] = ps
 	}

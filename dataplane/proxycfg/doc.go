@@ -60,9 +60,12 @@
 // not; an identity new to it is made, and one gone is dropped. So an
 // element added or removed costs that element, wherever it sits, and
 // what is reused never depends on how a config was built or whether its
-// memory is shared. Where a layer still falls short (translate's Cache,
-// keyed by object addresses, whose patches take no route added or
-// deleted), its doc says so; that is what remains to be brought under
-// this contract. The Encoder (encode.go) and the proxy's patch
-// (dataplane/patch.go) follow it.
+// memory is shared. translate's Cache follows it for the API objects
+// it reads: an object's identity is its kind, namespace, name and UID,
+// and its stamp its resourceVersion (in standalone mode, a hash of its
+// document). So do the Encoder (encode.go) and the proxy's patch
+// (dataplane/patch.go). Where a layer still falls short, its doc says
+// so (translate's patches take no route added or deleted: those take a
+// full translation); that is what remains to be brought under this
+// contract.
 package proxycfg
