@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -21,8 +22,10 @@ import (
 func scaleSnapshot(gateways, routes int) *translate.Snapshot {
 	s := &translate.Snapshot{}
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	uids := 0
 	meta := func(ns, name string, i int) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, ResourceVersion: "1",
+		uids++
+		return metav1.ObjectMeta{Namespace: ns, Name: name, Generation: 1, UID: types.UID(fmt.Sprintf("uid-%d", uids)), ResourceVersion: "1",
 			CreationTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Second))}
 	}
 	s.GatewayClasses = append(s.GatewayClasses, &gwv1.GatewayClass{ObjectMeta: meta("", "tunnelgate", 0),
@@ -146,7 +149,7 @@ func BenchmarkTranslateRouteAdd(b *testing.B) {
 		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
 			in, cache, prev := warmCache(routes)
 			list := in.HTTPRoutes
-			added := list[0].DeepCopy()
+			added := newUID(list[0].DeepCopy())
 			added.Name += "-added"
 			added.Spec.Hostnames = []gwv1.Hostname{"added.g0.example.com"}
 			b.ReportAllocs()

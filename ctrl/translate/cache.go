@@ -38,19 +38,24 @@ import (
 // taken as unchanged, whether it is the same object in memory or a copy;
 // an object edited in place is seen as long as its resourceVersion
 // changed with it, as it does in the API server. An object without a
-// resourceVersion is never taken as unchanged: what depends on it is
-// worked out anew every time. The inputs that are not objects (Access
+// resourceVersion or a UID (which no API server gives, and standalone
+// mode sets) is never taken as unchanged: what depends on it is worked
+// out anew every time. The inputs that are not objects (Access
 // keys, tunnel and plane states, the translation's settings) are
 // compared by value. Its patches cover endpoint changes and route
 // edits, not routes added or deleted, which take a full translation.
 //
-// Each translation keeps only the entries it used, so the cache holds no
-// dead objects. Sequential translations may share it; its Translate locks it
+// Each full translation keeps only the entries it used, so the cache
+// holds no dead objects (a patch sweeps the validations of the routes it
+// replaced now and then: forgetRules). Sequential translations may share it; its Translate locks it
 // for its duration.
 type Cache struct {
 	mu   sync.Mutex
 	prev map[ruleKey]error
 	next map[ruleKey]error
+	// replaced counts the routes patches replaced since prev was last
+	// swept of their validations (forgetRules).
+	replaced int
 
 	// What every route depends on (the epoch). Route memos and patches
 	// are valid only while it is unchanged.
@@ -66,7 +71,7 @@ type Cache struct {
 	// The routes of the full translation under way, in the order
 	// translated, for the next one (lastRun).
 	slots  []routeSlot
-	slotOf map[objKey]int
+	slotOf slotIndex
 
 	// What the last translation did: routes reused and translated, and
 	// whether it was a patch.
@@ -104,8 +109,12 @@ func (c *Cache) Translate(in *Input) *Output {
 
 // objKey is an API object's identity and content stamp (see the Cache):
 // its Go type, namespace, name and UID, and its resourceVersion. Two
-// objects of one key are taken to say the same, unless the key has no
-// resourceVersion (stamped).
+// objects of one key are taken to say the same, unless the key is not
+// stamped.
+//
+// The Cache's large maps hold UID and resourceVersion, which are cheaper
+// to hash and compare than the whole key, and stand for it (keySet,
+// slotIndex).
 type objKey struct {
 	kind            reflect.Type
 	namespace, name string
@@ -118,9 +127,75 @@ func keyOf(o metav1.Object) objKey {
 	return objKey{reflect.TypeOf(o), o.GetNamespace(), o.GetName(), o.GetUID(), o.GetResourceVersion()}
 }
 
-// stamped reports whether the key has a resourceVersion: an object
-// without one is never taken as unchanged.
-func (k objKey) stamped() bool { return k.rv != "" }
+// stamped reports whether the key has a resourceVersion and a UID: an
+// object without them, which no API server has stored, is never taken as
+// unchanged.
+func (k objKey) stamped() bool { return k.rv != "" && k.uid != "" }
+
+// keySet is a set of objects' keys, held as UID and resourceVersion:
+// an object's UID is its own for its life, over which its kind,
+// namespace and name never change, so the two stand for the whole key
+// (standalone mode makes UIDs from kind, namespace and name). Two
+// objects of one UID, which only a test or a file can make, do not fit
+// in a set: add tells, and its users then reuse nothing.
+type keySet map[types.UID]string
+
+// add adds k, and reports false when the set held another object of its
+// UID (now replaced).
+func (s keySet) add(k objKey) bool {
+	_, dup := s[k.uid]
+	s[k.uid] = k.rv
+	return !dup
+}
+
+// has reports whether the set holds k, and k is stamped.
+func (s keySet) has(k objKey) bool { return s.holds(k.uid, k.rv) }
+
+// holds is has for an object's UID and resourceVersion.
+func (s keySet) holds(uid types.UID, rv string) bool {
+	have, ok := s[uid]
+	return ok && have == rv && rv != "" && uid != ""
+}
+
+// remove removes k, if the set holds it.
+func (s keySet) remove(k objKey) {
+	if rv, ok := s[k.uid]; ok && rv == k.rv {
+		delete(s, k.uid)
+	}
+}
+
+// slotIndex maps the keys of a translation's routes to their slots (in
+// lastRun.slots), held as UID and resourceVersion like a keySet's. A UID
+// two routes share maps to no slot.
+type slotIndex map[types.UID]slotStamp
+
+type slotStamp struct {
+	slot int // -1: two routes of the UID
+	rv   string
+}
+
+// note maps k to slot.
+func (x slotIndex) note(k objKey, slot int) {
+	if _, dup := x[k.uid]; dup {
+		slot = -1
+	}
+	x[k.uid] = slotStamp{slot, k.rv}
+}
+
+// replace maps now to the slot that old had.
+func (x slotIndex) replace(old, now objKey, slot int) {
+	if s, ok := x[old.uid]; ok && s.slot == slot {
+		delete(x, old.uid)
+	}
+	x.note(now, slot)
+}
+
+// find returns the slot of the route of UID uid and resourceVersion rv,
+// if there is one.
+func (x slotIndex) find(uid types.UID, rv string) (int, bool) {
+	s, ok := x[uid]
+	return s.slot, ok && s.slot >= 0 && s.rv == rv && rv != "" && uid != ""
+}
 
 // anyKey is the key of an object held as any (a route object, a
 // backendChange's); the zero key when it is not an API object.
@@ -146,14 +221,14 @@ func (c *Cache) beginFull(in *Input) {
 	c.next = make(map[ruleKey]error, len(c.prev))
 	c.keyPairsNext = make(map[objKey]string, len(c.keyPairsPrev))
 	c.slots = make([]routeSlot, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes))
-	c.slotOf = make(map[objKey]int, len(in.HTTPRoutes)+len(in.GRPCRoutes))
+	c.slotOf = make(slotIndex, len(in.HTTPRoutes)+len(in.GRPCRoutes))
 }
 
 // endFull keeps what a full translation used, and the translation itself.
 // A patch keeps the maps it read (it uses few entries, and the next full
 // translation sweeps the unused ones).
 func (c *Cache) endFull(t *translator) {
-	c.prev, c.next = c.next, nil
+	c.prev, c.next, c.replaced = c.next, nil, 0
 	c.keyPairsPrev, c.keyPairsNext = c.keyPairsNext, nil
 	c.last = newLastRun(t, c.slots, c.slotOf)
 	c.slots, c.slotOf = nil, nil
@@ -164,9 +239,9 @@ func (c *Cache) endFull(t *translator) {
 // (listers return objects in any order), and the inputs that are not
 // objects, by value.
 type epoch struct {
-	objects map[objKey]struct{}
-	// unstamped: an object has no resourceVersion, so the epoch is
-	// never the same as another.
+	objects keySet
+	// unstamped: an object is not stamped, or two share a UID, so the
+	// epoch is never the same as another.
 	unstamped  bool
 	facts      epochFacts
 	accessKeys map[string]*AccessKeys
@@ -189,7 +264,7 @@ type epochFacts struct {
 func epochOf(in *Input, sizeHint int) epoch {
 	s := &in.Snapshot
 	e := epoch{
-		objects:    make(map[objKey]struct{}, sizeHint),
+		objects:    make(keySet, sizeHint),
 		facts:      epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress, strings.Join(in.TunnelProtocols, ","), in.AddressPool, in.Provisioning},
 		accessKeys: maps.Clone(in.AccessKeys),
 		tunnels:    maps.Clone(in.Tunnels),
@@ -213,8 +288,7 @@ func epochOf(in *Input, sizeHint int) epoch {
 func addObjects[P metav1.Object](e *epoch, objs []P) {
 	for _, o := range objs {
 		k := keyOf(o)
-		e.objects[k] = struct{}{}
-		e.unstamped = e.unstamped || !k.stamped()
+		e.unstamped = !e.objects.add(k) || !k.stamped() || e.unstamped
 	}
 }
 
@@ -224,8 +298,8 @@ func (e *epoch) same(last *epoch) bool {
 	if e.unstamped || last.objects == nil || e.facts != last.facts || len(e.objects) != len(last.objects) {
 		return false
 	}
-	for k := range e.objects {
-		if _, ok := last.objects[k]; !ok {
+	for uid, rv := range e.objects {
+		if last, ok := last.objects[uid]; !ok || last != rv {
 			return false
 		}
 	}
@@ -288,17 +362,27 @@ func (c *Cache) validated(key ruleKey, check func() error) error {
 	return err
 }
 
-// forgetRules drops the remembered validations of a route a patch
-// replaced (by the key it had): nothing will ask for them again, and a
-// full translation, which would sweep them, may not come for a long
-// time.
-func (c *Cache) forgetRules(route objKey) {
+// forgetRules notes that a patch replaced a route: nothing will ask for
+// the remembered validations of the object it was again, and a full
+// translation, which would sweep them, may not come for a long time. Once
+// patches have replaced sweepAfter routes, the validations of routes the
+// last run no longer has are dropped, in one pass over them all: a pass
+// for each route would cost more than the rest of a patch.
+func (c *Cache) forgetRules() {
+	if c.replaced++; c.replaced < sweepAfter {
+		return
+	}
+	c.replaced = 0
 	for k := range c.prev {
-		if k.route == route {
+		if _, ok := c.last.slotOf.find(k.route.uid, k.route.rv); !ok {
 			delete(c.prev, k)
 		}
 	}
 }
+
+// sweepAfter is how many replaced routes' validations the Cache keeps
+// before it sweeps them (forgetRules).
+const sweepAfter = 64
 
 // ruleKey is what a rule's validation depends on: the rule (the route's
 // key and the rule's index in it: under the Cache's contract, its

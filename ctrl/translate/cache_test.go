@@ -153,7 +153,7 @@ func cloneLists(s *translate.Snapshot) {
 // copy with the same resourceVersion (as a relist gives) is taken as
 // unchanged, and so is an object edited in place without a new
 // resourceVersion, which no API server does; an object without a
-// resourceVersion is never taken as unchanged.
+// resourceVersion (or a UID) is never taken as unchanged.
 func TestCacheTellsObjectsByResourceVersion(t *testing.T) {
 	in := &translate.Input{Snapshot: *scaleSnapshot(2, 6), ControllerName: translate.DefaultControllerName, Now: goldenNow}
 	cache := translate.NewCache()
@@ -203,12 +203,20 @@ func TestCacheTellsObjectsByResourceVersion(t *testing.T) {
 		t.Fatalf("copies: patched %v, %d routes reused, %d translated; want every route reused", translate.Patched(cache), reused, translated)
 	}
 
-	// Without a resourceVersion, a route is translated every time.
+	// Without a resourceVersion, a route is translated every time, and so
+	// is one whose Service has none.
 	in.HTTPRoutes[1].ResourceVersion = ""
 	for range 2 {
 		check("a route without resourceVersion")
 		if _, translated := cache.Stats(); translated != 1 {
 			t.Fatalf("a route without resourceVersion: %d routes translated, want 1", translated)
+		}
+	}
+	in.Services[3].ResourceVersion = ""
+	for range 2 {
+		check("a Service without resourceVersion")
+		if _, translated := cache.Stats(); translated != 2 {
+			t.Fatalf("a Service without resourceVersion: %d routes translated, want 2 (its route's and the route without one)", translated)
 		}
 	}
 

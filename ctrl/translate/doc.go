@@ -53,7 +53,8 @@
 // Incremental translation is a layer in front of Translate: a Cache's
 // Translate method returns what Translate would, with the work of the
 // last translation reused. It remembers rule validation, and whole route
-// translations whose inputs are the same objects as last time. When only
+// translations whose inputs are unchanged since last time (by identity
+// and resourceVersion, cache.go). When only
 // backends changed since the last translation (an EndpointSlice, the most
 // common change in a cluster), it patches that translation instead: the
 // routes using them are translated again, and the rest of the Output is

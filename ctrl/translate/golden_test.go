@@ -297,6 +297,16 @@ func newRV[T metav1.Object](o T) T {
 	return o
 }
 
+// lastUID numbers the UIDs newUID gives.
+var lastUID atomic.Int64
+
+// newUID makes an object a new one, as the API server does when it
+// creates one: a UID of its own (and a resourceVersion).
+func newUID[T metav1.Object](o T) T {
+	o.SetUID(types.UID("test-uid-" + strconv.FormatInt(lastUID.Add(1), 10)))
+	return newRV(o)
+}
+
 // writeBackAll writes an output's statuses onto new copies of the objects,
 // as the controller's writes come back through informers (each with a new
 // resourceVersion).

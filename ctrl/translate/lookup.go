@@ -9,6 +9,7 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
@@ -65,55 +66,68 @@ type backendDep struct {
 	found backendKeys
 }
 
-// backendKeys are the keys (objKey) of a backend's objects, taken when
-// they were read: the Cache compares them with the keys of the objects
-// found later.
+// backendKeys are the stamps of a backend's objects, taken when they
+// were read: the Cache compares them with the stamps of the objects found
+// by the same name later. A stamp is UID and resourceVersion, which stand
+// for the object's key (objKey) as in a keySet; its name is the
+// backend's.
 type backendKeys struct {
-	svc, ext objKey // zero when none
-	slices   []objKey
+	obj    stamp // the Service or ExternalBackend; zero when none
+	slices []stamp
+	// unstamped: an object found had no stamp; it is never the same.
+	unstamped bool
+}
+
+// stamp is an object's UID and resourceVersion.
+type stamp struct {
+	uid types.UID
+	rv  string
+}
+
+func stampOf(o metav1.Object) stamp { return stamp{o.GetUID(), o.GetResourceVersion()} }
+
+// stamped reports whether s has a UID and a resourceVersion.
+func (s stamp) stamped() bool { return s.uid != "" && s.rv != "" }
+
+// objStamp is the stamp of a backend's Service or ExternalBackend, and
+// whether it has one of them.
+func (objs *backendObjects) objStamp() (stamp, bool) {
+	switch {
+	case objs.svc != nil:
+		return stampOf(objs.svc), true
+	case objs.ext != nil:
+		return stampOf(objs.ext), true
+	}
+	return stamp{}, false
 }
 
 func keysOf(objs backendObjects) backendKeys {
 	var k backendKeys
-	if objs.svc != nil {
-		k.svc = keyOf(objs.svc)
-	}
-	if objs.ext != nil {
-		k.ext = keyOf(objs.ext)
-	}
+	obj, present := objs.objStamp()
+	k.obj, k.unstamped = obj, present && !obj.stamped()
 	if len(objs.slices) > 0 {
-		k.slices = make([]objKey, len(objs.slices))
+		k.slices = make([]stamp, len(objs.slices))
 		for i, s := range objs.slices {
-			k.slices[i] = keyOf(s)
+			k.slices[i] = stampOf(s)
+			k.unstamped = k.unstamped || !k.slices[i].stamped()
 		}
 	}
 	return k
 }
 
-// sameAs reports whether objs are the objects of keys k: each of the
-// same key, and stamped.
+// sameAs reports whether objs are the objects of stamps k: each of the
+// same stamp, and stamped.
 func (k *backendKeys) sameAs(objs backendObjects) bool {
-	if !sameKey(k.svc, objs.svc) || !sameKey(k.ext, objs.ext) || len(k.slices) != len(objs.slices) {
+	obj, present := objs.objStamp()
+	if k.unstamped || obj != k.obj || present && !obj.stamped() || len(k.slices) != len(objs.slices) {
 		return false
 	}
 	for i, s := range objs.slices {
-		if !sameKey(k.slices[i], s) {
+		if st := stampOf(s); st != k.slices[i] || !st.stamped() {
 			return false
 		}
 	}
 	return true
-}
-
-// sameKey reports whether o, which may be nil, has key k (the zero key
-// when nil), and k is stamped.
-func sameKey[T any, P interface {
-	*T
-	metav1.Object
-}](k objKey, o P) bool {
-	if o == nil {
-		return k == objKey{}
-	}
-	return k.stamped() && keyOf(o) == k
 }
 
 // backend reads the objects the backendRef k names, and the

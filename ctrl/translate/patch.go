@@ -37,14 +37,14 @@ type lastRun struct {
 	t      *translator // its working state, read-only once kept
 	out    *Output
 	slots  []routeSlot
-	slotOf map[objKey]int // route key → index in slots
+	slotOf slotIndex // route key → index in slots
 	byName map[routeName]int
 
 	// The keys of the backend objects it was made from, to tell what
 	// changed.
-	services  map[objKey]struct{}
-	slices    map[objKey]struct{}
-	externals map[objKey]struct{}
+	services  keySet
+	slices    keySet
+	externals keySet
 	addresses []gwv1.GatewayStatusAddress
 
 	// patchable is false when a repeat of the translation could differ
@@ -64,7 +64,7 @@ type routeSlot struct {
 	first int
 }
 
-func newLastRun(t *translator, slots []routeSlot, slotOf map[objKey]int) *lastRun {
+func newLastRun(t *translator, slots []routeSlot, slotOf slotIndex) *lastRun {
 	s := &t.in.Snapshot
 	l := &lastRun{t: t, out: t.out, slots: slots, slotOf: slotOf, addresses: t.in.Addresses,
 		services:  setOf(s.Services),
@@ -82,11 +82,12 @@ func newLastRun(t *translator, slots []routeSlot, slotOf map[objKey]int) *lastRu
 	return l
 }
 
-// setOf is the set of the objects' keys.
-func setOf[P metav1.Object](objs []P) map[objKey]struct{} {
-	m := make(map[objKey]struct{}, len(objs))
+// setOf is the set of the objects' keys; smaller than objs when two
+// share a UID.
+func setOf[P metav1.Object](objs []P) keySet {
+	m := make(keySet, len(objs))
 	for _, o := range objs {
-		m[keyOf(o)] = struct{}{}
+		m.add(keyOf(o))
 	}
 	return m
 }
@@ -302,10 +303,9 @@ func (c *Cache) keepPatch(t *translator, out *Output, affected []int, memos []*r
 	}
 	for _, e := range edits {
 		old := l.slots[e.slot].key
-		delete(l.slotOf, old)
-		l.slotOf[e.key] = e.slot
+		l.slotOf.replace(old, e.key, e.slot)
 		l.slots[e.slot].obj, l.slots[e.slot].key = e.obj, e.key
-		c.forgetRules(old)
+		c.forgetRules()
 	}
 	l.out = out
 	l.t.in, l.t.now = t.in, t.now
@@ -382,13 +382,11 @@ func (l *lastRun) backendChanges(in *Input) ([]backendChange, bool) {
 func newObjects[T any, P interface {
 	*T
 	metav1.Object
-}](changes []backendChange, hits *int, kind string, objs []P, seen map[objKey]struct{}, before func(P) P) []backendChange {
+}](changes []backendChange, hits *int, kind string, objs []P, seen keySet, before func(P) P) []backendChange {
 	for _, o := range objs {
-		if k := keyOf(o); k.stamped() {
-			if _, ok := seen[k]; ok {
-				*hits++
-				continue
-			}
+		if seen.holds(o.GetUID(), o.GetResourceVersion()) {
+			*hits++
+			continue
 		}
 		ch := backendChange{kind: kind, obj: o}
 		if old := before(o); old != nil {
@@ -428,8 +426,7 @@ func (l *lastRun) kept(kind string, old any) bool {
 	case v1alpha1.KindExternalBackend:
 		set = l.externals
 	}
-	_, ok := set[anyKey(old)]
-	return ok
+	return set.has(anyKey(old))
 }
 
 func objName(o any) types.NamespacedName {
@@ -570,19 +567,19 @@ func (l *lastRun) setsApply(changes []backendChange) {
 		switch o := ch.obj.(type) {
 		case *corev1.Service:
 			if old, _ := ch.old.(*corev1.Service); old != nil {
-				delete(l.services, keyOf(old))
+				l.services.remove(keyOf(old))
 			}
-			l.services[keyOf(o)] = struct{}{}
+			l.services.add(keyOf(o))
 		case *v1alpha1.ExternalBackend:
 			if old, _ := ch.old.(*v1alpha1.ExternalBackend); old != nil {
-				delete(l.externals, keyOf(old))
+				l.externals.remove(keyOf(old))
 			}
-			l.externals[keyOf(o)] = struct{}{}
+			l.externals.add(keyOf(o))
 		case *discoveryv1.EndpointSlice:
 			if old := asSlice(ch.old); old != nil {
-				delete(l.slices, keyOf(old))
+				l.slices.remove(keyOf(old))
 			}
-			l.slices[keyOf(o)] = struct{}{}
+			l.slices.add(keyOf(o))
 		}
 	}
 }

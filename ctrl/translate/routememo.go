@@ -92,7 +92,7 @@ func (c *Cache) memo(route objKey) *routeMemo {
 	if c.last == nil || !c.epochSame || !route.stamped() {
 		return nil
 	}
-	if i, ok := c.last.slotOf[route]; ok {
+	if i, ok := c.last.slotOf.find(route.uid, route.rv); ok {
 		return c.last.slots[i].memo
 	}
 	return nil
@@ -117,7 +117,7 @@ func (c *Cache) noteRoute(obj any, key objKey, r *routeInfo, m *routeMemo, first
 	if c == nil {
 		return
 	}
-	c.slotOf[key] = len(c.slots)
+	c.slotOf.note(key, len(c.slots))
 	c.slots = append(c.slots, routeSlot{obj: obj, key: key, info: r, memo: m, first: first})
 }
 

@@ -45,8 +45,8 @@ func (l *lastRun) routeChanges(in *Input) ([]routeChange, bool) {
 	var changes []routeChange
 	hits := 0
 	note := func(obj any, kind, namespace, name string) bool {
-		key := anyKey(obj)
-		if _, ok := l.slotOf[key]; ok && key.stamped() {
+		_, meta := routeMeta(obj)
+		if _, ok := l.slotOf.find(meta.UID, meta.ResourceVersion); ok {
 			hits++
 			return true
 		}
@@ -57,7 +57,7 @@ func (l *lastRun) routeChanges(in *Input) ([]routeChange, bool) {
 		if !ok || anyKey(l.slots[si].obj) != l.slots[si].key || !replaceable(l.slots[si].obj, obj, l.t.accessByTarget != nil) {
 			return false
 		}
-		changes = append(changes, routeChange{slot: si, obj: obj, key: key})
+		changes = append(changes, routeChange{slot: si, obj: obj, key: anyKey(obj)})
 		return true
 	}
 	for _, r := range in.HTTPRoutes {

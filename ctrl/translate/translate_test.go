@@ -111,13 +111,13 @@ func TestDeterministicOrder(t *testing.T) {
 func TestCacheChangesNothing(t *testing.T) {
 	in := translate.Input{Snapshot: *scaleSnapshot(3, 40), ControllerName: translate.DefaultControllerName, Now: goldenNow}
 	// Two routes share a Service, so a shared cluster outlives its first user.
-	shared := in.HTTPRoutes[1].DeepCopy()
+	shared := newUID(in.HTTPRoutes[1].DeepCopy())
 	shared.Name = "shares-app-0"
 	shared.Spec.Rules[1].BackendRefs[0].Name = "app-0"
 	shared.Spec.Rules[1].BackendRefs[0].Namespace = ptr(gwv1.Namespace("team-0"))
 	in.HTTPRoutes = append(in.HTTPRoutes, shared)
 	in.ReferenceGrants = append(in.ReferenceGrants, &gwv1.ReferenceGrant{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "team-0", Name: "from-team-1", ResourceVersion: "1"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-0", Name: "from-team-1", UID: "from-team-1", ResourceVersion: "1"},
 		Spec: gwv1.ReferenceGrantSpec{
 			From: []gwv1.ReferenceGrantFrom{{Group: gwv1.GroupName, Kind: "HTTPRoute", Namespace: "team-1"}},
 			To:   []gwv1.ReferenceGrantTo{{Kind: "Service"}},
@@ -167,7 +167,7 @@ func TestCacheChangesNothing(t *testing.T) {
 			s.EndpointSlices[i] = c
 		}, patched: true, translated: 2},
 		{name: "a slice added to a Service", change: func(s *translate.Snapshot) {
-			c := newRV(s.EndpointSlices[slices.IndexFunc(s.EndpointSlices, func(e *discoveryv1.EndpointSlice) bool { return e.Name == "app-3-abcde" })].DeepCopy())
+			c := newUID(s.EndpointSlices[slices.IndexFunc(s.EndpointSlices, func(e *discoveryv1.EndpointSlice) bool { return e.Name == "app-3-abcde" })].DeepCopy())
 			c.Name += "-second"
 			c.Endpoints = []discoveryv1.Endpoint{{Addresses: []string{"10.9.9.9"}}}
 			s.EndpointSlices = append(s.EndpointSlices, c)
