@@ -15,8 +15,8 @@ import (
 
 // snapshot copies the informer caches into a translate.Snapshot. The
 // objects are the caches' own, shared and read-only: translate never
-// changes its input, and informers replace an object on every change, so
-// translate's Cache can tell what changed by pointer.
+// changes its input. translate's Cache tells what changed by UID and
+// resourceVersion, which every object of an informer has.
 func (w *watched) snapshot() translate.Snapshot {
 	return translate.Snapshot{
 		GatewayClasses:      list[gwv1.GatewayClass](w.classes),
