@@ -91,6 +91,7 @@ func (c *Cache) Translate(in *Input) *Output {
 	if out := c.patch(in); out != nil {
 		return out
 	}
+	c.hits, c.misses, c.patched = 0, 0, false // a patch that gave up may have counted
 	c.beginFull(in)
 	t := newTranslator(in, c)
 	out := t.run()

@@ -38,9 +38,16 @@ func Diff(prev, next *Output) Changes {
 	}
 	var c Changes
 	if next.patchOf == prev {
-		// Only route statuses were replaced; everything else is shared.
-		c.HTTPRoutes = diffKeys(prev.HTTPRoutes, next.HTTPRoutes, next.touchedHTTP)
-		c.GRPCRoutes = diffKeys(prev.GRPCRoutes, next.GRPCRoutes, next.touchedGRPC)
+		// Only the statuses it names were replaced; everything else is
+		// shared.
+		c.HTTPRoutes = diffKeys(prev.HTTPRoutes, next.HTTPRoutes, next.touchedHTTP, parentsEqual)
+		c.GRPCRoutes = diffKeys(prev.GRPCRoutes, next.GRPCRoutes, next.touchedGRPC, parentsEqual)
+		c.Gateways = diffKeys(prev.Gateways, next.Gateways, next.touchedGateways, func(a, b *gwv1.GatewayStatus) bool {
+			return (a == nil) == (b == nil) && equality.Semantic.DeepEqual(a, b)
+		})
+		c.ListenerSets = diffKeys(prev.ListenerSets, next.ListenerSets, next.touchedSets, func(a, b *gwv1.ListenerSetStatus) bool {
+			return (a == nil) == (b == nil) && equality.Semantic.DeepEqual(a, b)
+		})
 		return c
 	}
 	for k, v := range next.GatewayClasses {
@@ -81,10 +88,12 @@ func diffMap[V any](prev, next map[types.NamespacedName]V, equal func(a, b V) bo
 }
 
 // diffKeys is diffMap over the keys that may differ.
-func diffKeys(prev, next map[types.NamespacedName][]gwv1.RouteParentStatus, keys []types.NamespacedName) []types.NamespacedName {
+func diffKeys[V any](prev, next map[types.NamespacedName]V, keys []types.NamespacedName, equal func(a, b V) bool) []types.NamespacedName {
 	var out []types.NamespacedName
 	for _, k := range keys {
-		if !parentsEqual(prev[k], next[k]) {
+		p, inPrev := prev[k]
+		n, inNext := next[k]
+		if inPrev != inNext || !equal(p, n) {
 			out = append(out, k)
 		}
 	}
