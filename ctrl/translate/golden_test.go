@@ -129,10 +129,12 @@ func TestGolden(t *testing.T) {
 // the same statuses. It reports whether a route edit was patched, and
 // whether a route added or deleted was.
 func checkPatches(t *testing.T, snap *translate.Snapshot, first *translate.Output) (edits, sets bool) {
-	return checkPatchesN(t, snap, first, true)
+	return checkPatchesN(t, snap, first, true, -1)
 }
 
-func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Output, mustPatch bool) (routePatched, setPatched bool) {
+// checkPatchesN is checkPatches; walk is how many routes of each kind
+// walkRouteSet copies and renames (all: -1).
+func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Output, mustPatch bool, walk int) (routePatched, setPatched bool) {
 	t.Helper()
 	s := *snap
 	s.GatewayClasses, s.Gateways, s.ListenerSets = slices.Clone(s.GatewayClasses), slices.Clone(s.Gateways), slices.Clone(s.ListenerSets)
@@ -198,7 +200,7 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 	}
 	routePatched = patched > before
 	before = patched
-	walkRouteSet(&s, in, check)
+	walkRouteSet(&s, in, check, walk)
 	setPatched = patched > before
 	for i := range s.Gateways {
 		c := s.Gateways[i].DeepCopy()
@@ -235,8 +237,9 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 // deleted; a route whose only parentRef is not ours added and deleted;
 // each route renamed (a delete and an add in one change); the routes
 // deleted one by one, until none is left on any listener, and brought
-// back.
-func walkRouteSet(s *translate.Snapshot, in *translate.Input, check func(step string)) {
+// back. Only the first most routes of each kind are copied and renamed,
+// and deleted one by one (the rest at once), unless most is -1.
+func walkRouteSet(s *translate.Snapshot, in *translate.Input, check func(step string), most int) {
 	writeBackAll(s, translate.Translate(in)) // the edits' statuses: no condition changes from here on but by the walk
 	in.Snapshot = *s
 	check("statuses written before routes are added")
@@ -247,7 +250,13 @@ func walkRouteSet(s *translate.Snapshot, in *translate.Input, check func(step st
 		check(step)
 	}
 	newer := func(m *metav1.ObjectMeta) { m.CreationTimestamp = metav1.NewTime(m.CreationTimestamp.Add(time.Hour)) }
-	for i, r := range http {
+	first := func(n int) int {
+		if most < 0 {
+			return n
+		}
+		return min(n, most)
+	}
+	for i, r := range http[:first(len(http))] {
 		c := r.DeepCopy()
 		c.Name, c.UID, c.Status = c.Name+"-added", c.UID+"-added", gwv1.HTTPRouteStatus{}
 		set("HTTPRoute "+c.Name+" added", append(slices.Clip(http), c), grpc)
@@ -273,7 +282,7 @@ func walkRouteSet(s *translate.Snapshot, in *translate.Input, check func(step st
 		set("HTTPRoute "+r.Name+" renamed", renamed, grpc)
 		set("HTTPRoute "+r.Name+" back", http, grpc)
 	}
-	for i, r := range grpc {
+	for i, r := range grpc[:first(len(grpc))] {
 		c := r.DeepCopy()
 		c.Name, c.UID, c.Status = c.Name+"-added", c.UID+"-added", gwv1.GRPCRouteStatus{}
 		set("GRPCRoute "+c.Name+" added", http, append(slices.Clip(grpc), c))
@@ -294,18 +303,22 @@ func walkRouteSet(s *translate.Snapshot, in *translate.Input, check func(step st
 		set("GRPCRoute "+r.Name+" renamed", http, renamed)
 		set("GRPCRoute "+r.Name+" back", http, grpc)
 	}
-	for i := range http {
+	for i := range first(len(http)) {
 		set("HTTPRoutes deleted up to "+http[i].Name, http[i+1:], grpc)
 	}
-	for i := range grpc {
+	set("HTTPRoutes deleted", nil, grpc)
+	for i := range first(len(grpc)) {
 		set("GRPCRoutes deleted up to "+grpc[i].Name, nil, grpc[i+1:])
 	}
-	for i := range grpc {
+	set("GRPCRoutes deleted", nil, nil)
+	for i := range first(len(grpc)) {
 		set("GRPCRoutes back up to "+grpc[i].Name, nil, grpc[:i+1])
 	}
-	for i := range http {
+	set("GRPCRoutes back", nil, grpc)
+	for i := range first(len(http)) {
 		set("HTTPRoutes back up to "+http[i].Name, http[:i+1], grpc)
 	}
+	set("HTTPRoutes back", http, grpc)
 }
 
 // editHTTPRoute replaces *r with copies edited as users and the

@@ -11,7 +11,8 @@ import (
 )
 
 // FuzzPatch checks, for any snapshot standalone mode loads, that patching
-// the last translation when backends change (patch.go) gives what a full
+// the last translation when backends change, and routes are edited,
+// added and deleted (patch.go, routepatch.go), gives what a full
 // translation does. The golden inputs are the seeds.
 func FuzzPatch(f *testing.F) {
 	inputs, _ := filepath.Glob("testdata/golden/*.yaml")
@@ -34,6 +35,6 @@ func FuzzPatch(f *testing.F) {
 			return // keep each input quick
 		}
 		out := translate.Translate(goldenInput(snap))
-		checkPatchesN(t, snap, out, false)
+		checkPatchesN(t, snap, out, false, 3)
 	})
 }
