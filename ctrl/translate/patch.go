@@ -244,7 +244,8 @@ type outputPatch struct {
 	out                                                  *Output
 	routesCopied, clustersCopied, httpCopied, grpcCopied bool
 	gatewaysCopied, setsCopied, hostnamesCopied          bool
-	clusterAt                                            map[string]int // cluster name → index, made at the first use
+	clusterAt                                            map[string]int // cluster name → index, made at the ninth look-up
+	clusterLookups                                       int
 }
 
 // routes replaces the config's routes from first on with routes, where
@@ -314,10 +315,21 @@ func (op *outputPatch) setStatuses(r *routeInfo, statuses []gwv1.RouteParentStat
 	*touched = append(*touched, key)
 }
 
-// clusterIndex is the index of the config's cluster of that name.
+// clusterIndex is the index of the config's cluster of that name. The
+// first few look-ups scan the list: a map of thousands of clusters costs
+// more than a route added or deleted does otherwise.
 func (op *outputPatch) clusterIndex(name string) (int, bool) {
+	cs := op.out.Config.Clusters
+	if op.clusterAt == nil && op.clusterLookups < 8 {
+		op.clusterLookups++
+		for i := range cs {
+			if cs[i].Name == name {
+				return i, true
+			}
+		}
+		return -1, false
+	}
 	if op.clusterAt == nil {
-		cs := op.out.Config.Clusters
 		op.clusterAt = make(map[string]int, len(cs))
 		for k := range cs {
 			op.clusterAt[cs[k].Name] = k

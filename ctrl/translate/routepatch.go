@@ -566,7 +566,12 @@ func usesCluster(routes []proxycfg.Route, name string) bool {
 }
 
 func metCluster(m *routeMemo, name string) bool {
-	return slices.ContainsFunc(m.clusters, func(c proxycfg.Cluster) bool { return c.Name == name })
+	for i := range m.clusters {
+		if m.clusters[i].Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // dropClusters takes out of the config the clusters only the route of
