@@ -576,9 +576,11 @@ func metCluster(m *routeMemo, name string) bool {
 
 // dropClusters takes out of the config the clusters only the route of
 // slot si used. The config lists clusters in the order routes first met
-// them; it fails (false) when a cluster another route uses was first met
-// by this one, as its place would move.
+// them: a cluster another route uses that this one met first moves to
+// where the next route to meet it puts it. It fails (false) when more
+// than one would move.
 func (l *lastRun) dropClusters(op *outputPatch, si int) bool {
+	moved := ""
 	for _, cl := range l.slots[si].memo.clusters {
 		at, ok := op.clusterIndex(cl.Name)
 		if !ok {
@@ -601,11 +603,47 @@ func (l *lastRun) dropClusters(op *outputPatch, si int) bool {
 		switch {
 		case !used:
 			op.removeCluster(at)
-		case first > si:
+		case first > si && moved != "":
 			return false
+		case first > si:
+			moved = cl.Name
 		}
 	}
+	if moved != "" {
+		l.moveCluster(op, moved, si)
+	}
 	return true
+}
+
+// moveCluster puts the config's cluster of that name where the routes
+// but the one of slot si first meet it: after the config's clusters
+// they meet before.
+func (l *lastRun) moveCluster(op *outputPatch, name string, si int) {
+	at, _ := op.clusterIndex(name)
+	c := op.out.Config.Clusters[at]
+	op.removeCluster(at)
+	seen := map[string]bool{}
+	n := 0
+	for j := range l.slots {
+		m := l.slots[j].memo
+		if j == si || m == nil {
+			continue
+		}
+		for k := range m.clusters {
+			met := m.clusters[k].Name
+			if met == name {
+				op.insertCluster(n, c)
+				return
+			}
+			if !seen[met] {
+				seen[met] = true
+				if _, ok := op.clusterIndex(met); ok {
+					n++
+				}
+			}
+		}
+	}
+	op.insertCluster(n, c) // not reached: a route uses it
 }
 
 // insertClusters puts in the config the clusters a route added in slot p
