@@ -4,6 +4,7 @@
 package translate
 
 import (
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -87,7 +88,8 @@ func diffMap[V any](prev, next map[types.NamespacedName]V, equal func(a, b V) bo
 	return out
 }
 
-// diffKeys is diffMap over the keys that may differ.
+// diffKeys is diffMap over the keys that may differ (a key may be listed
+// twice: a route retranslated, then deleted, by one patch).
 func diffKeys[V any](prev, next map[types.NamespacedName]V, keys []types.NamespacedName, equal func(a, b V) bool) []types.NamespacedName {
 	var out []types.NamespacedName
 	for _, k := range keys {
@@ -98,7 +100,7 @@ func diffKeys[V any](prev, next map[types.NamespacedName]V, keys []types.Namespa
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return lessNN(out[i].Namespace, out[i].Name, out[j].Namespace, out[j].Name) })
-	return out
+	return slices.Compact(out)
 }
 
 // parentsEqual compares route parent statuses without reflection: routes
