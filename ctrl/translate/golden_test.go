@@ -264,6 +264,12 @@ func walkRouteSet(s *translate.Snapshot, in *translate.Input, check func(step st
 		w.Status.Parents = translate.Translate(in).HTTPRoutes[nsName(c.Namespace, c.Name)]
 		set("HTTPRoute "+c.Name+" status written", append(slices.Clip(http), w), grpc)
 		set("HTTPRoute "+c.Name+" deleted", http, grpc)
+		set("HTTPRoute "+c.Name+" added again", append(slices.Clip(http), w), grpc)
+		if len(s.EndpointSlices) > 0 { // a backend of the route deleted may change in the same sync
+			sl := s.EndpointSlices[i%len(s.EndpointSlices)]
+			s.EndpointSlices[i%len(s.EndpointSlices)] = sl.DeepCopy()
+		}
+		set("HTTPRoute "+c.Name+" deleted, an EndpointSlice replaced", http, grpc)
 		n := c.DeepCopy()
 		n.Name, n.UID = r.Name+"-newer", r.UID+"-newer"
 		n.Spec.Hostnames = append(n.Spec.Hostnames, gwv1.Hostname(fmt.Sprintf("newer%d.example.com", i)))

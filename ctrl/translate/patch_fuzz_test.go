@@ -52,8 +52,8 @@ func FuzzPatch(f *testing.F) {
 // random changes, mostly routes added (copies of the input's, with or
 // without a status, older or newer, with a hostname more) and deleted,
 // as well as statuses written back, routes edited and EndpointSlices
-// replaced, gives with a Cache what a cold translation does after each:
-// the same output, statuses and Diff.
+// replaced, one or two at a time, gives with a Cache what a cold
+// translation does after each: the same output, statuses and Diff.
 func FuzzRouteSet(f *testing.F) {
 	inputs, _ := filepath.Glob("testdata/golden/*.yaml")
 	var names []string
@@ -75,6 +75,9 @@ func FuzzRouteSet(f *testing.F) {
 		var prevWarm, prevCold *translate.Output
 		for step := range 40 {
 			what := randomRouteChange(rng, &in.Snapshot, http, grpc, step)
+			if rng.IntN(4) == 0 { // two changes in one, as informers batch them
+				what += "; " + randomRouteChange(rng, &in.Snapshot, http, grpc, step+100)
+			}
 			cold, warm := translate.Translate(in), cache.Translate(in)
 			if got, want := render(t, warm), render(t, cold); !bytes.Equal(got, want) {
 				t.Fatalf("step %d, %s: with a Cache the output differs:\n%s", step, what, lineDiff(string(want), string(got)))
