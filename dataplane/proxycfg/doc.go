@@ -61,8 +61,9 @@
 // element added or removed costs that element, wherever it sits, and
 // what is reused never depends on how a config was built or whether its
 // memory is shared. Where a layer still falls short (translate's Cache,
-// keyed by object addresses, whose patches take no route added or
-// deleted), its doc says so; that is what remains to be brought under
-// this contract. The Encoder (encode.go) and the proxy's patch
+// keyed by object addresses; its patches take routes added or deleted by
+// identity, but leave to a full translation those that meet other routes
+// in a conflict, a claim or a cluster's place), its doc says so; that is
+// what remains to be brought under this contract. The Encoder (encode.go) and the proxy's patch
 // (dataplane/patch.go) follow it.
 package proxycfg
