@@ -143,7 +143,8 @@ func BenchmarkTranslateRouteChange(b *testing.B) {
 // created, then deleted (op by op, alternately): a copy of the first route
 // under a name of its own and a hostname of its own, with the first's
 // status (as after its own status write came back). The diff must name
-// that route alone, besides the attached-route count of its Gateway.
+// that route alone, besides the attached-route count of its Gateway. The
+// Cache patches the last translation (routepatch.go).
 func BenchmarkTranslateRouteAdd(b *testing.B) {
 	for _, routes := range []int{500, 5000} {
 		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
@@ -165,6 +166,9 @@ func BenchmarkTranslateRouteAdd(b *testing.B) {
 					b.Fatalf("adding or deleting route %s changed statuses %+v", added.Name, ch)
 				}
 				mustReuse(b, cache, routes-1)
+				if !translate.Patched(cache) {
+					b.Fatalf("adding or deleting route %s took a full translation", added.Name)
+				}
 				prev = out
 			}
 		})
@@ -176,6 +180,37 @@ func BenchmarkTranslateRouteAdd(b *testing.B) {
 func mustReuse(b *testing.B, cache *translate.Cache, n int) {
 	if reused, _ := cache.Stats(); reused < n {
 		b.Fatalf("the Cache reused %d routes, want %d or more", reused, n)
+	}
+}
+
+// BenchmarkTranslateRouteDelete is BenchmarkTranslateRouteAdd's delete
+// alone: each op deletes the route added, untimed, before it. The diff
+// must name that route and its Gateway's attached-route count.
+func BenchmarkTranslateRouteDelete(b *testing.B) {
+	for _, routes := range []int{500, 5000} {
+		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
+			in, cache, _ := warmCache(routes)
+			list := in.HTTPRoutes
+			added := newUID(list[0].DeepCopy())
+			added.Name += "-added"
+			added.Spec.Hostnames = []gwv1.Hostname{"added.g0.example.com"}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				in.HTTPRoutes = append(list[:len(list):len(list)], added)
+				prev := cache.Translate(in)
+				in.HTTPRoutes = list
+				b.StartTimer()
+				out := cache.Translate(in)
+				if ch := translate.Diff(prev, out); len(ch.HTTPRoutes) != 1 || len(ch.Gateways) != 1 {
+					b.Fatalf("deleting route %s changed statuses %+v", added.Name, ch)
+				}
+				if !translate.Patched(cache) {
+					b.Fatalf("deleting route %s took a full translation", added.Name)
+				}
+			}
+		})
 	}
 }
 

@@ -25,9 +25,9 @@ import (
 //   - the whole last translation (lastRun): each route's translation, to
 //     reuse when what it read is unchanged (routememo.go), and the
 //     translator's working state, so that when only backends changed, or
-//     routes were edited without changing how they attach, the next
-//     translation patches the last one (patch.go, routepatch.go) instead
-//     of redoing it.
+//     routes were edited without changing how they attach, or added or
+//     deleted, the next translation patches the last one (patch.go,
+//     routepatch.go) instead of redoing it.
 //
 // It tells what changed by the contract in dataplane/proxycfg's package
 // doc (identity and content stamp, never pointer or position), applied
@@ -42,8 +42,14 @@ import (
 // mode sets) is never taken as unchanged: what depends on it is worked
 // out anew every time. The inputs that are not objects (Access
 // keys, tunnel and plane states, the translation's settings) are
-// compared by value. Its patches cover endpoint changes and route
-// edits, not routes added or deleted, which take a full translation.
+// compared by value. Its patches (patch.go, routepatch.go) cover
+// endpoint changes, route edits, and HTTPRoutes and GRPCRoutes added or
+// deleted, which they tell by route identity (kind, namespace, name) and
+// order by age, as a full translation does; where a route added or
+// deleted would settle something with other routes (a conflict, a
+// hostname claim, an AccessPolicy, a plane, a cluster's place), and for
+// any other object added or deleted, they leave the work to a full
+// translation.
 //
 // Each full translation keeps only the entries it used, so the cache
 // holds no dead objects (a patch sweeps the validations of the routes it
@@ -91,8 +97,9 @@ func (c *Cache) Stats() (reused, translated int) {
 func NewCache() *Cache { return &Cache{} }
 
 // Translate is Translate with the work of the last translation reused: a
-// patch of it when only backends and route rules changed, else a full
-// translation that reuses what still holds.
+// patch of it when only backends changed and routes were edited, added
+// or deleted (patch.go), else a full translation that reuses what still
+// holds.
 func (c *Cache) Translate(in *Input) *Output {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -100,6 +107,7 @@ func (c *Cache) Translate(in *Input) *Output {
 	if out := c.patch(in); out != nil {
 		return out
 	}
+	c.hits, c.misses, c.patched = 0, 0, false // a patch that gave up may have counted
 	c.beginFull(in)
 	t := newTranslator(in, c)
 	out := t.run()

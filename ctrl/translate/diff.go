@@ -4,6 +4,7 @@
 package translate
 
 import (
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -38,9 +39,16 @@ func Diff(prev, next *Output) Changes {
 	}
 	var c Changes
 	if next.patchOf == prev {
-		// Only route statuses were replaced; everything else is shared.
-		c.HTTPRoutes = diffKeys(prev.HTTPRoutes, next.HTTPRoutes, next.touchedHTTP)
-		c.GRPCRoutes = diffKeys(prev.GRPCRoutes, next.GRPCRoutes, next.touchedGRPC)
+		// Only the statuses it names were replaced; everything else is
+		// shared.
+		c.HTTPRoutes = diffKeys(prev.HTTPRoutes, next.HTTPRoutes, next.touchedHTTP, parentsEqual)
+		c.GRPCRoutes = diffKeys(prev.GRPCRoutes, next.GRPCRoutes, next.touchedGRPC, parentsEqual)
+		c.Gateways = diffKeys(prev.Gateways, next.Gateways, next.touchedGateways, func(a, b *gwv1.GatewayStatus) bool {
+			return (a == nil) == (b == nil) && equality.Semantic.DeepEqual(a, b)
+		})
+		c.ListenerSets = diffKeys(prev.ListenerSets, next.ListenerSets, next.touchedSets, func(a, b *gwv1.ListenerSetStatus) bool {
+			return (a == nil) == (b == nil) && equality.Semantic.DeepEqual(a, b)
+		})
 		return c
 	}
 	for k, v := range next.GatewayClasses {
@@ -80,16 +88,19 @@ func diffMap[V any](prev, next map[types.NamespacedName]V, equal func(a, b V) bo
 	return out
 }
 
-// diffKeys is diffMap over the keys that may differ.
-func diffKeys(prev, next map[types.NamespacedName][]gwv1.RouteParentStatus, keys []types.NamespacedName) []types.NamespacedName {
+// diffKeys is diffMap over the keys that may differ (a key may be listed
+// twice: a route retranslated, then deleted, by one patch).
+func diffKeys[V any](prev, next map[types.NamespacedName]V, keys []types.NamespacedName, equal func(a, b V) bool) []types.NamespacedName {
 	var out []types.NamespacedName
 	for _, k := range keys {
-		if !parentsEqual(prev[k], next[k]) {
+		p, inPrev := prev[k]
+		n, inNext := next[k]
+		if inPrev != inNext || !equal(p, n) {
 			out = append(out, k)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return lessNN(out[i].Namespace, out[i].Name, out[j].Namespace, out[j].Name) })
-	return out
+	return slices.Compact(out)
 }
 
 // parentsEqual compares route parent statuses without reflection: routes

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -40,7 +41,7 @@ func TestGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, routePatched := 0, 0
+	n, routePatched, setPatched := 0, 0, 0
 	for _, in := range inputs {
 		if strings.HasSuffix(in, ".out.yaml") {
 			continue
@@ -85,8 +86,12 @@ func TestGolden(t *testing.T) {
 					t.Errorf("with a Cache the output differs:\n%s", lineDiff(string(got), string(warm)))
 				}
 			}
-			if checkPatches(t, snap, out) {
+			edits, sets := checkPatches(t, snap, out)
+			if edits {
 				routePatched++
+			}
+			if sets {
+				setPatched++
 			}
 
 			want := strings.TrimSuffix(in, ".yaml") + ".out.yaml"
@@ -111,20 +116,27 @@ func TestGolden(t *testing.T) {
 	if routePatched == 0 {
 		t.Error("no golden input's route edits were patched: a route's status written back should be")
 	}
+	if setPatched == 0 {
+		t.Error("no golden input's routes added or deleted were patched: a copy of a route added should be")
+	}
 }
 
 // checkPatches follows a golden input into a running cluster's life: every
 // status written back, then backends replaced one by one, as informers
 // deliver pods coming and going, then routes edited (a status written, a
 // filter added, a rule removed, a hostname added), then Gateways, grants
-// and policies replaced and edited. A warm translation (which patches the
-// last one when it can) must give what a cold one does each time.
-// It reports whether a route edit was patched.
-func checkPatches(t *testing.T, snap *translate.Snapshot, first *translate.Output) bool {
-	return checkPatchesN(t, snap, first, true)
+// and policies replaced and edited; routes added and deleted
+// (walkRouteSet) between. A warm translation (which patches the last one
+// when it can) must give what a cold one does each time, and Diff name
+// the same statuses. It reports whether a route edit was patched, and
+// whether a route added or deleted was.
+func checkPatches(t *testing.T, snap *translate.Snapshot, first *translate.Output) (edits, sets bool) {
+	return checkPatchesN(t, snap, first, true, -1)
 }
 
-func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Output, mustPatch bool) (routePatched bool) {
+// checkPatchesN is checkPatches; walk is how many routes of each kind
+// walkRouteSet copies and renames (all: -1).
+func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Output, mustPatch bool, walk int) (routePatched, setPatched bool) {
 	t.Helper()
 	s := *snap
 	s.GatewayClasses, s.Gateways, s.ListenerSets = slices.Clone(s.GatewayClasses), slices.Clone(s.Gateways), slices.Clone(s.ListenerSets)
@@ -134,6 +146,7 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 	writeBackAll(&s, first)
 	in, cache := goldenInput(&s), translate.NewCache()
 	patched := 0
+	var prevWarm, prevCold *translate.Output
 	check := func(step string) {
 		t.Helper()
 		cold, warm := translate.Translate(in), cache.Translate(in)
@@ -144,6 +157,12 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 		if got, want := statusesOf(t, warm), statusesOf(t, cold); !bytes.Equal(got, want) {
 			t.Fatalf("%s: with a Cache the statuses differ (generations or times):\n%s", step, lineDiff(string(want), string(got)))
 		}
+		if prevWarm != nil {
+			if got, want := translate.Diff(prevWarm, warm), translate.Diff(prevCold, cold); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s: Diff with a Cache %+v, without %+v", step, got, want)
+			}
+		}
+		prevWarm, prevCold = warm, cold
 		if translate.Patched(cache) {
 			patched++
 		}
@@ -193,6 +212,9 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 		editGRPCRoute(&s.GRPCRoutes[i], check)
 	}
 	routePatched = patched > before
+	before = patched
+	walkRouteSet(&s, in, check, walk)
+	setPatched = patched > before
 	for i := range s.Gateways {
 		c := s.Gateways[i].DeepCopy()
 		s.Gateways[i] = c
@@ -218,7 +240,104 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 		s.ReferenceGrants = s.ReferenceGrants[1:]
 		check("ReferenceGrant " + name + " deleted")
 	}
-	return routePatched
+	return routePatched, setPatched
+}
+
+// walkRouteSet adds and deletes routes as users do, checking the
+// translation after each change: a copy of each route added beside it
+// (same listeners, same backends, no status yet), its status written
+// back, then deleted; a newer copy with a hostname of its own added and
+// deleted; a route whose only parentRef is not ours added and deleted;
+// each route renamed (a delete and an add in one change); the routes
+// deleted one by one, until none is left on any listener, and brought
+// back. Only the first most routes of each kind are copied and renamed,
+// and deleted one by one (the rest at once), unless most is -1.
+func walkRouteSet(s *translate.Snapshot, in *translate.Input, check func(step string), most int) {
+	writeBackAll(s, translate.Translate(in)) // the edits' statuses: no condition changes from here on but by the walk
+	in.Snapshot = *s
+	check("statuses written before routes are added")
+	http, grpc := s.HTTPRoutes, s.GRPCRoutes
+	set := func(step string, h []*gwv1.HTTPRoute, g []*gwv1.GRPCRoute) {
+		s.HTTPRoutes, s.GRPCRoutes = h, g
+		in.Snapshot.HTTPRoutes, in.Snapshot.GRPCRoutes = h, g
+		check(step)
+	}
+	newer := func(m *metav1.ObjectMeta) { m.CreationTimestamp = metav1.NewTime(m.CreationTimestamp.Add(time.Hour)) }
+	first := func(n int) int {
+		if most < 0 {
+			return n
+		}
+		return min(n, most)
+	}
+	for i, r := range http[:first(len(http))] {
+		c := r.DeepCopy()
+		c.Name, c.UID, c.Status = c.Name+"-added", c.UID+"-added", gwv1.HTTPRouteStatus{}
+		set("HTTPRoute "+c.Name+" added", append(slices.Clip(http), c), grpc)
+		w := newRV(c.DeepCopy())
+		w.Status.Parents = translate.Translate(in).HTTPRoutes[nsName(c.Namespace, c.Name)]
+		set("HTTPRoute "+c.Name+" status written", append(slices.Clip(http), w), grpc)
+		set("HTTPRoute "+c.Name+" deleted", http, grpc)
+		set("HTTPRoute "+c.Name+" added again", append(slices.Clip(http), w), grpc)
+		if len(s.EndpointSlices) > 0 { // a backend of the route deleted may change in the same sync
+			sl := s.EndpointSlices[i%len(s.EndpointSlices)]
+			s.EndpointSlices[i%len(s.EndpointSlices)] = sl.DeepCopy()
+		}
+		set("HTTPRoute "+c.Name+" deleted, an EndpointSlice replaced", http, grpc)
+		n := c.DeepCopy()
+		n.Name, n.UID = r.Name+"-newer", r.UID+"-newer"
+		n.Spec.Hostnames = append(n.Spec.Hostnames, gwv1.Hostname(fmt.Sprintf("newer%d.example.com", i)))
+		newer(&n.ObjectMeta)
+		set("HTTPRoute "+n.Name+" added", append(slices.Clip(http), n), grpc)
+		set("HTTPRoute "+n.Name+" deleted", http, grpc)
+		f := c.DeepCopy()
+		f.Name, f.UID = r.Name+"-foreign", r.UID+"-foreign"
+		f.Spec.ParentRefs = []gwv1.ParentReference{{Name: "someone-elses"}, {Group: ptr(gwv1.Group("example.com")), Kind: ptr(gwv1.Kind("Other")), Name: "other"}}
+		set("HTTPRoute "+f.Name+" (not ours) added", append(slices.Clip(http), f), grpc)
+		set("HTTPRoute "+f.Name+" (not ours) deleted", http, grpc)
+		renamed := slices.Clone(http)
+		m := r.DeepCopy()
+		m.Name, m.UID = r.Name+"-renamed", r.UID+"-renamed"
+		renamed[i] = m
+		set("HTTPRoute "+r.Name+" renamed", renamed, grpc)
+		set("HTTPRoute "+r.Name+" back", http, grpc)
+	}
+	for i, r := range grpc[:first(len(grpc))] {
+		c := r.DeepCopy()
+		c.Name, c.UID, c.Status = c.Name+"-added", c.UID+"-added", gwv1.GRPCRouteStatus{}
+		set("GRPCRoute "+c.Name+" added", http, append(slices.Clip(grpc), c))
+		w := newRV(c.DeepCopy())
+		w.Status.Parents = translate.Translate(in).GRPCRoutes[nsName(c.Namespace, c.Name)]
+		set("GRPCRoute "+c.Name+" status written", http, append(slices.Clip(grpc), w))
+		set("GRPCRoute "+c.Name+" deleted", http, grpc)
+		n := c.DeepCopy()
+		n.Name, n.UID = r.Name+"-newer", r.UID+"-newer"
+		n.Spec.Hostnames = append(n.Spec.Hostnames, gwv1.Hostname(fmt.Sprintf("newer%d.example.com", i)))
+		newer(&n.ObjectMeta)
+		set("GRPCRoute "+n.Name+" added", http, append(slices.Clip(grpc), n))
+		set("GRPCRoute "+n.Name+" deleted", http, grpc)
+		renamed := slices.Clone(grpc)
+		m := r.DeepCopy()
+		m.Name, m.UID = r.Name+"-renamed", r.UID+"-renamed"
+		renamed[i] = m
+		set("GRPCRoute "+r.Name+" renamed", http, renamed)
+		set("GRPCRoute "+r.Name+" back", http, grpc)
+	}
+	for i := range first(len(http)) {
+		set("HTTPRoutes deleted up to "+http[i].Name, http[i+1:], grpc)
+	}
+	set("HTTPRoutes deleted", nil, grpc)
+	for i := range first(len(grpc)) {
+		set("GRPCRoutes deleted up to "+grpc[i].Name, nil, grpc[i+1:])
+	}
+	set("GRPCRoutes deleted", nil, nil)
+	for i := range first(len(grpc)) {
+		set("GRPCRoutes back up to "+grpc[i].Name, nil, grpc[:i+1])
+	}
+	set("GRPCRoutes back", nil, grpc)
+	for i := range first(len(http)) {
+		set("HTTPRoutes back up to "+http[i].Name, http[:i+1], grpc)
+	}
+	set("HTTPRoutes back", http, grpc)
 }
 
 // editHTTPRoute replaces *r with copies edited as users and the

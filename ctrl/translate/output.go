@@ -44,10 +44,12 @@ type Output struct {
 	Events []Event
 
 	// A patched translation (patch.go) names the output it patched and the
-	// route statuses it replaced, so Diff against that output looks at
-	// those alone.
-	patchOf                  *Output
-	touchedHTTP, touchedGRPC []types.NamespacedName
+	// statuses it replaced (routes', and the Gateways' and ListenerSets'
+	// whose attachedRoutes a route added or deleted changed), so Diff
+	// against that output looks at those alone.
+	patchOf                      *Output
+	touchedHTTP, touchedGRPC     []types.NamespacedName
+	touchedGateways, touchedSets []types.NamespacedName
 }
 
 // GatewayClassResult is a GatewayClass's status and whether it must carry

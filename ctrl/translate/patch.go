@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -23,14 +24,21 @@ import (
 // memos, is thousands of map lookups and a full diff. So the Cache keeps
 // the whole last translation (lastRun), and when the only objects that
 // changed since are backends (Services, EndpointSlices, ExternalBackends)
-// and routes edited without changing how they attach (routepatch.go),
-// patch translates again just those routes and the routes that resolved
-// through those backends, on the last translation's working state
-// (Gateways, listeners, attachments), and copies everything else. The
+// and routes (HTTPRoutes, GRPCRoutes) edited without changing how they
+// attach, added or deleted (routepatch.go), patch translates again just
+// those routes and the routes that resolved through those backends, on
+// the last translation's working state (Gateways, listeners,
+// attachments), and copies everything else: a route added is attached
+// and translated alone and its data-plane routes, clusters, statuses,
+// attachedRoutes counts and public hostnames put where a full
+// translation puts them; a route deleted has its own taken out. The
 // result is exactly what a full translation would give; wherever that is
-// not certain (an object added or deleted, a route's shape or attachment
-// counts changing, a BackendTLSPolicy involved, the clock needed) patch
-// gives up and Cache.Translate does the full translation.
+// not certain (any other object added, deleted or replaced, a route's
+// shape or attachment counts changing under an edit, a route added or
+// deleted that meets another in a conflict or a hostname claim, an
+// AccessPolicy or a Gateway's own data plane, a BackendTLSPolicy
+// involved, the clock needed by a route not added) patch gives up and
+// Cache.Translate does the full translation.
 
 // lastRun is a full or patched translation, kept for the next one.
 type lastRun struct {
@@ -39,6 +47,13 @@ type lastRun struct {
 	slots  []routeSlot
 	slotOf slotIndex // route key → index in slots
 	byName map[routeName]int
+	// clocked counts the slots whose translation took the clock (routes
+	// added without a status of their own): the next patch must translate
+	// each again, or give up.
+	clocked int
+	// hostUses counts, by public hostname, the routes that publish it
+	// (hostUse); made at the first route added or deleted.
+	hostUses map[string][]hostUse
 
 	// The keys of the backend objects it was made from, to tell what
 	// changed.
@@ -62,6 +77,8 @@ type routeSlot struct {
 	info  *routeInfo
 	memo  *routeMemo
 	first int
+	// clocked: a route added by a patch whose statuses took the clock.
+	clocked bool
 }
 
 func newLastRun(t *translator, slots []routeSlot, slotOf slotIndex) *lastRun {
@@ -106,17 +123,21 @@ func (c *Cache) patch(in *Input) *Output {
 	if !c.mayPatch(in) {
 		return nil
 	}
-	edits, ok := l.routeChanges(in)
-	if !ok {
+	rc, ok := l.routeChanges(in)
+	if !ok || !l.clockedCovered(&rc) {
 		return nil
 	}
+	edits := rc.edits
 	changes, ok := l.backendChanges(in)
 	if !ok {
 		return nil
 	}
 	affected := l.affected(changes, edits)
-	if len(affected) > len(l.slots)/4+1 {
+	if len(affected)+len(rc.adds)+len(rc.deletes) > len(l.slots)/4+1 {
 		return nil // a full translation costs about the same, and is simpler
+	}
+	if len(rc.adds)+len(rc.deletes) > 0 && !l.routeSetPatchable() {
+		return nil
 	}
 
 	// From here on the last translation's index and graph describe in; if
@@ -132,12 +153,17 @@ func (c *Cache) patch(in *Input) *Output {
 	if !t.retranslate(l, affected, objs, memos) {
 		return nil
 	}
-	out, ok := l.patchOutput(affected, memos)
+	op, ok := l.patchOutput(affected, memos)
 	if !ok {
 		return nil
 	}
-	c.keepPatch(t, out, affected, memos, edits)
-	return out
+	c.keepPatch(t, op.out, affected, memos, edits)
+	added, ok := c.patchRouteSet(t, op, &rc)
+	if !ok {
+		return nil
+	}
+	c.countPatch(affected, &rc, added)
+	return op.out
 }
 
 // mayPatch reports whether in may be a patch of the last translation:
@@ -197,13 +223,13 @@ func (t *translator) retranslate(l *lastRun, affected []int, objs []any, memos [
 // patchOutput copies the last output, replacing what the retranslated
 // routes changed. It fails (false) when a route uses a cluster the
 // config does not hold.
-func (l *lastRun) patchOutput(affected []int, memos []*routeMemo) (*Output, bool) {
+func (l *lastRun) patchOutput(affected []int, memos []*routeMemo) (*outputPatch, bool) {
 	out := *l.out
 	out.Events = nil
 	out.Config.Version = ""
 	out.patchOf = l.out
-	out.touchedHTTP, out.touchedGRPC = nil, nil
-	op := outputPatch{out: &out}
+	out.touchedHTTP, out.touchedGRPC, out.touchedGateways, out.touchedSets = nil, nil, nil, nil
+	op := &outputPatch{out: &out}
 	for i, si := range affected {
 		s, m := &l.slots[si], memos[i]
 		op.routes(s.first, m.routes)
@@ -212,7 +238,7 @@ func (l *lastRun) patchOutput(affected []int, memos []*routeMemo) (*Output, bool
 		}
 		op.statuses(s, m)
 	}
-	return &out, true
+	return op, true
 }
 
 // outputPatch is an output copied from the last one, being changed.
@@ -222,7 +248,9 @@ func (l *lastRun) patchOutput(affected []int, memos []*routeMemo) (*Output, bool
 type outputPatch struct {
 	out                                                  *Output
 	routesCopied, clustersCopied, httpCopied, grpcCopied bool
-	clusterAt                                            map[string]int // cluster name → index, made at the first use
+	gatewaysCopied, setsCopied, hostnamesCopied          bool
+	clusterAt                                            map[string]int // cluster name → index, made at the ninth look-up
+	clusterLookups                                       int
 }
 
 // routes replaces the config's routes from first on with routes, where
@@ -246,13 +274,7 @@ func (op *outputPatch) routes(first int, routes []proxycfg.Route) {
 func (op *outputPatch) clusters(clusters []proxycfg.Cluster) bool {
 	out := op.out
 	for j := range clusters {
-		if op.clusterAt == nil {
-			op.clusterAt = make(map[string]int, len(out.Config.Clusters))
-			for k := range out.Config.Clusters {
-				op.clusterAt[out.Config.Clusters[k].Name] = k
-			}
-		}
-		at, ok := op.clusterAt[clusters[j].Name]
+		at, ok := op.clusterIndex(clusters[j].Name)
 		if !ok {
 			return false // not in the config: some other route decided it was unused
 		}
@@ -275,21 +297,51 @@ func (op *outputPatch) statuses(s *routeSlot, m *routeMemo) {
 		m.statuses = s.memo.statuses
 		return
 	}
+	op.setStatuses(s.info, m.statuses)
+}
+
+// setStatuses puts a route's statuses in the output (nil: takes them
+// out, the route being deleted) and notes the route as touched.
+func (op *outputPatch) setStatuses(r *routeInfo, statuses []gwv1.RouteParentStatus) {
 	out := op.out
-	key := nn(s.info.meta.Namespace, s.info.meta.Name)
-	if s.info.kind == kindHTTPRoute {
-		if !op.httpCopied {
-			out.HTTPRoutes, op.httpCopied = cloneMap(out.HTTPRoutes), true
-		}
-		out.HTTPRoutes[key] = m.statuses
-		out.touchedHTTP = append(out.touchedHTTP, key)
-	} else {
-		if !op.grpcCopied {
-			out.GRPCRoutes, op.grpcCopied = cloneMap(out.GRPCRoutes), true
-		}
-		out.GRPCRoutes[key] = m.statuses
-		out.touchedGRPC = append(out.touchedGRPC, key)
+	key := nn(r.meta.Namespace, r.meta.Name)
+	m, copied, touched := &out.HTTPRoutes, &op.httpCopied, &out.touchedHTTP
+	if r.kind != kindHTTPRoute {
+		m, copied, touched = &out.GRPCRoutes, &op.grpcCopied, &out.touchedGRPC
 	}
+	if !*copied {
+		*m, *copied = cloneMap(*m), true
+	}
+	if statuses == nil {
+		delete(*m, key)
+	} else {
+		(*m)[key] = statuses
+	}
+	*touched = append(*touched, key)
+}
+
+// clusterIndex is the index of the config's cluster of that name. The
+// first few look-ups scan the list: a map of thousands of clusters costs
+// more than a route added or deleted does otherwise.
+func (op *outputPatch) clusterIndex(name string) (int, bool) {
+	cs := op.out.Config.Clusters
+	if op.clusterAt == nil && op.clusterLookups < 8 {
+		op.clusterLookups++
+		for i := range cs {
+			if cs[i].Name == name {
+				return i, true
+			}
+		}
+		return -1, false
+	}
+	if op.clusterAt == nil {
+		op.clusterAt = make(map[string]int, len(cs))
+		for k := range cs {
+			op.clusterAt[cs[k].Name] = k
+		}
+	}
+	at, ok := op.clusterAt[name]
+	return at, ok
 }
 
 // keepPatch makes the patched translation the last one, with the new
@@ -302,21 +354,37 @@ func (c *Cache) keepPatch(t *translator, out *Output, affected []int, memos []*r
 		l.slots[si].memo = memos[i]
 	}
 	for _, e := range edits {
-		old := l.slots[e.slot].key
-		l.slotOf.replace(old, e.key, e.slot)
-		l.slots[e.slot].obj, l.slots[e.slot].key = e.obj, e.key
+		s := &l.slots[e.slot]
+		l.slotOf.replace(s.key, e.key, e.slot)
+		s.obj, s.key = e.obj, e.key
 		c.forgetRules()
+		if s.clocked { // translated again, without the clock (retranslate)
+			s.clocked = false
+			l.clocked--
+		}
 	}
 	l.out = out
 	l.t.in, l.t.now = t.in, t.now
+}
+
+// countPatch records what a patch did (Stats, Patched): the routes it
+// translated (those affected that are still there, and those added with
+// a parent of ours), and the rest of the remembered ones, reused.
+func (c *Cache) countPatch(affected []int, rc *routeDelta, added int) {
+	l := c.last
 	c.patched = true
-	c.misses = len(affected)
+	c.misses = added
+	for _, si := range affected {
+		if !slices.Contains(rc.deletes, si) {
+			c.misses++
+		}
+	}
+	c.hits = -c.misses
 	for i := range l.slots {
 		if l.slots[i].memo != nil {
 			c.hits++
 		}
 	}
-	c.hits -= len(affected)
 }
 
 // backendChanges lists the backend objects of in that the last translation
@@ -602,4 +670,148 @@ func addressesEqual(a, b []gwv1.GatewayStatusAddress) bool {
 // whole, several times faster than inserting each entry.
 func cloneMap[V any](m map[types.NamespacedName]V) map[types.NamespacedName]V {
 	return maps.Clone(m)
+}
+
+// insertRoutes puts routes in the config's at index at.
+func (op *outputPatch) insertRoutes(at int, routes []proxycfg.Route) {
+	if len(routes) == 0 {
+		return
+	}
+	cfg := &op.out.Config
+	if !op.routesCopied {
+		cfg.Routes, op.routesCopied = slices.Concat(cfg.Routes[:at], routes, cfg.Routes[at:]), true
+		return
+	}
+	cfg.Routes = slices.Insert(cfg.Routes, at, routes...)
+}
+
+// removeRoutes takes n routes out of the config's from index at.
+func (op *outputPatch) removeRoutes(at, n int) {
+	if n == 0 {
+		return
+	}
+	cfg := &op.out.Config
+	if !op.routesCopied {
+		cfg.Routes, op.routesCopied = without(cfg.Routes, at, n), true
+		return
+	}
+	cfg.Routes = slices.Delete(cfg.Routes, at, at+n)
+}
+
+// insertCluster puts a cluster in the config's at index at.
+func (op *outputPatch) insertCluster(at int, c proxycfg.Cluster) {
+	cfg := &op.out.Config
+	if !op.clustersCopied {
+		cfg.Clusters, op.clustersCopied = slices.Concat(cfg.Clusters[:at], []proxycfg.Cluster{c}, cfg.Clusters[at:]), true
+	} else {
+		cfg.Clusters = slices.Insert(cfg.Clusters, at, c)
+	}
+	op.clusterAt = nil
+}
+
+// removeCluster takes the config's cluster at index at out.
+func (op *outputPatch) removeCluster(at int) {
+	cfg := &op.out.Config
+	if !op.clustersCopied {
+		cfg.Clusters, op.clustersCopied = without(cfg.Clusters, at, 1), true
+	} else {
+		cfg.Clusters = slices.Delete(cfg.Clusters, at, at+1)
+	}
+	op.clusterAt = nil
+}
+
+// attachedRoutes puts a listener's attachedRoutes count in the status of
+// its Gateway or ListenerSet. It fails (false) when that status does not
+// list the listener where the translation put it.
+func (op *outputPatch) attachedRoutes(li *listenerInfo) bool {
+	out := op.out
+	if li.set == nil {
+		st := cowStatus(&out.Gateways, &op.gatewaysCopied, &out.touchedGateways, li.gw.key,
+			func(s *gwv1.GatewayStatus) *gwv1.GatewayStatus {
+				c := *s
+				c.Listeners = slices.Clone(s.Listeners)
+				return &c
+			})
+		i := slices.Index(li.gw.own, li)
+		if st == nil || i < 0 || i >= len(st.Listeners) || string(st.Listeners[i].Name) != li.name {
+			return false
+		}
+		st.Listeners[i].AttachedRoutes = li.attached
+		return true
+	}
+	st := cowStatus(&out.ListenerSets, &op.setsCopied, &out.touchedSets, li.set.key,
+		func(s *gwv1.ListenerSetStatus) *gwv1.ListenerSetStatus {
+			c := *s
+			c.Listeners = slices.Clone(s.Listeners)
+			return &c
+		})
+	i := slices.Index(li.set.listeners, li)
+	if st == nil || i < 0 || i >= len(st.Listeners) || string(st.Listeners[i].Name) != li.name {
+		return false
+	}
+	st.Listeners[i].AttachedRoutes = li.attached
+	return true
+}
+
+// cowStatus returns the output's status of key, copied (with copy) the
+// first time the patch changes it; nil when there is none.
+func cowStatus[S any](m *map[types.NamespacedName]*S, copied *bool, touched *[]types.NamespacedName, key types.NamespacedName, copy func(*S) *S) *S {
+	if !*copied {
+		*m, *copied = maps.Clone(*m), true
+	}
+	st := (*m)[key]
+	if st == nil {
+		return nil
+	}
+	if !slices.Contains(*touched, key) {
+		st = copy(st)
+		(*m)[key] = st
+		*touched = append(*touched, key)
+	}
+	return st
+}
+
+// hostname makes the output's entry for a public hostname what its uses
+// say: gone when none is left, else its kinds and classes.
+func (op *outputPatch) hostname(h string, uses []hostUse) {
+	want := Hostname{Name: h}
+	used := false
+	for _, u := range uses {
+		if u.n <= 0 {
+			continue
+		}
+		used = true
+		if u.grpc {
+			want.GRPC = true
+		} else {
+			want.HTTP = true
+		}
+		if u.class != "" && !slices.Contains(want.Classes, u.class) {
+			want.Classes = append(want.Classes, u.class)
+		}
+	}
+	slices.Sort(want.Classes)
+	out := op.out
+	i, found := slices.BinarySearchFunc(out.Hostnames, h, func(e Hostname, h string) int { return strings.Compare(e.Name, h) })
+	if !used && !found || found && reflect.DeepEqual(out.Hostnames[i], want) {
+		return
+	}
+	if !op.hostnamesCopied {
+		out.Hostnames, op.hostnamesCopied = slices.Clone(out.Hostnames), true
+	}
+	switch {
+	case !used:
+		out.Hostnames = slices.Delete(out.Hostnames, i, i+1)
+	case found:
+		out.Hostnames[i] = want
+	default:
+		out.Hostnames = slices.Insert(out.Hostnames, i, want)
+	}
+}
+
+// without is a copy of list without its n elements from at on; never nil,
+// as the lists of a full translation are not.
+func without[T any](list []T, at, n int) []T {
+	out := make([]T, 0, len(list)-n)
+	return append(append(out, list[:at]...), list[at+n:]...)
 }

@@ -63,9 +63,10 @@
 // memory is shared. translate's Cache follows it for the API objects
 // it reads: an object's identity is its kind, namespace, name and UID,
 // and its stamp its resourceVersion (in standalone mode, a hash of its
-// document). So do the Encoder (encode.go) and the proxy's patch
+// content). So do the Encoder (encode.go) and the proxy's patch
 // (dataplane/patch.go). Where a layer still falls short, its doc says
-// so (translate's patches take no route added or deleted: those take a
-// full translation); that is what remains to be brought under this
-// contract.
+// so (translate's patches take routes added or deleted by identity, but
+// leave to a full translation those that meet other routes in a
+// conflict, a claim or a cluster's place); that is what remains to be
+// brought under this contract.
 package proxycfg
