@@ -40,7 +40,10 @@ import (
 // changed with it, as it does in the API server. An object without a
 // resourceVersion or a UID (which no API server gives, and standalone
 // mode sets) is never taken as unchanged: what depends on it is worked
-// out anew every time. The inputs that are not objects (Access
+// out anew every time. One change of stamp is no change: a
+// GatewayClass, Gateway or ListenerSet that comes back with only the
+// status the last translation gave it, which the controller wrote (a
+// status echo, echo.go). The inputs that are not objects (Access
 // keys, tunnel and plane states, the translation's settings) are
 // compared by value. Its patches (patch.go, routepatch.go) cover
 // endpoint changes, route edits, and HTTPRoutes and GRPCRoutes added or
@@ -53,8 +56,8 @@ import (
 //
 // Each full translation keeps only the entries it used, so the cache
 // holds no dead objects (a patch sweeps the validations of the routes it
-// replaced now and then: forgetRules). Sequential translations may share it; its Translate locks it
-// for its duration.
+// replaced now and then: forgetRules). Sequential translations may share
+// it; its Translate locks it for its duration.
 type Cache struct {
 	mu   sync.Mutex
 	prev map[ruleKey]error
@@ -218,7 +221,7 @@ func anyKey(obj any) objKey {
 // begin compares the epoch with the last translation's.
 func (c *Cache) begin(in *Input) {
 	epoch := epochOf(in, len(c.epoch.objects))
-	c.epochSame = epoch.same(&c.epoch)
+	c.epochSame = epoch.same(&c.epoch) || c.statusEcho(in, &epoch)
 	c.epoch = epoch
 	c.hits, c.misses, c.patched = 0, 0, false
 }
@@ -255,6 +258,9 @@ type epoch struct {
 	accessKeys map[string]*AccessKeys
 	tunnels    map[string]*TunnelState
 	planes     map[types.NamespacedName]*PlaneState
+	// parents are the GatewayClasses, Gateways and ListenerSets by UID,
+	// to tell the next epoch's status echoes (echo.go).
+	parents map[types.UID]metav1.Object
 }
 
 // epochFacts are the inputs that are not objects, but for the states
@@ -278,9 +284,10 @@ func epochOf(in *Input, sizeHint int) epoch {
 		tunnels:    maps.Clone(in.Tunnels),
 		planes:     maps.Clone(in.Planes),
 	}
-	addObjects(&e, s.GatewayClasses)
-	addObjects(&e, s.Gateways)
-	addObjects(&e, s.ListenerSets)
+	e.parents = make(map[types.UID]metav1.Object, len(s.GatewayClasses)+len(s.Gateways)+len(s.ListenerSets))
+	addParents(&e, s.GatewayClasses)
+	addParents(&e, s.Gateways)
+	addParents(&e, s.ListenerSets)
 	addObjects(&e, s.ReferenceGrants)
 	addObjects(&e, s.BackendTLSPolicies)
 	addObjects(&e, s.Namespaces)
@@ -291,6 +298,14 @@ func epochOf(in *Input, sizeHint int) epoch {
 	addObjects(&e, s.GatewayConfigs)
 	addObjects(&e, s.AccessPolicies)
 	return e
+}
+
+// addParents is addObjects for the kinds whose statuses may echo.
+func addParents[P metav1.Object](e *epoch, objs []P) {
+	addObjects(e, objs)
+	for _, o := range objs {
+		e.parents[o.GetUID()] = o
+	}
 }
 
 func addObjects[P metav1.Object](e *epoch, objs []P) {
@@ -311,6 +326,11 @@ func (e *epoch) same(last *epoch) bool {
 			return false
 		}
 	}
+	return e.sameStates(last)
+}
+
+// sameStates reports whether e and last hold equal reported states.
+func (e *epoch) sameStates(last *epoch) bool {
 	return sameValues(e.accessKeys, last.accessKeys, func(a, b *AccessKeys) bool { return *a == *b }) &&
 		sameValues(e.tunnels, last.tunnels, (*TunnelState).Equal) &&
 		sameValues(e.planes, last.planes, (*PlaneState).Equal)

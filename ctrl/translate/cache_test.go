@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -241,4 +242,55 @@ func copyObjects(s *translate.Snapshot) {
 			o.Set(deepCopy(o))
 		}
 	}
+}
+
+// A route added changes its Gateway's status (attachedRoutes); the status
+// the controller writes comes back as a new Gateway object. That echo of
+// the last translation leaves the Cache patching: it says nothing new.
+// A status anyone else wrote, or a Gateway edited, is a change.
+func TestCacheTakesStatusEchoesForUnchanged(t *testing.T) {
+	in := &translate.Input{Snapshot: *scaleSnapshot(2, 6), ControllerName: translate.DefaultControllerName, Now: goldenNow}
+	cache := translate.NewCache()
+	writeBackAll(&in.Snapshot, cache.Translate(in))
+	cache.Translate(in)
+	check := func(what string, patched bool) *translate.Output {
+		t.Helper()
+		warm := cache.Translate(in)
+		if got, want := render(t, warm), render(t, translate.Translate(in)); string(got) != string(want) {
+			t.Fatalf("%s: with a Cache the output differs:\n%s", what, lineDiff(string(want), string(got)))
+		}
+		if translate.Patched(cache) != patched {
+			t.Fatalf("%s: patched %v, want %v", what, translate.Patched(cache), patched)
+		}
+		return warm
+	}
+
+	added := newUID(in.HTTPRoutes[0].DeepCopy())
+	added.Name += "-added"
+	added.Status = gwv1.HTTPRouteStatus{}
+	in.HTTPRoutes = append(slices.Clip(in.HTTPRoutes), added)
+	out := check("a route added", true)
+	if d := translate.Diff(nil, out); len(d.Gateways) == 0 {
+		t.Fatal("no Gateway status to write back")
+	}
+	// As the controller writes them: the new route's and its parents'.
+	writeBackParents(&in.Snapshot, out)
+	w := newRV(added.DeepCopy())
+	w.Status.Parents = out.HTTPRoutes[nsName(w.Namespace, w.Name)]
+	in.HTTPRoutes[len(in.HTTPRoutes)-1] = w
+	check("the statuses written back", true)
+
+	// Someone else's status on a Gateway: not ours, so a change.
+	g := newRV(in.Gateways[0].DeepCopy())
+	g.Status.Addresses = append(g.Status.Addresses, gwv1.GatewayStatusAddress{Value: "192.0.2.1"})
+	in.Gateways[0] = g
+	check("a status someone else wrote", false)
+	writeBackParents(&in.Snapshot, cache.Translate(in))
+	check("ours written back again", true)
+
+	// A label added: the metadata moved, so a change.
+	g = newRV(in.Gateways[0].DeepCopy())
+	g.Labels = map[string]string{"team": "web"}
+	in.Gateways[0] = g
+	check("a label added", false)
 }

@@ -276,6 +276,11 @@ func walkRouteSet(s *translate.Snapshot, in *translate.Input, check func(step st
 		w := newRV(c.DeepCopy())
 		w.Status.Parents = translate.Translate(in).HTTPRoutes[nsName(c.Namespace, c.Name)]
 		set("HTTPRoute "+c.Name+" status written", append(slices.Clip(http), w), grpc)
+		// The Gateways' statuses (their attachedRoutes) come back as new
+		// objects: an echo of the last translation, which changes nothing.
+		writeBackParents(s, translate.Translate(in))
+		in.Snapshot.GatewayClasses, in.Snapshot.Gateways, in.Snapshot.ListenerSets = s.GatewayClasses, s.Gateways, s.ListenerSets
+		check("the statuses of HTTPRoute " + c.Name + "'s parents written back")
 		set("HTTPRoute "+c.Name+" deleted", http, grpc)
 		set("HTTPRoute "+c.Name+" added again", append(slices.Clip(http), w), grpc)
 		if len(s.EndpointSlices) > 0 { // a backend of the route deleted may change in the same sync
@@ -430,6 +435,13 @@ func newUID[T metav1.Object](o T) T {
 // as the controller's writes come back through informers (each with a new
 // resourceVersion).
 func writeBackAll(s *translate.Snapshot, out *translate.Output) {
+	writeBackParents(s, out)
+	writeBackRoutes(s, out)
+}
+
+// writeBackParents is writeBackAll for GatewayClasses, Gateways and
+// ListenerSets.
+func writeBackParents(s *translate.Snapshot, out *translate.Output) {
 	for i, o := range s.GatewayClasses {
 		if st := out.GatewayClasses[o.Name]; st != nil {
 			c := newRV(o.DeepCopy())
@@ -451,6 +463,10 @@ func writeBackAll(s *translate.Snapshot, out *translate.Output) {
 			s.ListenerSets[i] = c
 		}
 	}
+}
+
+// writeBackRoutes is writeBackAll for routes and policies.
+func writeBackRoutes(s *translate.Snapshot, out *translate.Output) {
 	for i, o := range s.HTTPRoutes {
 		c := newRV(o.DeepCopy())
 		c.Status.Parents = out.HTTPRoutes[nsName(o.Namespace, o.Name)]
