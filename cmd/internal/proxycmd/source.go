@@ -55,18 +55,27 @@ func (r *run) watchController(ctx context.Context) (stop func(), err error) {
 }
 
 // reloadOnHangup loads -config again on each SIGHUP; a config that does
-// not load is logged, and the last one kept. stop ends the reloads.
+// not load is logged, and the last one kept. stop ends the reloads, and
+// returns once the last has finished.
 func (r *run) reloadOnHangup() (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		for range hup {
 			if err := loadFile(r.p, r.f.file); err != nil {
 				r.log.Error("reload failed; still serving the previous config", "err", err)
 			}
 		}
 	}()
-	return func() { signal.Stop(hup) }
+	return func() {
+		// Once Stop returns no signal is sent on hup, so it can be
+		// closed, which ends the loop.
+		signal.Stop(hup)
+		close(hup)
+		<-done
+	}
 }
 
 // loadFile serves the config in file.

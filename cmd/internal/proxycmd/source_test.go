@@ -3,6 +3,7 @@ package proxycmd
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -10,8 +11,10 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -171,5 +174,62 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "serving the cached config") {
 		t.Errorf("the log does not say the cache is served:\n%s", stderr)
+	}
+}
+
+// A SIGHUP loads -config again, and the stop startConfigSource returns
+// ends the reloads: it returns once their goroutine has.
+func TestConfigFileReloadsOnHangup(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "config.json")
+	write := func(cfg proxycfg.Config) {
+		t.Helper()
+		b, err := json.Marshal(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(file, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(exampleProxyConfig(t))
+	p := dataplane.New(dataplane.Options{Log: slog.New(slog.DiscardHandler)})
+	defer p.Close()
+	r := &run{f: &flags{file: file}, log: slog.New(slog.DiscardHandler), p: p}
+	stop, code, err := r.startConfigSource(context.Background())
+	if err != nil {
+		t.Fatalf("startConfigSource: exit %d, %v", code, err)
+	}
+	first := p.Version()
+
+	edited := exampleProxyConfig(t)
+	edited.Clusters[0].Endpoints = append(edited.Clusters[0].Endpoints, proxycfg.Endpoint{Address: "127.0.0.1:1"})
+	write(edited)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Version() == first && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p.Version() == first {
+		t.Fatal("the edited config was not loaded after SIGHUP")
+	}
+	if got := len(p.Config().Clusters[0].Endpoints); got != len(edited.Clusters[0].Endpoints) {
+		t.Fatalf("the config served has %d endpoints in its first cluster, want %d", got, len(edited.Clusters[0].Endpoints))
+	}
+
+	ended := make(chan struct{})
+	go func() { stop(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(10 * time.Second):
+		t.Fatal("stop did not return: the reload goroutine did not end")
+	}
+	var stacks bytes.Buffer
+	if err := pprof.Lookup("goroutine").WriteTo(&stacks, 2); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(stacks.String(), "reloadOnHangup") {
+		t.Fatalf("the reload goroutine outlived stop:\n%s", stacks.String())
 	}
 }
