@@ -222,7 +222,8 @@ func Serve(ctx context.Context, o Options) error {
 		for _, line := range NotReady(res.Output) {
 			log.Warn("route not ready", "status", line)
 		}
-		log.Info("config loaded", "version", res.Output.Config.Version,
+		// The proxy logs how it applied the config; this says what the files made.
+		log.Info("files loaded", "version", res.Output.Config.Version,
 			"listeners", len(res.Output.Config.Listeners), "routes", len(res.Output.Config.Routes), "clusters", len(res.Output.Config.Clusters))
 		// Served; now keep the statuses for the next reload.
 		settled, err := b.settle(res.Output, time.Now())
