@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -27,8 +29,10 @@ import (
 // starts, the controller has been idle for a while (untimed), so no op
 // waits behind the last one's status writes.
 //
-// Then add: a new route created, timed until the proxy serves it; and
-// delete: a route deleted, timed until the proxy answers 404 for it.
+// Then add: a new route created, timed until the proxy serves it;
+// delete: a route deleted, timed until the proxy answers 404 for it; and
+// gateway: a listener added to the Gateway, timed until the proxy serves
+// the route waiting for it.
 //
 // Then burst: 1,000 route updates sent as fast as 32 clients can, timed
 // from the first update sent until the proxy serves every one of them;
@@ -113,6 +117,13 @@ func BenchmarkApplyToServed(b *testing.B) {
 			op++
 			b.StopTimer()
 			deleteAndWait(b, gwAPI, ns, proxy, op)
+		}
+	})
+	b.Run(fmt.Sprintf("gateway/routes=%d", routes), func(b *testing.B) {
+		for range b.N {
+			op++
+			b.StopTimer()
+			gatewayAndWait(b, gwAPI, ns, proxy, op)
 		}
 	})
 	b.Run(fmt.Sprintf("burst=1000/routes=%d", routes), func(b *testing.B) {
@@ -229,6 +240,54 @@ func deleteAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, proxy str
 		b.Fatal(err)
 	}
 	waitCode(b, proxy, host, 404, op)
+}
+
+// gatewayAndWait creates a route for a hostname no listener of the
+// Gateway takes, untimed, with the controller idle after; then starts
+// the timer, adds a listener for it to the Gateway and waits until the
+// proxy serves the route. Untimed again, it removes both. The timer is
+// stopped when it is called.
+func gatewayAndWait(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns, proxy string, op int) {
+	ctx := context.Background()
+	name := fmt.Sprint("gwop-", op)
+	host := name + ".other.test"
+	route := benchRoute(ns, name)
+	route.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname(host)}
+	if _, err := gwAPI.HTTPRoutes(ns).Create(ctx, route, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // a lone change: the controller is idle
+	listener := gwv1.Listener{Name: gwv1.SectionName(name), Protocol: gwv1.HTTPProtocolType, Port: 80, Hostname: ptr(gwv1.Hostname("*.other.test"))}
+	b.StartTimer()
+	updateGateway(b, gwAPI, ns, func(g *gwv1.Gateway) { g.Spec.Listeners = append(g.Spec.Listeners, listener) })
+	waitCode(b, proxy, host, 200, op)
+	b.StopTimer()
+	updateGateway(b, gwAPI, ns, func(g *gwv1.Gateway) {
+		g.Spec.Listeners = slices.DeleteFunc(g.Spec.Listeners, func(l gwv1.Listener) bool { return l.Name == listener.Name })
+	})
+	if err := gwAPI.HTTPRoutes(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	waitCode(b, proxy, host, 404, op)
+}
+
+// updateGateway applies change to the Gateway gw, again on a conflict
+// (the controller writes its status).
+func updateGateway(b *testing.B, gwAPI gwapiv1.GatewayV1Interface, ns string, change func(*gwv1.Gateway)) {
+	for try := 0; ; try++ {
+		g, err := gwAPI.Gateways(ns).Get(context.Background(), "gw", metav1.GetOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		change(g)
+		_, err = gwAPI.Gateways(ns).Update(context.Background(), g, metav1.UpdateOptions{})
+		if err == nil {
+			return
+		}
+		if !apierrors.IsConflict(err) || try == 10 {
+			b.Fatal(err)
+		}
+	}
 }
 
 // waitCode polls the proxy every millisecond until host answers want.
