@@ -65,37 +65,51 @@ func serveFiles(t *testing.T, files string, o Options) string {
 	if err := os.WriteFile(filepath.Join(dir, "all.yaml"), []byte(files), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	o.Paths, o.Listen = []string{dir}, "127.0.0.1:0"
+	o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	b := startServe(t, o, 10*time.Second)
+	if o.BehindCloudflared {
+		if b.Plain != "" {
+			t.Errorf("behind cloudflared, a plain listener is open too: %+v", b)
+		}
+		return b.Origin
+	}
+	if b.Origin != "" {
+		t.Errorf("a trusted origin listener is open without BehindCloudflared: %+v", b)
+	}
+	return b.Plain
+}
+
+// startServe runs Serve with o (whose Ready it sets) until the test ends,
+// and returns what it bound once it listens, within wait. When the test
+// ends it stops Serve, which must return, without an error, within wait.
+func startServe(tb testing.TB, o Options, wait time.Duration) dataplane.Bound {
+	tb.Helper()
 	bound := make(chan dataplane.Bound, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	o.Paths, o.Listen = []string{dir}, "127.0.0.1:0"
-	o.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	o.Ready = func(b dataplane.Bound) { bound <- b }
 	go func() { done <- Serve(ctx, o) }()
-	t.Cleanup(func() {
+	tb.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				tb.Errorf("Serve: %v", err)
+			}
+		case <-time.After(wait):
+			tb.Errorf("Serve did not return %v after its context ended", wait)
 		}
 	})
 	select {
 	case b := <-bound:
-		if o.BehindCloudflared {
-			if b.Plain != "" {
-				t.Errorf("behind cloudflared, a plain listener is open too: %+v", b)
-			}
-			return b.Origin
-		}
-		if b.Origin != "" {
-			t.Errorf("a trusted origin listener is open without BehindCloudflared: %+v", b)
-		}
-		return b.Plain
+		return b
 	case err := <-done:
-		t.Fatalf("Serve ended: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not listening after 10 s")
+		tb.Fatalf("Serve ended: %v", err)
+	case <-time.After(wait):
+		tb.Fatalf("not listening after %v", wait)
 	}
-	return ""
+	return dataplane.Bound{}
 }
 
 // cloudflaredRequest sends what cloudflared sends an origin for a visitor

@@ -3,7 +3,6 @@
 package standalone
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -18,7 +17,6 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
-	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/test/fixture"
 )
@@ -132,32 +130,11 @@ func BenchmarkFileChangeToServed(b *testing.B) {
 
 	// loads counts Serve's loads; loadedAt is when the last ended.
 	var loads, loadedAt atomic.Int64
-	bound := make(chan dataplane.Bound, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Serve(ctx, Options{
-			Paths: []string{dir}, Listen: "127.0.0.1:0",
-			Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready:  func(bd dataplane.Bound) { bound <- bd },
-			Loaded: func(*Result, error) { loads.Add(1); loadedAt.Store(time.Now().UnixNano()) },
-		})
-	}()
-	b.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			b.Errorf("Serve: %v", err)
-		}
-	})
-	var addr string
-	select {
-	case bd := <-bound:
-		addr = bd.Plain
-	case err := <-done:
-		b.Fatalf("Serve ended: %v", err)
-	case <-time.After(2 * time.Minute):
-		b.Fatal("not listening after 2 minutes")
-	}
+	addr := startServe(b, Options{
+		Paths: []string{dir}, Listen: "127.0.0.1:0",
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Loaded: func(*Result, error) { loads.Add(1); loadedAt.Store(time.Now().UnixNano()) },
+	}, 2*time.Minute).Plain
 	client := &http.Client{Timeout: 5 * time.Second}
 	// get returns the status and X-Rev of a request for host.
 	get := func(host string) (int, string) {

@@ -1,7 +1,6 @@
 package standalone
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,7 +16,6 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
-	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 	"github.com/tunnelgate/tunnelgate/test/fixture"
@@ -133,45 +131,24 @@ func TestServeEndToEnd(t *testing.T) {
 	var mu sync.Mutex
 	var loads []error
 	var versions []string
-	bound := make(chan dataplane.Bound, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Serve(ctx, Options{
-			Paths: []string{dir}, Listen: "127.0.0.1:0", Poll: 20 * time.Millisecond,
-			Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready: func(b dataplane.Bound) { bound <- b },
-			Loaded: func(res *Result, err error) {
-				v := ""
-				if err == nil {
-					v = res.Output.Config.Version
-					// Serve's Encoder, which saw the configs before, agrees
-					// with a fresh one.
-					if want, err := proxycfg.ContentVersion(&res.Output.Config); err != nil || v != want {
-						t.Errorf("version %q, proxycfg.ContentVersion %q, %v", v, want, err)
-					}
+	addr := startServe(t, Options{
+		Paths: []string{dir}, Listen: "127.0.0.1:0", Poll: 20 * time.Millisecond,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Loaded: func(res *Result, err error) {
+			v := ""
+			if err == nil {
+				v = res.Output.Config.Version
+				// Serve's Encoder, which saw the configs before, agrees
+				// with a fresh one.
+				if want, err := proxycfg.ContentVersion(&res.Output.Config); err != nil || v != want {
+					t.Errorf("version %q, proxycfg.ContentVersion %q, %v", v, want, err)
 				}
-				mu.Lock()
-				loads, versions = append(loads, err), append(versions, v)
-				mu.Unlock()
-			},
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
-	var addr string
-	select {
-	case b := <-bound:
-		addr = b.Plain
-	case err := <-done:
-		t.Fatalf("Serve ended: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not listening after 10 s")
-	}
+			}
+			mu.Lock()
+			loads, versions = append(loads, err), append(versions, v)
+			mu.Unlock()
+		},
+	}, 10*time.Second).Plain
 
 	for _, c := range []struct{ host, path, want string }{
 		{"app.example.com", "/v2/x", "two /v2/x added="},
@@ -267,31 +244,10 @@ func TestServePprofOff(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "gateway.yaml"), []byte(serveGateway), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	bound := make(chan dataplane.Bound, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Serve(ctx, Options{
-			Paths: []string{dir}, Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Pprof: pprofgate.Off,
-			Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Ready: func(b dataplane.Bound) { bound <- b },
-		})
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	}()
-	var admin string
-	select {
-	case b := <-bound:
-		admin = b.Admin
-	case err := <-done:
-		t.Fatalf("Serve ended: %v", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("not listening after 10 s")
-	}
+	admin := startServe(t, Options{
+		Paths: []string{dir}, Listen: "127.0.0.1:0", Admin: "127.0.0.1:0", Pprof: pprofgate.Off,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	}, 10*time.Second).Admin
 	if code, body := get(t, admin, "admin", "/debug/pprof/"); code != 404 || body != pprofgate.Disabled {
 		t.Errorf("/debug/pprof/ with Pprof off: %d %q", code, body)
 	}

@@ -4,7 +4,6 @@ package standalone
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,8 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/tunnelgate/tunnelgate/dataplane"
 )
 
 // served is a Serve running on loopback for a test.
@@ -40,13 +37,9 @@ type served struct {
 func serveDir(t *testing.T, dir string, o Options) *served {
 	t.Helper()
 	s := &served{t: t, dir: dir}
-	bound := make(chan dataplane.Bound, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	o.Paths = []string{dir}
 	o.Listen = "127.0.0.1:0"
 	o.Log = slog.New(slog.NewTextHandler(lockedWriter{&s.mu, &s.log}, nil))
-	o.Ready = func(b dataplane.Bound) { bound <- b }
 	o.Loaded = func(_ *Result, err error) {
 		s.mu.Lock()
 		s.loads++
@@ -61,17 +54,9 @@ func serveDir(t *testing.T, dir string, o Options) *served {
 			<-gate
 		}
 	}
-	go func() { done <- Serve(ctx, o) }()
+	// Cleanups run last first: this one after startServe's has stopped
+	// Serve.
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Fatal("Serve did not return 30 s after its context ended")
-		}
 		// Serve returns after its watcher has ended: nothing of it is
 		// left. (A goroutine that signalled its end may still be on its
 		// way out for a moment, hence the wait.)
@@ -95,14 +80,7 @@ func serveDir(t *testing.T, dir string, o Options) *served {
 			time.Sleep(time.Millisecond)
 		}
 	})
-	select {
-	case b := <-bound:
-		s.addr = b.Plain
-	case err := <-done:
-		t.Fatalf("Serve ended: %v", err)
-	case <-time.After(30 * time.Second):
-		t.Fatal("not listening after 30 s")
-	}
+	s.addr = startServe(t, o, 30*time.Second).Plain
 	return s
 }
 
