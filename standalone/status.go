@@ -125,21 +125,11 @@ func parentsCarried(prev, next []gwv1.RouteParentStatus) bool {
 		return true // the status written back last time, reused
 	}
 	for i := range next {
-		if !carried(prev[i].Conditions, next[i].Conditions) || !sameParentRef(&prev[i].ParentRef, &next[i].ParentRef) {
+		if !carried(prev[i].Conditions, next[i].Conditions) || !translate.SameParentRef(&prev[i].ParentRef, &next[i].ParentRef) {
 			return false
 		}
 	}
 	return true
-}
-
-func sameParentRef(a, b *gwv1.ParentReference) bool {
-	return a.Name == b.Name && samePtr(a.Group, b.Group) && samePtr(a.Kind, b.Kind) &&
-		samePtr(a.Namespace, b.Namespace) && samePtr(a.SectionName, b.SectionName) && samePtr(a.Port, b.Port)
-}
-
-// samePtr reports whether a and b are both nil or point at equal values.
-func samePtr[T comparable](a, b *T) bool {
-	return a == b || a != nil && b != nil && *a == *b
 }
 
 func gatewayCarried(prev, next *gwv1.GatewayStatus) bool {

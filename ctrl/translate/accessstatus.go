@@ -90,7 +90,7 @@ type accessUse struct {
 // use returns the policy's record for an ancestor, made on first use.
 func (ai *accessInfo) use(ref gwv1.ParentReference) *accessUse {
 	for _, u := range ai.uses {
-		if sameParentRef(&u.ref, &ref) {
+		if SameParentRef(&u.ref, &ref) {
 			return u
 		}
 	}

@@ -279,7 +279,7 @@ func (t *translator) policyStatuses() {
 // ancestor of ours, for any policy kind.
 func prevAncestorConds(list []gwv1.PolicyAncestorStatus, ref *gwv1.ParentReference, controller string) []metav1.Condition {
 	for i := range list {
-		if a := &list[i]; string(a.ControllerName) == controller && sameParentRef(&a.AncestorRef, ref) {
+		if a := &list[i]; string(a.ControllerName) == controller && SameParentRef(&a.AncestorRef, ref) {
 			return a.Conditions
 		}
 	}

@@ -113,7 +113,7 @@ func parentsEqual(a, b []gwv1.RouteParentStatus) bool {
 		return true // the same remembered status (see Cache)
 	}
 	for i := range a {
-		if a[i].ControllerName != b[i].ControllerName || !sameParentRef(&a[i].ParentRef, &b[i].ParentRef) ||
+		if a[i].ControllerName != b[i].ControllerName || !SameParentRef(&a[i].ParentRef, &b[i].ParentRef) ||
 			!conditionsEqual(a[i].Conditions, b[i].Conditions) {
 			return false
 		}

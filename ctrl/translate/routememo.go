@@ -154,7 +154,7 @@ func parentsSame(a []parentSummary, b []*parentInfo) bool {
 	}
 	for i := range a {
 		x, y := &a[i], b[i]
-		if x.reason != y.reason || x.msg != y.msg || x.gw != y.gw.key || !sameParentRef(&x.ref, &y.ref) ||
+		if x.reason != y.reason || x.msg != y.msg || x.gw != y.gw.key || !SameParentRef(&x.ref, &y.ref) ||
 			len(x.attachments) != len(y.attachments) || len(x.counts) != len(y.counts) {
 			return false
 		}

@@ -398,14 +398,16 @@ func joinFirst(list []string, sep, more string) string {
 func prevParentConds(list []gwv1.RouteParentStatus, ref *gwv1.ParentReference, controller string) []metav1.Condition {
 	for i := range list {
 		p := &list[i]
-		if string(p.ControllerName) == controller && sameParentRef(&p.ParentRef, ref) {
+		if string(p.ControllerName) == controller && SameParentRef(&p.ParentRef, ref) {
 			return p.Conditions
 		}
 	}
 	return nil
 }
 
-func sameParentRef(a, b *gwv1.ParentReference) bool {
+// SameParentRef reports whether a and b name the same parent, field by
+// field (no reflection: routes are the many objects).
+func SameParentRef(a, b *gwv1.ParentReference) bool {
 	return a.Name == b.Name && ptrEq(a.Namespace, b.Namespace) && ptrEq(a.SectionName, b.SectionName) &&
 		ptrEq(a.Port, b.Port) && ptrEq(a.Kind, b.Kind) && ptrEq(a.Group, b.Group)
 }
