@@ -175,6 +175,40 @@ func BenchmarkTranslateRouteAdd(b *testing.B) {
 	}
 }
 
+// BenchmarkTranslateGatewayChange is the controller's work when a
+// Gateway gains a listener no route attaches to yet, then loses it (op
+// by op, alternately), as when a team prepares a new hostname. The diff
+// must name that Gateway alone. The Cache translates in full, reusing
+// every route's translation: the change does not reach them
+// (epochChange).
+func BenchmarkTranslateGatewayChange(b *testing.B) {
+	for _, routes := range []int{500, 5000} {
+		b.Run(fmt.Sprintf("routes=%d", routes), func(b *testing.B) {
+			in, cache, prev := warmCache(routes)
+			before := in.Gateways[0]
+			after := newRV(before.DeepCopy())
+			after.Generation++
+			after.Spec.Listeners = append(after.Spec.Listeners, gwv1.Listener{Name: "extra", Protocol: gwv1.HTTPProtocolType, Port: 80,
+				Hostname: ptr(gwv1.Hostname("*.extra.example.com"))})
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if i%2 == 0 {
+					in.Gateways[0] = after
+				} else {
+					in.Gateways[0] = before
+				}
+				out := cache.Translate(in)
+				if ch := translate.Diff(prev, out); len(ch.Gateways) != 1 || len(ch.HTTPRoutes) != 0 {
+					b.Fatalf("a listener added or deleted changed statuses %+v", ch)
+				}
+				mustReuse(b, cache, routes)
+				prev = out
+			}
+		})
+	}
+}
+
 // mustReuse fails a benchmark whose Cache reused fewer than n routes in
 // its last translation: it would measure another path than it says.
 func mustReuse(b *testing.B, cache *translate.Cache, n int) {

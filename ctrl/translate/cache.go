@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 
@@ -45,7 +46,12 @@ import (
 // status the last translation gave it, which the controller wrote (a
 // status echo, echo.go). The inputs that are not objects (Access
 // keys, tunnel and plane states, the translation's settings) are
-// compared by value. Its patches (patch.go, routepatch.go) cover
+// compared by value. When the objects every route may depend on (the
+// epoch: Gateways, grants, policies, Secrets, ...) changed, a full
+// translation still reuses the translation of each route the change
+// does not reach: one that attaches as it did, to Gateways that give it
+// what they gave it (gatewayFacts), and read no grant or policy that
+// changed (epochChange). Its patches (patch.go, routepatch.go) cover
 // endpoint changes, route edits, and HTTPRoutes and GRPCRoutes added or
 // deleted, which they tell by route identity (kind, namespace, name) and
 // order by age, as a full translation does; where a route added or
@@ -66,10 +72,12 @@ type Cache struct {
 	// swept of their validations (forgetRules).
 	replaced int
 
-	// What every route depends on (the epoch). Route memos and patches
-	// are valid only while it is unchanged.
+	// What every route may depend on (the epoch). Patches are valid only
+	// while it is unchanged; route memos, while its change (change)
+	// spares them.
 	epoch     epoch
 	epochSame bool
+	change    epochChange // when !epochSame
 	last      *lastRun
 
 	// Key-pair checks by Secret: parsing a certificate and its key costs
@@ -222,6 +230,10 @@ func anyKey(obj any) objKey {
 func (c *Cache) begin(in *Input) {
 	epoch := epochOf(in, len(c.epoch.objects))
 	c.epochSame = epoch.same(&c.epoch) || c.statusEcho(in, &epoch)
+	c.change = epochChange{}
+	if !c.epochSame {
+		c.change = epoch.changeFrom(&c.epoch)
+	}
 	c.epoch = epoch
 	c.hits, c.misses, c.patched = 0, 0, false
 }
@@ -248,9 +260,10 @@ func (c *Cache) endFull(t *translator) {
 // epoch is what every route's translation may depend on besides its own
 // object and its backends (lookup.go): the keys of the objects, as a set
 // (listers return objects in any order), and the inputs that are not
-// objects, by value.
+// objects, by value. Which of its changes a route's remembered
+// translation survives is epochChange's to say.
 type epoch struct {
-	objects keySet
+	objects epochSet
 	// unstamped: an object is not stamped, or two share a UID, so the
 	// epoch is never the same as another.
 	unstamped  bool
@@ -261,7 +274,37 @@ type epoch struct {
 	// parents are the GatewayClasses, Gateways and ListenerSets by UID,
 	// to tell the next epoch's status echoes (echo.go).
 	parents map[types.UID]metav1.Object
+	// targets are the targets of each BackendTLSPolicy, by UID, to tell
+	// the next epoch which backends a policy changed covers, or covered.
+	targets map[types.UID][]policyTarget
 }
+
+// epochSet is the epoch's objects by UID: their resourceVersions, which
+// with the UID stand for their keys as in a keySet, and their kinds.
+type epochSet map[types.UID]epochEntry
+
+type epochEntry struct {
+	rv   string
+	kind epochKind
+}
+
+// epochKind is a kind of object in the epoch.
+type epochKind uint8
+
+const (
+	epochGatewayClass epochKind = iota
+	epochGateway
+	epochListenerSet
+	epochReferenceGrant
+	epochBackendTLSPolicy
+	epochNamespace
+	epochSecret
+	epochConfigMap
+	epochTrustBundle
+	epochClassConfig
+	epochGatewayConfig
+	epochAccessPolicy
+)
 
 // epochFacts are the inputs that are not objects, but for the states
 // others report (Access keys, tunnels, planes).
@@ -278,40 +321,48 @@ type epochFacts struct {
 func epochOf(in *Input, sizeHint int) epoch {
 	s := &in.Snapshot
 	e := epoch{
-		objects:    make(keySet, sizeHint),
+		objects:    make(epochSet, sizeHint),
 		facts:      epochFacts{in.ControllerName, in.BundleVersion, in.AnyEndpointAddress, strings.Join(in.TunnelProtocols, ","), in.AddressPool, in.Provisioning},
 		accessKeys: maps.Clone(in.AccessKeys),
 		tunnels:    maps.Clone(in.Tunnels),
 		planes:     maps.Clone(in.Planes),
 	}
 	e.parents = make(map[types.UID]metav1.Object, len(s.GatewayClasses)+len(s.Gateways)+len(s.ListenerSets))
-	addParents(&e, s.GatewayClasses)
-	addParents(&e, s.Gateways)
-	addParents(&e, s.ListenerSets)
-	addObjects(&e, s.ReferenceGrants)
-	addObjects(&e, s.BackendTLSPolicies)
-	addObjects(&e, s.Namespaces)
-	addObjects(&e, s.Secrets)
-	addObjects(&e, s.ConfigMaps)
-	addObjects(&e, s.ClusterTrustBundles)
-	addObjects(&e, s.GatewayClassConfigs)
-	addObjects(&e, s.GatewayConfigs)
-	addObjects(&e, s.AccessPolicies)
+	addParents(&e, epochGatewayClass, s.GatewayClasses)
+	addParents(&e, epochGateway, s.Gateways)
+	addParents(&e, epochListenerSet, s.ListenerSets)
+	addObjects(&e, epochReferenceGrant, s.ReferenceGrants)
+	addObjects(&e, epochBackendTLSPolicy, s.BackendTLSPolicies)
+	addObjects(&e, epochNamespace, s.Namespaces)
+	addObjects(&e, epochSecret, s.Secrets)
+	addObjects(&e, epochConfigMap, s.ConfigMaps)
+	addObjects(&e, epochTrustBundle, s.ClusterTrustBundles)
+	addObjects(&e, epochClassConfig, s.GatewayClassConfigs)
+	addObjects(&e, epochGatewayConfig, s.GatewayConfigs)
+	addObjects(&e, epochAccessPolicy, s.AccessPolicies)
+	if len(s.BackendTLSPolicies) > 0 {
+		e.targets = make(map[types.UID][]policyTarget, len(s.BackendTLSPolicies))
+		for _, p := range s.BackendTLSPolicies {
+			e.targets[p.UID] = policyTargets(p)
+		}
+	}
 	return e
 }
 
 // addParents is addObjects for the kinds whose statuses may echo.
-func addParents[P metav1.Object](e *epoch, objs []P) {
-	addObjects(e, objs)
+func addParents[P metav1.Object](e *epoch, kind epochKind, objs []P) {
+	addObjects(e, kind, objs)
 	for _, o := range objs {
 		e.parents[o.GetUID()] = o
 	}
 }
 
-func addObjects[P metav1.Object](e *epoch, objs []P) {
+func addObjects[P metav1.Object](e *epoch, kind epochKind, objs []P) {
 	for _, o := range objs {
 		k := keyOf(o)
-		e.unstamped = !e.objects.add(k) || !k.stamped() || e.unstamped
+		_, dup := e.objects[k.uid]
+		e.objects[k.uid] = epochEntry{k.rv, kind}
+		e.unstamped = dup || !k.stamped() || e.unstamped
 	}
 }
 
@@ -321,12 +372,86 @@ func (e *epoch) same(last *epoch) bool {
 	if e.unstamped || last.objects == nil || e.facts != last.facts || len(e.objects) != len(last.objects) {
 		return false
 	}
-	for uid, rv := range e.objects {
-		if last, ok := last.objects[uid]; !ok || last != rv {
+	for uid, x := range e.objects {
+		if last, ok := last.objects[uid]; !ok || last != x {
 			return false
 		}
 	}
 	return e.sameStates(last)
+}
+
+// epochChange is how the epoch changed since the last translation, as
+// far as a route's remembered translation (routeMemo) cares: whether it
+// may stand for a new one is told by what the route read (lookup.go).
+//
+//   - A change of a GatewayClass, GatewayClassConfig, GatewayConfig or
+//     AccessPolicy, of the inputs that are not objects (Access keys,
+//     tunnels, planes, settings), or an object without a stamp: no
+//     remembered translation is reused (all). These are rare, and reach
+//     a route's rules in ways not worth telling apart (its Access, its
+//     Gateway's plane).
+//   - ReferenceGrants changed: those of routes that asked a grant are
+//     not reused (grants).
+//   - BackendTLSPolicies changed: those of routes that read a backend a
+//     changed policy targets, before or after, are not reused (targets).
+//     (A route that met a policy is never reused: routeMemo.repeatable.)
+//   - Gateways, ListenerSets, Namespaces, Secrets, ConfigMaps and
+//     ClusterTrustBundles changed: what a route reads of them comes to it
+//     through how it attaches and its Gateways' gatewayFacts, which the
+//     Cache compares route by route (parentsSame), and through
+//     BackendTLSPolicies.
+type epochChange struct {
+	all     bool
+	grants  bool
+	targets []policyTarget
+}
+
+// changeFrom is how e changed from last. Call it only when e is not the
+// same as last.
+func (e *epoch) changeFrom(last *epoch) epochChange {
+	if e.unstamped || last.unstamped || last.objects == nil || e.facts != last.facts || !e.sameStates(last) {
+		return epochChange{all: true}
+	}
+	var ch epochChange
+	note := func(uid types.UID, kind epochKind, from *epoch) {
+		switch kind {
+		case epochGateway, epochListenerSet, epochNamespace, epochSecret, epochConfigMap, epochTrustBundle:
+		case epochReferenceGrant:
+			ch.grants = true
+		case epochBackendTLSPolicy:
+			ch.targets = append(ch.targets, from.targets[uid]...)
+		default:
+			ch.all = true
+		}
+	}
+	for uid, x := range e.objects {
+		if was, ok := last.objects[uid]; !ok || was != x {
+			note(uid, x.kind, e)
+			if ok {
+				note(uid, was.kind, last)
+			}
+		}
+	}
+	for uid, was := range last.objects {
+		if _, ok := e.objects[uid]; !ok {
+			note(uid, was.kind, last)
+		}
+	}
+	return ch
+}
+
+// spares reports whether a route's remembered translation m may survive
+// the change, as far as the epoch goes (see epochChange).
+func (ch *epochChange) spares(m *routeMemo) bool {
+	if ch.all || ch.grants && m.reads.grants {
+		return false
+	}
+	for i := range m.reads.backends {
+		if t, ok := m.reads.backends[i].policyTarget(); ok && slices.Contains(ch.targets, t) {
+			return false
+		}
+	}
+	return true
 }
 
 // sameStates reports whether e and last hold equal reported states.

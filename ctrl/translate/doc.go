@@ -54,16 +54,22 @@
 // Translate method returns what Translate would, with the work of the
 // last translation reused. It remembers rule validation, and whole route
 // translations whose inputs are unchanged since last time (by identity
-// and resourceVersion, cache.go). When only
-// backends changed since the last translation (an EndpointSlice, the most
-// common change in a cluster), it patches that translation instead: the
-// routes using them are translated again, and the rest of the Output is
-// shared with the last one (so an Output is read-only).
+// and resourceVersion, cache.go), even when objects every route may
+// depend on changed, if the change does not reach them (a Gateway's
+// other listeners, a grant they did not ask). When only backends and
+// routes changed since the last translation (an EndpointSlice, the most
+// common change in a cluster; a route edited, added or deleted), it
+// patches that translation instead: the routes changed or using them are
+// translated again, and the rest of the Output is shared with the last
+// one (so an Output is read-only).
 //
-//	cache.go      the Cache: what it keeps, and the objects every route
-//	              depends on (the epoch)
+//	cache.go      the Cache: what it keeps, the objects every route may
+//	              depend on (the epoch), and which of their changes a
+//	              route's remembered translation survives
+//	echo.go       a status the controller wrote, come back: no change
 //	routememo.go  a route's remembered translation, and when it holds
 //	patch.go      patching the last translation when only backends changed
+//	routepatch.go ... and routes added or deleted
 //	lookup.go     the translator's only way to objects by name; it records
 //	              what a route's translation read, so the Cache knows what
 //	              to check before reusing it

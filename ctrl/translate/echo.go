@@ -37,12 +37,12 @@ func (c *Cache) statusEcho(in *Input, e *epoch) bool {
 		return false
 	}
 	changed := map[types.UID]bool{}
-	for uid, rv := range e.objects {
+	for uid, x := range e.objects {
 		was, ok := last.objects[uid]
-		if !ok {
+		if !ok || was.kind != x.kind {
 			return false
 		}
-		if was != rv {
+		if was.rv != x.rv {
 			changed[uid] = true
 		}
 	}
@@ -84,7 +84,7 @@ func echoed[P interface {
 		// The object kept must still be as the last epoch saw it: one
 		// edited in place since (its resourceVersion moved) says nothing
 		// of what it was.
-		if p == nil || p == o || p.GetResourceVersion() != last.objects[uid] ||
+		if p == nil || p == o || p.GetResourceVersion() != last.objects[uid].rv ||
 			!sameMeta(p, o) || !sameSpec(p, o) || !ours(o) {
 			return n, false
 		}

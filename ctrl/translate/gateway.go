@@ -49,6 +49,9 @@ type gatewayInfo struct {
 	// its class's tunnel, until its plane has a ready proxy (planes.go).
 	moving bool
 	conds  conds
+	// facts is what its routes' translations read of it, once worked
+	// out (routeFacts).
+	facts *gatewayFacts
 }
 
 // listenerInfo is one listener of a Gateway or a ListenerSet entry.

@@ -149,6 +149,7 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 	var prevWarm, prevCold *translate.Output
 	check := func(step string) {
 		t.Helper()
+		in.Snapshot = s // the steps change s: slices replaced, grown and shrunk
 		cold, warm := translate.Translate(in), cache.Translate(in)
 		want := render(t, cold)
 		if got := render(t, warm); !bytes.Equal(got, want) {
@@ -240,7 +241,113 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 		s.ReferenceGrants = s.ReferenceGrants[1:]
 		check("ReferenceGrant " + name + " deleted")
 	}
+	for _, g := range snap.ReferenceGrants {
+		s.ReferenceGrants = append(s.ReferenceGrants, newRV(g.DeepCopy()))
+		check("ReferenceGrant " + g.Name + " added back")
+	}
+	walkEpoch(&s, check)
 	return routePatched, setPatched
+}
+
+// walkEpoch changes the objects routes attach through and read besides
+// their own and their backends' (the Cache's epoch), one at a time,
+// checking the translation after each: a translation with a Cache
+// reuses the routes' translations that the change spares, and must give
+// what a cold one does. Gateways and ListenerSets lose a listener and
+// have one's hostname edited; Namespaces are relabelled; Secrets,
+// ConfigMaps and GatewayConfigs are replaced, edited and deleted;
+// BackendTLSPolicies are replaced, edited, deleted and added again
+// against another backend.
+func walkEpoch(s *translate.Snapshot, check func(step string)) {
+	for i := range s.Gateways {
+		c := newRV(s.Gateways[i].DeepCopy())
+		c.Generation++
+		for j := range c.Spec.Listeners {
+			if l := &c.Spec.Listeners[j]; l.Hostname != nil {
+				l.Hostname = ptr(gwv1.Hostname("edited-" + strings.TrimPrefix(string(*l.Hostname), "*.")))
+				break
+			}
+		}
+		s.Gateways[i] = c
+		check("Gateway " + c.Name + ": a listener's hostname edited")
+		if len(c.Spec.Listeners) > 1 {
+			c = newRV(c.DeepCopy())
+			c.Generation++
+			c.Spec.Listeners = c.Spec.Listeners[1:]
+			s.Gateways[i] = c
+			check("Gateway " + c.Name + " loses its first listener")
+		}
+	}
+	for i := range s.ListenerSets {
+		c := newRV(s.ListenerSets[i].DeepCopy())
+		c.Generation++
+		c.Spec.Listeners = append(c.Spec.Listeners, gwv1.ListenerEntry{Name: "edited", Protocol: gwv1.HTTPProtocolType, Port: 8089})
+		s.ListenerSets[i] = c
+		check("ListenerSet " + c.Name + " gains a listener")
+		c = newRV(c.DeepCopy())
+		c.Generation++
+		c.Spec.Listeners = c.Spec.Listeners[1:]
+		s.ListenerSets[i] = c
+		check("ListenerSet " + c.Name + " loses its first listener")
+	}
+	for i := range s.Namespaces {
+		c := newRV(s.Namespaces[i].DeepCopy())
+		c.Labels = map[string]string{"edited": "yes"}
+		s.Namespaces[i] = c
+		check("Namespace " + c.Name + " relabelled")
+	}
+	for i := range s.Secrets {
+		c := newRV(s.Secrets[i].DeepCopy())
+		s.Secrets[i] = c
+		check("Secret " + c.Name + " replaced")
+		if j := (i + 1) % len(s.Secrets); j != i {
+			c = newRV(c.DeepCopy())
+			c.Data = s.Secrets[j].Data // another key pair, or another kind of data
+			s.Secrets[i] = c
+			check("Secret " + c.Name + " given another's data")
+		}
+	}
+	if len(s.Secrets) > 0 {
+		name := s.Secrets[0].Name
+		s.Secrets = s.Secrets[1:]
+		check("Secret " + name + " deleted")
+	}
+	for i := range s.ConfigMaps {
+		c := newRV(s.ConfigMaps[i].DeepCopy())
+		c.Data = map[string]string{"ca.crt": "edited"}
+		s.ConfigMaps[i] = c
+		check("ConfigMap " + c.Name + " edited")
+	}
+	if len(s.ConfigMaps) > 0 {
+		name := s.ConfigMaps[0].Name
+		s.ConfigMaps = s.ConfigMaps[1:]
+		check("ConfigMap " + name + " deleted")
+	}
+	for i := range s.GatewayConfigs {
+		c := newRV(s.GatewayConfigs[i].DeepCopy())
+		c.Generation++
+		s.GatewayConfigs[i] = c
+		check("GatewayConfig " + c.Name + " replaced")
+	}
+	for i := range s.BackendTLSPolicies {
+		c := newRV(s.BackendTLSPolicies[i].DeepCopy())
+		c.Generation++
+		c.Spec.Validation.Hostname = "edited.example.net"
+		s.BackendTLSPolicies[i] = c
+		check("BackendTLSPolicy " + c.Name + " edited")
+	}
+	if len(s.BackendTLSPolicies) > 0 && len(s.Services) > 0 {
+		c := s.BackendTLSPolicies[0]
+		s.BackendTLSPolicies = s.BackendTLSPolicies[1:]
+		check("BackendTLSPolicy " + c.Name + " deleted")
+		for _, svc := range s.Services {
+			c = newUID(c.DeepCopy())
+			c.Name, c.Namespace = "added-for-"+svc.Name, svc.Namespace
+			c.Spec.TargetRefs = []gwv1.LocalPolicyTargetReferenceWithSectionName{{LocalPolicyTargetReference: gwv1.LocalPolicyTargetReference{Kind: "Service", Name: gwv1.ObjectName(svc.Name)}}}
+			s.BackendTLSPolicies = append(s.BackendTLSPolicies, c)
+			check("BackendTLSPolicy " + c.Name + " added")
+		}
+	}
 }
 
 // walkRouteSet adds and deletes routes as users do, checking the

@@ -98,12 +98,20 @@ func buildIndex(s *Snapshot) *index {
 		ix.gwConfig[nn(o.Namespace, o.Name)] = o
 	}
 	for _, p := range s.BackendTLSPolicies {
-		for _, t := range p.Spec.TargetRefs {
-			k := policyTarget{string(t.Group), string(t.Kind), p.Namespace, string(t.Name)}
+		for _, k := range policyTargets(p) {
 			ix.policies[k] = append(ix.policies[k], p)
 		}
 	}
 	return ix
+}
+
+// policyTargets are the backends a BackendTLSPolicy targets.
+func policyTargets(p *gwv1.BackendTLSPolicy) []policyTarget {
+	out := make([]policyTarget, len(p.Spec.TargetRefs))
+	for i, t := range p.Spec.TargetRefs {
+		out[i] = policyTarget{string(t.Group), string(t.Kind), p.Namespace, string(t.Name)}
+	}
+	return out
 }
 
 // namespaceLabels returns a namespace's labels; a namespace missing from the

@@ -18,7 +18,7 @@ import (
 // lookup is how a translation reads the snapshot's objects by name: the
 // translator has no other way to them. It exists so that a Cache can
 // reuse a route's translation knowing everything the translation read.
-// Each read is accounted for in one of two ways, and a new kind of read
+// Each read is accounted for in one of three ways, and a new kind of read
 // must choose one:
 //
 //   - recorded: backend reads (Services, EndpointSlices, ExternalBackends)
@@ -26,10 +26,15 @@ import (
 //     they found, and the Cache compares them before reusing the
 //     translation (routememo.go) or to find the routes a change affects
 //     (patch.go);
-//   - in the epoch: ReferenceGrants, BackendTLSPolicies, ConfigMaps,
-//     ClusterTrustBundles, Secrets, Namespaces, GatewayClassConfigs and GatewayConfigs are few and rarely
-//     change, so the Cache reuses nothing once any of them changed (its
-//     epoch, cache.go).
+//   - noted: a route that asked whether a ReferenceGrant allows a
+//     reference, or met a backend a BackendTLSPolicy targets, says so in
+//     its log, and the Cache does not reuse its translation once grants,
+//     or policies of its backends, changed (epochChange);
+//   - in the epoch: ConfigMaps, ClusterTrustBundles, Secrets,
+//     Namespaces, GatewayClassConfigs and GatewayConfigs are few and
+//     rarely change, and what a route's translation takes of them comes
+//     to it through its Gateway (gatewayFacts) or a BackendTLSPolicy;
+//     they are compared as a set (the Cache's epoch, cache.go).
 //
 // Without a Cache, log is nil and reads record nothing.
 type lookup struct {
@@ -47,6 +52,9 @@ type readLog struct {
 	// policy's ancestors are noted per translation, so a translation that
 	// met one cannot be reused.
 	policies bool
+	// grants is set when it asked whether a ReferenceGrant allows a
+	// reference to another namespace.
+	grants bool
 }
 
 // backendObjects are the objects one backend resolves through: a Service
@@ -136,17 +144,26 @@ func (k *backendKeys) sameAs(objs backendObjects) bool {
 func (l lookup) backend(k backendKey) (backendObjects, []*gwv1.BackendTLSPolicy) {
 	objs := l.ix.backendObjects(k.kind, k.namespace, k.name)
 	var policies []*gwv1.BackendTLSPolicy
-	switch k.kind {
-	case kindService:
-		policies = l.ix.policies[policyTarget{"", k.kind, k.namespace, k.name}]
-	case v1alpha1.KindExternalBackend:
-		policies = l.ix.policies[policyTarget{v1alpha1.Group, k.kind, k.namespace, k.name}]
+	if t, ok := k.policyTarget(); ok {
+		policies = l.ix.policies[t]
 	}
 	if l.log != nil {
 		l.log.noteBackend(k, objs)
 		l.log.policies = l.log.policies || len(policies) > 0
 	}
 	return objs, policies
+}
+
+// policyTarget is the backend as a BackendTLSPolicy names it, if one may:
+// a Service or an ExternalBackend.
+func (k backendKey) policyTarget() (policyTarget, bool) {
+	switch k.kind {
+	case kindService:
+		return policyTarget{"", k.kind, k.namespace, k.name}, true
+	case v1alpha1.KindExternalBackend:
+		return policyTarget{v1alpha1.Group, k.kind, k.namespace, k.name}, true
+	}
+	return policyTarget{}, false
 }
 
 func (r *readLog) noteBackend(k backendKey, objs backendObjects) {
@@ -173,8 +190,11 @@ func (ix *index) backendObjects(kind, ns, name string) backendObjects {
 }
 
 // granted reports whether a ReferenceGrant allows a reference (see
-// index.granted). In the epoch.
+// index.granted). Noted.
 func (l lookup) granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName string) bool {
+	if l.log != nil && fromNS != toNS { // within a namespace no grant is asked
+		l.log.grants = true
+	}
 	return l.ix.granted(fromGroup, fromKind, fromNS, toGroup, toKind, toNS, toName)
 }
 

@@ -4,6 +4,8 @@
 package translate
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -15,10 +17,11 @@ import (
 // routeMemo is one route's translation, remembered by the Cache so the next
 // translation can reuse it when nothing it was made from has changed: the
 // route object itself (its objKey is the memo's key), the objects every
-// route depends on (the Cache's epoch: Gateways, ListenerSets, grants,
-// policies, ...), how the route attached (attach runs every time; it is
-// cheap and it is where routes affect each other), and the backends it
-// read (reads, which the translator's lookup records).
+// route may depend on (the Cache's epoch: Gateways, ListenerSets, grants,
+// policies, ..., of whose changes it survives those epochChange spares),
+// how the route attached and what it takes of its Gateways (attach runs
+// every time; it is cheap and it is where routes affect each other), and
+// the backends it read (reads, which the translator's lookup records).
 type routeMemo struct {
 	parents  []parentSummary
 	reads    readLog
@@ -43,9 +46,43 @@ func (m *routeMemo) repeatable() bool {
 type parentSummary struct {
 	ref         gwv1.ParentReference
 	gw          types.NamespacedName
+	gwFacts     gatewayFacts
 	reason, msg string
 	attachments []attachmentSummary
 	counts      []string // listener names
+}
+
+// gatewayFacts is what a route's translation reads of a Gateway it
+// attaches to, besides the listeners its attachments name (which
+// parentSummary holds): the backend client certificate its clusters
+// present (spec.tls.backend), by digest, and the tunnel whose DNS records
+// its status reports on (tunnelKey; the tunnels' states are in the
+// epoch). A remembered translation may stand for a new one while these
+// and the attachments are the same, whatever else of the Gateway changed
+// (its other listeners, its addresses, its statuses).
+type gatewayFacts struct {
+	cert      [sha256.Size]byte // of the certificate and its key; zero without
+	tunnel    string
+	hasTunnel bool
+}
+
+// routeFacts returns the Gateway's gatewayFacts, worked out once per
+// translation (the Gateway is settled before routes attach).
+func (gi *gatewayInfo) routeFacts() gatewayFacts {
+	if gi.facts == nil {
+		f := &gatewayFacts{}
+		f.tunnel, f.hasTunnel = gi.tunnelKey()
+		if gi.clientCertPEM != nil {
+			h := sha256.New()
+			for _, b := range [][]byte{gi.clientCertPEM, gi.clientKeyPEM} {
+				h.Write(binary.BigEndian.AppendUint64(nil, uint64(len(b))))
+				h.Write(b)
+			}
+			h.Sum(f.cert[:0])
+		}
+		gi.facts = f
+	}
+	return *gi.facts
 }
 
 type attachmentSummary struct {
@@ -60,7 +97,7 @@ func summarize(ps []*parentInfo) []parentSummary {
 	out := make([]parentSummary, len(ps))
 	for i, p := range ps {
 		s := &out[i]
-		s.ref, s.gw, s.reason, s.msg = p.ref, p.gw.key, p.reason, p.msg
+		s.ref, s.gw, s.gwFacts, s.reason, s.msg = p.ref, p.gw.key, p.gw.routeFacts(), p.reason, p.msg
 		for _, a := range p.attachments {
 			s.attachments = append(s.attachments, attachmentSummary{listener: a.listener.dpName, hosts: a.hosts, anyHost: a.hosts == nil, lostTo: a.lostTo, lost: a.lost})
 		}
@@ -87,15 +124,21 @@ func (c *Cache) reusable(key objKey, r *routeInfo, ix *index) *routeMemo {
 }
 
 // memo returns the last translation of a route object, by its key, if
-// any: none for a key without a resourceVersion.
+// any, and if the epoch's change spares it (epochChange): none for a key
+// without a resourceVersion.
 func (c *Cache) memo(route objKey) *routeMemo {
-	if c.last == nil || !c.epochSame || !route.stamped() {
+	if c.last == nil || !c.epochSame && c.change.all || !route.stamped() {
 		return nil
 	}
-	if i, ok := c.last.slotOf.find(route.uid, route.rv); ok {
-		return c.last.slots[i].memo
+	i, ok := c.last.slotOf.find(route.uid, route.rv)
+	if !ok {
+		return nil
 	}
-	return nil
+	m := c.last.slots[i].memo
+	if m == nil || !c.epochSame && !c.change.spares(m) {
+		return nil
+	}
+	return m
 }
 
 // backendsSame reports whether recorded backend reads find objects of
@@ -154,7 +197,7 @@ func parentsSame(a []parentSummary, b []*parentInfo) bool {
 	}
 	for i := range a {
 		x, y := &a[i], b[i]
-		if x.reason != y.reason || x.msg != y.msg || x.gw != y.gw.key || !SameParentRef(&x.ref, &y.ref) ||
+		if x.reason != y.reason || x.msg != y.msg || x.gw != y.gw.key || x.gwFacts != y.gw.routeFacts() || !SameParentRef(&x.ref, &y.ref) ||
 			len(x.attachments) != len(y.attachments) || len(x.counts) != len(y.counts) {
 			return false
 		}

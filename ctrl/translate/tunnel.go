@@ -84,31 +84,50 @@ const (
 // TunnelHostnameSuffix makes a tunnel's public name from its ID.
 const TunnelHostnameSuffix = ".cfargotunnel.com"
 
-// tunnelOf returns the state of the tunnel that carries a Gateway now:
-// its own when its plane has one, none when its plane serves in the
-// cluster, else its class's; or nil.
+// tunnelOf returns the state of the tunnel that carries a Gateway now
+// (tunnelKey); or nil.
 func (t *translator) tunnelOf(gi *gatewayInfo) *TunnelState {
-	if gi == nil || gi.class == nil {
-		return nil
+	if k, ok := gi.tunnelKey(); ok {
+		return t.in.Tunnels[k]
 	}
-	if gi.onPlane() {
-		return t.planeTunnel(gi)
+	return nil
+}
+
+// tunnelKey is the Input.Tunnels key of the tunnel that carries a Gateway
+// now: its plane's (planeTunnelKey) once its plane serves it, else its
+// class's; false for none.
+func (gi *gatewayInfo) tunnelKey() (string, bool) {
+	switch {
+	case gi == nil || gi.class == nil:
+		return "", false
+	case gi.onPlane():
+		return gi.planeTunnelKey()
 	}
-	return t.in.Tunnels[gi.class.obj.Name]
+	return gi.class.obj.Name, true
 }
 
 // planeTunnel returns the state of the tunnel that carries a dedicated
-// Gateway once its plane serves it, moving or not: its own, or its
-// class's when the shared proxies relay to its plane; nil when its plane
-// serves in the cluster.
+// Gateway once its plane serves it, moving or not (planeTunnelKey); or
+// nil.
 func (t *translator) planeTunnel(gi *gatewayInfo) *TunnelState {
-	switch {
-	case gi.params.Spec.Tunnel != nil:
-		return t.in.Tunnels[PlaneTunnelKey(gi.class.obj.Name, gi.key)]
-	case gi.params.Spec.Relayed():
-		return t.in.Tunnels[gi.class.obj.Name]
+	if k, ok := gi.planeTunnelKey(); ok {
+		return t.in.Tunnels[k]
 	}
 	return nil
+}
+
+// planeTunnelKey is the Input.Tunnels key of the tunnel that carries a
+// dedicated Gateway once its plane serves it: its own, or its class's
+// when the shared proxies relay to its plane; false when its plane
+// serves in the cluster.
+func (gi *gatewayInfo) planeTunnelKey() (string, bool) {
+	switch {
+	case gi.params.Spec.Tunnel != nil:
+		return PlaneTunnelKey(gi.class.obj.Name, gi.key), true
+	case gi.params.Spec.Relayed():
+		return gi.class.obj.Name, true
+	}
+	return "", false
 }
 
 // PlaneTunnelKey is the Input.Tunnels key of a Gateway's own tunnel; a
