@@ -91,8 +91,9 @@ spec:
 // the first request over loopback that sees it: a rule edited (a
 // response header), a route added, a route deleted. Serve runs with its
 // defaults, and each change comes benchIdle after the last was served,
-// as a user's edits do, not in a stream. cpu-ms/op counts the pause too. cpu-ms/op is the process's CPU time per change: the reload,
-// and the requests that wait for it; reloads/op is Serve's loads per
+// as a user's edits do, not in a stream. cpu-ms/op is the process's
+// CPU time per change: the reload, and the requests that wait for it
+// (the pause between changes too); reloads/op is Serve's loads per
 // change; loaded-ms/op is the time from the write to the end of the last
 // load (its Loaded call, after the proxy took the config), without the
 // requests' polling.

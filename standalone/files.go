@@ -15,11 +15,15 @@ package standalone
 //
 // Creation times follow the same rule. An object without a
 // creationTimestamp is given one in file order: baseTime, plus fileSpan
-// seconds for each file before its own, plus one second for each object
-// before it in its file. An object added to or removed from a file so
-// moves no other file's times, and their objects stay the same objects.
-// A file added or removed does move the times of the files after it:
-// their objects whose times move are then copied with the new time.
+// seconds for each file before its own, plus its index in its file, in
+// seconds. On the first load the index is its place in the file; after,
+// an object keeps the index it had (or, when its document changed, its
+// last version had) as long as it still comes after the one before it,
+// else takes the next. So an object removed from a file moves no other
+// object's time, and one added moves only the objects after it up to the
+// first gap a removal left; and no file's objects move when another file
+// changes. A file added or removed does move the times of the files after
+// it. An object whose time moves is copied with the new time.
 
 import (
 	"crypto/sha256"
@@ -180,15 +184,19 @@ func (s *fileSet) assemble(entries []fileEntry) (*translate.Snapshot, error) {
 
 	snap := &translate.Snapshot{}
 	for f, e := range entries {
-		for k := range e.file.objs {
-			o := &e.file.objs[k]
-			parsed := o.at < 0
-			o.moveTo(f*fileSpan + k) // the defaults drop a status in the file
-			if parsed {
-				if prev := s.byKey[objectKey{o.kind.name, o.obj.GetNamespace(), o.obj.GetName()}]; prev != nil {
-					carryStatus(prev.obj, o.obj)
-					newVersion(o.obj, prev.obj.GetResourceVersion())
-				}
+		objs := e.file.objs
+		last := -1 // the index in the file of the object before
+		for k := range objs {
+			o := &objs[k]
+			var prev *loaded // the object's last version, when it was parsed anew
+			if o.at < 0 {
+				prev = s.byKey[objectKey{o.kind.name, o.obj.GetNamespace(), o.obj.GetName()}]
+			}
+			last = inFileIndex(o, prev, f, last, len(objs)-k-1)
+			o.moveTo(f*fileSpan + last) // the defaults drop a status in the file
+			if prev != nil {
+				carryStatus(prev.obj, o.obj)
+				newVersion(o.obj, prev.obj.GetResourceVersion())
 			}
 			o.kind.add(snap, o.obj)
 		}
@@ -231,6 +239,22 @@ func (o *loaded) moveTo(i int) {
 		o.obj = c
 	}
 	o.at = i
+}
+
+// inFileIndex is the index in its file (number f) that object o takes
+// (see the top of this file): the one it had, or its last version had
+// when it was parsed anew, if that still comes after last, the index of
+// the object before it, and leaves room in the file for the rest objects
+// after it; else the one after last.
+func inFileIndex(o, prev *loaded, f, last, rest int) int {
+	at := o.at
+	if at < 0 && prev != nil {
+		at = prev.at
+	}
+	if j := at - f*fileSpan; at >= 0 && j > last && j+rest < fileSpan {
+		return j
+	}
+	return last + 1
 }
 
 // createdAt is the creationTimestamp defaultMeta gives the object at
