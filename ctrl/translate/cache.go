@@ -275,8 +275,10 @@ type epoch struct {
 	// to tell the next epoch's status echoes (echo.go).
 	parents map[types.UID]metav1.Object
 	// targets are the targets of each BackendTLSPolicy, by UID, to tell
-	// the next epoch which backends a policy changed covers, or covered.
-	targets map[types.UID][]policyTarget
+	// the next epoch which backends a policy changed covers, or covered;
+	// protects, the objects each AccessPolicy targets (whole), likewise.
+	targets  map[types.UID][]policyTarget
+	protects map[types.UID][]accessTarget
 }
 
 // epochSet is the epoch's objects by UID: their resourceVersions, which
@@ -346,6 +348,14 @@ func epochOf(in *Input, sizeHint int) epoch {
 			e.targets[p.UID] = policyTargets(p)
 		}
 	}
+	if len(s.AccessPolicies) > 0 {
+		e.protects = make(map[types.UID][]accessTarget, len(s.AccessPolicies))
+		for _, p := range s.AccessPolicies {
+			for _, tr := range p.Spec.TargetRefs {
+				e.protects[p.UID] = append(e.protects[p.UID], accessTarget{string(tr.Kind), p.Namespace, string(tr.Name), ""})
+			}
+		}
+	}
 	return e
 }
 
@@ -384,12 +394,16 @@ func (e *epoch) same(last *epoch) bool {
 // far as a route's remembered translation (routeMemo) cares: whether it
 // may stand for a new one is told by what the route read (lookup.go).
 //
-//   - A change of a GatewayClass, GatewayClassConfig, GatewayConfig or
-//     AccessPolicy, of the inputs that are not objects (Access keys,
-//     tunnels, planes, settings), or an object without a stamp: no
-//     remembered translation is reused (all). These are rare, and reach
-//     a route's rules in ways not worth telling apart (its Access, its
-//     Gateway's plane).
+//   - A change of a GatewayClass, GatewayClassConfig or GatewayConfig,
+//     of the inputs that are not objects (Access keys, tunnels, planes,
+//     settings), or an object without a stamp: no remembered translation
+//     is reused (all). These are rare, and reach a route's rules in ways
+//     not worth telling apart (its Gateway's plane, its rules' Access).
+//   - AccessPolicies changed: those of routes that a changed policy
+//     targets, before or after, or that attach to a Gateway one targets
+//     (whole or a listener), are not reused (protects): a route's Access
+//     comes from the policies naming it, its rules, its listeners or
+//     their Gateway (access.go), which one wins among them on age.
 //   - ReferenceGrants changed: those of routes that asked a grant are
 //     not reused (grants).
 //   - BackendTLSPolicies changed: those of routes that read a backend a
@@ -401,9 +415,10 @@ func (e *epoch) same(last *epoch) bool {
 //     Cache compares route by route (parentsSame), and through
 //     BackendTLSPolicies.
 type epochChange struct {
-	all     bool
-	grants  bool
-	targets []policyTarget
+	all      bool
+	grants   bool
+	targets  []policyTarget
+	protects []accessTarget // sections left out
 }
 
 // changeFrom is how e changed from last. Call it only when e is not the
@@ -420,6 +435,8 @@ func (e *epoch) changeFrom(last *epoch) epochChange {
 			ch.grants = true
 		case epochBackendTLSPolicy:
 			ch.targets = append(ch.targets, from.targets[uid]...)
+		case epochAccessPolicy:
+			ch.protects = append(ch.protects, from.protects[uid]...)
 		default:
 			ch.all = true
 		}
@@ -440,11 +457,23 @@ func (e *epoch) changeFrom(last *epoch) epochChange {
 	return ch
 }
 
-// spares reports whether a route's remembered translation m may survive
-// the change, as far as the epoch goes (see epochChange).
-func (ch *epochChange) spares(m *routeMemo) bool {
+// spares reports whether the remembered translation m of route r may
+// survive the change, as far as the epoch goes (see epochChange).
+func (ch *epochChange) spares(m *routeMemo, r *routeInfo) bool {
 	if ch.all || ch.grants && m.reads.grants {
 		return false
+	}
+	for _, t := range ch.protects {
+		if t.kind == r.kind && t.namespace == r.meta.Namespace && t.name == r.meta.Name {
+			return false
+		}
+		if t.kind == "Gateway" {
+			for i := range m.parents {
+				if gw := m.parents[i].gw; gw.Namespace == t.namespace && gw.Name == t.name {
+					return false
+				}
+			}
+		}
 	}
 	for i := range m.reads.backends {
 		if t, ok := m.reads.backends[i].policyTarget(); ok && slices.Contains(ch.targets, t) {

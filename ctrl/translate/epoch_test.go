@@ -106,3 +106,43 @@ func deleteObject[T comparable](list []T, o T) []T {
 	}
 	return out
 }
+
+// TestCacheSparesRoutesAnAccessPolicyMisses edits AccessPolicies: one
+// naming a route has that route translated again, and the routes it
+// does not name reused; one naming a Gateway has every route of that
+// Gateway translated again. The output equals a cold translation's
+// throughout.
+func TestCacheSparesRoutesAnAccessPolicyMisses(t *testing.T) {
+	in := loadGolden(t, "access.yaml")
+	cloneLists(&in.Snapshot)
+	writeBackAll(&in.Snapshot, translate.Translate(in))
+	cache := translate.NewCache()
+	cache.Translate(in)
+	_, routes := cache.Stats()
+	s := &in.Snapshot
+	edit := func(name string, check func(reused, translated int) bool) {
+		t.Helper()
+		for i, p := range s.AccessPolicies {
+			if p.Name != name {
+				continue
+			}
+			c := newRV(p.DeepCopy())
+			c.Generation++
+			c.Spec.Audiences = append(c.Spec.Audiences, "edited")
+			s.AccessPolicies[i] = c
+			cold, warm := translate.Translate(in), cache.Translate(in)
+			if got, want := render(t, warm), render(t, cold); !bytes.Equal(got, want) {
+				t.Fatalf("AccessPolicy %s edited: with a Cache the output differs:\n%s", name, lineDiff(string(want), string(got)))
+			}
+			if reused, translated := cache.Stats(); !check(reused, translated) {
+				t.Errorf("AccessPolicy %s edited: %d routes reused, %d translated", name, reused, translated)
+			}
+			return
+		}
+		t.Fatalf("access.yaml has no AccessPolicy %s", name)
+	}
+	edit("app-route", func(reused, translated int) bool { return translated == 1 && reused == routes-1 })
+	edit("app-private", func(reused, translated int) bool { return translated == 1 && reused == routes-1 })
+	edit("rpc-policy", func(reused, translated int) bool { return translated == 1 && reused == routes-1 })
+	edit("gw-wide", func(reused, translated int) bool { return translated > 1 })
+}

@@ -115,7 +115,8 @@ func (c *Cache) reusable(key objKey, r *routeInfo, ix *index) *routeMemo {
 	if c == nil {
 		return nil
 	}
-	if m := c.memo(key); m != nil && m.repeatable() && parentsSame(m.parents, r.parents) && backendsSame(m.reads.backends, ix) {
+	if m := c.memo(key); m != nil && m.repeatable() && (c.epochSame || c.change.spares(m, r)) &&
+		parentsSame(m.parents, r.parents) && backendsSame(m.reads.backends, ix) {
 		c.hits++
 		return m
 	}
@@ -124,21 +125,16 @@ func (c *Cache) reusable(key objKey, r *routeInfo, ix *index) *routeMemo {
 }
 
 // memo returns the last translation of a route object, by its key, if
-// any, and if the epoch's change spares it (epochChange): none for a key
-// without a resourceVersion.
+// any, and unless the epoch changed in a way that spares none
+// (epochChange): none for a key without a resourceVersion.
 func (c *Cache) memo(route objKey) *routeMemo {
 	if c.last == nil || !c.epochSame && c.change.all || !route.stamped() {
 		return nil
 	}
-	i, ok := c.last.slotOf.find(route.uid, route.rv)
-	if !ok {
-		return nil
+	if i, ok := c.last.slotOf.find(route.uid, route.rv); ok {
+		return c.last.slots[i].memo
 	}
-	m := c.last.slots[i].memo
-	if m == nil || !c.epochSame && !c.change.spares(m) {
-		return nil
-	}
-	return m
+	return nil
 }
 
 // backendsSame reports whether recorded backend reads find objects of
