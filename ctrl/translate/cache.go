@@ -50,8 +50,9 @@ import (
 // epoch: Gateways, grants, policies, Secrets, ...) changed, a full
 // translation still reuses the translation of each route the change
 // does not reach: one that attaches as it did, to Gateways that give it
-// what they gave it (gatewayFacts), and read no grant or policy that
-// changed (epochChange). Its patches (patch.go, routepatch.go) cover
+// what they gave it (gatewayFacts), read no grant or BackendTLSPolicy
+// that changed, and is named by no AccessPolicy that changed, itself or
+// through its Gateways (epochChange). Its patches (patch.go, routepatch.go) cover
 // endpoint changes, route edits, and HTTPRoutes and GRPCRoutes added or
 // deleted, which they tell by route identity (kind, namespace, name) and
 // order by age, as a full translation does; where a route added or
