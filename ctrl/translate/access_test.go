@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -188,5 +191,52 @@ func TestAccessApplicationAudience(t *testing.T) {
 				t.Errorf("%s: applications asked for %+v", step.name, out.AccessApps)
 			}
 		}
+	}
+}
+
+// TestRouteAddBesideAccessPoliciesPatched adds and deletes routes while
+// AccessPolicies exist: a route on a Gateway no policy names is patched
+// in and out (nothing any policy counts or protects changes), one on a
+// Gateway a policy names is left to a full translation (the policy's
+// counts and application change), as is the translation after it, which
+// took the clock for the new route's conditions. Each output equals a
+// cold one.
+func TestRouteAddBesideAccessPoliciesPatched(t *testing.T) {
+	in := loadGolden(t, "access.yaml")
+	cloneLists(&in.Snapshot)
+	s := &in.Snapshot
+	open := newUID(s.Gateways[0].DeepCopy())
+	open.Name = "open"
+	open.Spec.Listeners = []gwv1.Listener{{Name: "http", Protocol: gwv1.HTTPProtocolType, Port: 80, Hostname: ptr(gwv1.Hostname("*.open.example.net"))}}
+	s.Gateways = append(s.Gateways, open)
+	writeBackAll(s, translate.Translate(in))
+	cache := translate.NewCache()
+	cache.Translate(in)
+	routes := slices.Clone(s.HTTPRoutes)
+	step := func(name string, list []*gwv1.HTTPRoute, wantPatched bool) {
+		t.Helper()
+		s.HTTPRoutes = list
+		cold, warm := translate.Translate(in), cache.Translate(in)
+		if got, want := render(t, warm), render(t, cold); string(got) != string(want) {
+			t.Fatalf("%s: with a Cache the output differs:\n%s", name, lineDiff(string(want), string(got)))
+		}
+		if translate.Patched(cache) != wantPatched {
+			t.Errorf("%s: patched %v, want %v", name, translate.Patched(cache), wantPatched)
+		}
+	}
+	for _, gw := range []string{"open", "gw"} {
+		r := newUID(routes[0].DeepCopy())
+		r.Name, r.Status = "added-on-"+gw, gwv1.HTTPRouteStatus{}
+		r.CreationTimestamp = metav1.NewTime(r.CreationTimestamp.Add(time.Hour)) // the newest
+		r.Spec.ParentRefs = []gwv1.ParentReference{{Name: gwv1.ObjectName(gw)}}
+		r.Spec.Hostnames = []gwv1.Hostname{gwv1.Hostname("added." + gw + ".example.net")}
+		if gw == "gw" {
+			r.Spec.Hostnames = []gwv1.Hostname{"added.example.com"}
+		}
+		step("a route added on "+gw, append(slices.Clip(routes), r), gw == "open")
+		w := newRV(r.DeepCopy())
+		w.Status.Parents = translate.Translate(in).HTTPRoutes[nsName(r.Namespace, r.Name)]
+		step("its status written", append(slices.Clip(routes), w), gw == "open") // after a full translation that took the clock, a full one
+		step("the route deleted from "+gw, routes, gw == "open")
 	}
 }

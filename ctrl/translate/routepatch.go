@@ -25,10 +25,10 @@ import (
 // what they share: a listener's attachedRoutes, a public hostname, a
 // cluster, an HTTPRoute/GRPCRoute conflict on a listener, a hostname
 // claimed through two tunnels, an AccessPolicy's counts, a Gateway's own
-// data plane. When it meets no conflict, no claim can be lost, and no
-// AccessPolicy or plane is about, a route added is attached to the last
-// translation's graph and translated alone, and a route deleted is
-// detached; patchRouteSet puts the results where a full translation
+// data plane. When it meets no conflict, no claim can be lost, no
+// AccessPolicy names it or its Gateways, and no plane is about, a route
+// added is attached to the last translation's graph and translated
+// alone, and a route deleted is detached; patchRouteSet puts the results where a full translation
 // would, keyed by route identity (kind, namespace, name) and age, which
 // orders the routes. Anything else (parentRefs or hostnames edited, a
 // rule renamed, added or removed while AccessPolicies count rules, a
@@ -227,7 +227,7 @@ func (l *lastRun) replaceRoutes(changes []routeChange) {
 // deleted can win or lose a claim (claims.go).
 func (l *lastRun) routeSetPatchable() bool {
 	t := l.t
-	if t.accessByTarget != nil || len(l.out.Planes) > 0 {
+	if len(l.out.Planes) > 0 {
 		return false
 	}
 	tunnel := ""
@@ -247,6 +247,28 @@ func (l *lastRun) routeSetPatchable() bool {
 		tunnel = gi.class.obj.Name
 	}
 	return true
+}
+
+// accessNames reports whether an AccessPolicy names the route, a rule of
+// it, or a Gateway it attaches to (whole or a listener): the policies'
+// statuses count the rules they protect, and their applications take the
+// hostnames (accessStatuses), which a patch does not redo. A route no
+// policy names changes neither.
+func (t *translator) accessNames(r *routeInfo) bool {
+	for k := range t.accessByTarget {
+		if k.kind == r.kind && k.namespace == r.meta.Namespace && k.name == r.meta.Name {
+			return true
+		}
+		if k.kind != "Gateway" {
+			continue
+		}
+		for _, pi := range r.parents {
+			if pi.gw != nil && pi.gw.key.Namespace == k.namespace && pi.gw.key.Name == k.name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // patchRouteSet deletes and adds the routes rc names, in the last
@@ -284,6 +306,9 @@ func (c *Cache) deleteRoute(op *outputPatch, si int) bool {
 	l := c.last
 	s := l.slots[si]
 	n := 0
+	if l.t.accessNames(s.info) {
+		return false
+	}
 	if m := s.memo; m != nil {
 		if m.reads.policies || !l.t.alone(s.info) || !l.dropClusters(op, si) {
 			return false
@@ -321,6 +346,9 @@ func (l *lastRun) addRoute(t *translator, op *outputPatch, obj any) (translated,
 	}
 	t.attach(r)
 	t.orderAttachments(r)
+	if t.accessNames(r) {
+		return false, false
+	}
 	slot := routeSlot{obj: obj, key: anyKey(obj), info: r}
 	if len(r.parents) > 0 {
 		if !t.alone(r) {
