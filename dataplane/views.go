@@ -161,10 +161,10 @@ type filing struct {
 	// routesOf are the prepared matches of each listener's routes, by
 	// listener name, in config order.
 	routesOf map[string][]*matcher.Prepared[*compiled.Target]
-	// gatewayAt is the socket of its own of each listener placed on one
-	// (placeGatewayListeners); gatewayTLS the TLS configuration of each
-	// HTTPS one (buildGatewayTLS).
-	gatewayAt  map[*proxycfg.Listener]gatewayAddr
+	// gatewayAt is the socket of its own of each listener placed on one,
+	// by listener name (placeGatewayListeners); gatewayTLS the TLS
+	// configuration of each HTTPS one (buildGatewayTLS).
+	gatewayAt  map[string]gatewayAddr
 	gatewayTLS map[gatewayAddr]*tls.Config
 }
 
