@@ -725,9 +725,9 @@ func fuzzCerts(t *testing.T) [2]fuzzCert {
 }
 
 // An HTTPRoute and a GRPCRoute of one namespace and name are two routes
-// (a route's identity has its kind): editing, deleting or adding one
-// leaves the other's rules where they are, and what is served is what a
-// whole compile serves.
+// (a route's identity has its kind): editing, deleting, adding one or
+// moving it between listeners leaves the other's rules where they are,
+// and what is served is what a whole compile serves.
 func TestRoutesOfOneNameAndTwoKindsPatched(t *testing.T) {
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer p.Close()
@@ -756,6 +756,14 @@ func TestRoutesOfOneNameAndTwoKindsPatched(t *testing.T) {
 		}},
 		{"the HTTPRoute deleted", func(c *proxycfg.Config, v string) *proxycfg.Config { return withoutRoute(c, v, 0) }},
 		{"the HTTPRoute added again", func(c *proxycfg.Config, v string) *proxycfg.Config { return withRoute(c, v, 0, cfg.Routes[0]) }},
+		{"the HTTPRoute moved to the other listener", func(c *proxycfg.Config, v string) *proxycfg.Config {
+			return edit(c, v, 0, func(r *proxycfg.Route) { r.Listeners, r.Hostnames = []string{"gw/b"}, []string{"h0.b.example"} })
+		}},
+		{"the HTTPRoute on both listeners", func(c *proxycfg.Config, v string) *proxycfg.Config {
+			return edit(c, v, 0, func(r *proxycfg.Route) {
+				r.Listeners, r.Hostnames = []string{"gw/b", "gw/a"}, []string{"h0.a.example", "h0.b.example"}
+			})
+		}},
 	}
 	served := cfg
 	for i, st := range steps {
