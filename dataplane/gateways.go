@@ -87,9 +87,12 @@ type gatewayEndpoint struct {
 // the protocol (the Gateway API calls a mix a conflict, which translate
 // reports) and carry certificates where, and only where, they terminate
 // TLS, and, either way, that addresses are IP addresses with a port.
-func placeGatewayListeners(ls []proxycfg.Listener, how placement) (map[*proxycfg.Listener]gatewayAddr, []error) {
+// Sockets are keyed by listener name, the listener's identity
+// (proxycfg's package doc), so a patch that keeps a listener keeps its
+// place whatever memory the config it came in uses.
+func placeGatewayListeners(ls []proxycfg.Listener, how placement) (map[string]gatewayAddr, []error) {
 	protocols := map[gatewayAddr]string{}
-	at := map[*proxycfg.Listener]gatewayAddr{}
+	at := map[string]gatewayAddr{}
 	var errs []error
 	for i := range ls {
 		l := &ls[i]
@@ -122,7 +125,7 @@ func placeGatewayListeners(ls []proxycfg.Listener, how placement) (map[*proxycfg
 		if !https && l.ClientValidation != nil {
 			errs = append(errs, fmt.Errorf("listener %q: client certificate validation on a listener that is not HTTPS", l.Name))
 		}
-		at[l] = e
+		at[l.Name] = e
 		if p, ok := protocols[e]; ok && p != l.Protocol {
 			errs = append(errs, fmt.Errorf("listener %q: %s on %s, where another listener is %s", l.Name, l.Protocol, e, p))
 		}
@@ -135,13 +138,15 @@ func placeGatewayListeners(ls []proxycfg.Listener, how placement) (map[*proxycfg
 // its own: its listeners' certificates and client validation. Every
 // proxy checks them, whether it serves sockets of their own or not, so
 // that a config one proxy would refuse is refused by all.
-func buildGatewayTLS(ls []proxycfg.Listener, at map[*proxycfg.Listener]gatewayAddr) (map[gatewayAddr]*tls.Config, error) {
+func buildGatewayTLS(ls []proxycfg.Listener, at map[string]gatewayAddr) (map[gatewayAddr]*tls.Config, error) {
 	out := map[gatewayAddr]*tls.Config{}
-	for l, e := range at {
-		if l.Protocol != proxycfg.ListenerHTTPS || out[e] != nil {
+	for i := range ls {
+		l := &ls[i]
+		e, placed := at[l.Name]
+		if !placed || l.Protocol != proxycfg.ListenerHTTPS || out[e] != nil {
 			continue
 		}
-		in := func(l *proxycfg.Listener) bool { a, ok := at[l]; return ok && a == e }
+		in := func(l *proxycfg.Listener) bool { a, ok := at[l.Name]; return ok && a == e }
 		conf, err := buildServerTLS(ls, in, e)
 		if err != nil {
 			return nil, err
@@ -163,7 +168,7 @@ func (f *filing) gatewayEndpoints(k keep) (map[gatewayAddr]*gatewayEndpoint, err
 		if g := k.prev.gateways[e]; g != nil {
 			prev = g.listeners
 		}
-		set, err := f.listenerSet(func(l *proxycfg.Listener) bool { a, ok := f.gatewayAt[l]; return ok && a == e }, k, prev)
+		set, err := f.listenerSet(func(l *proxycfg.Listener) bool { a, ok := f.gatewayAt[l.Name]; return ok && a == e }, k, prev)
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-// This file implements Apply when only some routes changed: edited, added or deleted.
+// This file implements Apply when only some routes, listeners or clusters changed.
 
 package dataplane
 
@@ -14,18 +14,23 @@ import (
 )
 
 // After endpoints, the most common change is a route edited, added or
-// deleted. At 5,000 routes, compiling every rule and building every
-// table again costs tens of milliseconds, so a config that differs from
-// the one served only in such routes (and perhaps in clusters'
-// definitions) is applied by compiling those routes alone. Routes are
-// told apart by identity (proxycfg.Route.ID, the contract in proxycfg's
-// package doc), not by position, so a route added or deleted does not
-// make every route after it look changed:
+// deleted, then a listener added, removed or edited (a Gateway's
+// listener, with the routes that wait for it). At 5,000 routes,
+// compiling every rule and building every table again costs tens of
+// milliseconds, so a config that differs from the one served only in
+// such routes and listeners (and perhaps in clusters' definitions) is
+// applied by compiling those alone. Routes, listeners and clusters are
+// told apart by identity (proxycfg.Route.ID, a listener's or cluster's
+// name: the contract in proxycfg's package doc), not by position or
+// pointer, so one added or deleted does not make every one after it
+// look changed:
 //
 //   - an edited route's rules are compiled again under the rule IDs they
-//     had (it keeps its identity, listeners, number of rules and their
-//     names), and its matches prepared again and filed, in place of the
-//     old ones, under the same listeners;
+//     had (it keeps its identity, number of rules and their names), and
+//     its matches prepared again and filed, in place of the old ones,
+//     under the listeners it stays on; taken out of the lists of those
+//     it left; and filed, where a whole compile would file them (after
+//     those of the route before it), in the lists of those it joined;
 //   - an added route's rules get new rule IDs after every other, and its
 //     matches are filed where a whole compile would file them: after
 //     those of the route before it on each of its listeners;
@@ -33,8 +38,19 @@ import (
 //     and its rule IDs left empty (deadRules counts them; past a quarter
 //     of the rules the config is compiled whole, which numbers them
 //     afresh);
-//   - only the tables of the vhosts serving those listeners are updated;
-//     every other table, and every other rule, is the served config's;
+//   - listeners are matched with the served ones by name: when any was
+//     added, removed or edited (any field) or they moved in the list,
+//     they are checked, and placed on sockets of their own with their
+//     TLS configurations, as a whole compile does (refused, to be
+//     compiled whole, if a whole compile would report a problem, or if
+//     a route kept names a listener removed); a removed listener's list
+//     of matches goes, an added one's starts empty, an edited one's
+//     stays (routes name listeners by name). Every vhost holding a
+//     listener added or edited is built anew (views.go);
+//   - only the tables of the vhosts serving the changed routes'
+//     listeners are updated, and those of vhosts holding a changed
+//     listener built anew; every other table, and every other rule, is
+//     the served config's;
 //   - clusters whose definition changed get new states in their slots,
 //     as for an endpoint change (apply.go).
 //
@@ -45,21 +61,25 @@ import (
 //     names a cluster added or removed is compiled whole (which refuses
 //     a config naming a cluster it lacks).
 //
-// Everything else (routes reordered, a route's listeners, kind or rule
-// names changed, two routes or clusters of one identity, a listener,
-// session key or Access team changed, or many routes or clusters
-// changed) is compiled whole, which also reports every problem and
-// numbers rules and clusters afresh. A request in flight finishes on the
-// compiled config it started with: the patch makes a new one.
+// Everything else (routes reordered, a route's kind or rule names
+// changed, two routes, listeners or clusters of one identity, a session
+// key or Access team changed, or more than maxEditedRoutes routes and
+// listeners, or many clusters, changed) is compiled whole, which also
+// reports every problem and numbers rules and clusters afresh. A
+// request in flight finishes on the compiled config it started with:
+// the patch makes a new one. Sockets of their own open and close after
+// a patch that changed listeners, as after a whole load.
 
-// maxEditedRoutes bounds the routes a patch compiles or deletes: beyond
-// it, compiling whole costs about the same and is simpler.
+// maxEditedRoutes bounds the routes a patch compiles or deletes, with
+// the listeners it changes: beyond it, compiling whole costs about the
+// same and is simpler.
 const maxEditedRoutes = 64
 
-// patchRoutes applies cfg by compiling its changed routes alone, if it is
-// such a config. It reports whether it applied cfg, or why cfg is refused
-// (a changed route that does not compile); false and nil leave the
-// decision to a whole compile (not such a config). p.mu is held.
+// patchRoutes applies cfg by compiling its changed routes and listeners
+// alone, if it is such a config. It reports whether it applied cfg, or
+// why cfg is refused (a changed route that does not compile); false and
+// nil leave the decision to a whole compile (not such a config). p.mu
+// is held.
 func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 	cur, served := p.current.Load(), p.served
 	if cur == nil || cfg == served || len(cur.routes) != len(served.Routes) {
@@ -101,6 +121,9 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 	p.served = cfg
 	p.sweepLocked()
 	p.stats.ClusterUpdates.Add(int64(len(cp.changed)))
+	if g := p.gateways.Load(); g != nil && !d.listeners.same {
+		g.sync() // sockets of their own open and close with their listeners
+	}
 	return true, nil
 }
 
@@ -190,27 +213,85 @@ func sameClusterNames(a, b []proxycfg.Cluster) bool {
 	return slices.EqualFunc(a, b, func(x, y proxycfg.Cluster) bool { return x.Name == y.Name })
 }
 
-// routeDiff is how a config's routes differ from the served config's, by
-// identity.
+// routeDiff is how a config's routes and listeners differ from the
+// served config's, by identity.
 type routeDiff struct {
 	// from is, for each route of the next config, the index of the
 	// served route of its identity; -1 for a route added.
 	from []int
 	// edited and added are indexes in the next config; removed, in the
-	// served one. Each is in ascending order.
+	// served one. Each is in ascending order. An edited route may have
+	// changed listeners too.
 	edited, added, removed []int
+	listeners              listenerDiff
 }
 
-func (d *routeDiff) none() bool { return len(d.edited)+len(d.added)+len(d.removed) == 0 }
+func (d *routeDiff) none() bool {
+	return len(d.edited)+len(d.added)+len(d.removed) == 0 && d.listeners.same
+}
 
-// diffRoutes tells how next's routes differ from served's, if next
-// differs from served only in routes edited in place, added or deleted
-// (see above) and clusters' definitions.
+// listenerDiff is how a config's listeners differ from the served
+// config's, by name (their identity).
+type listenerDiff struct {
+	// same: Equal listeners in the same order, so the served filing's
+	// listeners, sockets and TLS configurations stand as they are.
+	same bool
+	// changed are the names of the listeners added, removed or edited
+	// (no longer Equal); a listener only moved in the list is not one.
+	changed []string
+	// removed are the names of the listeners no longer in the config.
+	removed map[string]bool
+}
+
+// diffListeners tells how next's listeners differ from served's. It
+// reports false when next has a listener without a name or two of one
+// name: a whole compile reports those.
+func diffListeners(served, next []proxycfg.Listener) (listenerDiff, bool) {
+	if len(served) == len(next) && (served == nil) == (next == nil) &&
+		slices.EqualFunc(served, next, func(a, b proxycfg.Listener) bool { return a.Equal(&b) }) {
+		return listenerDiff{same: true}, true
+	}
+	at := make(map[string]int, len(served))
+	for i := range served {
+		at[served[i].Name] = i
+	}
+	var d listenerDiff
+	seen := make(map[string]bool, len(next))
+	for i := range next {
+		l := &next[i]
+		if l.Name == "" || seen[l.Name] {
+			return listenerDiff{}, false
+		}
+		seen[l.Name] = true
+		if k, ok := at[l.Name]; !ok || !l.Equal(&served[k]) {
+			d.changed = append(d.changed, l.Name)
+		}
+	}
+	for i := range served {
+		if name := served[i].Name; !seen[name] {
+			d.changed = append(d.changed, name)
+			if d.removed == nil {
+				d.removed = map[string]bool{}
+			}
+			d.removed[name] = true
+		}
+	}
+	return d, true
+}
+
+// diffRoutes tells how next's routes and listeners differ from served's,
+// if next differs from served only in routes edited in place (their
+// listeners too), added or deleted, in listeners (see above) and in
+// clusters' definitions.
 func diffRoutes(served, next *proxycfg.Config) (*routeDiff, bool) {
-	if !equalFrameButClusters(served, next) {
+	if !equalFrameButClustersAndListeners(served, next) {
 		return nil, false
 	}
-	d := &routeDiff{from: make([]int, len(next.Routes))}
+	ld, ok := diffListeners(served.Listeners, next.Listeners)
+	if !ok {
+		return nil, false
+	}
+	d := &routeDiff{from: make([]int, len(next.Routes)), listeners: ld}
 	if !samePlaces(served.Routes, next.Routes) {
 		at := make(map[proxycfg.RouteID]int, len(served.Routes))
 		for i := range served.Routes {
@@ -251,8 +332,7 @@ func diffRoutes(served, next *proxycfg.Config) (*routeDiff, bool) {
 		if a.Equal(b) {
 			continue
 		}
-		if !slices.Equal(a.Listeners, b.Listeners) ||
-			!slices.EqualFunc(a.Rules, b.Rules, func(x, y proxycfg.Rule) bool { return x.Name == y.Name }) {
+		if !slices.EqualFunc(a.Rules, b.Rules, func(x, y proxycfg.Rule) bool { return x.Name == y.Name }) {
 			return nil, false
 		}
 		d.edited = append(d.edited, i)
@@ -260,18 +340,20 @@ func diffRoutes(served, next *proxycfg.Config) (*routeDiff, bool) {
 			return nil, false
 		}
 	}
-	if len(d.edited)+len(d.added)+len(d.removed) > maxEditedRoutes {
+	if len(d.edited)+len(d.added)+len(d.removed)+len(d.listeners.changed) > maxEditedRoutes {
 		return nil, false
 	}
 	return d, true
 }
 
-// equalFrameButClusters reports whether a and b are EqualFrame but, at
-// most, in their clusters' names and order (patchClusters matches
-// clusters by name).
-func equalFrameButClusters(a, b *proxycfg.Config) bool {
+// equalFrameButClustersAndListeners reports whether a and b are
+// EqualFrame but, at most, in their clusters' names and order
+// (patchClusters matches clusters by name) and in their listeners
+// (diffListeners matches them by name).
+func equalFrameButClustersAndListeners(a, b *proxycfg.Config) bool {
 	x, y := *a, *b
 	x.Clusters, y.Clusters = nil, nil
+	x.Listeners, y.Listeners = nil, nil
 	return x.EqualFrame(&y)
 }
 
@@ -292,8 +374,9 @@ func samePlaces(a, b []proxycfg.Route) bool {
 // compileChanged returns cur (compiled from served) with the changed
 // routes of cfg compiled in place of theirs: their rules, their matches
 // under their listeners, and the views built again, keeping every vhost
-// none of whose listeners serves a changed route, and updating the
-// tables of the others with the changed routes' matches.
+// none of whose listeners changed or serves a changed route, and
+// updating the tables of those whose listeners only serve changed
+// routes with those routes' matches.
 func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config, d *routeDiff, cp clusterPatch) (*compiledConfig, error) {
 	c := &compiler{cfg: cfg, cc: &compiledConfig{accessKeys: cur.accessKeys}, clusterIDs: make(map[string]int, len(cfg.Clusters))}
 	for i := range cfg.Clusters {
@@ -315,8 +398,6 @@ func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config
 			next.routes[i] = cur.routes[k]
 		}
 	}
-	filed := *cur.filed // its listeners are Equal to cfg's; gatewayAt is keyed by them
-	filed.routesOf = maps.Clone(cur.filed.routesOf)
 	changed := map[string]*routesEdit{}
 	edit := func(ln string) *routesEdit {
 		e := changed[ln]
@@ -325,6 +406,16 @@ func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config
 			changed[ln] = e
 		}
 		return e
+	}
+	filed, err := patchedFiling(c, cur.filed, cfg, d, p.placement())
+	if err != nil {
+		return nil, err
+	}
+	for _, ln := range d.listeners.changed {
+		edit(ln).whole = true // every vhost holding it is built anew
+	}
+	defined := func(ln string) bool {
+		return slices.ContainsFunc(filed.listeners, func(l proxycfg.Listener) bool { return l.Name == ln })
 	}
 	var prep matcher.Preparer[*compiled.Target]
 	for _, ri := range d.edited {
@@ -343,14 +434,49 @@ func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config
 		copy(next.rules[old.firstRule:], rules)
 		next.routes[ri] = routeCompiled{firstRule: old.firstRule, matches: matches}
 		removed, shared := matchKeys(served, d.from[ri])
+		was := served.Routes[d.from[ri]].Listeners
+		if !slices.Equal(was, r.Listeners) {
+			// Its listeners changed: it leaves some and joins others.
+			if hasRepeat(was) || hasRepeat(r.Listeners) {
+				return nil, errNotAPatch
+			}
+			_, sharedNow := matchKeys(cfg, ri)
+			shared = shared || sharedNow
+		}
+		for _, ln := range was {
+			if slices.Contains(r.Listeners, ln) {
+				continue
+			}
+			if !d.listeners.removed[ln] && len(old.matches) > 0 {
+				list, ok := replaceMatches(filed.routesOf[ln], old.matches, nil)
+				if !ok {
+					return nil, errNotAPatch
+				}
+				filed.routesOf[ln] = list
+			}
+			e := edit(ln)
+			e.remove, e.whole = append(e.remove, removed...), e.whole || shared
+		}
 		for _, ln := range r.Listeners {
-			list, ok := replaceMatches(filed.routesOf[ln], old.matches, matches)
+			var list []*matcher.Prepared[*compiled.Target]
+			ok := true
+			switch {
+			case slices.Contains(was, ln):
+				list, ok = replaceMatches(filed.routesOf[ln], old.matches, matches)
+			case !defined(ln):
+				return nil, errNotAPatch // a whole compile reports it
+			default: // joined: filed where a whole compile files it
+				list, ok = insertMatches(filed.routesOf[ln], cfg, next.routes, ri, ln)
+			}
 			if !ok {
 				return nil, errNotAPatch
 			}
 			filed.routesOf[ln] = list
 			e := edit(ln)
-			e.remove, e.add, e.whole = append(e.remove, removed...), append(e.add, matches...), e.whole || shared
+			if slices.Contains(was, ln) {
+				e.remove = append(e.remove, removed...)
+			}
+			e.add, e.whole = append(e.add, matches...), e.whole || shared
 		}
 	}
 	for _, k := range d.removed {
@@ -360,7 +486,7 @@ func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config
 		next.deadRules += n
 		removed, shared := matchKeys(served, k)
 		for _, ln := range served.Routes[k].Listeners {
-			if len(old.matches) > 0 {
+			if len(old.matches) > 0 && !d.listeners.removed[ln] {
 				list, ok := replaceMatches(filed.routesOf[ln], old.matches, nil)
 				if !ok {
 					return nil, errNotAPatch
@@ -385,7 +511,7 @@ func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config
 		next.routes[ri] = routeCompiled{firstRule: first, matches: matches}
 		_, shared := matchKeys(cfg, ri)
 		for _, ln := range r.Listeners {
-			if !slices.ContainsFunc(filed.listeners, func(l proxycfg.Listener) bool { return l.Name == ln }) {
+			if !defined(ln) {
 				return nil, errNotAPatch // a whole compile reports it
 			}
 			list, ok := insertMatches(filed.routesOf[ln], cfg, next.routes, ri, ln)
@@ -404,9 +530,53 @@ func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config
 	if err != nil {
 		return nil, err
 	}
-	next.views, next.filed = views, &filed
+	next.views, next.filed = views, filed
 	next.identityNames = identityNamesOf(next.rules)
 	return &next, nil
+}
+
+// patchedFiling returns the filing the patch starts from: the served
+// one's routes by listener, with cfg's listeners. When the listeners
+// changed, they are checked, and their sockets of their own and TLS
+// configurations made, as a whole compile does (compiler.listeners); a
+// problem, or a route kept that names a listener removed, leaves cfg to
+// a whole compile, which reports it. A removed listener's routes go.
+func patchedFiling(c *compiler, served *filing, cfg *proxycfg.Config, d *routeDiff, place placement) (*filing, error) {
+	f := *served
+	f.listeners = cfg.Listeners
+	f.routesOf = maps.Clone(served.routesOf)
+	if d.listeners.same {
+		return &f, nil
+	}
+	c.listeners(place)
+	if len(c.errs) > 0 {
+		return nil, errNotAPatch
+	}
+	f.gatewayAt, f.gatewayTLS = c.cc.filed.gatewayAt, c.cc.filed.gatewayTLS
+	if len(d.listeners.removed) == 0 {
+		return &f, nil
+	}
+	for ln := range d.listeners.removed {
+		delete(f.routesOf, ln)
+	}
+	for i := range cfg.Routes {
+		for _, ln := range cfg.Routes[i].Listeners {
+			if d.listeners.removed[ln] {
+				return nil, errNotAPatch
+			}
+		}
+	}
+	return &f, nil
+}
+
+// hasRepeat reports whether a name is in names twice.
+func hasRepeat(names []string) bool {
+	for i, n := range names {
+		if slices.Contains(names[i+1:], n) {
+			return true
+		}
+	}
+	return false
 }
 
 // keptNameAny reports whether a route of cfg the patch keeps (neither

@@ -204,8 +204,9 @@ func (p *Proxy) Load(cfg *proxycfg.Config) error {
 // differs from the config served only in its version and its clusters'
 // definitions (usually endpoints), the changed clusters are replaced in
 // their slots and routes are not recompiled (proxycfg.AppliedClusters); when it
-// differs in routes edited in place too, only those are compiled and
-// only their listeners' tables built again (proxycfg.AppliedRoutes, patch.go);
+// differs in routes edited in place, added or deleted, or in listeners,
+// too, only those are compiled and only their listeners' tables built
+// again (proxycfg.AppliedRoutes, patch.go);
 // otherwise cfg is compiled and swapped in whole (proxycfg.AppliedAll). An invalid config is
 // rejected whole, with every problem listed in the error, and the
 // previous config keeps serving. The proxy keeps cfg, to compare the next

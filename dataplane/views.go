@@ -33,6 +33,16 @@ import (
 // each vhost that serves them; a compiled config holds only the views of the
 // sockets the proxy serves (viewSet), so a config is never filed for a
 // socket nobody opened.
+//
+// A config patched (patch.go) builds its views again from the served
+// ones (keep): in each view, a vhost that merges the same listeners (by
+// name, in the same order) with the same settings is kept, table and
+// all, when none of its listeners changed or serves a changed route;
+// its table is updated (matcher.Table.Update) when its listeners only
+// serve changed routes; and it is built anew when one of its listeners
+// was added or edited (the patch marks those whole), or it merges other
+// listeners than before. A view whose vhosts were all kept keeps its
+// table picking one.
 
 // viewSet names the views a proxy serves: the handlers it made say which
 // (Proxy.serveView). It is immutable; add returns a new one.
@@ -161,10 +171,10 @@ type filing struct {
 	// routesOf are the prepared matches of each listener's routes, by
 	// listener name, in config order.
 	routesOf map[string][]*matcher.Prepared[*compiled.Target]
-	// gatewayAt is the socket of its own of each listener placed on one
-	// (placeGatewayListeners); gatewayTLS the TLS configuration of each
-	// HTTPS one (buildGatewayTLS).
-	gatewayAt  map[*proxycfg.Listener]gatewayAddr
+	// gatewayAt is the socket of its own of each listener placed on one,
+	// by listener name (placeGatewayListeners); gatewayTLS the TLS
+	// configuration of each HTTPS one (buildGatewayTLS).
+	gatewayAt  map[string]gatewayAddr
 	gatewayTLS map[gatewayAddr]*tls.Config
 }
 
@@ -176,15 +186,18 @@ func (f *filing) build(want viewSet) (views, error) {
 // keep is what a build may take from an earlier one: the vhosts of prev
 // none of whose listeners is in changed, with their tables, and the
 // tables of the others updated by the change of their listeners' routes
-// (matcher.Table.Update) where changed says how. The listeners
-// themselves did not change.
+// (matcher.Table.Update) where changed says how. A listener added,
+// removed or edited is in changed, whole, so that no vhost holding it is
+// kept or updated: an old vhost stands for a new one only when the
+// listeners it merges are the same, by name and content.
 type keep struct {
 	prev    views
 	changed map[string]*routesEdit
 }
 
 // routesEdit is how a listener's routes changed: the matches removed, by
-// key, and those added; whole when a table must be built anew instead.
+// key, and those added; whole when a table must be built anew instead
+// (the listener itself changed, or the keys are ambiguous).
 type routesEdit struct {
 	remove []matcher.Key
 	add    []*matcher.Prepared[*compiled.Target]

@@ -53,9 +53,12 @@ func benchDocument(routes, listeners, port int) *Document {
 // one listener, whose table holds all 5,000 (route/listeners=1); a route
 // added to an existing cluster and deleted again, which it compiles alone
 // (add); the same with a cluster of its own (add/cluster); a listener
-// added, for which it compiles the whole config (full).
+// added with one route moved onto it, which it compiles alone too,
+// building the new listener's table and updating the old one's
+// (listener); the session keys rotated with an endpoint changed, for
+// which it compiles the whole config (full).
 func BenchmarkApply(b *testing.B) {
-	for _, mode := range []string{"clusters", "route", "route/listeners=1", "add", "add/cluster", "full"} {
+	for _, mode := range []string{"clusters", "route", "route/listeners=1", "add", "add/cluster", "listener", "full"} {
 		listeners := 50
 		if mode == "route/listeners=1" {
 			listeners = 1
@@ -68,8 +71,10 @@ func BenchmarkApply(b *testing.B) {
 			docs[1] = withAddedRoute(docs[0], false)
 		case "add/cluster":
 			docs[1] = withAddedRoute(docs[0], true)
+		case "listener":
+			docs[1] = withAddedListener(docs[0], 2500)
 		case "full":
-			docs[1] = withAddedListener(docs[1])
+			docs[0], docs[1] = withSessionKeys(docs[0], "old"), withSessionKeys(docs[1], "new", "old")
 		}
 		b.Run("routes=5000/"+mode, func(b *testing.B) {
 			p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -85,7 +90,7 @@ func BenchmarkApply(b *testing.B) {
 			i := 0
 			for b.Loop() {
 				kind, err := c.apply(docs[i&1])
-				if err != nil || kind != map[string]LoadKind{"clusters": LoadClusters, "route": LoadRoutes, "route/listeners=1": LoadRoutes, "add": LoadRoutes, "add/cluster": LoadRoutes, "full": LoadFull}[mode] {
+				if err != nil || kind != map[string]LoadKind{"clusters": LoadClusters, "route": LoadRoutes, "route/listeners=1": LoadRoutes, "add": LoadRoutes, "add/cluster": LoadRoutes, "listener": LoadRoutes, "full": LoadFull}[mode] {
 					b.Fatalf("apply: %v, %v", kind, err)
 				}
 				i++
@@ -131,11 +136,28 @@ func withAddedRoute(doc *Document, ownCluster bool) *Document {
 	return &next
 }
 
-// withAddedListener is doc with a listener more, which no route uses.
-func withAddedListener(doc *Document) *Document {
+// withAddedListener is doc with a listener more, and its route at moved
+// attached to that listener alone, under a hostname of it.
+func withAddedListener(doc *Document, moved int) *Document {
 	next := *doc
 	next.Config.Listeners = append(slices.Clone(doc.Config.Listeners), proxycfg.Listener{Protocol: proxycfg.ListenerHTTP, Name: "added", Hostname: "*.added.example.com"})
+	next.Config.Routes = slices.Clone(doc.Config.Routes)
+	r := &next.Config.Routes[moved]
+	r.Listeners, r.Hostnames = []string{"added"}, []string{fmt.Sprintf("app-%d.added.example.com", moved)}
 	next.Version += "-listener"
+	next.Config.Version = next.Version
+	return &next
+}
+
+// withSessionKeys is doc with the session keys named, each a 32-byte key
+// made of its name.
+func withSessionKeys(doc *Document, names ...string) *Document {
+	next := *doc
+	next.Config.SessionKeys = nil
+	for _, n := range names {
+		next.Config.SessionKeys = append(next.Config.SessionKeys, []byte(fmt.Sprintf("%-32s", n)))
+	}
+	next.Version += "-keys"
 	next.Config.Version = next.Version
 	return &next
 }

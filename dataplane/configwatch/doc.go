@@ -16,8 +16,9 @@
 // definitions differ from the config served, those clusters are replaced
 // and routes are not recompiled, so an endpoint change at 5,000 routes
 // replaces one endpoint set; when routes were edited in place, added or
-// deleted too, those routes alone are compiled (LoadRoutes). Otherwise
-// the config is checked and compiled whole.
+// deleted, or listeners added, removed or edited, too, those alone are
+// compiled (LoadRoutes). Otherwise the config is checked and compiled
+// whole.
 //
 // When the controller cannot be reached, or answers with something the
 // proxy cannot use, the proxy keeps serving its last good config and

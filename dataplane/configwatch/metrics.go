@@ -24,7 +24,7 @@ const (
 	// LoadCache is the cache file, loaded at start.
 	LoadCache
 	// LoadRoutes is a document whose edited, added or deleted routes
-	// alone the proxy compiled (proxycfg.AppliedRoutes).
+	// and listeners alone the proxy compiled (proxycfg.AppliedRoutes).
 	LoadRoutes
 	numLoadKinds
 )

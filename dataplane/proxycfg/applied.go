@@ -14,8 +14,9 @@ const (
 	// AppliedClusters: only cluster definitions differed from the config
 	// served; those clusters were replaced and nothing was compiled.
 	AppliedClusters
-	// AppliedRoutes: routes were edited in place, added or deleted;
-	// those routes were compiled, and the tables of their listeners
-	// updated.
+	// AppliedRoutes: routes were edited in place, added or deleted, or
+	// listeners added, removed or edited; those routes were compiled,
+	// the tables of their listeners updated, and those of the changed
+	// listeners built.
 	AppliedRoutes
 )
