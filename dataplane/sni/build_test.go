@@ -83,23 +83,3 @@ func records(payload []byte, size int) []byte {
 
 // wire is body as a client sends it: one handshake record.
 func wire(body []byte) []byte { return record(typeHandshake, 0x0301, handshake(body)) }
-
-// canonical is a ClientHello carrying h's name and protocols and nothing
-// else of note, in one record.
-func canonical(h Hello) []byte {
-	var exts [][]byte
-	if h.ServerName != "" {
-		exts = append(exts, sniExt(hostName(h.ServerName)))
-	}
-	if h.ALPN != nil {
-		exts = append(exts, alpnExt(h.ALPN...))
-	}
-	f := fields(exts...)
-	f.suites = v16(u16(0x1301), u16(0xc02b), u16(0xc02f))
-	f.exts = v16(cat(exts...),
-		ext(10, v16(u16(29), u16(23))),         // supported_groups
-		ext(13, v16(u16(0x0403), u16(0x0804))), // signature_algorithms
-		ext(11, v8(u8(0))),                     // ec_point_formats
-	)
-	return wire(f.body())
-}
