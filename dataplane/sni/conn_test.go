@@ -260,3 +260,33 @@ func TestNotTLSOverSocket(t *testing.T) {
 		}
 	}
 }
+
+// TestReadConnDeadlineErrors: ReadConn reports a connection that takes
+// no deadline, rather than reading without one.
+func TestReadConnDeadlineErrors(t *testing.T) {
+	hello := wire(fields(sniExt(hostName("dl.example"))).body())
+	errDeadline := errors.New("no deadlines here")
+	c := &deadlineConn{memConn: memConn{r: bytes.NewReader(hello)}, fail: 1, err: errDeadline}
+	if _, _, err := ReadConn(c, nil, Limits{}); !errors.Is(err, errDeadline) || c.r.Len() != len(hello) {
+		t.Errorf("setting the deadline failed: err = %v, %d bytes read", err, len(hello)-c.r.Len())
+	}
+	// Clearing it fails after a good hello: the hello is no good without it.
+	c = &deadlineConn{memConn: memConn{r: bytes.NewReader(hello)}, fail: 2, err: errDeadline}
+	if _, got, err := ReadConn(c, nil, Limits{}); !errors.Is(err, errDeadline) || !bytes.Equal(got, hello) {
+		t.Errorf("clearing the deadline failed: err = %v", err)
+	}
+}
+
+// deadlineConn fails its fail-th SetReadDeadline with err.
+type deadlineConn struct {
+	memConn
+	calls, fail int
+	err         error
+}
+
+func (c *deadlineConn) SetReadDeadline(time.Time) error {
+	if c.calls++; c.calls == c.fail {
+		return c.err
+	}
+	return nil
+}

@@ -151,10 +151,7 @@ func parseServerName(data cursor) (string, error) {
 	}
 	var host []byte
 	for !list.empty() {
-		typ, ok := list.uint8()
-		if !ok {
-			return "", malformed("server_name", "name_type cut short")
-		}
+		typ, _ := list.uint8() // the list is not empty
 		name, ok := list.vec16()
 		switch {
 		case !ok:

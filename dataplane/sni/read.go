@@ -115,7 +115,7 @@ const (
 
 	typeChangeCipherSpec = 20
 	typeAlert            = 21
-	typeHandshake        = 22
+	typeHandshake        = 22 // the only one taken
 	typeApplicationData  = 23
 	typeHeartbeat        = 24
 
@@ -347,8 +347,6 @@ func recordTypeName(typ byte) string {
 		return "change_cipher_spec"
 	case typeAlert:
 		return "alert"
-	case typeHandshake:
-		return "handshake"
 	case typeApplicationData:
 		return "application_data"
 	case typeHeartbeat:

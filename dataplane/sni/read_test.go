@@ -138,8 +138,11 @@ func invalidCases() []readCase {
 	cut := func(name string, n int, field string) { bad(name, wire(body[:n]), ErrMalformed, field) }
 	cut("legacy_version cut", 1, "legacy_version")
 	cut("random cut", 2+31, "random")
+	cut("session id length missing", 2+32, "legacy_session_id")
 	cut("session id cut", 2+32+10, "legacy_session_id")
+	cut("cipher_suites length cut", 2+32+33+1, "cipher_suites")
 	cut("cipher_suites cut", 2+32+33+3, "cipher_suites")
+	cut("compression length missing", 2+32+33+6, "legacy_compression_methods")
 	cut("compression cut", 2+32+33+6+1, "legacy_compression_methods")
 	cut("extensions length cut", 2+32+33+6+2+1, "extensions")
 	cut("extensions cut", len(body)-1, "extensions")
@@ -181,7 +184,6 @@ func invalidCases() []readCase {
 	sniBad("sni list past the extension", v16(hostName("x"))[:4])
 	sniBad("sni empty list", v16())
 	sniBad("sni bytes after the list", cat(v16(hostName("x.example")), u8(0)))
-	sniBad("sni name_type cut", cat(u16(0)))
 	sniBad("sni name length cut", v16(u8(0), u8(0)))
 	sniBad("sni name past the list", v16(u8(0), u16(10), []byte("short")))
 	sniBad("sni empty name", v16(u8(0), u16(0)))
@@ -346,3 +348,16 @@ func TestErrorMessages(t *testing.T) {
 		}
 	}
 }
+
+// TestNoProgress: a reader that returns nothing, again and again, is
+// given up on.
+func TestNoProgress(t *testing.T) {
+	_, _, err := Read(iotest.OneByteReader(io.MultiReader(bytes.NewReader([]byte{22, 3}), emptyReader{})), nil, Limits{})
+	if !errors.Is(err, io.ErrNoProgress) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+type emptyReader struct{}
+
+func (emptyReader) Read([]byte) (int, error) { return 0, nil }
