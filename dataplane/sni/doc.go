@@ -87,10 +87,13 @@
 //   - a ClientHello over Limits.MaxHello (crypto/tls's bound is 64 KiB),
 //     or spread over more than Limits.MaxRecords records.
 //
-// It is more lenient in one way: it does not look inside extensions other
-// than server_name and ALPN, so a hello with, say, an empty
-// supported_groups list or a misplaced pre_shared_key is routed here and
-// refused by the backend.
+// It is more lenient in two ways, both leaving the backend to refuse what
+// it would refuse anyway. It does not look inside extensions other than
+// server_name and ALPN, so a hello with, say, an empty supported_groups
+// list, a misplaced pre_shared_key or a garbled encrypted_client_hello is
+// routed here. And it returns as soon as the hello is whole, without
+// waiting for the rest of the record that ends it, which crypto/tls reads
+// before it looks at the hello.
 //
 // # Encrypted Client Hello
 //
