@@ -79,8 +79,9 @@
 //
 //   - record versions below 0x0301 or above 0x0303 (crypto/tls takes any
 //     below 0x1000 on the first records);
-//   - an alert record before the ClientHello (crypto/tls drops warning
-//     alerts and reads on);
+//   - an alert record before the ClientHello or between its fragments
+//     (crypto/tls drops warning alerts and reads on; RFC 8446 §5.1 says
+//     handshake messages are not interleaved with other record types);
 //   - a legacy_session_id over 32 bytes, empty cipher_suites and empty
 //     legacy_compression_methods (crypto/tls reads them and fails later or
 //     not at all);

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"net"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -67,8 +68,9 @@ func stricter(err error) bool {
 	case "record version", "legacy_session_id":
 		return true
 	case "record type":
-		// crypto/tls drops warning alerts before the hello.
-		return fe.detail == "alert record before the ClientHello"
+		// crypto/tls drops warning alerts before the hello, and between
+		// its fragments.
+		return strings.HasPrefix(fe.detail, "alert record ")
 	case "cipher_suites", "legacy_compression_methods":
 		return fe.detail == "empty"
 	}
