@@ -187,7 +187,8 @@ func Read(r io.Reader, buf []byte, lim Limits) (Hello, []byte, error) {
 }
 
 // ReadConn is Read on a connection, within lim.Timeout: it sets c's read
-// deadline, reads, and clears the deadline again. When the client is too
+// deadline, reads, and clears the deadline again (a deadline the caller
+// had set is gone too). When the client is too
 // slow the error is the deadline's (errors.Is(err,
 // os.ErrDeadlineExceeded)).
 func ReadConn(c net.Conn, buf []byte, lim Limits) (Hello, []byte, error) {
