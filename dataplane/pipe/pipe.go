@@ -149,7 +149,7 @@ func (p *pipe) poke() {
 func (p *pipe) copy(d int, preface []byte) {
 	defer p.wg.Done()
 	src, dst := p.conns[d], p.conns[1-d]
-	if len(preface) > 0 && !p.write(d, dst, preface) {
+	if len(preface) > 0 && !p.write(d, dst, preface, p.now()) {
 		return
 	}
 	buf := bufs.Get().(*[bufSize]byte)
@@ -157,8 +157,9 @@ func (p *pipe) copy(d int, preface []byte) {
 	for {
 		nr, rerr := src.Read(buf[:])
 		if nr > 0 {
-			p.last.Store(p.now())
-			if !p.write(d, dst, buf[:nr]) {
+			t := p.now()
+			p.last.Store(t)
+			if !p.write(d, dst, buf[:nr], t) {
 				return
 			}
 		}
@@ -173,10 +174,10 @@ func (p *pipe) copy(d int, preface []byte) {
 	}
 }
 
-// write writes b to dst for direction d, counting and noting progress. It
-// reports whether the direction may go on.
-func (p *pipe) write(d int, dst net.Conn, b []byte) bool {
-	p.writing[d].Store(1 + p.now())
+// write writes b to dst for direction d, counting and noting progress;
+// now is the time it starts. It reports whether the direction may go on.
+func (p *pipe) write(d int, dst net.Conn, b []byte, now int64) bool {
+	p.writing[d].Store(1 + now)
 	nw, err := dst.Write(b)
 	t := p.now()
 	p.writing[d].Store(0)
