@@ -283,6 +283,7 @@ func TestStalledWriteWhileOtherWayFlows(t *testing.T) {
 	go io.Copy(io.Discard, r.client)
 	tick := time.NewTicker(idle / 4)
 	defer tick.Stop()
+	limit := time.After(3 * time.Second)
 	for {
 		select {
 		case <-tick.C:
@@ -296,7 +297,7 @@ func TestStalledWriteWhileOtherWayFlows(t *testing.T) {
 			if res.BackendToClient == 0 {
 				t.Error("the trickle did not flow")
 			}
-		case <-time.After(3 * time.Second):
+		case <-limit:
 			t.Fatal("a stalled write held the pipe")
 		}
 		return
