@@ -417,6 +417,22 @@ func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config
 	defined := func(ln string) bool {
 		return slices.ContainsFunc(filed.listeners, func(l proxycfg.Listener) bool { return l.Name == ln })
 	}
+	// leave takes a route's served matches out of listener ln's list
+	// (which went with ln if ln was removed) and notes their keys, for
+	// the tables of ln's vhosts; false when the list does not hold them
+	// as served.
+	leave := func(ln string, matches []*matcher.Prepared[*compiled.Target], keys []matcher.Key, shared bool) bool {
+		if len(matches) > 0 && !d.listeners.removed[ln] {
+			list, ok := replaceMatches(filed.routesOf[ln], matches, nil)
+			if !ok {
+				return false
+			}
+			filed.routesOf[ln] = list
+		}
+		e := edit(ln)
+		e.remove, e.whole = append(e.remove, keys...), e.whole || shared
+		return true
+	}
 	var prep matcher.Preparer[*compiled.Target]
 	for _, ri := range d.edited {
 		r := &cfg.Routes[ri]
@@ -444,18 +460,9 @@ func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config
 			shared = shared || sharedNow
 		}
 		for _, ln := range was {
-			if slices.Contains(r.Listeners, ln) {
-				continue
+			if !slices.Contains(r.Listeners, ln) && !leave(ln, old.matches, removed, shared) {
+				return nil, errNotAPatch
 			}
-			if !d.listeners.removed[ln] && len(old.matches) > 0 {
-				list, ok := replaceMatches(filed.routesOf[ln], old.matches, nil)
-				if !ok {
-					return nil, errNotAPatch
-				}
-				filed.routesOf[ln] = list
-			}
-			e := edit(ln)
-			e.remove, e.whole = append(e.remove, removed...), e.whole || shared
 		}
 		for _, ln := range r.Listeners {
 			var list []*matcher.Prepared[*compiled.Target]
@@ -486,15 +493,9 @@ func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config
 		next.deadRules += n
 		removed, shared := matchKeys(served, k)
 		for _, ln := range served.Routes[k].Listeners {
-			if len(old.matches) > 0 && !d.listeners.removed[ln] {
-				list, ok := replaceMatches(filed.routesOf[ln], old.matches, nil)
-				if !ok {
-					return nil, errNotAPatch
-				}
-				filed.routesOf[ln] = list
+			if !leave(ln, old.matches, removed, shared) {
+				return nil, errNotAPatch
 			}
-			e := edit(ln)
-			e.remove, e.whole = append(e.remove, removed...), e.whole || shared
 		}
 	}
 	if next.deadRules > len(next.rules)/4 {
