@@ -76,16 +76,24 @@ func (t *translator) accessPolicies() {
 	for _, p := range ps {
 		ai := newAccessInfo(p, t.applicationAUDs(p))
 		t.accessList = append(t.accessList, ai)
-		for _, tr := range p.Spec.TargetRefs {
-			if string(tr.Group) != groupGateway {
-				continue // not a target it can have: reported by accessStatuses
-			}
-			k := accessTarget{string(tr.Kind), p.Namespace, string(tr.Name), sectionOf(tr.SectionName)}
+		for _, k := range accessTargets(p) {
 			if !slices.Contains(t.accessByTarget[k], ai) {
 				t.accessByTarget[k] = append(t.accessByTarget[k], ai)
 			}
 		}
 	}
+}
+
+// accessTargets are the targets a policy names that it can have: of the
+// Gateway API's group (the others are reported by accessStatuses).
+func accessTargets(p *v1alpha1.AccessPolicy) []accessTarget {
+	out := make([]accessTarget, 0, len(p.Spec.TargetRefs))
+	for _, tr := range p.Spec.TargetRefs {
+		if string(tr.Group) == groupGateway {
+			out = append(out, accessTarget{string(tr.Kind), p.Namespace, string(tr.Name), sectionOf(tr.SectionName)})
+		}
+	}
+	return out
 }
 
 // newAccessInfo checks a policy the way the proxy will check the rules it

@@ -352,9 +352,11 @@ func epochOf(in *Input, sizeHint int) epoch {
 	if len(s.AccessPolicies) > 0 {
 		e.protects = make(map[types.UID][]accessTarget, len(s.AccessPolicies))
 		for _, p := range s.AccessPolicies {
-			for _, tr := range p.Spec.TargetRefs {
-				e.protects[p.UID] = append(e.protects[p.UID], accessTarget{string(tr.Kind), p.Namespace, string(tr.Name), ""})
+			ts := accessTargets(p)
+			for i := range ts {
+				ts[i].section = ""
 			}
+			e.protects[p.UID] = ts
 		}
 	}
 	return e
