@@ -92,6 +92,25 @@ func dialTo(addr string) func(ctx context.Context, network, _ string) (net.Conn,
 	}
 }
 
+// backendAt asks url with client, for host (the URL's when ""), and says
+// which echo backend answered.
+func backendAt(client *http.Client, url, host string) (string, error) {
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		return "", err
+	}
+	if host != "" {
+		req.Host = host
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return echoed(string(body), "backend"), nil
+}
+
 // Each Gateway answers on its own address with its own routes, even on the
 // same port and with the same (empty) hostname; a Gateway gone from the
 // config stops answering, and one added starts, without a restart.
@@ -104,13 +123,7 @@ func TestGatewayAddresses(t *testing.T) {
 	}
 	serveGateways(t, p, ServeOptions{})
 	get := func(addr string) (string, error) {
-		res, err := http.Get("http://" + net.JoinHostPort(addr, strconv.Itoa(port)) + "/x")
-		if err != nil {
-			return "", err
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		return echoed(string(body), "backend"), nil
+		return backendAt(http.DefaultClient, "http://"+net.JoinHostPort(addr, strconv.Itoa(port))+"/x", "")
 	}
 	for addr, want := range map[string]string{"127.0.0.2": "a", "127.0.0.3": "b"} {
 		if got, err := get(addr); err != nil || got != want {
@@ -383,17 +396,7 @@ func TestListenerPorts(t *testing.T) {
 	b := serveGateways(t, p, ServeOptions{Origin: "127.0.0.1:0"})
 
 	plain := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-	get := func(addr, host string) (string, error) {
-		req, _ := http.NewRequest("GET", "http://"+addr+"/x", nil)
-		req.Host = host
-		res, err := plain.Do(req)
-		if err != nil {
-			return "", err
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		return echoed(string(body), "backend"), nil
-	}
+	get := func(addr, host string) (string, error) { return backendAt(plain, "http://"+addr+"/x", host) }
 	at := func(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 	roots := x509.NewCertPool()
 	roots.AddCert(ca.cert)

@@ -150,13 +150,7 @@ func TestGatewayListenerPatched(t *testing.T) {
 	serveGateways(t, p, ServeOptions{})
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	get := func(addr string) (string, error) {
-		res, err := client.Get("http://" + net.JoinHostPort(addr, strconv.Itoa(port)) + "/x")
-		if err != nil {
-			return "", err
-		}
-		defer res.Body.Close()
-		body, _ := io.ReadAll(res.Body)
-		return echoed(string(body), "backend"), nil
+		return backendAt(client, "http://"+net.JoinHostPort(addr, strconv.Itoa(port))+"/x", "")
 	}
 	for _, step := range []struct {
 		cfg  *proxycfg.Config
