@@ -6,44 +6,31 @@ package sni
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
 
-// selfSigned is a certificate for names, signed by its own key.
-func selfSigned(t *testing.T, names ...string) (tls.Certificate, *x509.CertPool) {
+// serverCert is a server certificate for names, issued by a CA made for
+// the test, and a pool that trusts it.
+func serverCert(t *testing.T, names ...string) (tls.Certificate, *x509.CertPool) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
+	ca := testpki.NewCA(t, "sni test CA")
+	certPEM, keyPEM := ca.IssueServer(t, names...)
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(cert)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
+	pool.AddCert(ca.Cert)
+	return cert, pool
 }
 
 func listen(t *testing.T) net.Listener {
@@ -67,7 +54,7 @@ func TestReplayEndToEnd(t *testing.T) {
 }
 
 func replayEndToEnd(t *testing.T, version uint16) {
-	cert, pool := selfSigned(t, "backend.example")
+	cert, pool := serverCert(t, "backend.example")
 
 	// The backend: a TLS echo server.
 	backend := listen(t)
