@@ -22,4 +22,12 @@ const (
 	// DefaultCAPool is the path, inside the cloudflared container, of the
 	// CA that signed that certificate.
 	DefaultCAPool = "/etc/tunnelgate/origin-ca/ca.crt"
+	// DefaultStreamPortBase is the first of the ports a proxy's origin
+	// side opens for stream routes (TCPRoutes and TLSRoutes through a
+	// tunnel), one port per route (proxycfg.Route.OriginPort), among
+	// StreamPortCount ports from the base.
+	DefaultStreamPortBase = 20000
+	// StreamPortCount is how many ports from the base stream routes are
+	// given: at most this many stream routes per proxy.
+	StreamPortCount = 10000
 )

@@ -30,6 +30,8 @@ type Output struct {
 	ListenerSets       map[types.NamespacedName]*gwv1.ListenerSetStatus
 	HTTPRoutes         map[types.NamespacedName][]gwv1.RouteParentStatus
 	GRPCRoutes         map[types.NamespacedName][]gwv1.RouteParentStatus
+	TCPRoutes          map[types.NamespacedName][]gwv1.RouteParentStatus
+	TLSRoutes          map[types.NamespacedName][]gwv1.RouteParentStatus
 	BackendTLSPolicies map[types.NamespacedName][]gwv1.PolicyAncestorStatus
 	AccessPolicies     map[types.NamespacedName][]gwv1.PolicyAncestorStatus
 
@@ -74,6 +76,38 @@ type Hostname struct {
 	// Classes are the GatewayClasses whose Gateways serve it, sorted: the
 	// tunnels that must route it.
 	Classes []string `json:"classes,omitempty"`
+	// Stream is set when a TCPRoute or TLSRoute serves the hostname
+	// through the tunnel; then GRPC and HTTP are not (a hostname is one
+	// ingress rule, and so one kind of service).
+	Stream *StreamService `json:"stream,omitempty"`
+}
+
+// StreamService is how the tunnel carries a hostname that a TCPRoute or
+// TLSRoute serves: cloudflared takes the streams visitors open with
+// `cloudflared access` (or Access's browser rendering) to the proxy's
+// origin port for that route, which relays them to the route's backends.
+type StreamService struct {
+	// Route names the route, "TCPRoute namespace/name", for messages.
+	Route string `json:"route"`
+	// Port is the route's proxycfg.Route.OriginPort.
+	Port int `json:"port"`
+	// Scheme is the ingress rule's service scheme: "tcp", "ssh" or "rdp".
+	Scheme string `json:"scheme"`
+	// Access, when set, makes cloudflared check each stream's Access
+	// token before it dials the origin (the rule's originRequest.access):
+	// the proxy cannot, as a raw stream carries no token it can read.
+	Access *StreamAccess `json:"access,omitempty"`
+}
+
+// StreamAccess is what cloudflared checks of a stream's Access token.
+type StreamAccess struct {
+	// TeamName is the team's name, the first label of its domain
+	// ("<team>.cloudflareaccess.com"); never empty (cloudflared fails
+	// every token against an empty one).
+	TeamName string `json:"teamName"`
+	// Audiences are the Access applications' AUD tags a token may carry;
+	// at least one.
+	Audiences []string `json:"audiences"`
 }
 
 // Event is a Kubernetes event to record on an object.

@@ -77,6 +77,8 @@ type Snapshot struct {
 	ListenerSets        []*gwv1.ListenerSet
 	HTTPRoutes          []*gwv1.HTTPRoute
 	GRPCRoutes          []*gwv1.GRPCRoute
+	TCPRoutes           []*gwv1.TCPRoute
+	TLSRoutes           []*gwv1.TLSRoute
 	ReferenceGrants     []*gwv1.ReferenceGrant
 	BackendTLSPolicies  []*gwv1.BackendTLSPolicy
 	Services            []*corev1.Service

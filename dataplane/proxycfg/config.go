@@ -45,7 +45,8 @@ type Config struct {
 	// given to the listener whose hostname matches its Host most
 	// specifically (exact, then the longest wildcard, then no hostname).
 	Listeners []Listener `json:"listeners"`
-	// Routes are HTTPRoutes and GRPCRoutes, already bound to listeners.
+	// Routes are HTTPRoutes, GRPCRoutes, TCPRoutes and TLSRoutes, already
+	// bound to listeners.
 	Routes []Route `json:"routes"`
 	// Clusters are the backends' endpoint sets, referenced by name.
 	Clusters []Cluster `json:"clusters"`
@@ -85,7 +86,9 @@ type Listener struct {
 	// in-cluster) serve only the listeners of their port; the origin
 	// listener for cloudflared serves every port, choosing by hostname.
 	Port int `json:"port,omitempty"`
-	// Protocol is HTTP or HTTPS. Where every port is served
+	// Protocol is HTTP, HTTPS, TCP or TLS. TCP and TLS listeners take
+	// stream routes only (Route.Stream), and HTTP and HTTPS listeners
+	// the others. Where every port is served
 	// at once (the origin listener, a plain listener for all ports), a
 	// request is first given to the listeners of the scheme the client
 	// used, so the common pair "HTTP on 80 redirects, HTTPS on 443 serves"
@@ -158,18 +161,41 @@ type Certificate struct {
 const (
 	ListenerHTTP  = "HTTP"
 	ListenerHTTPS = "HTTPS"
+	// ListenerTCP relays each connection whole to a backend of the one
+	// TCPRoute on the listener.
+	ListenerTCP = "TCP"
+	// ListenerTLS relays each TLS connection whole, not terminated, to a
+	// backend of the TLSRoute whose hostnames take the server name of the
+	// connection's ClientHello (the Gateway API's TLS mode Passthrough).
+	ListenerTLS = "TLS"
 )
 
-// RouteKind says whether a route came from an HTTPRoute or a GRPCRoute. It
-// shapes error responses: gRPC clients get a grpc-status, not an HTML body.
+// RouteKind is the kind of the Gateway API route a route came from. For
+// HTTP routes it shapes error responses (gRPC clients get a grpc-status,
+// not an HTML body); TCPRoutes and TLSRoutes are stream routes.
 type RouteKind string
 
 const (
 	KindHTTP RouteKind = "HTTPRoute"
 	KindGRPC RouteKind = "GRPCRoute"
+	KindTCP  RouteKind = "TCPRoute"
+	KindTLS  RouteKind = "TLSRoute"
 )
 
-// Route is one HTTPRoute or GRPCRoute with its rules, attached to listeners.
+// Stream reports whether routes of kind k are stream routes: TCPRoutes
+// and TLSRoutes, which relay connections, not requests.
+func (k RouteKind) Stream() bool { return k == KindTCP || k == KindTLS }
+
+// Route is one Gateway API route with its rules, attached to listeners.
+//
+// A stream route (a TCPRoute or TLSRoute, RouteKind.Stream) relays whole
+// connections: it attaches to listeners of protocol TCP (a TCPRoute) or
+// TLS (a TLSRoute) only, and has exactly one rule, which has Backends and
+// nothing else (no matches, filters, timeouts or Access): each connection
+// goes to one backend chosen by weight, and a backend's share with a
+// Status is refused (the connection is closed before anything is
+// relayed), as the Gateway API asks of a backend that does not resolve.
+// Its backends name clusters of protocol ProtoTCP.
 type Route struct {
 	Kind      RouteKind `json:"kind"`
 	Namespace string    `json:"namespace"`
@@ -179,9 +205,19 @@ type Route struct {
 	// Listeners are the names of the listeners the route is attached to.
 	Listeners []string `json:"listeners"`
 	// Hostnames are the route's hostnames after intersection with each
-	// listener's; empty means every host the listener accepts.
+	// listener's; empty means every host the listener accepts. A
+	// TLSRoute's are the server names (SNI) it takes; a TCPRoute has
+	// none.
 	Hostnames []string `json:"hostnames,omitempty"`
 	Rules     []Rule   `json:"rules"`
+	// OriginPort is, for a stream route served through a tunnel, the port
+	// the proxy opens for it beside its origin listeners (on their
+	// host), where cloudflared sends the route's streams: cloudflared
+	// passes an origin the visitor's bytes alone, with no hostname, so
+	// each such route needs a port of its own. 0 for a route not served
+	// through a tunnel, and for HTTP routes. A config holds each port
+	// once.
+	OriginPort int `json:"originPort,omitempty"`
 }
 
 // Rule is one route rule: how to match, what to do, where to send.
@@ -446,13 +482,17 @@ const (
 	// ProtoTLS is HTTP over TLS: HTTP/2 when TLS.H2 is set and the server
 	// agrees in ALPN, else HTTP/1.1.
 	ProtoTLS = "tls"
+	// ProtoTCP is bytes relayed as they come, for stream routes (a TLS
+	// passthrough connection's TLS is the client's, end to end). Only
+	// stream routes name clusters of this protocol.
+	ProtoTCP = "tcp"
 )
 
 // Cluster is a named set of endpoints that share one protocol and TLS
 // identity: one Service port, ServiceImport or ExternalBackend.
 type Cluster struct {
 	Name     string `json:"name"`
-	Protocol string `json:"protocol"` // ProtoHTTP1, ProtoH2C or ProtoTLS
+	Protocol string `json:"protocol"` // ProtoHTTP1, ProtoH2C, ProtoTLS or ProtoTCP
 	// Endpoints are the ready addresses. None answers 503.
 	Endpoints []Endpoint   `json:"endpoints"`
 	TLS       *TLSSettings `json:"tls,omitempty"`

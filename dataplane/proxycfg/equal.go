@@ -133,7 +133,7 @@ func (r *Route) Equal(o *Route) bool {
 	}
 	return r.Kind == o.Kind && r.Namespace == o.Namespace && r.Name == o.Name && equalTimes(r.Created, o.Created) &&
 		equalValues(r.Listeners, o.Listeners) && equalValues(r.Hostnames, o.Hostnames) &&
-		equalSlices(r.Rules, o.Rules, (*Rule).Equal)
+		equalSlices(r.Rules, o.Rules, (*Rule).Equal) && r.OriginPort == o.OriginPort
 }
 
 // Equal reports whether r and o are the same rule.
