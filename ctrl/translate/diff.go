@@ -21,13 +21,16 @@ type Changes struct {
 	ListenerSets       []types.NamespacedName
 	HTTPRoutes         []types.NamespacedName
 	GRPCRoutes         []types.NamespacedName
+	TCPRoutes          []types.NamespacedName
+	TLSRoutes          []types.NamespacedName
 	BackendTLSPolicies []types.NamespacedName
 	AccessPolicies     []types.NamespacedName
 }
 
 // Empty reports whether nothing changed.
 func (c *Changes) Empty() bool {
-	return len(c.GatewayClasses)+len(c.Gateways)+len(c.ListenerSets)+len(c.HTTPRoutes)+len(c.GRPCRoutes)+len(c.BackendTLSPolicies)+len(c.AccessPolicies) == 0
+	return len(c.GatewayClasses)+len(c.Gateways)+len(c.ListenerSets)+len(c.HTTPRoutes)+len(c.GRPCRoutes)+
+		len(c.TCPRoutes)+len(c.TLSRoutes)+len(c.BackendTLSPolicies)+len(c.AccessPolicies) == 0
 }
 
 // Diff compares next with prev (nil: everything in next is new). An object
@@ -66,6 +69,8 @@ func Diff(prev, next *Output) Changes {
 	c.ListenerSets = diffMap(prev.ListenerSets, next.ListenerSets, func(a, b *gwv1.ListenerSetStatus) bool { return equality.Semantic.DeepEqual(a, b) })
 	c.HTTPRoutes = diffMap(prev.HTTPRoutes, next.HTTPRoutes, parentsEqual)
 	c.GRPCRoutes = diffMap(prev.GRPCRoutes, next.GRPCRoutes, parentsEqual)
+	c.TCPRoutes = diffMap(prev.TCPRoutes, next.TCPRoutes, parentsEqual)
+	c.TLSRoutes = diffMap(prev.TLSRoutes, next.TLSRoutes, parentsEqual)
 	ancestorsEqual := func(a, b []gwv1.PolicyAncestorStatus) bool { return equality.Semantic.DeepEqual(a, b) }
 	c.BackendTLSPolicies = diffMap(prev.BackendTLSPolicies, next.BackendTLSPolicies, ancestorsEqual)
 	c.AccessPolicies = diffMap(prev.AccessPolicies, next.AccessPolicies, ancestorsEqual)
