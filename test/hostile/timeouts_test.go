@@ -154,12 +154,15 @@ func TestUnreadResponseReleasesTheBackend(t *testing.T) {
 			h.enc = hpack.NewEncoder(&h.hbuf)
 			h.open(p.request("GET", target, "app.example"), true)
 		}
+		// What releases the backend must be the write timeout: the next
+		// bound that could (the default body and write timeouts) is 60 s.
+		// So the wait is bounded well below that, and well above what a
+		// busy machine adds to the write timeout (seen: 6.5 s in all with
+		// every package's tests running at once).
+		const bound = clientTimeout + 15*time.Second
 		select {
-		case at := <-releasedFor(target):
-			if took := at.Sub(start); took > clientTimeout+timeoutSlack+time.Second {
-				t.Errorf("the backend connection was released after %v", took)
-			}
-		case <-time.After(clientTimeout + timeoutSlack + 2*time.Second):
+		case <-releasedFor(target):
+		case <-time.After(bound):
 			t.Fatalf("the backend still sends to a client that reads nothing after %v", time.Since(start))
 		}
 	})
