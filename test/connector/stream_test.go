@@ -128,7 +128,8 @@ func TestStreamRefusedWithoutRuleOrOrigin(t *testing.T) {
 // With originRequest.access on the rule, the connector checks the
 // stream's token before it dials the origin: none, one for another
 // application and one another team signed are refused and never reach
-// the origin; a valid one is relayed.
+// the origin; a valid one is relayed. A plain request to a rule with the
+// check is checked alike.
 func TestStreamAccessCheckedBeforeTheOrigin(t *testing.T) {
 	key, other := testaccess.Key(t, "acme"), testaccess.Key(t, "other")
 	certs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -143,7 +144,9 @@ func TestStreamAccessCheckedBeforeTheOrigin(t *testing.T) {
 		}), nil)
 	}
 	o := startEchoOrigin(t)
-	e := serveStreams(t, oneHost("ssh.example.com", "ssh://"+o.addr, `{"access":{"required":true,"teamName":"acme","audTag":["aud-ssh"]}}`), certs.URL)
+	const access = `{"access":{"required":true,"teamName":"acme","audTag":["aud-ssh"]}}`
+	e := serveStreams(t, fmt.Sprintf(`{"ingress":[{"hostname":"ssh.example.com","service":"ssh://%s","originRequest":%s},
+		{"hostname":"web.example.com","service":"http_status:204","originRequest":%[2]s},{"service":"http_status:404"}]}`, o.addr, access), certs.URL)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for name, c := range map[string]struct {
@@ -169,4 +172,20 @@ func TestStreamAccessCheckedBeforeTheOrigin(t *testing.T) {
 	}
 	defer s.Close()
 	echoes(t, s, fmt.Sprintf("SSH-2.0-%s\r\n", t.Name()))
+
+	// The same check guards a plain request to a rule that has it.
+	for tok, want := range map[string]int{"": http.StatusForbidden, token(key, "aud-ssh"): http.StatusNoContent} {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://web.example.com/", nil)
+		if tok != "" {
+			req.Header.Set(accessJWTHeader, tok)
+		}
+		res, err := e.Client(5 * time.Second).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("request with token %t: %d, want %d", tok != "", res.StatusCode, want)
+		}
+	}
 }
