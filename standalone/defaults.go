@@ -49,6 +49,8 @@ import (
 //   - HTTPRoute filters: requestRedirect statusCode 302, requestMirror
 //     fraction denominator 100, cors maxAge 5
 //   - GRPCRoute method and header match type Exact (grpcroute_types.go)
+//   - TCPRoute and TLSRoute: none of their own; their parentRefs and
+//     backendRefs take the ParentReference and BackendRef defaults above
 //   - sessionPersistence type Cookie, cookie path "/" and lifetimeType
 //     Session (a route written for v1.6, with sessionName and
 //     cookieConfig, is read in v1.7's shape first: gwcompat)
@@ -330,6 +332,28 @@ func defaultGRPCRoute(r *gwv1.GRPCRoute) {
 		defaultSessionPersistence(rule.SessionPersistence)
 	}
 	r.Status = gwv1.GRPCRouteStatus{}
+}
+
+func defaultTCPRoute(r *gwv1.TCPRoute) {
+	defaultParentRefs(r.Spec.ParentRefs)
+	for i := range r.Spec.Rules {
+		defaultBackendRefs(r.Spec.Rules[i].BackendRefs)
+	}
+	r.Status = gwv1.TCPRouteStatus{}
+}
+
+func defaultTLSRoute(r *gwv1.TLSRoute) {
+	defaultParentRefs(r.Spec.ParentRefs)
+	for i := range r.Spec.Rules {
+		defaultBackendRefs(r.Spec.Rules[i].BackendRefs)
+	}
+	r.Status = gwv1.TLSRouteStatus{}
+}
+
+func defaultBackendRefs(refs []gwv1.BackendRef) {
+	for i := range refs {
+		defaultBackendRef(&refs[i])
+	}
 }
 
 func defaultGRPCFilters(fs []gwv1.GRPCRouteFilter) {

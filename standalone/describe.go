@@ -25,9 +25,10 @@ import (
 // conditions: a "Kind namespace/name" line per object, then its conditions
 // as a table, with listeners, route parents and policy ancestors indented
 // under it, and the object's events last. Objects come in the order
-// GatewayClass, Gateway, ListenerSet, HTTPRoute, GRPCRoute,
-// BackendTLSPolicy, AccessPolicy, each kind sorted by namespace and name. snap, which
-// may be nil, adds the protocol, port and hostname of listeners.
+// GatewayClass, Gateway, ListenerSet, HTTPRoute, GRPCRoute, TCPRoute,
+// TLSRoute, BackendTLSPolicy, AccessPolicy, each kind sorted by namespace
+// and name. snap, which may be nil, adds the protocol, port and hostname
+// of listeners.
 func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 	var buf bytes.Buffer
 	tw := tabwriter.NewWriter(&buf, 0, 8, 2, ' ', 0)
@@ -51,6 +52,8 @@ func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 	}
 	describeEach(d, kindHTTPRoute, "Parent", out.HTTPRoutes, routeParent)
 	describeEach(d, kindGRPCRoute, "Parent", out.GRPCRoutes, routeParent)
+	describeEach(d, kindTCPRoute, "Parent", out.TCPRoutes, routeParent)
+	describeEach(d, kindTLSRoute, "Parent", out.TLSRoutes, routeParent)
 	describeEach(d, kindBackendTLSPolicy, "Ancestor", out.BackendTLSPolicies, policyAncestor)
 	describeEach(d, kindAccessPolicy, "Ancestor", out.AccessPolicies, policyAncestor)
 	d.flushEvents()
@@ -292,6 +295,8 @@ func NotReady(out *translate.Output) []string {
 	}
 	check(kindHTTPRoute, out.HTTPRoutes)
 	check(kindGRPCRoute, out.GRPCRoutes)
+	check(kindTCPRoute, out.TCPRoutes)
+	check(kindTLSRoute, out.TLSRoutes)
 	slices.Sort(lines)
 	return lines
 }

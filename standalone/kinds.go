@@ -102,6 +102,10 @@ func init() {
 			func(s *translate.Snapshot) *[]*gwv1.HTTPRoute { return &s.HTTPRoutes }, defaultHTTPRoute),
 		newKind(kindGRPCRoute, gw, []string{"v1", "v1alpha2"}, false,
 			func(s *translate.Snapshot) *[]*gwv1.GRPCRoute { return &s.GRPCRoutes }, defaultGRPCRoute),
+		newKind(kindTCPRoute, gw, []string{"v1", "v1alpha2"}, false,
+			func(s *translate.Snapshot) *[]*gwv1.TCPRoute { return &s.TCPRoutes }, defaultTCPRoute),
+		newKind(kindTLSRoute, gw, []string{"v1", "v1alpha3", "v1alpha2"}, false,
+			func(s *translate.Snapshot) *[]*gwv1.TLSRoute { return &s.TLSRoutes }, defaultTLSRoute),
 		newKind("ReferenceGrant", gw, []string{"v1", "v1beta1", "v1alpha2"}, false,
 			func(s *translate.Snapshot) *[]*gwv1.ReferenceGrant { return &s.ReferenceGrants }, nil),
 		newKind(kindBackendTLSPolicy, gw, []string{"v1", "v1alpha3"}, false,
@@ -138,6 +142,8 @@ const (
 	kindListenerSet      = "ListenerSet"
 	kindHTTPRoute        = "HTTPRoute"
 	kindGRPCRoute        = "GRPCRoute"
+	kindTCPRoute         = "TCPRoute"
+	kindTLSRoute         = "TLSRoute"
 	kindBackendTLSPolicy = "BackendTLSPolicy"
 	kindAccessPolicy     = v1alpha1.KindAccessPolicy
 )

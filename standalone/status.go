@@ -40,6 +40,14 @@ func carryStatus(from, to object) {
 		if f, ok := from.(*gwv1.GRPCRoute); ok {
 			t.Status = f.Status
 		}
+	case *gwv1.TCPRoute:
+		if f, ok := from.(*gwv1.TCPRoute); ok {
+			t.Status = f.Status
+		}
+	case *gwv1.TLSRoute:
+		if f, ok := from.(*gwv1.TLSRoute); ok {
+			t.Status = f.Status
+		}
 	case *gwv1.Gateway:
 		if f, ok := from.(*gwv1.Gateway); ok {
 			t.Status = f.Status
@@ -69,6 +77,20 @@ func withStatus(o object, out *translate.Output) object {
 		}
 	case *gwv1.GRPCRoute:
 		if st, ok := out.GRPCRoutes[nn]; ok && !parentsCarried(o.Status.Parents, st) {
+			c := *o
+			c.Status.Parents = st
+			newVersion(&c, st)
+			return &c
+		}
+	case *gwv1.TCPRoute:
+		if st, ok := out.TCPRoutes[nn]; ok && !parentsCarried(o.Status.Parents, st) {
+			c := *o
+			c.Status.Parents = st
+			newVersion(&c, st)
+			return &c
+		}
+	case *gwv1.TLSRoute:
+		if st, ok := out.TLSRoutes[nn]; ok && !parentsCarried(o.Status.Parents, st) {
 			c := *o
 			c.Status.Parents = st
 			newVersion(&c, st)

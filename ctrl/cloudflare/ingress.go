@@ -36,6 +36,24 @@ type OriginRequest struct {
 	HTTP2Origin      bool   `json:"http2Origin,omitempty"`
 	OriginServerName string `json:"originServerName,omitempty"`
 	CAPool           string `json:"caPool,omitempty"`
+	// Access makes cloudflared check each request's or stream's Access
+	// token before it dials the origin.
+	Access *AccessCheck `json:"access,omitempty"`
+}
+
+// AccessCheck is a rule's originRequest.access, cloudflared's
+// config.AccessConfig: with Required, cloudflared refuses (403) a request
+// or stream without a Cf-Access-Jwt-Assertion token, and fails one whose
+// token does not verify against the team's keys
+// (https://<teamName>.cloudflareaccess.com/cdn-cgi/access/certs) or
+// carries none of the AUD tags. cloudflared installs the check only for a
+// rule that sets it (not from the document's top-level originRequest),
+// and fails every token against an empty teamName, so a rule never has
+// one.
+type AccessCheck struct {
+	Required bool     `json:"required"`
+	TeamName string   `json:"teamName"`
+	AudTag   []string `json:"audTag"`
 }
 
 // catchAll answers hostnames the tunnel receives but no route serves (a
@@ -87,24 +105,71 @@ func (o origin) plain() string {
 // BuildDocument is the ingress document of a tunnel serving hostnames:
 // each to the proxy's plain origin listener, or, when a GRPCRoute serves
 // it, to the TLS listener over HTTP/2 (HTTP routes on the same hostname
-// work there too); then the catch-all. Exact hostnames come before
-// wildcards, and a wildcard before any shorter one it contains, so the
-// first match is the most specific, as in Gateway API.
+// work there too), or, when a TCPRoute or TLSRoute serves it, to the
+// proxy's origin port for that route (streamRule); then the catch-all.
+// Exact hostnames come before wildcards, and a wildcard before any
+// shorter one it contains, so the first match is the most specific, as
+// in Gateway API.
+//
+// A stream hostname whose rule cannot be written safely is left out, so
+// it falls to the catch-all; buildDocument says why.
 func BuildDocument(hostnames []translate.Hostname, s *v1alpha1.OriginSettings) Document {
+	doc, _ := buildDocument(hostnames, s)
+	return doc
+}
+
+// buildDocument is BuildDocument, and a message for each hostname it
+// left out.
+func buildDocument(hostnames []translate.Hostname, s *v1alpha1.OriginSettings) (doc Document, refused []string) {
 	o := originOf(s)
 	hs := slices.Clone(hostnames)
 	slices.SortFunc(hs, func(a, b translate.Hostname) int { return compareSpecificity(a.Name, b.Name) })
-	doc := Document{Ingress: make([]Rule, 0, len(hs)+1)}
+	doc = Document{Ingress: make([]Rule, 0, len(hs)+1)}
 	for _, h := range hs {
 		r := Rule{Hostname: h.Name, Service: o.plain()}
-		if h.GRPC {
+		switch {
+		case h.Stream != nil:
+			var err error
+			if r, err = streamRule(h.Name, h.Stream); err != nil {
+				refused = append(refused, err.Error())
+				continue
+			}
+		case h.GRPC:
 			r.Service = fmt.Sprintf("https://localhost:%d", o.tlsPort)
 			r.OriginRequest = &OriginRequest{HTTP2Origin: true, OriginServerName: o.serverName, CAPool: o.caPool}
 		}
 		doc.Ingress = append(doc.Ingress, r)
 	}
 	doc.Ingress = append(doc.Ingress, Rule{Service: catchAll})
-	return doc
+	return doc, refused
+}
+
+// streamSchemes are the services a stream hostname may name: cloudflared
+// carries each as TCP to host:port. Its other stream service, bastion,
+// lets the visitor choose the destination, and is never written.
+var streamSchemes = []string{"tcp", "ssh", "rdp"}
+
+// streamRule is the rule of a hostname a TCPRoute or TLSRoute serves:
+// its streams go to the route's origin port on loopback, where the proxy
+// beside cloudflared listens (as for HTTP), checked by cloudflared for an
+// Access token when the route is behind Access. It refuses a scheme
+// other than streamSchemes, a port out of range, and an Access check
+// without a team name or AUD tag (which would fail every stream).
+func streamRule(hostname string, st *translate.StreamService) (Rule, error) {
+	if !slices.Contains(streamSchemes, st.Scheme) {
+		return Rule{}, fmt.Errorf("hostname %s (%s): stream scheme %q is not one of %s: not routed", hostname, st.Route, st.Scheme, strings.Join(streamSchemes, ", "))
+	}
+	if st.Port <= 0 || st.Port > 65535 {
+		return Rule{}, fmt.Errorf("hostname %s (%s): origin port %d is out of range: not routed", hostname, st.Route, st.Port)
+	}
+	r := Rule{Hostname: hostname, Service: fmt.Sprintf("%s://localhost:%d", st.Scheme, st.Port)}
+	if a := st.Access; a != nil {
+		if a.TeamName == "" || len(a.Audiences) == 0 {
+			return Rule{}, fmt.Errorf("hostname %s (%s): Access check without a team name or AUD tag (cloudflared would fail every stream): not routed", hostname, st.Route)
+		}
+		r.OriginRequest = &OriginRequest{Access: &AccessCheck{Required: true, TeamName: a.TeamName, AudTag: slices.Clone(a.Audiences)}}
+	}
+	return r, nil
 }
 
 // compareSpecificity orders exact hostnames first (by name), then

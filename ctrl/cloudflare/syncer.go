@@ -482,9 +482,14 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 		return st, nil
 	}
 
-	doc := BuildDocument(d.Hostnames, d.Spec.Origin)
+	doc, refused := buildDocument(d.Hostnames, d.Spec.Origin)
 	docKey := hashJSON(doc)
 	now := s.opts.Now()
+	if docKey != c.l.applied {
+		for _, msg := range refused {
+			s.opts.Log.Error("tunnel ingress rule refused", "class", d.Class, "problem", msg)
+		}
+	}
 	if docKey != c.l.applied || now.Sub(c.l.lastDrift) >= s.opts.DriftEvery {
 		remote, err := c.l.api.getConfig(ctx, c.l.account, c.l.tunnelID)
 		if err != nil {

@@ -594,3 +594,31 @@ func waitKey(t *testing.T, w *world, key string, ok func(*translate.TunnelState)
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A stream hostname goes into the document as its tcp/ssh/rdp rule and
+// gets its DNS records as any other; one whose rule cannot be run safely
+// (Access without a team name) is left out of the document, so its
+// streams meet the catch-all, and the sync says why in the log, while
+// the rest of the class is served.
+func TestStreamHostnamesSynced(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{})
+	d := desired("app.example.com")
+	d.Hostnames = append(d.Hostnames,
+		translate.Hostname{Name: "db.example.com", Classes: []string{"prod"},
+			Stream: &translate.StreamService{Route: "TCPRoute default/db", Port: 20000, Scheme: "tcp"}},
+		translate.Hostname{Name: "ssh.example.com", Classes: []string{"prod"},
+			Stream: &translate.StreamService{Route: "TCPRoute ops/ssh", Port: 20001, Scheme: "ssh",
+				Access: &translate.StreamAccess{Audiences: []string{"aud"}}}})
+	w.s.Update([]cloudflare.Desired{d})
+	w.waitState(t, "document applied", func(st *translate.TunnelState) bool { return st.Pending == "" && st.DNS != nil })
+	want := []string{"app.example.com=http://localhost:8080", "db.example.com=tcp://localhost:20000", "=http_status:404"}
+	if got := w.ingress(t, w.tunnelID(t)); !slices.Equal(got, want) {
+		t.Errorf("ingress %q, want %q", got, want)
+	}
+	if _, ok := w.records("zone-com")["CNAME db.example.com"]; !ok {
+		t.Errorf("no CNAME for the stream hostname: %v", w.records("zone-com"))
+	}
+	if log := w.logs.String(); !strings.Contains(log, "tunnel ingress rule refused") || !strings.Contains(log, "hostname ssh.example.com (TCPRoute ops/ssh): Access check without a team name") {
+		t.Errorf("the refused rule is not in the log:\n%s", log)
+	}
+}

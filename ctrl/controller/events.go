@@ -21,6 +21,7 @@ var eventAPIVersion = map[string]string{
 	"GatewayClass": "gateway.networking.k8s.io/v1", "Gateway": "gateway.networking.k8s.io/v1",
 	"ListenerSet": "gateway.networking.k8s.io/v1", "HTTPRoute": "gateway.networking.k8s.io/v1",
 	"GRPCRoute": "gateway.networking.k8s.io/v1", "BackendTLSPolicy": "gateway.networking.k8s.io/v1",
+	"TCPRoute": "gateway.networking.k8s.io/v1", "TLSRoute": "gateway.networking.k8s.io/v1",
 	v1alpha1.KindAccessPolicy: v1alpha1.SchemeGroupVersion.String(),
 }
 

@@ -58,6 +58,7 @@ type watched struct {
 	dyn  dynamicinformer.DynamicSharedInformerFactory
 
 	classes, gateways, listenerSets, httpRoutes, grpcRoutes, grants, policies cache.SharedIndexInformer
+	tcpRoutes, tlsRoutes                                                      cache.SharedIndexInformer
 	services, slices, namespaces, secrets, configMaps, trustBundles           cache.SharedIndexInformer
 	classConfigs, gatewayConfigs, externals, accessPolicies, crds             cache.SharedIndexInformer
 
@@ -106,6 +107,14 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 	}
 	if gvr := gwGV.WithResource("grpcroutes"); has(gvr) {
 		w.grpcRoutes = w.dyn.ForResource(gvr).Informer()
+	}
+	// TCPRoutes and TLSRoutes are new in v1.7's standard channel, so no
+	// older shape is stored: they are listed typed.
+	if has(gwGV.WithResource("tcproutes")) {
+		w.tcpRoutes = g.TCPRoutes().Informer()
+	}
+	if has(gwGV.WithResource("tlsroutes")) {
+		w.tlsRoutes = g.TLSRoutes().Informer()
 	}
 	if has(gwGV.WithResource("referencegrants")) {
 		w.grants = g.ReferenceGrants().Informer()
@@ -195,7 +204,7 @@ func accessor(o any) metav1.Object {
 
 // all lists the informers that exist.
 func (w *watched) all() []cache.SharedIndexInformer {
-	list := []cache.SharedIndexInformer{w.classes, w.gateways, w.listenerSets, w.httpRoutes, w.grpcRoutes, w.grants, w.policies,
+	list := []cache.SharedIndexInformer{w.classes, w.gateways, w.listenerSets, w.httpRoutes, w.grpcRoutes, w.tcpRoutes, w.tlsRoutes, w.grants, w.policies,
 		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.trustBundles, w.classConfigs, w.gatewayConfigs, w.externals, w.accessPolicies, w.crds}
 	return slices.DeleteFunc(list, func(i cache.SharedIndexInformer) bool { return i == nil })
 }

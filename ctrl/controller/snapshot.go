@@ -24,6 +24,8 @@ func (w *watched) snapshot() translate.Snapshot {
 		ListenerSets:        list[gwv1.ListenerSet](w.listenerSets),
 		HTTPRoutes:          list[gwv1.HTTPRoute](w.httpRoutes),
 		GRPCRoutes:          list[gwv1.GRPCRoute](w.grpcRoutes),
+		TCPRoutes:           list[gwv1.TCPRoute](w.tcpRoutes),
+		TLSRoutes:           list[gwv1.TLSRoute](w.tlsRoutes),
 		ReferenceGrants:     list[gwv1.ReferenceGrant](w.grants),
 		BackendTLSPolicies:  list[gwv1.BackendTLSPolicy](w.policies),
 		Services:            list[corev1.Service](w.services),
@@ -83,6 +85,10 @@ func (w *watched) lookup(kind, namespace, name string) any {
 		inf = w.httpRoutes
 	case "GRPCRoute":
 		inf = w.grpcRoutes
+	case "TCPRoute":
+		inf = w.tcpRoutes
+	case "TLSRoute":
+		inf = w.tlsRoutes
 	case "BackendTLSPolicy":
 		inf = w.policies
 	case v1alpha1.KindAccessPolicy:

@@ -68,6 +68,12 @@ func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.
 	for _, k := range ch.GRPCRoutes {
 		note(func() (bool, error) { return c.writeGRPCRoute(ctx, k, out.GRPCRoutes[k]) })
 	}
+	for _, k := range ch.TCPRoutes {
+		note(func() (bool, error) { return c.writeTCPRoute(ctx, k, out.TCPRoutes[k]) })
+	}
+	for _, k := range ch.TLSRoutes {
+		note(func() (bool, error) { return c.writeTLSRoute(ctx, k, out.TLSRoutes[k]) })
+	}
 	for _, k := range ch.BackendTLSPolicies {
 		note(func() (bool, error) { return c.writePolicy(ctx, k, out.BackendTLSPolicies[k]) })
 	}
@@ -211,6 +217,16 @@ func (c *Controller) writeHTTPRoute(ctx context.Context, k types.NamespacedName,
 func (c *Controller) writeGRPCRoute(ctx context.Context, k types.NamespacedName, ours []gwv1.RouteParentStatus) (bool, error) {
 	return writeStatus(ctx, c, "GRPCRoute", k, c.gw.GatewayV1().GRPCRoutes(k.Namespace),
 		mergeStatus(ours, c.ourParent, func(o *gwv1.GRPCRoute) *[]gwv1.RouteParentStatus { return &o.Status.Parents }, (*gwv1.GRPCRoute).DeepCopy))
+}
+
+func (c *Controller) writeTCPRoute(ctx context.Context, k types.NamespacedName, ours []gwv1.RouteParentStatus) (bool, error) {
+	return writeStatus(ctx, c, "TCPRoute", k, c.gw.GatewayV1().TCPRoutes(k.Namespace),
+		mergeStatus(ours, c.ourParent, func(o *gwv1.TCPRoute) *[]gwv1.RouteParentStatus { return &o.Status.Parents }, (*gwv1.TCPRoute).DeepCopy))
+}
+
+func (c *Controller) writeTLSRoute(ctx context.Context, k types.NamespacedName, ours []gwv1.RouteParentStatus) (bool, error) {
+	return writeStatus(ctx, c, "TLSRoute", k, c.gw.GatewayV1().TLSRoutes(k.Namespace),
+		mergeStatus(ours, c.ourParent, func(o *gwv1.TLSRoute) *[]gwv1.RouteParentStatus { return &o.Status.Parents }, (*gwv1.TLSRoute).DeepCopy))
 }
 
 func (c *Controller) writePolicy(ctx context.Context, k types.NamespacedName, ours []gwv1.PolicyAncestorStatus) (bool, error) {

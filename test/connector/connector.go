@@ -29,7 +29,12 @@ type Options struct {
 	// HostPath maps a path the ingress document names (a unix socket) to
 	// this machine's; default the identity.
 	HostPath func(string) string
-	Log      *slog.Logger
+	// AccessCerts maps an Access team name to the URL of its certs
+	// document (--access-certs=TEAM=URL, repeated; the stand-in's own
+	// flag), for a rule's originRequest.access; a team not named is read
+	// where cloudflared reads it, https://TEAM.cloudflareaccess.com.
+	AccessCerts map[string]string
+	Log         *slog.Logger
 }
 
 // redialDelay is the wait before a lost tunnel connection is dialed again.
@@ -72,6 +77,15 @@ func ParseArgs(args []string) (Options, error) {
 			opts.Metrics = value
 		case "protocol":
 			opts.Protocol = value
+		case "access-certs":
+			team, url, ok := strings.Cut(value, "=")
+			if !ok || team == "" || url == "" {
+				return opts, fmt.Errorf("connector: --access-certs=%s: want TEAM=URL", value)
+			}
+			if opts.AccessCerts == nil {
+				opts.AccessCerts = map[string]string{}
+			}
+			opts.AccessCerts[team] = url
 		case "grace-period":
 			d, err := time.ParseDuration(value)
 			if err != nil {
@@ -260,8 +274,11 @@ func (c *connector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case rl == nil:
 		http.Error(w, "connector: no ingress rule matches", http.StatusNotFound)
+	case rl.access != nil && !rl.access.admit(w, r):
 	case rl.status != 0:
 		w.WriteHeader(rl.status)
+	case rl.stream != "":
+		c.stream(w, r, rl)
 	case rl.origin == nil && rl.socket == "":
 		http.Error(w, "connector: service "+rl.service+" is not modeled", http.StatusBadGateway)
 	case r.Header.Get(upgradeHeader) == websocketUpgrade:
@@ -277,7 +294,7 @@ func (c *connector) applyConfig(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	in, err := parseIngress(p.Config, c.opts.HostPath)
+	in, err := parseIngress(p.Config, c.opts.HostPath, c.opts.AccessCerts)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return

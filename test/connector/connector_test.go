@@ -99,16 +99,21 @@ func startConnector(t *testing.T, e *Edge, name, token, socket string, grace tim
 // with hostPath.
 func startConnectorPaths(t *testing.T, e *Edge, name, token string, grace time.Duration, hostPath func(string) string) *running {
 	t.Helper()
+	return startConnectorOpts(t, Options{Edge: e.Addr(), Token: token, Name: name, GracePeriod: grace, HostPath: hostPath})
+}
+
+// startConnectorOpts runs a connector with opts until the test ends.
+func startConnectorOpts(t *testing.T, opts Options) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{stop: make(chan struct{}), stopped: make(chan struct{})}
-	opts := Options{Edge: e.Addr(), Token: token, Name: name, GracePeriod: grace, HostPath: hostPath}
 	go func() { r.err = Run(ctx, opts, r.stop); close(r.stopped) }()
 	t.Cleanup(func() {
 		cancel()
 		select {
 		case <-r.stopped:
 		case <-time.After(10 * time.Second):
-			t.Errorf("connector %s did not stop", name)
+			t.Errorf("connector %s did not stop", opts.Name)
 		}
 	})
 	return r
@@ -342,9 +347,11 @@ func TestParseArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts, err := ParseArgs([]string{"--no-autoupdate", "tunnel", "--metrics=0.0.0.0:2000", "--protocol=http2", "--grace-period=30s",
-		"--edge", "10.88.0.1:7844", "run", "--token-file=" + tok})
+		"--edge", "10.88.0.1:7844", "--access-certs=acme=http://127.0.0.1:9/certs", "--access-certs", "zeta=http://127.0.0.1:9/z",
+		"run", "--token-file=" + tok})
 	if err != nil || opts.Edge != "10.88.0.1:7844" || opts.Token != "tok" || opts.GracePeriod != 30*time.Second ||
-		opts.Metrics != "0.0.0.0:2000" || opts.Protocol != "http2" {
+		opts.Metrics != "0.0.0.0:2000" || opts.Protocol != "http2" ||
+		opts.AccessCerts["acme"] != "http://127.0.0.1:9/certs" || opts.AccessCerts["zeta"] != "http://127.0.0.1:9/z" {
 		t.Fatalf("ParseArgs = %+v, %v", opts, err)
 	}
 	for _, bad := range [][]string{
@@ -352,6 +359,7 @@ func TestParseArgs(t *testing.T) {
 		{"tunnel", "--edge=e", "run"},                                     // no token
 		{"tunnel", "--edge=e", "--grace-period=soon", "run", "--token=t"}, // bad duration
 		{"tunnel", "--edge=e", "--post-quantum", "run", "--token=t"},      // not modeled
+		{"tunnel", "--edge=e", "--access-certs=acme", "run", "--token=t"}, // no URL
 	} {
 		if _, err := ParseArgs(bad); err == nil {
 			t.Errorf("ParseArgs(%q) accepted", bad)

@@ -30,12 +30,36 @@
 //     https://host:port, unix:/path and http_status:NNN. The request goes
 //     to the origin with keep-alive, its Host unchanged; the headers the
 //     edge adds (Cf-Connecting-Ip, Cf-Ray, Cf-Visitor, X-Forwarded-For,
-//     X-Forwarded-Proto) pass through. unix+tls:, tcp:// and the other
-//     services are not modeled (502).
+//     X-Forwarded-Proto) pass through. The stream services tcp://,
+//     ssh:// and rdp:// are modeled below; unix+tls:, smb://, bastion and
+//     the other services are not (502).
 //   - Of a rule's originRequest, exactly the fields ctrl/cloudflare writes:
-//     http2Origin, originServerName and caPool. Any other field refuses
-//     the document, so a setting the controller starts to write cannot be
-//     ignored here unnoticed.
+//     http2Origin, originServerName, caPool and access (required,
+//     teamName, audTag). Any other field refuses the document, so a
+//     setting the controller starts to write cannot be ignored here
+//     unnoticed.
+//   - originRequest.access, cloudflared's AccessJWTValidator: with
+//     required: true the rule's requests and streams are checked before
+//     anything is dialled. No Cf-Access-Jwt-Assertion is 403; a token
+//     that does not verify (RS256 against the team's keys, issuer
+//     https://<teamName>.cloudflareaccess.com) is 502, as cloudflared
+//     answers its check's error; a valid token for none of the audTag is
+//     403. The team's keys are read from --access-certs=TEAM=URL (the
+//     stand-in's own flag; cloudflared reads
+//     https://<teamName>.cloudflareaccess.com/cdn-cgi/access/certs). As in
+//     cloudflared, a required check with audTag but no teamName refuses
+//     the document, and the check is the rule's own only.
+//   - Streams to tcp://, ssh:// and rdp:// services (cloudflared's
+//     tcpOverWSService; a service without a port gets 7864, 22 or 3389):
+//     what `cloudflared access tcp` (ssh, rdp) opens is a WebSocket to the
+//     hostname, which the edge sends as a stream marked as a WebSocket
+//     (Edge.Stream). After the access check the connector dials the
+//     origin (502 if it cannot), acknowledges the stream (cloudflared's
+//     101 with Sec-WebSocket-Accept, 200 on HTTP/2), and relays bytes
+//     both ways until either side ends, then closes both. cloudflared
+//     reads and writes WebSocket binary frames on such a stream (the
+//     visitor's cloudflared frames them); the stand-in carries the bytes
+//     unframed.
 //   - HTTP/1.1 to the origin, except to an https:// service with
 //     http2Origin: true, which gets HTTP/2 over TLS with ALPN h2, as
 //     cloudflared's http2Origin only lets its transport offer h2 in the
@@ -93,5 +117,8 @@
 // edge adds the headers Cloudflare adds to a proxied request and drops
 // the visitor's hop-by-hop fields. A visitor's WebSocket (Edge.WebSocket)
 // goes as the marked stream above; the connector's 200 becomes the
-// visitor's 101, whose Body carries the bytes both ways.
+// visitor's 101, whose Body carries the bytes both ways. A visitor's
+// stream (Edge.Stream) is such a WebSocket, carrying the Access token as
+// the edge sends it for a visitor Access approved (Access at the edge is
+// not modeled).
 package connector

@@ -25,6 +25,8 @@ type rule struct {
 	socket   string         // unix:PATH, PATH mapped to this machine
 	request  originRequest  // the rule's originRequest, as written
 	roots    *x509.CertPool // https://: the roots it verifies the origin with
+	stream   string         // tcp://, ssh://, rdp://: the origin's host:port
+	access   *accessCheck   // originRequest.access with required: true; nil none
 }
 
 // originRequest is the part of a rule's originRequest the stand-in models:
@@ -32,15 +34,21 @@ type rule struct {
 // the document, so a field the controller starts to write is not silently
 // ignored here.
 type originRequest struct {
-	HTTP2Origin      bool   `json:"http2Origin,omitempty"`
-	OriginServerName string `json:"originServerName,omitempty"`
-	CAPool           string `json:"caPool,omitempty"`
+	HTTP2Origin      bool          `json:"http2Origin,omitempty"`
+	OriginServerName string        `json:"originServerName,omitempty"`
+	CAPool           string        `json:"caPool,omitempty"`
+	Access           *accessConfig `json:"access,omitempty"`
 }
+
+// streamPorts are the ports cloudflared gives a stream service that
+// names none (ingress/origin_service.go: tcp's is arbitrary).
+var streamPorts = map[string]string{"tcp": "7864", "ssh": "22", "rdp": "3389"}
 
 // parseIngress reads the "config" object the controller PUT to the
 // Cloudflare API. hostPath maps a path as the connector's container sees
-// it (a unix socket, a caPool file) to this machine's.
-func parseIngress(raw json.RawMessage, hostPath func(string) string) (ingress, error) {
+// it (a unix socket, a caPool file) to this machine's. certs maps an
+// Access team to where its keys are read (Options.AccessCerts).
+func parseIngress(raw json.RawMessage, hostPath func(string) string, certs map[string]string) (ingress, error) {
 	var doc struct {
 		Ingress []struct {
 			Hostname      string          `json:"hostname"`
@@ -66,8 +74,12 @@ func parseIngress(raw json.RawMessage, hostPath func(string) string) (ingress, e
 			d := json.NewDecoder(bytes.NewReader(r.OriginRequest))
 			d.DisallowUnknownFields()
 			if err := d.Decode(&rl.request); err != nil {
-				return nil, fmt.Errorf("rule %d: originRequest (the stand-in models http2Origin, originServerName and caPool): %w", i+1, err)
+				return nil, fmt.Errorf("rule %d: originRequest (the stand-in models http2Origin, originServerName, caPool and access): %w", i+1, err)
 			}
+		}
+		var err error
+		if rl.access, err = newAccessCheck(rl.request.Access, certs); err != nil {
+			return nil, fmt.Errorf("rule %d: %w", i+1, err)
 		}
 		switch {
 		case strings.HasPrefix(r.Service, "http_status:"):
@@ -89,9 +101,19 @@ func parseIngress(raw json.RawMessage, hostPath func(string) string) (ingress, e
 					return nil, fmt.Errorf("rule %d: %w", i+1, err)
 				}
 			}
+		case streamPorts[strings.SplitN(r.Service, "://", 2)[0]] != "":
+			u, err := url.Parse(r.Service)
+			if err != nil || u.Hostname() == "" {
+				return nil, fmt.Errorf("rule %d: service %q", i+1, r.Service)
+			}
+			port := u.Port()
+			if port == "" {
+				port = streamPorts[u.Scheme]
+			}
+			rl.stream = net.JoinHostPort(u.Hostname(), port)
 		default:
-			// unix+tls:, tcp:// and the rest: not modeled; such a rule
-			// answers 502 (see doc.go).
+			// unix+tls:, smb://, bastion and the rest: not modeled; such
+			// a rule answers 502 (see doc.go).
 		}
 		in = append(in, rl)
 	}

@@ -352,16 +352,18 @@ func TestGRPCThroughHTTPSOrigin(t *testing.T) {
 func TestOriginRequestNotModeledIsRefused(t *testing.T) {
 	same := func(p string) string { return p }
 	for doc, want := range map[string]string{
-		oneHost("a.example.com", "https://localhost:8443", `{"noTLSVerify":true}`):                    "noTLSVerify",
-		oneHost("a.example.com", "https://localhost:8443", `{"caPool":"/nonexistent/ca.crt"}`):        "caPool",
-		oneHost("a.example.com", "http://localhost:8080", `{"http2Origin":true,"connectTimeout":30}`): "connectTimeout",
+		oneHost("a.example.com", "https://localhost:8443", `{"noTLSVerify":true}`):                                           "noTLSVerify",
+		oneHost("a.example.com", "https://localhost:8443", `{"caPool":"/nonexistent/ca.crt"}`):                               "caPool",
+		oneHost("a.example.com", "http://localhost:8080", `{"http2Origin":true,"connectTimeout":30}`):                        "connectTimeout",
+		oneHost("a.example.com", "tcp://localhost:20000", `{"access":{"required":true,"audTag":["a"]}}`):                     "teamName",
+		oneHost("a.example.com", "tcp://localhost:20000", `{"access":{"required":true,"teamName":"t","environment":"fed"}}`): "environment",
 	} {
-		_, err := parseIngress([]byte(doc), same)
+		_, err := parseIngress([]byte(doc), same, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v; want an error naming %s", doc, err, want)
 		}
 	}
-	if _, err := parseIngress([]byte(oneHost("a.example.com", "https://localhost:8443", `{"http2Origin":true,"originServerName":"x"}`)), same); err != nil {
+	if _, err := parseIngress([]byte(oneHost("a.example.com", "https://localhost:8443", `{"http2Origin":true,"originServerName":"x"}`)), same, nil); err != nil {
 		t.Errorf("the fields the controller writes: %v", err)
 	}
 }

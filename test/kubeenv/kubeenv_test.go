@@ -52,7 +52,7 @@ func TestGatewayAPICRDsInstalled(t *testing.T) {
 	if ann["gateway.networking.k8s.io/bundle-version"] != "v1.7.0" || ann["gateway.networking.k8s.io/channel"] != "experimental" {
 		t.Errorf("HTTPRoute CRD annotations %v, want bundle v1.7.0, channel experimental", ann)
 	}
-	for _, name := range []string{"listenersets", "backendtlspolicies", "grpcroutes", "referencegrants"} {
+	for _, name := range []string{"listenersets", "backendtlspolicies", "grpcroutes", "tcproutes", "tlsroutes", "referencegrants"} {
 		if _, err := env.Dynamic().Resource(gvrCRD).Get(t.Context(), name+".gateway.networking.k8s.io", metav1.GetOptions{}); err != nil {
 			t.Errorf("CRD %s: %v", name, err)
 		}
