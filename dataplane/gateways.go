@@ -156,12 +156,15 @@ func buildGatewayTLS(ls []proxycfg.Listener, at map[string]gatewayAddr) (map[gat
 	return out, nil
 }
 
-// gatewayEndpoints builds what each socket of its own serves: its
-// listeners, and for HTTPS the TLS configuration compile built.
+// gatewayEndpoints builds what each socket of its own of HTTP or HTTPS
+// listeners serves: its listeners, and for HTTPS the TLS configuration
+// compile built. Sockets of TCP and TLS listeners relay streams instead
+// (stream.go).
 func (f *filing) gatewayEndpoints(k keep) (map[gatewayAddr]*gatewayEndpoint, error) {
 	out := map[gatewayAddr]*gatewayEndpoint{}
-	for _, e := range f.gatewayAt {
-		if out[e] != nil {
+	for i := range f.listeners {
+		e, placed := f.gatewayAt[f.listeners[i].Name]
+		if !placed || out[e] != nil || isStreamListener(&f.listeners[i]) {
 			continue
 		}
 		var prev *listenerSet
