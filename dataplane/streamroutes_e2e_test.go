@@ -501,3 +501,43 @@ func TestStreamTLSHostile(t *testing.T) {
 		t.Errorf("relayed %d; want 0", n)
 	}
 }
+
+// Each relayed stream leaves an access log line with its route, cluster,
+// endpoint, server name, bytes and end.
+func TestStreamAccessLog(t *testing.T) {
+	port := freePort(t)
+	backend := namedEcho(t, "a")
+	var out strings.Builder
+	al := observe.NewAccessLog(&out, observe.AccessLogOptions{})
+	p := quietProxy(func(o *Options) { o.AccessLog = al })
+	r := l4Route(proxycfg.KindTLS, "pass", []string{"gw/tls"}, toCluster("a"))
+	if err := p.Load(streamConfig([]proxycfg.Listener{{Name: "gw/tls", Protocol: proxycfg.ListenerTLS, Port: port, Address: "127.0.0.1"}},
+		[]proxycfg.Route{r}, tcpCluster("a", backend))); err != nil {
+		t.Fatal(err)
+	}
+	serveStreams(t, p)
+	if got := helloTo(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "x.example.com"); got != "a" {
+		t.Fatalf("backend %q", got)
+	}
+	for range 500 { // bounded: the line is written when the pipe ends
+		if p.stats.Streams[observe.StreamRelayed].Load() == 1 && heldStreams(p) == 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	al.Close()
+	line := out.String()
+	for _, want := range []string{`"kind":"TLSRoute"`, `"route":"default/pass"`, `"sni":"x.example.com"`, `"backend":"a"`, `"endpoint":"` + backend + `"`, `"bytes_up":`, `"bytes_down":`, `"end":"client_closed"`, `"client_ip":"127.0.0.1"`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("access log %q lacks %s", line, want)
+		}
+	}
+}
+
+// heldStreams is the connections the proxy's stream sockets hold.
+func heldStreams(p *Proxy) int {
+	if s := p.streams.Load(); s != nil {
+		return s.live.count()
+	}
+	return 0
+}
