@@ -73,6 +73,9 @@ const (
 	helloBuffer = 2 << 10
 )
 
+// DefaultStreamOptions are the defaults of StreamOptions' zero fields.
+func DefaultStreamOptions() StreamOptions { return StreamOptions{}.withDefaults() }
+
 func (o StreamOptions) withDefaults() StreamOptions {
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = sni.DefaultTimeout
