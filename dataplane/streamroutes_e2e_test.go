@@ -21,6 +21,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/test/realbackend"
 	"github.com/tunnelgate/tunnelgate/test/testnet"
 	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
@@ -540,4 +541,30 @@ func heldStreams(p *Proxy) int {
 		return s.live.count()
 	}
 	return 0
+}
+
+// A real sshd behind a TCP listener and behind an origin port: the
+// OpenSSH client logs in through the proxy and runs a command.
+func TestStreamSSH(t *testing.T) {
+	sshd := realbackend.StartSSHD(t)
+	port, originPort := freePort(t), freePort(t)
+	r := l4Route(proxycfg.KindTCP, "ssh", []string{"gw/ssh"}, toCluster("sshd"))
+	r.OriginPort = originPort
+	p := quietProxy()
+	if err := p.Load(streamConfig([]proxycfg.Listener{{Name: "gw/ssh", Protocol: proxycfg.ListenerTCP, Port: port, Address: "127.0.0.1"}},
+		[]proxycfg.Route{r}, tcpCluster("sshd", sshd.Addr))); err != nil {
+		t.Fatal(err)
+	}
+	serveStreams(t, p)
+	for _, at := range []int{port, originPort} {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		out, err := sshd.Command(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(at)), "echo", "hello").CombinedOutput()
+		cancel()
+		if err != nil || string(out) != "hello\n" {
+			t.Fatalf("ssh through port %d: %q, %v", at, out, err)
+		}
+	}
+	if n := p.stats.Streams[observe.StreamRelayed].Load(); n != 2 {
+		t.Errorf("relayed %d; want 2", n)
+	}
 }
