@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -566,5 +567,28 @@ func TestStreamSSH(t *testing.T) {
 	}
 	if n := p.stats.Streams[observe.StreamRelayed].Load(); n != 2 {
 		t.Errorf("relayed %d; want 2", n)
+	}
+}
+
+// A proxy serving listener ports (a Gateway's own data plane) opens a TCP
+// listener's port on every local address, beside an HTTP listener's.
+func TestStreamListenerPorts(t *testing.T) {
+	port, httpPort := freePort(t), freePort(t)
+	web := route("web", to("h"))
+	web.Namespace, web.Listeners = "default", []string{"gw/http"}
+	p := quietProxy(func(o *Options) { o.ListenerPorts = true })
+	if err := p.Load(streamConfig([]proxycfg.Listener{
+		{Name: "gw/tcp", Protocol: proxycfg.ListenerTCP, Port: port},
+		{Name: "gw/http", Protocol: proxycfg.ListenerHTTP, Port: httpPort},
+	}, []proxycfg.Route{l4Route(proxycfg.KindTCP, "r", []string{"gw/tcp"}, toCluster("a")), web},
+		tcpCluster("a", namedEcho(t, "a")), cluster("h", startBackend(t, echo("h"))))); err != nil {
+		t.Fatal(err)
+	}
+	serveGateways(t, p, ServeOptions{})
+	if _, _, name := streamTo(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); name != "a" {
+		t.Errorf("the TCP listener's port: backend %q", name)
+	}
+	if got, err := backendAt(&http.Client{Timeout: 10 * time.Second}, "http://127.0.0.1:"+strconv.Itoa(httpPort)+"/", ""); err != nil || got != "h" {
+		t.Errorf("the HTTP listener's port: %q, %v", got, err)
 	}
 }
