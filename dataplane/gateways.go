@@ -42,6 +42,10 @@ import (
 //
 // The origin listeners (cloudflared's) are unaffected: through the tunnel
 // every Gateway of the class shares the edge, and hostnames tell them apart.
+//
+// A socket of its own of TCP or TLS listeners relays connections whole
+// instead of serving HTTP (streamserve.go): it is placed, and checked,
+// here like any other, and served there.
 
 // placement is how listeners are given sockets of their own.
 type placement int

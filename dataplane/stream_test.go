@@ -137,3 +137,32 @@ func TestStreamPatch(t *testing.T) {
 		t.Fatalf("the route back: backend %q", name)
 	}
 }
+
+// A config that changes only a tcp cluster's endpoints is applied as a
+// cluster update, and new connections reach the new endpoints; one that
+// makes a cluster of protocol tcp an HTTP one is compiled whole, and
+// refused while a stream route names it.
+func TestStreamClusterUpdate(t *testing.T) {
+	port := freePort(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	ls := []proxycfg.Listener{{Name: "gw/tcp", Protocol: proxycfg.ListenerTCP, Port: port, Address: "127.0.0.1"}}
+	routes := []proxycfg.Route{l4Route(proxycfg.KindTCP, "ssh", []string{"gw/tcp"}, toCluster("t"))}
+	p := quietProxy()
+	if err := p.Load(streamConfig(ls, routes, tcpCluster("t", namedEcho(t, "old")))); err != nil {
+		t.Fatal(err)
+	}
+	serveStreams(t, p)
+	next := streamConfig(ls, routes, tcpCluster("t", namedEcho(t, "new")))
+	next.Version = "endpoints"
+	if how, err := p.Apply(next); err != nil || how != proxycfg.AppliedClusters {
+		t.Fatalf("applied %v, %v; want a cluster update", how, err)
+	}
+	if _, _, name := streamTo(t, addr); name != "new" {
+		t.Errorf("backend %q; want new", name)
+	}
+	http1 := streamConfig(ls, routes, cluster("t", "127.0.0.1:1"))
+	http1.Version = "http1"
+	if _, err := p.Apply(http1); err == nil || !strings.Contains(err.Error(), `cluster "t" is of protocol "http1"`) {
+		t.Fatalf("error %v; want the stream route's cluster refused", err)
+	}
+}

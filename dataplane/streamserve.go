@@ -180,17 +180,23 @@ func (s *streamServers) sync(cc *compiledConfig) {
 	s.live.cut(func(r *streamRoute) bool { return cc.streams.routes[r.id] == nil })
 }
 
-// accept serves ln's connections until ln is closed.
+// accept serves ln's connections until ln is closed. Another error (out
+// of file descriptors) is waited out, as net/http's servers do, from 5 ms
+// doubling up to a second.
 func (s *streamServers) accept(ln net.Listener, at streamAddr) {
+	var wait time.Duration
 	for {
 		c, err := ln.Accept()
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
+		switch {
+		case errors.Is(err, net.ErrClosed):
 			return
+		case err != nil:
+			wait = min(max(2*wait, 5*time.Millisecond), time.Second)
+			s.p.opts.Log.Warn("stream socket: accept failed; waiting", "address", at.String(), "err", err, "wait", wait)
+			time.Sleep(wait)
+			continue
 		}
+		wait = 0
 		go s.serveConn(c, at)
 	}
 }
