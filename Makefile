@@ -77,10 +77,10 @@ prism: ## install Prism and extract Cloudflare's OpenAPI spec into the cache
 	bash test/prism/install.sh
 
 # test/realbackend runs the static file servers users put behind a proxy:
-# Debian's lighttpd and nginx packages, fetched with apt-get download and
+# Debian's lighttpd, nginx and OpenSSH packages, fetched with apt-get download and
 # unpacked (not installed) into the cache: seconds once per machine, then
 # instant.
-backends: ## fetch and unpack Debian's lighttpd and nginx into the cache
+backends: ## fetch and unpack Debian's lighttpd, nginx and OpenSSH into the cache
 	bash test/tools/backends/install.sh
 
 # helm, built from the Go module proxy (test/tools/chart pins it), and the

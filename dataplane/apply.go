@@ -14,7 +14,8 @@ import "github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 
 // replaceClusters applies cfg by replacing clusters alone, if cfg differs
 // from the served config only in its version and its clusters'
-// definitions, and every changed cluster is valid. It reports false,
+// definitions, and every changed cluster is valid and no more or less of
+// protocol tcp than it was. It reports false,
 // having changed nothing, otherwise: Apply then compiles cfg whole, which
 // reports every problem. p.mu is held.
 func (p *Proxy) replaceClusters(cfg *proxycfg.Config) bool {
@@ -41,6 +42,13 @@ func (p *Proxy) replaceClusters(cfg *proxycfg.Config) bool {
 	return true
 }
 
+// tcpChanged reports whether a cluster became, or stopped being, of
+// protocol tcp, which only stream routes name (stream.go): the routes
+// naming it are checked again by a whole compile.
+func tcpChanged(was, now *proxycfg.Cluster) bool {
+	return was.Protocol != now.Protocol && (was.Protocol == proxycfg.ProtoTCP || now.Protocol == proxycfg.ProtoTCP)
+}
+
 // changedClusters builds the state of each cluster of cfg whose
 // definition differs from the served one, and returns their indexes with
 // the states; nil if one of them is invalid. The result is not nil, only
@@ -51,6 +59,9 @@ func (p *Proxy) changedClusters(cfg *proxycfg.Config) ([]int, []*clusterState) {
 	for i := range cfg.Clusters {
 		if cfg.Clusters[i].Equal(&p.served.Clusters[i]) {
 			continue
+		}
+		if tcpChanged(&p.served.Clusters[i], &cfg.Clusters[i]) {
+			return nil, nil // which routes may name it changed: compile whole
 		}
 		cs, err := p.transports.state(&cfg.Clusters[i])
 		if err != nil {

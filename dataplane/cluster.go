@@ -31,6 +31,10 @@ type clusterSlot struct {
 	// upstream counts the attempts sent to the cluster, whatever its
 	// endpoints at the time.
 	upstream observe.UpstreamStats
+	// stream counts the connections stream routes relayed to the cluster
+	// (streamserve.go), and streamNext takes its endpoints in turn.
+	stream     observe.StreamStats
+	streamNext atomic.Uint32
 }
 
 // install makes cs the slot's state. When the state it replaces has made
@@ -244,7 +248,7 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 	key := transportKey{proto: proto}
 	var tlsConf *tls.Config
 	switch proto {
-	case proxycfg.ProtoHTTP1, proxycfg.ProtoH2C:
+	case proxycfg.ProtoHTTP1, proxycfg.ProtoH2C, proxycfg.ProtoTCP:
 		if c.TLS != nil {
 			return nil, fmt.Errorf("protocol %q is cleartext but TLS settings are given; use %q", proto, proxycfg.ProtoTLS)
 		}
@@ -258,7 +262,7 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 		}
 		key.tlsID = tlsIdentity(c.TLS)
 	default:
-		return nil, fmt.Errorf("unknown protocol %q (want %q, %q or %q)", proto, proxycfg.ProtoHTTP1, proxycfg.ProtoH2C, proxycfg.ProtoTLS)
+		return nil, fmt.Errorf("unknown protocol %q (want %q, %q, %q or %q)", proto, proxycfg.ProtoHTTP1, proxycfg.ProtoH2C, proxycfg.ProtoTLS, proxycfg.ProtoTCP)
 	}
 	for _, e := range c.Endpoints {
 		if _, port, err := net.SplitHostPort(e.Address); err != nil || port == "" {

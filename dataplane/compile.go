@@ -55,8 +55,11 @@ type compiledConfig struct {
 	// routes are what each route of the config compiled to, by its place
 	// in Config.Routes: where its rules start among rules, and its
 	// prepared matches, which the filing holds under its listeners. A
-	// route edited is compiled again from them (patch.go).
+	// route edited is compiled again from them (patch.go). A stream
+	// route's has no matches and no rules.
 	routes []routeCompiled
+	// streams are the stream routes (stream.go), which have no rules.
+	streams *streamTable
 }
 
 // clusterAt is the ID of the config's cluster i.
@@ -84,11 +87,12 @@ type servedRule struct {
 }
 
 // compile checks cfg and builds a compiledConfig with the views in want,
-// its listeners given sockets of their own as place says (gateways.go).
+// its listeners given sockets of their own as place says (gateways.go),
+// and no stream route on originPorts, the origin listeners' own.
 // slotFor returns the stable slot for a cluster name; compile does not
 // install cluster states (the proxy does that once the whole config has
 // passed). Every problem is reported, joined, each naming its place.
-func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want viewSet, place placement) (*compiledConfig, error) {
+func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want viewSet, place placement, originPorts []int) (*compiledConfig, error) {
 	if cfg.Schema != proxycfg.SchemaVersion {
 		return nil, fmt.Errorf("config schema is %q; this proxy reads %q (upgrade the proxy or the controller so they match)", cfg.Schema, proxycfg.SchemaVersion)
 	}
@@ -100,6 +104,7 @@ func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want 
 	c.listeners(place)
 	c.accessTeams()
 	c.routes()
+	c.streamRoutes(originPorts)
 	if len(c.errs) > 0 {
 		return nil, errors.Join(c.errs...)
 	}
@@ -117,7 +122,10 @@ type compiler struct {
 	cc         *compiledConfig
 	clusterIDs map[string]int                // by cluster name
 	byName     map[string]*proxycfg.Listener // the listeners that passed
-	errs       []error
+	// tcpClusters are the names of the clusters of protocol tcp, made at
+	// the first question (tcpCluster).
+	tcpClusters map[string]bool
+	errs        []error
 }
 
 func (c *compiler) fail(format string, a ...any) { c.errs = append(c.errs, fmt.Errorf(format, a...)) }
@@ -155,8 +163,8 @@ func (c *compiler) listeners(place placement) {
 			c.fail("listener %q: defined twice", l.Name)
 		case l.Port < 0 || l.Port > 65535:
 			c.fail("listener %q: port %d out of range", l.Name, l.Port)
-		case l.Protocol != proxycfg.ListenerHTTP && l.Protocol != proxycfg.ListenerHTTPS:
-			c.fail("listener %q: protocol %q is not HTTP or HTTPS", l.Name, l.Protocol)
+		case l.Protocol != proxycfg.ListenerHTTP && l.Protocol != proxycfg.ListenerHTTPS && !isStreamListener(l):
+			c.fail("listener %q: protocol %q is not HTTP, HTTPS, TCP or TLS", l.Name, l.Protocol)
 		case !validSlashMode(l.EncodedSlashes):
 			c.fail("listener %q: encodedSlashes %q is not %s, %s or %s", l.Name, l.EncodedSlashes, proxycfg.SlashesReject, proxycfg.SlashesDecode, proxycfg.SlashesKeep)
 		default:
@@ -214,13 +222,21 @@ func (c *compiler) accessTeams() {
 }
 
 // routes compiles every rule once, prepares each of its matches once, and
-// files them under the listeners the route is attached to.
+// files them under the listeners the route is attached to. Stream routes
+// are streamRoutes' (stream.go).
 func (c *compiler) routes() {
 	var prep matcher.Preparer[*compiled.Target]
 	c.cc.routes = make([]routeCompiled, len(c.cfg.Routes))
 	for ri := range c.cfg.Routes {
 		r := &c.cfg.Routes[ri]
 		first := len(c.cc.rules)
+		if r.Kind.Stream() {
+			if r.Name == "" {
+				c.fail("routes[%d]: name is empty", ri)
+			}
+			c.cc.routes[ri] = routeCompiled{firstRule: first}
+			continue
+		}
 		rules, matches := c.route(r, ri, first, &prep)
 		c.cc.rules = append(c.cc.rules, rules...)
 		c.cc.routes[ri] = routeCompiled{firstRule: first, matches: matches}
@@ -244,8 +260,9 @@ func (c *compiler) route(r *proxycfg.Route, ri, firstRule int, prep *matcher.Pre
 		return nil, nil
 	}
 	if r.Kind != proxycfg.KindHTTP && r.Kind != proxycfg.KindGRPC {
-		c.fail("%s: kind %q is not %s or %s", where, r.Kind, proxycfg.KindHTTP, proxycfg.KindGRPC)
+		c.fail("%s: kind %q is not %s, %s, %s or %s", where, r.Kind, proxycfg.KindHTTP, proxycfg.KindGRPC, proxycfg.KindTCP, proxycfg.KindTLS)
 	}
+	c.checkHTTPRoute(r)
 	cluster := func(name string) (int, bool) { id, ok := c.clusterIDs[name]; return id, ok }
 	var rules []servedRule
 	var prepared []*matcher.Prepared[*compiled.Target]

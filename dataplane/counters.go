@@ -2,7 +2,10 @@
 
 package dataplane
 
-import "github.com/tunnelgate/tunnelgate/dataplane/observe"
+import (
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+)
 
 // What the proxy counts: observe.Counters for the whole proxy
 // (Proxy.stats), and beside each route rule and each cluster their own
@@ -44,4 +47,19 @@ func spanNamesOf(route string) map[string]string {
 		names[m] = m + " " + route
 	}
 	return names
+}
+
+// adoptStreamStats gives each stream route of t its metrics, kept from
+// the config before when the route (by identity) was there, and drops
+// those of the routes gone.
+func (p *Proxy) adoptStreamStats(t *streamTable) {
+	next := make(map[proxycfg.RouteID]*observe.StreamStats, len(t.routes))
+	for id, r := range t.routes {
+		st := p.streamStats[id]
+		if st == nil {
+			st = &observe.StreamStats{}
+		}
+		next[id], r.stats = st, st
+	}
+	p.streamStats = next
 }

@@ -1,5 +1,6 @@
 // Package dataplane is the tunnelgate proxy: it serves HTTP with the
-// Gateway API semantics of a compiled Config, and takes a new Config or a
+// Gateway API semantics of a compiled Config (and relays the connections
+// of its TCPRoutes and TLSRoutes), and takes a new Config or a
 // cluster's new endpoints at any time without dropping a request.
 //
 // # How a request goes through
@@ -60,6 +61,16 @@
 //     rule's stats kept across configs: counters.go), the record each
 //     request leaves (record.go), the spans filled from it (tracing.go),
 //     and what /metrics reads (metrics.go).
+//
+// # Stream routes
+//
+// TCPRoutes and TLSRoutes relay connections, not requests: compile checks
+// them and builds a streamTable beside the HTTP side (stream.go), the
+// stream sockets (TCP and TLS listeners' sockets of their own, and a port
+// per route through the tunnel) open as configs come and relay each
+// connection with package pipe (streamserve.go), and the connections held
+// are capped, cut when their route goes, and drained at shutdown
+// (streamlive.go).
 //
 // Users' documentation is docs/proxy.md; measured costs are in
 // BENCHMARKS.md.

@@ -42,6 +42,10 @@ import (
 //
 // The origin listeners (cloudflared's) are unaffected: through the tunnel
 // every Gateway of the class shares the edge, and hostnames tell them apart.
+//
+// A socket of its own of TCP or TLS listeners relays connections whole
+// instead of serving HTTP (streamserve.go): it is placed, and checked,
+// here like any other, and served there.
 
 // placement is how listeners are given sockets of their own.
 type placement int
@@ -156,12 +160,15 @@ func buildGatewayTLS(ls []proxycfg.Listener, at map[string]gatewayAddr) (map[gat
 	return out, nil
 }
 
-// gatewayEndpoints builds what each socket of its own serves: its
-// listeners, and for HTTPS the TLS configuration compile built.
+// gatewayEndpoints builds what each socket of its own of HTTP or HTTPS
+// listeners serves: its listeners, and for HTTPS the TLS configuration
+// compile built. Sockets of TCP and TLS listeners relay streams instead
+// (stream.go).
 func (f *filing) gatewayEndpoints(k keep) (map[gatewayAddr]*gatewayEndpoint, error) {
 	out := map[gatewayAddr]*gatewayEndpoint{}
-	for _, e := range f.gatewayAt {
-		if out[e] != nil {
+	for i := range f.listeners {
+		e, placed := f.gatewayAt[f.listeners[i].Name]
+		if !placed || out[e] != nil || isStreamListener(&f.listeners[i]) {
 			continue
 		}
 		var prev *listenerSet

@@ -73,8 +73,8 @@ func TestOriginPicksListenerByScheme(t *testing.T) {
 func TestListenerProtocolChecked(t *testing.T) {
 	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	defer p.Close()
-	err := p.Load(&proxycfg.Config{Schema: proxycfg.SchemaVersion, Listeners: []proxycfg.Listener{{Name: "l", Protocol: "TCP"}}})
+	err := p.Load(&proxycfg.Config{Schema: proxycfg.SchemaVersion, Listeners: []proxycfg.Listener{{Name: "l", Protocol: "UDP"}}})
 	if err == nil {
-		t.Fatal("a TCP listener was accepted")
+		t.Fatal("a UDP listener was accepted")
 	}
 }

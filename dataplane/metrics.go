@@ -73,7 +73,7 @@ func (m metricSource) Clusters() []observe.Cluster {
 	p.mu.Unlock()
 	out := make([]observe.Cluster, len(slots))
 	for i, s := range slots {
-		c := observe.Cluster{Name: s.name, Upstream: &s.upstream}
+		c := observe.Cluster{Name: s.name, Upstream: &s.upstream, Stream: &s.stream}
 		if cs := s.state.Load(); cs != nil {
 			c.Endpoints = len(cs.addrs)
 			for _, e := range cs.madeEndpoints() { // a scrape makes none
@@ -84,6 +84,18 @@ func (m metricSource) Clusters() []observe.Cluster {
 			}
 		}
 		out[i] = c
+	}
+	return out
+}
+
+func (m metricSource) StreamRoutes() []observe.StreamRoute {
+	cc := m.p.current.Load()
+	if cc == nil {
+		return nil
+	}
+	out := make([]observe.StreamRoute, 0, len(cc.streams.routes))
+	for _, r := range cc.streams.routes {
+		out = append(out, observe.StreamRoute{Kind: string(r.id.Kind), Name: r.name, Stats: r.stats})
 	}
 	return out
 }

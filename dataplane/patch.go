@@ -61,6 +61,11 @@ import (
 //     names a cluster added or removed is compiled whole (which refuses
 //     a config naming a cluster it lacks).
 //
+// A change to a stream route or to a TCP or TLS listener, or an HTTP
+// route joining one, is compiled whole too (touchesStreams): a patch
+// keeps the served streamTable (stream.go). So is a cluster that became,
+// or stopped being, of protocol tcp.
+//
 // Everything else (routes reordered, a route's kind or rule names
 // changed, two routes, listeners or clusters of one identity, a session
 // key or Access team changed, or more than maxEditedRoutes routes and
@@ -86,7 +91,7 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 		return false, nil
 	}
 	d, ok := diffRoutes(served, cfg)
-	if !ok {
+	if !ok || touchesStreams(served, cfg, d) {
 		return false, nil
 	}
 	cp, ok := p.patchClusters(cur, served, cfg)
@@ -125,6 +130,33 @@ func (p *Proxy) patchRoutes(cfg *proxycfg.Config) (bool, error) {
 		g.sync() // sockets of their own open and close with their listeners
 	}
 	return true, nil
+}
+
+// touchesStreams reports whether d changes a stream route, or a TCP or
+// TLS listener, or has an HTTP route join one: the stream side of a
+// config (stream.go) is built whole, so such a config is compiled whole.
+func touchesStreams(served, cfg *proxycfg.Config, d *routeDiff) bool {
+	streamListener := func(c *proxycfg.Config, name string) bool {
+		i := slices.IndexFunc(c.Listeners, func(l proxycfg.Listener) bool { return l.Name == name })
+		return i >= 0 && isStreamListener(&c.Listeners[i])
+	}
+	for _, ln := range d.listeners.changed {
+		if streamListener(served, ln) || streamListener(cfg, ln) {
+			return true
+		}
+	}
+	for _, k := range d.removed {
+		if served.Routes[k].Kind.Stream() {
+			return true
+		}
+	}
+	for _, i := range slices.Concat(d.edited, d.added) {
+		r := &cfg.Routes[i]
+		if r.Kind.Stream() || slices.ContainsFunc(r.Listeners, func(ln string) bool { return streamListener(cfg, ln) }) {
+			return true
+		}
+	}
+	return false
 }
 
 // clusterPatch is how a patch changes the served clusters, matched by
@@ -176,6 +208,9 @@ func (p *Proxy) patchClusters(cur *compiledConfig, served, cfg *proxycfg.Config)
 			seen[k], cp.of[i] = true, cur.clusterAt(k)
 			if cl.Equal(&served.Clusters[k]) {
 				continue
+			}
+			if tcpChanged(&served.Clusters[k], cl) {
+				return clusterPatch{}, false
 			}
 		default:
 			if len(cp.fresh) == maxNewClusters {

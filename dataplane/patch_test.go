@@ -310,7 +310,8 @@ func TestListenerChangesCompiledWhole(t *testing.T) {
 			c.Listeners = append(c.Listeners, proxycfg.Listener{Name: "gw/a", Hostname: "*.c.example", Port: 80, Protocol: proxycfg.ListenerHTTP})
 		}), `listener "gw/a": defined twice`},
 		{"a listener removed that routes name", with("w2", func(c *proxycfg.Config) { c.Listeners = c.Listeners[:1] }), `listener "gw/b" is not defined`},
-		{"a listener edited into one refused", with("w3", func(c *proxycfg.Config) { c.Listeners[0].Protocol = "TCP" }), `protocol "TCP" is not HTTP or HTTPS`},
+		{"a listener edited into one refused", with("w3", func(c *proxycfg.Config) { c.Listeners[0].Protocol = "UDP" }), `protocol "UDP" is not HTTP, HTTPS, TCP or TLS`},
+		{"a listener edited into one of streams", with("w3", func(c *proxycfg.Config) { c.Listeners[0].Protocol = proxycfg.ListenerTCP }), `listener "gw/a" is TCP, which takes stream routes only`},
 		{"a listener added that sockets of their own refuse", with("w4", func(c *proxycfg.Config) {
 			l := added
 			l.Address = "gw.example"

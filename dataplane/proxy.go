@@ -84,6 +84,8 @@ type Options struct {
 	// default, also for ""), SlashesDecode or SlashesKeep. Another value
 	// is logged and read as SlashesReject; the command's flag refuses it.
 	EncodedSlashes string
+	// Streams tunes the relaying of stream routes (streamserve.go).
+	Streams StreamOptions
 }
 
 // Proxy is the data plane: it serves HTTP with the last config that
@@ -122,6 +124,16 @@ type Proxy struct {
 	// listener ports) while Serve runs; Load opens and closes them as
 	// configs change.
 	gateways atomic.Pointer[gatewayServers]
+
+	// streams serves the stream sockets while Serve runs (streamserve.go);
+	// Load opens and closes them as configs change.
+	streams atomic.Pointer[streamServers]
+	// streamStats are the metrics of the current config's stream routes,
+	// by identity, kept across loads.
+	streamStats map[proxycfg.RouteID]*observe.StreamStats
+	// originPorts are the ports of the origin listeners Serve opened,
+	// which no stream route's OriginPort may take.
+	originPorts []int
 
 	// tracer is nil when tracing is off.
 	tracer *observe.Tracer
@@ -181,7 +193,9 @@ func New(opts Options) *Proxy {
 		access:          cfaccess.NewVerifier(cfaccess.DefaultLeeway, cfaccess.DefaultCacheBytes),
 		unknownKeys:     cfaccess.NewUnknownKeys(0),
 		ruleStats:       map[[2]string]*observe.RuleStats{},
+		streamStats:     map[proxycfg.RouteID]*observe.StreamStats{},
 	}
+	p.opts.Streams = opts.Streams.withDefaults()
 	p.tracer = opts.Tracer
 	p.slashes, _ = parseSlashMode(opts.EncodedSlashes)
 	if p.slashes == slashesUnset {
@@ -278,7 +292,7 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 		s := &clusterSlot{name: name}
 		fresh[name] = s
 		return s
-	}, p.views, p.placement())
+	}, p.views, p.placement(), p.originPorts)
 	// Build every cluster state before installing any. Their problems are
 	// listed with the routes' so one rejection names everything to fix.
 	states := make([]*clusterState, len(cfg.Clusters))
@@ -312,10 +326,14 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 	}
 	p.slots, p.served = slots, cfg
 	p.adoptRuleStats(cc.rules)
+	p.adoptStreamStats(cc.streams)
 	p.current.Store(cc)
 	p.sweepLocked()
 	if g := p.gateways.Load(); g != nil {
 		g.sync()
+	}
+	if s := p.streams.Load(); s != nil {
+		s.sync(cc)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@
 package dataplane
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -103,11 +104,15 @@ func (p *Proxy) Serve(ctx context.Context, l ServeOptions) error {
 		stop := s.serveGateways()
 		defer stop()
 	}
+	stopStreams := s.serveStreams(ownSockets)
 	if l.Ready != nil {
 		l.Ready(s.bound)
 	}
 	err := waitStop(ctx, s.start())
+	drained := make(chan struct{})
+	go func() { stopStreams(); close(drained) }()
 	s.shutdown()
+	<-drained
 	p.Close()
 	return err
 }
@@ -282,6 +287,34 @@ func (s *serving) serveGateways() (stop func()) {
 	return func() {
 		p.gateways.Store(nil)
 		g.close()
+	}
+}
+
+// serveStreams serves the stream sockets (streamserve.go) of the config
+// loaded before Serve, and from then on of each config loaded: the
+// sockets of their own of TCP and TLS listeners when ownSockets, and the
+// origin ports on the origin listener's host when there is an origin
+// listener. It returns what closes them and drains their connections
+// within the grace period.
+func (s *serving) serveStreams(ownSockets bool) (stop func()) {
+	p := s.p
+	ss := &streamServers{p: p, opts: p.opts.Streams, gateways: ownSockets, live: newLiveStreams(p.opts.Streams.MaxStreams), sockets: map[streamAddr]net.Listener{}}
+	if origin := cmp.Or(s.l.Origin, s.l.OriginTLS); origin != "" {
+		ss.originHost, ss.originOK = originHostOf(origin), true
+	}
+	p.mu.Lock()
+	p.originPorts = nil
+	for _, a := range []string{s.bound.Origin, s.bound.OriginTLS, s.bound.Plain} {
+		if _, port := splitHostPort(a); port > 0 {
+			p.originPorts = append(p.originPorts, port)
+		}
+	}
+	p.streams.Store(ss)
+	ss.sync(p.current.Load())
+	p.mu.Unlock()
+	return func() {
+		p.streams.Store(nil)
+		ss.close(s.l.Grace)
 	}
 }
 

@@ -27,6 +27,9 @@ import (
 //     each Gateway address and port (ServeOptions.Gateways), or of each
 //     port (Options.ListenerPorts), with their certificates.
 //
+// TCP and TLS listeners are in no view: their sockets relay streams
+// (stream.go), not requests.
+//
 // Within a view, listeners with the same hostname are merged into one
 // vhost whose routes share a matcher table. A route's matches are
 // prepared once per config (compile.go) and filed into the table of
@@ -286,7 +289,8 @@ func (f *filing) rebuild(want viewSet, k keep) (views, error) {
 	if len(want.ports) > 0 {
 		v.ports = make(map[int]*listenerSet, len(want.ports))
 		for port := range want.ports {
-			if v.ports[port], err = f.listenerSet(func(l *proxycfg.Listener) bool { return l.Port == port }, k, k.prev.ports[port]); err != nil {
+			in := func(l *proxycfg.Listener) bool { return l.Port == port && !isStreamListener(l) }
+			if v.ports[port], err = f.listenerSet(in, k, k.prev.ports[port]); err != nil {
 				return views{}, err
 			}
 		}

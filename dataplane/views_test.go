@@ -71,8 +71,8 @@ func TestLoadRefusesDefaultsLeftOut(t *testing.T) {
 		edit func(*proxycfg.Config)
 		want string
 	}{
-		"listener protocol": {func(c *proxycfg.Config) { c.Listeners[0].Protocol = "" }, `listener "gw/http": protocol "" is not HTTP or HTTPS`},
-		"route kind":        {func(c *proxycfg.Config) { c.Routes[0].Kind = "" }, `route default/r: kind "" is not HTTPRoute or GRPCRoute`},
+		"listener protocol": {func(c *proxycfg.Config) { c.Listeners[0].Protocol = "" }, `listener "gw/http": protocol "" is not HTTP, HTTPS, TCP or TLS`},
+		"route kind":        {func(c *proxycfg.Config) { c.Routes[0].Kind = "" }, `route default/r: kind "" is not HTTPRoute, GRPCRoute, TCPRoute or TLSRoute`},
 		"cluster protocol":  {func(c *proxycfg.Config) { c.Clusters[0].Protocol = "" }, `cluster "c": unknown protocol ""`},
 		"rule matches":      {func(c *proxycfg.Config) { c.Routes[0].Rules[0].Matches = nil }, "route default/r rules[0]: matches: none"},
 	} {

@@ -104,6 +104,12 @@ func (l *AccessLog) Write(ln *Line) {
 	}
 	b := bytebufferpool.Get()
 	b.B = ln.appendJSON(b.B[:0], path, clientPath)
+	l.offer(b)
+}
+
+// offer queues a formatted line, or drops and counts it when the queue
+// is full.
+func (l *AccessLog) offer(b *bytebufferpool.ByteBuffer) {
 	if !l.queue.offer(b) {
 		bytebufferpool.Put(b)
 		l.dropped.Add(1)

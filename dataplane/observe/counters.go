@@ -39,6 +39,8 @@ type Counters struct {
 	// Access counts protected rules' requests by cfaccess.Reason:
 	// [cfaccess.ReasonNone] those let through.
 	Access [cfaccess.NumReasons]atomic.Int64
+	// Streams counts the connections to stream sockets by StreamOutcome.
+	Streams [numStreamOutcomes]atomic.Int64
 }
 
 // Status counts a response sent with code.
@@ -118,6 +120,9 @@ var counterFamilies = []counterFamily{
 	}},
 	{"tunnelgate.cloudflare_access_requests", "{request}", "Requests of rules protected by Cloudflare Access, by result: allowed, or the reason they were refused (403).", "result", []counterSeries{
 		{field: "Access", each: accessResults()},
+	}},
+	{"tunnelgate.stream_connections", "{connection}", "Connections to stream sockets (TCP and TLS listeners, origin ports), by outcome.", "outcome", []counterSeries{
+		{field: "Streams", each: StreamOutcomes[:]},
 	}},
 }
 

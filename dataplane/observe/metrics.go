@@ -59,6 +59,9 @@ type Source interface {
 	// Clusters are the current config's clusters, in a new slice, in any
 	// order; a cluster left out leaves the scrape.
 	Clusters() []Cluster
+	// StreamRoutes are the current config's stream routes, in a new
+	// slice, in any order; a route left out leaves the scrape.
+	StreamRoutes() []StreamRoute
 }
 
 // Cluster is one cluster of the current config at scrape time.
@@ -73,6 +76,9 @@ type Cluster struct {
 	IdleConns, OpenConns int
 	// Upstream are the cluster's attempts, kept across config loads.
 	Upstream *UpstreamStats
+	// Stream are the connections stream routes relayed to it, kept
+	// across config loads; nil for none.
+	Stream *StreamStats
 }
 
 // MetricsOptions are what a metrics handler serves beside its Source.
@@ -212,6 +218,9 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 
 	if err := reg.Register(newRouteCollector(src)); err != nil {
 		return nil, fmt.Errorf("route metrics: %w", err)
+	}
+	if err := reg.Register(newStreamCollector(src)); err != nil {
+		return nil, fmt.Errorf("stream route metrics: %w", err)
 	}
 
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{

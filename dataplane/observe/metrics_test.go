@@ -21,6 +21,7 @@ type fakeSource struct {
 	version  string
 	rules    []*RuleStats
 	clusters []Cluster
+	streams  []StreamRoute
 }
 
 func (f *fakeSource) Counters() *Counters  { return &f.counters }
@@ -31,6 +32,9 @@ func (f *fakeSource) ConfigVersion() (string, bool) {
 }
 func (f *fakeSource) Rules() []*RuleStats { return append([]*RuleStats(nil), f.rules...) }
 func (f *fakeSource) Clusters() []Cluster { return append([]Cluster(nil), f.clusters...) }
+func (f *fakeSource) StreamRoutes() []StreamRoute {
+	return append([]StreamRoute(nil), f.streams...)
+}
 
 // scrape serves one /metrics request and returns each sample line's value
 // by series, and the whole text.

@@ -21,10 +21,15 @@
 // closed path reaches an open rule while a backend would serve it.
 //
 // `make backends` (test/tools/backends/install.sh) fetches Debian's
-// lighttpd and nginx packages with apt-get download and unpacks them,
+// lighttpd, nginx and OpenSSH packages with apt-get download and unpacks them,
 // without installing them, into $TUNNELGATE_BACKENDS_CACHE (default
 // ~/.cache/tunnelgate/backends); without them Start fails, saying to run
 // it. Start never skips.
+//
+// Beside the web servers, StartSSHD runs OpenSSH's sshd (the same
+// packages), unprivileged, on loopback for stream-route tests, and
+// SSHD.Command its ssh client; it skips only a test run as root on a
+// machine with no other user that has a login shell.
 //
 // # What each serves
 //

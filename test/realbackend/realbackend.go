@@ -29,6 +29,7 @@ import (
 const (
 	LighttpdVersion = "1.4.69"
 	NginxVersion    = "1.22.1"
+	OpenSSHVersion  = "9.2p1"
 )
 
 // Kind names a backend server.
@@ -147,17 +148,17 @@ func CacheDir() (string, error) {
 	return filepath.Join(home, ".cache", "tunnelgate", "backends"), nil
 }
 
-// Dir is the tree `make backends` unpacked lighttpd and nginx into, or an
-// error saying to run it.
+// Dir is the tree `make backends` unpacked lighttpd, nginx and OpenSSH
+// into, or an error saying to run it.
 func Dir() (string, error) {
 	cache, err := CacheDir()
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(cache, "lighttpd-"+LighttpdVersion+"-nginx-"+NginxVersion)
-	for _, f := range []string{"usr/sbin/lighttpd", "usr/sbin/nginx", "usr/lib/lighttpd", "PACKAGES"} {
+	dir := filepath.Join(cache, "lighttpd-"+LighttpdVersion+"-nginx-"+NginxVersion+"-openssh-"+OpenSSHVersion)
+	for _, f := range []string{"usr/sbin/lighttpd", "usr/sbin/nginx", "usr/lib/lighttpd", "usr/sbin/sshd", "usr/bin/ssh", "PACKAGES"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			return "", fmt.Errorf("realbackend: %s is missing: run `make backends` in the repository root (fetches Debian bookworm's lighttpd %s and nginx %s packages and unpacks them there; seconds, once per machine)", filepath.Join(dir, f), LighttpdVersion, NginxVersion)
+			return "", fmt.Errorf("realbackend: %s is missing: run `make backends` in the repository root (fetches Debian bookworm's lighttpd %s, nginx %s and openssh %s packages and unpacks them there; seconds, once per machine)", filepath.Join(dir, f), LighttpdVersion, NginxVersion, OpenSSHVersion)
 		}
 	}
 	return dir, nil

@@ -1,6 +1,7 @@
 package realbackend
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -186,7 +187,7 @@ func TestVersions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, want := range map[string]string{"lighttpd_version": LighttpdVersion, "nginx_version": NginxVersion} {
+	for name, want := range map[string]string{"lighttpd_version": LighttpdVersion, "nginx_version": NginxVersion, "openssh_version": OpenSSHVersion} {
 		m := regexp.MustCompile(`(?m)^` + name + `=(\S+)$`).FindSubmatch(script)
 		if m == nil || string(m[1]) != want {
 			t.Errorf("install.sh sets %s to %q; the Go constant is %s", name, m, want)
@@ -202,4 +203,17 @@ func TestMissingSaysMakeBackends(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "run `make backends`") {
 		t.Errorf("Dir() with an empty cache: %v", err)
 	}
+}
+
+// TestSSHD: the unpacked sshd lets its user in and runs a command for
+// the unpacked ssh client.
+func TestSSHD(t *testing.T) {
+	s := StartSSHD(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := s.Command(ctx, s.Addr, "echo", "hello").CombinedOutput()
+	if err != nil || string(out) != "hello\n" {
+		t.Fatalf("%s as %s: %q, %v", s.Name, s.User, out, err)
+	}
+	t.Logf("%s on %s as %s", s.Name, s.Addr, s.User)
 }

@@ -75,7 +75,7 @@ func newRun(f *flags, obs *cli.RequestObservability) *run {
 	// whole load (dataplane.Options.ReturnMemory).
 	r.p = dataplane.New(dataplane.Options{Log: obs.Log, AccessLog: obs.AccessLog, Tracer: obs.Tracer, Pprof: *f.pprof, Pool: f.pool,
 		ListenerPorts: f.listenerPorts, ReturnMemory: true, EncodedSlashes: *f.slashes,
-		RequestBuffer: int64(f.requestBuffer), BufferMemory: int64(f.bufferMemory),
+		RequestBuffer: int64(f.requestBuffer), BufferMemory: int64(f.bufferMemory), Streams: f.streams,
 		Metrics: func(m metric.Meter) error {
 			if r.watch == nil {
 				return nil

@@ -36,6 +36,8 @@ type flags struct {
 	// -request-buffer and -buffer-memory: dataplane.Options.RequestBuffer
 	// and BufferMemory.
 	requestBuffer, bufferMemory byteSize
+	// streams are the -stream-* flags and -max-streams.
+	streams dataplane.StreamOptions
 }
 
 // parseFlags parses and checks the flags of the command called name. done
@@ -79,6 +81,7 @@ func parseFlags(name string, args []string, stderr io.Writer) (f *flags, code in
 	fs.DurationVar(&f.listen.WriteTimeout, "client-write-timeout", 60*time.Second, "a client that reads nothing of its response for this long is disconnected, and its backend connection released")
 	fs.DurationVar(&f.pool.IdleTimeout, "upstream-idle-timeout", pool.IdleTimeout, "close upstream connections idle this long")
 	fs.DurationVar(&f.pool.DialTimeout, "upstream-dial-timeout", pool.DialTimeout, "bound on connecting to a backend, TLS included")
+	addStreamFlags(fs, &f.streams)
 	f.slashes = cli.AddEncodedSlashesFlag(fs)
 	f.log = cli.AddLogFlags(fs)
 	f.accessLog = cli.AddAccessLogFlags(fs)
@@ -94,6 +97,17 @@ func parseFlags(name string, args []string, stderr io.Writer) (f *flags, code in
 		return nil, 2, true
 	}
 	return f, 0, false
+}
+
+// addStreamFlags adds the flags of TCPRoutes and TLSRoutes' relaying,
+// read into o.
+func addStreamFlags(fs *flag.FlagSet, o *dataplane.StreamOptions) {
+	def := dataplane.DefaultStreamOptions()
+	fs.DurationVar(&o.HandshakeTimeout, "stream-handshake-timeout", def.HandshakeTimeout, "a TLS listener's client that sends no whole ClientHello within this is disconnected")
+	fs.DurationVar(&o.ConnectTimeout, "stream-connect-timeout", def.ConnectTimeout, "bound on connecting to one endpoint of a TCPRoute's or TLSRoute's backend (three endpoints are tried)")
+	fs.DurationVar(&o.Idle, "stream-idle-timeout", def.Idle, "a TCPRoute's or TLSRoute's connection that moves no byte either way for this long is closed")
+	fs.DurationVar(&o.HalfClose, "stream-half-close-timeout", def.HalfClose, "a TCPRoute's or TLSRoute's connection is closed this long after one side ended while the other goes on")
+	fs.IntVar(&o.MaxStreams, "max-streams", def.MaxStreams, "connections the TCP and TLS listeners and origin ports hold at once; beyond, a new one is closed at once")
 }
 
 // checkSource says what is wrong with where the config comes from, or

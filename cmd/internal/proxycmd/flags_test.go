@@ -3,6 +3,9 @@ package proxycmd
 import (
 	"io"
 	"testing"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane"
 )
 
 // The size flags take bytes or KiB, MiB and GiB, print what they took
@@ -25,5 +28,19 @@ func TestSizeFlags(t *testing.T) {
 		if _, code, done := parseFlags("proxy", []string{"-config", "x.json", "-request-buffer", bad}, io.Discard); !done || code != 2 {
 			t.Errorf("-request-buffer %s: accepted", bad)
 		}
+	}
+}
+
+// The stream flags reach dataplane.StreamOptions, with the proxy's
+// defaults where they are not given.
+func TestStreamFlags(t *testing.T) {
+	f, _, done := parseFlags("proxy", []string{"-config", "x.json", "-stream-handshake-timeout", "3s", "-max-streams", "7"}, io.Discard)
+	if done {
+		t.Fatal("refused")
+	}
+	want := dataplane.DefaultStreamOptions()
+	want.HandshakeTimeout, want.MaxStreams = 3*time.Second, 7
+	if f.streams != want {
+		t.Errorf("stream options %+v; want %+v", f.streams, want)
 	}
 }

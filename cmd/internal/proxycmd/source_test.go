@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -121,6 +122,21 @@ func waitGet(t *testing.T, url, host, want string) {
 	t.Fatalf("%s (Host %s) never answered %q; last %q", url, host, want, last)
 }
 
+// streamOnce reads the first byte a stream route's backend sends through
+// addr.
+func streamOnce(t *testing.T, addr string) {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	if b, err := io.ReadAll(c); err != nil || string(b) != "s" {
+		t.Fatalf("through the origin port: %q, %v", b, err)
+	}
+}
+
 // The proxy command fed by a controller, then restarted with the
 // controller gone: it serves from its cache file.
 func TestProxyCommandWatchesTheController(t *testing.T) {
@@ -134,12 +150,22 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	cache := filepath.Join(dir, "cache.json")
 
 	srv := configserver.New(configserver.Options{Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	// A TCPRoute on an origin port beside, so that its families are
+	// served too.
+	streamBackend := testnet.RawServer(t, func(c net.Conn) { io.WriteString(c, "s") })
+	originPort, err := testproc.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv.Publish(&proxycfg.Config{
 		Schema:    proxycfg.SchemaVersion,
-		Listeners: []proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l"}},
+		Listeners: []proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l"}, {Protocol: proxycfg.ListenerTCP, Name: "t"}},
 		Routes: []proxycfg.Route{{Kind: proxycfg.KindHTTP, Namespace: "n", Name: "r", Listeners: []string{"l"},
-			Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}}}}}},
-		Clusters: []proxycfg.Cluster{{Protocol: proxycfg.ProtoHTTP1, Name: "c", Endpoints: []proxycfg.Endpoint{{Address: backend.Listener.Addr().String()}}}},
+			Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}}}}},
+			{Kind: proxycfg.KindTCP, Namespace: "n", Name: "s", Listeners: []string{"t"}, OriginPort: originPort,
+				Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "s", Weight: 1}}}}}},
+		Clusters: []proxycfg.Cluster{{Protocol: proxycfg.ProtoHTTP1, Name: "c", Endpoints: []proxycfg.Endpoint{{Address: backend.Listener.Addr().String()}}},
+			{Protocol: proxycfg.ProtoTCP, Name: "s", Endpoints: []proxycfg.Endpoint{{Address: streamBackend}}}},
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -153,6 +179,7 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	b, stop, stderr := runProxyCommand(t, "-controller", controller, "-token-file", tokenFile, "-config-cache", cache)
 	waitGet(t, "http://"+b.Origin+"/", "app.example", "backend")
 	waitGet(t, "http://"+b.Admin+"/readyz", "", "ok\n")
+	streamOnce(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(originPort)))
 	if code, body := testnet.GetWithToken("http://"+b.Admin+"/metrics", ""); code != 200 {
 		t.Errorf("metrics: %d\n%s", code, body)
 	} else {
