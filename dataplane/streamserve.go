@@ -22,9 +22,12 @@ import (
 //   - for each socket of its own (gateways.go) of TCP or TLS listeners,
 //     when it serves sockets of their own, a plain TCP socket there;
 //   - for each stream route with an OriginPort, a socket at that port on
-//     the origin listeners' host (the plain origin listener's; 127.0.0.1
-//     when it is a unix socket), where cloudflared sends the route's
-//     streams.
+//     loopback (the plain origin listener's host when that is a loopback
+//     address, else 127.0.0.1), where cloudflared, beside the proxy, sends
+//     the route's streams. Never on another address: Cloudflare Access
+//     on a stream is checked by cloudflared alone (a raw stream carries
+//     no token the proxy can read), so an origin port reachable from
+//     elsewhere would let a client past it.
 //
 // Each connection is given its route from the config current when it
 // arrives: an origin port's route; a TCP socket's route; on a TLS socket
@@ -121,18 +124,14 @@ type streamServers struct {
 }
 
 // originHostOf is the host origin ports open on, for an origin listener's
-// address ("host:port" or "unix:/path"): its host, 127.0.0.1 for a unix
-// socket or a name, every local address for none.
+// address ("host:port" or "unix:/path"): its host when that is a
+// loopback address, else 127.0.0.1 (a unix socket, a name, an address
+// others reach, or every local address).
 func originHostOf(addr string) netip.Addr {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return netip.AddrFrom4([4]byte{127, 0, 0, 1}) // unix:/path
-	}
-	if host == "" {
-		return netip.Addr{}
-	}
-	if a, err := netip.ParseAddr(host); err == nil && a.Zone() == "" {
-		return a.Unmap()
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		if a, err := netip.ParseAddr(host); err == nil && a.Zone() == "" && a.Unmap().IsLoopback() {
+			return a.Unmap()
+		}
 	}
 	return netip.AddrFrom4([4]byte{127, 0, 0, 1})
 }
