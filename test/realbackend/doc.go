@@ -27,9 +27,10 @@
 // it. Start never skips.
 //
 // Beside the web servers, StartSSHD runs OpenSSH's sshd (the same
-// packages), unprivileged, on loopback for stream-route tests, and
-// SSHD.Command its ssh client; it skips only a test run as root on a
-// machine with no other user that has a login shell.
+// packages) on loopback for stream-route tests, as the test's user (as
+// root, in a mount namespace of its own that gives it the privilege
+// separation user and directory the machine may lack), and SSHD.Command
+// its ssh client; it never skips either.
 //
 // # What each serves
 //

@@ -3,16 +3,13 @@
 package realbackend
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -24,11 +21,13 @@ import (
 
 // SSHD is Debian bookworm's sshd (`make backends`) serving one user on
 // 127.0.0.1, with a host key and an authorized key of its own made for
-// the test; its configuration turns off everything that needs root (PAM,
-// privilege separation's chroot, a pid file), so it runs as an ordinary
-// user: the test's, or, when the test runs as root, a user of the
-// machine that has a login shell (sshd as root needs a user sshd and
-// /run/sshd, which a machine without OpenSSH's server lacks).
+// the test, and a configuration that turns off what a test does not
+// need (PAM, a pid file, the message of the day). It runs as the test's
+// user and lets that user in. Run by root, sshd insists on its privilege
+// separation user (sshd) and its empty directory (/run/sshd), which a
+// machine without OpenSSH's server lacks: it then runs in a mount
+// namespace of its own, where /etc/passwd is a copy with that user added
+// and /run a fresh tmpfs, so nothing of the machine changes.
 type SSHD struct {
 	// Name is "sshd" and its Debian version.
 	Name string
@@ -44,25 +43,23 @@ type SSHD struct {
 
 // StartSSHD starts an SSHD and returns once it listens; it is stopped
 // when the test ends. It fails the test when `make backends` has not
-// run, and skips it only when the test runs as root on a machine with no
-// other user that has a login shell.
+// run.
 func StartSSHD(t testing.TB) SSHD {
 	t.Helper()
 	tree, err := Dir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	login, cred, err := sshUser()
+	me, err := user.Current()
 	if err != nil {
-		t.Skip(err)
+		t.Fatalf("realbackend: who runs the test: %v", err)
 	}
 	dir, err := testproc.OwnedTempDir(dirPrefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	client := t.TempDir() // the client's key, which the client's user owns
-	s := SSHD{Name: "sshd " + packageVersion(tree, "openssh-server"), User: login.Username, IdentityFile: filepath.Join(client, "id"), tree: tree}
+	s := SSHD{Name: "sshd " + packageVersion(tree, "openssh-server"), User: me.Username, IdentityFile: filepath.Join(dir, "id"), tree: tree}
 	keygen := func(path string) {
 		out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "", "-f", path).CombinedOutput()
 		if err != nil {
@@ -87,26 +84,22 @@ func StartSSHD(t testing.TB) SSHD {
 	if err := os.WriteFile(conf, []byte(sshdConf(dir, port)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sshd, ld := filepath.Join(tree, "usr/sbin/sshd"), libraryPath(tree)
-	if cred != nil {
-		// The cache is root's (its home is private): sshd and the
-		// libraries unpacked beside it are copied where its user reads.
-		if sshd, ld, err = stage(tree, dir); err != nil {
-			t.Fatal(err)
-		}
-		if err := chownTree(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+	cmd := exec.Command(filepath.Join(tree, "usr/sbin/sshd"), "-D", "-e", "-f", conf)
+	if os.Getuid() == 0 {
+		if cmd, err = asRoot(dir, cmd); err != nil {
 			t.Fatal(err)
 		}
 	}
+	cmd.Env = childEnv(libraryPath(tree))
+	cmd.Dir = dir
 	s.log = &logFile{path: filepath.Join(dir, "sshd.log")}
-	if err := s.start(t, sshd, ld, conf, cred); err != nil {
+	if err := s.start(t, cmd); err != nil {
 		t.Fatal(err)
 	}
 	return s
 }
 
-// sshdConf is sshd's configuration: one address, the test's keys, and
-// nothing that needs root.
+// sshdConf is sshd's configuration: one address, the test's keys.
 func sshdConf(dir string, port int) string {
 	return fmt.Sprintf(`ListenAddress 127.0.0.1
 Port %[2]d
@@ -121,101 +114,52 @@ PrintMotd no
 `, dir, port)
 }
 
-// sshUser is who sshd runs as and lets in: the test's user, or, as root,
-// the first other user of the machine with a login shell (listed in
-// /etc/shells), with the credential to run sshd as.
-func sshUser() (*user.User, *syscall.Credential, error) {
-	me, err := user.Current()
+// privsepUser is the line of sshd's privilege separation user in the
+// copy of /etc/passwd root's sshd reads: nobody's IDs, no login.
+const privsepUser = "sshd:x:65534:65534:sshd privilege separation:/run/sshd:/usr/sbin/nologin\n"
+
+// asRoot is cmd run by a shell in a mount namespace of its own (private:
+// no mount in it reaches the machine's), which first mounts, there
+// only, a copy of /etc/passwd that adds sshd's privilege separation
+// user over the machine's, and a tmpfs on /run holding its empty
+// /run/sshd.
+func asRoot(dir string, cmd *exec.Cmd) (*exec.Cmd, error) {
+	passwd, err := os.ReadFile("/etc/passwd")
 	if err != nil {
-		return nil, nil, fmt.Errorf("realbackend: who runs the test: %w", err)
+		return nil, fmt.Errorf("realbackend: sshd as root: %w", err)
 	}
-	if os.Getuid() != 0 {
-		return me, nil, nil
+	if !strings.HasSuffix(string(passwd), "\n") {
+		passwd = append(passwd, '\n')
 	}
-	shells, _ := os.ReadFile("/etc/shells")
-	valid := strings.Fields(string(shells))
-	f, err := os.Open("/etc/passwd")
-	if err != nil {
-		return nil, nil, fmt.Errorf("realbackend: sshd runs unprivileged, and as root the test needs another user with a login shell: %w", err)
+	copyPath := filepath.Join(dir, "passwd")
+	if err := os.WriteFile(copyPath, append(passwd, privsepUser...), 0o644); err != nil {
+		return nil, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Split(sc.Text(), ":")
-		if len(fields) != 7 || !slices.Contains(valid, fields[6]) || strings.HasSuffix(fields[6], "nologin") {
-			continue
-		}
-		uid, err1 := strconv.Atoi(fields[2])
-		gid, err2 := strconv.Atoi(fields[3])
-		if err1 != nil || err2 != nil || uid == 0 {
-			continue
-		}
-		u := &user.User{Username: fields[0], Uid: fields[2], Gid: fields[3], HomeDir: fields[5]}
-		return u, &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
-	}
-	return nil, nil, errors.New("realbackend: sshd runs unprivileged, and as root the test needs another user with a login shell in /etc/passwd; there is none")
+	script := `mount --bind "$1" /etc/passwd && mount -t tmpfs -o mode=755 tmpfs /run && mkdir -m 755 /run/sshd && shift && exec "$@"`
+	wrapped := exec.Command("/bin/sh", append([]string{"-c", script, "sh", copyPath}, cmd.Args...)...)
+	// Go makes the new namespace's mounts private before the shell runs.
+	wrapped.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+	return wrapped, nil
 }
 
-// chownTree gives dir and what it holds to uid and gid.
-func chownTree(dir string, uid, gid int) error {
-	return filepath.Walk(dir, func(path string, _ os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(path, uid, gid)
-	})
-}
-
-// stage copies the tree's sshd and unpacked libraries into dir, and
-// returns the copy's path and LD_LIBRARY_PATH.
-func stage(tree, dir string) (sshd, ld string, err error) {
-	cp := func(from, to string, mode os.FileMode) error {
-		b, err := os.ReadFile(from)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(to, b, mode)
-	}
-	sshd = filepath.Join(dir, "sshd")
-	if err := cp(filepath.Join(tree, "usr/sbin/sshd"), sshd, 0o755); err != nil {
-		return "", "", err
-	}
-	libs := filepath.Join(dir, "lib")
-	if err := os.MkdirAll(libs, 0o755); err != nil {
-		return "", "", err
-	}
-	for _, d := range strings.Split(libraryPath(tree), ":") {
-		if !strings.HasPrefix(d, tree) {
-			continue // the environment's own
-		}
-		entries, _ := os.ReadDir(d)
-		for _, e := range entries {
-			if strings.Contains(e.Name(), ".so") && (e.Type().IsRegular() || e.Type()&os.ModeSymlink != 0) {
-				if err := cp(filepath.Join(d, e.Name()), filepath.Join(libs, e.Name()), 0o644); err != nil {
-					return "", "", err
-				}
-			}
-		}
-	}
-	return sshd, libs, nil
-}
-
-// start runs sshd -D -e and waits until it listens.
-func (s *SSHD) start(t testing.TB, sshd, ld, conf string, cred *syscall.Credential) error {
+// start starts cmd (sshd -D -e, or asRoot's wrapper of it) and waits
+// until sshd listens.
+func (s *SSHD) start(t testing.TB, cmd *exec.Cmd) error {
 	f, err := os.OpenFile(s.log.path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC|os.O_APPEND, 0o666)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
-	cmd := exec.Command(sshd, "-D", "-e", "-f", conf)
-	cmd.Env = childEnv(ld)
-	cmd.Dir = filepath.Dir(conf)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = testproc.SysProcAttr()
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	if own := testproc.SysProcAttr(); own != nil {
+		if cmd.SysProcAttr == nil {
+			cmd.SysProcAttr = own
+		} else {
+			unshare := cmd.SysProcAttr.Unshareflags
+			*cmd.SysProcAttr = *own
+			cmd.SysProcAttr.Unshareflags = unshare
+		}
 	}
-	cmd.SysProcAttr.Credential = cred
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("realbackend: start %s: %w", s.Name, err)
