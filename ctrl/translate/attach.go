@@ -22,6 +22,9 @@ type routeInfo struct {
 	// (streamRules); originPort is its origin port (originports.go).
 	problem    string
 	originPort int
+	// portNote says why a stream route that a tunnel would carry has no
+	// origin port.
+	portNote string
 }
 
 // parentInfo is one parentRef of a route that names a Gateway (or a

@@ -3,6 +3,7 @@
 package translate
 
 import (
+	"fmt"
 	"hash/fnv"
 
 	"github.com/tunnelgate/tunnelgate/api/origin"
@@ -39,6 +40,9 @@ func (t *translator) originPorts(routes []pending) {
 	}
 	for i, port := range allocatePorts(ids, origin.DefaultStreamPortBase, origin.StreamPortCount) {
 		infos[i].originPort = port
+		if port == 0 {
+			infos[i].portNote = fmt.Sprintf("not served through the tunnel: the %d origin ports for stream routes are taken by older routes", origin.StreamPortCount)
+		}
 	}
 }
 

@@ -96,16 +96,28 @@ func (t *translator) tcpConflicts() {
 // describeRoute names a route in messages: "TCPRoute ns/name".
 func describeRoute(r *routeInfo) string { return r.kind + " " + r.meta.Namespace + "/" + r.meta.Name }
 
-// shadowNote says, for an accepted parent's Accepted message, on which
-// listeners an older TCPRoute takes the connections; "" when none does.
-func (p *parentInfo) shadowNote() string {
+// acceptNotes are what an accepted parent's Accepted message adds for a
+// stream route: the listeners on which an older TCPRoute takes the
+// connections, and why a route is not served through the tunnel.
+func (r *routeInfo) acceptNotes(p *parentInfo) []string {
 	var notes []string
 	for _, a := range p.attachments {
 		if a.shadowedBy != "" {
 			notes = append(notes, fmt.Sprintf("listener %s relays every connection to the older %s", a.listener.name, a.shadowedBy))
 		}
 	}
-	return strings.Join(notes, "; ")
+	if r.portNote != "" {
+		notes = append(notes, r.portNote)
+	}
+	return notes
+}
+
+// joinNotes is msg with notes after it.
+func joinNotes(msg string, notes []string) string {
+	if len(notes) == 0 {
+		return msg
+	}
+	return msg + "; " + strings.Join(notes, "; ")
 }
 
 // streamResult translates one stream route into the config and its

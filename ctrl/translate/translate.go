@@ -392,10 +392,8 @@ func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool, pro
 			c.set(string(gwv1.RouteConditionAccepted), false, string(gwv1.RouteReasonUnsupportedValue), rs.unsupported)
 		case allDropped:
 			c.set(string(gwv1.RouteConditionAccepted), false, string(gwv1.RouteReasonUnsupportedValue), "every rule is invalid: "+joinLimited(rs.dropped))
-		case pi.shadowNote() != "":
-			c.set(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), "route accepted; "+pi.shadowNote())
 		default:
-			c.set(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), "route accepted")
+			c.set(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), joinNotes("route accepted", r.acceptNotes(pi)))
 		}
 		if rs.refs != nil {
 			c.set(string(gwv1.RouteConditionResolvedRefs), false, rs.refs.reason, rs.refs.msg)
