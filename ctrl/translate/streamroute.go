@@ -130,14 +130,26 @@ func (t *translator) streamResult(p pending) {
 	}
 	route := proxycfg.Route{Kind: proxycfg.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
 		Created: r.meta.CreationTimestamp.Time.UTC(), OriginPort: r.originPort}
+	rule := ""
+	if r.problem == "" {
+		rule = ruleNames(p)[0]
+	}
 	var served []*attachment
+	var protectors map[*parentInfo][]*accessInfo // the policies protecting it, per parent
 	for _, pi := range r.parents {
 		if !pi.accepted() {
 			continue
 		}
 		for _, a := range pi.attachments {
-			if a.lostTo == "" && a.shadowedBy == "" {
-				served = append(served, a)
+			if a.lostTo != "" || a.shadowedBy != "" {
+				continue
+			}
+			served = append(served, a)
+			if ai := t.streamAccess(r, a, rule); ai != nil && !slices.Contains(protectors[pi], ai) {
+				if protectors == nil {
+					protectors = map[*parentInfo][]*accessInfo{}
+				}
+				protectors[pi] = append(protectors[pi], ai)
 			}
 		}
 	}
@@ -147,20 +159,20 @@ func (t *translator) streamResult(p pending) {
 	var schemes []string
 	if r.problem == "" {
 		refs, _ := streamRules(p)
-		rule := proxycfg.Rule{Backends: make([]proxycfg.BackendRef, 0, len(refs))}
+		out := proxycfg.Rule{Backends: make([]proxycfg.BackendRef, 0, len(refs))}
 		for i := range refs {
 			b, scheme := t.streamBackend(r, &refs[i], &rs)
-			rule.Backends = append(rule.Backends, b)
+			out.Backends = append(out.Backends, b)
 			if b.Status == 0 && b.Weight > 0 {
 				schemes = append(schemes, scheme)
 			}
 		}
-		route.Rules = []proxycfg.Rule{rule}
+		route.Rules = []proxycfg.Rule{out}
 		if len(route.Listeners) > 0 {
 			t.out.Config.Routes = append(t.out.Config.Routes, route)
 		}
 	}
-	statuses, _ := t.routeStatus(r, &rs, false, nil)
+	statuses, _ := t.routeStatus(r, &rs, false, protectors)
 	key := nn(r.meta.Namespace, r.meta.Name)
 	if r.kind == kindTCPRoute {
 		t.out.TCPRoutes[key] = statuses
@@ -172,7 +184,7 @@ func (t *translator) streamResult(p pending) {
 	}
 	t.countAttached(r)
 	if r.originPort != 0 {
-		t.streamHostnames(r, &StreamService{Route: describeRoute(r), Port: r.originPort, Scheme: streamScheme(schemes)})
+		t.streamHostnames(r, rule, StreamService{Route: describeRoute(r), Port: r.originPort, Scheme: streamScheme(schemes)})
 	}
 }
 
@@ -224,11 +236,13 @@ func portScheme(sp *corev1.ServicePort) string {
 }
 
 // streamHostnames records the public hostnames a stream route serves
-// through its tunnels, each carried as svc: those its attachments hold
-// (published, less those an older claim holds: claims.go,
+// through its tunnels, each carried as base with the Access of the
+// policy protecting its rule (named rule) there: those its attachments
+// hold (published, less those an older claim holds: claims.go,
 // settleStreamClaims), for its Gateway's plane or its class's tunnel, or
-// both when the shared proxies relay to the plane.
-func (t *translator) streamHostnames(r *routeInfo, svc *StreamService) {
+// both when the shared proxies relay to the plane. Where that policy
+// cannot be applied yet, nothing is published (streamaccess.go).
+func (t *translator) streamHostnames(r *routeInfo, rule string, base StreamService) {
 	for _, pi := range r.parents {
 		if !pi.accepted() {
 			continue
@@ -237,15 +251,21 @@ func (t *translator) streamHostnames(r *routeInfo, svc *StreamService) {
 			if a.lostTo != "" || !t.streamTunnel(a.listener.gw) {
 				continue
 			}
+			access, ok := tunnelAccess(t.streamAccess(r, a, rule))
+			if !ok {
+				continue
+			}
+			svc := base
+			svc.Access = access
 			gi := a.listener.gw
 			for _, h := range a.held() {
 				if gi.onPlane() {
-					t.planeStreamHostname(gi, h, svc)
+					t.planeStreamHostname(gi, h, &svc)
 					if !gi.relayed() {
 						continue
 					}
 				}
-				t.streamHostNeeds(h, gi.class.obj.Name, svc)
+				t.streamHostNeeds(h, gi.class.obj.Name, &svc)
 			}
 		}
 	}

@@ -168,7 +168,7 @@ func (t *translator) routes() {
 	t.originPorts(all)
 	t.settleClaims(all)
 	t.settleStreamClaims(all)
-	t.routeList = slices.DeleteFunc(slices.Clone(all), pending.stream)
+	t.routeList = all
 
 	for _, p := range all {
 		if p.stream() {
