@@ -467,7 +467,7 @@ func (t *translator) countAttached(r *routeInfo) {
 			}
 		}
 		if streamKind(r.kind) {
-			continue // their hostnames go through the tunnel otherwise: streamHostnames
+			continue // a stream route's hostnames need its origin port: streamHostnames
 		}
 		for _, a := range pi.attachments {
 			if a.lostTo == "" {
