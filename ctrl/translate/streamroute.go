@@ -331,13 +331,15 @@ func (t *translator) streamTunnel(gi *gatewayInfo) bool {
 // its attachment and says which route holds the hostname on its DNS
 // condition (DNSReasonClaimedEarlier). routes are oldest first.
 func (t *translator) settleStreamClaims(routes []pending) {
+	if !slices.ContainsFunc(routes, func(p pending) bool { return p.stream() && p.info.originPort != 0 }) {
+		return // nothing to settle: HTTP routes share hostnames freely
+	}
 	type claim struct {
 		a      *attachment
 		stream bool
 	}
 	byHost := map[string][]claim{}
 	var hosts []string
-	streams := false
 	for _, p := range routes {
 		r := p.info
 		stream := streamKind(r.kind)
@@ -357,13 +359,9 @@ func (t *translator) settleStreamClaims(routes []pending) {
 						hosts = append(hosts, h)
 					}
 					byHost[h] = append(byHost[h], claim{a, stream})
-					streams = streams || stream
 				}
 			}
 		}
-	}
-	if !streams {
-		return
 	}
 	for _, h := range hosts {
 		claims := byHost[h]
