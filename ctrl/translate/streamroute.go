@@ -121,52 +121,27 @@ func joinNotes(msg string, notes []string) string {
 }
 
 // streamResult translates one stream route into the config and its
-// statuses. Stream routes are translated anew every time: the Cache
-// keeps nothing of them (cache.go).
+// statuses, and publishes its hostnames. Stream routes are translated
+// anew every time: the Cache keeps nothing of them (cache.go).
 func (t *translator) streamResult(p pending) {
 	r := p.info
 	if len(r.parents) == 0 {
 		return // no parent of ours
 	}
-	route := proxycfg.Route{Kind: proxycfg.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
-		Created: r.meta.CreationTimestamp.Time.UTC(), OriginPort: r.originPort}
 	rule := ""
 	if r.problem == "" {
 		rule = ruleNames(p)[0]
 	}
-	var served []*attachment
-	var protectors map[*parentInfo][]*accessInfo // the policies protecting it, per parent
-	for _, pi := range r.parents {
-		if !pi.accepted() {
-			continue
-		}
-		for _, a := range pi.attachments {
-			if a.lostTo != "" || a.shadowedBy != "" {
-				continue
-			}
-			served = append(served, a)
-			if ai := t.streamAccess(r, a, rule); ai != nil && !slices.Contains(protectors[pi], ai) {
-				if protectors == nil {
-					protectors = map[*parentInfo][]*accessInfo{}
-				}
-				protectors[pi] = append(protectors[pi], ai)
-			}
-		}
-	}
-	route.Listeners, route.Hostnames = servedOn(served)
+	served, protectors := t.streamServed(r, rule)
 	var rs ruleSet
 	rs.unsupported = r.problem
-	var schemes []string
+	var scheme string
 	if r.problem == "" {
-		refs, _ := streamRules(p)
-		out := proxycfg.Rule{Backends: make([]proxycfg.BackendRef, 0, len(refs))}
-		for i := range refs {
-			b, scheme := t.streamBackend(r, &refs[i], &rs)
-			out.Backends = append(out.Backends, b)
-			if b.Status == 0 && b.Weight > 0 {
-				schemes = append(schemes, scheme)
-			}
-		}
+		route := proxycfg.Route{Kind: proxycfg.RouteKind(r.kind), Namespace: r.meta.Namespace, Name: r.meta.Name,
+			Created: r.meta.CreationTimestamp.Time.UTC(), OriginPort: r.originPort}
+		route.Listeners, route.Hostnames = servedOn(served)
+		var out proxycfg.Rule
+		out, scheme = t.streamRule(p, &rs)
 		route.Rules = []proxycfg.Rule{out}
 		if len(route.Listeners) > 0 {
 			t.out.Config.Routes = append(t.out.Config.Routes, route)
@@ -184,8 +159,49 @@ func (t *translator) streamResult(p pending) {
 	}
 	t.countAttached(r)
 	if r.originPort != 0 {
-		t.streamHostnames(r, rule, StreamService{Route: describeRoute(r), Port: r.originPort, Scheme: streamScheme(schemes)})
+		t.streamHostnames(r, rule, StreamService{Route: describeRoute(r), Port: r.originPort, Scheme: scheme})
 	}
+}
+
+// streamServed are the attachments a stream route is served through
+// (accepted, and not shadowed), and the policies protecting its rule
+// (named rule) there, per parent.
+func (t *translator) streamServed(r *routeInfo, rule string) (served []*attachment, protectors map[*parentInfo][]*accessInfo) {
+	for _, pi := range r.parents {
+		if !pi.accepted() {
+			continue
+		}
+		for _, a := range pi.attachments {
+			if a.lostTo != "" || a.shadowedBy != "" {
+				continue
+			}
+			served = append(served, a)
+			if ai := t.streamAccess(r, a, rule); ai != nil && !slices.Contains(protectors[pi], ai) {
+				if protectors == nil {
+					protectors = map[*parentInfo][]*accessInfo{}
+				}
+				protectors[pi] = append(protectors[pi], ai)
+			}
+		}
+	}
+	return served, protectors
+}
+
+// streamRule translates a stream route's one rule: its backends, each
+// resolved or refusing its share, with their problems in rs; and the
+// tunnel scheme they ask for (streamScheme).
+func (t *translator) streamRule(p pending, rs *ruleSet) (proxycfg.Rule, string) {
+	refs, _ := streamRules(p)
+	out := proxycfg.Rule{Backends: make([]proxycfg.BackendRef, 0, len(refs))}
+	var schemes []string
+	for i := range refs {
+		b, scheme := t.streamBackend(p.info, &refs[i], rs)
+		out.Backends = append(out.Backends, b)
+		if b.Status == 0 && b.Weight > 0 {
+			schemes = append(schemes, scheme)
+		}
+	}
+	return out, streamScheme(schemes)
 }
 
 // streamBackend resolves one backendRef of a stream route, and the
