@@ -44,8 +44,8 @@ func originPorts(t *testing.T, out *translate.Output) map[string]int {
 func TestStreamOriginPortsStable(t *testing.T) {
 	in := loadGolden(t, "streams.yaml")
 	before := originPorts(t, translate.Translate(in))
-	if len(before) != 4 {
-		t.Fatalf("ports %v: want the 4 routes through the tunnel", before)
+	if len(before) != 5 {
+		t.Fatalf("ports %v: want the 5 routes through tunnels", before)
 	}
 	if _, ok := before["TCPRoute default/db"]; ok {
 		t.Error("TCPRoute default/db is in the cluster only, and got an origin port")
@@ -108,6 +108,83 @@ func TestStreamHostnameHTTPOlder(t *testing.T) {
 	for _, r := range out.Config.Routes {
 		if r.Kind == proxycfg.KindTLS && r.Name == "first-claim" && !slices.Contains(r.Hostnames, "web.example.com") {
 			t.Errorf("TLSRoute first-claim no longer takes web.example.com on its listener: %v", r.Hostnames)
+		}
+	}
+}
+
+// The listener statuses the Gateway API conformance suite asks of an
+// implementation that serves TLS Passthrough but neither Terminate nor
+// mixed termination, and of route kinds a listener cannot carry
+// (TLSRouteListenerTerminateNotSupported,
+// TLSRouteListenerMixedTerminationNotSupported,
+// TLSRouteListenerPassthroughSupportedKinds).
+func TestStreamListenerConformance(t *testing.T) {
+	const doc = `apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: gc}
+spec: {controllerName: tunnelgate.dev/controller}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: terminate}
+spec:
+  gatewayClassName: gc
+  listeners:
+  - {name: tls-terminate, port: 8443, protocol: TLS, hostname: terminate.example.com, allowedRoutes: {kinds: [{kind: TLSRoute}]}, tls: {mode: Terminate, certificateRefs: [{name: cert}]}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: mixed}
+spec:
+  gatewayClassName: gc
+  listeners:
+  - {name: tls-terminate, port: 8443, protocol: TLS, hostname: terminate.example.com, allowedRoutes: {kinds: [{kind: TLSRoute}]}, tls: {mode: Terminate, certificateRefs: [{name: cert}]}}
+  - {name: tls-passthrough, port: 8443, protocol: TLS, hostname: passthrough.example.com, allowedRoutes: {kinds: [{kind: TLSRoute}]}, tls: {mode: Passthrough}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: kinds}
+spec:
+  gatewayClassName: gc
+  listeners:
+  - {name: tls-passthrough, port: 443, protocol: TLS, allowedRoutes: {kinds: [{kind: TCPRoute}, {kind: TLSRoute}]}, tls: {mode: Passthrough}}
+`
+	snap, err := loadGoldenFile("conformance.yaml", []byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := translate.Translate(goldenInput(snap))
+	for _, c := range []struct {
+		gateway, listener, typ string
+		status             metav1.ConditionStatus
+		reason             gwv1.ListenerConditionReason
+		kinds              []gwv1.Kind
+	}{
+		{"terminate", "tls-terminate", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonUnsupportedValue, nil},
+		{"mixed", "tls-terminate", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonProtocolConflict, nil},
+		{"mixed", "tls-passthrough", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonProtocolConflict, []gwv1.Kind{"TLSRoute"}},
+		{"kinds", "tls-passthrough", "ResolvedRefs", metav1.ConditionFalse, gwv1.ListenerReasonInvalidRouteKinds, []gwv1.Kind{"TLSRoute"}},
+		{"kinds", "tls-passthrough", "Accepted", metav1.ConditionTrue, gwv1.ListenerReasonAccepted, []gwv1.Kind{"TLSRoute"}},
+	} {
+		st := out.Gateways[nsName("default", c.gateway)]
+		i := slices.IndexFunc(st.Listeners, func(l gwv1.ListenerStatus) bool { return string(l.Name) == c.listener })
+		if i < 0 {
+			t.Fatalf("Gateway %s has no listener %s in its status", c.gateway, c.listener)
+		}
+		l := st.Listeners[i]
+		got := cond(l.Conditions, c.typ)
+		if got == nil || got.Status != c.status || got.Reason != string(c.reason) {
+			t.Errorf("Gateway %s listener %s: %s is %+v, want %s %s", c.gateway, c.listener, c.typ, got, c.status, c.reason)
+		}
+		var kinds []gwv1.Kind
+		for _, k := range l.SupportedKinds {
+			kinds = append(kinds, k.Kind)
+		}
+		if !slices.Equal(kinds, c.kinds) {
+			t.Errorf("Gateway %s listener %s: supportedKinds %v, want %v", c.gateway, c.listener, kinds, c.kinds)
+		}
+		if l.AttachedRoutes != 0 {
+			t.Errorf("Gateway %s listener %s: attachedRoutes %d, want 0", c.gateway, c.listener, l.AttachedRoutes)
 		}
 	}
 }
