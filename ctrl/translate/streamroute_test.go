@@ -188,3 +188,31 @@ spec:
 		}
 	}
 }
+
+// While the input holds stream routes, or the last one did, the Cache
+// does not patch; once they are gone, a steady input is patched again,
+// and every output is Translate's.
+func TestStreamCacheNoPatch(t *testing.T) {
+	in := loadGolden(t, "streams.yaml")
+	s := &in.Snapshot
+	writeBackAll(s, translate.Translate(in))
+	cache := translate.NewCache()
+	without := *in
+	without.TCPRoutes, without.TLSRoutes = nil, nil
+	ws := &without.Snapshot
+	ws.GatewayClasses, ws.Gateways, ws.HTTPRoutes = slices.Clone(ws.GatewayClasses), slices.Clone(ws.Gateways), slices.Clone(ws.HTTPRoutes)
+	ws.GRPCRoutes, ws.AccessPolicies = slices.Clone(ws.GRPCRoutes), slices.Clone(ws.AccessPolicies)
+	writeBackAll(ws, translate.Translate(&without)) // steady without them: repeatable, so patchable
+	for i, step := range []struct {
+		in      *translate.Input
+		patched bool
+	}{{in, false}, {in, false}, {&without, false}, {&without, true}, {in, false}} {
+		out := cache.Translate(step.in)
+		if got, want := render(t, out), render(t, translate.Translate(step.in)); string(got) != string(want) {
+			t.Fatalf("step %d: with a Cache the output differs:\n%s", i, lineDiff(string(want), string(got)))
+		}
+		if translate.Patched(cache) != step.patched {
+			t.Errorf("step %d: patched %v, want %v", i, translate.Patched(cache), step.patched)
+		}
+	}
+}
