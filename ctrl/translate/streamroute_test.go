@@ -156,9 +156,9 @@ spec:
 	out := translate.Translate(goldenInput(snap))
 	for _, c := range []struct {
 		gateway, listener, typ string
-		status             metav1.ConditionStatus
-		reason             gwv1.ListenerConditionReason
-		kinds              []gwv1.Kind
+		status                 metav1.ConditionStatus
+		reason                 gwv1.ListenerConditionReason
+		kinds                  []gwv1.Kind
 	}{
 		{"terminate", "tls-terminate", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonUnsupportedValue, nil},
 		{"mixed", "tls-terminate", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonProtocolConflict, nil},
