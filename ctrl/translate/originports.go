@@ -25,7 +25,8 @@ import (
 // the next free one, and so on around the range. A route's port
 // therefore moves only when a route that collided with it, and is older,
 // comes or goes. Routes beyond the range's size get none, and are not
-// served through the tunnel.
+// served through the tunnel; nor are routes without a public hostname
+// (throughTunnel), which need no port.
 
 // originPorts gives each stream route served through a tunnel its port.
 // routes are oldest first.
@@ -33,9 +34,16 @@ func (t *translator) originPorts(routes []pending) {
 	var ids []string
 	var infos []*routeInfo
 	for _, p := range routes {
-		if r := p.info; p.stream() && r.problem == "" && t.throughTunnel(r) {
+		r := p.info
+		if !p.stream() || r.problem != "" {
+			continue
+		}
+		switch tunnel, public := t.throughTunnel(r); {
+		case public:
 			ids = append(ids, r.kind+"/"+r.meta.Namespace+"/"+r.meta.Name)
 			infos = append(infos, r)
+		case tunnel:
+			r.portNote = "served in the cluster only: it has no hostname to publish through the tunnel " + noHostnameHint(r.kind)
 		}
 	}
 	for i, port := range allocatePorts(ids, origin.DefaultStreamPortBase, origin.StreamPortCount) {
@@ -46,21 +54,34 @@ func (t *translator) originPorts(routes []pending) {
 	}
 }
 
-// throughTunnel reports whether a stream route is served through a
-// tunnel: it is served on a listener (accepted there, not shadowed) of a
-// Gateway served through one (streamTunnel).
-func (t *translator) throughTunnel(r *routeInfo) bool {
+// noHostnameHint says where a stream route of kind gets a public
+// hostname from.
+func noHostnameHint(kind string) string {
+	if kind == kindTCPRoute {
+		return "(a TCPRoute's is its TCP listener's hostname)"
+	}
+	return "(a TLSRoute's are its hostnames, or its listener's)"
+}
+
+// throughTunnel reports whether a stream route is served (accepted on a
+// listener, not shadowed) on a Gateway served through a tunnel
+// (streamTunnel), and whether it has a public hostname there: only then
+// is it served through the tunnel. A TCPRoute's public hostname is its
+// listener's, which the spec does not route by; a TLSRoute's are its own
+// (after intersection), or its listener's.
+func (t *translator) throughTunnel(r *routeInfo) (tunnel, public bool) {
 	for _, pi := range r.parents {
 		if !pi.accepted() {
 			continue
 		}
 		for _, a := range pi.attachments {
 			if a.lostTo == "" && a.shadowedBy == "" && t.streamTunnel(a.listener.gw) {
-				return true
+				tunnel = true
+				public = public || len(a.hosts) > 0 || a.listener.hostname != ""
 			}
 		}
 	}
-	return false
+	return tunnel, public
 }
 
 // allocatePorts gives each identity, oldest first, a port in [base,
