@@ -221,11 +221,12 @@ const (
 	schemeRDP = "rdp"
 )
 
-// streamScheme is the scheme the tunnel carries a stream route's
-// hostnames with: "ssh" when every backend that takes connections is a
-// Service port of appProtocol ssh, "rdp" likewise for rdp (cloudflared
-// and Access treat those protocols as such: browser rendering, short-lived
-// certificates), else "tcp", the plain relay.
+// streamScheme is the scheme of a stream route's hostnames' ingress rules
+// (StreamService.Scheme): "ssh" when every backend that takes
+// connections is a Service port of appProtocol ssh, "rdp" likewise for
+// rdp, else "tcp". cloudflared carries each as bytes to the origin port;
+// the scheme names the service for what Cloudflare offers per protocol
+// (an Access application's browser rendering of SSH or RDP, say).
 func streamScheme(schemes []string) string {
 	if len(schemes) == 0 {
 		return schemeTCP
