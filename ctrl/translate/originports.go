@@ -38,12 +38,14 @@ func (t *translator) originPorts(routes []pending) {
 		if !p.stream() || r.problem != "" {
 			continue
 		}
-		switch tunnel, public := t.throughTunnel(r); {
+		switch tunnel, public, relayed := t.throughTunnel(r); {
 		case public:
 			ids = append(ids, r.kind+"/"+r.meta.Namespace+"/"+r.meta.Name)
 			infos = append(infos, r)
 		case tunnel:
 			r.portNote = "served in the cluster only: it has no hostname to publish through the tunnel " + noHostnameHint(r.kind)
+		case relayed:
+			r.portNote = "served in the cluster only: the shared proxies relay HTTP to the Gateway's own data plane, not streams (a GatewayConfig with a tunnel of its own carries them)"
 		}
 	}
 	for i, port := range allocatePorts(ids, origin.DefaultStreamPortBase, origin.StreamPortCount) {
@@ -68,20 +70,25 @@ func noHostnameHint(kind string) string {
 // (streamTunnel), and whether it has a public hostname there: only then
 // is it served through the tunnel. A TCPRoute's public hostname is its
 // listener's, which the spec does not route by; a TLSRoute's are its own
-// (after intersection), or its listener's.
-func (t *translator) throughTunnel(r *routeInfo) (tunnel, public bool) {
+// (after intersection), or its listener's. relayed: it is served on a
+// Gateway whose plane the shared proxies relay to (streamTunnel).
+func (t *translator) throughTunnel(r *routeInfo) (tunnel, public, relayed bool) {
 	for _, pi := range r.parents {
 		if !pi.accepted() {
 			continue
 		}
 		for _, a := range pi.attachments {
-			if a.lostTo == "" && a.shadowedBy == "" && t.streamTunnel(a.listener.gw) {
+			if a.lostTo != "" || a.shadowedBy != "" {
+				continue
+			}
+			if t.streamTunnel(a.listener.gw) {
 				tunnel = true
 				public = public || len(a.hosts) > 0 || a.listener.hostname != ""
 			}
+			relayed = relayed || a.listener.gw.relayed()
 		}
 	}
-	return tunnel, public
+	return tunnel, public, relayed
 }
 
 // allocatePorts gives each identity, oldest first, a port in [base,

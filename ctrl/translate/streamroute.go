@@ -256,8 +256,8 @@ func portScheme(sp *corev1.ServicePort) string {
 // through its tunnels, each carried as base with the Access of the
 // policy protecting its rule (named rule) there: those its attachments
 // hold (published, less those an older claim holds: claims.go,
-// settleStreamClaims), for its Gateway's plane or its class's tunnel, or
-// both when the shared proxies relay to the plane. Where that policy
+// settleStreamClaims), for its Gateway's plane or its class's tunnel.
+// Where that policy
 // cannot be applied yet, nothing is published (streamaccess.go).
 func (t *translator) streamHostnames(r *routeInfo, rule string, base StreamService) {
 	for _, pi := range r.parents {
@@ -278,11 +278,9 @@ func (t *translator) streamHostnames(r *routeInfo, rule string, base StreamServi
 			for _, h := range a.held() {
 				if gi.onPlane() {
 					t.planeStreamHostname(gi, h, &svc)
-					if !gi.relayed() {
-						continue
-					}
+				} else {
+					t.streamHostNeeds(h, gi.class.obj.Name, &svc)
 				}
-				t.streamHostNeeds(h, gi.class.obj.Name, &svc)
 			}
 		}
 	}
@@ -321,17 +319,18 @@ func (t *translator) planeStreamHostname(gi *gatewayInfo, h string, svc *StreamS
 	}
 }
 
-// streamTunnel reports whether a Gateway is served through a tunnel
-// now: its plane's own, the class's its plane is relayed through, or its
-// class's (a GatewayClassConfig with a tunnel, or a tunnel the
-// Cloudflare sync reports). Only then do its stream routes get origin
-// ports and public hostnames.
+// streamTunnel reports whether a Gateway's streams are served through a
+// tunnel now: its plane's own, or its class's (a GatewayClassConfig with
+// a tunnel, or a tunnel the Cloudflare sync reports). Only then do its
+// stream routes get origin ports and public hostnames. A plane the
+// shared proxies relay to has none for streams: they relay HTTP alone
+// (relay.go).
 func (t *translator) streamTunnel(gi *gatewayInfo) bool {
 	switch {
 	case gi == nil || gi.class == nil:
 		return false
 	case gi.onPlane():
-		return gi.ownTunnel() || gi.relayed()
+		return gi.ownTunnel()
 	}
 	if c := gi.class.config; c != nil && c.Spec.Tunnel != nil {
 		return true
