@@ -17,8 +17,10 @@ const KindAccessPolicy = "AccessPolicy"
 // request (docs/access.md).
 //
 // It attaches to its targets the Gateway API way (policy attachment):
-// targetRefs name Gateways, HTTPRoutes or GRPCRoutes in the policy's
-// namespace, with sectionName for one listener or one named rule. On a
+// targetRefs name Gateways, HTTPRoutes, GRPCRoutes, TCPRoutes or
+// TLSRoutes in the policy's namespace, with sectionName for one listener
+// or one named rule. On a TCPRoute or TLSRoute the tunnel checks each
+// stream's token (its team and audience), not the proxy. On a
 // rule the most specific policy applies whole: one naming the rule, else
 // one naming its route, else one naming the listener the request came
 // through, else one naming its Gateway. Between policies naming the same
@@ -33,8 +35,9 @@ type AccessPolicy struct {
 
 // AccessPolicySpec is what a protected request must carry.
 type AccessPolicySpec struct {
-	// TargetRefs are the Gateways (sectionName: a listener), HTTPRoutes
-	// and GRPCRoutes (sectionName: a rule's name) the policy protects.
+	// TargetRefs are the Gateways (sectionName: a listener), HTTPRoutes,
+	// GRPCRoutes, TCPRoutes and TLSRoutes (sectionName: a rule's name)
+	// the policy protects.
 	TargetRefs []gwv1.LocalPolicyTargetReferenceWithSectionName `json:"targetRefs"`
 	// TeamDomain is the Access team, "<team>.cloudflareaccess.com": its
 	// published keys sign the tokens, and "https://" and the domain is

@@ -3,6 +3,12 @@
 
 package v1alpha1
 
+import (
+	"fmt"
+
+	"github.com/tunnelgate/tunnelgate/api/origin"
+)
+
 // The ports a Dedicated plane's Pods listen on themselves (ctrl/provision
 // renders them). A plane that serves in the cluster serves its Gateway's
 // listeners on their own ports in the same Pods, so a listener cannot have
@@ -35,6 +41,9 @@ func (s *GatewayConfigSpec) PortHolder(port int32) string {
 		return "the proxy's TLS origin listener, which cloudflared reaches"
 	case s.Tunnel != nil && port == PlaneCloudflaredMetricsPort:
 		return "cloudflared's metrics port"
+	case s.Tunnel != nil && port >= origin.DefaultStreamPortBase && port < origin.DefaultStreamPortBase+origin.StreamPortCount:
+		return fmt.Sprintf("among the proxy's origin ports for stream routes (%d to %d), which cloudflared reaches",
+			origin.DefaultStreamPortBase, origin.DefaultStreamPortBase+origin.StreamPortCount-1)
 	case s.Relayed() && port == PlaneRelayPort:
 		return "the relay listener, which the shared proxies reach"
 	}

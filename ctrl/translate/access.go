@@ -22,8 +22,9 @@ import (
 // the policies and their targets.
 //
 //   - A policy names targets in its namespace: a Gateway (sectionName:
-//     one of the Gateway's own listeners), an HTTPRoute or a GRPCRoute
-//     (sectionName: the name of one of its rules).
+//     one of the Gateway's own listeners), an HTTPRoute, a GRPCRoute, a
+//     TCPRoute or a TLSRoute (sectionName: the name of one of its rules;
+//     on stream routes the tunnel checks tokens: streamaccess.go).
 //   - On one target the oldest policy applies (accessWinner); the others
 //     are Conflicted there.
 //   - A rule served through a listener takes, whole, the policy of the

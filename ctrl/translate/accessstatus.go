@@ -85,6 +85,8 @@ type accessUse struct {
 	// rules it protects, and those more specific policies take from it.
 	rules, overridden map[string]bool
 	overriders        []string
+	// streams: some rules it protects are stream routes' (streamaccess.go).
+	streams bool
 }
 
 // use returns the policy's record for an ancestor, made on first use.
@@ -118,11 +120,20 @@ func targetAncestor(ns string, tr *gwv1.LocalPolicyTargetReferenceWithSectionNam
 // ruleNames are a route's rules' names, "" for a rule without one.
 func ruleNames(p pending) []string {
 	var out []string
-	if p.http != nil {
+	switch {
+	case p.tcp != nil:
+		for i := range p.tcp.Spec.Rules {
+			out = append(out, sectionOf(p.tcp.Spec.Rules[i].Name))
+		}
+	case p.tls != nil:
+		for i := range p.tls.Spec.Rules {
+			out = append(out, sectionOf(p.tls.Spec.Rules[i].Name))
+		}
+	case p.http != nil:
 		for i := range p.http.Spec.Rules {
 			out = append(out, sectionOf(p.http.Spec.Rules[i].Name))
 		}
-	} else {
+	default:
 		for i := range p.grpc.Spec.Rules {
 			out = append(out, sectionOf(p.grpc.Spec.Rules[i].Name))
 		}
@@ -139,7 +150,7 @@ func (t *translator) eachProtection(r *routeInfo, names []string, fn func(pi *pa
 			continue
 		}
 		for _, a := range pi.attachments {
-			if a.lostTo != "" {
+			if a.lostTo != "" || a.shadowedBy != "" {
 				continue
 			}
 			listener, gateway := t.listenerLevels(a.listener)
@@ -239,7 +250,7 @@ func (t *translator) resolveAccessTarget(ai *accessInfo, tr *gwv1.LocalPolicyTar
 		u.notFound = append(u.notFound, msg)
 	}
 	if string(tr.Group) != groupGateway {
-		notFound(fmt.Sprintf("%s: a target is a Gateway, an HTTPRoute or a GRPCRoute of group %s", desc, groupGateway))
+		notFound(fmt.Sprintf("%s: a target is a Gateway, an HTTPRoute, a GRPCRoute, a TCPRoute or a TLSRoute of group %s", desc, groupGateway))
 		return
 	}
 	switch k.kind {
@@ -253,7 +264,7 @@ func (t *translator) resolveAccessTarget(ai *accessInfo, tr *gwv1.LocalPolicyTar
 		default:
 			hold(gatewayAncestor(gi, section))
 		}
-	case kindHTTPRoute, kindGRPCRoute:
+	case kindHTTPRoute, kindGRPCRoute, kindTCPRoute, kindTLSRoute:
 		p, ok := routes[accessTarget{k.kind, ns, k.name, ""}]
 		if !ok {
 			notFound(fmt.Sprintf("%s %s/%s not found", k.kind, ns, k.name))
@@ -276,7 +287,7 @@ func (t *translator) resolveAccessTarget(ai *accessInfo, tr *gwv1.LocalPolicyTar
 			hold(gatewayAncestor(gi, ""))
 		}
 	default:
-		notFound(fmt.Sprintf("%s: a target is a Gateway, an HTTPRoute or a GRPCRoute", desc))
+		notFound(fmt.Sprintf("%s: a target is a Gateway, an HTTPRoute, a GRPCRoute, a TCPRoute or a TLSRoute", desc))
 	}
 }
 
@@ -310,7 +321,9 @@ func (t *translator) countProtections() {
 				switch {
 				case c == nil:
 				case c == w:
-					c.use(ancestor(level)).rules[ruleKey] = true
+					u := c.use(ancestor(level))
+					u.rules[ruleKey] = true
+					u.streams = u.streams || streamKind(p.info.kind)
 				default:
 					u := c.use(ancestor(level))
 					u.overridden[ruleKey] = true
@@ -352,7 +365,7 @@ func (t *translator) accessConditions(ai *accessInfo, u *accessUse, c *conds) {
 		c.set(accepted, false, string(gwv1.PolicyReasonTargetNotFound), joinLimited(u.notFound))
 		return
 	case ai.invalid != "":
-		c.set(accepted, false, string(gwv1.PolicyReasonInvalid), ai.invalid+"; its rules answer 500 until it is fixed")
+		c.set(accepted, false, string(gwv1.PolicyReasonInvalid), ai.invalid+"; its rules answer 500 until it is fixed"+streamsWithheld(u))
 		return
 	}
 	msg := "applies to " + joinLimited(u.applies)
@@ -379,6 +392,9 @@ func (t *translator) accessConditions(ai *accessInfo, u *accessUse, c *conds) {
 
 	if ai.obj.Spec.Application != nil {
 		t.applicationCondition(ai, u, c)
+	}
+	if u.streams {
+		streamEnforcement(ai, c)
 	}
 
 	keys := t.in.AccessKeys[ai.obj.Spec.TeamDomain]

@@ -10,14 +10,21 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
-// routeInfo is what attachment needs of an HTTPRoute or a GRPCRoute.
+// routeInfo is what attachment needs of a route of any kind.
 type routeInfo struct {
-	kind       string // HTTPRoute or GRPCRoute
+	kind       string // HTTPRoute, GRPCRoute, TCPRoute or TLSRoute
 	meta       *metav1.ObjectMeta
 	parentRefs []gwv1.ParentReference
 	hostnames  []gwv1.Hostname
 	prev       []gwv1.RouteParentStatus
 	parents    []*parentInfo
+	// problem says why a stream route's rules cannot be served
+	// (streamRules); originPort is its origin port (originports.go).
+	problem    string
+	originPort int
+	// portNote says why a stream route that a tunnel would carry has no
+	// origin port.
+	portNote string
 }
 
 // parentInfo is one parentRef of a route that names a Gateway (or a
@@ -44,6 +51,9 @@ type attachment struct {
 	// lostTo names the route that won a HTTPRoute/GRPCRoute hostname
 	// conflict on this listener.
 	lostTo string
+	// shadowedBy names the older TCPRoute that a TCP listener relays
+	// every connection to (tcpConflicts).
+	shadowedBy string
 	// lost are the public hostnames older claims hold through other
 	// tunnels (claims.go).
 	lost []lostClaim
@@ -75,8 +85,13 @@ func (a *attachment) routerHosts() []string {
 }
 
 // published are the public hostnames an attachment serves: its own, or,
-// when it takes any host, the listener's (none when that has none).
+// when it takes any host, the listener's (none when that has none). A
+// stream route publishes only through a tunnel (its origin port), and
+// not on a listener whose connections an older route takes.
 func (a *attachment) published() []string {
+	if a.shadowedBy != "" || streamKind(a.route.kind) && a.route.originPort == 0 {
+		return nil
+	}
 	if a.hosts == nil && a.listener.hostname != "" {
 		return []string{a.listener.hostname}
 	}
@@ -279,9 +294,10 @@ func (t *translator) kindConflicts() {
 		as := t.attachments[li]
 		var http, grpc []*attachment
 		for _, a := range as {
-			if a.route.kind == kindGRPCRoute {
+			switch a.route.kind {
+			case kindGRPCRoute:
 				grpc = append(grpc, a)
-			} else {
+			case kindHTTPRoute:
 				http = append(http, a)
 			}
 		}

@@ -37,6 +37,7 @@ type backendKey struct {
 	kind, namespace, name string
 	port                  int32
 	grpc                  bool   // speaks HTTP/2 (a GRPCRoute's backend)
+	stream                bool   // relays bytes (a TCPRoute's or TLSRoute's backend)
 	clientCert            string // the Gateway whose client certificate TLS uses
 }
 
@@ -80,7 +81,7 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	if ref.Port != nil {
 		port = int32(*ref.Port)
 	}
-	k := backendKey{kind: kind, namespace: ns, name: string(ref.Name), port: port, grpc: grpc}
+	k := backendKey{kind: kind, namespace: ns, name: string(ref.Name), port: port, grpc: grpc, stream: streamKind(routeKind)}
 	if gw != nil && gw.clientCertPEM != nil {
 		k.clientCert = gw.key.String()
 	}
@@ -145,6 +146,8 @@ func clusterName(k backendKey, proto string, h2 bool) string {
 		b.WriteString(strconv.Itoa(int(k.port)))
 	}
 	switch {
+	case proto == proxycfg.ProtoTCP:
+		b.WriteString("+tcp")
 	case proto == proxycfg.ProtoTLS && h2:
 		b.WriteString("+tls-h2")
 	case proto == proxycfg.ProtoTLS:
@@ -177,6 +180,9 @@ func (t *translator) serviceCluster(k backendKey, objs backendObjects, policies 
 	if sp == nil && svc.Spec.Type != corev1.ServiceTypeExternalName {
 		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s has no port %d", k.namespace, k.name, k.port)}
 	}
+	if k.stream {
+		return t.streamCluster(k, objs, sp)
+	}
 	appProto := ""
 	if sp != nil && sp.AppProtocol != nil {
 		appProto = *sp.AppProtocol
@@ -205,23 +211,29 @@ func (t *translator) serviceCluster(k backendKey, objs backendObjects, policies 
 			fmt.Sprintf("Service %s/%s port %d: appProtocol %q needs TLS: attach a BackendTLSPolicy", k.namespace, k.name, k.port, appProto)}
 	}
 	c.Name = clusterName(k, c.Protocol, c.TLS != nil && c.TLS.H2)
+	return c, t.serviceEndpoints(c, k, objs, sp)
+}
 
+// serviceEndpoints fills a Service port's cluster with its endpoints:
+// its EndpointSlices' ready ones, or an ExternalName Service's name.
+func (t *translator) serviceEndpoints(c *proxycfg.Cluster, k backendKey, objs backendObjects, sp *corev1.ServicePort) *refProblem {
+	svc := objs.svc
 	if svc.Spec.Type == corev1.ServiceTypeExternalName {
 		// ExternalName lets a namespace name any host, including the
 		// proxy's own node or a metadata service (CVE-2021-25740), so in a
 		// cluster it must name a DNS name that is not local, never an IP.
 		name := strings.TrimSuffix(strings.ToLower(svc.Spec.ExternalName), ".")
 		if !t.in.AnyEndpointAddress && (net.ParseIP(name) != nil || name == "localhost" || strings.HasSuffix(name, ".localhost") || !validHostname(name)) {
-			return nil, &refProblem{string(gwv1.RouteReasonUnsupportedProtocol),
+			return &refProblem{string(gwv1.RouteReasonUnsupportedProtocol),
 				fmt.Sprintf("Service %s/%s: externalName %q must be a DNS name, not an IP address or localhost", k.namespace, k.name, svc.Spec.ExternalName)}
 		}
 		c.Endpoints = append(c.Endpoints, proxycfg.Endpoint{Address: net.JoinHostPort(name, strconv.Itoa(int(k.port)))})
-		return c, nil
+		return nil
 	}
 	c.Endpoints = t.endpoints(objs.slices, func(p *discoveryv1.EndpointPort) bool {
 		return p.Name != nil && *p.Name == sp.Name || p.Name == nil && sp.Name == ""
 	})
-	return c, nil
+	return nil
 }
 
 // serviceImportCluster resolves a multi-cluster ServiceImport through the
@@ -249,6 +261,9 @@ func (t *translator) serviceImportCluster(k backendKey, slices []*discoveryv1.En
 	}
 	c := &proxycfg.Cluster{}
 	c.Protocol, c.TLS = clusterProtocol(wireHTTP1, k.grpc, nil, "")
+	if k.stream {
+		c.Protocol = proxycfg.ProtoTCP
+	}
 	c.Name = clusterName(k, c.Protocol, false)
 	c.Endpoints = t.endpoints(slices, portOK)
 	return c, nil
@@ -265,6 +280,12 @@ func (t *translator) externalCluster(k backendKey, eb *v1alpha1.ExternalBackend,
 	}
 	if eb.Spec.Host == "" || port <= 0 || port > 65535 {
 		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("ExternalBackend %s/%s needs a host and a port", k.namespace, k.name)}
+	}
+	if k.stream {
+		// Bytes are relayed as they come: the backend's protocol is
+		// the client's business, and no BackendTLSPolicy applies.
+		return &proxycfg.Cluster{Name: clusterName(k, proxycfg.ProtoTCP, false), Protocol: proxycfg.ProtoTCP,
+			Endpoints: []proxycfg.Endpoint{{Address: net.JoinHostPort(eb.Spec.Host, strconv.Itoa(int(port)))}}}, nil
 	}
 	var proto string
 	switch eb.Spec.Protocol {
@@ -399,4 +420,18 @@ func joinHostPort(host, port string) string {
 func clusterAddress(a string) bool {
 	ip := net.ParseIP(a)
 	return ip != nil && !ip.IsLoopback() && !ip.IsLinkLocalUnicast() && !ip.IsUnspecified() && !ip.IsMulticast()
+}
+
+// streamCluster resolves a Service port for a stream route: a cluster of
+// protocol tcp, whatever its appProtocol (which only picks the tunnel's
+// scheme: portScheme), and without BackendTLSPolicy (a TLSRoute's TLS is
+// the client's, end to end). An ExternalName Service is its name on the
+// port; sp is nil only for one.
+func (t *translator) streamCluster(k backendKey, objs backendObjects, sp *corev1.ServicePort) (*proxycfg.Cluster, *refProblem) {
+	c := &proxycfg.Cluster{Name: clusterName(k, proxycfg.ProtoTCP, false), Protocol: proxycfg.ProtoTCP, Endpoints: []proxycfg.Endpoint{}}
+	if t.clusterSchemes == nil {
+		t.clusterSchemes = map[string]string{}
+	}
+	t.clusterSchemes[c.Name] = portScheme(sp)
+	return c, t.serviceEndpoints(c, k, objs, sp)
 }

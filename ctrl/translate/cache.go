@@ -61,6 +61,13 @@ import (
 // any other object added or deleted, they leave the work to a full
 // translation.
 //
+// TCPRoutes and TLSRoutes (stream routes) are not remembered: they are
+// translated anew in every translation, and while the input holds any,
+// or the last translation did, nothing is patched (a stream route
+// settles origin ports and hostnames with every other route):
+// Cache.Translate does a full translation, which still reuses the
+// remembered translations of HTTPRoutes and GRPCRoutes that hold.
+//
 // Each full translation keeps only the entries it used, so the cache
 // holds no dead objects (a patch sweeps the validations of the routes it
 // replaced now and then: forgetRules). Sequential translations may share
@@ -95,6 +102,8 @@ type Cache struct {
 	// whether it was a patch.
 	hits, misses int
 	patched      bool
+	// streams: the last translation's input held stream routes.
+	streams bool
 }
 
 // Stats reports how many routes the last translation reused from the cache
@@ -116,9 +125,13 @@ func (c *Cache) Translate(in *Input) *Output {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.begin(in)
-	if out := c.patch(in); out != nil {
-		return out
+	streams := len(in.TCPRoutes)+len(in.TLSRoutes) > 0
+	if !streams && !c.streams {
+		if out := c.patch(in); out != nil {
+			return out
+		}
 	}
+	c.streams = streams
 	c.hits, c.misses, c.patched = 0, 0, false // a patch that gave up may have counted
 	c.beginFull(in)
 	t := newTranslator(in, c)

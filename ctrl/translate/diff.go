@@ -52,6 +52,11 @@ func Diff(prev, next *Output) Changes {
 		c.ListenerSets = diffKeys(prev.ListenerSets, next.ListenerSets, next.touchedSets, func(a, b *gwv1.ListenerSetStatus) bool {
 			return (a == nil) == (b == nil) && equality.Semantic.DeepEqual(a, b)
 		})
+		// No patch touches stream routes (the Cache does not patch while
+		// there are any), so their statuses are compared whole: cheap,
+		// and right whatever a patch did.
+		c.TCPRoutes = diffMap(prev.TCPRoutes, next.TCPRoutes, parentsEqual)
+		c.TLSRoutes = diffMap(prev.TLSRoutes, next.TLSRoutes, parentsEqual)
 		return c
 	}
 	for k, v := range next.GatewayClasses {

@@ -18,11 +18,15 @@
 //	grpcroute.go     GRPCRoute rules (methods become paths)
 //	rules.go         what both route kinds share: filters, backends, and
 //	                 dropping a rule the proxy would refuse
+//	streamroute.go   TCPRoutes and TLSRoutes: one rule of backends, a TCP
+//	                 listener's oldest route, hostnames through the tunnel
+//	originports.go   each stream route's origin port through a tunnel
 //	backends.go      backendRefs to clusters: Services, EndpointSlices,
 //	                 ServiceImports, ExternalBackends, appProtocol
 //	backendtls.go    BackendTLSPolicy: CA, SANs, conflicts, ancestors
 //	access.go        AccessPolicy: which policy protects each rule
 //	accessstatus.go  AccessPolicy statuses, and the condition on targets
+//	streamaccess.go  AccessPolicy on stream routes: checked by the tunnel
 //	translate.go     the order of the steps, route and Gateway statuses,
 //	                 and the assembled config
 //

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +78,10 @@ type listenerInfo struct {
 	// clientValidation is the Gateway's frontend validation for this
 	// HTTPS listener's port, nil when there is none.
 	clientValidation *proxycfg.ClientValidation
+	// terminate: a TLS listener of tls.mode Terminate, which is not
+	// served but still takes part in protocol conflicts on its port (the
+	// spec's mixed termination).
+	terminate bool
 	// conflict is the Conflicted reason, when the listener lost one.
 	conflict string
 	attached int32
@@ -144,14 +149,19 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 	}
 	accepted, acceptReason, acceptMsg := true, string(gwv1.ListenerReasonAccepted), "listener accepted"
 	switch proto {
-	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType:
+	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType, gwv1.TCPProtocolType, gwv1.TLSProtocolType:
 		if li.hostname != "" && !validHostname(li.hostname) {
 			accepted, acceptReason = false, string(gwv1.ListenerReasonUnsupportedValue)
 			acceptMsg = fmt.Sprintf("hostname %q is not a valid DNS name or wildcard", li.hostname)
 		}
 	default:
 		accepted, acceptReason = false, string(gwv1.ListenerReasonUnsupportedProtocol)
-		acceptMsg = fmt.Sprintf("protocol %s is not supported: tunnelgate serves HTTP and HTTPS listeners", proto)
+		acceptMsg = fmt.Sprintf("protocol %s is not supported: tunnelgate serves HTTP, HTTPS, TCP and TLS listeners", proto)
+	}
+	if accepted {
+		if msg := streamListenerTLS(li, proto, tlsCfg); msg != "" {
+			accepted, acceptReason, acceptMsg = false, string(gwv1.ListenerReasonUnsupportedValue), msg
+		}
 	}
 	// Pre-routing filters (GEP-5224, experimental in v1.7) run before any
 	// route: tunnelgate has none of their kinds (ExternalAuth,
@@ -164,7 +174,7 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 
 	resolved, refReason, refMsg := true, string(gwv1.ListenerReasonResolvedRefs), "all references resolved"
 	// Route kinds: the ones asked for that this protocol carries.
-	supported := []gwv1.Kind{"HTTPRoute", "GRPCRoute"}
+	supported := routeKindsOf(proto)
 	if ar != nil && len(ar.Kinds) > 0 {
 		var bad []string
 		for _, k := range ar.Kinds {
@@ -172,7 +182,7 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 			if k.Group != nil {
 				g = string(*k.Group)
 			}
-			if g == groupGateway && (k.Kind == "HTTPRoute" || k.Kind == "GRPCRoute") && accepted {
+			if g == groupGateway && slices.Contains(supported, k.Kind) && accepted {
 				li.kinds = append(li.kinds, gwv1.RouteGroupKind{Group: groupPtr(groupGateway), Kind: k.Kind})
 			} else {
 				bad = append(bad, g+"/"+string(k.Kind))
@@ -413,7 +423,7 @@ func (t *translator) finishGateway(gi *gatewayInfo) {
 // takes a port or hostname from its Gateway.
 func conflicts(own, sets []*listenerInfo) {
 	type portUse struct {
-		proto gwv1.ProtocolType
+		proto string // protoKey
 		hosts map[string]*listenerInfo
 	}
 	ports := map[int32]*portUse{}
@@ -423,34 +433,39 @@ func conflicts(own, sets []*listenerInfo) {
 		li.conds.set(string(gwv1.ListenerConditionConflicted), true, reason, msg)
 		li.conds.set(string(gwv1.ListenerConditionAccepted), false, reason, msg)
 	}
-	protos := map[int32]map[gwv1.ProtocolType]bool{}
+	protos := map[int32]map[string]bool{}
 	hostCount := map[string]int{}
-	hostKey := func(li *listenerInfo) string { return strconv.Itoa(int(li.port)) + "|" + li.hostname }
+	hostKey := func(li *listenerInfo) string { return strconv.Itoa(int(li.port)) + "|" + li.distinctHost() }
 	for _, li := range own {
-		if li.attachable {
+		if li.attachable || li.terminate {
 			if protos[li.port] == nil {
-				protos[li.port] = map[gwv1.ProtocolType]bool{}
+				protos[li.port] = map[string]bool{}
 			}
-			protos[li.port][li.protocol] = true
+			protos[li.port][li.protoKey()] = true
+		}
+		if li.attachable {
 			hostCount[hostKey(li)]++
 		}
 	}
 	for _, li := range own {
-		if !li.attachable {
+		if !li.attachable && !li.terminate {
 			continue
 		}
 		switch {
 		case len(protos[li.port]) > 1:
 			mark(li, string(gwv1.ListenerReasonProtocolConflict), fmt.Sprintf("port %d is used by listeners of different protocols", li.port))
+		case li.terminate:
+		case hostCount[hostKey(li)] > 1 && li.protocol == gwv1.TCPProtocolType:
+			mark(li, string(gwv1.ListenerReasonHostnameConflict), fmt.Sprintf("port %d has more than one TCP listener (TCP listeners are told apart by port alone)", li.port))
 		case hostCount[hostKey(li)] > 1:
 			mark(li, string(gwv1.ListenerReasonHostnameConflict), fmt.Sprintf("port %d has more than one listener for hostname %q", li.port, li.hostname))
 		default:
 			pu := ports[li.port]
 			if pu == nil {
-				pu = &portUse{proto: li.protocol, hosts: map[string]*listenerInfo{}}
+				pu = &portUse{proto: li.protoKey(), hosts: map[string]*listenerInfo{}}
 				ports[li.port] = pu
 			}
-			pu.hosts[li.hostname] = li
+			pu.hosts[li.distinctHost()] = li
 		}
 	}
 	for _, li := range sets {
@@ -458,27 +473,27 @@ func conflicts(own, sets []*listenerInfo) {
 		// taken is a protocol conflict before it is unsupported: the
 		// port's owner decides, as it would for an implementation that
 		// serves both.
-		unsupported := false
+		unsupported := li.terminate
 		if a := li.conds.get(string(gwv1.ListenerConditionAccepted)); a != nil && a.Reason == string(gwv1.ListenerReasonUnsupportedProtocol) {
 			unsupported = true
 		}
 		if !li.attachable && !unsupported {
 			continue
 		}
-		pu := ports[li.port]
+		pu, host := ports[li.port], li.distinctHost()
 		switch {
 		case unsupported:
-			if pu != nil && pu.proto != li.protocol {
+			if pu != nil && pu.proto != li.protoKey() {
 				mark(li, string(gwv1.ListenerReasonProtocolConflict), fmt.Sprintf("port %d already serves %s", li.port, pu.proto))
 			}
 		case pu == nil:
-			ports[li.port] = &portUse{proto: li.protocol, hosts: map[string]*listenerInfo{li.hostname: li}}
-		case len(protos[li.port]) > 1 || pu.proto != li.protocol:
+			ports[li.port] = &portUse{proto: li.protoKey(), hosts: map[string]*listenerInfo{host: li}}
+		case len(protos[li.port]) > 1 || pu.proto != li.protoKey():
 			mark(li, string(gwv1.ListenerReasonProtocolConflict), fmt.Sprintf("port %d already serves %s", li.port, pu.proto))
-		case pu.hosts[li.hostname] != nil:
-			mark(li, string(gwv1.ListenerReasonHostnameConflict), fmt.Sprintf("port %d already has a listener for hostname %q (%s)", li.port, li.hostname, pu.hosts[li.hostname].dpName))
+		case pu.hosts[host] != nil:
+			mark(li, string(gwv1.ListenerReasonHostnameConflict), fmt.Sprintf("port %d already has a listener for hostname %q (%s)", li.port, host, pu.hosts[host].dpName))
 		default:
-			pu.hosts[li.hostname] = li
+			pu.hosts[host] = li
 		}
 	}
 	for _, li := range append(own[:len(own):len(own)], sets...) {
@@ -486,6 +501,29 @@ func conflicts(own, sets []*listenerInfo) {
 			li.conds.set(string(gwv1.ListenerConditionConflicted), false, string(gwv1.ListenerReasonNoConflicts), "no conflicts")
 		}
 	}
+}
+
+// protoKey is what listeners of one port must share to be served
+// together: the protocol, and for TLS the mode (tunnelgate does not serve
+// Terminate and Passthrough on one port: the spec's TLSRouteModeMixed).
+func (li *listenerInfo) protoKey() string {
+	if li.protocol != gwv1.TLSProtocolType {
+		return string(li.protocol)
+	}
+	if li.terminate {
+		return "TLS (Terminate)"
+	}
+	return "TLS (Passthrough)"
+}
+
+// distinctHost is the hostname that tells listeners of one port and
+// protocol apart: none for TCP, whose listeners the spec tells apart by
+// port alone.
+func (li *listenerInfo) distinctHost() string {
+	if li.protocol == gwv1.TCPProtocolType {
+		return ""
+	}
+	return li.hostname
 }
 
 // serves reports whether the data plane serves this listener. Invalid
@@ -526,4 +564,40 @@ func lessNN(ans, an, bns, bn string) bool {
 		return ans < bns
 	}
 	return an < bn
+}
+
+// routeKindsOf are the route kinds a listener of proto carries: HTTP
+// routes on HTTP and HTTPS, a TCPRoute on TCP, TLSRoutes on TLS.
+func routeKindsOf(proto gwv1.ProtocolType) []gwv1.Kind {
+	switch proto {
+	case gwv1.TCPProtocolType:
+		return []gwv1.Kind{kindTCPRoute}
+	case gwv1.TLSProtocolType:
+		return []gwv1.Kind{kindTLSRoute}
+	}
+	return []gwv1.Kind{kindHTTPRoute, kindGRPCRoute}
+}
+
+// streamListenerTLS checks the tls of a TCP or TLS listener as the
+// Gateway CRD does, and the mode tunnelgate serves, and says what is
+// wrong ("" when nothing is). A TCP listener has no tls. A TLS listener
+// must set tls.mode: Passthrough is served (certificateRefs are ignored,
+// as the spec says); Terminate (the extended feature
+// TLSRouteModeTerminate) is not yet, and marks the listener for the
+// protocol conflict check (conflicts).
+func streamListenerTLS(li *listenerInfo, proto gwv1.ProtocolType, cfg *gwv1.ListenerTLSConfig) string {
+	switch {
+	case proto == gwv1.TCPProtocolType && cfg != nil:
+		return "tls must not be set on a TCP listener: its connections are relayed as they come"
+	case proto != gwv1.TLSProtocolType:
+		return ""
+	case cfg == nil || cfg.Mode == nil || *cfg.Mode == "":
+		return "tls.mode must be set on a TLS listener: Passthrough"
+	case *cfg.Mode == gwv1.TLSModeTerminate:
+		li.terminate = true
+		return "tls.mode Terminate is not supported on a TLS listener (TLSRoute termination): use Passthrough, or an HTTPS listener to terminate TLS"
+	case *cfg.Mode != gwv1.TLSModePassthrough:
+		return fmt.Sprintf("tls.mode %q is not Terminate or Passthrough", *cfg.Mode)
+	}
+	return ""
 }

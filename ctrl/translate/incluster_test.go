@@ -28,7 +28,7 @@ func TestTunnelPlaneServingInCluster(t *testing.T) {
 		held                  []gwv1.PortNumber
 		free                  gwv1.PortNumber
 	}{
-		{"own tunnel", "team-a", "own-plane", "own" + translate.TunnelHostnameSuffix, []gwv1.PortNumber{9901, 8443, 2000}, 8080},
+		{"own tunnel", "team-a", "own-plane", "own" + translate.TunnelHostnameSuffix, []gwv1.PortNumber{9901, 8443, 2000, 20000, 29999}, 8080},
 		{"relayed", "team-r", "relayed-plane", "class" + translate.TunnelHostnameSuffix, []gwv1.PortNumber{9901, 8443}, 2000},
 	} {
 		gw := nsName("default", tc.gateway)

@@ -20,7 +20,9 @@ import (
 // holds, of such a Gateway, only
 //   - its listeners, without certificates, client validation or address
 //     (the shared proxies terminate no TLS of its and open no socket of
-//     its), so that its hostnames reach the relay;
+//     its), so that its hostnames reach the relay: its HTTP and HTTPS
+//     listeners (streams are not relayed: its stream routes are served
+//     in the cluster only);
 //   - a relay route per protocol: every path of its hostnames to its
 //     plane. cloudflared speaks HTTP/2 to the shared proxies for a
 //     hostname a GRPCRoute serves, so those are relayed over HTTP/2, the
@@ -45,10 +47,15 @@ func (o *Output) addRelays(shared *proxycfg.Config) {
 		if p.Relay == nil || p.Moving {
 			continue
 		}
+		var relayed []string // its HTTP and HTTPS listeners
 		for _, name := range p.Listeners {
 			l := listeners[name]
+			if l.Protocol != proxycfg.ListenerHTTP && l.Protocol != proxycfg.ListenerHTTPS {
+				continue
+			}
 			l.Certificates, l.ClientValidation, l.Address = nil, nil, ""
 			shared.Listeners = append(shared.Listeners, l)
+			relayed = append(relayed, name)
 		}
 		var h1, h2 []string
 		for _, h := range p.Hostnames {
@@ -66,7 +73,7 @@ func (o *Output) addRelays(shared *proxycfg.Config) {
 				continue // a route without hostnames would take every host
 			}
 			c := relayCluster(key, p.Relay, part.h2)
-			shared.Routes = append(shared.Routes, relayRoute(key, p, part.hosts, c.Name))
+			shared.Routes = append(shared.Routes, relayRoute(key, p, relayed, part.hosts, c.Name))
 			shared.Clusters = append(shared.Clusters, c)
 		}
 	}
@@ -79,13 +86,13 @@ func compareKeys(a, b types.NamespacedName) int {
 // relayRoute sends every request for hosts on the plane's listeners to
 // cluster, as it came: no filter, no timeout (a stream lasts as long as
 // it lasts), no retry (the plane's routes retry where they say so).
-func relayRoute(key types.NamespacedName, p *Plane, hosts []string, cluster string) proxycfg.Route {
+func relayRoute(key types.NamespacedName, p *Plane, listeners, hosts []string, cluster string) proxycfg.Route {
 	return proxycfg.Route{
 		Kind:      proxycfg.KindHTTP,
 		Namespace: key.Namespace,
 		Name:      relayName(key),
 		Created:   p.Gateway.CreationTimestamp.UTC(),
-		Listeners: p.Listeners,
+		Listeners: listeners,
 		Hostnames: hosts,
 		Rules: []proxycfg.Rule{{
 			Matches:  []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}},

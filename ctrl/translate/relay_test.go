@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
@@ -141,5 +142,65 @@ func checkRelay(t *testing.T, shared *proxycfg.Config, relays []proxycfg.Route, 
 		if len(r.Rules) != 1 || r.Rules[0].Timeouts != nil || r.Rules[0].Retry != nil || len(r.Rules[0].Filters) > 0 {
 			t.Errorf("relay route of %s: %+v; want one rule, no timeout, retry or filter", want.host, r.Rules)
 		}
+	}
+}
+
+// The shared proxies relay HTTP alone: a TCP listener of a relayed plane
+// stays out of their config (and of the relay routes), and a TCPRoute on
+// it is served in the cluster only, with no origin port and no public
+// hostname, saying why on Accepted.
+func TestRelayedPlaneStreams(t *testing.T) {
+	gw := nsName("default", "team-r")
+	ca := testpki.NewCA(t, "relay CA")
+	cert, key := ca.Issue(t, "shared proxies", false)
+	relay := &translate.Relay{Endpoints: []string{"10.244.9.1:8443"}, ServerName: "relay.example",
+		CAPEM: string(ca.PEM), ClientCertPEM: string(cert), ClientKeyPEM: string(key)}
+	in := loadGolden(t, "planes.yaml")
+	in.Provisioning = translate.ProvisionPlanes
+	in.Tunnels = map[string]*translate.TunnelState{"tunnelgate": {ID: "class"}}
+	in.Planes = map[types.NamespacedName]*translate.PlaneState{gw: {Replicas: 1, Ready: 1, Relay: relay}}
+	in.Gateways = slices.Clone(in.Gateways)
+	i := slices.IndexFunc(in.Gateways, func(g *gwv1.Gateway) bool { return g.Name == "team-r" })
+	g := in.Gateways[i].DeepCopy()
+	g.Spec.Listeners = append(g.Spec.Listeners, gwv1.Listener{Name: "tcp", Protocol: gwv1.TCPProtocolType, Port: 7000,
+		Hostname: ptr(gwv1.Hostname("tcp.r.example.com"))})
+	in.Gateways[i] = g
+	in.TCPRoutes = []*gwv1.TCPRoute{{
+		ObjectMeta: metav1.ObjectMeta{Name: "team-r-tcp", Namespace: "default", UID: "team-r-tcp", ResourceVersion: "1"},
+		Spec: gwv1.TCPRouteSpec{
+			CommonRouteSpec: gwv1.CommonRouteSpec{ParentRefs: []gwv1.ParentReference{{Name: "team-r", SectionName: ptr(gwv1.SectionName("tcp"))}}},
+			Rules:           []gwv1.TCPRouteRule{{BackendRefs: []gwv1.BackendRef{{BackendObjectReference: gwv1.BackendObjectReference{Name: "common", Port: ptr(gwv1.PortNumber(80))}}}}},
+		},
+	}}
+	out := translate.Translate(in)
+
+	st := out.TCPRoutes[nsName("default", "team-r-tcp")]
+	if len(st) != 1 {
+		t.Fatalf("TCPRoute statuses %+v", st)
+	}
+	if a := cond(st[0].Conditions, "Accepted"); a == nil || a.Status != metav1.ConditionTrue || !strings.Contains(a.Message, "relay HTTP") {
+		t.Errorf("Accepted %+v: want True, saying the relay carries no streams", a)
+	}
+	for _, r := range out.Config.Routes {
+		if r.Name == "team-r-tcp" && r.OriginPort != 0 {
+			t.Errorf("the relayed plane's TCPRoute has origin port %d", r.OriginPort)
+		}
+	}
+	for _, h := range append(slices.Clone(out.Hostnames), out.Planes[gw].Hostnames...) {
+		if h.Name == "tcp.r.example.com" {
+			t.Errorf("tcp.r.example.com is published: %+v", h)
+		}
+	}
+	shared, planes := out.ProxyConfigs()
+	if slices.Contains(listenerNames(shared), "default/team-r/tcp") {
+		t.Errorf("the shared config holds the plane's TCP listener: %v", listenerNames(shared))
+	}
+	for _, r := range shared.Routes {
+		if r.Name == "relay:team-r" && slices.Contains(r.Listeners, "default/team-r/tcp") {
+			t.Errorf("relay route %s is bound to the TCP listener: %v", r.Name, r.Listeners)
+		}
+	}
+	if !slices.ContainsFunc(planes[gw].Routes, func(r proxycfg.Route) bool { return r.Name == "team-r-tcp" }) {
+		t.Error("the plane's config lacks its TCPRoute")
 	}
 }

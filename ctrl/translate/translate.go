@@ -36,9 +36,12 @@ type translator struct {
 	listenerOrder []*listenerInfo
 	attachments   map[*listenerInfo][]*attachment
 
-	backends    map[backendKey]resolvedBackend
-	clusters    []proxycfg.Cluster
-	policyByObj map[*gwv1.BackendTLSPolicy]*policyInfo
+	backends map[backendKey]resolvedBackend
+	clusters []proxycfg.Cluster
+	// clusterSchemes are the tunnel schemes of stream clusters, by name
+	// (portScheme).
+	clusterSchemes map[string]string
+	policyByObj    map[*gwv1.BackendTLSPolicy]*policyInfo
 	// AccessPolicies by what they target, oldest first (access.go); nil
 	// when there are none.
 	accessByTarget map[accessTarget][]*accessInfo
@@ -78,6 +81,8 @@ func newTranslator(in *Input, c *Cache) *translator {
 			ListenerSets:       map[types.NamespacedName]*gwv1.ListenerSetStatus{},
 			HTTPRoutes:         make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.HTTPRoutes)),
 			GRPCRoutes:         make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.GRPCRoutes)),
+			TCPRoutes:          make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.TCPRoutes)),
+			TLSRoutes:          make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.TLSRoutes)),
 			BackendTLSPolicies: map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
 			AccessPolicies:     map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
 			Hostnames:          make([]Hostname, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)),
@@ -120,10 +125,12 @@ func (t *translator) run() *Output {
 // server keeps).
 func metav1Now(in *Input) metav1.Time { return metav1.NewTime(in.Now.UTC().Truncate(1e9)) }
 
-// routes attaches every route, settles HTTPRoute/GRPCRoute conflicts, then
-// translates the rules of each attached route and writes route statuses.
+// routes attaches every route, settles HTTPRoute/GRPCRoute conflicts,
+// TCP listeners' routes and stream routes' origin ports and hostnames
+// (streamroute.go), then translates the rules of each attached route and
+// writes route statuses.
 func (t *translator) routes() {
-	n := len(t.in.HTTPRoutes) + len(t.in.GRPCRoutes)
+	n := len(t.in.HTTPRoutes) + len(t.in.GRPCRoutes) + len(t.in.TCPRoutes) + len(t.in.TLSRoutes)
 	all := make([]pending, 0, n)
 	infos := make([]routeInfo, 0, n) // one allocation for every route's working state
 	for _, r := range t.in.HTTPRoutes {
@@ -136,6 +143,20 @@ func (t *translator) routes() {
 			hostnames: r.Spec.Hostnames, prev: r.Status.Parents})
 		all = append(all, pending{info: &infos[len(infos)-1], grpc: r})
 	}
+	for _, r := range t.in.TCPRoutes {
+		infos = append(infos, routeInfo{kind: kindTCPRoute, meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs, prev: r.Status.Parents})
+		all = append(all, pending{info: &infos[len(infos)-1], tcp: r})
+	}
+	for _, r := range t.in.TLSRoutes {
+		infos = append(infos, routeInfo{kind: kindTLSRoute, meta: &r.ObjectMeta, parentRefs: r.Spec.ParentRefs,
+			hostnames: r.Spec.Hostnames, prev: r.Status.Parents})
+		all = append(all, pending{info: &infos[len(infos)-1], tls: r})
+	}
+	for _, p := range all {
+		if p.stream() {
+			_, p.info.problem = streamRules(p)
+		}
+	}
 	// Oldest first: attachments per listener keep that order, so conflicts
 	// and precedence ties are settled the way the spec orders them.
 	slices.SortFunc(all, func(a, b pending) int { return compareAge(a.info.meta, b.info.meta) })
@@ -143,11 +164,18 @@ func (t *translator) routes() {
 		t.attach(p.info)
 	}
 	t.kindConflicts()
+	t.tcpConflicts()
+	t.originPorts(all)
 	t.settleClaims(all)
+	t.settleStreamClaims(all)
 	t.routeList = all
 
 	for _, p := range all {
-		t.routeResult(p)
+		if p.stream() {
+			t.streamResult(p)
+		} else {
+			t.routeResult(p)
+		}
 	}
 }
 
@@ -174,19 +202,29 @@ func (t *translator) routeResult(p pending) {
 }
 
 // pending is a route waiting for translation: its working state and its
-// object, of one kind or the other.
+// object, of one kind of the four.
 type pending struct {
 	info *routeInfo
 	http *gwv1.HTTPRoute
 	grpc *gwv1.GRPCRoute
+	tcp  *gwv1.TCPRoute
+	tls  *gwv1.TLSRoute
 }
 
 func (p pending) obj() any {
-	if p.http != nil {
+	switch {
+	case p.http != nil:
 		return p.http
+	case p.tcp != nil:
+		return p.tcp
+	case p.tls != nil:
+		return p.tls
 	}
 	return p.grpc
 }
+
+// stream reports whether p is a stream route (a TCPRoute or TLSRoute).
+func (p pending) stream() bool { return p.tcp != nil || p.tls != nil }
 
 // translateRoute translates one attached route: its rules into data-plane
 // routes, which it appends to the config, and its parent statuses. emit
@@ -355,7 +393,7 @@ func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool, pro
 		case allDropped:
 			c.set(string(gwv1.RouteConditionAccepted), false, string(gwv1.RouteReasonUnsupportedValue), "every rule is invalid: "+joinLimited(rs.dropped))
 		default:
-			c.set(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), "route accepted")
+			c.set(string(gwv1.RouteConditionAccepted), true, string(gwv1.RouteReasonAccepted), joinNotes("route accepted", r.acceptNotes(pi)))
 		}
 		if rs.refs != nil {
 			c.set(string(gwv1.RouteConditionResolvedRefs), false, rs.refs.reason, rs.refs.msg)
@@ -427,6 +465,9 @@ func (t *translator) countAttached(r *routeInfo) {
 				counted = append(counted, li)
 				li.attached++
 			}
+		}
+		if streamKind(r.kind) {
+			continue // a stream route's hostnames need its origin port: streamHostnames
 		}
 		for _, a := range pi.attachments {
 			if a.lostTo == "" {
@@ -584,7 +625,7 @@ func (t *translator) assembleConfig() {
 	cfg := &t.out.Config
 	for _, li := range t.listenerOrder {
 		if li.serves() && li.gw.accepted {
-			l := proxycfg.Listener{Name: li.dpName, Hostname: li.hostname, Port: int(li.port), Protocol: string(li.protocol),
+			l := proxycfg.Listener{Name: li.dpName, Hostname: li.distinctHost(), Port: int(li.port), Protocol: string(li.protocol),
 				ClientValidation: li.clientValidation}
 			if p := li.gw.params; p != nil {
 				l.EncodedSlashes = p.Spec.EncodedSlashes
