@@ -24,6 +24,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/standalone"
 )
 
 // Golden tests: each testdata/golden/NAME.yaml is a snapshot of objects;
@@ -52,7 +53,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			snap, err := loadGoldenFile(in, data)
+			snap, err := standalone.LoadBytes(in, data)
 			if err != nil {
 				t.Fatalf("load: %v", err)
 			}
@@ -60,20 +61,18 @@ func TestGolden(t *testing.T) {
 
 			// Whatever translate emits, the proxy must take: a config the
 			// data plane refuses would stop every route, not just a bad one.
-			if !hasStreams(&out.Config) || dataplaneServesStreams {
-				p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-				defer p.Close()
-				if err := p.Load(&out.Config); err != nil {
-					t.Errorf("the data plane refuses the config: %v", err)
-				}
-				shared, planes := out.ProxyConfigs()
-				if err := p.Load(shared); err != nil {
-					t.Errorf("the data plane refuses the shared proxies' config: %v", err)
-				}
-				for key, cfg := range planes {
-					if err := p.Load(cfg); err != nil {
-						t.Errorf("the data plane refuses the config of %s's plane: %v", key, err)
-					}
+			p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			defer p.Close()
+			if err := p.Load(&out.Config); err != nil {
+				t.Errorf("the data plane refuses the config: %v", err)
+			}
+			shared, planes := out.ProxyConfigs()
+			if err := p.Load(shared); err != nil {
+				t.Errorf("the data plane refuses the shared proxies' config: %v", err)
+			}
+			for key, cfg := range planes {
+				if err := p.Load(cfg); err != nil {
+					t.Errorf("the data plane refuses the config of %s's plane: %v", key, err)
 				}
 			}
 

@@ -16,6 +16,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/standalone"
 )
 
 // FuzzPatch checks, for any snapshot standalone mode loads, that patching
@@ -35,7 +36,7 @@ func FuzzPatch(f *testing.F) {
 		f.Add(string(data))
 	}
 	f.Fuzz(func(t *testing.T, doc string) {
-		snap, err := loadGoldenFile("fuzz.yaml", []byte(doc))
+		snap, err := standalone.LoadBytes("fuzz.yaml", []byte(doc))
 		if err != nil {
 			return
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/standalone"
 )
 
 // originPorts are the config's stream routes' origin ports, by
@@ -149,7 +150,7 @@ spec:
   listeners:
   - {name: tls-passthrough, port: 443, protocol: TLS, allowedRoutes: {kinds: [{kind: TCPRoute}, {kind: TLSRoute}]}, tls: {mode: Passthrough}}
 `
-	snap, err := loadGoldenFile("conformance.yaml", []byte(doc))
+	snap, err := standalone.LoadBytes("conformance.yaml", []byte(doc))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/standalone"
 )
 
 func loadGolden(t *testing.T, name string) *translate.Input {
@@ -20,7 +21,7 @@ func loadGolden(t *testing.T, name string) *translate.Input {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap, err := loadGoldenFile(name, data)
+	snap, err := standalone.LoadBytes(name, data)
 	if err != nil {
 		t.Fatal(err)
 	}
