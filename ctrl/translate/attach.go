@@ -85,17 +85,27 @@ func (a *attachment) routerHosts() []string {
 }
 
 // published are the public hostnames an attachment serves: its own, or,
-// when it takes any host, the listener's (none when that has none). A
-// stream route publishes only through a tunnel (its origin port), and
-// not on a listener whose connections an older route takes.
+// when it takes any host, the listener's public one (none when it has
+// none). A stream route publishes only through a
+// tunnel (its origin port), and not on a listener whose connections an
+// older route takes.
 func (a *attachment) published() []string {
 	if a.shadowedBy != "" || streamKind(a.route.kind) && a.route.originPort == 0 {
 		return nil
 	}
-	if a.hosts == nil && a.listener.hostname != "" {
-		return []string{a.listener.hostname}
+	if h := a.listener.public(); a.hosts == nil && h != "" {
+		return []string{h}
 	}
 	return a.hosts
+}
+
+// public is the hostname a listener publishes routes that take any host
+// under: its hostname, or a TCP listener's publicHost.
+func (li *listenerInfo) public() string {
+	if li.protocol == gwv1.TCPProtocolType {
+		return li.publicHost
+	}
+	return li.hostname
 }
 
 // attach binds a route to the listeners its parentRefs select, counting

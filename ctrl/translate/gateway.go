@@ -61,8 +61,11 @@ type listenerInfo struct {
 	set      *listenerSetInfo // nil for the Gateway's own listeners
 	name     string
 	hostname string
-	port     int32
-	protocol gwv1.ProtocolType
+	// publicHost is a TCP listener's public hostname, which its owner's
+	// tcp-hostnames annotation gives it (tcphostnames.go).
+	publicHost string
+	port       int32
+	protocol   gwv1.ProtocolType
 	// ns is the namespace "Same" refers to: the owner's.
 	ns       string
 	from     gwv1.FromNamespaces
@@ -115,6 +118,8 @@ func (t *translator) gateways() {
 			li.dpName = g.Namespace + "/" + g.Name + "/" + string(l.Name)
 			gi.own = append(gi.own, li)
 		}
+		v, ok := g.Annotations[AnnotationTCPHostnames]
+		tcpHostnames(v, ok, gi.own, &gi.conds)
 		gi.listeners = append(gi.listeners, gi.own...)
 	}
 	t.listenerSets()
@@ -150,7 +155,11 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 	accepted, acceptReason, acceptMsg := true, string(gwv1.ListenerReasonAccepted), "listener accepted"
 	switch proto {
 	case gwv1.HTTPProtocolType, gwv1.HTTPSProtocolType, gwv1.TCPProtocolType, gwv1.TLSProtocolType:
-		if li.hostname != "" && !validHostname(li.hostname) {
+		if proto == gwv1.TCPProtocolType && li.hostname != "" {
+			// The Gateway API's CRD refuses it; standalone mode has none.
+			accepted, acceptReason = false, string(gwv1.ListenerReasonUnsupportedValue)
+			acceptMsg = fmt.Sprintf("hostname %q: a TCP listener has none (a TCP connection names no host); its public hostname for the tunnel comes from the %s annotation", li.hostname, AnnotationTCPHostnames)
+		} else if li.hostname != "" && !validHostname(li.hostname) {
 			accepted, acceptReason = false, string(gwv1.ListenerReasonUnsupportedValue)
 			acceptMsg = fmt.Sprintf("hostname %q is not a valid DNS name or wildcard", li.hostname)
 		}

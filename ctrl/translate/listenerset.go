@@ -48,6 +48,8 @@ func (t *translator) listenerSets() {
 			li.dpName = "ListenerSet:" + ls.Namespace + "/" + ls.Name + "/" + string(l.Name)
 			si.listeners = append(si.listeners, li)
 		}
+		v, ok := ls.Annotations[AnnotationTCPHostnames]
+		tcpHostnames(v, ok, si.listeners, &si.conds)
 		if !t.gatewayAllowsSet(gi, ls.Namespace) {
 			si.conds.set(string(gwv1.ListenerSetConditionAccepted), false, string(gwv1.ListenerSetReasonNotAllowed),
 				fmt.Sprintf("Gateway %s/%s does not allow ListenerSets from namespace %s (spec.allowedListeners)", gwNS, ref.Name, ls.Namespace))

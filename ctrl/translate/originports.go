@@ -60,7 +60,7 @@ func (t *translator) originPorts(routes []pending) {
 // hostname from.
 func noHostnameHint(kind string) string {
 	if kind == kindTCPRoute {
-		return "(a TCPRoute's is its TCP listener's hostname)"
+		return "(a TCPRoute's is its TCP listener's, which the " + AnnotationTCPHostnames + " annotation of the listener's Gateway or ListenerSet gives)"
 	}
 	return "(a TLSRoute's are its hostnames, or its listener's)"
 }
@@ -69,8 +69,8 @@ func noHostnameHint(kind string) string {
 // listener, not shadowed) on a Gateway served through a tunnel
 // (streamTunnel), and whether it has a public hostname there: only then
 // is it served through the tunnel. A TCPRoute's public hostname is its
-// listener's, which the spec does not route by; a TLSRoute's are its own
-// (after intersection), or its listener's. relayed: it is served on a
+// listener's (tcphostnames.go); a TLSRoute's are its own (after
+// intersection), or its listener's. relayed: it is served on a
 // Gateway whose plane the shared proxies relay to (streamTunnel).
 func (t *translator) throughTunnel(r *routeInfo) (tunnel, public, relayed bool) {
 	for _, pi := range r.parents {
@@ -83,7 +83,7 @@ func (t *translator) throughTunnel(r *routeInfo) (tunnel, public, relayed bool) 
 			}
 			if t.streamTunnel(a.listener.gw) {
 				tunnel = true
-				public = public || len(a.hosts) > 0 || a.listener.hostname != ""
+				public = public || len(a.hosts) > 0 || a.listener.public() != ""
 			}
 			relayed = relayed || a.listener.gw.relayed()
 		}

@@ -162,8 +162,8 @@ func TestRelayedPlaneStreams(t *testing.T) {
 	in.Gateways = slices.Clone(in.Gateways)
 	i := slices.IndexFunc(in.Gateways, func(g *gwv1.Gateway) bool { return g.Name == "team-r" })
 	g := in.Gateways[i].DeepCopy()
-	g.Spec.Listeners = append(g.Spec.Listeners, gwv1.Listener{Name: "tcp", Protocol: gwv1.TCPProtocolType, Port: 7000,
-		Hostname: ptr(gwv1.Hostname("tcp.r.example.com"))})
+	g.Spec.Listeners = append(g.Spec.Listeners, gwv1.Listener{Name: "tcp", Protocol: gwv1.TCPProtocolType, Port: 7000})
+	g.Annotations = map[string]string{translate.AnnotationTCPHostnames: "tcp=tcp.r.example.com"}
 	in.Gateways[i] = g
 	in.TCPRoutes = []*gwv1.TCPRoute{{
 		ObjectMeta: metav1.ObjectMeta{Name: "team-r-tcp", Namespace: "default", UID: "team-r-tcp", ResourceVersion: "1"},
