@@ -35,6 +35,14 @@ import (
 // A Gateway on a data plane of its own, with a tunnel of its own, goes
 // through the plane's cloudflared and proxy (provision.OriginPort, loopback
 // TCP): every protocol passes there too.
+//
+// And a TCPRoute on a TCP listener with a public hostname (the Gateway's
+// tcp-hostnames annotation): the tunnel
+// document sends the hostname to a tcp:// service, the proxy's origin
+// port for the route on loopback, and a visitor's stream (what
+// `cloudflared access tcp` opens) carries bytes both ways through
+// cloudflared and the proxy to the backend Pod, in every mode (through a
+// unix origin socket, the origin ports are still loopback TCP).
 func TestProtocolsThroughTheTunnel(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -100,10 +108,15 @@ spec:
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
-metadata: {name: gw, namespace: %[1]s}
+metadata:
+  name: gw
+  namespace: %[1]s
+  annotations: {tunnelgate.dev/tcp-hostnames: tcp=stream.example.com}
 spec:
   gatewayClassName: %[2]s
-  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]%[4]s
+  listeners:
+  - {name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}
+  - {name: tcp, protocol: TCP, port: 5000}%[4]s
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -120,6 +133,13 @@ spec:
   parentRefs: [{name: gw}]
   hostnames: [grpc.example.com]
   rules: [{backendRefs: [{name: proto, port: 9090}]}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TCPRoute
+metadata: {name: stream, namespace: %[1]s}
+spec:
+  parentRefs: [{name: gw, sectionName: tcp}]
+  rules: [{backendRefs: [{name: proto, port: 80}]}]
 `, app, r.class, protocolsImage, params))
 			for _, d := range []string{r.controller(), r.proxy()} {
 				waitRolledOut(t, r.kube, r.ns, d, 3*time.Minute)
@@ -137,8 +157,10 @@ spec:
 				if err := visitText(visitor, "http://web.example.com/hello", "protocols /hello"); err != nil {
 					return err
 				}
-				_, err := grpcHealthCheck(visitor, "http://grpc.example.com")
-				return err
+				if _, err := grpcHealthCheck(visitor, "http://grpc.example.com"); err != nil {
+					return err
+				}
+				return streamText(ctx, r.edge, "stream.example.com", "/first")
 			})
 			doc := r.tunnelDocument(t, tunnel)
 			t.Logf("the tunnel's ingress document: %s", doc)
@@ -147,6 +169,9 @@ spec:
 			}
 			if want := fmt.Sprintf(`"service":"http://localhost:%d"`, provision.OriginPort); c.plane && !strings.Contains(doc, want) {
 				t.Errorf("the plane's tunnel document does not send HTTP hostnames to %s", want)
+			}
+			if !strings.Contains(doc, `{"hostname":"stream.example.com","service":"tcp://localhost:`) {
+				t.Errorf("the tunnel document does not send stream.example.com to a tcp:// service on loopback")
 			}
 
 			// Every proxy Pod serves each protocol: the edge takes the
@@ -168,6 +193,11 @@ spec:
 			for i := range 2 {
 				if err := sseTwoEvents(visitor, "http://web.example.com/events"); err != nil {
 					t.Errorf("server-sent events, stream %d: %v", i, err)
+				}
+			}
+			for i := range 2 {
+				if err := streamText(ctx, r.edge, "stream.example.com", fmt.Sprintf("/stream-%d", i)); err != nil {
+					t.Errorf("TCP stream %d: %v", i, err)
 				}
 			}
 			for i := range 2 {
@@ -198,6 +228,33 @@ func visitText(c *http.Client, url, want string) error {
 	b, err := io.ReadAll(res.Body)
 	if err != nil || res.StatusCode != http.StatusOK || string(b) != want {
 		return fmt.Errorf("GET %s: %s %q (%v); want 200 %q", url, res.Status, b, err, want)
+	}
+	return nil
+}
+
+// streamText opens a visitor's stream to hostname, which a TCPRoute
+// sends to the protocols backend's HTTP port, writes an HTTP/1.1 GET of
+// path on it and reads the answer: the request's bytes and the answer's
+// cross cloudflared and the proxy as they are.
+func streamText(ctx context.Context, e *connector.Edge, hostname, path string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	s, err := e.Stream(ctx, hostname, "")
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	if _, err := io.WriteString(s, "GET "+path+" HTTP/1.1\r\nHost: "+hostname+"\r\nConnection: close\r\n\r\n"); err != nil {
+		return fmt.Errorf("writing the request: %w", err)
+	}
+	res, err := http.ReadResponse(bufio.NewReader(s), nil)
+	if err != nil {
+		return fmt.Errorf("reading the answer: %w", err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if want := "protocols " + path; err != nil || res.StatusCode != http.StatusOK || string(b) != want {
+		return fmt.Errorf("GET %s over a stream to %s: %s %q (%v); want 200 %q", path, hostname, res.Status, b, err, want)
 	}
 	return nil
 }
