@@ -13,8 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -242,54 +240,23 @@ func TestStreamTLSServerNames(t *testing.T) {
 	}
 }
 
-// opensslServer runs openssl s_server with a certificate for host from
-// ca on a loopback port until the test ends, and returns its address.
-func opensslServer(t *testing.T, ca *testpki.CA, host string) string {
-	t.Helper()
-	certPEM, keyPEM := ca.IssueServer(t, host)
-	dir := t.TempDir()
-	cert, key := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(cert, certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(key, keyPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	port := freePort(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, "openssl", "s_server", "-accept", "127.0.0.1:"+strconv.Itoa(port), "-cert", cert, "-key", key, "-www", "-quiet")
-	cmd.Stdin = strings.NewReader("")
-	if err := cmd.Start(); err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); cmd.Wait() })
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	for range 200 { // bounded: openssl opens its port in milliseconds
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			return addr
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatalf("openssl s_server did not open %s", addr)
-	return ""
+// tlsServer is OpenSSL's s_server with a certificate for host from ca.
+func tlsServer(t *testing.T, ca *testpki.CA, host string) string {
+	cert, key := ca.IssueServer(t, host)
+	return realbackend.StartTLSServer(t, cert, key)
 }
 
 // TLS passthrough to real TLS servers: each TLSRoute's backend
 // (openssl s_server) completes the handshake with the client itself,
 // with its own certificate, through one socket of the proxy.
 func TestStreamTLSPassthrough(t *testing.T) {
-	if _, err := exec.LookPath("openssl"); err != nil {
-		t.Skip("no openssl binary:", err)
-	}
 	ca := testpki.NewCA(t, "passthrough CA")
 	port := freePort(t)
 	ls := []proxycfg.Listener{{Name: "gw/tls", Protocol: proxycfg.ListenerTLS, Port: port, Address: "127.0.0.1"}}
 	a, b := l4Route(proxycfg.KindTLS, "a", []string{"gw/tls"}, toCluster("a")), l4Route(proxycfg.KindTLS, "b", []string{"gw/tls"}, toCluster("b"))
 	a.Hostnames, b.Hostnames = []string{"a.example.com"}, []string{"b.example.com"}
 	cfg := streamConfig(ls, []proxycfg.Route{a, b},
-		tcpCluster("a", opensslServer(t, ca, "a.example.com")), tcpCluster("b", opensslServer(t, ca, "b.example.com")))
+		tcpCluster("a", tlsServer(t, ca, "a.example.com")), tcpCluster("b", tlsServer(t, ca, "b.example.com")))
 	p := quietProxy()
 	if err := p.Load(cfg); err != nil {
 		t.Fatal(err)

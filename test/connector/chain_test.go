@@ -1,11 +1,14 @@
-// This file implements the test of a TCPRoute behind Access from its
-// objects to an SSH session through the tunnel's path.
+// This file implements the test of stream routes from their objects
+// through the tunnel's path: an SSH session behind Access, and TLS
+// passed through.
 
 package connector
 
 import (
 	"context"
 	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,13 +33,15 @@ import (
 	"github.com/tunnelgate/tunnelgate/standalone"
 	"github.com/tunnelgate/tunnelgate/test/realbackend"
 	"github.com/tunnelgate/tunnelgate/test/testaccess"
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
 
 // chainObjects are a tunnel's GatewayClass, a Gateway whose TCP listener
 // the tcp-hostnames annotation publishes, a TCPRoute to an sshd Service
-// whose one endpoint is at sshdAddr, and an AccessPolicy on the route.
-func chainObjects(sshdAddr string) string {
-	host, port, _ := net.SplitHostPort(sshdAddr)
+// whose one endpoint is at sshdAddr, an AccessPolicy on the route, and a
+// TLSRoute for secure.example.com on the Gateway's TLS listener, passed
+// through to a TLS server at tlsAddr.
+func chainObjects(sshdAddr, tlsAddr string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Secret
 metadata: {name: cloudflare}
@@ -64,7 +69,9 @@ metadata:
   annotations: {tunnelgate.dev/tcp-hostnames: ssh=ssh.example.com}
 spec:
   gatewayClassName: tunneled
-  listeners: [{name: ssh, protocol: TCP, port: 2222}]
+  listeners:
+  - {name: ssh, protocol: TCP, port: 2222}
+  - {name: tls, protocol: TLS, port: 443, hostname: "*.example.com", tls: {mode: Passthrough}}
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: TCPRoute
@@ -78,16 +85,25 @@ kind: Service
 metadata: {name: sshd}
 spec:
   ports: [{name: ssh, port: 22, appProtocol: ssh}]
+
 ---
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: sshd-1
-  labels: {kubernetes.io/service-name: sshd}
-addressType: IPv4
-ports: [{name: ssh, port: %s}]
-endpoints:
-- addresses: [%q]
+%s
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: TLSRoute
+metadata: {name: secure}
+spec:
+  parentRefs: [{name: edge, sectionName: tls}]
+  hostnames: [secure.example.com]
+  rules: [{backendRefs: [{name: tlsd, port: 443}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: tlsd}
+spec:
+  ports: [{name: https, port: 443}]
+---
+%s
 ---
 apiVersion: tunnelgate.dev/v1alpha1
 kind: AccessPolicy
@@ -96,7 +112,22 @@ spec:
   targetRefs: [{group: gateway.networking.k8s.io, kind: TCPRoute, name: ssh}]
   teamDomain: acme.cloudflareaccess.com
   audiences: [aud-ssh]
-`, port, host)
+`, endpointSlice("sshd", "ssh", sshdAddr), endpointSlice("tlsd", "https", tlsAddr))
+}
+
+// endpointSlice is the YAML of an EndpointSlice of Service svc whose one
+// endpoint is at addr for the port named port.
+func endpointSlice(svc, port, addr string) string {
+	host, num, _ := net.SplitHostPort(addr)
+	return fmt.Sprintf(`apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: %[1]s-1
+  labels: {kubernetes.io/service-name: %[1]s}
+addressType: IPv4
+ports: [{name: %[2]s, port: %[3]s}]
+endpoints:
+- addresses: [%[4]q]`, svc, port, num, host)
 }
 
 // A TCPRoute behind an AccessPolicy, from its objects to an SSH session
@@ -109,10 +140,14 @@ spec:
 // it one stream with the visitor's token), under the real OpenSSH client
 // logging in to a real sshd. Without a token, or with a token for another
 // application, the stream is refused before the proxy is reached, and
-// the client's session fails.
-func TestSSHThroughTheTunnelBehindAccess(t *testing.T) {
+// the client's session fails. And a TLSRoute beside it: a TLS client's
+// handshake crosses the tunnel and the proxy to OpenSSL's s_server,
+// which completes it with its own certificate.
+func TestStreamsThroughTheTunnel(t *testing.T) {
 	sshd := realbackend.StartSSHD(t)
-	snap, err := standalone.LoadBytes("chain.yaml", []byte(chainObjects(sshd.Addr)))
+	ca := testpki.NewCA(t, "passthrough CA")
+	cert, key := ca.IssueServer(t, "secure.example.com")
+	snap, err := standalone.LoadBytes("chain.yaml", []byte(chainObjects(sshd.Addr, realbackend.StartTLSServer(t, cert, key))))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,22 +167,23 @@ func TestSSHThroughTheTunnelBehindAccess(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- p.Serve(ctx, dataplane.ServeOptions{Origin: "127.0.0.1:0", CertDir: t.TempDir()}) }()
 	t.Cleanup(func() { stop(); <-served; p.Close() })
-	var originPort int
+	ports := map[string]int{}
 	for _, r := range shared.Routes {
-		if r.Name == "ssh" {
-			originPort = r.OriginPort
-		}
+		ports[r.Name] = r.OriginPort
 	}
-	if originPort == 0 {
-		t.Fatalf("the shared proxies' config gives TCPRoute ssh no origin port: %+v", shared.Routes)
-	}
-	waitFor(t, "the route's origin port open", func() bool {
-		c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(originPort)))
-		if err == nil {
-			c.Close()
+	for _, name := range []string{"ssh", "secure"} {
+		if ports[name] == 0 {
+			t.Fatalf("the shared proxies' config gives route %s no origin port: %+v", name, shared.Routes)
 		}
-		return err == nil
-	})
+		waitFor(t, "route "+name+"'s origin port open", func() bool {
+			c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[name])))
+			if err == nil {
+				c.Close()
+			}
+			return err == nil
+		})
+	}
+	originPort := ports["ssh"]
 
 	// The tunnel's document, as the controller PUTs it, run by the
 	// stand-in for cloudflared, which reads team acme's keys here.
@@ -158,15 +194,15 @@ func TestSSHThroughTheTunnelBehindAccess(t *testing.T) {
 	if want := fmt.Sprintf(`{"hostname":"ssh.example.com","service":"ssh://localhost:%d","originRequest":{"access":{"required":true,"teamName":"acme","audTag":["aud-ssh"]}}}`, originPort); !strings.Contains(string(doc), want) {
 		t.Fatalf("ingress document %s; want the rule %s", doc, want)
 	}
-	key := testaccess.Key(t, "acme")
+	team := testaccess.Key(t, "acme")
 	certs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = w.Write(testaccess.Certs(t, map[string]*rsa.PublicKey{"k1": &key.PublicKey}))
+		_, _ = w.Write(testaccess.Certs(t, map[string]*rsa.PublicKey{"k1": &team.PublicKey}))
 	}))
 	defer certs.Close()
 	e := serveStreams(t, string(doc), certs.URL)
 	token := func(aud string) string {
 		now := time.Now()
-		return testaccess.Sign(t, jose.RS256, key, "k1", testaccess.JSON(t, map[string]any{
+		return testaccess.Sign(t, jose.RS256, team, "k1", testaccess.JSON(t, map[string]any{
 			"aud": []string{aud}, "iss": "https://acme.cloudflareaccess.com", "sub": "u1", "email": "ops@example.com",
 			"iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix(), "type": "app",
 		}), nil)
@@ -178,7 +214,7 @@ func TestSSHThroughTheTunnelBehindAccess(t *testing.T) {
 			t.Errorf("%s: %v; want refused with 403", name, err)
 		}
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		out, err := sshd.Command(sctx, visitorPort(t, e, tok), "echo", "hello").CombinedOutput()
+		out, err := sshd.Command(sctx, visitorPort(t, e, "ssh.example.com", tok), "echo", "hello").CombinedOutput()
 		cancel()
 		if err == nil {
 			t.Errorf("%s: ssh logged in (%q); want the session refused", name, out)
@@ -186,17 +222,33 @@ func TestSSHThroughTheTunnelBehindAccess(t *testing.T) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	got, err := sshd.Command(sctx, visitorPort(t, e, token("aud-ssh")), "echo", "hello").CombinedOutput()
+	got, err := sshd.Command(sctx, visitorPort(t, e, "ssh.example.com", token("aud-ssh")), "echo", "hello").CombinedOutput()
 	if err != nil || string(got) != "hello\n" {
 		t.Fatalf("ssh with a valid token: %q, %v; want hello", got, err)
 	}
+
+	// TLS passthrough: the server's certificate verifies for the
+	// hostname, so the handshake is s_server's, through every hop.
+	roots := x509.NewCertPool()
+	roots.AddCert(ca.Cert)
+	d := tls.Dialer{NetDialer: &net.Dialer{Timeout: 10 * time.Second}, Config: &tls.Config{ServerName: "secure.example.com", RootCAs: roots}}
+	c, err := d.DialContext(sctx, "tcp", visitorPort(t, e, "secure.example.com", ""))
+	if err != nil {
+		t.Fatalf("TLS through the tunnel: %v", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
+	if body, _ := io.ReadAll(c); !strings.HasPrefix(string(body), "HTTP/1.0 200 ok") {
+		t.Errorf("TLS through the tunnel: s_server answered %.100q", body)
+	}
 }
 
-// visitorPort does what `cloudflared access ssh --hostname
-// ssh.example.com --url 127.0.0.1:PORT` does on a visitor's machine: it
-// listens on loopback and carries each connection as a stream to the
-// hostname with token, until the test ends. It returns the address.
-func visitorPort(t *testing.T, e *Edge, token string) string {
+// visitorPort does what `cloudflared access tcp --hostname H --url
+// 127.0.0.1:PORT` does on a visitor's machine: it listens on loopback
+// and carries each connection as a stream to hostname with token, until
+// the test ends. It returns the address.
+func visitorPort(t *testing.T, e *Edge, hostname, token string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -218,7 +270,7 @@ func visitorPort(t *testing.T, e *Edge, token string) string {
 				defer c.Close()
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				s, err := e.Stream(ctx, "ssh.example.com", token)
+				s, err := e.Stream(ctx, hostname, token)
 				if err != nil {
 					return // refused: the client sees its connection closed
 				}
