@@ -48,16 +48,17 @@ import (
 // here like any other, and served there.
 
 // placement is how listeners are given sockets of their own.
-type placement int
-
-const (
-	// byAddress: a socket per Gateway address and port, for the listeners
-	// with an address.
-	byAddress placement = iota
+type placement struct {
 	// byPort: a socket per port on every address, for every listener
-	// with a port (Options.ListenerPorts).
-	byPort
-)
+	// with a port (Options.ListenerPorts); else a socket per Gateway
+	// address and port, for the listeners with an address.
+	byPort bool
+	// streamHost, when valid, gives each TCP or TLS listener that the
+	// above leaves without a socket one at its port on this host
+	// (Options.StreamHost: standalone mode's, whose HTTP listeners all
+	// share one socket).
+	streamHost netip.Addr
+}
 
 // gatewayAddr is the address and port of a socket of its own: a Gateway
 // address, or no address (the zero netip.Addr) for every local address.
@@ -87,7 +88,8 @@ type gatewayEndpoint struct {
 // placeGatewayListeners finds the socket of each listener placed: by
 // Gateway address and port, each listener that has an address; by port,
 // each listener that has a port (one without is served only through the
-// origin listeners). It checks that the listeners of one socket agree on
+// origin listeners); and, with a stream host, each TCP or TLS listener
+// left with a port. It checks that the listeners of one socket agree on
 // the protocol (the Gateway API calls a mix a conflict, which translate
 // reports) and carry certificates where, and only where, they terminate
 // TLS, and, either way, that addresses are IP addresses with a port.
@@ -117,8 +119,11 @@ func placeGatewayListeners(ls []proxycfg.Listener, how placement) (map[string]ga
 			}
 			e = gatewayAddr{addr.Unmap(), l.Port}
 		}
-		if how == byPort && l.Port > 0 {
+		if how.byPort && l.Port > 0 {
 			e = gatewayAddr{port: l.Port}
+		}
+		if e.port == 0 && how.streamHost.IsValid() && isStreamListener(l) && l.Port > 0 {
+			e = gatewayAddr{how.streamHost, l.Port}
 		}
 		if e.port == 0 {
 			continue

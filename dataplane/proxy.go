@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -78,6 +79,12 @@ type Options struct {
 	// for it: the listeners of one port must agree on the protocol, and
 	// HTTPS ones must carry certificates. It excludes ServeOptions.Gateways.
 	ListenerPorts bool
+	// StreamHost, when valid, serves each TCP or TLS listener that
+	// neither Gateway addresses nor ListenerPorts give a socket of its
+	// own at its port on this host: standalone mode, which serves every
+	// HTTP listener on one socket by hostname, serves its TCP and TLS
+	// listeners on their own ports on that socket's host.
+	StreamHost netip.Addr
 	// EncodedSlashes is what an encoded slash or backslash in a request
 	// path means on listeners whose config says nothing
 	// (proxycfg.Listener.EncodedSlashes): proxycfg.SlashesReject (the
@@ -340,10 +347,7 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 
 // placement is how the proxy's listeners get sockets of their own.
 func (p *Proxy) placement() placement {
-	if p.opts.ListenerPorts {
-		return byPort
-	}
-	return byAddress
+	return placement{byPort: p.opts.ListenerPorts, streamHost: p.opts.StreamHost}
 }
 
 func (p *Proxy) sweepLocked() {

@@ -104,7 +104,7 @@ func (p *Proxy) Serve(ctx context.Context, l ServeOptions) error {
 		stop := s.serveGateways()
 		defer stop()
 	}
-	stopStreams := s.serveStreams(ownSockets)
+	stopStreams := s.serveStreams(ownSockets || p.opts.StreamHost.IsValid())
 	if l.Ready != nil {
 		l.Ready(s.bound)
 	}

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/http"
 	"os"
 	"strconv"
@@ -534,6 +535,35 @@ func TestStreamSSH(t *testing.T) {
 	}
 	if n := p.stats.Streams[observe.StreamRelayed].Load(); n != 2 {
 		t.Errorf("relayed %d; want 2", n)
+	}
+}
+
+// A proxy with a stream host (standalone mode) serves a TCP listener
+// without an address at its port on that host, and gives an HTTP
+// listener no socket of its own: HTTP is served by hostname on the
+// plain listener.
+func TestStreamHost(t *testing.T) {
+	port, httpPort := freePort(t), freePort(t)
+	web := route("web", to("h"))
+	web.Namespace, web.Listeners = "default", []string{"gw/http"}
+	p := quietProxy(func(o *Options) { o.StreamHost = netip.MustParseAddr("127.0.0.1") })
+	if err := p.Load(streamConfig([]proxycfg.Listener{
+		{Name: "gw/tcp", Protocol: proxycfg.ListenerTCP, Port: port},
+		{Name: "gw/http", Protocol: proxycfg.ListenerHTTP, Port: httpPort},
+	}, []proxycfg.Route{l4Route(proxycfg.KindTCP, "r", []string{"gw/tcp"}, toCluster("a")), web},
+		tcpCluster("a", namedEcho(t, "a")), cluster("h", startBackend(t, echo("h"))))); err != nil {
+		t.Fatal(err)
+	}
+	b := serveUntilCleanup(t, p, ServeOptions{Plain: "127.0.0.1:0", Admin: "127.0.0.1:0", Grace: time.Second})
+	if _, _, name := streamTo(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); name != "a" {
+		t.Errorf("the TCP listener's port: backend %q", name)
+	}
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(httpPort)), time.Second); err == nil {
+		c.Close()
+		t.Errorf("the HTTP listener's port %d is open; want HTTP on the plain listener alone", httpPort)
+	}
+	if got, err := backendAt(&http.Client{Timeout: 10 * time.Second}, "http://"+b.Plain+"/", ""); err != nil || got != "h" {
+		t.Errorf("the plain listener: %q, %v", got, err)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"time"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -164,6 +165,23 @@ func (b *builder) translate(snap *translate.Snapshot, now time.Time) (*Result, e
 	return b.last, nil
 }
 
+// streamHost is where TCP and TLS listeners are served, each on its own
+// port: the host of listen, which serves every HTTP listener (127.0.0.1
+// for a unix socket or a name, 0.0.0.0 for every address).
+func streamHost(listen string) netip.Addr {
+	host, _, err := net.SplitHostPort(listen)
+	switch {
+	case err != nil:
+		return netip.AddrFrom4([4]byte{127, 0, 0, 1}) // unix:/path
+	case host == "":
+		return netip.IPv4Unspecified()
+	}
+	if a, err := netip.ParseAddr(host); err == nil && a.Zone() == "" {
+		return a.Unmap()
+	}
+	return netip.AddrFrom4([4]byte{127, 0, 0, 1})
+}
+
 // listenAddresses is what standalone Gateways publish in status.addresses.
 func listenAddresses(listen string) []gwv1.GatewayStatusAddress {
 	host, _, err := net.SplitHostPort(listen)
@@ -195,7 +213,8 @@ func Serve(ctx context.Context, o Options) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	p := dataplane.New(dataplane.Options{Log: log, Pprof: o.Pprof, AccessLog: o.AccessLog, Tracer: o.Tracer, EncodedSlashes: o.EncodedSlashes})
+	p := dataplane.New(dataplane.Options{Log: log, Pprof: o.Pprof, AccessLog: o.AccessLog, Tracer: o.Tracer, EncodedSlashes: o.EncodedSlashes,
+		StreamHost: streamHost(o.Listen)})
 	defer p.Close()
 
 	// b is used by load alone, which runs once here and then only in the

@@ -38,7 +38,7 @@ func standaloneMain(ctx context.Context, args []string, stdout, stderr io.Writer
 	fs := newFlagSet("standalone", "serve Gateway API YAML without a cluster, or check it with -check", stderr)
 	var paths pathList
 	fs.Var(&paths, "f", "YAML `file or directory` of Gateway API objects, Services and EndpointSlices (repeatable)")
-	listen := fs.String("listen", "127.0.0.1:8080", "`address` serving every HTTP listener of the accepted Gateways, by hostname: host:port or unix:/path")
+	listen := fs.String("listen", "127.0.0.1:8080", "`address` serving every HTTP listener of the accepted Gateways, by hostname: host:port or unix:/path; TCP and TLS listeners are served on their own ports on its host")
 	behind := fs.Bool("behind-cloudflared", false, "serve -listen as the origin of a cloudflared on this machine: trust the Cf-* and X-Forwarded-* headers it passes on "+
 		"(the visitor's address and scheme). Only when nothing but cloudflared can reach -listen (loopback or a unix socket): any other client could forge them")
 	admin := fs.String("admin", "", "admin listener (health, readiness, metrics, pprof); empty disables")
