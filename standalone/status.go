@@ -69,33 +69,13 @@ func withStatus(o object, out *translate.Output) object {
 	nn := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
 	switch o := o.(type) {
 	case *gwv1.HTTPRoute:
-		if st, ok := out.HTTPRoutes[nn]; ok && !parentsCarried(o.Status.Parents, st) {
-			c := *o
-			c.Status.Parents = st
-			newVersion(&c, st)
-			return &c
-		}
+		return withParents(o, func(r *gwv1.HTTPRoute) *gwv1.RouteStatus { return &r.Status.RouteStatus }, out.HTTPRoutes[nn])
 	case *gwv1.GRPCRoute:
-		if st, ok := out.GRPCRoutes[nn]; ok && !parentsCarried(o.Status.Parents, st) {
-			c := *o
-			c.Status.Parents = st
-			newVersion(&c, st)
-			return &c
-		}
+		return withParents(o, func(r *gwv1.GRPCRoute) *gwv1.RouteStatus { return &r.Status.RouteStatus }, out.GRPCRoutes[nn])
 	case *gwv1.TCPRoute:
-		if st, ok := out.TCPRoutes[nn]; ok && !parentsCarried(o.Status.Parents, st) {
-			c := *o
-			c.Status.Parents = st
-			newVersion(&c, st)
-			return &c
-		}
+		return withParents(o, func(r *gwv1.TCPRoute) *gwv1.RouteStatus { return &r.Status.RouteStatus }, out.TCPRoutes[nn])
 	case *gwv1.TLSRoute:
-		if st, ok := out.TLSRoutes[nn]; ok && !parentsCarried(o.Status.Parents, st) {
-			c := *o
-			c.Status.Parents = st
-			newVersion(&c, st)
-			return &c
-		}
+		return withParents(o, func(r *gwv1.TLSRoute) *gwv1.RouteStatus { return &r.Status.RouteStatus }, out.TLSRoutes[nn])
 	case *gwv1.Gateway:
 		if st, ok := out.Gateways[nn]; ok && st != nil && !gatewayCarried(&o.Status, st) {
 			c := *o
@@ -119,6 +99,23 @@ func withStatus(o object, out *translate.Output) object {
 		}
 	}
 	return nil
+}
+
+// withParents is withStatus for a route o, whose status status finds:
+// a copy carrying the parent statuses st, or nil when there are none or
+// o carries them.
+func withParents[R any, P interface {
+	*R
+	object
+}](o P, status func(P) *gwv1.RouteStatus, st []gwv1.RouteParentStatus) object {
+	if st == nil || parentsCarried(status(o).Parents, st) {
+		return nil
+	}
+	c := P(new(R))
+	*c = *o
+	status(c).Parents = st
+	newVersion(c, st)
+	return c
 }
 
 // carried reports whether every condition in next has one of its type

@@ -35,36 +35,22 @@ func TestServeStreamRoutes(t *testing.T) {
 	cert, key := ca.IssueServer(t, "secure.example.com")
 	tlsd := realbackend.StartTLSServer(t, cert, key)
 	sshPort, tlsPort := freeTestPort(t), freeTestPort(t)
-	endpoint := func(name, addr string) string {
-		_, port, _ := net.SplitHostPort(addr)
-		return fmt.Sprintf(`---
-apiVersion: v1
-kind: Service
-metadata: {name: %[1]s}
-spec:
-  ports: [{name: main, port: 1000}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata:
-  name: %[1]s
-  labels: {kubernetes.io/service-name: %[1]s}
-addressType: IPv4
-ports: [{name: main, port: %[2]s}]
-endpoints: [{addresses: ["127.0.0.1"]}]
-`, name, port)
+	port := func(addr string) int {
+		_, p, _ := net.SplitHostPort(addr)
+		n, _ := strconv.Atoi(p)
+		return n
 	}
 	doc := fixture.ClassYAML("tunnelgate", translate.DefaultControllerName, "") + "---\n" +
 		fixture.GatewayYAML("", "gw", "tunnelgate",
 			fmt.Sprintf(`{name: ssh, protocol: TCP, port: %d}`, sshPort),
 			fmt.Sprintf(`{name: tls, protocol: TLS, port: %d, hostname: "*.example.com", tls: {mode: Passthrough}}`, tlsPort)) +
-		endpoint("sshd", sshd.Addr) + endpoint("tlsd", tlsd) + `---
+		serveBackends(map[string]int{"sshd": port(sshd.Addr), "tlsd": port(tlsd)}) + `---
 apiVersion: gateway.networking.k8s.io/v1
 kind: TCPRoute
 metadata: {name: ssh}
 spec:
   parentRefs: [{name: gw, sectionName: ssh}]
-  rules: [{backendRefs: [{name: sshd, port: 1000}]}]
+  rules: [{backendRefs: [{name: sshd, port: 80}]}]
 ---
 apiVersion: gateway.networking.k8s.io/v1
 kind: TLSRoute
@@ -72,7 +58,7 @@ metadata: {name: secure}
 spec:
   parentRefs: [{name: gw, sectionName: tls}]
   hostnames: [secure.example.com]
-  rules: [{backendRefs: [{name: tlsd, port: 1000}]}]
+  rules: [{backendRefs: [{name: tlsd, port: 80}]}]
 `
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "streams.yaml"), []byte(doc), 0o644); err != nil {

@@ -136,13 +136,22 @@ func (o *originClient) websocket(w http.ResponseWriter, r *http.Request) {
 		o.failed(w, errors.New("101 without a connection"))
 		return
 	}
+	relay(w, r.Body, conn)
+}
+
+// relay answers the edge's stream 200 (HTTP/2's acceptance of an
+// upgrade or a stream, where HTTP/1.1 has 101), then carries bytes both
+// ways between the stream (body, and w) and conn until either side
+// ends, and closes conn.
+func relay(w http.ResponseWriter, body io.Reader, conn io.ReadWriteCloser) {
+	defer conn.Close()
 	w.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(w)
 	if rc.Flush() != nil {
 		return
 	}
 	go func() {
-		_, _ = io.Copy(conn, r.Body)
+		_, _ = io.Copy(conn, body)
 		conn.Close()
 	}()
 	buf := make([]byte, 32<<10)
@@ -150,14 +159,13 @@ func (o *originClient) websocket(w http.ResponseWriter, r *http.Request) {
 		n, err := conn.Read(buf)
 		if n > 0 {
 			if _, werr := w.Write(buf[:n]); werr != nil || rc.Flush() != nil {
-				break
+				return
 			}
 		}
 		if err != nil {
-			break
+			return
 		}
 	}
-	conn.Close()
 }
 
 // hopByHop are the fields of one connection (RFC 9110, section 7.6.1),

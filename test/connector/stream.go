@@ -65,7 +65,7 @@ const (
 // acknowledged), acknowledges the stream with 200 (cloudflared's 101, with
 // the Sec-WebSocket-Accept of the visitor's key, which HTTP/2 carries as
 // 200), and relays bytes both ways until either side ends, then closes
-// both.
+// both (relay).
 func (c *connector) stream(w http.ResponseWriter, r *http.Request, rl *rule) {
 	d := net.Dialer{Timeout: streamDialTimeout, KeepAlive: streamKeepAlive}
 	conn, err := d.DialContext(r.Context(), "tcp", rl.stream)
@@ -78,25 +78,5 @@ func (c *connector) stream(w http.ResponseWriter, r *http.Request, rl *rule) {
 	if key := r.Header.Get("Sec-WebSocket-Key"); key != "" {
 		w.Header().Set("Sec-WebSocket-Accept", WebSocketAccept(key))
 	}
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	if rc.Flush() != nil {
-		return
-	}
-	go func() {
-		_, _ = io.Copy(conn, r.Body)
-		conn.Close()
-	}()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := conn.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil || rc.Flush() != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
+	relay(w, r.Body, conn)
 }
