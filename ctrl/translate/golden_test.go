@@ -121,7 +121,7 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// checkPatches follows a golden input into a running cluster's life: every
+// checkPatchesN follows a golden input into a running cluster's life: every
 // status written back, then backends replaced one by one, as informers
 // deliver pods coming and going, then routes edited (a status written, a
 // filter added, a rule removed, a hostname added), then Gateways, grants
@@ -129,13 +129,10 @@ func TestGolden(t *testing.T) {
 // (walkRouteSet) between. A warm translation (which patches the last one
 // when it can) must give what a cold one does each time, and Diff name
 // the same statuses. It reports whether a route edit was patched, and
-// whether a route added or deleted was.
-func checkPatches(t *testing.T, snap *translate.Snapshot, first *translate.Output) (edits, sets bool) {
-	return checkPatchesN(t, snap, first, true, -1)
-}
-
-// checkPatchesN is checkPatches; walk is how many routes of each kind
-// walkRouteSet copies and renames (all: -1).
+// whether a route added or deleted was. mustPatch says the walk's steps
+// must be patched (an input without stream routes, which are never
+// patched); walk is how many routes of each kind walkRouteSet copies and
+// renames (all: -1).
 func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Output, mustPatch bool, walk int) (routePatched, setPatched bool) {
 	t.Helper()
 	s := *snap
