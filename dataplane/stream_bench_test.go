@@ -1,0 +1,107 @@
+// This file implements the benchmarks of stream routes through the proxy.
+
+package dataplane
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/netip"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+)
+
+// BenchmarkStream measures a TCPRoute through the proxy's socket for a
+// TCP listener against the same work straight to the backend, a TCP echo
+// on loopback:
+//
+//   - conn: a connection per op: dial, 64 bytes there and back, close
+//     (what a short database or RPC connection costs; the proxy adds an
+//     accept, a dial and the relay's start and end);
+//   - bulk: 1 MiB there and back per op on one connection (the relay's
+//     copying).
+func BenchmarkStream(b *testing.B) {
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { echo.Close() })
+	go func() {
+		for {
+			c, err := echo.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(c, c); c.Close() }()
+		}
+	}()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	p := quietProxy(func(o *Options) { o.StreamHost = netip.MustParseAddr("127.0.0.1") })
+	if err := p.Load(streamConfig([]proxycfg.Listener{{Name: "gw/tcp", Protocol: proxycfg.ListenerTCP, Port: port}},
+		[]proxycfg.Route{l4Route(proxycfg.KindTCP, "r", []string{"gw/tcp"}, toCluster("echo"))},
+		tcpCluster("echo", echo.Addr().String()))); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- p.Serve(ctx, ServeOptions{Plain: "127.0.0.1:0"}) }()
+	b.Cleanup(func() { cancel(); <-served; p.Close() })
+	proxied := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for i := 0; ; i++ { // the socket opens as Serve starts
+		c, err := net.Dial("tcp", proxied)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if i == 500 {
+			b.Fatalf("the TCP listener's socket %s did not open: %v", proxied, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	for _, to := range []struct{ name, addr string }{{"proxy", proxied}, {"direct", echo.Addr().String()}} {
+		b.Run("conn/to="+to.name, func(b *testing.B) {
+			msg, got := make([]byte, 64), make([]byte, 64)
+			for b.Loop() {
+				c, err := net.Dial("tcp", to.addr)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := c.Write(msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := io.ReadFull(c, got); err != nil {
+					b.Fatal(err)
+				}
+				c.Close()
+			}
+		})
+		b.Run("bulk/to="+to.name, func(b *testing.B) {
+			c, err := net.Dial("tcp", to.addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			msg, got := make([]byte, 1<<20), make([]byte, 1<<20)
+			b.SetBytes(2 << 20)
+			for b.Loop() {
+				errc := make(chan error, 1)
+				go func() { _, err := c.Write(msg); errc <- err }()
+				if _, err := io.ReadFull(c, got); err != nil {
+					b.Fatal(err)
+				}
+				if err := <-errc; err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
