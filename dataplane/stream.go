@@ -28,7 +28,8 @@ import (
 //     origin listeners' own ports;
 //   - each socket of its own (gateways.go) whose listeners are TCP or TLS
 //     gets a streamSocket: its TCP route (the first in config order), or
-//     its TLSRoutes by server name.
+//     its TLS listeners by server name, each with its TLSRoutes by
+//     server name.
 //
 // A config patched (patch.go) keeps the served streamTable: a change to
 // a stream route or to a TCP or TLS listener is compiled whole.
@@ -89,60 +90,83 @@ type streamSocket struct {
 	// tcp is a TCP socket's route: the first in config order attached to
 	// one of its listeners.
 	tcp *streamRoute
-	// sni are a TLS socket's routes by server name.
-	sni sniTable
+	// listeners are a TLS socket's listeners by their hostnames, each
+	// with its routes by server name. A server name goes to the listener
+	// whose hostname takes it most closely, and only that listener's
+	// routes may take it, as for HTTP: so a route is served for the
+	// intersection of its hostnames with its listener's, while a route's
+	// own hostnames still rank it among the others there (a
+	// TLSRoute "*.com" on a listener "*.example.com" takes
+	// other.example.com, never other.com).
+	listeners hostTable[sniTable]
+	// byListener are the listeners' route tables, by listener name.
+	byListener map[string]*sniTable
 }
 
-// sniTable chooses a TLSRoute by server name: the exact hostname, then
-// the longest wildcard, then a route without hostnames. Among routes
-// with the same hostname the first in config order (the older) wins.
-type sniTable struct {
-	exact map[string]*streamRoute
-	// wild are the wildcards' routes by suffix: "*.example.com" is
+// route is the TLSRoute for server name name: the route its listener's
+// table chooses; nil when no listener or route takes it, or the client
+// sent none.
+func (s *streamSocket) route(name string) *streamRoute {
+	if l := s.listeners.lookup(name); l != nil {
+		return l.lookup(name)
+	}
+	return nil
+}
+
+// sniTable chooses a TLSRoute by server name.
+type sniTable = hostTable[streamRoute]
+
+// hostTable chooses by server name: the exact hostname, then the longest
+// wildcard, then the one filed for every name. Among those filed under
+// the same hostname the first (in config order, the older) wins.
+type hostTable[T any] struct {
+	exact map[string]*T
+	// wild are the wildcards' by suffix: "*.example.com" is
 	// ".example.com", which takes one label or more before it.
-	wild  map[string]*streamRoute
-	every *streamRoute
+	wild  map[string]*T
+	every *T
 }
 
-// add files r under hostname h ("" for every server name), unless a
-// route came first there.
-func (t *sniTable) add(h string, r *streamRoute) {
+// add files v under hostname h ("" for every server name), unless one
+// came first there, and returns the one filed there.
+func (t *hostTable[T]) add(h string, v *T) *T {
 	h = normalHost(h)
-	var m *map[string]*streamRoute
+	var m *map[string]*T
 	switch {
 	case h == "":
 		if t.every == nil {
-			t.every = r
+			t.every = v
 		}
-		return
+		return t.every
 	case strings.HasPrefix(h, "*."):
 		m, h = &t.wild, h[1:]
 	default:
 		m = &t.exact
 	}
 	if *m == nil {
-		*m = map[string]*streamRoute{}
+		*m = map[string]*T{}
 	}
 	if (*m)[h] == nil {
-		(*m)[h] = r
+		(*m)[h] = v
 	}
+	return (*m)[h]
 }
 
-// route is the route for server name name; nil when none takes it or
-// the client sent none.
-func (t *sniTable) route(name string) *streamRoute {
+// lookup is the one filed for server name name; nil when none takes it
+// or the client sent none.
+func (t *hostTable[T]) lookup(name string) *T {
 	name = normalHost(name)
 	if name == "" {
 		return nil
 	}
-	if r := t.exact[name]; r != nil {
-		return r
+	if v := t.exact[name]; v != nil {
+		return v
 	}
 	if t.wild != nil {
 		for i := 0; i < len(name); i++ { // the first dot is the longest suffix
 			if name[i] == '.' && i > 0 {
-				if r := t.wild[name[i:]]; r != nil {
-					return r
+				if v := t.wild[name[i:]]; v != nil {
+					return v
 				}
 			}
 		}
@@ -165,8 +189,20 @@ func (c *compiler) streamRoutes(originPorts []int) {
 	c.cc.streams = t
 	for i := range c.cfg.Listeners {
 		l := &c.cfg.Listeners[i]
-		if e, ok := c.cc.filed.gatewayAt[l.Name]; ok && isStreamListener(l) && t.sockets[e] == nil {
-			t.sockets[e] = &streamSocket{tls: l.Protocol == proxycfg.ListenerTLS}
+		e, ok := c.cc.filed.gatewayAt[l.Name]
+		if !ok || !isStreamListener(l) {
+			continue
+		}
+		s := t.sockets[e]
+		if s == nil {
+			s = &streamSocket{tls: l.Protocol == proxycfg.ListenerTLS}
+			t.sockets[e] = s
+		}
+		if s.tls && l.Protocol == proxycfg.ListenerTLS {
+			if s.byListener == nil {
+				s.byListener = map[string]*sniTable{}
+			}
+			s.byListener[l.Name] = s.listeners.add(l.Hostname, &sniTable{})
 		}
 	}
 	for ri := range c.cfg.Routes {
@@ -277,25 +313,30 @@ func (c *compiler) originPort(t *streamTable, r *proxycfg.Route, sr *streamRoute
 }
 
 // fileStream files sr under the sockets of its own of r's listeners: a
-// TCP socket takes its first route; a TLS socket takes each under its
-// hostnames or, when it has none, its listener's hostname.
+// TCP socket takes its first route; a TLS socket's listener takes each
+// under its hostnames or, when it has none, for every name the listener
+// takes.
 func (c *compiler) fileStream(t *streamTable, r *proxycfg.Route, sr *streamRoute) {
 	for _, ln := range r.Listeners {
 		s := t.sockets[c.cc.filed.gatewayAt[ln]]
 		if s == nil {
 			continue // not placed on a socket of its own
 		}
-		switch {
-		case !s.tls:
+		if !s.tls {
 			if s.tcp == nil {
 				s.tcp = sr
 			}
-		case len(r.Hostnames) > 0:
-			for _, h := range r.Hostnames {
-				s.sni.add(h, sr)
-			}
-		default:
-			s.sni.add(c.byName[ln].Hostname, sr)
+			continue
+		}
+		tbl := s.byListener[ln]
+		if tbl == nil {
+			continue // a TCP listener on a TLS socket: refused (gateways.go)
+		}
+		if len(r.Hostnames) == 0 {
+			tbl.add("", sr)
+		}
+		for _, h := range r.Hostnames {
+			tbl.add(h, sr)
 		}
 	}
 }

@@ -70,7 +70,7 @@ func FuzzSNIRoute(f *testing.F) {
 			}
 		}
 		want := referenceSNI(hostnames, name)
-		got := t0.route(name)
+		got := t0.lookup(name)
 		if (want < 0) != (got == nil) || want >= 0 && filed[want] != got {
 			t.Fatalf("routes %q, server name %q: got %v, want route %d", routes, name, got, want)
 		}
@@ -86,8 +86,8 @@ func TestStreamChoiceAllocs(t *testing.T) {
 		tbl.add(h, r)
 	}
 	if n := testing.AllocsPerRun(100, func() {
-		tbl.route("x.y.b.example.com")
-		tbl.route("a.example.com")
+		tbl.lookup("x.y.b.example.com")
+		tbl.lookup("a.example.com")
 		r.pick()
 	}); n != 0 {
 		t.Errorf("%v allocations; want none", n)

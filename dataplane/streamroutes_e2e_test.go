@@ -241,6 +241,67 @@ func TestStreamTLSServerNames(t *testing.T) {
 	}
 }
 
+// On a TLS socket of several listeners the server name chooses the
+// listener first, the one whose hostname takes it most closely, and only
+// that listener's routes may take it: a route is served for the
+// intersection of its hostnames with its listener's (a route "*.com" on
+// a listener "*.example.com" never takes other.com), its own hostnames
+// rank it there (an older "*.com" loses a.example.com to "*.example.com"),
+// and a name its listener takes but none of its routes does is closed,
+// not handed to a less specific listener's route.
+func TestStreamTLSListenerHostnames(t *testing.T) {
+	port := freePort(t)
+	ls := []proxycfg.Listener{
+		{Name: "gw/wild", Protocol: proxycfg.ListenerTLS, Port: port, Address: "127.0.0.1", Hostname: "*.example.com"},
+		{Name: "gw/exact", Protocol: proxycfg.ListenerTLS, Port: port, Address: "127.0.0.1", Hostname: "b.example.com"},
+		{Name: "gw/any", Protocol: proxycfg.ListenerTLS, Port: port, Address: "127.0.0.1"},
+	}
+	route := func(name, listener string, hosts ...string) proxycfg.Route {
+		r := l4Route(proxycfg.KindTLS, name, []string{listener}, toCluster(name))
+		r.Hostnames = hosts
+		return r
+	}
+	routes := []proxycfg.Route{
+		route("broad", "gw/wild", "*.com"),
+		route("narrow", "gw/wild", "*.example.com", "c.example.com"),
+		route("org", "gw/any", "*.org"),
+		route("exact", "gw/exact", "other.test"), // the listener takes none of its names
+	}
+	var clusters []proxycfg.Cluster
+	for _, r := range routes {
+		clusters = append(clusters, tcpCluster(r.Name, namedEcho(t, r.Name)))
+	}
+	p := quietProxy()
+	if err := p.Load(streamConfig(ls, routes, clusters...)); err != nil {
+		t.Fatal(err)
+	}
+	serveStreams(t, p)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	for sni, want := range map[string]string{
+		"a.example.com": "narrow",
+		"c.example.com": "narrow",
+		"other.com":     "", // "*.com" only within *.example.com
+		"b.example.com": "", // listener gw/exact, whose route takes other names
+		"x.org":         "org",
+		"other.test":    "", // gw/any's route takes *.org only
+	} {
+		if got := helloTo(t, addr, sni); got != want {
+			t.Errorf("server name %q: backend %q; want %q", sni, got, want)
+		}
+	}
+
+	// Without the more specific route, the broad one takes the listener's
+	// names, and still nothing outside them.
+	if err := p.Load(streamConfig(ls, []proxycfg.Route{routes[0]}, clusters[0])); err != nil {
+		t.Fatal(err)
+	}
+	for sni, want := range map[string]string{"a.example.com": "broad", "other.com": ""} {
+		if got := helloTo(t, addr, sni); got != want {
+			t.Errorf("after the edit, server name %q: backend %q; want %q", sni, got, want)
+		}
+	}
+}
+
 // tlsServer is OpenSSL's s_server with a certificate for host from ca.
 func tlsServer(t *testing.T, ca *testpki.CA, host string) string {
 	cert, key := ca.IssueServer(t, host)

@@ -257,7 +257,7 @@ func (s *streamServers) route(ctx context.Context, conn *streamConn) bool {
 			return false
 		}
 		conn.hello, conn.serverName = raw, hello.ServerName
-		conn.route = sock.sni.route(hello.ServerName)
+		conn.route = sock.route(hello.ServerName)
 	}
 	if conn.route == nil {
 		s.p.stats.Streams[observe.StreamNoRoute].Add(1)

@@ -45,6 +45,7 @@ func TestMain(m *testing.M) {
 // extended tests of these and the core tests of each profile.
 var supported = []features.FeatureName{
 	features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant, features.SupportGRPCRoute,
+	features.SupportTLSRoute, features.SupportTCPRoute,
 	features.SupportGatewayHTTPListenerIsolation, features.SupportListenerSet,
 	features.SupportHTTPRouteQueryParamMatching, features.SupportHTTPRouteMethodMatching,
 	features.SupportHTTPRouteResponseHeaderModification, features.SupportHTTPRouteBackendRequestHeaderModification,
@@ -108,11 +109,14 @@ func TestConformance(t *testing.T) {
 			CleanupBaseResources: true,
 			CleanupTestResources: true,
 			SupportedFeatures:    supported,
-			ConformanceProfiles:  []suite.ConformanceProfileName{suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName},
-			TimeoutConfig:        config.DefaultTimeoutConfig(),
-			Mode:                 "default",
-			RunTest:              only,
-			SkipTests:            slices.Collect(maps.Keys(skipped)),
+			ConformanceProfiles: []suite.ConformanceProfileName{
+				suite.GatewayHTTPConformanceProfileName, suite.GatewayGRPCConformanceProfileName,
+				suite.GatewayTLSConformanceProfileName, suite.GatewayTCPConformanceProfileName,
+			},
+			TimeoutConfig: config.DefaultTimeoutConfig(),
+			Mode:          "default",
+			RunTest:       only,
+			SkipTests:     slices.Collect(maps.Keys(skipped)),
 			// A static address the pool can give (its last, which the
 			// lowest-first allocation reaches last) and one outside it.
 			UsableNetworkAddresses:   []gwv1.GatewaySpecAddress{{Type: new(gwv1.IPAddressType), Value: lastOf(gatewayPool).String()}},
