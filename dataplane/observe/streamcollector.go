@@ -22,8 +22,8 @@ type StreamRoute struct {
 type streamCollector struct {
 	src Source
 
-	routeConns, routeActive, routeBytes, routeEnds *prometheus.Desc
-	clusterConns, clusterActive, clusterBytes      *prometheus.Desc
+	routeConns, routeActive, routeBytes, routeSeconds, routeEnds *prometheus.Desc
+	clusterConns, clusterActive, clusterBytes, clusterSeconds    *prometheus.Desc
 }
 
 func newStreamCollector(src Source) *streamCollector {
@@ -35,6 +35,8 @@ func newStreamCollector(src Source) *streamCollector {
 			"Connections a stream route is relaying now.", []string{"kind", "route"}, nil),
 		routeBytes: prometheus.NewDesc("tunnelgate_stream_route_bytes_total",
 			"Bytes a stream route relayed, by direction: up (client to backend) or down.", []string{"kind", "route", "direction"}, nil),
+		routeSeconds: prometheus.NewDesc("tunnelgate_stream_route_duration_seconds_total",
+			"How long a stream route's relayed connections lasted, added up as each ends.", []string{"kind", "route"}, nil),
 		routeEnds: prometheus.NewDesc("tunnelgate_stream_route_ends_total",
 			"Relayed connections of a stream route that ended, by reason.", []string{"kind", "route", "reason"}, nil),
 		clusterConns: prometheus.NewDesc("tunnelgate_stream_cluster_connections_total",
@@ -43,11 +45,13 @@ func newStreamCollector(src Source) *streamCollector {
 			"Connections relayed to a cluster now.", []string{"cluster"}, nil),
 		clusterBytes: prometheus.NewDesc("tunnelgate_stream_cluster_bytes_total",
 			"Bytes relayed to and from a cluster, by direction: up (client to backend) or down.", []string{"cluster", "direction"}, nil),
+		clusterSeconds: prometheus.NewDesc("tunnelgate_stream_cluster_duration_seconds_total",
+			"How long the connections relayed to a cluster lasted, added up as each ends.", []string{"cluster"}, nil),
 	}
 }
 
 func (c *streamCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.routeConns, c.routeActive, c.routeBytes, c.routeEnds, c.clusterConns, c.clusterActive, c.clusterBytes} {
+	for _, d := range []*prometheus.Desc{c.routeConns, c.routeActive, c.routeBytes, c.routeSeconds, c.routeEnds, c.clusterConns, c.clusterActive, c.clusterBytes, c.clusterSeconds} {
 		ch <- d
 	}
 }
@@ -71,6 +75,7 @@ func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.routeActive, prometheus.GaugeValue, float64(n.active), r.Kind, r.Name)
 		ch <- prometheus.MustNewConstMetric(c.routeBytes, prometheus.CounterValue, float64(n.up), r.Kind, r.Name, "up")
 		ch <- prometheus.MustNewConstMetric(c.routeBytes, prometheus.CounterValue, float64(n.down), r.Kind, r.Name, "down")
+		ch <- prometheus.MustNewConstMetric(c.routeSeconds, prometheus.CounterValue, seconds(n.nanos), r.Kind, r.Name)
 		for i, e := range StreamEnds {
 			ch <- prometheus.MustNewConstMetric(c.routeEnds, prometheus.CounterValue, float64(n.ends[i]), r.Kind, r.Name, string(e))
 		}
@@ -89,5 +94,9 @@ func (c *streamCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.clusterActive, prometheus.GaugeValue, float64(n.active), cl.Name)
 		ch <- prometheus.MustNewConstMetric(c.clusterBytes, prometheus.CounterValue, float64(n.up), cl.Name, "up")
 		ch <- prometheus.MustNewConstMetric(c.clusterBytes, prometheus.CounterValue, float64(n.down), cl.Name, "down")
+		ch <- prometheus.MustNewConstMetric(c.clusterSeconds, prometheus.CounterValue, seconds(n.nanos), cl.Name)
 	}
 }
+
+// seconds is nanos in seconds.
+func seconds(nanos int64) float64 { return float64(nanos) / 1e9 }

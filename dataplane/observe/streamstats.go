@@ -40,8 +40,8 @@ var StreamOutcomes = [numStreamOutcomes]string{"relayed", "refused", "no_route",
 var StreamEnds = [...]pipe.Reason{pipe.ClientClosed, pipe.BackendClosed, pipe.Idle, pipe.HalfCloseTimeout, pipe.Stopped, pipe.ClientError, pipe.BackendError}
 
 // StreamStats are one stream route's, or one cluster's, connections: by
-// outcome, those being relayed, the bytes each way and why relayed ones
-// ended. The proxy keeps one per route and one per cluster name across
+// outcome, those being relayed, the bytes each way, how long relayed
+// ones lasted in all and why they ended. The proxy keeps one per route and one per cluster name across
 // config loads, as it keeps RuleStats and UpstreamStats. The zero value
 // is ready to use.
 type StreamStats struct {
@@ -49,7 +49,9 @@ type StreamStats struct {
 	active   atomic.Int64
 	// up and down count bytes client to backend and back.
 	up, down atomic.Int64
-	ends     [len(StreamEnds)]atomic.Int64
+	// nanos is the relayed connections' durations added up.
+	nanos atomic.Int64
+	ends  [len(StreamEnds)]atomic.Int64
 }
 
 // Outcome counts one connection's outcome.
@@ -58,11 +60,13 @@ func (s *StreamStats) Outcome(o StreamOutcome) { s.outcomes[o].Add(1) }
 // Start counts a connection being relayed, until End.
 func (s *StreamStats) Start() { s.active.Add(1) }
 
-// End counts a relayed connection's end: its bytes each way and why.
+// End counts a relayed connection's end: its bytes each way, how long
+// it lasted and why it ended.
 func (s *StreamStats) End(r pipe.Result) {
 	s.active.Add(-1)
 	s.up.Add(r.ClientToBackend)
 	s.down.Add(r.BackendToClient)
+	s.nanos.Add(int64(r.Duration))
 	for i, e := range StreamEnds {
 		if e == r.End {
 			s.ends[i].Add(1)
@@ -76,6 +80,7 @@ type streamCounts struct {
 	outcomes [numStreamOutcomes]int64
 	active   int64
 	up, down int64
+	nanos    int64
 	ends     [len(StreamEnds)]int64
 }
 
@@ -85,7 +90,7 @@ func (s *StreamStats) counts() (c streamCounts, ok bool) {
 		c.outcomes[i] = s.outcomes[i].Load()
 		ok = ok || c.outcomes[i] != 0
 	}
-	c.active, c.up, c.down = s.active.Load(), s.up.Load(), s.down.Load()
+	c.active, c.up, c.down, c.nanos = s.active.Load(), s.up.Load(), s.down.Load(), s.nanos.Load()
 	for i := range s.ends {
 		c.ends[i] = s.ends[i].Load()
 	}

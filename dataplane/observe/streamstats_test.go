@@ -5,18 +5,19 @@ package observe
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/pipe"
 )
 
-// A stream route's and its cluster's connections, bytes and ends are
+// A stream route's and its cluster's connections, bytes, durations and ends are
 // served by route and by cluster; an idle route has no series.
 func TestStreamMetrics(t *testing.T) {
 	route, cl := &StreamStats{}, &StreamStats{}
 	for _, s := range []*StreamStats{route, cl} {
 		s.Outcome(StreamRelayed)
 		s.Start()
-		s.End(pipe.Result{ClientToBackend: 10, BackendToClient: 20, End: pipe.BackendClosed})
+		s.End(pipe.Result{ClientToBackend: 10, BackendToClient: 20, Duration: 1500 * time.Millisecond, End: pipe.BackendClosed})
 		s.Outcome(StreamRelayed)
 		s.Start()
 	}
@@ -36,6 +37,8 @@ func TestStreamMetrics(t *testing.T) {
 		`tunnelgate_stream_route_bytes_total{direction="up",kind="TCPRoute",route="default/ssh"}`:          "10",
 		`tunnelgate_stream_route_bytes_total{direction="down",kind="TCPRoute",route="default/ssh"}`:        "20",
 		`tunnelgate_stream_route_ends_total{kind="TCPRoute",reason="backend_closed",route="default/ssh"}`:  "1",
+		`tunnelgate_stream_route_duration_seconds_total{kind="TCPRoute",route="default/ssh"}`:              "1.5",
+		`tunnelgate_stream_cluster_duration_seconds_total{cluster="ssh"}`:                                  "1.5",
 		`tunnelgate_stream_cluster_connections_total{cluster="ssh",outcome="relayed"}`:                     "2",
 		`tunnelgate_stream_cluster_active{cluster="ssh"}`:                                                  "1",
 		`tunnelgate_stream_cluster_bytes_total{cluster="ssh",direction="down"}`:                            "20",
