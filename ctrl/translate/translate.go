@@ -633,10 +633,13 @@ func (t *translator) assembleConfig() {
 			if li.gw.address.IsValid() {
 				l.Address = li.gw.address.String()
 			}
-			// Certificates go where the proxies terminate TLS themselves:
-			// on a Gateway address, or on the listener ports of a plane
-			// that serves in the cluster. Through a tunnel, the edge does.
-			if li.gw.address.IsValid() || li.gw.servesInCluster() {
+			// An HTTPS listener's certificates go where the proxies
+			// terminate TLS themselves: on a Gateway address, or on the
+			// listener ports of a plane that serves in the cluster.
+			// Through a tunnel, the edge does. A TLS listener of mode
+			// Terminate always carries them: the edge relays its streams
+			// as bytes, and the proxy terminates them on every socket.
+			if li.gw.address.IsValid() || li.gw.servesInCluster() || li.terminate {
 				l.Certificates = li.certs
 			}
 			cfg.Listeners = append(cfg.Listeners, l)
