@@ -165,8 +165,8 @@ spec:
 		{"terminate", "tls-terminate", "Accepted", metav1.ConditionTrue, gwv1.ListenerReasonAccepted, []gwv1.Kind{"TLSRoute"}},
 		{"terminate", "tls-terminate", "ResolvedRefs", metav1.ConditionFalse, gwv1.ListenerReasonInvalidCertificateRef, []gwv1.Kind{"TLSRoute"}},
 		{"terminate", "tls-terminate", "Programmed", metav1.ConditionFalse, gwv1.ListenerReasonInvalid, []gwv1.Kind{"TLSRoute"}},
-		{"mixed", "tls-terminate", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonProtocolConflict, []gwv1.Kind{"TLSRoute"}},
-		{"mixed", "tls-passthrough", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonProtocolConflict, []gwv1.Kind{"TLSRoute"}},
+		{"mixed", "tls-terminate", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonProtocolConflict, nil},
+		{"mixed", "tls-passthrough", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonProtocolConflict, nil},
 		{"kinds", "tls-passthrough", "ResolvedRefs", metav1.ConditionFalse, gwv1.ListenerReasonInvalidRouteKinds, []gwv1.Kind{"TLSRoute"}},
 		{"kinds", "tls-passthrough", "Accepted", metav1.ConditionTrue, gwv1.ListenerReasonAccepted, []gwv1.Kind{"TLSRoute"}},
 	} {

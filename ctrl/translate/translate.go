@@ -612,7 +612,11 @@ func listenerStatus(li *listenerInfo) gwv1.ListenerStatus {
 		li.conds.set(string(gwv1.ListenerConditionProgrammed), false, string(gwv1.ListenerReasonInvalid), "not served: see Accepted and ResolvedRefs")
 	}
 	kinds := li.kinds
-	if kinds == nil {
+	if kinds == nil || li.conflict == string(gwv1.ListenerReasonProtocolConflict) {
+		// A listener its port's protocols leave unserved supports no
+		// kind, as the conformance suite asks
+		// (TLSRouteListenerMixedTerminationNotSupported); routes still
+		// count as attached.
 		kinds = []gwv1.RouteGroupKind{}
 	}
 	return gwv1.ListenerStatus{Name: gwv1.SectionName(li.name), SupportedKinds: kinds, AttachedRoutes: li.attached,
