@@ -248,9 +248,23 @@ func (ts *transports) state(c *proxycfg.Cluster) (*clusterState, error) {
 	key := transportKey{proto: proto}
 	var tlsConf *tls.Config
 	switch proto {
-	case proxycfg.ProtoHTTP1, proxycfg.ProtoH2C, proxycfg.ProtoTCP:
+	case proxycfg.ProtoHTTP1, proxycfg.ProtoH2C:
 		if c.TLS != nil {
 			return nil, fmt.Errorf("protocol %q is cleartext but TLS settings are given; use %q", proto, proxycfg.ProtoTLS)
+		}
+	case proxycfg.ProtoTCP:
+		// TLS settings re-encrypt what the proxy terminated
+		// (proxycfg.ProtoTCP); a stream offers no ALPN.
+		if c.TLS != nil {
+			if c.TLS.H2 {
+				return nil, fmt.Errorf("protocol %q: TLS settings offer HTTP/2, which a stream does not speak", proto)
+			}
+			var err error
+			if tlsConf, err = buildBackendTLS(c.TLS); err != nil {
+				return nil, err
+			}
+			tlsConf.NextProtos = nil
+			key.tlsID = tlsIdentity(c.TLS)
 		}
 	case proxycfg.ProtoTLS:
 		if c.TLS == nil {

@@ -103,8 +103,8 @@ func placeGatewayListeners(ls []proxycfg.Listener, how placement) (map[string]ga
 	for i := range ls {
 		l := &ls[i]
 		https := l.Protocol == proxycfg.ListenerHTTPS
-		if !https && len(l.Certificates) > 0 {
-			errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is not HTTPS", l.Name))
+		if !https && l.Protocol != proxycfg.ListenerTLS && len(l.Certificates) > 0 {
+			errs = append(errs, fmt.Errorf("listener %q: certificates on a listener that is neither HTTPS nor TLS", l.Name))
 		}
 		var e gatewayAddr // port 0: not placed
 		if l.Address != "" {
@@ -135,10 +135,18 @@ func placeGatewayListeners(ls []proxycfg.Listener, how placement) (map[string]ga
 			errs = append(errs, fmt.Errorf("listener %q: client certificate validation on a listener that is not HTTPS", l.Name))
 		}
 		at[l.Name] = e
-		if p, ok := protocols[e]; ok && p != l.Protocol {
-			errs = append(errs, fmt.Errorf("listener %q: %s on %s, where another listener is %s", l.Name, l.Protocol, e, p))
+		// TLS listeners that terminate and pass through do not share a
+		// socket (the Gateway API's mixed mode is not served).
+		proto := l.Protocol
+		if proto == proxycfg.ListenerTLS && len(l.Certificates) > 0 {
+			proto += " (terminating)"
+		} else if proto == proxycfg.ListenerTLS {
+			proto += " (passthrough)"
 		}
-		protocols[e] = l.Protocol
+		if p, ok := protocols[e]; ok && p != proto {
+			errs = append(errs, fmt.Errorf("listener %q: %s on %s, where another listener is %s", l.Name, proto, e, p))
+		}
+		protocols[e] = proto
 	}
 	return at, errs
 }
@@ -233,19 +241,9 @@ func buildServerTLS(ls []proxycfg.Listener, in func(*proxycfg.Listener) bool, e 
 		return nil, err
 	}
 	cfg := &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		NextProtos: []string{"h2", "http/1.1"},
-		GetCertificate: func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
-			host := hello.ServerName
-			if host == "" {
-				host = "\x00" // matches only a listener without hostname
-			}
-			c, _ := certs.Match(&matcher.Request{Host: host, Path: "/"})
-			if c == nil {
-				return nil, fmt.Errorf("no certificate for server name %q on %s", hello.ServerName, e)
-			}
-			return c, nil
-		},
+		MinVersion:     tls.VersionTLS12,
+		NextProtos:     []string{"h2", "http/1.1"},
+		GetCertificate: certificateBySNI(certs, e.String()),
 	}
 	var cv *proxycfg.ClientValidation
 	var from string
@@ -274,6 +272,22 @@ func buildServerTLS(ls []proxycfg.Listener, in func(*proxycfg.Listener) bool, e 
 		cfg.ClientAuth = tls.RequestClientCert
 	}
 	return cfg, nil
+}
+
+// certificateBySNI chooses, from certs, the certificate for a client's
+// server name, on the socket named where.
+func certificateBySNI(certs *matcher.Table[*tls.Certificate], where string) func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+		host := hello.ServerName
+		if host == "" {
+			host = "\x00" // matches only a listener without hostname
+		}
+		c, _ := certs.Match(&matcher.Request{Host: host, Path: "/"})
+		if c == nil {
+			return nil, fmt.Errorf("no certificate for server name %q on %s", hello.ServerName, where)
+		}
+		return c, nil
+	}
 }
 
 // serverTLS is the TLS configuration for a handshake on address e of the

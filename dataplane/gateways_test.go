@@ -245,7 +245,7 @@ func TestGatewayAddressesRefused(t *testing.T) {
 		"not an IP":           {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l", Port: 80, Address: "gw.example.com"}}, "is not an IP address"},
 		"no port":             {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l", Address: "10.0.0.1"}}, "needs a port"},
 		"HTTPS without":       {[]proxycfg.Listener{{Name: "l", Port: 443, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1"}}, "needs a certificate"},
-		"certificate on HTTP": {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l", Port: 80, Address: "10.0.0.1", Certificates: cert}}, "not HTTPS"},
+		"certificate on HTTP": {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l", Port: 80, Address: "10.0.0.1", Certificates: cert}}, "neither HTTPS nor TLS"},
 		"mixed protocols": {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "a", Port: 80, Address: "10.0.0.1"}, {Name: "b", Hostname: "x.test", Port: 80, Protocol: proxycfg.ListenerHTTPS, Address: "10.0.0.1", Certificates: cert}},
 			"HTTPS on 10.0.0.1:80, where another listener is HTTP"},
 		"validation on HTTP": {[]proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l", Port: 80, Address: "10.0.0.1", ClientValidation: &proxycfg.ClientValidation{CACertificates: leaf.certPEM()}}}, "not HTTPS"},

@@ -3,8 +3,10 @@
 package dataplane
 
 import (
+	"crypto/tls"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/observe"
@@ -29,7 +31,12 @@ import (
 //   - each socket of its own (gateways.go) whose listeners are TCP or TLS
 //     gets a streamSocket: its TCP route (the first in config order), or
 //     its TLS listeners by server name, each with its TLSRoutes by
-//     server name.
+//     server name, and, when they carry certificates, the TLS
+//     configuration that terminates there (buildServerTLS: a certificate
+//     chosen by SNI among them, no ALPN);
+//   - a TLSRoute with an OriginPort whose listeners carry certificates
+//     terminates there with theirs; its listeners all carry them or
+//     none does.
 //
 // A config patched (patch.go) keeps the served streamTable: a change to
 // a stream route or to a TCP or TLS listener is compiled whole.
@@ -58,6 +65,9 @@ type streamRoute struct {
 	backends []streamBackend
 	total    int // the backends' weights summed
 	stats    *observe.StreamStats
+	// terminate is the TLS configuration its origin port terminates
+	// with: its listeners' certificates; nil when they have none.
+	terminate *tls.Config
 }
 
 // streamBackend is one backend of a stream route: a cluster, or a share
@@ -87,6 +97,10 @@ func (r *streamRoute) pick() (streamBackend, bool) {
 // serves.
 type streamSocket struct {
 	tls bool
+	// terminate is a TLS socket's TLS configuration when its listeners
+	// carry certificates: the proxy terminates, and relays the
+	// plaintext; nil passes the client's TLS through.
+	terminate *tls.Config
 	// tcp is a TCP socket's route: the first in config order attached to
 	// one of its listeners.
 	tcp *streamRoute
@@ -205,6 +219,24 @@ func (c *compiler) streamRoutes(originPorts []int) {
 			s.byListener[l.Name] = s.listeners.add(l.Hostname, &sniTable{})
 		}
 	}
+	for e, s := range t.sockets {
+		if !s.tls {
+			continue
+		}
+		in := func(l *proxycfg.Listener) bool {
+			a, ok := c.cc.filed.gatewayAt[l.Name]
+			return ok && a == e && l.Protocol == proxycfg.ListenerTLS && len(l.Certificates) > 0
+		}
+		if !slices.ContainsFunc(c.cfg.Listeners, func(l proxycfg.Listener) bool { return in(&l) }) {
+			continue
+		}
+		conf, err := terminatingTLS(c.cfg.Listeners, in, e.String())
+		if err != nil {
+			c.fail("%v", err)
+			continue
+		}
+		s.terminate = conf
+	}
 	for ri := range c.cfg.Routes {
 		r := &c.cfg.Routes[ri]
 		if !r.Kind.Stream() || r.Name == "" { // routes() reports a route without name
@@ -296,9 +328,45 @@ func (c *compiler) streamRoute(r *proxycfg.Route) *streamRoute {
 	return sr
 }
 
-// originPort checks r's OriginPort and files sr under it.
+// terminatingTLS is the TLS configuration that terminates streams for
+// the listeners in picks, named where in errors: their certificates,
+// chosen by SNI as an HTTPS socket's are, without ALPN (the plaintext is
+// the route's business).
+func terminatingTLS(ls []proxycfg.Listener, in func(*proxycfg.Listener) bool, where string) (*tls.Config, error) {
+	certs, err := buildCertificates(ls, in)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certificateBySNI(certs, where)}, nil
+}
+
+// originPort checks r's OriginPort and files sr under it. A TLSRoute's
+// origin port terminates with its listeners' certificates, when they
+// carry them.
 func (c *compiler) originPort(t *streamTable, r *proxycfg.Route, sr *streamRoute, originPorts []int) {
 	port := r.OriginPort
+	if port != 0 && r.Kind == proxycfg.KindTLS {
+		var withCerts, without []string
+		for _, ln := range r.Listeners {
+			if l := c.byName[ln]; l != nil && len(l.Certificates) > 0 {
+				withCerts = append(withCerts, ln)
+			} else {
+				without = append(without, ln)
+			}
+		}
+		switch {
+		case len(withCerts) > 0 && len(without) > 0:
+			c.fail("%s: originPort %d serves listener %q, which terminates TLS, and listener %q, which passes it through; one port cannot do both", r.ID(), port, withCerts[0], without[0])
+			return
+		case len(withCerts) > 0:
+			conf, err := terminatingTLS(c.cfg.Listeners, func(l *proxycfg.Listener) bool { return slices.Contains(withCerts, l.Name) }, "originPort "+strconv.Itoa(port))
+			if err != nil {
+				c.fail("%s: %v", r.ID(), err)
+				return
+			}
+			sr.terminate = conf
+		}
+	}
 	switch {
 	case port == 0:
 	case port < 0 || port > 65535:

@@ -4,6 +4,7 @@ package dataplane
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"net"
 	"net/netip"
@@ -33,6 +34,13 @@ import (
 // arrives: an origin port's route; a TCP socket's route; on a TLS socket
 // the route its ClientHello's server name chooses (read within
 // StreamOptions.HandshakeTimeout, then replayed to the backend whole).
+// Where the proxy terminates (a TLS socket whose listeners carry
+// certificates, the origin port of a TLSRoute on such listeners), the
+// whole handshake completes within StreamOptions.HandshakeTimeout, with
+// the certificate the server name chooses, the route is chosen by that
+// name, and the plaintext is relayed: to the backend over TLS when its
+// cluster has TLS settings (re-encryption, within
+// StreamOptions.ConnectTimeout), else as it comes.
 // A backend is chosen by weight (a backend with a Status refuses the
 // connection), then an endpoint of its cluster, from the cluster's
 // endpoints at that moment, in turn; an endpoint that does not answer
@@ -50,7 +58,8 @@ import (
 // their defaults.
 type StreamOptions struct {
 	// HandshakeTimeout bounds the wait for a TLS listener's client's
-	// whole ClientHello; default 10 s.
+	// whole ClientHello, or whole handshake where the proxy terminates;
+	// default 10 s.
 	HandshakeTimeout time.Duration
 	// ConnectTimeout bounds a connection to one endpoint; default 10 s.
 	ConnectTimeout time.Duration
@@ -237,6 +246,9 @@ type streamConn struct {
 	// to replay; serverName what it names.
 	hello      []byte
 	serverName string
+	// terminated: client is the plaintext of a TLS connection the proxy
+	// terminated.
+	terminated bool
 }
 
 // route finds conn's route in the current config; false, counted, when
@@ -245,8 +257,16 @@ func (s *streamServers) route(ctx context.Context, conn *streamConn) bool {
 	cc := s.p.current.Load()
 	if conn.at.origin {
 		conn.route = cc.streams.origin[conn.at.port]
+		if conn.route != nil && conn.route.terminate != nil && !s.terminate(ctx, conn, conn.route.terminate) {
+			return false
+		}
 	} else if sock := cc.streams.sockets[conn.at.gatewayAddr]; sock != nil && !sock.tls {
 		conn.route = sock.tcp
+	} else if sock != nil && sock.terminate != nil {
+		if !s.terminate(ctx, conn, sock.terminate) {
+			return false
+		}
+		conn.route = sock.route(conn.serverName)
 	} else if sock != nil {
 		stop := context.AfterFunc(ctx, func() { conn.client.SetReadDeadline(time.Now()) })
 		hello, raw, err := sni.ReadConn(conn.client, make([]byte, 0, helloBuffer), sni.Limits{Timeout: s.opts.HandshakeTimeout})
@@ -266,6 +286,22 @@ func (s *streamServers) route(ctx context.Context, conn *streamConn) bool {
 	return true
 }
 
+// terminate completes the TLS handshake with conn's client within
+// HandshakeTimeout, with conf, and makes conn's client its plaintext;
+// false, counted, when it fails.
+func (s *streamServers) terminate(ctx context.Context, conn *streamConn, conf *tls.Config) bool {
+	hctx, cancel := context.WithTimeout(ctx, s.opts.HandshakeTimeout)
+	defer cancel()
+	tc := tls.Server(conn.client, conf)
+	if err := tc.HandshakeContext(hctx); err != nil {
+		s.p.stats.Streams[observe.StreamHandshakeFailed].Add(1)
+		s.p.opts.Log.Debug("stream: TLS handshake failed", "address", conn.at.String(), "client", conn.client.RemoteAddr().String(), "err", err)
+		return false
+	}
+	conn.client, conn.serverName, conn.terminated = tc, tc.ConnectionState().ServerName, true
+	return true
+}
+
 // relay chooses conn's backend and endpoint and relays the bytes.
 func (s *streamServers) relay(ctx context.Context, conn *streamConn) {
 	r := conn.route
@@ -274,7 +310,7 @@ func (s *streamServers) relay(ctx context.Context, conn *streamConn) {
 		s.count(r, nil, observe.StreamRefused)
 		return
 	}
-	backend, addr, err := s.dial(ctx, b.slot)
+	backend, addr, err := s.dial(ctx, b.slot, conn.terminated)
 	if err != nil {
 		s.count(r, b.slot, observe.StreamDialFailed)
 		s.p.logUpstream(b.slot.name, addr, 0, err)
@@ -301,9 +337,11 @@ func (s *streamServers) count(r *streamRoute, slot *clusterSlot, o observe.Strea
 
 // dial connects to an endpoint of slot's cluster as it is now, taking
 // them in turn: when one does not answer, the next, at most
-// streamDialTries in all. It returns the endpoint's address (the last
-// tried, on failure).
-func (s *streamServers) dial(ctx context.Context, slot *clusterSlot) (net.Conn, string, error) {
+// streamDialTries in all; over TLS when the connection was terminated
+// and the cluster has TLS settings (a failed handshake is not retried
+// elsewhere: the settings are the cluster's). It returns the endpoint's
+// address (the last tried, on failure).
+func (s *streamServers) dial(ctx context.Context, slot *clusterSlot, terminated bool) (net.Conn, string, error) {
 	cs := slot.state.Load()
 	if cs == nil || len(cs.addrs) == 0 {
 		return nil, "", errors.New("cluster " + strconv.Quote(slot.name) + " has no endpoints")
@@ -316,9 +354,24 @@ func (s *streamServers) dial(ctx context.Context, slot *clusterSlot) (net.Conn, 
 	for i := range min(streamDialTries, len(eps)) {
 		addr = eps[(first+i)%len(eps)].addr
 		var c net.Conn
-		if c, err = d.DialContext(ctx, "tcp", addr); err == nil {
+		if c, err = d.DialContext(ctx, "tcp", addr); err != nil {
+			continue
+		}
+		if !terminated || cs.t.tls == nil {
 			return c, addr, nil
 		}
+		hctx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+		tc := tls.Client(c, cs.t.tls)
+		err = tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			c.Close()
+			if cs.t.explain != nil {
+				err = cs.t.explain(err)
+			}
+			return nil, addr, err
+		}
+		return tc, addr, nil
 	}
 	return nil, addr, err
 }

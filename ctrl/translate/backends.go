@@ -38,6 +38,7 @@ type backendKey struct {
 	port                  int32
 	grpc                  bool   // speaks HTTP/2 (a GRPCRoute's backend)
 	stream                bool   // relays bytes (a TCPRoute's or TLSRoute's backend)
+	terminate             bool   // a stream the proxy terminates: BackendTLSPolicy applies
 	clientCert            string // the Gateway whose client certificate TLS uses
 }
 
@@ -53,6 +54,21 @@ type resolvedBackend struct {
 // backendRef resolves one backendRef of a route into a cluster name, or a
 // problem for the route's ResolvedRefs condition.
 func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObjectReference, grpc bool, gw *gatewayInfo) (string, *refProblem) {
+	var gws []*gatewayInfo
+	if gw != nil {
+		gws = []*gatewayInfo{gw}
+	}
+	return t.backendRefOf(routeKind, routeNS, ref, grpc, false, gws)
+}
+
+// backendRefOf is backendRef for the Gateways gws (the policies met have
+// each for an ancestor; the first lends its backend client certificate),
+// and for a stream the proxy terminates when terminate is set.
+func (t *translator) backendRefOf(routeKind, routeNS string, ref *gwv1.BackendObjectReference, grpc, terminate bool, gws []*gatewayInfo) (string, *refProblem) {
+	var gw *gatewayInfo
+	if len(gws) > 0 {
+		gw = gws[0]
+	}
 	group, kind := "", kindService
 	if ref.Group != nil {
 		group = string(*ref.Group)
@@ -81,7 +97,7 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	if ref.Port != nil {
 		port = int32(*ref.Port)
 	}
-	k := backendKey{kind: kind, namespace: ns, name: string(ref.Name), port: port, grpc: grpc, stream: streamKind(routeKind)}
+	k := backendKey{kind: kind, namespace: ns, name: string(ref.Name), port: port, grpc: grpc, stream: streamKind(routeKind), terminate: terminate}
 	if gw != nil && gw.clientCertPEM != nil {
 		k.clientCert = gw.key.String()
 	}
@@ -89,7 +105,7 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	// records for the route (lookup.go).
 	objs, policies := t.look.backend(k)
 	if rb, ok := t.backends[k]; ok {
-		t.noteAncestors(rb.policies, gw)
+		t.noteAncestors(rb.policies, gws)
 		return rb.name, rb.problem
 	}
 	t.lastPolicies = nil
@@ -104,9 +120,9 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 		c, p = t.externalCluster(k, objs.ext, policies)
 	}
 	rb := resolvedBackend{problem: p, policies: t.lastPolicies}
-	t.noteAncestors(rb.policies, gw)
+	t.noteAncestors(rb.policies, gws)
 	if p == nil {
-		if c.Protocol == proxycfg.ProtoTLS && c.TLS != nil && gw != nil && gw.clientCertPEM != nil {
+		if c.TLS != nil && gw != nil && gw.clientCertPEM != nil {
 			c.TLS.ClientCertPEM, c.TLS.ClientKeyPEM = string(gw.clientCertPEM), string(gw.clientKeyPEM)
 		}
 		rb.name = c.Name
@@ -120,19 +136,18 @@ func (t *translator) backendRef(routeKind, routeNS string, ref *gwv1.BackendObje
 	return rb.name, rb.problem
 }
 
-func (t *translator) noteAncestors(ps []*policyInfo, gw *gatewayInfo) {
-	if gw == nil {
-		return
-	}
-	for _, p := range ps {
-		p.ancestors[gw] = true
+func (t *translator) noteAncestors(ps []*policyInfo, gws []*gatewayInfo) {
+	for _, gw := range gws {
+		for _, p := range ps {
+			p.ancestors[gw] = true
+		}
 	}
 }
 
 // clusterName spells a cluster for logs and metrics: "ns/name:port", with
 // the kind when it is not a Service and the protocol when it is not
-// HTTP/1.1.
-func clusterName(k backendKey, proto string, h2 bool) string {
+// HTTP/1.1. tls says a TLS cluster offers HTTP/2, a tcp one re-encrypts.
+func clusterName(k backendKey, proto string, tls bool) string {
 	var b strings.Builder
 	if k.kind != kindService {
 		b.WriteString(k.kind)
@@ -146,9 +161,11 @@ func clusterName(k backendKey, proto string, h2 bool) string {
 		b.WriteString(strconv.Itoa(int(k.port)))
 	}
 	switch {
+	case proto == proxycfg.ProtoTCP && tls:
+		b.WriteString("+tcp+tls")
 	case proto == proxycfg.ProtoTCP:
 		b.WriteString("+tcp")
-	case proto == proxycfg.ProtoTLS && h2:
+	case proto == proxycfg.ProtoTLS && tls:
 		b.WriteString("+tls-h2")
 	case proto == proxycfg.ProtoTLS:
 		b.WriteString("+tls")
@@ -181,7 +198,7 @@ func (t *translator) serviceCluster(k backendKey, objs backendObjects, policies 
 		return nil, &refProblem{string(gwv1.RouteReasonBackendNotFound), fmt.Sprintf("Service %s/%s has no port %d", k.namespace, k.name, k.port)}
 	}
 	if k.stream {
-		return t.streamCluster(k, objs, sp)
+		return t.streamCluster(k, objs, sp, policies)
 	}
 	appProto := ""
 	if sp != nil && sp.AppProtocol != nil {
@@ -283,9 +300,19 @@ func (t *translator) externalCluster(k backendKey, eb *v1alpha1.ExternalBackend,
 	}
 	if k.stream {
 		// Bytes are relayed as they come: the backend's protocol is
-		// the client's business, and no BackendTLSPolicy applies.
-		return &proxycfg.Cluster{Name: clusterName(k, proxycfg.ProtoTCP, false), Protocol: proxycfg.ProtoTCP,
-			Endpoints: []proxycfg.Endpoint{{Address: net.JoinHostPort(eb.Spec.Host, strconv.Itoa(int(port)))}}}, nil
+		// the client's business, and a BackendTLSPolicy applies only
+		// to a stream the proxy terminates (streamCluster).
+		c := &proxycfg.Cluster{Protocol: proxycfg.ProtoTCP,
+			Endpoints: []proxycfg.Endpoint{{Address: net.JoinHostPort(eb.Spec.Host, strconv.Itoa(int(port)))}}}
+		if k.terminate {
+			tlsSet, prob := t.backendTLS(policies, v1alpha1.Group, v1alpha1.KindExternalBackend, k.name, "")
+			if prob != nil {
+				return nil, prob
+			}
+			c.TLS = tlsSet
+		}
+		c.Name = clusterName(k, proxycfg.ProtoTCP, c.TLS != nil)
+		return c, nil
 	}
 	var proto string
 	switch eb.Spec.Protocol {
@@ -424,11 +451,25 @@ func clusterAddress(a string) bool {
 
 // streamCluster resolves a Service port for a stream route: a cluster of
 // protocol tcp, whatever its appProtocol (which only picks the tunnel's
-// scheme: portScheme), and without BackendTLSPolicy (a TLSRoute's TLS is
-// the client's, end to end). An ExternalName Service is its name on the
-// port; sp is nil only for one.
-func (t *translator) streamCluster(k backendKey, objs backendObjects, sp *corev1.ServicePort) (*proxycfg.Cluster, *refProblem) {
-	c := &proxycfg.Cluster{Name: clusterName(k, proxycfg.ProtoTCP, false), Protocol: proxycfg.ProtoTCP, Endpoints: []proxycfg.Endpoint{}}
+// scheme: portScheme). A BackendTLSPolicy applies only to a stream the
+// proxy terminates (k.terminate: a TLSRoute on a listener of mode
+// Terminate), whose cluster then carries its TLS settings and re-encrypts;
+// otherwise the connection's TLS, if any, is the client's, end to end. An
+// ExternalName Service is its name on the port; sp is nil only for one.
+func (t *translator) streamCluster(k backendKey, objs backendObjects, sp *corev1.ServicePort, policies []*gwv1.BackendTLSPolicy) (*proxycfg.Cluster, *refProblem) {
+	c := &proxycfg.Cluster{Protocol: proxycfg.ProtoTCP, Endpoints: []proxycfg.Endpoint{}}
+	if k.terminate {
+		sectionName := ""
+		if sp != nil {
+			sectionName = sp.Name
+		}
+		tlsSet, p := t.backendTLS(policies, "", kindService, k.name, sectionName)
+		if p != nil {
+			return nil, p
+		}
+		c.TLS = tlsSet
+	}
+	c.Name = clusterName(k, proxycfg.ProtoTCP, c.TLS != nil)
 	if t.clusterSchemes == nil {
 		t.clusterSchemes = map[string]string{}
 	}

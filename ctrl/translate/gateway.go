@@ -81,9 +81,9 @@ type listenerInfo struct {
 	// clientValidation is the Gateway's frontend validation for this
 	// HTTPS listener's port, nil when there is none.
 	clientValidation *proxycfg.ClientValidation
-	// terminate: a TLS listener of tls.mode Terminate, which is not
-	// served but still takes part in protocol conflicts on its port (the
-	// spec's mixed termination).
+	// terminate: a TLS listener of tls.mode Terminate. Its certificates
+	// resolve as an HTTPS listener's do (listenerTLS); on its port it
+	// conflicts with Passthrough listeners (protoKey).
 	terminate bool
 	// conflict is the Conflicted reason, when the listener lost one.
 	conflict string
@@ -219,7 +219,7 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 			li.selector = sel
 		}
 	}
-	if accepted && proto == gwv1.HTTPSProtocolType {
+	if accepted && (proto == gwv1.HTTPSProtocolType || li.terminate) {
 		if ok, reason, msg := t.listenerTLS(li, ns, set, tlsCfg); !ok {
 			li.certOK = false
 			if reason == string(gwv1.ListenerReasonUnsupportedValue) {
@@ -256,12 +256,13 @@ func (t *translator) newListener(gi *gatewayInfo, set *listenerSetInfo, ns, name
 	return li
 }
 
-// listenerTLS checks an HTTPS listener's certificateRefs: Secrets of type
-// kubernetes.io/tls holding a usable pair, cross-namespace only with a grant.
-// Their pairs go to li.certs, for proxies serving the Gateway's address.
+// listenerTLS checks the certificateRefs of a listener that terminates
+// TLS (HTTPS, or TLS of mode Terminate): Secrets of type
+// kubernetes.io/tls holding a usable pair, cross-namespace only with a
+// grant. Their pairs go to li.certs, for proxies that terminate.
 func (t *translator) listenerTLS(li *listenerInfo, ns string, set *listenerSetInfo, cfg *gwv1.ListenerTLSConfig) (bool, string, string) {
 	if cfg == nil || len(cfg.CertificateRefs) == 0 {
-		return false, string(gwv1.ListenerReasonInvalidCertificateRef), "HTTPS listener needs tls.certificateRefs"
+		return false, string(gwv1.ListenerReasonInvalidCertificateRef), fmt.Sprintf("listener %s: terminating TLS needs tls.certificateRefs", li.name)
 	}
 	if cfg.Mode != nil && *cfg.Mode != gwv1.TLSModeTerminate {
 		return false, string(gwv1.ListenerReasonUnsupportedValue), "tls.mode must be Terminate on an HTTPS listener"
@@ -446,24 +447,21 @@ func conflicts(own, sets []*listenerInfo) {
 	hostCount := map[string]int{}
 	hostKey := func(li *listenerInfo) string { return strconv.Itoa(int(li.port)) + "|" + li.distinctHost() }
 	for _, li := range own {
-		if li.attachable || li.terminate {
+		if li.attachable {
 			if protos[li.port] == nil {
 				protos[li.port] = map[string]bool{}
 			}
 			protos[li.port][li.protoKey()] = true
-		}
-		if li.attachable {
 			hostCount[hostKey(li)]++
 		}
 	}
 	for _, li := range own {
-		if !li.attachable && !li.terminate {
+		if !li.attachable {
 			continue
 		}
 		switch {
 		case len(protos[li.port]) > 1:
 			mark(li, string(gwv1.ListenerReasonProtocolConflict), fmt.Sprintf("port %d is used by listeners of different protocols", li.port))
-		case li.terminate:
 		case hostCount[hostKey(li)] > 1 && li.protocol == gwv1.TCPProtocolType:
 			mark(li, string(gwv1.ListenerReasonHostnameConflict), fmt.Sprintf("port %d has more than one TCP listener (TCP listeners are told apart by port alone)", li.port))
 		case hostCount[hostKey(li)] > 1:
@@ -478,11 +476,10 @@ func conflicts(own, sets []*listenerInfo) {
 		}
 	}
 	for _, li := range sets {
-		// A protocol we do not serve (TCP, UDP, TLS) on a port that is
-		// taken is a protocol conflict before it is unsupported: the
-		// port's owner decides, as it would for an implementation that
-		// serves both.
-		unsupported := li.terminate
+		// A protocol we do not serve (UDP) on a port that is taken is a
+		// protocol conflict before it is unsupported: the port's owner
+		// decides, as it would for an implementation that serves both.
+		unsupported := false
 		if a := li.conds.get(string(gwv1.ListenerConditionAccepted)); a != nil && a.Reason == string(gwv1.ListenerReasonUnsupportedProtocol) {
 			unsupported = true
 		}
@@ -590,10 +587,9 @@ func routeKindsOf(proto gwv1.ProtocolType) []gwv1.Kind {
 // streamListenerTLS checks the tls of a TCP or TLS listener as the
 // Gateway CRD does, and the mode tunnelgate serves, and says what is
 // wrong ("" when nothing is). A TCP listener has no tls. A TLS listener
-// must set tls.mode: Passthrough is served (certificateRefs are ignored,
-// as the spec says); Terminate (the extended feature
-// TLSRouteModeTerminate) is not yet, and marks the listener for the
-// protocol conflict check (conflicts).
+// must set tls.mode: Passthrough (certificateRefs are ignored, as the
+// spec says) or Terminate (the extended feature TLSRouteModeTerminate),
+// which marks the listener li.terminate.
 func streamListenerTLS(li *listenerInfo, proto gwv1.ProtocolType, cfg *gwv1.ListenerTLSConfig) string {
 	switch {
 	case proto == gwv1.TCPProtocolType && cfg != nil:
@@ -601,10 +597,9 @@ func streamListenerTLS(li *listenerInfo, proto gwv1.ProtocolType, cfg *gwv1.List
 	case proto != gwv1.TLSProtocolType:
 		return ""
 	case cfg == nil || cfg.Mode == nil || *cfg.Mode == "":
-		return "tls.mode must be set on a TLS listener: Passthrough"
+		return "tls.mode must be set on a TLS listener: Passthrough or Terminate"
 	case *cfg.Mode == gwv1.TLSModeTerminate:
 		li.terminate = true
-		return "tls.mode Terminate is not supported on a TLS listener (TLSRoute termination): use Passthrough, or an HTTPS listener to terminate TLS"
 	case *cfg.Mode != gwv1.TLSModePassthrough:
 		return fmt.Sprintf("tls.mode %q is not Terminate or Passthrough", *cfg.Mode)
 	}

@@ -17,9 +17,9 @@ import (
 // attaches like an HTTPRoute (parentRefs, sectionName and port,
 // allowedRoutes, supportedKinds; a TLSRoute's hostnames meet the
 // listener's as an HTTPRoute's do, and a TCPRoute has none), to
-// listeners of protocol TCP (TCPRoutes) and TLS in mode Passthrough
-// (TLSRoutes) only, and becomes one proxycfg.Route with one rule of
-// backends and nothing else (proxycfg.Route's doc):
+// listeners of protocol TCP (TCPRoutes) and TLS (TLSRoutes) only, and
+// becomes one proxycfg.Route with one rule of backends and nothing else
+// (proxycfg.Route's doc):
 //
 //   - Its one rule: the CRD asks for exactly one; a route with none or
 //     more is not Accepted (UnsupportedValue) and not served.
@@ -29,6 +29,16 @@ import (
 //     cluster of the same port); a ref that does not resolve sets
 //     ResolvedRefs False with the spec's reason and refuses its share of
 //     connections (a BackendRef with a Status).
+//   - Re-encryption: on a TLS listener of mode Terminate the proxy
+//     terminates the client's TLS, so the BackendTLSPolicy of a backend
+//     applies as for HTTP (backendtls.go): its cluster ("+tcp+tls")
+//     carries the policy's TLS settings and the Gateway's backend client
+//     certificate, and the policy has the Gateway for an ancestor. On a
+//     Passthrough listener, and for a TCPRoute, the connection's TLS is
+//     the client's: no policy applies, and none has the Gateway for an
+//     ancestor. A TLSRoute on listeners of both modes names the
+//     re-encrypting cluster; the proxy relays passthrough connections
+//     to it as bytes (proxycfg.Cluster's TLS doc).
 //   - A TCP listener relays to one route: of the TCPRoutes on it, the
 //     oldest takes every connection. The others stay Accepted and
 //     counted in attachedRoutes, as the conformance suite asks, and their
@@ -141,7 +151,7 @@ func (t *translator) streamResult(p pending) {
 			Created: r.meta.CreationTimestamp.Time.UTC(), OriginPort: r.originPort}
 		route.Listeners, route.Hostnames = servedOn(served)
 		var out proxycfg.Rule
-		out, scheme = t.streamRule(p, &rs)
+		out, scheme = t.streamRule(p, &rs, terminatingGateways(served))
 		route.Rules = []proxycfg.Rule{out}
 		if len(route.Listeners) > 0 {
 			t.out.Config.Routes = append(t.out.Config.Routes, route)
@@ -187,15 +197,30 @@ func (t *translator) streamServed(r *routeInfo, rule string) (served []*attachme
 	return served, protectors
 }
 
+// terminatingGateways are the Gateways, without repeats, whose listeners
+// of mode Terminate serve a stream route through the attachments served.
+func terminatingGateways(served []*attachment) []*gatewayInfo {
+	var gws []*gatewayInfo
+	for _, a := range served {
+		if a.listener.terminate && !slices.Contains(gws, a.listener.gw) {
+			gws = append(gws, a.listener.gw)
+		}
+	}
+	return gws
+}
+
 // streamRule translates a stream route's one rule: its backends, each
 // resolved or refusing its share, with their problems in rs; and the
-// tunnel scheme they ask for (streamScheme).
-func (t *translator) streamRule(p pending, rs *ruleSet) (proxycfg.Rule, string) {
+// tunnel scheme they ask for (streamScheme). terminating are the Gateways
+// terminating the route's connections (terminatingGateways): when there
+// are any, its backends' BackendTLSPolicies apply and have those Gateways
+// for ancestors.
+func (t *translator) streamRule(p pending, rs *ruleSet, terminating []*gatewayInfo) (proxycfg.Rule, string) {
 	refs, _ := streamRules(p)
 	out := proxycfg.Rule{Backends: make([]proxycfg.BackendRef, 0, len(refs))}
 	var schemes []string
 	for i := range refs {
-		b, scheme := t.streamBackend(p.info, &refs[i], rs)
+		b, scheme := t.streamBackend(p.info, &refs[i], rs, terminating)
 		out.Backends = append(out.Backends, b)
 		if b.Status == 0 && b.Weight > 0 {
 			schemes = append(schemes, scheme)
@@ -205,13 +230,20 @@ func (t *translator) streamRule(p pending, rs *ruleSet) (proxycfg.Rule, string) 
 }
 
 // streamBackend resolves one backendRef of a stream route, and the
-// tunnel scheme its Service port asks for (streamScheme).
-func (t *translator) streamBackend(r *routeInfo, ref *gwv1.BackendRef, rs *ruleSet) (proxycfg.BackendRef, string) {
-	b := t.backend(r.kind, r.meta.Namespace, ref, false, nil, rs)
-	if b.Status != 0 {
-		return b, ""
+// tunnel scheme its Service port asks for (streamScheme). The first of
+// the terminating Gateways lends the cluster its backend client
+// certificate; each becomes an ancestor of the policies met.
+func (t *translator) streamBackend(r *routeInfo, ref *gwv1.BackendRef, rs *ruleSet, terminating []*gatewayInfo) (proxycfg.BackendRef, string) {
+	w := 1
+	if ref.Weight != nil {
+		w = int(*ref.Weight)
 	}
-	return b, t.clusterSchemes[b.Cluster]
+	name, p := t.backendRefOf(r.kind, r.meta.Namespace, &ref.BackendObjectReference, false, len(terminating) > 0, terminating)
+	if p != nil {
+		rs.refProblem(p)
+		return proxycfg.BackendRef{Weight: w, Status: failClosed}, ""
+	}
+	return proxycfg.BackendRef{Cluster: name, Weight: w}, t.clusterSchemes[name]
 }
 
 // Tunnel service schemes for a stream route (StreamService.Scheme).

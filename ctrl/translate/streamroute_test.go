@@ -114,11 +114,12 @@ func TestStreamHostnameHTTPOlder(t *testing.T) {
 }
 
 // The listener statuses the Gateway API conformance suite asks of an
-// implementation that serves TLS Passthrough but neither Terminate nor
-// mixed termination, and of route kinds a listener cannot carry
-// (TLSRouteListenerTerminateNotSupported,
+// implementation that serves TLS Passthrough and Terminate but not mixed
+// termination, and of route kinds a listener cannot carry
+// (TLSRouteListenerTerminateSupportedKinds,
 // TLSRouteListenerMixedTerminationNotSupported,
-// TLSRouteListenerPassthroughSupportedKinds).
+// TLSRouteListenerPassthroughSupportedKinds); a Terminate listener's
+// certificateRefs resolve as an HTTPS listener's.
 func TestStreamListenerConformance(t *testing.T) {
 	const doc = `apiVersion: gateway.networking.k8s.io/v1
 kind: GatewayClass
@@ -161,9 +162,11 @@ spec:
 		reason                 gwv1.ListenerConditionReason
 		kinds                  []gwv1.Kind
 	}{
-		{"terminate", "tls-terminate", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonUnsupportedValue, nil},
+		{"terminate", "tls-terminate", "Accepted", metav1.ConditionTrue, gwv1.ListenerReasonAccepted, []gwv1.Kind{"TLSRoute"}},
+		{"terminate", "tls-terminate", "ResolvedRefs", metav1.ConditionFalse, gwv1.ListenerReasonInvalidCertificateRef, []gwv1.Kind{"TLSRoute"}},
+		{"terminate", "tls-terminate", "Programmed", metav1.ConditionFalse, gwv1.ListenerReasonInvalid, []gwv1.Kind{"TLSRoute"}},
 		{"mixed", "tls-terminate", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonProtocolConflict, nil},
-		{"mixed", "tls-passthrough", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonProtocolConflict, []gwv1.Kind{"TLSRoute"}},
+		{"mixed", "tls-passthrough", "Accepted", metav1.ConditionFalse, gwv1.ListenerReasonProtocolConflict, nil},
 		{"kinds", "tls-passthrough", "ResolvedRefs", metav1.ConditionFalse, gwv1.ListenerReasonInvalidRouteKinds, []gwv1.Kind{"TLSRoute"}},
 		{"kinds", "tls-passthrough", "Accepted", metav1.ConditionTrue, gwv1.ListenerReasonAccepted, []gwv1.Kind{"TLSRoute"}},
 	} {

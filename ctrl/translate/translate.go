@@ -612,7 +612,11 @@ func listenerStatus(li *listenerInfo) gwv1.ListenerStatus {
 		li.conds.set(string(gwv1.ListenerConditionProgrammed), false, string(gwv1.ListenerReasonInvalid), "not served: see Accepted and ResolvedRefs")
 	}
 	kinds := li.kinds
-	if kinds == nil {
+	if kinds == nil || li.conflict == string(gwv1.ListenerReasonProtocolConflict) {
+		// A listener its port's protocols leave unserved supports no
+		// kind, as the conformance suite asks
+		// (TLSRouteListenerMixedTerminationNotSupported); routes still
+		// count as attached.
 		kinds = []gwv1.RouteGroupKind{}
 	}
 	return gwv1.ListenerStatus{Name: gwv1.SectionName(li.name), SupportedKinds: kinds, AttachedRoutes: li.attached,
@@ -633,10 +637,13 @@ func (t *translator) assembleConfig() {
 			if li.gw.address.IsValid() {
 				l.Address = li.gw.address.String()
 			}
-			// Certificates go where the proxies terminate TLS themselves:
-			// on a Gateway address, or on the listener ports of a plane
-			// that serves in the cluster. Through a tunnel, the edge does.
-			if li.gw.address.IsValid() || li.gw.servesInCluster() {
+			// An HTTPS listener's certificates go where the proxies
+			// terminate TLS themselves: on a Gateway address, or on the
+			// listener ports of a plane that serves in the cluster.
+			// Through a tunnel, the edge does. A TLS listener of mode
+			// Terminate always carries them: the edge relays its streams
+			// as bytes, and the proxy terminates them on every socket.
+			if li.gw.address.IsValid() || li.gw.servesInCluster() || li.terminate {
 				l.Certificates = li.certs
 			}
 			cfg.Listeners = append(cfg.Listeners, l)

@@ -101,9 +101,15 @@ type Listener struct {
 	// listeners of that address and port only, so one Gateway's routes
 	// never answer on another's address.
 	Address string `json:"address,omitempty"`
-	// Certificates terminate TLS for an HTTPS listener on its Gateway
-	// address, chosen by the client's SNI (the listener's hostname). The
-	// origin listeners ignore them: there TLS ended at Cloudflare's edge.
+	// Certificates terminate TLS, chosen by the client's SNI among the
+	// listeners of one socket (each listener's hostname). An HTTPS
+	// listener has them on its Gateway address, where the origin
+	// listeners ignore them: there TLS ended at Cloudflare's edge. A TLS
+	// listener with certificates terminates (the Gateway API's TLS mode
+	// Terminate) wherever it is served, its origin ports included, and
+	// its routes relay the plaintext; without them it passes the
+	// client's TLS through. The TLS listeners of one socket all have
+	// certificates or none have.
 	Certificates []Certificate `json:"certificates,omitempty"`
 	// ClientValidation asks the clients of an HTTPS listener on its
 	// Gateway address for a certificate at the handshake (the Gateway's
@@ -484,7 +490,11 @@ const (
 	ProtoTLS = "tls"
 	// ProtoTCP is bytes relayed as they come, for stream routes (a TLS
 	// passthrough connection's TLS is the client's, end to end). Only
-	// stream routes name clusters of this protocol.
+	// stream routes name clusters of this protocol. With TLS settings,
+	// the connections the proxy terminated (on a TLS listener with
+	// certificates) reach the cluster over TLS, re-encrypted with those
+	// settings (H2 aside: no ALPN is offered); connections it did not
+	// terminate are relayed to it as they come.
 	ProtoTCP = "tcp"
 )
 

@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 // extended tests of these and the core tests of each profile.
 var supported = []features.FeatureName{
 	features.SupportGateway, features.SupportHTTPRoute, features.SupportReferenceGrant, features.SupportGRPCRoute,
-	features.SupportTLSRoute, features.SupportTCPRoute,
+	features.SupportTLSRoute, features.SupportTLSRouteModeTerminate, features.SupportTCPRoute,
 	features.SupportGatewayHTTPListenerIsolation, features.SupportListenerSet,
 	features.SupportHTTPRouteQueryParamMatching, features.SupportHTTPRouteMethodMatching,
 	features.SupportHTTPRouteResponseHeaderModification, features.SupportHTTPRouteBackendRequestHeaderModification,
