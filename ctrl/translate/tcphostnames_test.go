@@ -9,6 +9,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/standalone"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 )
 
 // A ListenerSet's annotation publishes its TCP entries, as a Gateway's
@@ -16,27 +17,7 @@ import (
 // the tunnel at that hostname, the ListenerSet says so, and an entry the
 // annotation does not name is served in the cluster only.
 func TestTCPHostnamesOfAListenerSet(t *testing.T) {
-	const doc = `
-apiVersion: v1
-kind: Secret
-metadata: {name: cloudflare}
-type: Opaque
-data: {token: dG9rZW4=}
----
-apiVersion: tunnelgate.dev/v1alpha1
-kind: GatewayClassConfig
-metadata: {name: tunneled}
-spec:
-  credentialsRef: {namespace: default, name: cloudflare}
-  tunnel: {name: tunneled}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: tunneled}
-spec:
-  controllerName: tunnelgate.dev/controller
-  parametersRef: {group: tunnelgate.dev, kind: GatewayClassConfig, name: tunneled}
----
+	doc := fixture.TunnelClassYAML("tunneled", translate.DefaultControllerName) + `---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata: {name: gw}

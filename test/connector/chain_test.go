@@ -31,6 +31,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/standalone"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/realbackend"
 	"github.com/tunnelgate/tunnelgate/test/testaccess"
 	"github.com/tunnelgate/tunnelgate/test/testpki"
@@ -42,26 +43,7 @@ import (
 // TLSRoute for secure.example.com on the Gateway's TLS listener, passed
 // through to a TLS server at tlsAddr.
 func chainObjects(sshdAddr, tlsAddr string) string {
-	return fmt.Sprintf(`apiVersion: v1
-kind: Secret
-metadata: {name: cloudflare}
-type: Opaque
-data: {token: dG9rZW4=}
----
-apiVersion: tunnelgate.dev/v1alpha1
-kind: GatewayClassConfig
-metadata: {name: tunneled}
-spec:
-  credentialsRef: {namespace: default, name: cloudflare}
-  tunnel: {name: tunneled}
----
-apiVersion: gateway.networking.k8s.io/v1
-kind: GatewayClass
-metadata: {name: tunneled}
-spec:
-  controllerName: tunnelgate.dev/controller
-  parametersRef: {group: tunnelgate.dev, kind: GatewayClassConfig, name: tunneled}
----
+	return fixture.TunnelClassYAML("tunneled", translate.DefaultControllerName) + fmt.Sprintf(`---
 apiVersion: gateway.networking.k8s.io/v1
 kind: Gateway
 metadata:
