@@ -202,15 +202,7 @@ func TestStreamTLSServerNames(t *testing.T) {
 		route("exact", "a.example.com"),
 		route("again", "a.example.com"),
 	}
-	var clusters []proxycfg.Cluster
-	for _, r := range routes {
-		clusters = append(clusters, tcpCluster(r.Name, namedEcho(t, r.Name)))
-	}
-	p := quietProxy()
-	if err := p.Load(streamConfig(ls, routes, clusters...)); err != nil {
-		t.Fatal(err)
-	}
-	serveStreams(t, p)
+	p, clusters := serveNamedEchoes(t, ls, routes)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	for sni, want := range map[string]string{
 		"a.example.com":   "exact",
@@ -267,15 +259,7 @@ func TestStreamTLSListenerHostnames(t *testing.T) {
 		route("org", "gw/any", "*.org"),
 		route("exact", "gw/exact", "other.test"), // the listener takes none of its names
 	}
-	var clusters []proxycfg.Cluster
-	for _, r := range routes {
-		clusters = append(clusters, tcpCluster(r.Name, namedEcho(t, r.Name)))
-	}
-	p := quietProxy()
-	if err := p.Load(streamConfig(ls, routes, clusters...)); err != nil {
-		t.Fatal(err)
-	}
-	serveStreams(t, p)
+	p, clusters := serveNamedEchoes(t, ls, routes)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	for sni, want := range map[string]string{
 		"a.example.com": "narrow",
@@ -300,6 +284,23 @@ func TestStreamTLSListenerHostnames(t *testing.T) {
 			t.Errorf("after the edit, server name %q: backend %q; want %q", sni, got, want)
 		}
 	}
+}
+
+// serveNamedEchoes serves listeners and routes, each route's one backend
+// a namedEcho of its own name (a cluster of that name), until the test
+// ends; it returns the proxy and the clusters.
+func serveNamedEchoes(t *testing.T, ls []proxycfg.Listener, routes []proxycfg.Route) (*Proxy, []proxycfg.Cluster) {
+	t.Helper()
+	var clusters []proxycfg.Cluster
+	for _, r := range routes {
+		clusters = append(clusters, tcpCluster(r.Name, namedEcho(t, r.Name)))
+	}
+	p := quietProxy()
+	if err := p.Load(streamConfig(ls, routes, clusters...)); err != nil {
+		t.Fatal(err)
+	}
+	serveStreams(t, p)
+	return p, clusters
 }
 
 // tlsServer is OpenSSL's s_server with a certificate for host from ca.
