@@ -73,20 +73,12 @@ func noHostnameHint(kind string) string {
 // intersection), or its listener's. relayed: it is served on a
 // Gateway whose plane the shared proxies relay to (streamTunnel).
 func (t *translator) throughTunnel(r *routeInfo) (tunnel, public, relayed bool) {
-	for _, pi := range r.parents {
-		if !pi.accepted() {
-			continue
+	for _, a := range r.servedThrough {
+		if t.streamTunnel(a.listener.gw) {
+			tunnel = true
+			public = public || len(a.hosts) > 0 || a.listener.public() != ""
 		}
-		for _, a := range pi.attachments {
-			if a.lostTo != "" || a.shadowedBy != "" {
-				continue
-			}
-			if t.streamTunnel(a.listener.gw) {
-				tunnel = true
-				public = public || len(a.hosts) > 0 || a.listener.public() != ""
-			}
-			relayed = relayed || a.listener.gw.relayed()
-		}
+		relayed = relayed || a.listener.gw.relayed()
 	}
 	return tunnel, public, relayed
 }

@@ -173,25 +173,32 @@ func (t *translator) streamResult(p pending) {
 	}
 }
 
-// streamServed are the attachments a stream route is served through
-// (accepted, and not shadowed), and the policies protecting its rule
-// (named rule) there, per parent.
-func (t *translator) streamServed(r *routeInfo, rule string) (served []*attachment, protectors map[*parentInfo][]*accessInfo) {
+// servedThrough yields the attachments a stream route is served through
+// (of accepted parents, neither lost nor shadowed), each with its parent.
+func (r *routeInfo) servedThrough(yield func(*parentInfo, *attachment) bool) {
 	for _, pi := range r.parents {
 		if !pi.accepted() {
 			continue
 		}
 		for _, a := range pi.attachments {
-			if a.lostTo != "" || a.shadowedBy != "" {
-				continue
+			if a.lostTo == "" && a.shadowedBy == "" && !yield(pi, a) {
+				return
 			}
-			served = append(served, a)
-			if ai := t.streamAccess(r, a, rule); ai != nil && !slices.Contains(protectors[pi], ai) {
-				if protectors == nil {
-					protectors = map[*parentInfo][]*accessInfo{}
-				}
-				protectors[pi] = append(protectors[pi], ai)
+		}
+	}
+}
+
+// streamServed are the attachments a stream route is served through
+// (servedThrough), and the policies protecting its rule (named rule)
+// there, per parent.
+func (t *translator) streamServed(r *routeInfo, rule string) (served []*attachment, protectors map[*parentInfo][]*accessInfo) {
+	for pi, a := range r.servedThrough {
+		served = append(served, a)
+		if ai := t.streamAccess(r, a, rule); ai != nil && !slices.Contains(protectors[pi], ai) {
+			if protectors == nil {
+				protectors = map[*parentInfo][]*accessInfo{}
 			}
+			protectors[pi] = append(protectors[pi], ai)
 		}
 	}
 	return served, protectors
