@@ -19,12 +19,15 @@ import (
 // it to its pool or closes it. Interrupt cuts a wait short from any
 // goroutine (the client left).
 type Conn struct {
-	nc     net.Conn
-	br     *bufio.Reader
-	bw     *bufio.Writer
-	pool   *Pool
-	peek   *peekQuiet // looks at the socket under nc; nil if it cannot
-	reused bool       // it served an exchange before this one
+	nc   net.Conn
+	br   *bufio.Reader
+	bw   *bufio.Writer
+	pool *Pool
+	peek *peekQuiet // looks at the socket under nc; nil if it cannot
+	// held sends a request with the first read of its answer (rawio.go);
+	// nil where the connection's I/O cannot.
+	held   heldSender
+	reused bool // it served an exchange before this one
 	// streaming says the current exchange's body is being written by a
 	// goroutine of its own, which reads the client's body meanwhile.
 	streaming bool
@@ -140,7 +143,30 @@ func (c *Conn) Send(body io.Reader, replay []byte, n int64) (bodyDone <-chan err
 	if c.upload { // nothing of the client's left to wait for
 		c.uploaded()
 	}
-	return closedBody, c.bw.Flush()
+	return closedBody, c.flushRequest()
+}
+
+// heldSender is a connection's raw socket I/O that can send a request
+// with the first read of its answer, saving the read that would find
+// nothing yet (rawio.go explains why the write must be inside the read).
+type heldSender interface {
+	// hold makes the next write keep its bytes for the next read.
+	hold(on bool)
+	// pendingWrite reports whether kept bytes have not been sent.
+	pendingWrite() bool
+}
+
+// flushRequest flushes what Writer holds of the request. Where the
+// socket allows, the bytes go out with the first read of the answer
+// (ReadResponse, next): nothing is written to Writer in between.
+func (c *Conn) flushRequest() error {
+	if c.held == nil {
+		return c.bw.Flush()
+	}
+	c.held.hold(true)
+	err := c.bw.Flush()
+	c.held.hold(false)
+	return err
 }
 
 // Streaming reports whether Send left the body to a goroutine of its

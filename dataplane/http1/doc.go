@@ -74,6 +74,10 @@
 //     a goroutine of its own, so a backend that answers early cannot
 //     deadlock the exchange; a body cut short closes the connection, so
 //     the backend never takes it as whole.
+//   - The last bytes of a request (all of a small one) go out as the first
+//     step of reading its answer (rawio.go): the read that would follow
+//     the write and find nothing yet is saved. A connection whose request
+//     did not go out is never pooled.
 //
 // Responses, read from upstream (head.go, body.go):
 //   - RFC 9112 §4: the status line is HTTP/1.0 or HTTP/1.1, a three-digit

@@ -299,13 +299,15 @@ func (p *Pool) dial(ctx context.Context) (*Conn, error) {
 		nc = tc
 	}
 	rw := newRawIO(nc)
-	return &Conn{
+	c := &Conn{
 		nc:   nc,
 		br:   bufio.NewReaderSize(rw, upReadBuf),
 		bw:   bufio.NewWriterSize(rw, upWriteBuf),
 		pool: p,
 		peek: socketPeek(nc),
-	}, nil
+	}
+	c.held, _ = rw.(heldSender)
+	return c, nil
 }
 
 // socketPeek is the check of nc's socket (under TLS, the TCP socket), or
@@ -328,9 +330,10 @@ func socketPeek(nc net.Conn) *peekQuiet {
 // put returns a connection whose last exchange ended cleanly. Whoever set
 // a deadline on it has cleared it.
 func (p *Pool) put(c *Conn) {
-	if c.br.Buffered() > 0 || !c.tlsDrained() {
+	if c.br.Buffered() > 0 || !c.tlsDrained() || (c.held != nil && c.held.pendingWrite()) {
 		// The server sent more than the response it owed: whatever it is,
-		// it must not be read as the answer to the next request.
+		// it must not be read as the answer to the next request. (Or the
+		// request never went out: its answer was not read.)
 		c.Close()
 		return
 	}

@@ -28,13 +28,19 @@ type rawIO struct {
 	// write allocates nothing; their arguments and results pass through
 	// these fields. Reads are serial and writes are serial (a bufio
 	// reader and writer own them), but a read and a write may overlap.
-	readFn, writeFn func(fd uintptr) bool
-	rbuf            []byte
-	rn              int
-	rerr            syscall.Errno
-	wbuf            []byte
-	wn              int
-	werr            syscall.Errno
+	readFn, writeFn, sendReadFn func(fd uintptr) bool
+	rbuf                        []byte
+	rn                          int
+	rerr                        syscall.Errno
+	wbuf                        []byte
+	wn                          int
+	werr                        syscall.Errno
+
+	// holding and held let a request go out with the first read of its
+	// answer (see hold).
+	holding bool
+	held    []byte
+	herr    syscall.Errno // the held request's write failed
 }
 
 // newRawIO returns a rawIO for TCP and unix connections, else nc itself.
@@ -53,7 +59,7 @@ func newRawIO(nc net.Conn) io.ReadWriter {
 		return nc
 	}
 	r := &rawIO{rc: rc}
-	r.readFn, r.writeFn = r.read, r.write
+	r.readFn, r.writeFn, r.sendReadFn = r.read, r.write, r.sendRead
 	return r
 }
 
@@ -62,7 +68,20 @@ func (r *rawIO) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	r.rbuf, r.rn, r.rerr = p, 0, 0
-	err := r.rc.Read(r.readFn)
+	var err error
+	if len(r.held) == 0 {
+		err = r.rc.Read(r.readFn)
+	} else {
+		r.herr = 0
+		err = r.rc.Read(r.sendReadFn)
+		if err == nil && len(r.held) > 0 {
+			// The request did not go out whole without waiting: the
+			// rest goes the usual way, which waits for room, then the
+			// answer is read the usual way too.
+			return r.sendHeldThenRead(p)
+		}
+		r.held = nil
+	}
 	r.rbuf = nil
 	switch {
 	case err != nil:
@@ -88,6 +107,15 @@ func (r *rawIO) read(fd uintptr) bool {
 func (r *rawIO) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if r.holding && len(r.held) == 0 {
+		r.held = p
+		return len(p), nil
+	}
+	if len(r.held) > 0 {
+		if err := r.sendHeld(); err != nil {
+			return 0, err
+		}
 	}
 	r.wbuf, r.wn, r.werr = p, 0, 0
 	err := r.rc.Write(r.writeFn)
@@ -115,6 +143,78 @@ func (r *rawIO) write(fd uintptr) bool {
 		r.wn += int(n)
 	}
 	return true
+}
+
+// Sending a request with the first read of its answer. An upstream
+// exchange writes a request, then reads the answer; made one after the
+// other, the read comes a few microseconds after the write and nearly
+// always finds nothing yet (EAGAIN), so it costs a system call before the
+// netpoller waits. That read cannot simply be skipped: every rc.Read
+// starts by clearing the descriptor's readiness, so an answer that came
+// in before it would never be waited for. So the request is written
+// inside the read instead: the clearing comes first, then the write, then
+// the wait, and any answer to the request arrives after the clearing.
+//
+// hold(true) makes the next Write (bufio.Writer's Flush of a whole
+// request) keep its bytes instead of writing them; the next Read writes
+// them as its first step and then waits for the answer. The bytes are
+// the bufio.Writer's own buffer, which holds still until the Writer is
+// written to again: Conn writes nothing to it before it reads the answer
+// (Conn.flushRequest), and a connection whose held request never went
+// out is closed, not pooled (Pool.put). A write that would block (a full
+// socket buffer), or fails, ends the read at once: the rest goes through
+// Write, which waits for room with the write deadline, and the answer is
+// read as usual. A read deadline already past ends the read before
+// anything is written; the exchange then fails as it would have.
+
+// hold turns the keeping of the next Write on or off.
+func (r *rawIO) hold(on bool) { r.holding = on }
+
+// pendingWrite reports whether a held request has not gone out.
+func (r *rawIO) pendingWrite() bool { return len(r.held) > 0 }
+
+// sendHeld writes a held request now, waiting for room if it must.
+func (r *rawIO) sendHeld() error {
+	held := r.held
+	r.held = nil
+	r.holding = false
+	_, err := r.Write(held)
+	return err
+}
+
+// sendHeldThenRead finishes a held request's write that would have
+// blocked, then reads into p.
+func (r *rawIO) sendHeldThenRead(p []byte) (int, error) {
+	r.rbuf = nil
+	if r.herr != 0 {
+		r.held = nil
+		return 0, r.herr
+	}
+	if err := r.sendHeld(); err != nil {
+		return 0, err
+	}
+	return r.Read(p)
+}
+
+// sendRead writes the held request on its first call and then asks to
+// wait (false), without a read; once the request is out, it reads.
+func (r *rawIO) sendRead(fd uintptr) bool {
+	for len(r.held) > 0 {
+		p := r.held
+		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		if e == syscall.EAGAIN {
+			return true // the rest waits for room: sendHeldThenRead
+		}
+		if e != 0 {
+			r.herr = e
+			return true
+		}
+		r.held = p[n:]
+		if len(r.held) == 0 {
+			return false // sent: wait for the answer
+		}
+	}
+	return r.read(fd)
 }
 
 // peekQuiet reports whether a socket has nothing to read and has not been
