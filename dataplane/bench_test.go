@@ -30,9 +30,12 @@ import (
 // same bytes. Client and backend do no allocation, so allocs/op is the
 // proxy's own. impl=httputil is net/http's ReverseProxy tuned as a
 // production user would (idle pool, buffer pool), the baseline the
-// bench-check gates compare against.
+// bench-check gates compare against; impl=floor is the floor relay
+// (bench_floor_test.go), the least a Go proxy does, which stands in for
+// nginx.
 func BenchmarkProxy(b *testing.B) {
 	be := rawBackend(b)
+	b.Run("impl=floor", func(b *testing.B) { benchGET(b, serveFloor(b, be)) })
 	for _, filters := range []string{"none", "headers"} {
 		for _, impl := range []string{"tunnelgate", "httputil"} {
 			name := "impl=" + impl
