@@ -211,14 +211,14 @@ func readFields(br *bufio.Reader, h *Head) error {
 			// forbids for the smuggling it enables.
 			return protoErr("invalid field name %q", truncate(name))
 		}
-		value := bytes.Trim(line[colon+1:], " \t")
+		lead, value := trimOWS(line[colon+1:])
 		if !httpsyntax.ValidFieldValue(value) {
 			return protoErr("invalid value in field %q", truncate(name))
 		}
 		if len(h.fields) >= maxHeadFields {
 			return errHeadTooLarge
 		}
-		vstart := s.start + int32(colon+1) + int32(bytesIndexNonSpace(line[colon+1:]))
+		vstart := s.start + int32(colon+1+lead)
 		h.fields = append(h.fields, field{
 			name:  span{s.start, s.start + int32(colon)},
 			value: span{vstart, vstart + int32(len(value))},
@@ -226,13 +226,17 @@ func readFields(br *bufio.Reader, h *Head) error {
 	}
 }
 
-func bytesIndexNonSpace(b []byte) int {
-	for i, c := range b {
-		if c != ' ' && c != '\t' {
-			return i
-		}
+// trimOWS returns b without the optional whitespace (SP and HTAB, RFC
+// 9110 §5.6.3) around a field value, and how much was cut in front.
+func trimOWS(b []byte) (lead int, value []byte) {
+	for lead < len(b) && (b[lead] == ' ' || b[lead] == '\t') {
+		lead++
 	}
-	return len(b)
+	end := len(b)
+	for end > lead && (b[end-1] == ' ' || b[end-1] == '\t') {
+		end--
+	}
+	return lead, b[lead:end]
 }
 
 // frame works out how the body is delimited (RFC 9112 §6.3) and whether
