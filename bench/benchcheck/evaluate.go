@@ -67,11 +67,13 @@ func evaluate(gates []gate, results map[string]map[string][]sample, runErr map[s
 				r.Problems = append(r.Problems, missing(g.Baseline, g.Package))
 			}
 			if len(bench) > 0 && len(base) > 0 {
-				b := median(base)
+				baseNs, _ := values(base, "ns/op")
+				benchNs, _ := values(bench, "ns/op")
+				b := median(baseNs)
 				if b <= 0 {
 					r.Problems = append(r.Problems, fmt.Sprintf("baseline %s has a median of %g ns/op; cannot take a ratio", g.Baseline, b))
 				} else {
-					r.Ratio, r.HasRatio = median(bench)/b, true
+					r.Ratio, r.HasRatio = median(benchNs)/b, true
 					if r.Ratio > r.Budget {
 						r.Problems = append(r.Problems, fmt.Sprintf(
 							"%s takes %.2fx the time of %s, over the budget of %.2fx (max ratio %g × margin %g)",

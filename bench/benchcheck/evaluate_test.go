@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 )
@@ -19,9 +20,9 @@ BenchmarkMatch/routes=10-2         	10000000	       900.0 ns/op	       0 B/op	  
 BenchmarkMatch/routes=10000-2      	 5000000	       150.0 ns/op	       0 B/op	       0 allocs/op
 BenchmarkMatch/routes=10000-2      	 5000000	       160.0 ns/op	       0 B/op	       0 allocs/op
 BenchmarkMatch/routes=10000-2      	 5000000	       170.0 ns/op	       0 B/op	       0 allocs/op
-BenchmarkSlow-2                    	 1000000	       500.0 ns/op	      16 B/op	       1 allocs/op
-BenchmarkSlow-2                    	 1000000	       510.0 ns/op	      48 B/op	       3 allocs/op
-BenchmarkSlow-2                    	 1000000	       505.0 ns/op	      16 B/op	       1 allocs/op
+BenchmarkSlow-2                    	 1000000	       500.0 ns/op	       400.0 cpu-ns/op	         6.000 syscalls/op	      16 B/op	       1 allocs/op
+BenchmarkSlow-2                    	 1000000	       510.0 ns/op	       420.0 cpu-ns/op	         7.000 syscalls/op	      48 B/op	       3 allocs/op
+BenchmarkSlow-2                    	 1000000	       505.0 ns/op	       410.0 cpu-ns/op	      16 B/op	       1 allocs/op
 --- BENCH: BenchmarkSlow-2
     bench_test.go:12: a log line
 PASS
@@ -41,11 +42,41 @@ func TestParseBenchOutput(t *testing.T) {
 		t.Errorf("routes=10 samples = %+v", base)
 	}
 	// The median ignores the one disturbed run (900 ns).
-	if m := median(base); m != 110 {
-		t.Errorf("median = %v, want 110", m)
+	ns, missing := values(base, "ns/op")
+	if m := median(ns); m != 110 || missing != 0 {
+		t.Errorf("median = %v with %d missing, want 110 with none", m, missing)
 	}
-	if m := median([]sample{{NsPerOp: 4}, {NsPerOp: 1}, {NsPerOp: 3}, {NsPerOp: 2}}); m != 2.5 {
+	if m := median([]float64{4, 1, 3, 2}); m != 2.5 {
 		t.Errorf("even median = %v, want 2.5", m)
+	}
+	// Each run's own metrics are kept by unit, next to the standard ones.
+	slow := got["BenchmarkSlow"]
+	if v, ok := slow[1].value("B/op"); !ok || v != 48 {
+		t.Errorf("BenchmarkSlow run 2 B/op = %v, %v; want 48", v, ok)
+	}
+	if v, ok := slow[0].value("syscalls/op"); !ok || v != 6 {
+		t.Errorf("BenchmarkSlow run 1 syscalls/op = %v, %v; want 6", v, ok)
+	}
+	// The third run did not report syscalls/op.
+	if vs, missing := values(slow, "syscalls/op"); len(vs) != 2 || missing != 1 {
+		t.Errorf("syscalls/op values %v, %d missing; want 2 values, 1 missing", vs, missing)
+	}
+}
+
+// A sample built without Metrics still answers for ns/op and allocs/op.
+func TestSampleValue(t *testing.T) {
+	s := sample{NsPerOp: 5, AllocsPerOp: 2, HasAllocs: true}
+	if v, ok := s.value("ns/op"); !ok || v != 5 {
+		t.Errorf("ns/op = %v, %v", v, ok)
+	}
+	if v, ok := s.value("allocs/op"); !ok || v != 2 {
+		t.Errorf("allocs/op = %v, %v", v, ok)
+	}
+	if _, ok := (sample{NsPerOp: 5}).value("allocs/op"); ok {
+		t.Error("allocs/op reported without -benchmem")
+	}
+	if _, ok := s.value("cpu-ns/op"); ok {
+		t.Error("cpu-ns/op reported though no line had it")
 	}
 }
 
@@ -69,6 +100,11 @@ func TestParseBenchLine(t *testing.T) {
 		if ok != tt.ok || name != tt.name {
 			t.Errorf("parseBenchLine(%q) = %q, %v; want %q, %v", tt.line, name, ok, tt.name, tt.ok)
 		}
+	}
+	_, s, _ := parseBenchLine("BenchmarkA/size=1-4 \t 100\t 5.5 ns/op\t 3.0 MB/s\t 391.0 bytes/route\t 1 B/op\t 1 allocs/op")
+	want := map[string]float64{"ns/op": 5.5, "MB/s": 3, "bytes/route": 391, "B/op": 1, "allocs/op": 1}
+	if !maps.Equal(s.Metrics, want) {
+		t.Errorf("metrics = %v, want %v", s.Metrics, want)
 	}
 }
 
