@@ -23,19 +23,37 @@ var gateColumns = []string{"gate", "package", "benchmark", "baseline", "max rati
 // suffix could not be told apart from the name.
 var procsSuffix = regexp.MustCompile(`-[0-9]+$`)
 
-// gate is one row of the gates table.
+// gate is one row of either gates table.
 type gate struct {
 	Name      string // unique gate name, for messages
 	Package   string // package pattern passed to go test, e.g. "./matcher"
 	Benchmark string // full benchmark name, sub-benchmarks included
 	Baseline  string // benchmark the ratio is taken against; "" when no ratio is gated
-	MaxRatio  float64
-	MaxAllocs int64 // -1 when allocations are not gated
-	Line      int   // line in the markdown file, for messages
+	// Metric is the unit a row of the metric table gates, as go test
+	// prints it (cpu-ns/op, bytes/route); "" for a row of the ratio
+	// table, whose ratio is of ns/op.
+	Metric    string
+	MaxRatio  float64 // bound on the ratio, before the margin; 0 when no ratio is gated
+	MaxValue  float64 // bound on the median of Metric; used when valueGated
+	MaxAllocs int64   // -1 when allocations are not gated
+	Line      int     // line in the markdown file, for messages
 }
 
-// ratioGated says whether the gate bounds median(Benchmark)/median(Baseline).
+// ratioGated says whether the gate bounds median(Benchmark)/median(Baseline)
+// of its metric.
 func (g gate) ratioGated() bool { return g.Baseline != "" }
+
+// valueGated says whether the gate bounds the median of its metric itself:
+// a row of the metric table without a baseline.
+func (g gate) valueGated() bool { return g.Metric != "" && g.Baseline == "" }
+
+// metric is the unit the gate's ratio or bound is of.
+func (g gate) metric() string {
+	if g.Metric == "" {
+		return "ns/op"
+	}
+	return g.Metric
+}
 
 // allocsGated says whether the gate bounds allocs/op.
 func (g gate) allocsGated() bool { return g.MaxAllocs >= 0 }
