@@ -151,8 +151,9 @@ func packages(gates []gate) []string {
 }
 
 // testArgs builds the go test arguments for one package. -bench gets an
-// anchored alternation of the top-level benchmarks the package's gates name
-// (both benchmark and baseline), so that benchmarks no gate needs are not run.
+// anchored alternation of the top-level benchmarks the package's gates of
+// either table name (both benchmark and baseline), so that benchmarks no
+// gate needs are not run.
 // -cpu 1 runs them with GOMAXPROCS=1, so no other goroutine of the runtime
 // competes with the one being measured.
 func testArgs(pkg string, gates []gate, count int, benchtime string) []string {
