@@ -13,6 +13,24 @@ type sample struct {
 	NsPerOp     float64
 	AllocsPerOp float64
 	HasAllocs   bool // false when the run was not made with -benchmem
+	// Metrics holds every value of the line by its unit as go test prints
+	// it: ns/op, B/op and allocs/op as well as the benchmark's own
+	// b.ReportMetric units (cpu-ns/op, bytes/route, ...).
+	Metrics map[string]float64
+}
+
+// value returns the sample's value for a unit, and whether the line had one.
+func (s sample) value(unit string) (float64, bool) {
+	if v, ok := s.Metrics[unit]; ok {
+		return v, true
+	}
+	switch unit {
+	case "ns/op": // every counted line has it
+		return s.NsPerOp, true
+	case "allocs/op":
+		return s.AllocsPerOp, s.HasAllocs
+	}
+	return 0, false
 }
 
 // parseBenchOutput collects the result lines of `go test -bench` output by
@@ -34,7 +52,8 @@ func parseBenchOutput(r io.Reader) (map[string][]sample, error) {
 	return out, sc.Err()
 }
 
-// parseBenchLine parses one result line; ok is false for any other line.
+// parseBenchLine parses one result line; ok is false for any other line,
+// and for a result line without ns/op.
 func parseBenchLine(line string) (name string, s sample, ok bool) {
 	f := strings.Fields(line)
 	// name, iterations, then (value, unit) pairs.
@@ -45,11 +64,13 @@ func parseBenchLine(line string) (name string, s sample, ok bool) {
 		return "", sample{}, false
 	}
 	hasNs := false
+	s.Metrics = make(map[string]float64, (len(f)-2)/2)
 	for i := 2; i+1 < len(f); i += 2 {
 		v, err := strconv.ParseFloat(f[i], 64)
 		if err != nil {
 			return "", sample{}, false
 		}
+		s.Metrics[f[i+1]] = v
 		switch f[i+1] {
 		case "ns/op":
 			s.NsPerOp, hasNs = v, true
@@ -63,18 +84,28 @@ func parseBenchLine(line string) (name string, s sample, ok bool) {
 	return procsSuffix.ReplaceAllString(f[0], ""), s, true
 }
 
-// median returns the median ns/op of samples; they must not be empty. The
-// median, not the mean, so that one run disturbed by the machine does not
-// decide the gate.
-func median(samples []sample) float64 {
-	ns := make([]float64, len(samples))
-	for i, s := range samples {
-		ns[i] = s.NsPerOp
+// values returns the unit's value in each of samples that has one, and how
+// many samples have none.
+func values(samples []sample, unit string) (vs []float64, missing int) {
+	for _, s := range samples {
+		if v, ok := s.value(unit); ok {
+			vs = append(vs, v)
+		} else {
+			missing++
+		}
 	}
-	slices.Sort(ns)
-	n := len(ns)
+	return vs, missing
+}
+
+// median returns the median of vs; it must not be empty. The median, not
+// the mean, so that one run disturbed by the machine does not decide the
+// gate.
+func median(vs []float64) float64 {
+	vs = slices.Clone(vs)
+	slices.Sort(vs)
+	n := len(vs)
 	if n%2 == 1 {
-		return ns[n/2]
+		return vs[n/2]
 	}
-	return (ns[n/2-1] + ns[n/2]) / 2
+	return (vs[n/2-1] + vs[n/2]) / 2
 }

@@ -1,28 +1,58 @@
 // Command benchcheck enforces the benchmark gates written in BENCHMARKS.md.
 //
-// The gates are the markdown table under the "## Gates" heading:
+// The gates are the rows of the markdown tables under the "## Gates"
+// heading. The header of a table says what its rows gate; there are two
+// kinds, and prose may separate them. The ratio table gates time and
+// allocations:
 //
 //	| gate | package | benchmark | baseline | max ratio | max allocs/op |
 //	| --- | --- | --- | --- | --- | --- |
 //	| matcher-scale | ./matcher | BenchmarkMatch/routes=10000 | BenchmarkMatch/routes=10 | 2.0 | 0 |
 //
-// A gate bounds how much slower a benchmark may be than a baseline from the
+// A row bounds how much slower a benchmark may be than a baseline from the
 // same run (median ns/op over -count runs), and/or how many allocations it
 // may make per operation. A ratio of two benchmarks measured together is
 // used instead of absolute times so that gates mean the same on a laptop and
 // on a CI machine. Write "-" in baseline and max ratio to gate only
 // allocations, or in max allocs/op to gate only the ratio.
 //
+// The metric table gates one metric that go test prints after a value: a
+// unit a benchmark reports itself with b.ReportMetric (cpu-ns/op,
+// syscalls/op, bytes/route) or a standard one (ns/op, B/op, allocs/op):
+//
+//	| gate | package | benchmark | baseline | metric | max |
+//	| --- | --- | --- | --- | --- | --- |
+//	| proxy-cpu-vs-floor | ./dataplane | BenchmarkProxy/impl=tunnelgate | BenchmarkProxy/impl=floor | cpu-ns/op | 1.2 |
+//	| scrape-size | ./metrics | BenchmarkScrape/routes=1000 | - | bytes/route | 420 |
+//
+// With a baseline, max bounds the ratio of the two medians of the metric,
+// like max ratio does for ns/op: for example the CPU time per request
+// against a baseline's. With baseline "-", max bounds the median of the
+// metric itself: use it for counts and sizes that do not depend on timing,
+// never for times.
+//
+// Gate names are unique across both tables. Any other table header in the
+// section, or any malformed row, is an error naming the file and line: a
+// gate that cannot be read never passes.
+//
 // benchcheck runs go test once per package, from the directory holding the
 // file (the module root), asking only for the top-level benchmarks the gates
-// need. A gate fails when:
+// need (benchmarks and baselines). A gate fails when:
 //
-//   - ratio > max ratio × -margin (the margin absorbs timing noise);
+//   - a ratio > max ratio (or max) × -margin (the margin absorbs timing
+//     noise);
 //   - any single run reports more allocs/op than max allocs/op (no margin:
 //     allocation counts are deterministic);
+//   - the median of a metric gated without a baseline is above max (no
+//     margin: counts and sizes are not timing noise; the median, so that
+//     one odd run does not decide);
+//   - a run of the benchmark or baseline printed no value for the gated
+//     metric (the benchmark must report it with b.ReportMetric);
 //   - a benchmark or baseline printed no result, or go test failed.
 //
-// It prints a table of all gates and exits 1 if any failed.
+// It prints a table of all gates and exits 1 if any failed. VALUE is a
+// ratio ("1.12x") or a median with its unit ("391 bytes/route"); BUDGET is
+// the largest that passes, the margin included for a ratio.
 //
 // Timing noise is fought three ways: runs of the benchmark and its baseline
 // interleave (-count repeats the whole set), the median is compared, and the
@@ -72,10 +102,10 @@ func goTest(dir string, argv []string) ([]byte, error) {
 func run(args []string, stdout, stderr io.Writer, goTest runner) int {
 	fs := flag.NewFlagSet("benchcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	file := fs.String("file", "BENCHMARKS.md", "markdown file with the `## Gates` table")
+	file := fs.String("file", "BENCHMARKS.md", "markdown file with the `## Gates` tables")
 	count := fs.Int("count", 5, "runs per benchmark; the median is compared")
 	benchtime := fs.String("benchtime", "200ms", "go test -benchtime for each run")
-	margin := fs.Float64("margin", 1.25, "noise allowance: a ratio fails above max ratio × margin")
+	margin := fs.Float64("margin", 1.25, "noise allowance: a ratio fails above its max × margin")
 	verbose := fs.Bool("v", false, "print the raw go test output")
 	pin := fs.Bool("pin", true, "run on one CPU with taskset, when available: a benchmark that migrates between CPUs loses its caches and its timing")
 	if err := fs.Parse(args); err != nil {
@@ -151,8 +181,9 @@ func packages(gates []gate) []string {
 }
 
 // testArgs builds the go test arguments for one package. -bench gets an
-// anchored alternation of the top-level benchmarks the package's gates name
-// (both benchmark and baseline), so that benchmarks no gate needs are not run.
+// anchored alternation of the top-level benchmarks the package's gates of
+// either table name (both benchmark and baseline), so that benchmarks no
+// gate needs are not run.
 // -cpu 1 runs them with GOMAXPROCS=1, so no other goroutine of the runtime
 // competes with the one being measured.
 func testArgs(pkg string, gates []gate, count int, benchtime string) []string {

@@ -82,6 +82,58 @@ func TestRunCommandLines(t *testing.T) {
 	}
 }
 
+// TestRunMetricGates runs a file with both tables: go test is asked for the
+// metric gates' benchmarks and baselines too, and all gates are reported
+// in one table.
+func TestRunMetricGates(t *testing.T) {
+	const table = `## Gates
+
+| gate | package | benchmark | baseline | max ratio | max allocs/op |
+| --- | --- | --- | --- | --- | --- |
+| matcher-scale | ./matcher | BenchmarkMatch/routes=10000 | BenchmarkMatch/routes=10 | 2.0 | 0 |
+
+Gates on metrics the benchmarks report:
+
+| gate | package | benchmark | baseline | metric | max |
+| --- | --- | --- | --- | --- | --- |
+| proxy-cpu | ./dataplane | BenchmarkProxy/impl=tunnelgate | BenchmarkProxy/impl=floor | cpu-ns/op | 1.0 |
+| scrape-size | ./dataplane | BenchmarkScrape/routes=1000 | - | bytes/route | 420 |
+| floor-vs-nocpu | ./dataplane | BenchmarkProxy/impl=floor | BenchmarkNoCPU | ns/op | 50 |
+| slow-syscalls | ./matcher | BenchmarkSlow | - | syscalls/op | 6.5 |
+`
+	path := writeTable(t, table)
+	fake := &fakeGoTest{out: map[string]string{"./matcher": cannedOutput, "./dataplane": metricOutput}}
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-file", path, "-count", "3", "-pin=false"}, &stdout, &stderr, fake.run)
+
+	want := [][]string{
+		{"go", "test", "-run", "^$", "-bench", "^(BenchmarkMatch|BenchmarkSlow)$", "-benchmem", "-count", "3", "-benchtime", "200ms", "-cpu", "1", "./matcher"},
+		{"go", "test", "-run", "^$", "-bench", "^(BenchmarkProxy|BenchmarkScrape|BenchmarkNoCPU)$", "-benchmem", "-count", "3", "-benchtime", "200ms", "-cpu", "1", "./dataplane"},
+	}
+	if !slices.EqualFunc(fake.calls, want, slices.Equal) {
+		t.Errorf("go test calls:\n got %q\nwant %q", fake.calls, want)
+	}
+	// BenchmarkSlow's third run reports no syscalls/op: that gate fails.
+	if code != 1 {
+		t.Errorf("exit code %d, want 1\n%s", code, stdout.String())
+	}
+	out := stdout.String()
+	for _, s := range []string{
+		"GATE            VALUE            BUDGET           ALLOCS     RESULT",
+		"matcher-scale   1.45x            2.50x            0 (max 0)  PASS",
+		"proxy-cpu       1.20x            1.25x            -          PASS",
+		"scrape-size     391 bytes/route  420 bytes/route  -          PASS",
+		"floor-vs-nocpu  40.00x           62.50x           -          PASS",
+		"slow-syscalls   ?                6.5 syscalls/op  -          FAIL",
+		`FAIL gate slow-syscalls (line 14): BenchmarkSlow printed no syscalls/op in 1 of 3 runs; the benchmark must report it with b.ReportMetric(v, "syscalls/op")`,
+		"1 of 5 benchmark gates failed",
+	} {
+		if !strings.Contains(out, s) {
+			t.Errorf("output lacks %q:\n%s", s, out)
+		}
+	}
+}
+
 func TestRunAllPass(t *testing.T) {
 	path := writeTable(t, strings.Join(strings.Split(mainTable, "\n")[:6], "\n")+"\n")
 	fake := &fakeGoTest{out: map[string]string{"./matcher": cannedOutput}}
