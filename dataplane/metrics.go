@@ -22,6 +22,7 @@ func (p *Proxy) metricsEndpoint() http.Handler {
 			Tracer:    p.tracer,
 			Register:  p.opts.Metrics,
 			Log:       p.opts.Log,
+			Detail:    p.opts.MetricsDetail,
 		})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -96,6 +97,16 @@ func (m metricSource) StreamRoutes() []observe.StreamRoute {
 	out := make([]observe.StreamRoute, 0, len(cc.streams.routes))
 	for _, r := range cc.streams.routes {
 		out = append(out, observe.StreamRoute{Kind: string(r.id.Kind), Name: r.name, Stats: r.stats})
+	}
+	return out
+}
+
+func (m metricSource) Listeners() []*observe.ListenerStats {
+	out := []*observe.ListenerStats{&m.p.noListener}
+	if cc := m.p.current.Load(); cc != nil {
+		for _, st := range cc.filed.stats {
+			out = append(out, st)
+		}
 	}
 	return out
 }
