@@ -89,6 +89,17 @@ func (m metricSource) Clusters() []observe.Cluster {
 	return out
 }
 
+// PoolConnections reads every endpoint's pool once, however many
+// clusters share it. The transports' lock is held only to list them.
+func (m metricSource) PoolConnections() (idle, open int) {
+	for _, e := range m.p.transports.endpoints() {
+		i, o := e.conns()
+		idle += i
+		open += o
+	}
+	return idle, open
+}
+
 func (m metricSource) StreamRoutes() []observe.StreamRoute {
 	cc := m.p.current.Load()
 	if cc == nil {

@@ -465,14 +465,15 @@ func TestRouteAndUpstreamMetrics(t *testing.T) {
 // By default a scrape serves each rule's and cluster's counts that are
 // not zero, and latency by listener: every request, routed or not, under
 // the listener that took it, or "" when none did; a cluster's own
-// gauges only when it has no endpoint. The listeners' counts are kept
+// gauges only when it has no endpoint, and the pools' connections added
+// up, an endpoint two clusters list counted once. The listeners' counts are kept
 // across a config load that keeps the listener.
 func TestMetricsListenerDetail(t *testing.T) {
 	be := startBackend(t, echo("ok"))
 	cfg := config([]proxycfg.Route{
 		route("shop", to("app")),
-		{Kind: proxycfg.KindHTTP, Name: "named", Listeners: []string{"gw/named"}, Rules: []proxycfg.Rule{to("app")}},
-	}, cluster("app", be), cluster("empty"))
+		{Kind: proxycfg.KindHTTP, Name: "named", Listeners: []string{"gw/named"}, Rules: []proxycfg.Rule{to("app-too")}},
+	}, cluster("app", be), cluster("app-too", be), cluster("empty"))
 	cfg.Listeners = []proxycfg.Listener{
 		{Name: "gw/http", Port: 80, Protocol: proxycfg.ListenerHTTP, Hostname: "shop.example"},
 		{Name: "gw/named", Port: 80, Protocol: proxycfg.ListenerHTTP, Hostname: "named.example"},
@@ -488,7 +489,8 @@ func TestMetricsListenerDetail(t *testing.T) {
 	s.want(t, `tunnelgate_listener_request_duration_seconds_bucket{listener="gw/http",le="+Inf"}`, "2")
 	s.want(t, `tunnelgate_route_requests_total{class="2xx",route="default/shop",rule="0"}`, "2")
 	s.want(t, `tunnelgate_route_requests_total{class="2xx",route="default/named",rule="0"}`, "1")
-	s.want(t, `tunnelgate_upstream_requests_total{cluster="app",result="2xx"}`, "3")
+	s.want(t, `tunnelgate_upstream_requests_total{cluster="app",result="2xx"}`, "2")
+	s.want(t, `tunnelgate_upstream_requests_total{cluster="app-too",result="2xx"}`, "1")
 	s.want(t, `tunnelgate_cluster_endpoints{cluster="empty"}`, "0")
 	s.want(t, `tunnelgate_upstream_pool_connections{state="idle"}`, "1")
 	s.want(t, `tunnelgate_upstream_pool_connections{state="active"}`, "0")

@@ -75,7 +75,7 @@ var (
 	famUpstreamLatency = family{"tunnelgate_upstream_response_seconds", "histogram",
 		"Time from sending an attempt to its response head, by cluster."}
 	famPoolConnections = family{"tunnelgate_upstream_pool_connections", "gauge",
-		"HTTP/1.1 connections open to the endpoints of every cluster: idle in the pool, or active (busy or dialling)."}
+		"HTTP/1.1 connections open to the endpoints of every cluster, each endpoint counted once: idle in the pool, or active (busy or dialling)."}
 	famUpstreamConnections = family{"tunnelgate_upstream_connections", "gauge",
 		"HTTP/1.1 connections open to a cluster's endpoints: idle in the pool, or active (busy or dialling)."}
 	famClusterEndpoints = family{"tunnelgate_cluster_endpoints", "gauge",
@@ -160,19 +160,15 @@ func writeRoutes(t *textWriter, src Source, d Detail) []Cluster {
 			t.int(int64(cl.Endpoints))
 		}
 	}
-	var idle, open int64
-	for i := range clusters {
-		idle += int64(clusters[i].IdleConns)
-		open += int64(clusters[i].OpenConns)
-	}
+	idle, open := src.PoolConnections()
 	t.begin(&famPoolConnections)
 	for _, s := range [...]struct {
 		state string
-		n     int64
+		n     int
 	}{{"idle", idle}, {"active", open - idle}} {
 		t.series()
 		t.label("state", s.state)
-		t.int(s.n)
+		t.int(int64(s.n))
 	}
 	if d < DetailRoute {
 		return clusters

@@ -71,6 +71,10 @@ type Source interface {
 	// StreamRoutes are the current config's stream routes, in a new
 	// slice, in any order; a route left out leaves the scrape.
 	StreamRoutes() []StreamRoute
+	// PoolConnections count the HTTP/1.1 connections of every endpoint's
+	// pool, each endpoint once however many clusters list it: idle, and
+	// open in all (idle, busy or dialling).
+	PoolConnections() (idle, open int)
 	// Listeners are the stats of the current config's HTTP and HTTPS
 	// listeners and of the requests no listener took, in a new slice, in
 	// any order.

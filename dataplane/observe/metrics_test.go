@@ -34,6 +34,13 @@ func (f *fakeSource) ConfigVersion() (string, bool) {
 }
 func (f *fakeSource) Rules() []*RuleStats { return append([]*RuleStats(nil), f.rules...) }
 func (f *fakeSource) Clusters() []Cluster { return append([]Cluster(nil), f.clusters...) }
+func (f *fakeSource) PoolConnections() (idle, open int) {
+	for _, c := range f.clusters { // no endpoint shared here
+		idle += c.IdleConns
+		open += c.OpenConns
+	}
+	return idle, open
+}
 func (f *fakeSource) Listeners() []*ListenerStats {
 	return append([]*ListenerStats(nil), f.listens...)
 }
