@@ -51,29 +51,25 @@ func (m metricSource) ConfigVersion() (string, bool) {
 	return "", false
 }
 
-func (m metricSource) Rules() []*observe.RuleStats {
+func (m metricSource) Rules(into []*observe.RuleStats) []*observe.RuleStats {
 	p := m.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rules := make([]*observe.RuleStats, 0, len(p.ruleStats))
 	for _, st := range p.ruleStats {
-		rules = append(rules, st)
+		into = append(into, st)
 	}
-	return rules
+	return into
 }
 
-// Clusters reads each cluster's current state. p.mu is held only to list
-// the slots: the states and their counters are read atomically after.
-func (m metricSource) Clusters() []observe.Cluster {
+// Clusters reads each cluster's current state, into a slice the scrape
+// reuses, so that a scrape of thousands of clusters allocates nothing
+// here. p.mu is held while they are read (atomic loads, and no endpoint
+// made): a config waits that long to be applied.
+func (m metricSource) Clusters(into []observe.Cluster) []observe.Cluster {
 	p := m.p
 	p.mu.Lock()
-	slots := make([]*clusterSlot, 0, len(p.slots))
+	defer p.mu.Unlock()
 	for _, s := range p.slots {
-		slots = append(slots, s)
-	}
-	p.mu.Unlock()
-	out := make([]observe.Cluster, len(slots))
-	for i, s := range slots {
 		c := observe.Cluster{Name: s.name, Upstream: &s.upstream, Stream: &s.stream}
 		if cs := s.state.Load(); cs != nil {
 			c.Endpoints = len(cs.addrs)
@@ -84,9 +80,9 @@ func (m metricSource) Clusters() []observe.Cluster {
 				c.OpenConns += open
 			}
 		}
-		out[i] = c
+		into = append(into, c)
 	}
-	return out
+	return into
 }
 
 // PoolConnections reads every endpoint's pool once, however many

@@ -88,10 +88,25 @@ var (
 var routeFamilies = []*family{&famListenerLatency, &famRouteRequests, &famRouteLatency, &famUpstreamRequests,
 	&famUpstreamLatency, &famPoolConnections, &famUpstreamConnections, &famClusterEndpoints, &famClusterInflight}
 
+// scrapeLists are the lists a scrape sorts, kept from one scrape to the
+// next: at 5,000 routes they are most of what a scrape would allocate.
+type scrapeLists struct {
+	rules    []*RuleStats
+	clusters []Cluster
+}
+
+// clear drops what the lists point to, keeping their room.
+func (l *scrapeLists) clear() {
+	clear(l.rules[:cap(l.rules)])
+	clear(l.clusters[:cap(l.clusters)])
+	l.rules, l.clusters = l.rules[:0], l.clusters[:0]
+}
+
 // writeRoutes writes the per-listener, per-rule and per-cluster families
-// of src at detail d, each sorted by its labels' values, and returns the
-// clusters sorted by name, for the stream families.
-func writeRoutes(t *textWriter, src Source, d Detail) []Cluster {
+// of src at detail d, each sorted by its labels' values, into lists, and
+// leaves the clusters sorted by name in lists.clusters for the stream
+// families.
+func writeRoutes(t *textWriter, src Source, d Detail, lists *scrapeLists) {
 	listeners := src.Listeners()
 	slices.SortFunc(listeners, func(a, b *ListenerStats) int { return strings.Compare(a.Listener, b.Listener) })
 	t.begin(&famListenerLatency)
@@ -103,7 +118,8 @@ func writeRoutes(t *textWriter, src Source, d Detail) []Cluster {
 		}
 	}
 
-	rules := src.Rules()
+	lists.rules = src.Rules(lists.rules[:0])
+	rules := lists.rules
 	slices.SortFunc(rules, func(a, b *RuleStats) int {
 		if n := strings.Compare(a.Route, b.Route); n != 0 {
 			return n
@@ -134,7 +150,8 @@ func writeRoutes(t *textWriter, src Source, d Detail) []Cluster {
 		}
 	}
 
-	clusters := src.Clusters()
+	lists.clusters = src.Clusters(lists.clusters[:0])
+	clusters := lists.clusters
 	slices.SortFunc(clusters, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
 	t.begin(&famUpstreamRequests)
 	for i := range clusters {
@@ -171,7 +188,7 @@ func writeRoutes(t *textWriter, src Source, d Detail) []Cluster {
 		t.int(int64(s.n))
 	}
 	if d < DetailRoute {
-		return clusters
+		return
 	}
 	t.begin(&famUpstreamLatency)
 	for i := range clusters {
@@ -207,7 +224,6 @@ func writeRoutes(t *textWriter, src Source, d Detail) []Cluster {
 			}
 		}
 	}
-	return clusters
 }
 
 // noLatency is the histogram of a cluster that has not been timed: no

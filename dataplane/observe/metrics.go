@@ -62,12 +62,14 @@ type Source interface {
 	// ConfigVersion is the version of the config being served; ok is
 	// false before the first one.
 	ConfigVersion() (version string, ok bool)
-	// Rules are the stats of the current config's route rules, in a new
-	// slice, in any order; a rule left out leaves the scrape.
-	Rules() []*RuleStats
-	// Clusters are the current config's clusters, in a new slice, in any
-	// order; a cluster left out leaves the scrape.
-	Clusters() []Cluster
+	// Rules appends the stats of the current config's route rules to
+	// into (empty, and reused from scrape to scrape), in any order; a rule
+	// left out leaves the scrape.
+	Rules(into []*RuleStats) []*RuleStats
+	// Clusters appends the current config's clusters to into (empty, and
+	// reused from scrape to scrape), in any order; a cluster left out
+	// leaves the scrape.
+	Clusters(into []Cluster) []Cluster
 	// StreamRoutes are the current config's stream routes, in a new
 	// slice, in any order; a route left out leaves the scrape.
 	StreamRoutes() []StreamRoute

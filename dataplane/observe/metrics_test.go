@@ -32,8 +32,8 @@ func (f *fakeSource) BufferedBytes() int64 { return 8192 }
 func (f *fakeSource) ConfigVersion() (string, bool) {
 	return f.version, f.version != ""
 }
-func (f *fakeSource) Rules() []*RuleStats { return append([]*RuleStats(nil), f.rules...) }
-func (f *fakeSource) Clusters() []Cluster { return append([]Cluster(nil), f.clusters...) }
+func (f *fakeSource) Rules(into []*RuleStats) []*RuleStats { return append(into, f.rules...) }
+func (f *fakeSource) Clusters(into []Cluster) []Cluster    { return append(into, f.clusters...) }
 func (f *fakeSource) PoolConnections() (idle, open int) {
 	for _, c := range f.clusters { // no endpoint shared here
 		idle += c.IdleConns

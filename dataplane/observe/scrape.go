@@ -29,6 +29,12 @@ type metricsHandler struct {
 	src    Source
 	detail Detail
 	log    *slog.Logger
+	// lists are kept for the next scrape; one that finds them taken
+	// (scrapes at once) makes its own.
+	lists struct {
+		sync.Mutex
+		scrapeLists
+	}
 }
 
 // scrapeWriters are the buffers of a scrape, reused from one to the next:
@@ -75,8 +81,14 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	sw.t.w = sw.bw
-	clusters := writeRoutes(&sw.t, h.src, h.detail)
-	writeStreams(&sw.t, h.src, clusters)
+	lists := &scrapeLists{}
+	if h.lists.TryLock() {
+		defer h.lists.Unlock()
+		lists = &h.lists.scrapeLists
+		defer lists.clear()
+	}
+	writeRoutes(&sw.t, h.src, h.detail, lists)
+	writeStreams(&sw.t, h.src, lists.clusters)
 	sw.t.w = nil
 	err = sw.bw.Flush()
 	if sw.gz != nil && out == sw.gz {
