@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -292,3 +293,31 @@ func FuzzLabelValue(f *testing.F) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Scrapes at once each write the whole scrape: the one that finds the
+// kept lists taken makes its own.
+func TestScrapesAtOnce(t *testing.T) {
+	h, err := NewMetricsHandler(streamedSource(), MetricsOptions{Detail: DetailRoute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bodies := make([]string, 8)
+	var wg sync.WaitGroup
+	for i := range bodies {
+		wg.Go(func() {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+			bodies[i] = rec.Body.String()
+		})
+	}
+	wg.Wait()
+	want := tunnelgateFamilies(bodies[0])
+	for i, b := range bodies[1:] {
+		got := tunnelgateFamilies(b)
+		for _, name := range []string{"tunnelgate_route_requests_total", "tunnelgate_upstream_connections", "tunnelgate_route_request_duration_seconds", "tunnelgate_listener_request_duration_seconds"} {
+			if got[name] == "" || got[name] != want[name] {
+				t.Errorf("scrape %d: %s differs from the first scrape's:\n%s", i+1, name, lineDiff(want[name], got[name]))
+			}
+		}
+	}
+}
