@@ -1,5 +1,4 @@
-// This file implements the per-listener, per-rule and per-cluster metric
-// families.
+// This file implements the per-listener, per-rule and per-cluster metric families.
 
 package observe
 

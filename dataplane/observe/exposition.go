@@ -1,5 +1,4 @@
-// This file implements the Prometheus text format writer the per-rule,
-// per-listener, per-cluster and stream families are streamed with.
+// This file implements textWriter, the Prometheus text format writer of the streamed families.
 
 package observe
 

@@ -1,6 +1,4 @@
-// This file implements the tests of the streamed families' text: what a
-// scrape holds at each detail, label escaping, gzip, and the writer
-// against the Prometheus library's own.
+// This file implements the tests of the streamed families and of their text writer.
 
 package observe
 

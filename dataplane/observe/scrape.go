@@ -1,5 +1,4 @@
-// This file implements the serving of one scrape: the registry's families,
-// then the streamed ones, over gzip when the scraper takes it.
+// This file implements the serving of a scrape: gathered families, then streamed ones.
 
 package observe
 

@@ -1,5 +1,5 @@
-// This file defines status classes, the latency Histogram, RuleStats and
-// UpstreamStats.
+// This file defines status classes, the latency Histogram, RuleStats,
+// ListenerStats and UpstreamStats.
 
 package observe
 
