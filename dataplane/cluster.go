@@ -237,6 +237,19 @@ type transport struct {
 	explain  func(error) error
 }
 
+// endpoints are every endpoint of every transport, in a new slice.
+func (ts *transports) endpoints() []*endpoint {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	var out []*endpoint
+	for _, t := range ts.byKey {
+		for _, e := range t.eps {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 func newTransports(s http1.PoolSettings) *transports {
 	return &transports{settings: s, byKey: map[transportKey]*transport{}}
 }

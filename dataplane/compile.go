@@ -92,11 +92,14 @@ type servedRule struct {
 // slotFor returns the stable slot for a cluster name; compile does not
 // install cluster states (the proxy does that once the whole config has
 // passed). Every problem is reported, joined, each naming its place.
-func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, want viewSet, place placement, originPorts []int) (*compiledConfig, error) {
+//
+// listenersBefore are the listener stats of the config served, which
+// the listeners of the same names keep.
+func compile(cfg *proxycfg.Config, slotFor func(name string) *clusterSlot, listenersBefore map[string]*observe.ListenerStats, want viewSet, place placement, originPorts []int) (*compiledConfig, error) {
 	if cfg.Schema != proxycfg.SchemaVersion {
 		return nil, fmt.Errorf("config schema is %q; this proxy reads %q (upgrade the proxy or the controller so they match)", cfg.Schema, proxycfg.SchemaVersion)
 	}
-	c := &compiler{cfg: cfg, cc: &compiledConfig{version: cfg.Version}}
+	c := &compiler{cfg: cfg, cc: &compiledConfig{version: cfg.Version}, listenersBefore: listenersBefore}
 	if len(cfg.SessionKeys) > 0 {
 		c.cc.session = newSessionCodec(cfg.SessionKeys...)
 	}
@@ -125,7 +128,10 @@ type compiler struct {
 	// tcpClusters are the names of the clusters of protocol tcp, made at
 	// the first question (tcpCluster).
 	tcpClusters map[string]bool
-	errs        []error
+	// listenersBefore are the listener stats of the config served, by
+	// listener name.
+	listenersBefore map[string]*observe.ListenerStats
+	errs            []error
 }
 
 func (c *compiler) fail(format string, a ...any) { c.errs = append(c.errs, fmt.Errorf(format, a...)) }
@@ -187,11 +193,23 @@ func (c *compiler) listeners(place placement) {
 			c.errs = append(c.errs, err)
 		}
 	}
+	// Each HTTP and HTTPS listener's stats: those it had under its
+	// name, or new ones.
+	stats := make(map[string]*observe.ListenerStats, len(c.byName))
+	for name, l := range c.byName {
+		if isStreamListener(l) {
+			continue
+		}
+		if stats[name] = c.listenersBefore[name]; stats[name] == nil {
+			stats[name] = &observe.ListenerStats{Listener: name}
+		}
+	}
 	c.cc.filed = &filing{
 		listeners:  c.cfg.Listeners,
 		routesOf:   map[string][]*matcher.Prepared[*compiled.Target]{},
 		gatewayAt:  at,
 		gatewayTLS: gatewayTLS,
+		stats:      stats,
 	}
 }
 

@@ -8,10 +8,11 @@ import (
 )
 
 // What the proxy counts: observe.Counters for the whole proxy
-// (Proxy.stats), and beside each route rule and each cluster their own
-// stats (observe.RuleStats in the compiled config's servedRule,
-// observe.UpstreamStats in the clusterSlot). The request path only adds
-// to them; metrics read them at scrape time.
+// (Proxy.stats), and beside each route rule, each listener and each
+// cluster their own stats (observe.RuleStats in the compiled config's
+// servedRule, observe.ListenerStats in its vhosts, resolved when the
+// config is compiled, observe.UpstreamStats in the clusterSlot). The
+// request path only adds to them; metrics read them at scrape time.
 
 // adoptRuleStats gives each rule of a config being installed its stats:
 // the ones its route and label had in the config before, or new ones, so

@@ -83,7 +83,7 @@ func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWri
 	if status == 0 {
 		status = http.StatusOK // nothing written: the server sends an empty 200
 	}
-	rec.countRule(status, end)
+	rec.count(&p.noListener, status, end)
 	if t := p.tracer; t != nil {
 		if !rec.sc.IsValid() {
 			h.startSpan(r, rec) // no backend was reached

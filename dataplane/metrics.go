@@ -22,6 +22,7 @@ func (p *Proxy) metricsEndpoint() http.Handler {
 			Tracer:    p.tracer,
 			Register:  p.opts.Metrics,
 			Log:       p.opts.Log,
+			Detail:    p.opts.MetricsDetail,
 		})
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -50,29 +51,25 @@ func (m metricSource) ConfigVersion() (string, bool) {
 	return "", false
 }
 
-func (m metricSource) Rules() []*observe.RuleStats {
+func (m metricSource) Rules(into []*observe.RuleStats) []*observe.RuleStats {
 	p := m.p
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	rules := make([]*observe.RuleStats, 0, len(p.ruleStats))
 	for _, st := range p.ruleStats {
-		rules = append(rules, st)
+		into = append(into, st)
 	}
-	return rules
+	return into
 }
 
-// Clusters reads each cluster's current state. p.mu is held only to list
-// the slots: the states and their counters are read atomically after.
-func (m metricSource) Clusters() []observe.Cluster {
+// Clusters reads each cluster's current state, into a slice the scrape
+// reuses, so that a scrape of thousands of clusters allocates nothing
+// here. p.mu is held while they are read (atomic loads, and no endpoint
+// made): a config waits that long to be applied.
+func (m metricSource) Clusters(into []observe.Cluster) []observe.Cluster {
 	p := m.p
 	p.mu.Lock()
-	slots := make([]*clusterSlot, 0, len(p.slots))
+	defer p.mu.Unlock()
 	for _, s := range p.slots {
-		slots = append(slots, s)
-	}
-	p.mu.Unlock()
-	out := make([]observe.Cluster, len(slots))
-	for i, s := range slots {
 		c := observe.Cluster{Name: s.name, Upstream: &s.upstream, Stream: &s.stream}
 		if cs := s.state.Load(); cs != nil {
 			c.Endpoints = len(cs.addrs)
@@ -83,9 +80,20 @@ func (m metricSource) Clusters() []observe.Cluster {
 				c.OpenConns += open
 			}
 		}
-		out[i] = c
+		into = append(into, c)
 	}
-	return out
+	return into
+}
+
+// PoolConnections reads every endpoint's pool once, however many
+// clusters share it. The transports' lock is held only to list them.
+func (m metricSource) PoolConnections() (idle, open int) {
+	for _, e := range m.p.transports.endpoints() {
+		i, o := e.conns()
+		idle += i
+		open += o
+	}
+	return idle, open
 }
 
 func (m metricSource) StreamRoutes() []observe.StreamRoute {
@@ -96,6 +104,16 @@ func (m metricSource) StreamRoutes() []observe.StreamRoute {
 	out := make([]observe.StreamRoute, 0, len(cc.streams.routes))
 	for _, r := range cc.streams.routes {
 		out = append(out, observe.StreamRoute{Kind: string(r.id.Kind), Name: r.name, Stats: r.stats})
+	}
+	return out
+}
+
+func (m metricSource) Listeners() []*observe.ListenerStats {
+	out := []*observe.ListenerStats{&m.p.noListener}
+	if cc := m.p.current.Load(); cc != nil {
+		for _, st := range cc.filed.stats {
+			out = append(out, st)
+		}
 	}
 	return out
 }

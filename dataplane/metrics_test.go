@@ -11,27 +11,20 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/test/testmetrics"
 )
 
-// scrape is one /metrics answer: the text, and each sample line's value
-// by series ("name{labels}").
+// scrape is one /metrics answer: the text, and each sample's value by
+// series ("name{labels}", labels sorted; testmetrics.Series).
 type scrape struct {
 	body   string
 	series map[string]string
 }
 
-func parseScrape(body string) scrape {
-	s := scrape{body: body, series: map[string]string{}}
-	for _, line := range strings.Split(body, "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if i := strings.LastIndexByte(line, ' '); i > 0 {
-			s.series[line[:i]] = line[i+1:]
-		}
-	}
-	return s
+func parseScrape(t testing.TB, body string) scrape {
+	return scrape{body: body, series: testmetrics.Series(t, body)}
 }
 
 // want fails unless series has value.
@@ -74,7 +67,7 @@ func (e *testEnv) scrapeMetrics() scrape {
 	if ct := res.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
 		e.t.Errorf("/metrics Content-Type %q, want text/plain", ct)
 	}
-	return parseScrape(body)
+	return parseScrape(e.t, body)
 }
 
 // waitMetric scrapes until series has value, failing after a few seconds.
@@ -91,8 +84,10 @@ func (e *testEnv) waitMetric(series, value string) scrape {
 	}
 }
 
+// With -metrics-detail=route, every family is served; the per-cluster
+// gauges from the cluster's first request.
 func TestAdminAndMetrics(t *testing.T) {
-	e := newTestEnv(t, nil)
+	e := newTestEnv(t, nil, func(o *Options) { o.MetricsDetail = observe.DetailRoute })
 
 	// Before any config: alive, not ready, metrics say so.
 	if res, body := e.adminGet("/healthz"); res.StatusCode != 200 || body != "ok\n" {
@@ -259,7 +254,7 @@ func TestMetricsArePerProxy(t *testing.T) {
 			if rec.Code != 200 {
 				t.Fatalf("status %d: %s", rec.Code, rec.Body)
 			}
-			parseScrape(rec.Body.String()).want(t, "tunnelgate_requests_total", tc.want)
+			parseScrape(t, rec.Body.String()).want(t, "tunnelgate_requests_total", tc.want)
 		}
 	}
 	mfs, err := prometheus.DefaultGatherer.Gather()

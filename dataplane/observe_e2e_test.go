@@ -432,7 +432,7 @@ func TestRouteAndUpstreamMetrics(t *testing.T) {
 	rule.Retry = &proxycfg.Retry{Codes: []int{503}, Attempts: 1}
 	down := to("gone")
 	e := newTestEnv(t, config([]proxycfg.Route{route("shop", rule), {Kind: proxycfg.KindHTTP, Name: "dead", Hostnames: []string{"dead.example.com"}, Rules: []proxycfg.Rule{down}}},
-		cluster("app", be), cluster("gone", closedAddr(t))))
+		cluster("app", be), cluster("gone", closedAddr(t))), func(o *Options) { o.MetricsDetail = observe.DetailRoute })
 	e.get("x", "/")
 	e.get("x", "/")
 	e.get("dead.example.com", "/")
@@ -460,4 +460,56 @@ func TestRouteAndUpstreamMetrics(t *testing.T) {
 	s.want(t, `tunnelgate_route_requests_total{class="2xx",route="default/shop",rule="main"}`, "2")
 	s.absent(t, `tunnelgate_route_requests_total{class="1xx",route="default/dead"`)
 	s.absent(t, `tunnelgate_upstream_requests_total{cluster="gone"`)
+}
+
+// By default a scrape serves each rule's and cluster's counts that are
+// not zero, and latency by listener: every request, routed or not, under
+// the listener that took it, or "" when none did; a cluster's own
+// gauges only when it has no endpoint, and the pools' connections added
+// up, an endpoint two clusters list counted once. The listeners' counts are kept
+// across a config load that keeps the listener.
+func TestMetricsListenerDetail(t *testing.T) {
+	be := startBackend(t, echo("ok"))
+	cfg := config([]proxycfg.Route{
+		route("shop", to("app")),
+		{Kind: proxycfg.KindHTTP, Name: "named", Listeners: []string{"gw/named"}, Rules: []proxycfg.Rule{to("app-too")}},
+	}, cluster("app", be), cluster("app-too", be), cluster("empty"))
+	cfg.Listeners = []proxycfg.Listener{
+		{Name: "gw/http", Port: 80, Protocol: proxycfg.ListenerHTTP, Hostname: "shop.example"},
+		{Name: "gw/named", Port: 80, Protocol: proxycfg.ListenerHTTP, Hostname: "named.example"},
+	}
+	e := newTestEnv(t, cfg)
+	for _, host := range []string{"shop.example", "shop.example", "named.example", "nowhere.example"} {
+		e.get(host, "/")
+	}
+	e.get("shop.example", "/a%00b") // refused (400) before a listener is chosen
+	s := e.waitMetric(`tunnelgate_listener_request_duration_seconds_count{listener="gw/http"}`, "2")
+	s.want(t, `tunnelgate_listener_request_duration_seconds_count{listener="gw/named"}`, "1")
+	s.want(t, `tunnelgate_listener_request_duration_seconds_count{listener=""}`, "2")
+	s.want(t, `tunnelgate_listener_request_duration_seconds_bucket{listener="gw/http",le="+Inf"}`, "2")
+	s.want(t, `tunnelgate_route_requests_total{class="2xx",route="default/shop",rule="0"}`, "2")
+	s.want(t, `tunnelgate_route_requests_total{class="2xx",route="default/named",rule="0"}`, "1")
+	s.want(t, `tunnelgate_upstream_requests_total{cluster="app",result="2xx"}`, "2")
+	s.want(t, `tunnelgate_upstream_requests_total{cluster="app-too",result="2xx"}`, "1")
+	s.want(t, `tunnelgate_cluster_endpoints{cluster="empty"}`, "0")
+	s.want(t, `tunnelgate_upstream_pool_connections{state="idle"}`, "1")
+	s.want(t, `tunnelgate_upstream_pool_connections{state="active"}`, "0")
+	for _, prefix := range []string{
+		`tunnelgate_route_requests_total{class="5xx"`, `tunnelgate_upstream_requests_total{cluster="app",result="error"`,
+		"tunnelgate_route_request_duration_seconds", "tunnelgate_upstream_response_seconds", "tunnelgate_upstream_connections",
+		"tunnelgate_cluster_inflight_requests", `tunnelgate_cluster_endpoints{cluster="app"`,
+	} {
+		s.absent(t, prefix)
+	}
+
+	// A load that keeps gw/http and drops gw/named keeps the one's counts
+	// and takes the other's series away.
+	cfg = config([]proxycfg.Route{route("shop", to("app"))}, cluster("app", be))
+	cfg.Listeners = []proxycfg.Listener{{Name: "gw/http", Port: 80, Protocol: proxycfg.ListenerHTTP, Hostname: "shop.example"}}
+	if err := e.p.Load(cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.get("shop.example", "/")
+	s = e.waitMetric(`tunnelgate_listener_request_duration_seconds_count{listener="gw/http"}`, "3")
+	s.absent(t, `tunnelgate_listener_request_duration_seconds_count{listener="gw/named"}`)
 }

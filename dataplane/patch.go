@@ -413,7 +413,7 @@ func samePlaces(a, b []proxycfg.Route) bool {
 // updating the tables of those whose listeners only serve changed
 // routes with those routes' matches.
 func (p *Proxy) compileChanged(cur *compiledConfig, served, cfg *proxycfg.Config, d *routeDiff, cp clusterPatch) (*compiledConfig, error) {
-	c := &compiler{cfg: cfg, cc: &compiledConfig{accessKeys: cur.accessKeys}, clusterIDs: make(map[string]int, len(cfg.Clusters))}
+	c := &compiler{cfg: cfg, cc: &compiledConfig{accessKeys: cur.accessKeys}, clusterIDs: make(map[string]int, len(cfg.Clusters)), listenersBefore: cur.filed.stats}
 	for i := range cfg.Clusters {
 		c.clusterIDs[cfg.Clusters[i].Name] = i
 		if cp.of != nil {
@@ -588,7 +588,7 @@ func patchedFiling(c *compiler, served *filing, cfg *proxycfg.Config, d *routeDi
 	if len(c.errs) > 0 {
 		return nil, errNotAPatch
 	}
-	f.gatewayAt, f.gatewayTLS = c.cc.filed.gatewayAt, c.cc.filed.gatewayTLS
+	f.gatewayAt, f.gatewayTLS, f.stats = c.cc.filed.gatewayAt, c.cc.filed.gatewayTLS, c.cc.filed.stats
 	if len(d.listeners.removed) == 0 {
 		return &f, nil
 	}

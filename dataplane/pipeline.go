@@ -30,6 +30,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	}
 	scheme := clientScheme(r, h.trusted)
 	vh, answered := x.chooseListener(scheme)
+	if vh != nil {
+		x.rec.listener = vh.stats
+	}
 	if answered || x.readEncodedSlashes(vh) {
 		return
 	}

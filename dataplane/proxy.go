@@ -93,6 +93,10 @@ type Options struct {
 	EncodedSlashes string
 	// Streams tunes the relaying of stream routes (streamserve.go).
 	Streams StreamOptions
+	// MetricsDetail is how much /metrics says of each route rule and
+	// cluster (observe.Detail); the default serves their requests by
+	// status class or result, and latency by listener.
+	MetricsDetail observe.Detail
 }
 
 // Proxy is the data plane: it serves HTTP with the last config that
@@ -149,6 +153,9 @@ type Proxy struct {
 	// ruleStats are the metrics of the rules of the current config, by
 	// route and rule label, kept across loads (counters.go).
 	ruleStats map[[2]string]*observe.RuleStats
+	// noListener counts the requests no listener took; the listeners'
+	// own are in the compiled config (filing.stats).
+	noListener observe.ListenerStats
 
 	// buffers hold the bodies read whole (buffers.go).
 	buffers *buffers
@@ -292,6 +299,10 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 	// Slots for names new in this config are made aside, so a rejected
 	// config leaves nothing behind.
 	fresh := map[string]*clusterSlot{}
+	var listenersBefore map[string]*observe.ListenerStats
+	if cur := p.current.Load(); cur != nil {
+		listenersBefore = cur.filed.stats
+	}
 	cc, err := compile(cfg, func(name string) *clusterSlot {
 		if s := p.slots[name]; s != nil {
 			return s
@@ -299,7 +310,7 @@ func (p *Proxy) load(cfg *proxycfg.Config) error {
 		s := &clusterSlot{name: name}
 		fresh[name] = s
 		return s
-	}, p.views, p.placement(), p.originPorts)
+	}, listenersBefore, p.views, p.placement(), p.originPorts)
 	// Build every cluster state before installing any. Their problems are
 	// listed with the routes' so one rejection names everything to fix.
 	states := make([]*clusterState, len(cfg.Clusters))

@@ -29,6 +29,9 @@ type reqRecord struct {
 	// latency ends there, not when the tunnel closes.
 	upgraded time.Time
 	rule     *servedRule
+	// listener is the stats of the listener that took the request; nil
+	// when none did.
+	listener *observe.ListenerStats
 	slot     *clusterSlot // the chosen backend's cluster
 	endpoint string       // the endpoint of the last attempt
 	// status is set where the response writer cannot tell: the 101 of a
@@ -46,18 +49,23 @@ type reqRecord struct {
 	span, attempt *observe.Span
 }
 
-// countRule adds the request's answer to its rule's stats: its status,
-// and its latency up to end, or up to the handshake of a WebSocket.
-func (rec *reqRecord) countRule(status int, end time.Time) {
-	ru := rec.rule
-	if ru == nil || ru.stats == nil {
-		return
-	}
+// count adds the request's answer to its listener's stats (none's when
+// no listener took it) and its rule's: its status, and its latency up to
+// end, or up to the handshake of a WebSocket.
+func (rec *reqRecord) count(none *observe.ListenerStats, status int, end time.Time) {
 	until := end
 	if !rec.upgraded.IsZero() {
 		until = rec.upgraded
 	}
-	ru.stats.Respond(status, until.Sub(rec.start))
+	took := until.Sub(rec.start)
+	l := rec.listener
+	if l == nil {
+		l = none
+	}
+	l.Observe(took)
+	if ru := rec.rule; ru != nil && ru.stats != nil {
+		ru.stats.Respond(status, took)
+	}
 }
 
 // beginAttempt notes an attempt on ep (the n-th, from 0) and, when

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
@@ -152,6 +153,10 @@ type vhost struct {
 	// too (encodedSlashes).
 	slashes        slashMode
 	slashesDefault bool
+	// stats count the requests it takes, under the name of its first
+	// listener: the listeners merged share one table, so a request is
+	// not taken by one of them more than by the others.
+	stats *observe.ListenerStats
 }
 
 // encodedSlashes is how the vhost reads encoded slashes, given the
@@ -179,6 +184,9 @@ type filing struct {
 	// configuration of each HTTPS one (buildGatewayTLS).
 	gatewayAt  map[string]gatewayAddr
 	gatewayTLS map[gatewayAddr]*tls.Config
+	// stats are the metrics of each HTTP and HTTPS listener, by name,
+	// kept across configs while the name stays (compiler.listeners).
+	stats map[string]*observe.ListenerStats
 }
 
 // build builds the views in want.
@@ -318,7 +326,7 @@ func (f *filing) listenerSet(in func(*proxycfg.Listener) bool, k keep, prev *lis
 		h := strings.ToLower(strings.TrimSuffix(l.Hostname, "."))
 		v := byHost[h]
 		if v == nil {
-			v = &vhost{name: l.Name}
+			v = &vhost{name: l.Name, stats: f.stats[l.Name]}
 			byHost[h] = v
 			order = append(order, h)
 		} else {

@@ -103,8 +103,9 @@ const (
 	DefaultTargetCPUUtilizationPercentage = 70
 )
 
-// AllowedProxyFlags are the proxy flags ProxyArgs may set: logging and the
-// limits and timeouts of the request path. The rest (listeners,
+// AllowedProxyFlags are the proxy flags ProxyArgs may set: logging, how
+// much the metrics say of each route (metrics-detail), and the limits and
+// timeouts of the request path. The rest (listeners,
 // certificates, the controller's address and credential) the controller
 // sets itself.
 var AllowedProxyFlags = []string{
@@ -117,6 +118,7 @@ var AllowedProxyFlags = []string{
 	"log-format",
 	"log-level",
 	"max-streams",
+	"metrics-detail",
 	"request-buffer",
 	"stream-connect-timeout",
 	"stream-half-close-timeout",

@@ -16,7 +16,23 @@
 // process: the heap the cluster's objects, their translation and the
 // published document hold, after a collection.
 //
+// The proxy of BenchmarkProxyMemory is measured in the state users
+// reach: every endpoint of the config points at a loopback backend the
+// benchmark runs, every route gets a request (Host and path of its
+// match), and the resident set is read once that traffic has settled and
+// again after a first scrape of /metrics and after several more, as a
+// Prometheus server scraping every 15 s would. It also reports what a
+// scrape weighs (plain and gzipped) and takes. Its endpoints are either
+// shared (every cluster's two endpoints the same two addresses, so two
+// pools hold every connection) or distinct (each endpoint an address of
+// its own in 127.0.0.0/8, as Pods have, so the pools hold a connection
+// for each route that had a request): the second is the memory of a
+// proxy whose every route has traffic.
+//
 // Run with `go test ./bench/memory -run '^$' -bench . -benchtime 1x`; the
-// benchmarks report MiB-rss (and after a metrics scrape), MiB-peak and
-// ms-to-serve. Linux only (/proc).
+// benchmarks report MiB-rss (after traffic, for BenchmarkProxyMemory),
+// MiB-rss-idle (before it), MiB-rss-scraped-once and MiB-rss-scraped
+// (after one and after several metrics scrapes), MiB-peak, ms-to-serve,
+// and for BenchmarkProxyMemory scrape-bytes, scrape-gzip-bytes,
+// scrape-ms and pool-conns. Linux only (/proc).
 package memory

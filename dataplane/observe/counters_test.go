@@ -37,15 +37,15 @@ func TestCounterFamilies(t *testing.T) {
 // that are not read from Counters, with what serves them; so are the
 // tunnelgate_config_watch_ ones (package configwatch).
 var servedElsewhere = map[string]string{
-	"tunnelgate_route_requests_total":                  "the collector (collector.go)",
-	"tunnelgate_upstream_requests_total":               "the collector (collector.go)",
-	"tunnelgate_stream_route_connections_total":        "the stream collector (streamcollector.go)",
-	"tunnelgate_stream_route_bytes_total":              "the stream collector (streamcollector.go)",
-	"tunnelgate_stream_route_ends_total":               "the stream collector (streamcollector.go)",
-	"tunnelgate_stream_route_duration_seconds_total":   "the stream collector (streamcollector.go)",
-	"tunnelgate_stream_cluster_duration_seconds_total": "the stream collector (streamcollector.go)",
-	"tunnelgate_stream_cluster_connections_total":      "the stream collector (streamcollector.go)",
-	"tunnelgate_stream_cluster_bytes_total":            "the stream collector (streamcollector.go)",
+	"tunnelgate_route_requests_total":                  "the route families (collector.go)",
+	"tunnelgate_upstream_requests_total":               "the route families (collector.go)",
+	"tunnelgate_stream_route_connections_total":        "the stream families (streamcollector.go)",
+	"tunnelgate_stream_route_bytes_total":              "the stream families (streamcollector.go)",
+	"tunnelgate_stream_route_ends_total":               "the stream families (streamcollector.go)",
+	"tunnelgate_stream_route_duration_seconds_total":   "the stream families (streamcollector.go)",
+	"tunnelgate_stream_cluster_duration_seconds_total": "the stream families (streamcollector.go)",
+	"tunnelgate_stream_cluster_connections_total":      "the stream families (streamcollector.go)",
+	"tunnelgate_stream_cluster_bytes_total":            "the stream families (streamcollector.go)",
 	"tunnelgate_access_log_lines_total":                "AccessLog",
 	"tunnelgate_trace_spans_total":                     "Tracer",
 }

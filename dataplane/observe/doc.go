@@ -4,10 +4,11 @@
 //
 // The idea: the request path only records. It bumps atomic counters and
 // fills plain structs (a Span's fields, a Line), then moves on. What
-// costs more happens elsewhere: metric families are built from the
-// counters when /metrics is scraped, the tracer's goroutine turns spans
-// into the OpenTelemetry SDK's form and exports them in batches, and the
-// access log's goroutine writes lines out. (A sampled line is formatted
+// costs more happens elsewhere: metric families are written from the
+// counters when /metrics is scraped (the per-rule and per-cluster ones
+// streamed to the scraper line by line: metrics.go), the tracer's
+// goroutine turns spans into the OpenTelemetry SDK's form and exports
+// them in batches, and the access log's goroutine writes lines out. (A sampled line is formatted
 // on the request's goroutine, into a pooled buffer: handing over those
 // bytes allocates nothing, where handing over the Line would.) What a
 // request hands over goes through a bounded queue that never blocks:

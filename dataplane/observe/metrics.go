@@ -8,12 +8,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/otlptranslator"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
@@ -23,12 +20,24 @@ import (
 	"github.com/tunnelgate/tunnelgate/internal/procmetrics"
 )
 
-// Metrics are OpenTelemetry asynchronous instruments read at scrape time
-// from a Source. The request path only bumps the proxy's atomics; it
-// makes no OpenTelemetry call and builds no attributes, so metrics cost
-// nothing per request. A scrape runs one callback that loads every
-// counter (counterFamilies, counters.go) and the gauges, and the
-// collector (collector.go) for the per-rule and per-cluster families.
+// A scrape is written in two parts, one after the other:
+//
+//  1. the registry's families, small and of a fixed number: the go_* and
+//     process_* ones (procmetrics) and the proxy-wide counters and
+//     gauges, OpenTelemetry asynchronous instruments read at scrape time
+//     from a Source (one callback loads every counter of counterFamilies,
+//     counters.go, and the gauges). They are gathered and encoded by the
+//     Prometheus libraries;
+//  2. the per-listener, per-rule, per-cluster and stream families, whose
+//     number grows with the config, streamed from the atomics the
+//     request path bumps straight to the response (collector.go,
+//     streamcollector.go, in the text format of exposition.go), so that a
+//     scrape of thousands of routes holds no more than a sorted slice of
+//     them in memory.
+//
+// The request path only bumps the proxy's atomics; it makes no
+// OpenTelemetry call and builds no attributes, so metrics cost nothing per
+// request.
 //
 // Names are chosen for the exporter's default Prometheus translation
 // (underscore escaping with suffixes): dots become underscores, counters
@@ -53,15 +62,25 @@ type Source interface {
 	// ConfigVersion is the version of the config being served; ok is
 	// false before the first one.
 	ConfigVersion() (version string, ok bool)
-	// Rules are the stats of the current config's route rules, in a new
-	// slice, in any order; a rule left out leaves the scrape.
-	Rules() []*RuleStats
-	// Clusters are the current config's clusters, in a new slice, in any
-	// order; a cluster left out leaves the scrape.
-	Clusters() []Cluster
+	// Rules appends the stats of the current config's route rules to
+	// into (empty, and reused from scrape to scrape), in any order; a rule
+	// left out leaves the scrape.
+	Rules(into []*RuleStats) []*RuleStats
+	// Clusters appends the current config's clusters to into (empty, and
+	// reused from scrape to scrape), in any order; a cluster left out
+	// leaves the scrape.
+	Clusters(into []Cluster) []Cluster
 	// StreamRoutes are the current config's stream routes, in a new
 	// slice, in any order; a route left out leaves the scrape.
 	StreamRoutes() []StreamRoute
+	// PoolConnections count the HTTP/1.1 connections of every endpoint's
+	// pool, each endpoint once however many clusters list it: idle, and
+	// open in all (idle, busy or dialling).
+	PoolConnections() (idle, open int)
+	// Listeners are the stats of the current config's HTTP and HTTPS
+	// listeners and of the requests no listener took, in a new slice, in
+	// any order.
+	Listeners() []*ListenerStats
 }
 
 // Cluster is one cluster of the current config at scrape time.
@@ -91,9 +110,11 @@ type MetricsOptions struct {
 	// meter, to be scraped at the same address; an error fails
 	// NewMetricsHandler.
 	Register func(metric.Meter) error
-	// Log receives the Prometheus handler's errors (failed gathers,
-	// failed writes); default slog.Default().
+	// Log receives the handler's errors (failed gathers, failed
+	// writes); default slog.Default().
 	Log *slog.Logger
+	// Detail is how much is served of each rule and cluster.
+	Detail Detail
 }
 
 // proxyMetrics holds the instruments of one metrics endpoint and the
@@ -216,17 +237,7 @@ func NewMetricsHandler(src Source, opts MetricsOptions) (http.Handler, error) {
 		return nil, fmt.Errorf("metric callback: %w", err)
 	}
 
-	if err := reg.Register(newRouteCollector(src)); err != nil {
-		return nil, fmt.Errorf("route metrics: %w", err)
-	}
-	if err := reg.Register(newStreamCollector(src)); err != nil {
-		return nil, fmt.Errorf("stream route metrics: %w", err)
-	}
-
-	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		ErrorLog:      promLogger{opts.Log},
-		ErrorHandling: promhttp.ContinueOnError,
-	}), nil
+	return &metricsHandler{gather: reg, src: src, detail: opts.Detail, log: opts.Log}, nil
 }
 
 // observe reports every instrument; the SDK calls it once per scrape.
@@ -260,19 +271,4 @@ func (pm *proxyMetrics) observe(_ context.Context, o metric.Observer) error {
 		o.ObserveInt64(pm.ready, 0)
 	}
 	return nil
-}
-
-// sortedClusters are src's clusters by name, so that a scrape is stable.
-func sortedClusters(src Source) []Cluster {
-	cs := src.Clusters()
-	slices.SortFunc(cs, func(a, b Cluster) int { return strings.Compare(a.Name, b.Name) })
-	return cs
-}
-
-// promLogger sends promhttp's errors (failed gathers, failed writes) to
-// MetricsOptions.Log.
-type promLogger struct{ log *slog.Logger }
-
-func (l promLogger) Println(v ...any) {
-	l.log.Error("metrics: " + strings.TrimSuffix(fmt.Sprintln(v...), "\n"))
 }

@@ -1,5 +1,5 @@
-// This file defines status classes, the latency Histogram, RuleStats and
-// UpstreamStats.
+// This file defines status classes, the latency Histogram, RuleStats,
+// ListenerStats and UpstreamStats.
 
 package observe
 
@@ -59,14 +59,13 @@ func (h *Histogram) Observe(d time.Duration) {
 	h.sum.Add(int64(d))
 }
 
-// Cumulative returns the cumulative bucket counts by upper bound in
-// seconds, the total count and the sum in seconds, as Prometheus
-// histograms take them.
-func (h *Histogram) Cumulative() (buckets map[float64]uint64, count uint64, sum float64) {
-	buckets = make(map[float64]uint64, len(latencyBounds))
-	for i, b := range latencyBounds {
+// Cumulative returns the cumulative bucket counts, in the order of
+// latencyBounds (+Inf left out: it is count), the total count and the
+// sum in seconds, as Prometheus histograms take them.
+func (h *Histogram) Cumulative() (buckets [len(latencyBounds)]uint64, count uint64, sum float64) {
+	for i := range latencyBounds {
 		count += h.counts[i].Load()
-		buckets[b.Seconds()] = count
+		buckets[i] = count
 	}
 	count += h.counts[len(latencyBounds)].Load()
 	return buckets, count, time.Duration(h.sum.Load()).Seconds()
@@ -120,6 +119,22 @@ func (r *RuleStats) counts() (responses [len(StatusClasses)]int64, latency *Hist
 	return responses, &c.latency, true
 }
 
+// ListenerStats are one listener's: the time from a request's arrival to
+// the end of its response, for every request the listener took, whatever
+// became of it. The proxy keeps one per listener name across config
+// loads, as it keeps RuleStats, and one for the requests no listener
+// took.
+type ListenerStats struct {
+	Listener string // the metric label, set when the stats are made
+	h        atomic.Pointer[Histogram]
+}
+
+// Observe counts a request that took d from its arrival.
+func (l *ListenerStats) Observe(d time.Duration) { lazy(&l.h).Observe(d) }
+
+// histogram is the listener's histogram, or nil while it is idle.
+func (l *ListenerStats) histogram() *Histogram { return l.h.Load() }
+
 // UpstreamResults label an UpstreamStats' results by index: the backend's
 // status class, or what went wrong when there was no answer.
 var UpstreamResults = [...]string{"other", "1xx", "2xx", "3xx", "4xx", "5xx", "error", "timeout"}
@@ -160,6 +175,9 @@ func (u *UpstreamStats) Head(d time.Duration) { lazy(&u.c).latency.Observe(d) }
 // counts returns the cluster's attempts by result and its latency
 // histogram, or false when it is idle.
 func (u *UpstreamStats) counts() (results [len(UpstreamResults)]int64, latency *Histogram, ok bool) {
+	if u == nil {
+		return results, nil, false
+	}
 	c := u.c.Load()
 	if c == nil {
 		return results, nil, false

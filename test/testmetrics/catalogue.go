@@ -4,7 +4,9 @@
 // and hand the text to CheckCatalogue: every tunnelgate_, go_ and
 // process_ metric served must be in the catalogue with its type and
 // labels (the process's own section, or the section both share), and
-// every metric catalogued for that process must be served.
+// every metric catalogued for that process must be served. Series reads
+// a scrape with the Prometheus text parser, as the series and values
+// tests look for.
 //
 // Everything here is test code; only tests import the package.
 package testmetrics
@@ -40,6 +42,10 @@ type Entry struct {
 	Type    string   // counter, gauge, histogram or summary
 	Labels  []string // sorted
 	Meaning string   // as written, Markdown
+	// Subsection is the "### " heading the row is under within its
+	// section, "" for none: the families a process serves only when a
+	// flag asks (the proxy's -metrics-detail=route) are listed apart.
+	Subsection string
 }
 
 // Catalogue reads the table under the heading "## <section>" of
@@ -58,12 +64,16 @@ func Catalogue(t testing.TB, section string) map[string]Entry {
 	defer f.Close()
 	row := regexp.MustCompile("^\\| `((?:tunnelgate|go|process)_[a-z_]+)` \\| ([a-z]+) \\| ([^|]*) \\| (.*) \\|$")
 	out := map[string]Entry{}
-	in := false
+	in, sub := false, ""
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Text()
 		if strings.HasPrefix(line, "## ") {
-			in = line == "## "+section
+			in, sub = line == "## "+section, ""
+			continue
+		}
+		if h, ok := strings.CutPrefix(line, "### "); ok {
+			sub = h
 			continue
 		}
 		m := row.FindStringSubmatch(line)
@@ -77,7 +87,7 @@ func Catalogue(t testing.TB, section string) map[string]Entry {
 			}
 		}
 		slices.Sort(labels)
-		out[m[1]] = Entry{Type: m[2], Labels: labels, Meaning: m[4]}
+		out[m[1]] = Entry{Type: m[2], Labels: labels, Meaning: m[4], Subsection: sub}
 	}
 	if len(out) == 0 {
 		t.Fatalf("docs/metrics.md has no metrics under %q", section)
@@ -118,10 +128,22 @@ func served(text string) map[string]Entry {
 
 // CheckCatalogue compares scrape, the Prometheus text of one process's
 // /metrics, with the catalogue's section for that process ("Proxy",
-// "Controller") and the runtime section both share.
-func CheckCatalogue(t testing.TB, section, scrape string) {
+// "Controller") and the runtime section both share. The rows under a
+// "### " heading of the section are the families served only when a flag
+// asks: those under the headings in served must be served, the others
+// must not. (The runtime section's headings only group its rows.)
+func CheckCatalogue(t testing.TB, section, scrape string, subsections ...string) {
 	t.Helper()
 	want, got := Catalogue(t, section), served(scrape)
+	for name, e := range want {
+		if e.Subsection != "" && !slices.Contains(subsections, e.Subsection) {
+			if _, ok := got[name]; ok {
+				t.Errorf("%s serves %s, which docs/metrics.md lists under %q only", section, name, e.Subsection)
+				delete(got, name)
+			}
+			delete(want, name)
+		}
+	}
 	maps.Copy(want, Catalogue(t, runtimeSection))
 	for _, name := range mustServe {
 		if _, ok := got[name]; !ok && (runtime.GOOS == "linux" || !strings.HasPrefix(name, "process_")) {

@@ -16,6 +16,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/cmd/internal/cli"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
 // Run runs the proxy command until SIGINT or SIGTERM and returns the
@@ -75,6 +76,7 @@ func newRun(f *flags, obs *cli.RequestObservability) *run {
 	// whole load (dataplane.Options.ReturnMemory).
 	r.p = dataplane.New(dataplane.Options{Log: obs.Log, AccessLog: obs.AccessLog, Tracer: obs.Tracer, Pprof: *f.pprof, Pool: f.pool,
 		ListenerPorts: f.listenerPorts, ReturnMemory: true, EncodedSlashes: *f.slashes,
+		MetricsDetail: observe.Detail(f.metricsDetail),
 		RequestBuffer: int64(f.requestBuffer), BufferMemory: int64(f.bufferMemory), Streams: f.streams,
 		Metrics: func(m metric.Meter) error {
 			if r.watch == nil {

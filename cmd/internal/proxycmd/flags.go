@@ -16,6 +16,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/internal/pprofgate"
 )
 
@@ -38,6 +39,8 @@ type flags struct {
 	requestBuffer, bufferMemory byteSize
 	// streams are the -stream-* flags and -max-streams.
 	streams dataplane.StreamOptions
+	// metricsDetail is -metrics-detail: dataplane.Options.MetricsDetail.
+	metricsDetail metricsDetail
 }
 
 // parseFlags parses and checks the flags of the command called name. done
@@ -81,6 +84,7 @@ func parseFlags(name string, args []string, stderr io.Writer) (f *flags, code in
 	fs.DurationVar(&f.listen.WriteTimeout, "client-write-timeout", 60*time.Second, "a client that reads nothing of its response for this long is disconnected, and its backend connection released")
 	fs.DurationVar(&f.pool.IdleTimeout, "upstream-idle-timeout", pool.IdleTimeout, "close upstream connections idle this long")
 	fs.DurationVar(&f.pool.DialTimeout, "upstream-dial-timeout", pool.DialTimeout, "bound on connecting to a backend, TLS included")
+	fs.Var(&f.metricsDetail, "metrics-detail", "what /metrics says of each route rule and cluster: `listener` (requests by status class or result; latency by listener) or route (with each rule's and cluster's latency histogram, and each cluster's endpoints, in-flight requests and connections: many more series)")
 	addStreamFlags(fs, &f.streams)
 	f.slashes = cli.AddEncodedSlashesFlag(fs)
 	f.log = cli.AddLogFlags(fs)
@@ -135,6 +139,17 @@ func checkSource(fs *flag.FlagSet, file, controller, tokenFile string) string {
 		}
 	}
 	return ""
+}
+
+// metricsDetail is the -metrics-detail flag, an observe.Detail by name.
+type metricsDetail observe.Detail
+
+func (d *metricsDetail) String() string { return observe.Detail(*d).String() }
+
+func (d *metricsDetail) Set(s string) error {
+	v, err := observe.ParseDetail(s)
+	*d = metricsDetail(v)
+	return err
 }
 
 // byteSize is a flag of a size in bytes: a number, with KiB, MiB or GiB

@@ -2,10 +2,12 @@ package proxycmd
 
 import (
 	"io"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 )
 
 // The size flags take bytes or KiB, MiB and GiB, print what they took
@@ -42,5 +44,23 @@ func TestStreamFlags(t *testing.T) {
 	want.HandshakeTimeout, want.MaxStreams = 3*time.Second, 7
 	if f.streams != want {
 		t.Errorf("stream options %+v; want %+v", f.streams, want)
+	}
+}
+
+// -metrics-detail takes listener (the default) or route, and refuses
+// anything else with a message naming both.
+func TestMetricsDetailFlag(t *testing.T) {
+	if f, _, done := parseFlags("proxy", []string{"-config", "x.json"}, io.Discard); done || observe.Detail(f.metricsDetail) != observe.DetailListener {
+		t.Errorf("default: %v", f)
+	}
+	if f, _, done := parseFlags("proxy", []string{"-config", "x.json", "-metrics-detail", "route"}, io.Discard); done || observe.Detail(f.metricsDetail) != observe.DetailRoute {
+		t.Errorf("-metrics-detail route: %v", f)
+	}
+	var stderr strings.Builder
+	if _, code, done := parseFlags("proxy", []string{"-config", "x.json", "-metrics-detail", "rule"}, &stderr); !done || code != 2 {
+		t.Errorf("-metrics-detail rule: accepted")
+	}
+	if msg := stderr.String(); !strings.Contains(msg, `"rule"`) || !strings.Contains(msg, "listener or route") {
+		t.Errorf("-metrics-detail rule: %q does not say what it takes", msg)
 	}
 }

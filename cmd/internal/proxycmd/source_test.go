@@ -151,7 +151,8 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 
 	srv := configserver.New(configserver.Options{Token: "tok", Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	// A TCPRoute on an origin port beside, so that its families are
-	// served too.
+	// served too, and a cluster without endpoints, which is served at
+	// every -metrics-detail.
 	streamBackend := testnet.RawServer(t, func(c net.Conn) { io.WriteString(c, "s") })
 	originPort, err := testproc.FreePort()
 	if err != nil {
@@ -165,7 +166,8 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 			{Kind: proxycfg.KindTCP, Namespace: "n", Name: "s", Listeners: []string{"t"}, OriginPort: originPort,
 				Rules: []proxycfg.Rule{{Backends: []proxycfg.BackendRef{{Cluster: "s", Weight: 1}}}}}},
 		Clusters: []proxycfg.Cluster{{Protocol: proxycfg.ProtoHTTP1, Name: "c", Endpoints: []proxycfg.Endpoint{{Address: backend.Listener.Addr().String()}}},
-			{Protocol: proxycfg.ProtoTCP, Name: "s", Endpoints: []proxycfg.Endpoint{{Address: streamBackend}}}},
+			{Protocol: proxycfg.ProtoTCP, Name: "s", Endpoints: []proxycfg.Endpoint{{Address: streamBackend}}},
+			{Protocol: proxycfg.ProtoHTTP1, Name: "empty"}},
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -193,9 +195,16 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The controller is gone; the cache serves.
-	b, stop, stderr = runProxyCommand(t, "-controller", controller, "-token-file", tokenFile, "-config-cache", cache)
+	// The controller is gone; the cache serves. With -metrics-detail=route
+	// the families of rules and clusters listed apart are served too.
+	b, stop, stderr = runProxyCommand(t, "-controller", controller, "-token-file", tokenFile, "-config-cache", cache, "-metrics-detail", "route")
 	waitGet(t, "http://"+b.Origin+"/", "app.example", "backend")
+	streamOnce(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(originPort)))
+	if code, body := testnet.GetWithToken("http://"+b.Admin+"/metrics", ""); code != 200 {
+		t.Errorf("metrics: %d\n%s", code, body)
+	} else {
+		testmetrics.CheckCatalogue(t, "Proxy", body, "With `-metrics-detail=route`")
+	}
 	if code := stop(); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, stderr)
 	}
