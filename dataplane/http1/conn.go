@@ -19,7 +19,12 @@ import (
 // it to its pool or closes it. Interrupt cuts a wait short from any
 // goroutine (the client left).
 type Conn struct {
-	nc   net.Conn
+	nc net.Conn
+	// rw is what br and bw read and write: the connection, through its
+	// raw socket I/O where it has one (rawio.go).
+	rw io.ReadWriter
+	// br and bw are nil while the connection idles without its buffers
+	// (shed, in pool.go).
 	br   *bufio.Reader
 	bw   *bufio.Writer
 	pool *Pool
@@ -279,7 +284,7 @@ func (c *Conn) Drop(h *Head, method string, limit int64, bodyDone <-chan error) 
 // the stream), and reading it as such would hand one client another's
 // response. It costs one non-blocking syscall.
 func (c *Conn) quiet() bool {
-	return c.br.Buffered() == 0 && (c.peek == nil || c.peek.check())
+	return (c.br == nil || c.br.Buffered() == 0) && (c.peek == nil || c.peek.check())
 }
 
 // tlsDrained reports whether a TLS connection holds no decrypted bytes

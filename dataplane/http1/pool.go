@@ -160,6 +160,7 @@ func (p *Pool) takeIdle(client string, upload, dialNext bool) (*Conn, error) {
 		p.mu.Unlock()
 		if c.quiet() { // the sweep closes those idle too long
 			c.reused, c.client, c.upload = true, client, upload
+			c.attach()
 			return c, nil
 		}
 		c.Close()
@@ -299,15 +300,47 @@ func (p *Pool) dial(ctx context.Context) (*Conn, error) {
 		nc = tc
 	}
 	rw := newRawIO(nc)
-	c := &Conn{
-		nc:   nc,
-		br:   bufio.NewReaderSize(rw, upReadBuf),
-		bw:   bufio.NewWriterSize(rw, upWriteBuf),
-		pool: p,
-		peek: socketPeek(nc),
-	}
+	c := &Conn{nc: nc, rw: rw, pool: p, peek: socketPeek(nc)}
 	c.held, _ = rw.(heldSender)
+	c.attach()
 	return c, nil
+}
+
+// An idle connection keeps its socket, not its buffers. One that has
+// idled through a whole sweep gives its reader's and writer's buffers
+// (12 KiB) back to pools shared by every endpoint (shed), and takes
+// pooled ones again when it is next handed out (attach). A proxy that has
+// sent requests to thousands of endpoints so holds buffers for the
+// connections in use, not for every one it keeps open; a busy connection
+// keeps its own from one request to the next, at no cost.
+var (
+	upReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, upReadBuf) }}
+	upWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, upWriteBuf) }}
+)
+
+// attach gives a connection buffers, if it has shed them.
+func (c *Conn) attach() {
+	if c.br != nil {
+		return
+	}
+	c.br = upReaders.Get().(*bufio.Reader)
+	c.br.Reset(c.rw)
+	c.bw = upWriters.Get().(*bufio.Writer)
+	c.bw.Reset(c.rw)
+}
+
+// shed gives an idle connection's buffers back: only a connection in
+// the pool's idle list, under its lock (nothing else can use it), with
+// nothing buffered (quiet).
+func (c *Conn) shed() {
+	if c.br == nil {
+		return
+	}
+	c.br.Reset(nil)
+	upReaders.Put(c.br)
+	c.bw.Reset(nil)
+	upWriters.Put(c.bw)
+	c.br, c.bw = nil, nil
 }
 
 // socketPeek is the check of nc's socket (under TLS, the TCP socket), or
@@ -360,7 +393,8 @@ const sweepEvery = time.Second
 // sweep closes idle connections past the idle timeout (to within a
 // second: idle time is counted in sweeps, so putting a connection back
 // reads no clock) and those that are no longer quiet: the server closed
-// them, or sent something no request asked for. It runs every sweepEvery
+// them, or sent something no request asked for. Those idle for a second
+// or more shed their buffers. It runs every sweepEvery
 // while the pool holds idle connections. The checks are made under the lock, which Get waits for:
 // a few hundred non-blocking syscalls once a second.
 func (p *Pool) sweep() {
@@ -375,6 +409,9 @@ func (p *Pool) sweep() {
 		if p.sweeps-c.idleSince > maxAge || !c.quiet() {
 			dead = append(dead, c)
 			continue
+		}
+		if p.sweeps-c.idleSince >= 2 { // idle for a second at least
+			c.shed()
 		}
 		keep = append(keep, c)
 	}

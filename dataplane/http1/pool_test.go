@@ -549,3 +549,40 @@ func TestPoolUploadCountsComeBackToZero(t *testing.T) {
 type failing struct{}
 
 func (failing) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+
+// A connection idle for a second or more gives its buffers back, and
+// takes pooled ones when it is next used; one put back since the last
+// sweep keeps its own.
+func TestPoolIdleConnectionsShedTheirBuffers(t *testing.T) {
+	b := startBackend(t, func(int) string { return ok("hello") }, nil)
+	p := testPool(b.addr)
+	defer p.Close()
+	if status, body := exchange(t, p, "GET"); status != 200 || body != "hello" {
+		t.Fatalf("first exchange: %d %q", status, body)
+	}
+	idleConn := func() *Conn {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if len(p.idle) != 1 {
+			t.Fatalf("%d idle connections, want 1", len(p.idle))
+		}
+		return p.idle[0]
+	}
+	p.sweep() // put back since the last sweep: under a second idle
+	if c := idleConn(); c.br == nil || c.bw == nil {
+		t.Fatal("a connection idle for less than a second shed its buffers")
+	}
+	p.sweep()
+	if c := idleConn(); c.br != nil || c.bw != nil {
+		t.Fatal("a connection idle through a whole sweep kept its buffers")
+	}
+	if status, body := exchange(t, p, "GET"); status != 200 || body != "hello" {
+		t.Fatalf("exchange on a connection that shed its buffers: %d %q", status, body)
+	}
+	if n := b.accepts.Load(); n != 1 {
+		t.Fatalf("the backend accepted %d connections, want 1 (the idle one reused)", n)
+	}
+	if c := idleConn(); c.br == nil || c.bw == nil {
+		t.Fatal("a connection back from an exchange has no buffers")
+	}
+}
