@@ -395,3 +395,36 @@ func TestRelayHeadOfLargeBody(t *testing.T) {
 		t.Fatalf("GET after HEAD: %d bytes, %v", len(got), err)
 	}
 }
+
+// eofWithLast gives its data, and io.EOF with the last of it, as
+// crypto/tls does when the peer's close_notify follows a record.
+type eofWithLast struct{ data []byte }
+
+func (r *eofWithLast) Read(p []byte) (int, error) {
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	if len(r.data) == 0 {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// A body whose last bytes come with the end of the stream is whole; one
+// whose stream ends before its length is cut.
+func TestCopyLargeBodyEndingWithEOF(t *testing.T) {
+	body := pattern(200 << 10)
+	for _, tc := range []struct {
+		sent    int
+		wantErr error
+	}{{len(body), nil}, {len(body) - 1, io.ErrUnexpectedEOF}} {
+		var out bytes.Buffer
+		c := bodyCopy{w: &out, br: bufio.NewReaderSize(&eofWithLast{data: body[:tc.sent]}, upReadBuf)}
+		err := c.fixed(int64(len(body)))
+		if err != tc.wantErr || !bytes.Equal(out.Bytes(), body[:tc.sent]) {
+			t.Errorf("%d bytes of %d sent: %v, %d bytes passed on; want %v and all of them", tc.sent, len(body), err, out.Len(), tc.wantErr)
+		}
+		if c.big != nil {
+			t.Error("the copy kept its large buffer")
+		}
+	}
+}

@@ -60,10 +60,11 @@ func (c *bodyCopy) flush() {
 }
 
 // bigRead is the most a large body's read takes from the connection at
-// once, and the size of the pooled buffer it reads into: a 64 KiB answer
-// moves in one read and one write (it fits a loopback segment and the
-// socket buffers a kernel starts a connection with), where the reader's
-// own buffer (8 KiB) would take eight of each.
+// once, and the size of the pooled buffer it reads into: what a socket
+// holds of a body arriving at speed moves in one read and one write,
+// where the reader's own buffer (8 KiB) would take eight of each; 64 KiB
+// is also a loopback segment, and the largest answer the dataplane reads
+// whole (responseBuffer), so both paths move the same pieces.
 //
 // Memory: one buffer per response that is streaming a large body, taken
 // at its first large read and given back when the copy ends, or as soon
@@ -129,10 +130,12 @@ func (c *bodyCopy) copyN(n int64) error {
 		if c.br.Buffered() == 0 && !c.trickle && n >= int64(c.br.Size()) {
 			k, err := c.readBig(int(min(n, bigRead)))
 			n -= int64(k)
-			if err != nil {
-				if c.downErr != nil {
-					return err
-				}
+			if c.downErr != nil {
+				return err
+			}
+			// An error with the body's last bytes (crypto/tls reports the
+			// peer's close_notify with them) is no failure of this body.
+			if err != nil && n > 0 {
 				return unexpected(err)
 			}
 			continue
