@@ -91,3 +91,6 @@ func setIovec(v *syscall.Iovec, p []byte) {
 	v.Base = &p[0]
 	v.SetLen(len(p))
 }
+
+// rawWritev says vectored writes are raw calls here.
+const rawWritev = true

@@ -17,3 +17,6 @@ type rawVec struct{}
 func (v *vecWriter) rawFor(net.Conn, io.Writer) *rawVec { return nil }
 
 func (*rawVec) writev(a, b []byte) (int64, error) { panic("unreachable") }
+
+// rawWritev says vectored writes are raw calls here.
+const rawWritev = false
