@@ -91,9 +91,9 @@ func (rl *relay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // startRelay serves a relay to backend addr on the package's server and
 // returns the server's address, and the relay.
-func startRelay(t *testing.T, addr string, writeTimeout time.Duration) (string, *relay) {
+func startRelay(t *testing.T, addr string, writeTimeout time.Duration, hold bool) (string, *relay) {
 	t.Helper()
-	rl := &relay{p: testPool(addr), results: make(chan relayResult, 16)}
+	rl := &relay{p: testPool(addr), results: make(chan relayResult, 16), hold: hold}
 	s := &Server{Handler: rl, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), WriteTimeout: writeTimeout}
 	return startServer(t, s), rl
 }
@@ -180,7 +180,7 @@ func TestRelayLargeBodies(t *testing.T) {
 					}
 				})
 			}
-			addr, rl := startRelay(t, b.addr, 0)
+			addr, rl := startRelay(t, b.addr, 0, false)
 			cl := dialClient(t, addr)
 			for i := range 3 {
 				res := cl.do("GET", "/")
@@ -258,8 +258,7 @@ func TestRelayBodyInPieces(t *testing.T) {
 					io.WriteString(c, "0\r\n\r\n")
 				}
 			})
-			addr, rl := startRelay(t, be, 0)
-			rl.hold = held
+			addr, _ := startRelay(t, be, 0, held)
 			cl := dialClient(t, addr)
 			res := cl.do("GET", "/")
 			for i, p := range pieces {
@@ -302,7 +301,7 @@ func TestRelayBackendClosesMidBody(t *testing.T) {
 		fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n", 1<<20)
 		c.Write(sent)
 	})
-	addr, rl := startRelay(t, be, 0)
+	addr, rl := startRelay(t, be, 0, false)
 	cl := dialClient(t, addr)
 	res := cl.do("GET", "/")
 	got, err := io.ReadAll(res.Body)
@@ -339,7 +338,7 @@ func TestRelayClientStopsReading(t *testing.T) {
 		}
 		beDone <- nil
 	})
-	addr, rl := startRelay(t, be, time.Second)
+	addr, rl := startRelay(t, be, time.Second, false)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -383,7 +382,7 @@ func TestRelayHeadOfLargeBody(t *testing.T) {
 			}
 		}
 	})
-	addr, _ := startRelay(t, be, 0)
+	addr, _ := startRelay(t, be, 0, false)
 	cl := dialClient(t, addr)
 	res := cl.do("HEAD", "/")
 	if res.ContentLength != int64(len(body)) {
