@@ -261,7 +261,7 @@ func (c *conn) write(p []byte) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	if n < len(p) { // the flush failed before p, or p went in part
+	if n < len(p) { // not expected: a vectored write sends all or fails
 		m, err := bw.Write(p[n:])
 		return n + m, err
 	}
