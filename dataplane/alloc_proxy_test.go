@@ -65,6 +65,22 @@ func TestAllocsProxyGETWithAccess(t *testing.T) {
 	}
 }
 
+// A large answer costs no allocation more than a small one: a 64 KiB one
+// is read whole into a pooled buffer, a 1 MiB one streams through a
+// pooled 64 KiB one, and the head goes out with the body's first piece in
+// a vectored write that allocates nothing.
+func TestAllocsProxyLargeAnswer(t *testing.T) {
+	for _, size := range []int{64 << 10, 1 << 20} {
+		get := getSizedOn(t, serveOwn(t, tunnelgateHandler(t, bodyBackend(t, size), false)), benchRequest, size)
+		for range 50 {
+			get()
+		}
+		if n := testing.AllocsPerRun(200, get); n > proxyAllocBudget {
+			t.Errorf("%d-byte answer: %.1f allocations per request, budget %d", size, n, proxyAllocBudget)
+		}
+	}
+}
+
 // getOn returns a function sending req on one connection to addr and
 // reading its 100-byte answer; the connection closes when the test ends.
 func getOn(t *testing.T, addr string, req []byte) func() {

@@ -86,6 +86,73 @@ func BenchmarkProxy(b *testing.B) {
 	}
 }
 
+// BenchmarkProxyBody measures one proxied GET with a large answer, as
+// BenchmarkProxy does a small one: 64 KiB (the largest read whole before
+// the client is sent it) and 1 MiB (streamed). The backend sends head and
+// body in one write; the client reads the body into a buffer of its own.
+func BenchmarkProxyBody(b *testing.B) {
+	for _, size := range []int{64 << 10, 1 << 20} {
+		b.Run("size="+strconv.Itoa(size>>10)+"KiB/impl=tunnelgate", func(b *testing.B) {
+			addr := serveOwn(b, tunnelgateHandler(b, bodyBackend(b, size), false))
+			benchGETSized(b, addr, size)
+		})
+	}
+}
+
+// bodyBackend answers each request head it reads with a size-byte body,
+// head and body in one write.
+func bodyBackend(b testing.TB, size int) string {
+	answer := append([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "+
+		strconv.Itoa(size)+"\r\n\r\n"), bytes.Repeat([]byte("x"), size)...)
+	return testnet.RawServer(b, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		for skipHead(br) == nil {
+			if _, err := c.Write(answer); err != nil {
+				return
+			}
+		}
+	})
+}
+
+// benchGETSized is benchGET for answers of size bytes.
+func benchGETSized(b *testing.B, addr string, size int) {
+	get := getSizedOn(b, addr, benchRequest, size)
+	for range 200 {
+		get()
+	}
+	b.ReportAllocs()
+	b.SetBytes(int64(size))
+	cpu := processCPU()
+	b.ResetTimer()
+	for range b.N {
+		get()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// getSizedOn returns a function sending req on one connection to addr
+// and reading its size-byte answer; the connection closes when the test
+// ends.
+func getSizedOn(t testing.TB, addr string, req []byte, size int) func() {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	br := bufio.NewReaderSize(c, 64<<10)
+	body := make([]byte, size)
+	return func() {
+		if _, err := c.Write(req); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := readResponse(br, body); err != nil || n != size {
+			t.Fatalf("response: %d bytes, %v", n, err)
+		}
+	}
+}
+
 // discardSpans is a span exporter that drops what it is given.
 type discardSpans struct{}
 

@@ -6,11 +6,14 @@ import (
 	"bufio"
 	"io"
 	"net/http"
+	"sync"
 )
 
 // bodyCopy moves a response body from an upstream connection's reader to
-// the client without an intermediate buffer: bytes are written straight
-// out of the reader's buffer.
+// the client. What the reader has buffered is written straight out of its
+// buffer; what is left of a large body (see bigRead) is read straight
+// from the connection into a pooled buffer, one read and one write per
+// piece.
 //
 // Flushing rule: bytes already received are never held back while the
 // proxy waits for more. Before any read that would block, what was written
@@ -23,6 +26,13 @@ type bodyCopy struct {
 	br    *bufio.Reader
 	dirty bool // written since the last flush
 	n     int64
+	// big is the pooled buffer large reads go into, held from the first
+	// one until the copy ends or the body trickles (see readBig).
+	big *[bigRead]byte
+	// trickle says the last read from the connection brought less than
+	// the reader holds: the sender sends in small pieces, and reads go
+	// through the reader, with no large buffer held while they wait.
+	trickle bool
 	// downErr is set when the client could not be written to; the copy
 	// stops and the upstream connection is not reused.
 	downErr error
@@ -34,17 +44,102 @@ func (c *bodyCopy) fill() error {
 	if c.br.Buffered() > 0 {
 		return nil
 	}
+	c.flush()
+	_, err := c.br.Peek(1)
+	c.trickle = c.br.Buffered() < c.br.Size()
+	return err
+}
+
+// flush sends on what was written since the last flush, before a read
+// that may wait (the flushing rule).
+func (c *bodyCopy) flush() {
 	if c.dirty && c.fl != nil {
 		c.fl.Flush()
 		c.dirty = false
 	}
-	_, err := c.br.Peek(1)
-	return err
+}
+
+// bigRead is the most a large body's read takes from the connection at
+// once, and the size of the pooled buffer it reads into: what a socket
+// holds of a body arriving at speed moves in one read and one write,
+// where the reader's own buffer (8 KiB) would take eight of each; 64 KiB
+// is also a loopback segment, and the largest answer the dataplane reads
+// whole (responseBuffer), so both paths move the same pieces.
+//
+// Memory: one buffer per response that is streaming a large body, taken
+// at its first large read and given back when the copy ends, or as soon
+// as a read brings less than the reader holds (a trickle, an event
+// stream): a response waiting on a slow sender holds it only if the last
+// piece was large. An idle connection holds none. The buffers are not
+// charged to the dataplane's -buffer-memory budget: that budget pays for
+// bodies held so that a connection can be given back early, and is what
+// lets small answers and request bodies free their connections under
+// load; a copy buffer frees nothing, lives only as long as the upstream
+// connection it reads from is busy, and so is bounded by the connection
+// caps (MaxConns per endpoint, MaxConnsPerClient per client) and, for a
+// client that stops reading, by the server's WriteTimeout. Charging it
+// would let a few large downloads take the memory that keeps small
+// answers from holding connections.
+const bigRead = 64 << 10
+
+var bigBufs = sync.Pool{New: func() any { return new([bigRead]byte) }}
+
+// readBig reads at most max bytes (at least the reader's size, so that
+// the read bypasses the reader's empty buffer) straight from the
+// connection into the pooled buffer, and writes them to the client in one
+// write. It flushes first: the read may wait. It returns what was read,
+// and the read's error, or the write's (then c.downErr is set).
+func (c *bodyCopy) readBig(max int) (int, error) {
+	c.flush()
+	if c.big == nil {
+		c.big = bigBufs.Get().(*[bigRead]byte)
+	}
+	k, err := c.br.Read(c.big[:max])
+	if k > 0 {
+		if werr := c.write(c.big[:k]); werr != nil {
+			return k, werr
+		}
+	}
+	if k < c.br.Size() {
+		c.trickle = true
+		c.giveBack()
+	}
+	return k, err
+}
+
+// giveBack returns the large buffer to its pool, if the copy holds it.
+func (c *bodyCopy) giveBack() {
+	if c.big != nil {
+		bigBufs.Put(c.big)
+		c.big = nil
+	}
 }
 
 // fixed copies exactly n bytes. An early EOF is an upstream error.
 func (c *bodyCopy) fixed(n int64) error {
+	defer c.giveBack()
+	return c.copyN(n)
+}
+
+// copyN copies exactly n bytes: first what the reader holds, then, while
+// at least a reader's worth is left and the sender is not trickling,
+// large reads straight from the connection (readBig), which never take a
+// byte beyond the body; the rest through the reader.
+func (c *bodyCopy) copyN(n int64) error {
 	for n > 0 {
+		if c.br.Buffered() == 0 && !c.trickle && n >= int64(c.br.Size()) {
+			k, err := c.readBig(int(min(n, bigRead)))
+			n -= int64(k)
+			if c.downErr != nil {
+				return err
+			}
+			// An error with the body's last bytes (crypto/tls reports the
+			// peer's close_notify with them) is no failure of this body.
+			if err != nil && n > 0 {
+				return unexpected(err)
+			}
+			continue
+		}
 		if err := c.fill(); err != nil {
 			return unexpected(err)
 		}
@@ -61,8 +156,21 @@ func (c *bodyCopy) fixed(n int64) error {
 
 // toEOF copies until the upstream closes the connection, which is how a
 // body without length or chunking ends (RFC 9112 §6.3 rule 8).
+// It reads through the reader until a read fills it, then in large
+// reads (readBig) while they stay large.
 func (c *bodyCopy) toEOF() error {
+	defer c.giveBack()
+	c.trickle = true
 	for {
+		if c.br.Buffered() == 0 && !c.trickle {
+			if _, err := c.readBig(bigRead); err != nil {
+				if err == io.EOF && c.downErr == nil {
+					return nil
+				}
+				return err
+			}
+			continue
+		}
 		if err := c.fill(); err != nil {
 			if err == io.EOF {
 				return nil
@@ -79,7 +187,9 @@ func (c *bodyCopy) toEOF() error {
 
 // chunked decodes a chunked body (RFC 9112 §7.1) and parses its trailer
 // section into trailers, which must be empty on entry.
+// A chunk larger than the reader's buffer is read as a fixed body is.
 func (c *bodyCopy) chunked(trailers *Head) error {
+	defer c.giveBack()
 	for {
 		size, err := c.chunkSize()
 		if err != nil {
@@ -91,17 +201,21 @@ func (c *bodyCopy) chunked(trailers *Head) error {
 			}
 			return readFields(c.br, trailers)
 		}
-		if err := c.fixed(size); err != nil {
+		if err := c.copyN(size); err != nil {
 			return err
+		}
+		// The CRLF after the data may be still to come: what was
+		// written goes out before the read that waits for it.
+		if err := c.fill(); err != nil {
+			return unexpected(err)
 		}
 		if err := chunkEnd(c.br); err != nil {
 			return err
 		}
 		// A chunk boundary is where a stream's sender meant a piece to
 		// end; send it on if nothing more has arrived.
-		if c.br.Buffered() == 0 && c.dirty && c.fl != nil {
-			c.fl.Flush()
-			c.dirty = false
+		if c.br.Buffered() == 0 {
+			c.flush()
 		}
 	}
 }

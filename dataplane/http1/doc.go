@@ -62,6 +62,9 @@
 //     close); HEAD, 1xx, 204 and 304 carry no body (RFC 9110 §6.4.1).
 //   - Field values the handler sets cannot break a line: CR and LF become
 //     spaces.
+//   - Writes go through the connection's 4 KiB writer; one that does not
+//     fit beside what it holds (the head, a chunk-size line) goes out with
+//     it in one vectored write, timed by the janitor as every write is.
 //
 // Requests, written upstream (reqwrite.go, conn.go):
 //   - RFC 9112 §3: nothing goes into a request line unchecked, whatever
@@ -99,6 +102,17 @@
 //   - RFC 9110 §6.5.1: trailer fields that frame the message, route it,
 //     authenticate, control caching, describe the content or set cookies
 //     are dropped (TrailerAllowed), as net/http refuses them.
+//   - A body is passed on as it arrives: bytes received are never held
+//     back while more are awaited (what was written is flushed before any
+//     read that may wait). What the connection's 8 KiB reader holds is
+//     written out of its buffer; the rest of a body of known length, of
+//     one ended by the close, or of a chunk, when at least 8 KiB of it is
+//     left, is read straight from the connection in reads of up to 64 KiB
+//     into a pooled buffer, never past the body's end, and written on in
+//     one write each. Memory: a response streaming a large body holds one
+//     64 KiB buffer more, from its first large read until the copy ends or
+//     a read brings less than 8 KiB (a trickle, an event stream); a
+//     connection that is idle, or waits on a trickle, holds none.
 //
 // Connections to backends (pool.go, conn.go). One client holds at most
 // MaxConnsPerClient of an endpoint's connections (MaxConns/4 by default).

@@ -15,6 +15,12 @@ import (
 // ResponseWriter is the Server's http.ResponseWriter, reused across a
 // connection's requests.
 //
+// Writes: what the handler writes goes through the connection's 4 KiB
+// buffered writer, except that a write which does not fit beside what is
+// buffered (the head, a chunk's size line) goes out with it in one
+// vectored write (conn.write): a large body's first piece costs no write
+// of its own for the head.
+//
 // Framing: a response with a Content-Length header is sent as is. One
 // without is held (up to smallBody bytes) until the handler returns, so a
 // short answer gets a Content-Length and goes out in one write; a longer
@@ -105,11 +111,11 @@ func (w *ResponseWriter) Write(p []byte) (int, error) {
 		bw := w.c.bw
 		bw.Write(strconv.AppendUint(bw.AvailableBuffer(), uint64(len(p)), 16))
 		bw.WriteString("\r\n")
-		bw.Write(p)
+		w.c.write(p)
 		_, err := bw.WriteString("\r\n")
 		return len(p), err
 	}
-	return w.c.bw.Write(p)
+	return w.c.write(p)
 }
 
 func (w *ResponseWriter) forcedChunked() bool {

@@ -83,6 +83,12 @@ type conn struct {
 	seq     atomic.Uint32
 	seenSeq uint32
 	seenAt  int64
+	// A write that goes out with what is buffered (write): tail is what
+	// the writer's flush sends after the buffered bytes, tailN how much
+	// of it went; vec makes the vectored write (writev.go).
+	tail  []byte
+	tailN int
+	vec   vecWriter
 }
 
 const (
@@ -225,12 +231,41 @@ type writeWatch struct {
 	w io.Writer
 }
 
-func (ww writeWatch) Write(p []byte) (int, error) {
-	prev := ww.c.phase.Load()
-	ww.c.setPhase(phaseWrite)
-	n, err := ww.w.Write(p)
-	ww.c.setPhase(prev)
+func (ww writeWatch) Write(p []byte) (n int, err error) {
+	c := ww.c
+	prev := c.phase.Load()
+	c.setPhase(phaseWrite)
+	if c.tail != nil {
+		n, c.tailN, err = c.vec.write(c.nc, ww.w, p, c.tail)
+	} else {
+		n, err = ww.w.Write(p)
+	}
+	c.setPhase(prev)
 	return n, err
+}
+
+// write writes p through the buffered writer. When p does not fit beside
+// what is buffered, the two go out in one vectored write, where the
+// buffered writer would fill its buffer, write it, then write the rest:
+// so a head and the first piece of a large body take one system call.
+// It is a write like any other to the janitor (writeWatch times it).
+func (c *conn) write(p []byte) (int, error) {
+	bw := c.bw
+	if bw.Buffered() == 0 || len(p) <= bw.Available() {
+		return bw.Write(p)
+	}
+	c.tail = p
+	err := bw.Flush()
+	n := c.tailN
+	c.tail, c.tailN = nil, 0
+	if err != nil {
+		return n, err
+	}
+	if n < len(p) { // not expected: a vectored write sends all or fails
+		m, err := bw.Write(p[n:])
+		return n + m, err
+	}
+	return n, nil
 }
 
 var errTooManyFiles = syscall.EMFILE
