@@ -133,8 +133,10 @@ func writeRoutes(t *textWriter, src Source, d Detail, lists *scrapeLists) {
 		}
 		for i, n := range responses {
 			if n != 0 {
-				ruleSeries(t, st)
+				t.series()
 				t.label("class", StatusClasses[i])
+				t.label("route", st.Route)
+				t.label("rule", st.Rule)
 				t.int(n)
 			}
 		}

@@ -21,8 +21,10 @@ import (
 //     scrape: the handler's two parts (metrics.go) serve different names.
 //   - In HELP text a backslash is written `\\` and a line feed `\n`.
 //   - A sample line is the name, then its labels in braces when it has
-//     any, `name="value"` separated by commas, then a space and the value,
-//     then a line feed. No timestamps.
+//     any, `name="value"` separated by commas and in the order of their
+//     names (as Prometheus's client writes them, so that a series reads
+//     the same whichever wrote it), then a space and the value, then a
+//     line feed. No timestamps.
 //   - In a label value a backslash is written `\\`, a double quote `\"`
 //     and a line feed `\n`; every other byte is written as it is (label
 //     values are UTF-8; names come from the config, whose names are).
@@ -33,7 +35,7 @@ import (
 //   - A histogram is its cumulative `name_bucket{...,le="bound"}` lines in
 //     increasing order of bound, the last `le="+Inf"` (which equals the
 //     count), then `name_sum` and `name_count`, each with the series'
-//     labels; `le` is written last.
+//     labels; `le` is written last, as Prometheus's client writes it.
 //   - A family's type is counter, gauge or histogram; a counter's name
 //     ends in _total.
 type textWriter struct {

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/pipe"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/scrape.golden")
@@ -141,6 +143,45 @@ func BenchmarkScrape(b *testing.B) {
 		h.ServeHTTP(rec, req)
 		if rec.Code != 200 {
 			b.Fatalf("status %d", rec.Code)
+		}
+	}
+}
+
+// Labels are written in the order of their names, as Prometheus's client
+// writes them, but le, which goes last: a series reads the same in our
+// scrape as in one the client would write, byte for byte.
+func TestScrapeLabelsInNameOrder(t *testing.T) {
+	src := goldenSource()
+	st := &StreamStats{}
+	st.Outcome(StreamRelayed)
+	st.Start()
+	st.End(pipe.Result{ClientToBackend: 10, BackendToClient: 20, Duration: time.Second, End: StreamEnds[0]})
+	src.streams = []StreamRoute{{Kind: "TCPRoute", Name: "default/ssh", Stats: st}}
+	src.clusters = append(src.clusters, Cluster{Name: "ssh", Upstream: &UpstreamStats{}, Stream: st})
+	_, text := scrape(t, src, MetricsOptions{Detail: DetailRoute})
+	for _, fam := range []string{"tunnelgate_stream_route_connections_total{", "tunnelgate_stream_route_bytes_total{", "tunnelgate_stream_route_ends_total{"} {
+		if !strings.Contains(text, fam) {
+			t.Fatalf("no %s series in the scrape", fam)
+		}
+	}
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		open := strings.IndexByte(line, '{')
+		if open < 0 {
+			continue
+		}
+		var names []string
+		for _, pair := range strings.Split(line[open+1:strings.LastIndexByte(line, '}')], "\",") {
+			name, _, _ := strings.Cut(pair, "=")
+			names = append(names, name)
+		}
+		if names[len(names)-1] == "le" {
+			names = names[:len(names)-1]
+		}
+		if !slices.IsSorted(names) {
+			t.Errorf("labels out of name order: %s", strings.TrimSpace(line))
 		}
 	}
 }

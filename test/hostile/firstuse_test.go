@@ -136,7 +136,10 @@ func TestFirstUseAnswersEveryClientItsOwnAndCountsEveryRequest(t *testing.T) {
 	warmGate := newFUGate()
 	defer warmGate.release()
 	warm := newFUBackend(t, "warm", warmGate)
-	e := newEnv(t, warm.addr)
+	// Per-rule latency and per-cluster connections are served at the
+	// route level of detail only; their lazily made counters are what
+	// this test races.
+	e := newEnv(t, warm.addr, withOptions(func(o *dataplane.Options) { o.MetricsDetail = observe.DetailRoute }))
 	f := newFirstUse(t, e)
 
 	// Open the clients' connections to the proxies, as many on each way
@@ -579,9 +582,9 @@ func (f *firstUse) checkMetrics(t *testing.T, route string, clusters []*fuCluste
 		}
 		var bad []string
 		for series, v := range want {
-			if have, ok := got[series]; !ok {
+			if have, ok := got[series]; !ok && v != 0 {
 				bad = append(bad, fmt.Sprintf("%s missing, want %v", series, v))
-			} else if have != v {
+			} else if ok && have != v {
 				bad = append(bad, fmt.Sprintf("%s = %v, want %v", series, have, v))
 			}
 		}
@@ -651,9 +654,12 @@ func (f *firstUse) checkConns(t *testing.T, clusters []*fuCluster, changed bool)
 	}
 }
 
+// fuMatches reports whether got holds want. A counter at zero may be
+// left out of a scrape (a class or result not seen yet): missing reads as
+// zero.
 func fuMatches(got, want map[string]float64) bool {
 	for series, v := range want {
-		if g, ok := got[series]; !ok || g != v {
+		if g, ok := got[series]; (ok || v != 0) && g != v {
 			return false
 		}
 	}
