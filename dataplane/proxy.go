@@ -68,8 +68,10 @@ type Options struct {
 	// operating system, a second later (once for configs that come
 	// faster): at 5,000 routes that garbage is as large as what the
 	// config holds, and Go would otherwise keep the pages for minutes.
-	// It is for the process the proxy is (the proxy command), since it
-	// collects the whole process's heap.
+	// The same is done once idle backend connections have dropped 4 MiB
+	// of buffers (http1.PoolSettings.Shed). It is for the process the
+	// proxy is (the proxy command), since it collects the whole
+	// process's heap.
 	ReturnMemory bool
 	// ListenerPorts makes this the proxy of a Gateway's own data plane,
 	// behind its Service: Serve serves each listener that has a port on a
@@ -106,7 +108,8 @@ type Proxy struct {
 	current atomic.Pointer[compiledConfig]
 	stats   observe.Counters
 
-	returning atomic.Bool // returnMemory is scheduled
+	returning atomic.Bool  // returnMemory is scheduled
+	shedBytes atomic.Int64 // buffers idle connections dropped since the last return (shed)
 	// slashes is how listeners that say nothing read encoded slashes
 	// (Options.EncodedSlashes).
 	slashes slashMode
@@ -209,6 +212,9 @@ func New(opts Options) *Proxy {
 		ruleStats:       map[[2]string]*observe.RuleStats{},
 		streamStats:     map[proxycfg.RouteID]*observe.StreamStats{},
 	}
+	if opts.ReturnMemory { // the pools' buffers, once idle, go back too
+		p.transports.settings.Shed = p.shed
+	}
 	p.opts.Streams = opts.Streams.withDefaults()
 	p.tracer = opts.Tracer
 	p.slashes, _ = parseSlashMode(opts.EncodedSlashes)
@@ -292,6 +298,22 @@ func (p *Proxy) returnMemory() {
 			p.returning.Store(false)
 			debug.FreeOSMemory()
 		})
+	}
+}
+
+// shedReturn is how many bytes of buffers idle backend connections must
+// have dropped before their memory is returned to the operating system:
+// a proxy that reached thousands of endpoints once gets its memory back,
+// and one whose connections come and go at a trickle does not force a
+// collection every second.
+const shedReturn = 4 << 20
+
+// shed notes buffers that idle backend connections dropped (Options.Pool's
+// Shed), and returns the memory once shedReturn of them have been.
+func (p *Proxy) shed(bytes int) {
+	if p.shedBytes.Add(int64(bytes)) >= shedReturn {
+		p.shedBytes.Store(0)
+		p.returnMemory()
 	}
 }
 

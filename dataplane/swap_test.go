@@ -244,6 +244,29 @@ func TestReturnMemoryAfterWholeLoad(t *testing.T) {
 	}
 }
 
+// With ReturnMemory, idle backend connections dropping their buffers
+// (http1.PoolSettings.Shed) return the memory once 4 MiB of them have
+// been dropped, not before.
+func TestReturnMemoryAfterIdleBuffersShed(t *testing.T) {
+	p := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil)), ReturnMemory: true})
+	defer p.Close()
+	shed := p.transports.settings.Shed
+	if shed == nil {
+		t.Fatal("the pools of a proxy with ReturnMemory do not report what they shed")
+	}
+	shed(shedReturn - 1)
+	if p.returning.Load() {
+		t.Fatal("memory returned before 4 MiB of buffers were shed")
+	}
+	shed(1)
+	if !p.returning.Load() {
+		t.Fatal("no return of memory scheduled once 4 MiB of buffers were shed")
+	}
+	if q := New(Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}); q.transports.settings.Shed != nil {
+		t.Fatal("a proxy without ReturnMemory has its pools report what they shed")
+	}
+}
+
 // A cluster's endpoints are made at its first request, not at load nor
 // by a metrics scrape; a state replacing one whose endpoints are made
 // makes its own at once, sharing the endpoints both list, so that their

@@ -53,6 +53,11 @@ type PoolSettings struct {
 	// MaxUploadConns, so that a few clients cannot take the whole share.
 	// Default a quarter of MaxUploadConns.
 	MaxUploadConnsPerClient int
+	// Shed, when set, is told the bytes of buffers a sweep let go of
+	// (connections idle for a second or more drop theirs), once the
+	// pool's lock is released: garbage the caller may want collected and
+	// returned to the operating system.
+	Shed func(bytes int)
 }
 
 // DefaultPoolSettings are the settings of a proxy that sets none.
@@ -307,40 +312,36 @@ func (p *Pool) dial(ctx context.Context) (*Conn, error) {
 }
 
 // An idle connection keeps its socket, not its buffers. One that has
-// idled through a whole sweep gives its reader's and writer's buffers
-// (12 KiB) back to pools shared by every endpoint (shed), and takes
-// pooled ones again when it is next handed out (attach). A proxy that has
-// sent requests to thousands of endpoints so holds buffers for the
-// connections in use, not for every one it keeps open; a busy connection
-// keeps its own from one request to the next, at no cost.
-var (
-	upReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, upReadBuf) }}
-	upWriters = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, upWriteBuf) }}
-)
+// idled through a whole sweep drops its reader's and writer's buffers
+// (shed: 12 KiB), and is given new ones when it is next handed out
+// (attach). A proxy that has sent requests to thousands of endpoints so
+// holds buffers for the connections in use, not for every one it keeps
+// open; a busy connection keeps its own from one request to the next, at
+// no cost. The buffers are dropped, not pooled: a pool would keep them
+// alive through the next collection, where the point is to give the
+// memory back (PoolSettings.Shed).
+
+// shedBytes is what a connection's buffers weigh.
+const shedBytes = upReadBuf + upWriteBuf
 
 // attach gives a connection buffers, if it has shed them.
 func (c *Conn) attach() {
 	if c.br != nil {
 		return
 	}
-	c.br = upReaders.Get().(*bufio.Reader)
-	c.br.Reset(c.rw)
-	c.bw = upWriters.Get().(*bufio.Writer)
-	c.bw.Reset(c.rw)
+	c.br = bufio.NewReaderSize(c.rw, upReadBuf)
+	c.bw = bufio.NewWriterSize(c.rw, upWriteBuf)
 }
 
-// shed gives an idle connection's buffers back: only a connection in
-// the pool's idle list, under its lock (nothing else can use it), with
-// nothing buffered (quiet).
-func (c *Conn) shed() {
+// shed drops an idle connection's buffers and reports whether it had
+// any: only for a connection in the pool's idle list, under its lock
+// (nothing else can use it), with nothing buffered (quiet).
+func (c *Conn) shed() bool {
 	if c.br == nil {
-		return
+		return false
 	}
-	c.br.Reset(nil)
-	upReaders.Put(c.br)
-	c.bw.Reset(nil)
-	upWriters.Put(c.bw)
 	c.br, c.bw = nil, nil
+	return true
 }
 
 // socketPeek is the check of nc's socket (under TLS, the TCP socket), or
@@ -399,6 +400,7 @@ const sweepEvery = time.Second
 // a few hundred non-blocking syscalls once a second.
 func (p *Pool) sweep() {
 	var dead []*Conn
+	shed := 0
 	p.mu.Lock()
 	p.sweeps++
 	// A connection put back since sweep n has been idle for less than
@@ -410,8 +412,8 @@ func (p *Pool) sweep() {
 			dead = append(dead, c)
 			continue
 		}
-		if p.sweeps-c.idleSince >= 2 { // idle for a second at least
-			c.shed()
+		if p.sweeps-c.idleSince >= 2 && c.shed() { // idle for a second at least
+			shed += shedBytes
 		}
 		keep = append(keep, c)
 	}
@@ -424,6 +426,9 @@ func (p *Pool) sweep() {
 	p.mu.Unlock()
 	for _, c := range dead {
 		c.Close()
+	}
+	if shed > 0 && p.settings.Shed != nil {
+		p.settings.Shed(shed)
 	}
 }
 

@@ -555,7 +555,9 @@ func (failing) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
 // sweep keeps its own.
 func TestPoolIdleConnectionsShedTheirBuffers(t *testing.T) {
 	b := startBackend(t, func(int) string { return ok("hello") }, nil)
-	p := testPool(b.addr)
+	var shed atomic.Int64
+	p := NewPool(b.addr, nil, PoolSettings{MaxIdle: 4, IdleTimeout: time.Minute, DialTimeout: time.Second, MaxConns: 8,
+		Shed: func(n int) { shed.Add(int64(n)) }}, nil)
 	defer p.Close()
 	if status, body := exchange(t, p, "GET"); status != 200 || body != "hello" {
 		t.Fatalf("first exchange: %d %q", status, body)
@@ -569,12 +571,19 @@ func TestPoolIdleConnectionsShedTheirBuffers(t *testing.T) {
 		return p.idle[0]
 	}
 	p.sweep() // put back since the last sweep: under a second idle
-	if c := idleConn(); c.br == nil || c.bw == nil {
-		t.Fatal("a connection idle for less than a second shed its buffers")
+	if c := idleConn(); c.br == nil || c.bw == nil || shed.Load() != 0 {
+		t.Fatalf("a connection idle for less than a second shed its buffers (%d bytes told)", shed.Load())
 	}
 	p.sweep()
 	if c := idleConn(); c.br != nil || c.bw != nil {
 		t.Fatal("a connection idle through a whole sweep kept its buffers")
+	}
+	if n := shed.Load(); n != shedBytes {
+		t.Fatalf("the sweep told of %d bytes shed, want %d", n, shedBytes)
+	}
+	p.sweep()
+	if n := shed.Load(); n != shedBytes {
+		t.Fatalf("a connection without buffers was told as shed again: %d bytes in all", n)
 	}
 	if status, body := exchange(t, p, "GET"); status != 200 || body != "hello" {
 		t.Fatalf("exchange on a connection that shed its buffers: %d %q", status, body)
