@@ -31,7 +31,7 @@ import (
 // proxy's own. impl=httputil is net/http's ReverseProxy tuned as a
 // production user would (idle pool, buffer pool), the baseline the
 // bench-check gates compare against; impl=floor is the floor relay
-// (bench_floor_test.go), the least a Go proxy does, which stands in for
+// (test/floorrelay), the least a Go proxy does, which stands in for
 // nginx.
 func BenchmarkProxy(b *testing.B) {
 	be := rawBackend(b)
