@@ -990,9 +990,8 @@ nginx_temp_files() {
 # ---- run --------------------------------------------------------------------
 
 say "CPUs: load client on $LOAD_CPU, backend and proxies on $SERVER_CPU; shapes ${SHAPE_LIST[*]};" \
-	"$ROUNDS round(s) of ${MEASURED[*]} each, $WARMUP warm-up + $DURATION each," \
-	"${WRK:+wrk -t1 -c$CONNECTIONS}${WRK:+${ADDR[hop-tcp]:+, }}${ADDR[hop-tcp]:+hop -connections $CONNECTIONS}" \
-	"${SYSCALL_TOOL:+; system calls with $SYSCALL_TOOL over $SYSCALL_DURATION per proxy}"
+	"$ROUNDS round(s) of ${MEASURED[*]} per shape, $WARMUP warm-up + $DURATION each," \
+	"${WRK:+wrk -t1 -c$CONNECTIONS}${WRK:+${ADDR[hop-tcp]:+, }}${ADDR[hop-tcp]:+hop -connections $CONNECTIONS}${SYSCALL_TOOL:+; system calls with $SYSCALL_TOOL over $SYSCALL_DURATION per proxy}"
 if want hop && [ "${SHAPE_LIST[*]}" != get ]; then
 	say "the hop target measures the get shape only: it is left out of the others"
 fi
