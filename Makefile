@@ -141,7 +141,7 @@ bench-check: ## enforce the gates in BENCHMARKS.md
 	go run ./bench/benchcheck -file BENCHMARKS.md
 
 # Targets are found by grep, so a new func FuzzXxx is picked up with no edit here.
-bench-load: ## load benchmark: direct, httputil, nginx, tunnelgate; TARGETS=hop: TCP against unix socket (TARGETS, ROUNDS, DURATION, OUT)
+bench-load: ## load benchmark: direct, httputil, nginx, tunnelgate, per request shape with syscalls/req; TARGETS=hop: TCP against unix socket (TARGETS, SHAPES, SYSCALLS, ROUNDS, DURATION, OUT)
 	bash bench/load/run.sh
 
 fuzz: ## run every fuzz target for FUZZTIME each (FUZZTIME=30s)

@@ -3,10 +3,16 @@
 // idle connection pool to the backend, no HTTP/2 attempt, no transparent
 // compression, and a pool of copy buffers so that a request does not
 // allocate a fresh 32 KiB buffer.
+//
+// With -route-hosts and -route-prefixes it routes as the other proxies of
+// the routes5k shape do: an http.ServeMux holds a "host/prefix/" pattern
+// for every route, r0.DOMAIN/p0/ and on, each handled by the one
+// ReverseProxy; anything else is answered 404 by the mux.
 package main
 
 import (
 	"flag"
+	"fmt"
 	"log"
 	"net"
 	"net/http"
@@ -41,6 +47,9 @@ func (b *bufferPool) Put(buf []byte) {
 func main() {
 	listen := flag.String("listen", "127.0.0.1:8082", "address to serve on")
 	backend := flag.String("backend", "http://127.0.0.1:8081", "backend base URL (host:port alone means http)")
+	routeHosts := flag.Int("route-hosts", 0, "route through an http.ServeMux with this many hostnames, r0.DOMAIN and on (0: no routing)")
+	routePrefixes := flag.Int("route-prefixes", 10, "with -route-hosts, path prefixes per hostname, /p0/ and on")
+	routeDomain := flag.String("route-domain", "bench.test", "with -route-hosts, the domain under which the hostnames are")
 	flag.Parse()
 
 	raw := *backend
@@ -84,9 +93,21 @@ func main() {
 		BufferPool: newBufferPool(),
 	}
 
+	var handler http.Handler = proxy
+	if *routeHosts > 0 {
+		mux := http.NewServeMux()
+		for h := 0; h < *routeHosts; h++ {
+			for p := 0; p < *routePrefixes; p++ {
+				mux.Handle(fmt.Sprintf("r%d.%s/p%d/", h, *routeDomain, p), proxy)
+			}
+		}
+		handler = mux
+		log.Printf("rproxy: routing %d host/prefix patterns", *routeHosts*(*routePrefixes))
+	}
+
 	srv := &http.Server{
 		Addr:              *listen,
-		Handler:           proxy,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       120 * time.Second,
 	}
