@@ -11,7 +11,9 @@
 #
 # Environment (defaults in brackets):
 #   TARGETS      targets to run, in order ["direct httputil nginx tunnelgate"];
-#                also "hop", and "baseline" (needs BASELINE)
+#                also "hop", "baseline" (needs BASELINE), and "floor", the
+#                least a Go proxy does (test/floorrelay; it does not route,
+#                so it sits out routes5k)
 #   BASELINE     a tunnelgate binary built from another commit, measured as
 #                the "baseline" target in the same rounds, for a before and
 #                after: git worktree add /tmp/base COMMIT && (cd /tmp/base &&
@@ -65,8 +67,8 @@ read -ra TARGET_LIST <<<"$TARGETS"
 [ ${#TARGET_LIST[@]} -gt 0 ] || die "TARGETS is empty"
 for t in "${TARGET_LIST[@]}"; do
 	case $t in
-	direct | httputil | nginx | tunnelgate | hop | baseline) ;;
-	*) die "unknown target '$t' in TARGETS (known: direct httputil nginx tunnelgate hop baseline)" ;;
+	direct | httputil | nginx | tunnelgate | hop | baseline | floor) ;;
+	*) die "unknown target '$t' in TARGETS (known: direct httputil nginx tunnelgate hop baseline floor)" ;;
 	esac
 done
 want() { [[ " ${TARGET_LIST[*]} " == *" $1 "* ]]; }
@@ -83,6 +85,12 @@ for t in "${TARGET_LIST[@]}"; do
 	fi
 done
 is_hop() { [[ $1 == hop-* ]]; }
+# in_shape SHAPE TARGET: whether TARGET is measured in SHAPE: the hop
+# transports in get only, the floor relay (which does not route) in all
+# but routes5k.
+in_shape() {
+	if is_hop "$2"; then [ "$1" = get ]; elif [ "$2" = floor ]; then [ "$1" != routes5k ]; fi
+}
 read -ra SHAPE_LIST <<<"$SHAPES"
 [ ${#SHAPE_LIST[@]} -gt 0 ] || die "SHAPES is empty"
 for s in "${SHAPE_LIST[@]}"; do
@@ -199,6 +207,7 @@ say "building into $TMP"
 go build -o "$TMP/backend" ./bench/load/backend
 if want httputil; then go build -o "$TMP/rproxy" ./bench/load/rproxy; fi
 if want hop; then go build -o "$TMP/hop" ./bench/load/hop; fi
+if want floor; then go build -o "$TMP/floor" ./test/floorrelay/floor; fi
 if want baseline; then
 	[ -n "${BASELINE:-}" ] && [ -x "$BASELINE" ] || die "the baseline target needs BASELINE, a tunnelgate binary of another commit"
 fi
@@ -349,6 +358,13 @@ if want httputil; then
 		PORT[httputil-routes]=$p
 		wait_port httputil-routes "$p" "${PID[httputil-routes]}"
 	fi
+fi
+
+if want floor; then
+	alloc_port p
+	start floor "$TMP/floor" -listen "127.0.0.1:$p" -backend "127.0.0.1:$BACKEND_PORT"
+	PORT[floor]=$p
+	wait_port floor "$p" "${PID[floor]}"
 fi
 
 # nginx_servers PORT ROUTED: the server blocks of an nginx config: one
@@ -504,7 +520,7 @@ for t in "${MEASURED[@]}"; do
 	fi
 	checks=("200 $t /")
 	if has_shape body64k; then checks+=("200 $t /64k"); fi
-	if [ -n "$ROUTED" ]; then
+	if [ -n "$ROUTED" ] && in_shape routes5k "$t"; then
 		k=$(key routes5k "$t")
 		checks+=("200 $k /p0/ r0.$ROUTE_DOMAIN" "200 $k /p$((ROUTE_PREFIXES - 1))/x r$((ROUTE_HOSTS - 1)).$ROUTE_DOMAIN")
 		[ "$t" = direct ] || checks+=("404 $k /x/ r0.$ROUTE_DOMAIN")
@@ -589,7 +605,7 @@ set_shape() {
 	SHAPE_MEASURED=()
 	local t
 	for t in "${MEASURED[@]}"; do
-		if [ "$1" = get ] || ! is_hop "$t"; then SHAPE_MEASURED+=("$t"); fi
+		if in_shape "$1" "$t"; then SHAPE_MEASURED+=("$t"); fi
 	done
 }
 
@@ -762,7 +778,7 @@ count_syscalls() {
 	local shape=$1 t k out pids reqs tool
 	: >"$SYSCALLS_FILE"
 	for t in "${WRK_LIST[@]}"; do
-		[ "$t" != direct ] || continue
+		[ "$t" != direct ] && in_shape "$shape" "$t" || continue
 		k=$(key "$shape" "$t")
 		out=$TMP/syscalls-$shape-$t
 		pids=$(syscall_pids "$k" | paste -sd, -)
@@ -872,6 +888,7 @@ report() {
 	want nginx && nginx_cpu=$(median 6 nginx)
 	: >"$rows"
 	for t in "${WRK_LIST[@]}"; do
+		in_shape "$shape" "$t" || continue
 		rps=$(median 3 "$t")
 		p50=$(median 4 "$t")
 		p99=$(median 5 "$t")
