@@ -120,7 +120,8 @@ func (r *Relay) serve(c net.Conn) {
 			up.nc.Close()
 			return
 		}
-		out, err = readAnswer(up.br, out[:0])
+		var keep bool
+		out, keep, err = readAnswer(up.br, out[:0])
 		if err != nil {
 			up.nc.Close()
 			return
@@ -128,6 +129,9 @@ func (r *Relay) serve(c net.Conn) {
 		select {
 		case r.idle <- up:
 		default:
+			keep = false
+		}
+		if !keep {
 			up.nc.Close()
 		}
 		if _, err := c.Write(out); err != nil {
@@ -150,13 +154,15 @@ func (r *Relay) get() (*backendConn, error) {
 	return &backendConn{nc: nc, br: bufio.NewReaderSize(nc, 8192)}, nil
 }
 
-// readAnswer appends one answer, head and Content-Length body, to out.
-func readAnswer(br *bufio.Reader, out []byte) ([]byte, error) {
-	n := -1
+// readAnswer appends one answer, head and Content-Length body, to out,
+// and reports whether the backend keeps the connection (no Connection:
+// close, which it answers a request that asked for it with).
+func readAnswer(br *bufio.Reader, out []byte) (_ []byte, keep bool, _ error) {
+	n, keep := -1, true
 	for {
 		line, err := br.ReadSlice('\n')
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, line...)
 		if len(line) <= 2 {
@@ -165,12 +171,15 @@ func readAnswer(br *bufio.Reader, out []byte) ([]byte, error) {
 		if v, ok := bytes.CutPrefix(line, []byte("Content-Length: ")); ok {
 			n, _ = strconv.Atoi(string(bytes.TrimSpace(v)))
 		}
+		if bytes.EqualFold(bytes.TrimSpace(line), []byte("Connection: close")) {
+			keep = false
+		}
 	}
 	if n < 0 {
-		return nil, errors.New("floorrelay: an answer without Content-Length")
+		return nil, false, errors.New("floorrelay: an answer without Content-Length")
 	}
 	start := len(out)
 	out = append(out, make([]byte, n)...)
 	_, err := io.ReadFull(br, out[start:])
-	return out, err
+	return out, keep, err
 }
