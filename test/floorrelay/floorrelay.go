@@ -126,10 +126,12 @@ func (r *Relay) serve(c net.Conn) {
 			up.nc.Close()
 			return
 		}
-		select {
-		case r.idle <- up:
-		default:
-			keep = false
+		if keep {
+			select {
+			case r.idle <- up:
+			default:
+				keep = false
+			}
 		}
 		if !keep {
 			up.nc.Close()
