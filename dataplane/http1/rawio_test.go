@@ -74,17 +74,7 @@ func TestHeldRequestGoesOutWithTheRead(t *testing.T) {
 				t.Fatalf("the peer read %d bytes (%v) before the Read that sends them", n, err)
 			}
 
-			got := make(chan []byte, 1)
-			go func() {
-				peer.SetReadDeadline(time.Now().Add(5 * time.Second))
-				p := make([]byte, len(req))
-				if _, err := io.ReadFull(peer, p); err != nil {
-					got <- nil
-					return
-				}
-				got <- p
-				io.WriteString(peer, "answer")
-			}()
+			got := answerAfter(peer, len(req), 0)
 			p := make([]byte, 64)
 			n, err := r.Read(p)
 			if err != nil || string(p[:n]) != "answer" {
@@ -98,6 +88,24 @@ func TestHeldRequestGoesOutWithTheRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// answerAfter has peer, after wait, read n bytes and answer "answer";
+// the bytes it read come on the channel (nil if they did not).
+func answerAfter(peer net.Conn, n int, wait time.Duration) <-chan []byte {
+	got := make(chan []byte, 1)
+	go func() {
+		time.Sleep(wait)
+		peer.SetReadDeadline(time.Now().Add(5 * time.Second))
+		p := make([]byte, n)
+		if _, err := io.ReadFull(peer, p); err != nil {
+			got <- nil
+			return
+		}
+		got <- p
+		io.WriteString(peer, "answer")
+	}()
+	return got
 }
 
 // fillSocket writes to r's socket without blocking until its buffers
@@ -134,18 +142,7 @@ func TestHeldRequestIntoAFullSocket(t *testing.T) {
 	req := []byte("GET / HTTP/1.1\r\nHost: h\r\n\r\n")
 	holdWrite(t, r, req)
 
-	got := make(chan []byte, 1)
-	go func() {
-		time.Sleep(50 * time.Millisecond) // let the Read find the socket full
-		peer.SetReadDeadline(time.Now().Add(5 * time.Second))
-		p := make([]byte, len(before)+len(req))
-		if _, err := io.ReadFull(peer, p); err != nil {
-			got <- nil
-			return
-		}
-		got <- p
-		io.WriteString(peer, "answer")
-	}()
+	got := answerAfter(peer, len(before)+len(req), 50*time.Millisecond) // the Read finds the socket full
 	p := make([]byte, 64)
 	n, err := r.Read(p)
 	if err != nil || string(p[:n]) != "answer" {

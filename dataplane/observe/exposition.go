@@ -170,37 +170,24 @@ func appendFloat(b []byte, v float64) []byte {
 
 // appendLabelValue appends v escaped as a label value: backslash, double
 // quote and line feed.
-func appendLabelValue(b []byte, v string) []byte {
-	start := 0
-	for i := 0; i < len(v); i++ {
-		var esc string
-		switch v[i] {
-		case '\\':
-			esc = `\\`
-		case '"':
-			esc = `\"`
-		case '\n':
-			esc = `\n`
-		default:
-			continue
-		}
-		b = append(b, v[start:i]...)
-		b = append(b, esc...)
-		start = i + 1
-	}
-	return append(b, v[start:]...)
-}
+func appendLabelValue(b []byte, v string) []byte { return appendEscaped(b, v, true) }
 
 // appendHelp appends v escaped as HELP text: backslash and line feed.
-func appendHelp(b []byte, v string) []byte {
+func appendHelp(b []byte, v string) []byte { return appendEscaped(b, v, false) }
+
+// appendEscaped appends v with backslash and line feed escaped, and the
+// double quote too when quote is set.
+func appendEscaped(b []byte, v string, quote bool) []byte {
 	start := 0
 	for i := 0; i < len(v); i++ {
 		var esc string
-		switch v[i] {
-		case '\\':
+		switch {
+		case v[i] == '\\':
 			esc = `\\`
-		case '\n':
+		case v[i] == '\n':
 			esc = `\n`
+		case v[i] == '"' && quote:
+			esc = `\"`
 		default:
 			continue
 		}
