@@ -32,9 +32,10 @@ type rawIO struct {
 	rbuf                        []byte
 	rn                          int
 	rerr                        syscall.Errno
-	wbuf                        []byte
+	wbuf, wtail                 []byte // a write: wtail follows wbuf (writev)
 	wn                          int
 	werr                        syscall.Errno
+	iov                         [2]syscall.Iovec
 
 	// holding and held let a request go out with the first read of its
 	// answer (see hold).
@@ -112,27 +113,50 @@ func (r *rawIO) Write(p []byte) (int, error) {
 		r.held = p
 		return len(p), nil
 	}
+	n, err := r.writev(p, nil)
+	return int(n), err
+}
+
+// writev writes a then b, in one writev where it can (vecWriter, for a
+// client connection's buffered bytes and the body piece that follows).
+func (r *rawIO) writev(a, b []byte) (int64, error) {
 	if len(r.held) > 0 {
 		if err := r.sendHeld(); err != nil {
 			return 0, err
 		}
 	}
-	r.wbuf, r.wn, r.werr = p, 0, 0
+	r.wbuf, r.wtail, r.wn, r.werr = a, b, 0, 0
 	err := r.rc.Write(r.writeFn)
-	r.wbuf = nil
+	n := int64(r.wn)
+	r.wbuf, r.wtail, r.iov = nil, nil, [2]syscall.Iovec{}
 	if err != nil {
-		return r.wn, err
+		return n, err
 	}
 	if r.werr != 0 {
-		return r.wn, r.werr
+		return n, r.werr
 	}
-	return r.wn, nil
+	return n, nil
 }
 
+// write writes what is left of wbuf and wtail: a write while only one of
+// them has bytes left, else a writev of both.
 func (r *rawIO) write(fd uintptr) bool {
-	p := r.wbuf
-	for r.wn < len(p) {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[r.wn])), uintptr(len(p)-r.wn))
+	a, b := r.wbuf, r.wtail
+	for r.wn < len(a)+len(b) {
+		var n uintptr
+		var e syscall.Errno
+		switch {
+		case r.wn >= len(a):
+			p := b[r.wn-len(a):]
+			n, _, e = syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		case len(b) == 0:
+			p := a[r.wn:]
+			n, _, e = syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		default:
+			setIovec(&r.iov[0], a[r.wn:])
+			setIovec(&r.iov[1], b)
+			n, _, e = syscall.RawSyscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&r.iov[0])), 2)
+		}
 		if e == syscall.EAGAIN {
 			return false // the socket buffer is full: wait, then go on
 		}
@@ -144,6 +168,14 @@ func (r *rawIO) write(fd uintptr) bool {
 	}
 	return true
 }
+
+func setIovec(v *syscall.Iovec, p []byte) {
+	v.Base = &p[0]
+	v.SetLen(len(p))
+}
+
+// rawWritev says vectored writes are raw calls here.
+const rawWritev = true
 
 // Sending a request with the first read of its answer. An upstream
 // exchange writes a request, then reads the answer; made one after the

@@ -32,3 +32,6 @@ func (p *peekQuiet) check() bool {
 	}
 	return quiet
 }
+
+// rawWritev says vectored writes are raw calls here.
+const rawWritev = false

@@ -236,7 +236,7 @@ func (ww writeWatch) Write(p []byte) (n int, err error) {
 	prev := c.phase.Load()
 	c.setPhase(phaseWrite)
 	if c.tail != nil {
-		n, c.tailN, err = c.vec.write(c.nc, ww.w, p, c.tail)
+		n, c.tailN, err = c.vec.write(ww.w, p, c.tail)
 	} else {
 		n, err = ww.w.Write(p)
 	}

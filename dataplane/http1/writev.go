@@ -9,26 +9,27 @@ import (
 )
 
 // vecWriter writes two byte slices to a client connection in one system
-// call where it can: writev, made as a raw call where the connection's
-// writes are raw (rawIO, Linux), else through net.Buffers, which is a
-// writev on a TCP or unix connection and a write of each slice on
-// anything else. Like a write through rawIO, a raw writev that would
-// block waits in the netpoller, so the connection's deadline still holds.
-// Its fields are reused from one write to the next so that a write
-// allocates nothing; the raw writer is made on a connection's first
-// vectored write.
+// call where it can: the connection's own writev where its writes are
+// raw (rawIO, Linux: a writev that would block waits in the netpoller, so
+// the connection's deadline still holds), else through net.Buffers,
+// which is a writev on a TCP or unix connection and a write of each slice
+// on anything else. Its fields are reused from one write to the next so
+// that a write allocates nothing.
 type vecWriter struct {
 	bufs net.Buffers
 	iov  [2][]byte
-	raw  *rawVec
 }
 
-// write writes a then b to w, which writes to nc, and reports how much of
-// each went.
-func (v *vecWriter) write(nc net.Conn, w io.Writer, a, b []byte) (na, nb int, err error) {
+// vectored is a writer that makes its own vectored writes (rawIO).
+type vectored interface {
+	writev(a, b []byte) (int64, error)
+}
+
+// write writes a then b to w, and reports how much of each went.
+func (v *vecWriter) write(w io.Writer, a, b []byte) (na, nb int, err error) {
 	var n int64
-	if raw := v.rawFor(nc, w); raw != nil {
-		n, err = raw.writev(a, b)
+	if vw, ok := w.(vectored); ok {
+		n, err = vw.writev(a, b)
 	} else {
 		v.iov = [2][]byte{a, b}
 		v.bufs = v.iov[:]

@@ -56,7 +56,7 @@ func TestVecWriter(t *testing.T) {
 				b, _ := io.ReadAll(io.LimitReader(r, int64(len(head)+len(body))))
 				got <- b
 			}()
-			na, nb, err := v.write(w, inner, head, body)
+			na, nb, err := v.write(inner, head, body)
 			if err != nil || na != len(head) || nb != len(body) {
 				t.Fatalf("wrote %d and %d bytes: %v", na, nb, err)
 			}
@@ -71,11 +71,11 @@ func TestVecWriter(t *testing.T) {
 			}
 			v = vecWriter{}
 			w.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-			_, nb, err = v.write(w, inner, head, body)
+			_, nb, err = v.write(inner, head, body)
 			if !errors.Is(err, os.ErrDeadlineExceeded) || nb == len(body) {
 				t.Errorf("write to a reader that does not read: %d bytes of the body, %v; want a timeout", nb, err)
 			}
-			if v.raw == nil && raw && rawWritev {
+			if _, ok := inner.(vectored); !ok && raw && rawWritev {
 				t.Error("no raw writev on a connection whose writes are raw")
 			}
 		})
