@@ -133,10 +133,8 @@ func writeRoutes(t *textWriter, src Source, d Detail, lists *scrapeLists) {
 		}
 		for i, n := range responses {
 			if n != 0 {
-				t.series()
+				ruleSeries(t, st)
 				t.label("class", StatusClasses[i])
-				t.label("route", st.Route)
-				t.label("rule", st.Rule)
 				t.int(n)
 			}
 		}

@@ -40,15 +40,20 @@ import (
 //     ends in _total.
 type textWriter struct {
 	w *bufio.Writer
-	// line is the line being written; labels the labels of the series
-	// being written, escaped, without braces: a histogram writes them
-	// once and copies them into each of its lines.
+	// pairs are the labels of the series being written, in name order;
+	// labels the same escaped, without braces, once encoded: a histogram
+	// encodes them once and copies them into each of its lines.
+	pairs        []labelPair
+	encoded      bool
 	line, labels []byte
 	// fam is the family being written, and wrote whether its HELP and
 	// TYPE are out already.
 	fam   *family
 	wrote bool
 }
+
+// labelPair is a label of a series.
+type labelPair struct{ name, value string }
 
 // family is a metric family's name, type and help text.
 type family struct {
@@ -62,17 +67,36 @@ func (t *textWriter) begin(f *family) {
 
 // series starts a series of the family begun: it clears the labels for
 // label to add.
-func (t *textWriter) series() { t.labels = t.labels[:0] }
+func (t *textWriter) series() { t.pairs, t.encoded = t.pairs[:0], false }
 
-// label adds a label to the series begun.
+// label adds a label to the series begun. Labels are written in the order
+// of their names, whatever the order they are added in.
 func (t *textWriter) label(name, value string) {
-	if len(t.labels) > 0 {
-		t.labels = append(t.labels, ',')
+	i := len(t.pairs)
+	t.pairs = append(t.pairs, labelPair{})
+	for ; i > 0 && t.pairs[i-1].name > name; i-- {
+		t.pairs[i] = t.pairs[i-1]
 	}
-	t.labels = append(t.labels, name...)
-	t.labels = append(t.labels, '=', '"')
-	t.labels = appendLabelValue(t.labels, value)
-	t.labels = append(t.labels, '"')
+	t.pairs[i] = labelPair{name, value}
+	t.encoded = false
+}
+
+// encodeLabels writes the series' labels into t.labels, once.
+func (t *textWriter) encodeLabels() {
+	if t.encoded {
+		return
+	}
+	b := t.labels[:0]
+	for i, p := range t.pairs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, p.name...)
+		b = append(b, '=', '"')
+		b = appendLabelValue(b, p.value)
+		b = append(b, '"')
+	}
+	t.labels, t.encoded = b, true
 }
 
 // head writes the family's HELP and TYPE lines, if not yet written.
@@ -99,6 +123,7 @@ func (t *textWriter) head() {
 // name and the series' labels, and le beside them when not "".
 func (t *textWriter) start(suffix, le string) []byte {
 	t.head()
+	t.encodeLabels()
 	b := append(t.line[:0], t.fam.name...)
 	b = append(b, suffix...)
 	if len(t.labels) > 0 || le != "" {

@@ -66,54 +66,47 @@ func writeStreams(t *textWriter, src Source, clusters []Cluster) {
 		}
 		return strings.Compare(a.kind, b.kind)
 	})
-	// route starts a series of r, with one more label (name, value) when
-	// name is not "": labels go in name order, and every such name
-	// (direction, outcome, reason) falls between kind and route, but
-	// direction, which comes first.
-	route := func(r *streamRoute, name, value string) {
+	route := func(r *streamRoute) {
 		t.series()
-		if name == "direction" {
-			t.label(name, value)
-		}
 		t.label("kind", r.kind)
-		if name != "" && name != "direction" {
-			t.label(name, value)
-		}
 		t.label("route", r.name)
 	}
 	t.begin(&famStreamRouteConns)
 	for i := range routes {
 		for o, n := range routes[i].n.outcomes {
 			if n != 0 {
-				route(&routes[i], "outcome", StreamOutcomes[o])
+				route(&routes[i])
+				t.label("outcome", StreamOutcomes[o])
 				t.int(n)
 			}
 		}
 	}
 	t.begin(&famStreamRouteActive)
 	for i := range routes {
-		route(&routes[i], "", "")
+		route(&routes[i])
 		t.int(routes[i].n.active)
 	}
 	t.begin(&famStreamRouteBytes)
 	for i := range routes {
 		for _, d := range routes[i].n.directions() {
 			if d.n != 0 {
-				route(&routes[i], "direction", d.name)
+				route(&routes[i])
+				t.label("direction", d.name)
 				t.int(d.n)
 			}
 		}
 	}
 	t.begin(&famStreamRouteSeconds)
 	for i := range routes {
-		route(&routes[i], "", "")
+		route(&routes[i])
 		t.float(seconds(routes[i].n.nanos))
 	}
 	t.begin(&famStreamRouteEnds)
 	for i := range routes {
 		for e, n := range routes[i].n.ends {
 			if n != 0 {
-				route(&routes[i], "reason", string(StreamEnds[e]))
+				route(&routes[i])
+				t.label("reason", string(StreamEnds[e]))
 				t.int(n)
 			}
 		}
