@@ -24,11 +24,7 @@ import (
 // pool of its own, so that the common small body costs no allocation.
 //
 // Not charged here: the 64 KiB buffer through which http1 streams an
-// answer longer than responseBuffer (see http1's bigRead). It frees no
-// connection, is held only while the connection it reads from is busy,
-// and so is bounded by the connection caps and the write timeout;
-// charging it would let large downloads take the budget that lets short
-// answers and request bodies give their connections back early.
+// answer longer than responseBuffer (http1's bigRead says why).
 
 // Defaults of Options.RequestBuffer and Options.BufferMemory.
 const (
