@@ -102,26 +102,26 @@ func BenchmarkProxyBody(b *testing.B) {
 // bodyBackend answers each request head it reads with a size-byte body,
 // head and body in one write.
 func bodyBackend(b testing.TB, size int) string {
-	answer := append([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "+
-		strconv.Itoa(size)+"\r\n\r\n"), bytes.Repeat([]byte("x"), size)...)
-	return testnet.RawServer(b, func(c net.Conn) {
-		br := bufio.NewReader(c)
-		for skipHead(br) == nil {
-			if _, err := c.Write(answer); err != nil {
-				return
-			}
-		}
-	})
+	return answerBackend(b, append([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "+
+		strconv.Itoa(size)+"\r\n\r\n"), bytes.Repeat([]byte("x"), size)...))
 }
 
 // benchGETSized is benchGET for answers of size bytes.
 func benchGETSized(b *testing.B, addr string, size int) {
-	get := getSizedOn(b, addr, benchRequest, size)
+	b.SetBytes(int64(size))
+	benchGets(b, getSizedOn(b, addr, benchRequest, size))
+}
+
+// benchGets runs get b.N times, after a warm-up (connections dialled,
+// pools and buffers filled, so that allocs/op is the steady state
+// whatever b.N is), and reports the process's CPU per request: ns/op is
+// latency, and work done off the request's path (span export, log
+// writing) shows there.
+func benchGets(b *testing.B, get func()) {
 	for range 200 {
 		get()
 	}
 	b.ReportAllocs()
-	b.SetBytes(int64(size))
 	cpu := processCPU()
 	b.ResetTimer()
 	for range b.N {
@@ -231,11 +231,15 @@ func serveOwn(b testing.TB, h http.Handler) string {
 var benchResponse = []byte("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n" + string(bytes.Repeat([]byte("x"), 100)))
 
 // rawBackend answers each request head it reads with benchResponse.
-func rawBackend(b testing.TB) string {
+func rawBackend(b testing.TB) string { return answerBackend(b, benchResponse) }
+
+// answerBackend answers each request head it reads with answer, in one
+// write.
+func answerBackend(b testing.TB, answer []byte) string {
 	return testnet.RawServer(b, func(c net.Conn) {
 		br := bufio.NewReader(c)
 		for skipHead(br) == nil {
-			if _, err := c.Write(benchResponse); err != nil {
+			if _, err := c.Write(answer); err != nil {
 				return
 			}
 		}
@@ -266,39 +270,7 @@ func benchGET(b *testing.B, addr string) { benchGETRequest(b, addr, benchRequest
 
 // benchGETRequest is benchGET with another request.
 func benchGETRequest(b *testing.B, addr string, req []byte) {
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	br := bufio.NewReaderSize(c, 4096)
-	body := make([]byte, 100)
-	// Warm up: connections dialled, pools and buffers filled, so that
-	// allocs/op is the steady state whatever b.N is.
-	for range 200 {
-		if _, err := c.Write(req); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := readResponse(br, body); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportAllocs()
-	cpu := processCPU()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := c.Write(req); err != nil {
-			b.Fatal(err)
-		}
-		n, err := readResponse(br, body)
-		if err != nil || n != 100 {
-			b.Fatalf("response: %d bytes, %v", n, err)
-		}
-	}
-	b.StopTimer()
-	// CPU per request, of the whole process: ns/op is latency, and work
-	// done off the request's path (span export, log writing) shows here.
-	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+	benchGets(b, getSizedOn(b, addr, req, 100))
 }
 
 // readResponse reads one response with a Content-Length body.
