@@ -58,13 +58,32 @@ func TestParseGates(t *testing.T) {
 	}
 }
 
+// parseErrorCase is a document parseGates must refuse, with an error
+// holding want.
+type parseErrorCase struct{ name, doc, want string }
+
+// wantParseErrors runs parseGates on each case's document and fails
+// unless it is refused with the case's error.
+func wantParseErrors(t *testing.T, tests []parseErrorCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			gates, err := parseGates(strings.NewReader(tt.doc), "B.md")
+			if err == nil {
+				t.Fatalf("no error; got gates %+v", gates)
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error %q does not contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestParseGatesErrors checks that every malformed table is refused with a
 // message pointing at the line and the fix, rather than read as "no gates".
 func TestParseGatesErrors(t *testing.T) {
 	const head = "## Gates\n\n| gate | package | benchmark | baseline | max ratio | max allocs/op |\n|---|---|---|---|---|---|\n"
-	tests := []struct {
-		name, doc, want string
-	}{
+	tests := []parseErrorCase{
 		{"no heading", "# Benchmarks\n\n| a |\n", `no "## Gates" heading`},
 		{"empty table", head, "no gate rows"},
 		{"no table", "## Gates\n\nnothing yet\n", "no gate rows"},
@@ -90,17 +109,7 @@ func TestParseGatesErrors(t *testing.T) {
 		{"duplicate", head + "| g | ./m | BenchmarkA | - | - | 0 |\n| g | ./m | BenchmarkB | - | - | 0 |\n",
 			`B.md:6: gate "g" already defined on line 5`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			gates, err := parseGates(strings.NewReader(tt.doc), "B.md")
-			if err == nil {
-				t.Fatalf("no error; got gates %+v", gates)
-			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %q does not contain %q", err, tt.want)
-			}
-		})
-	}
+	wantParseErrors(t, tests)
 }
 
 // mixedTable has both tables, the metric one first, with prose between them.
@@ -175,9 +184,7 @@ func TestParseGatesMetricTable(t *testing.T) {
 func TestParseGatesMetricErrors(t *testing.T) {
 	const head = "## Gates\n\n| gate | package | benchmark | baseline | metric | max |\n|---|---|---|---|---|---|\n"
 	const ratioHead = "| gate | package | benchmark | baseline | max ratio | max allocs/op |\n|---|---|---|---|---|---|\n"
-	tests := []struct {
-		name, doc, want string
-	}{
+	tests := []parseErrorCase{
 		{"empty table", head, "no gate rows"},
 		{"too few cells", head + "| g | ./m | BenchmarkA | - | 5 |\n", "B.md:5: gate row has 5 cells, want 6: | gate | package | benchmark | baseline | metric | max |"},
 		{"too many cells", head + "| g | ./m | BenchmarkA | - | syscalls/op | 5 | 0 |\n", "gate row has 7 cells, want 6"},
@@ -216,17 +223,7 @@ func TestParseGatesMetricErrors(t *testing.T) {
 		{"other table after gates", "## Gates\n" + ratioHead + "| g | ./m | BenchmarkA | - | - | 0 |\n\nNotes.\n\n| x | y |\n",
 			"B.md:8: gates table header is | x | y |"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			gates, err := parseGates(strings.NewReader(tt.doc), "B.md")
-			if err == nil {
-				t.Fatalf("no error; got gates %+v", gates)
-			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("error %q does not contain %q", err, tt.want)
-			}
-		})
-	}
+	wantParseErrors(t, tests)
 }
 
 // A table ends at the first line that is not a row; what follows up to the
