@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/configwatch"
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // DefaultMaxWait is how long a request is held when Options.MaxWait is
@@ -186,7 +187,7 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 func writeBody(w http.ResponseWriter, r *http.Request, body, gzipped func() []byte) {
 	h := w.Header()
 	var b []byte
-	if acceptsGzip(r.Header.Values("Accept-Encoding")) {
+	if httpsyntax.AcceptsGzip(r.Header.Values("Accept-Encoding")) {
 		if b = gzipped(); b != nil {
 			h.Set("Content-Encoding", "gzip")
 		}

@@ -1,11 +1,12 @@
 // Package httpsyntax is the grammar of HTTP fields (RFC 9110 §5) and
 // request lines (RFC 9112 §3): what a token, a field value, a request
-// target and a host may hold, which fields are hop-by-hop, and how a
-// comma-separated list splits.
+// target and a host may hold, which fields are hop-by-hop, how a
+// comma-separated list splits, and whether Accept-Encoding takes gzip.
 //
 // It is shared by the HTTP/1.1 server and client (package http1), the
-// compiled filters (package compiled) and the proxy's own checks, so that
-// every side accepts exactly the same bytes. It has no state and no
+// compiled filters (package compiled), the proxy's own checks, and the
+// servers that answer gzip (the proxy's metrics, the controller's config
+// server), so that every side reads exactly the same bytes alike. It has no state and no
 // dependency beyond the standard library.
 package httpsyntax
 

@@ -8,11 +8,12 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
 
 // textContentType is the type of every scrape: the text format, version
@@ -63,7 +64,7 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr.Set("Content-Type", textContentType)
 	hdr.Add("Vary", "Accept-Encoding")
 	var out io.Writer = w
-	if acceptsGzip(r.Header.Values("Accept-Encoding")) {
+	if httpsyntax.AcceptsGzip(r.Header.Values("Accept-Encoding")) {
 		hdr.Set("Content-Encoding", "gzip")
 		if sw.gz == nil {
 			sw.gz = gzip.NewWriter(w)
@@ -100,22 +101,4 @@ func (h *metricsHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.log.Error("metrics: writing the scrape", "err", err)
 	}
-}
-
-// acceptsGzip reports whether Accept-Encoding values take gzip: it is
-// named with a weight above zero (RFC 9110 §12.5.3).
-func acceptsGzip(values []string) bool {
-	for _, v := range values {
-		for part := range strings.SplitSeq(v, ",") {
-			coding, params, _ := strings.Cut(part, ";")
-			if !strings.EqualFold(strings.TrimSpace(coding), "gzip") {
-				continue
-			}
-			q, ok := strings.CutPrefix(strings.TrimSpace(params), "q=")
-			if !ok || strings.Trim(strings.TrimSpace(q), "0.") != "" {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -1,17 +1,17 @@
-// This file reads Accept-Encoding.
+// This file reads the Accept-Encoding field.
 
-package configserver
+package httpsyntax
 
 import (
 	"strconv"
 	"strings"
 )
 
-// acceptsGzip reads Accept-Encoding field values (RFC 9110 §12.5.3):
+// AcceptsGzip reads Accept-Encoding field values (RFC 9110 §12.5.3):
 // gzip is acceptable when listed (or as its alias x-gzip, RFC 9110
 // §8.4.1.3) with a non-zero weight, or, when not listed, when "*" is.
 // A weight of 0 means "not acceptable", so "gzip;q=0" refuses it.
-func acceptsGzip(values []string) bool {
+func AcceptsGzip(values []string) bool {
 	gzip, star := -1.0, -1.0
 	for _, v := range values {
 		for elem := range strings.SplitSeq(v, ",") {

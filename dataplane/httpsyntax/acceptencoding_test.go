@@ -1,4 +1,4 @@
-package configserver
+package httpsyntax
 
 import "testing"
 
@@ -25,8 +25,8 @@ func TestAcceptsGzip(t *testing.T) {
 		{[]string{"gzip;q=0, *"}, false}, // gzip named: the star does not cover it
 		{[]string{"br;q=1, identity;q=0.5"}, false},
 	} {
-		if got := acceptsGzip(c.values); got != c.want {
-			t.Errorf("acceptsGzip(%q) = %v, want %v", c.values, got, c.want)
+		if got := AcceptsGzip(c.values); got != c.want {
+			t.Errorf("AcceptsGzip(%q) = %v, want %v", c.values, got, c.want)
 		}
 	}
 }
