@@ -28,7 +28,7 @@ func (p *Proxy) adoptRuleStats(rules []servedRule) {
 			// Two rules with one key (an HTTPRoute and a GRPCRoute of the
 			// same name) share their series rather than repeat it.
 			if st = p.ruleStats[key]; st == nil {
-				st = &observe.RuleStats{Route: key[0], Rule: key[1]}
+				st = p.newRuleStats(key)
 			}
 			next[key] = st
 		}
@@ -39,6 +39,17 @@ func (p *Proxy) adoptRuleStats(rules []servedRule) {
 	}
 	p.ruleStats = next
 }
+
+// newRuleStats makes the stats of the rules of key (route, rule label).
+// Their latency is counted only where it is served (timed).
+func (p *Proxy) newRuleStats(key [2]string) *observe.RuleStats {
+	return &observe.RuleStats{Route: key[0], Rule: key[1], Untimed: !p.timed()}
+}
+
+// timed reports whether latency is counted by rule and by cluster: only
+// where /metrics serves it (observe.DetailRoute). Below, the request
+// path reads no clock and no histogram bucket for them.
+func (p *Proxy) timed() bool { return p.opts.MetricsDetail >= observe.DetailRoute }
 
 // spanNamesOf is the server span names of the common methods for a rule
 // of route.

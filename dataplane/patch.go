@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/compiled"
-	"github.com/tunnelgate/tunnelgate/dataplane/observe"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/matcher"
 )
@@ -690,7 +689,7 @@ func (p *Proxy) adoptPatchedRuleStats(rules, old []servedRule, served *proxycfg.
 		delete(gone, key)
 		st := p.ruleStats[key]
 		if st == nil {
-			st = &observe.RuleStats{Route: key[0], Rule: key[1]}
+			st = p.newRuleStats(key)
 			p.ruleStats[key] = st
 		}
 		ru.stats = st

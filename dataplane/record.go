@@ -70,11 +70,15 @@ func (rec *reqRecord) count(none *observe.ListenerStats, status int, end time.Ti
 
 // beginAttempt notes an attempt on ep (the n-th, from 0) and, when
 // tracing, starts its span and has the request carry its context. It
-// returns when the attempt started, for endAttempt.
+// returns when the attempt started, for endAttempt, where the cluster's
+// latency is counted (Proxy.timed); else the zero time.
 func (x *exchange) beginAttempt(ep *endpoint, n int) time.Time {
 	x.rec.endpoint = ep.addr
 	if x.h.p.tracer != nil {
 		x.startAttemptSpan(ep, n)
+	}
+	if !x.h.p.timed() {
+		return time.Time{}
 	}
 	return time.Now()
 }
@@ -83,7 +87,7 @@ func (x *exchange) beginAttempt(ep *endpoint, n int) time.Time {
 // its response head, or err when there was none.
 func (x *exchange) endAttempt(start time.Time, status int, err error) {
 	u := &x.slot.upstream
-	if status != 0 {
+	if status != 0 && !start.IsZero() {
 		u.Head(time.Since(start))
 	}
 	if err == nil || backendsFault(err) {

@@ -90,7 +90,11 @@ func lazy[T any](p *atomic.Pointer[T]) *T {
 // from the request's arrival to the end of its response.
 type RuleStats struct {
 	Route, Rule string // the metric labels, set when the stats are made
-	c           atomic.Pointer[ruleCounts]
+	// Untimed, set when the stats are made, leaves latency uncounted:
+	// where it is not served (below DetailRoute), Respond reads no
+	// histogram bucket.
+	Untimed bool
+	c       atomic.Pointer[ruleCounts]
 }
 
 type ruleCounts struct {
@@ -103,7 +107,9 @@ type ruleCounts struct {
 func (r *RuleStats) Respond(status int, d time.Duration) {
 	c := lazy(&r.c)
 	c.responses[StatusClass(status)].Add(1)
-	c.latency.Observe(d)
+	if !r.Untimed {
+		c.latency.Observe(d)
+	}
 }
 
 // counts returns the rule's responses by status class and its latency
