@@ -1,6 +1,9 @@
 package httpsyntax
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestAcceptsGzip(t *testing.T) {
 	for _, c := range []struct {
@@ -29,4 +32,20 @@ func TestAcceptsGzip(t *testing.T) {
 			t.Errorf("AcceptsGzip(%q) = %v, want %v", c.values, got, c.want)
 		}
 	}
+}
+
+// FuzzAcceptsGzip reads arbitrary Accept-Encoding values. Whatever they
+// are, it answers (never panics), and the answer is the same whether the
+// list comes in one field or one field per element (RFC 9110 §5.3: a
+// repeated field is one comma-separated list).
+func FuzzAcceptsGzip(f *testing.F) {
+	for _, s := range []string{"", "gzip", "x-gzip;q=0.5", "deflate, gzip;q=1.0, *;q=0.5", "gzip;q=0, *", "*;q=0", "gzip;q=nonsense", "br;q=1, identity;q=0.5"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		one := AcceptsGzip([]string{v})
+		if split := AcceptsGzip(strings.Split(v, ",")); split != one {
+			t.Fatalf("%q: %v as one field, %v as one field per element", v, one, split)
+		}
+	})
 }
