@@ -101,9 +101,13 @@ func BenchmarkProxyBody(b *testing.B) {
 
 // bodyBackend answers each request head it reads with a size-byte body,
 // head and body in one write.
-func bodyBackend(b testing.TB, size int) string {
-	return answerBackend(b, append([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "+
-		strconv.Itoa(size)+"\r\n\r\n"), bytes.Repeat([]byte("x"), size)...))
+func bodyBackend(b testing.TB, size int) string { return answerBackend(b, sizedAnswer(size)) }
+
+// sizedAnswer is a 200 answer with a size-byte body, head and body
+// together.
+func sizedAnswer(size int) []byte {
+	return append([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: "+
+		strconv.Itoa(size)+"\r\n\r\n"), bytes.Repeat([]byte("x"), size)...)
 }
 
 // benchGETSized is benchGET for answers of size bytes.

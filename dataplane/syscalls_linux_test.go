@@ -6,7 +6,6 @@ package dataplane
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -194,8 +193,7 @@ func TestSyscallPeer(t *testing.T) {
 	}
 	answers := map[string][]byte{}
 	for _, size := range []int{100, 64 << 10, 1 << 20} {
-		answers["/"+strconv.Itoa(size)] = append([]byte("HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n"+
-			"Content-Length: "+strconv.Itoa(size)+"\r\n\r\n"), bytes.Repeat([]byte("x"), size)...)
+		answers["/"+strconv.Itoa(size)] = sizedAnswer(size)
 	}
 	be := testnet.RawServer(t, func(c net.Conn) {
 		br := bufio.NewReader(c)
