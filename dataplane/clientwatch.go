@@ -16,8 +16,8 @@ import (
 // client that leaves should free the backend connection at once, not when
 // the backend next writes. An exchange says what it waits on (waitOn)
 // until it is done with it (waitOff): the proxy's own HTTP/1.1 server
-// watches the client's connection itself once a wait has lasted a second
-// (http1.ResponseWriter.WaitOn); net/http's servers cancel the request's
+// looks at the client's socket once a second once a wait has lasted a
+// second (http1.ResponseWriter.WaitOn); net/http's servers cancel the request's
 // context when the client leaves (closes its connection, half-closes it,
 // or resets its HTTP/2 stream), and the wait ends with it.
 //

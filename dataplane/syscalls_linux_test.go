@@ -22,25 +22,23 @@ import (
 // The proxy's read and write system calls per request, on a kept-alive
 // client connection sending one GET after another to a backend that
 // answers 100 bytes, 64 KiB, or 1 MiB, in one write. A 100-byte answer
-// takes five: the client's request (a read that finds nothing yet, then
-// the read that gets it), the request to the backend (a write, made as
-// the first step of reading the answer, so no read finds nothing there:
-// rawio.go), the answer's read, and the write to the client; it took six
-// before, and nginx takes four (plus a getsockopt). The peek that checks
-// a pooled connection is quiet is a recvfrom, which these counters leave
-// out. Whether the client's read finds nothing first depends on how fast
-// the other process sends, so four is a floor and five a ceiling; the
-// budget (3.1 reads) holds the upstream side to its one read, which the
-// proxy before (3.1 to 3.9 reads here) did not keep. The least a 64 KiB
-// answer takes
-// is seven: the client's request (a read that finds nothing yet, then the
-// read that gets it), the request to the backend (one write), the answer
-// (a read that finds nothing yet, the head's read, and the rest of the
-// body's), and one writev of head and body to the client. Reading the
-// body 8 KiB at a time and writing the head on its own, as the proxy did,
-// takes 9 to 22 depending on how the answer arrives; a 1 MiB answer took
-// over 250, and takes 16 reads and 16 writes of 64 KiB now, with room
-// left for the socket buffers filling up.
+// takes four, as nginx's: the client's request (one read: the server
+// serves inside one long read of the client's socket, and waits without
+// a read that would find nothing, inread.go), the request to the backend
+// (a write, made as the first step of reading the answer, so no read
+// finds nothing there either: rawio.go), the answer's read, and the
+// write to the client. It took six before either, and five between the
+// two. The peek that checks a pooled connection is quiet is a recvfrom,
+// which these counters leave out (nginx makes a getsockopt there). The
+// budget (2.1 reads) holds both sides to their one read. A 64 KiB answer
+// takes five here: the client's request, the request to the backend (one
+// write), the answer (the head's read and the rest of the body's, or a
+// third read when it arrives in more pieces), and one writev of head and
+// body to the client. Reading the body 8 KiB at a time and writing the
+// head on its own, as the proxy did, takes 9 to 22 depending on how the
+// answer arrives; a 1 MiB answer took over 250, and takes 16 reads and
+// 16 writes of 64 KiB now, with room left for the socket buffers filling
+// up.
 //
 // How they are counted: Linux counts the read and write calls (read,
 // readv, write, writev, and those that found nothing to do) of a whole
@@ -66,8 +64,8 @@ func TestProxySyscallsPerRequest(t *testing.T) {
 		size       int
 		reads, wrs float64 // budgets per request
 	}{
-		{100, 3.1, 2.5},
-		{64 << 10, 5.5, 2.5},
+		{100, 2.1, 2.5},
+		{64 << 10, 4.0, 2.5},
 		{1 << 20, 24, 24},
 	} {
 		const n = 200

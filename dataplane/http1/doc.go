@@ -55,6 +55,13 @@
 //     handler may answer 408), a write the client does not read
 //     (WriteTimeout: the connection is closed), an idle connection
 //     (IdleTimeout). Between requests a connection keeps only its buffers.
+//   - A connection's requests are served inside one long read of its
+//     socket (inread.go), so that it waits for the next without a read
+//     that finds nothing; a request that needs the client meanwhile (a
+//     body still to come, an upgrade) or a head over 4 KiB is read the
+//     usual way. Closes from other goroutines do not wait for a handler
+//     (conn.abort). A handler waiting on a backend is told its client
+//     left from a peek at the socket once a second (waiton.go).
 //
 // Responses, written by the Server (response.go):
 //   - RFC 9112 §6: a body without a declared length is held (up to 4 KiB)

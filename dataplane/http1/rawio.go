@@ -42,6 +42,12 @@ type rawIO struct {
 	holding bool
 	held    []byte
 	herr    syscall.Errno // the held request's write failed
+
+	// inRead makes Read a raw read that never waits, inside a read the
+	// server serves requests in (inread.go): fd is the socket's, and
+	// drained says the last read emptied it.
+	inRead, drained bool
+	fd              uintptr
 }
 
 // newRawIO returns a rawIO for TCP and unix connections, else nc itself.
@@ -64,9 +70,18 @@ func newRawIO(nc net.Conn) io.ReadWriter {
 	return r
 }
 
+// rawOf is rw as a rawIO, or nil.
+func rawOf(rw io.ReadWriter) *rawIO {
+	r, _ := rw.(*rawIO)
+	return r
+}
+
 func (r *rawIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
+	}
+	if r.inRead {
+		return r.readNow(p)
 	}
 	r.rbuf, r.rn, r.rerr = p, 0, 0
 	var err error
@@ -93,6 +108,24 @@ func (r *rawIO) Read(p []byte) (int, error) {
 		return 0, io.EOF
 	}
 	return r.rn, nil
+}
+
+// readNow is Read inside the read (inread.go): one raw read, which fails
+// with errWouldWait where it would wait. A stream socket's read returns
+// all it holds up to len(p), so a shorter read emptied it.
+func (r *rawIO) readNow(p []byte) (int, error) {
+	n, _, e := syscall.RawSyscall(syscall.SYS_READ, r.fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+	switch {
+	case e == syscall.EAGAIN:
+		r.drained = true
+		return 0, errWouldWait
+	case e != 0:
+		return 0, e
+	case n == 0:
+		return 0, io.EOF
+	}
+	r.drained = int(n) < len(p)
+	return int(n), nil
 }
 
 func (r *rawIO) read(fd uintptr) bool {
@@ -276,4 +309,16 @@ func (p *peekQuiet) check() bool {
 	// EAGAIN: nothing buffered and the stream is open. A byte, or zero
 	// bytes read (the peer's FIN), or an error (a reset) all end here.
 	return e == syscall.EAGAIN
+}
+
+// recvPeekLeft reports whether the peer closed or reset the stream, from
+// one recvfrom with MSG_PEEK and MSG_DONTWAIT: zero bytes is the peer's
+// FIN, an error other than EAGAIN a reset. A byte means it is still there.
+func recvPeekLeft(fd uintptr, b []byte) bool {
+	n, _, e := syscall.RawSyscall6(syscall.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), 1,
+		syscall.MSG_PEEK|syscall.MSG_DONTWAIT, 0, 0)
+	if e != 0 {
+		return e != syscall.EAGAIN
+	}
+	return n == 0
 }

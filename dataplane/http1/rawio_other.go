@@ -15,6 +15,17 @@ import (
 // implemented (see rawio.go).
 func newRawIO(nc net.Conn) io.ReadWriter { return nc }
 
+// rawIO is never made here: the server serves every request the usual
+// way (inread.go).
+type rawIO struct {
+	rc              syscall.RawConn
+	inRead, drained bool
+	fd              uintptr
+}
+
+// rawOf is nil here.
+func rawOf(io.ReadWriter) *rawIO { return nil }
+
 // peekQuiet reports whether a socket has nothing to read and is still
 // open (see rawio.go); elsewhere than Linux it asks recvfrom through
 // package syscall where that exists (peek_unix.go).

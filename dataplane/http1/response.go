@@ -266,6 +266,12 @@ func (w *ResponseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if w.headSent {
 		return nil, nil, errors.New("hijack after the response head was sent")
 	}
+	if w.c.raw != nil && w.c.raw.inRead {
+		// Not expected: a request asking for an upgrade is served the
+		// usual way (servableInRead). Inside the read the socket's read
+		// side is taken, and a reader given it would wait forever.
+		return nil, nil, errors.New("hijack inside the server's read")
+	}
 	w.hijacked = true
 	c := w.c
 	c.phase.Store(phaseClosing) // the janitor must leave it alone

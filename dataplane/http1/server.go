@@ -75,6 +75,12 @@ type conn struct {
 	resp ResponseWriter
 	// watch is the client watch while the handler waits (waiton.go).
 	watch watch
+	// raw is the client socket's raw calls, nil where there are none;
+	// inReadFn and inRead serve requests inside one read of it
+	// (inread.go).
+	raw      *rawIO
+	inReadFn func(fd uintptr) bool
+	inRead   inRead
 	// phase and seq let the janitor close idle and slow connections
 	// without a timer, or even a clock read, per request: phase is what
 	// the connection waits for, and seq counts phase changes. The janitor
@@ -106,7 +112,11 @@ func (c *conn) setPhase(p int32) {
 	c.seq.Add(1)
 }
 
-// serve runs the connection's request loop.
+// serve runs the connection's request loop. Where the client's socket
+// takes raw calls, requests are served inside one long read of it
+// (inread.go), and only a request that needs the client meanwhile (a body
+// still to come, an upgrade) or a head larger than the reader's buffer is
+// read and served the usual way.
 func (c *conn) serve(ctx context.Context) {
 	defer c.s.forget(c)
 	c.req = http.Request{Header: http.Header{}, ProtoMajor: 1, RemoteAddr: c.nc.RemoteAddr().String()}
@@ -117,40 +127,71 @@ func (c *conn) serve(ctx context.Context) {
 	c.resp.c = c
 	c.resp.hdr = http.Header{}
 	for {
-		c.setPhase(phaseIdle)
-		if c.s.closing.Load() {
+		next := needHead
+		if c.raw != nil {
+			next = c.serveInRead()
+		}
+		switch next {
+		case connDone:
+			return
+		case needHead:
+			if !c.readHead() {
+				return
+			}
+			c.begin()
+		}
+		if !c.respond() {
 			return
 		}
-		if _, err := c.br.Peek(1); err != nil {
-			return
-		}
-		c.setPhase(phaseHead)
-		err := readRequestHead(c.br, &c.q)
-		if err != nil {
-			c.refuse(err)
-			return
-		}
-		c.setPhase(phaseBusy)
-		c.q.fill(&c.req)
-		c.body.reset(c, &c.q)
-		c.req.Body = &c.body
-		if c.body.done {
-			c.req.Body = http.NoBody
-		}
-		c.resp.reset(&c.q)
-		ok := c.run()
-		c.stopWatch() // a handler that panicked while it waited
-		if !ok {
-			return // hijacked, or the handler aborted the response
-		}
-		if !c.resp.finish() || c.q.closeConn || c.resp.closeAfter {
-			return
-		}
-		if !c.body.drain(256 << 10) {
-			return
-		}
-		c.rest()
 	}
+}
+
+// readHead waits for the next request and reads its head; false ends the
+// connection (closed, refused, or the server closing).
+func (c *conn) readHead() bool {
+	c.setPhase(phaseIdle)
+	if c.s.closing.Load() {
+		return false
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return false
+	}
+	c.setPhase(phaseHead)
+	if err := readRequestHead(c.br, &c.q); err != nil {
+		c.refuse(err)
+		return false
+	}
+	return true
+}
+
+// begin makes the request and its body out of the head just read.
+func (c *conn) begin() {
+	c.setPhase(phaseBusy)
+	c.q.fill(&c.req)
+	c.body.reset(c, &c.q)
+	c.req.Body = &c.body
+	if c.body.done {
+		c.req.Body = http.NoBody
+	}
+	c.resp.reset(&c.q)
+}
+
+// respond runs the handler on the request begun, ends its response and
+// reads what the handler left of its body; false ends the connection.
+func (c *conn) respond() bool {
+	ok := c.run()
+	c.stopWatch() // a handler that panicked while it waited
+	if !ok {
+		return false // hijacked, or the handler aborted the response
+	}
+	if !c.resp.finish() || c.q.closeConn || c.resp.closeAfter {
+		return false
+	}
+	if !c.body.drain(256 << 10) {
+		return false
+	}
+	c.rest()
+	return true
 }
 
 // rest lets go of what the request just served holds, so that a
@@ -312,6 +353,10 @@ func (s *Server) Serve(ln net.Listener) error {
 		rw := newRawIO(nc)
 		c := &conn{s: s, nc: nc, br: bufio.NewReaderSize(rw, 4096)}
 		c.bw = bufio.NewWriterSize(writeWatch{c, rw}, 4096)
+		c.watch.rc = syscallConn(nc)
+		if c.raw = rawOf(rw); c.raw != nil {
+			c.inReadFn = c.inReadStep
+		}
 		s.mu.Lock()
 		if s.closing.Load() {
 			s.mu.Unlock()
@@ -324,6 +369,14 @@ func (s *Server) Serve(ln net.Listener) error {
 		go c.serve(ctx)
 	}
 }
+
+// abort closes a connection from another goroutine than its own, without
+// waiting. Its own may be inside a read of the socket (inread.go), which
+// holds the descriptor until it returns, and net.Conn.Close waits for
+// that: a handler still waiting on a backend would hold the caller (the
+// janitor, Close under the server's lock) until it ends. Every wait on
+// the connection ends at once either way: Close wakes them first.
+func (c *conn) abort() { go c.nc.Close() }
 
 func (s *Server) forget(c *conn) {
 	c.nc.Close()
@@ -360,11 +413,11 @@ func (s *Server) janitor(stop <-chan struct{}) {
 			switch c.phase.Load() {
 			case phaseIdle:
 				if s.IdleTimeout > 0 && age > s.IdleTimeout {
-					c.nc.Close()
+					c.abort()
 				}
 			case phaseHead:
 				if s.HeadTimeout > 0 && age > s.HeadTimeout {
-					c.nc.Close()
+					c.abort()
 				}
 			case phaseBody:
 				if s.BodyTimeout > 0 && age > s.BodyTimeout {
@@ -378,11 +431,11 @@ func (s *Server) janitor(stop <-chan struct{}) {
 				}
 			case phaseWrite:
 				if s.WriteTimeout > 0 && age > s.WriteTimeout {
-					c.nc.Close()
+					c.abort()
 				}
 			case phaseWait:
 				if age > 0 { // waiting since an earlier tick: one to two seconds
-					c.startWatch()
+					c.checkWatch()
 				}
 			}
 		}
@@ -411,7 +464,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.mu.Lock()
 		for c := range s.conns {
 			if c.phase.Load() == phaseIdle {
-				c.nc.Close()
+				c.abort()
 			}
 		}
 		s.mu.Unlock()
@@ -437,7 +490,7 @@ func (s *Server) Close() {
 		s.ln.Close()
 	}
 	for c := range s.conns {
-		c.nc.Close()
+		c.abort()
 	}
 	if s.ended != nil {
 		s.ended()

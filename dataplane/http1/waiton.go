@@ -3,36 +3,41 @@
 package http1
 
 import (
+	"net"
 	"sync"
 	"sync/atomic"
-	"time"
+	"syscall"
 )
 
 // Watching a client while its handler waits. A handler that waits on a
 // backend (a slow answer, a long poll, a quiet event stream) should free
 // the backend as soon as its client leaves, not when the backend next
 // sends. Nothing reads a client's connection while its handler runs, so
-// the server reads it, but only where a wait grows long: the handler says
-// what it waits on with WaitOn, and the janitor starts watching a
-// connection whose handler has waited, with nothing moving, for a second
-// or more. A quick exchange costs two uncontended locks and no timer; a
-// long one costs a goroutine.
+// the server looks at it, but only where a wait grows long: the handler
+// says what it waits on with WaitOn, and the janitor, once a second, looks
+// at the socket of each connection whose handler has waited, with nothing
+// moving, since an earlier tick. It looks without reading or waiting (a
+// peek that would not block): a stream the client closed or reset means
+// it left. A quick exchange costs two uncontended locks and no timer; a
+// long one a peek a second.
 
 // Interrupter is what a handler waits on: a backend connection (*Conn),
 // or a stream it can cancel.
 type Interrupter interface{ Interrupt() }
 
-// watch is one connection's: what its handler waits on, and the watching
-// goroutine once the janitor started one.
+// watch is one connection's: what its handler waits on.
 type watch struct {
 	mu sync.Mutex
 	on Interrupter // nil when the handler waits on nothing
 	// watchable says the request body has been read whole: only then is
-	// nothing else reading the client's connection.
+	// a readable socket not the client still sending it.
 	watchable bool
-	running   chan struct{} // closed when the watching goroutine ends; nil if none
-	gone      atomic.Bool   // the client left while watched (this request)
-	active    atomic.Bool   // on != nil, for a lock-free look
+	gone      atomic.Bool // the client left while watched (this request)
+	active    atomic.Bool // on != nil, for a lock-free look
+	// rc is the client's socket, for the janitor's peek; nil where the
+	// connection has none. b is the peek's byte.
+	rc syscall.RawConn
+	b  [1]byte
 }
 
 // WaitOn says the handler now waits on u, until WaitOn(nil): should the
@@ -57,44 +62,51 @@ func (w *ResponseWriter) WaitOn(u Interrupter) {
 // ClientGone reports whether the client left while the handler waited.
 func (w *ResponseWriter) ClientGone() bool { return w.c.watch.gone.Load() }
 
-// startWatch is the janitor's: it starts reading the client's connection
-// for the handler waiting on it; an error (a close, a reset) means the
-// client is gone. Data (a request sent early) means it is not, and the
-// watch ends there.
-func (c *conn) startWatch() {
+// checkWatch is the janitor's, for a connection whose handler has waited
+// since an earlier tick: should the client have closed or reset its
+// stream, the wait is interrupted and ClientGone reports it. Bytes (a
+// request sent early) mean the client is still there.
+func (c *conn) checkWatch() {
 	w := &c.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.on == nil || !w.watchable || w.running != nil {
+	if w.on == nil || !w.watchable || w.rc == nil || w.gone.Load() {
 		return
 	}
-	done := make(chan struct{})
-	w.running = done
-	on := w.on
-	go func() {
-		defer close(done)
-		if _, err := c.br.Peek(1); err != nil && !isTimeout(err) {
-			w.gone.Store(true)
-			on.Interrupt()
-		}
-	}()
+	left := false
+	// Control holds the descriptor open while the peek runs, should the
+	// connection be closed meanwhile.
+	if err := w.rc.Control(func(fd uintptr) { left = recvPeekLeft(fd, w.b[:]) }); err != nil {
+		return
+	}
+	if left {
+		w.gone.Store(true)
+		w.on.Interrupt()
+	}
 }
 
-// stopWatch ends the wait: a watching goroutine is cut short and waited
-// for, so that the connection is the handler's alone again.
+// stopWatch ends the wait: the janitor's peek no longer interrupts
+// anything for this request.
 func (c *conn) stopWatch() {
 	w := &c.watch
 	if !w.active.Load() {
 		return
 	}
 	w.mu.Lock()
-	running := w.running
-	w.on, w.running = nil, nil
+	w.on = nil
 	w.active.Store(false)
 	w.mu.Unlock()
-	if running != nil {
-		c.nc.SetReadDeadline(pastDeadline)
-		<-running
-		c.nc.SetReadDeadline(time.Time{})
+}
+
+// syscallConn is nc's raw socket, or nil.
+func syscallConn(nc net.Conn) syscall.RawConn {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return nil
 	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return rc
 }
