@@ -1055,7 +1055,7 @@ func (f *Fake) writeLB(lb *loadBalancer, in lbInput, whole bool) error {
 			errs = append(errs, fmt.Sprintf("name %q is not a hostname in zone %s", *in.Name, z.name))
 		}
 		for _, other := range f.lbs {
-			if other.zone == z && other != lb && other.lb.Name == next.Name {
+			if other.zone == z && other.id != lb.id && other.lb.Name == next.Name { // lb may be a copy
 				return lbErr(http.StatusConflict, codeLBConflict,
 					"a load balancer named %s already exists in this zone", next.Name)
 			}

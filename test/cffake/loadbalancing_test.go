@@ -310,6 +310,8 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 	}
 	_, err = c.LoadBalancers.Edit(ctx, l.ID, lb.LoadBalancerEditParams{ZoneID: z, Name: cloudflare.F("example.com")})
 	apiErr(t, err, http.StatusConflict, 1103)
+	_, err = c.LoadBalancers.Edit(ctx, l.ID, lb.LoadBalancerEditParams{ZoneID: z, Name: cloudflare.F("APP.example.com")})
+	check(t, err) // its own name is no conflict
 	put, err := c.LoadBalancers.Update(ctx, l.ID, lb.LoadBalancerUpdateParams{ZoneID: z, Name: cloudflare.F("www.example.com"),
 		DefaultPools: cloudflare.F([]string{pool}), FallbackPool: cloudflare.F(pool)})
 	check(t, err)
