@@ -58,9 +58,9 @@ type LBMonitor struct {
 // LBOrigin is an origin of a pool.
 type LBOrigin struct {
 	Name    string
-	Address string // <tunnel-id>.cfargotunnel.com for a cluster
-	Host    string // the Host header Cloudflare sends; "" for none
-	Enabled bool
+	Address string  // <tunnel-id>.cfargotunnel.com for a cluster
+	Host    string  // the Host header Cloudflare sends; "" for none
+	Enabled bool    // false: the origin gets no traffic and no health checks
 	Weight  float64 // 0–1, in steps of 0.01
 }
 
@@ -69,9 +69,9 @@ type LBPool struct {
 	ID             string
 	Name           string
 	Description    string
-	Monitor        string
-	Enabled        bool
-	MinimumOrigins int
+	Monitor        string // "" for none
+	Enabled        bool   // false creates a disabled pool
+	MinimumOrigins int    // healthy origins the pool needs; 0 is taken as 1
 	Origins        []LBOrigin
 }
 
@@ -83,8 +83,8 @@ type LoadBalancer struct {
 	DefaultPools       []string
 	FallbackPool       string
 	Proxied            bool
-	Enabled            bool
-	SteeringPolicy     string
+	Enabled            bool   // false creates a disabled load balancer
+	SteeringPolicy     string // "": geo with region, country or PoP pools, else off
 	SessionAffinity    string
 	SessionAffinityTTL float64 // 0: Cloudflare's default
 }

@@ -26,7 +26,10 @@ import (
 //   - A pool's monitor, and a load balancer's pools, must exist.
 //   - A monitor referenced by a pool, or a pool referenced by a load
 //     balancer (default_pools or fallback_pool), cannot be deleted.
-//   - An HTTP or HTTPS monitor needs expected_codes.
+//   - An HTTP or HTTPS monitor needs expected_codes (a code or a range
+//     such as 2xx) and takes GET or HEAD; other types refuse path,
+//     header and expected_codes, and tcp and smtp need a port. The
+//     interval is 5–3600 s and at least timeout × (retries + 1).
 //   - A load balancer's name is a hostname in its zone, one load balancer
 //     per name; session_affinity_ttl is in the range its session_affinity
 //     documents.
