@@ -417,11 +417,6 @@ func (f *Fake) lbEndpoint(ep func(*loadBalancer, []byte) (reply, error)) endpoin
 	})
 }
 
-// whole is the result_info of an unpaged list.
-func whole(n int) *resultInfo {
-	return &resultInfo{Page: 1, PerPage: max(n, 1), Count: n, TotalCount: n, TotalPages: 1}
-}
-
 // ---- monitors ----
 
 type monitorInput struct {

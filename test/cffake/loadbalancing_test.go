@@ -114,6 +114,11 @@ func TestMonitorLifecycle(t *testing.T) {
 		t.Error("a refused PATCH changed the monitor")
 	}
 
+	for _, body := range []string{`{"type":`, `"http"`, `{"interval":"often"}`} {
+		_, err := mons.New(ctx, lb.MonitorNewParams{AccountID: acct}, option.WithRequestBody("application/json", []byte(body)))
+		apiErr(t, err, http.StatusBadRequest, 9207)
+	}
+
 	_, err = mons.Delete(ctx, m.ID, lb.MonitorDeleteParams{AccountID: acct})
 	check(t, err)
 	_, err = mons.Get(ctx, m.ID, lb.MonitorGetParams{AccountID: acct})
@@ -291,6 +296,10 @@ func TestLoadBalancerLifecycle(t *testing.T) {
 			continue
 		}
 		apiErr(t, err, http.StatusBadRequest, 1101)
+	}
+	for _, body := range []string{`{"name":`, `[]`, `{"name":"b.example.com","default_pools":"` + pool + `","fallback_pool":"` + pool + `"}`} {
+		_, err := c.LoadBalancers.New(ctx, lb.LoadBalancerNewParams{ZoneID: z}, option.WithRequestBody("application/json", []byte(body)))
+		apiErr(t, err, http.StatusBadRequest, 9207)
 	}
 	// The empty steering policy is one the spec allows; so is the apex.
 	apex, err := c.LoadBalancers.New(ctx, lb.LoadBalancerNewParams{ZoneID: z, Name: cloudflare.F("example.com"),
