@@ -410,7 +410,7 @@ func (e *apiError) Error() string {
 // refused says whether the error is the token's fault: no retry will fix
 // it until the user changes the token or its permissions.
 func (e *apiError) refused() bool {
-	if e.kind == ErrLBNotEntitled { // the account's, not the token's
+	if e.kind != nil { // a known cause, the account's (Load Balancing), not the token's
 		return false
 	}
 	return e.status == http.StatusUnauthorized || e.status == http.StatusForbidden

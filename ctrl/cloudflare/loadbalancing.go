@@ -93,7 +93,8 @@ type LoadBalancer struct {
 // answers in these cases is not documented: an account without the
 // subscription is taken to get a 403 whose code is not an authentication
 // code (10000, 9106, 9109: those are the token's fault, as for any call);
-// a quota, an error that says "quota" or "limit"; a taken name, a 409 or
+// a quota, an error that says "quota" or "limit" (but a 429), whatever
+// its status; a taken name, a 409 or
 // "already exists"; a reference, a 409 or "referenced"/"in use".
 // test/cffake answers each with a code of its own (1106, 1105, 1103,
 // 1104), matched first.
@@ -113,10 +114,12 @@ func lbError(what string, err error, conflict error) error {
 	}
 	msg := strings.ToLower(ae.msg)
 	switch {
-	case codes[1106] || ce.StatusCode == http.StatusForbidden && !codes[10000] && !codes[9106] && !codes[9109]:
+	case codes[1106]:
 		ae.kind = ErrLBNotEntitled
 	case codes[1105] || ce.StatusCode != http.StatusTooManyRequests && (strings.Contains(msg, "quota") || strings.Contains(msg, "limit")):
 		ae.kind = ErrLBQuota
+	case ce.StatusCode == http.StatusForbidden && !codes[10000] && !codes[9106] && !codes[9109]:
+		ae.kind = ErrLBNotEntitled
 	case conflict == ErrLBNameTaken && (codes[1103] || ce.StatusCode == http.StatusConflict || strings.Contains(msg, "already exists")):
 		ae.kind = ErrLBNameTaken
 	case conflict == ErrLBInUse && (codes[1104] || ce.StatusCode == http.StatusConflict || strings.Contains(msg, "referenced") || strings.Contains(msg, "in use")):

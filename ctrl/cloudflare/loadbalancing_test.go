@@ -290,6 +290,7 @@ func TestLoadBalancingAccountErrors(t *testing.T) {
 		{http.StatusForbidden, 10000, "Authentication error", nil, true},
 		{http.StatusForbidden, 1002, "Load Balancing is not enabled for this zone", ErrLBNotEntitled, false},
 		{http.StatusBadRequest, 1002, "pool quota exceeded", ErrLBQuota, false},
+		{http.StatusForbidden, 1002, "You have reached the limit of load balancers", ErrLBQuota, false},
 		{http.StatusTooManyRequests, 971, "Please wait and consider throttling your request speed (rate limit)", nil, false},
 		{http.StatusBadRequest, 1002, "bad origin", nil, false},
 	} {
