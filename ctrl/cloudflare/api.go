@@ -1,5 +1,5 @@
 // This file implements the Cloudflare API client the sync uses: accounts,
-// zones, tunnels, DNS.
+// zones, tunnels, DNS (Access and Load Balancing have files of their own).
 
 package cloudflare
 
@@ -17,6 +17,7 @@ import (
 	cf "github.com/cloudflare/cloudflare-go/v7"
 	"github.com/cloudflare/cloudflare-go/v7/accounts"
 	"github.com/cloudflare/cloudflare-go/v7/dns"
+	"github.com/cloudflare/cloudflare-go/v7/load_balancers"
 	"github.com/cloudflare/cloudflare-go/v7/option"
 	"github.com/cloudflare/cloudflare-go/v7/packages/pagination"
 	"github.com/cloudflare/cloudflare-go/v7/shared"
@@ -39,6 +40,8 @@ type api struct {
 	accessApps     *zero_trust.AccessApplicationService
 	accessPolicies *zero_trust.AccessPolicyService
 	accessTags     *zero_trust.AccessTagService
+
+	lb *load_balancers.LoadBalancerService // with .Monitors and .Pools
 
 	stats *Stats
 }
@@ -96,6 +99,8 @@ func newAPI(baseURL, token string, hc *http.Client, stats *Stats, obs *observer)
 		accessApps:     zero_trust.NewAccessApplicationService(opts...),
 		accessPolicies: zero_trust.NewAccessPolicyService(opts...),
 		accessTags:     zero_trust.NewAccessTagService(opts...),
+
+		lb: load_balancers.NewLoadBalancerService(opts...),
 
 		stats: stats,
 	}
@@ -389,7 +394,11 @@ type apiError struct {
 	status     int // 0: no answer (network, timeout)
 	retryAfter time.Duration
 	msg        string
+	kind       error // a sentinel the caller matches with errors.Is; nil for none
 }
+
+// Unwrap lets errors.Is see the error's kind.
+func (e *apiError) Unwrap() error { return e.kind }
 
 func (e *apiError) Error() string {
 	if e.status == 0 {
@@ -401,6 +410,9 @@ func (e *apiError) Error() string {
 // refused says whether the error is the token's fault: no retry will fix
 // it until the user changes the token or its permissions.
 func (e *apiError) refused() bool {
+	if e.kind != nil { // a known cause, the account's (Load Balancing), not the token's
+		return false
+	}
 	return e.status == http.StatusUnauthorized || e.status == http.StatusForbidden
 }
 

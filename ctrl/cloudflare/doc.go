@@ -16,6 +16,16 @@
 // translate.TunnelState values, which the next translation turns into
 // statuses; it never writes a status itself.
 //
+// loadbalancing.go holds the Cloudflare Load Balancing calls that let
+// several clusters serve one hostname (a shared pool whose origins are
+// the clusters' tunnels, a monitor, a load balancer on the hostname):
+// each cluster changes only its own origin, by a read-modify-write
+// guarded by a compare, since Cloudflare writes a pool's origins as one
+// list; the account's lack of Load Balancing, its quotas, a hostname
+// already load balanced and an object still in use come back as
+// sentinel errors (ErrLBNotEntitled, ErrLBQuota, ErrLBNameTaken,
+// ErrLBInUse) for a status condition to report.
+//
 // Rules it keeps:
 //   - It writes only when something differs: a steady state costs one GET
 //     of the ingress document per drift check, and no write.

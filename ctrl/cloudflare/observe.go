@@ -55,6 +55,21 @@ const (
 	opAccessPolicyDelete
 	opAccessTagList
 	opAccessTagCreate
+	opLBMonitorList
+	opLBMonitorGet
+	opLBMonitorCreate
+	opLBMonitorUpdate
+	opLBMonitorDelete
+	opLBPoolList
+	opLBPoolGet
+	opLBPoolCreate
+	opLBPoolEdit // the origins of a pool
+	opLBPoolDelete
+	opLBList
+	opLBGet
+	opLBCreate
+	opLBUpdate
+	opLBDelete
 	numOps
 )
 
@@ -63,7 +78,10 @@ var opNames = [numOps]string{"other", "account_list", "zone_list", "tunnel_get",
 	"tunnel_connections_delete", "tunnel_delete", "dns_list", "dns_batch",
 	"access_app_list", "access_app_create", "access_app_update", "access_app_delete",
 	"access_policy_list", "access_policy_create", "access_policy_update", "access_policy_delete",
-	"access_tag_list", "access_tag_create"}
+	"access_tag_list", "access_tag_create",
+	"lb_monitor_list", "lb_monitor_get", "lb_monitor_create", "lb_monitor_update", "lb_monitor_delete",
+	"lb_pool_list", "lb_pool_get", "lb_pool_create", "lb_pool_edit", "lb_pool_delete",
+	"lb_list", "lb_get", "lb_create", "lb_update", "lb_delete"}
 
 // callOutcome is how a call ended: the "outcome" label.
 type callOutcome uint8

@@ -19,6 +19,7 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 	ctx := context.Background()
 	const acc, tunnel, zoneID = "023e105f4ecef8ad9ca31a8372d0c353", "f70ff985-a4ef-4643-bbbc-4a0ed4fc8415", "023e105f4ecef8ad9ca31a8372d0c353"
 	const accessID = "f174e90a-fafe-4643-bbbc-4a0ed4fc8415"
+	const lbID = "17b5962d775c646f3f9725cbc7a53df4"
 
 	calls := []struct {
 		name string
@@ -64,6 +65,28 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 		{"create Access application", func() error { _, err := a.createAccessApp(ctx, acc, accessAppSample(tunnel)); return err }},
 		{"update Access application", func() error { return a.updateAccessApp(ctx, acc, accessID, accessAppSample(tunnel)) }},
 		{"delete Access application", func() error { return a.deleteAccessApp(ctx, acc, accessID) }},
+		{"list load balancing monitors", func() error { _, err := a.listMonitors(ctx, acc); return err }},
+		{"get load balancing monitor", func() error { _, _, err := a.getMonitor(ctx, acc, lbID); return err }},
+		{"create load balancing monitor", func() error { _, err := a.createMonitor(ctx, acc, lbMonitorSample()); return err }},
+		{"update load balancing monitor", func() error { _, err := a.updateMonitor(ctx, acc, lbID, lbMonitorSample()); return err }},
+		{"delete load balancing monitor", func() error { return a.deleteMonitor(ctx, acc, lbID) }},
+		{"list load balancing pools", func() error { _, err := a.listPools(ctx, acc); return err }},
+		{"get load balancing pool", func() error { _, _, err := a.getPool(ctx, acc, lbID); return err }},
+		{"create load balancing pool", func() error { _, err := a.createPool(ctx, acc, lbPoolSample(tunnel)); return err }},
+		{"change a pool's origins", func() error {
+			// Prism's canned pool never changes, so the compare passes and
+			// the PATCH is sent.
+			_, err := a.editPoolOrigins(ctx, acc, lbID, func(cur []LBOrigin) ([]LBOrigin, bool) {
+				return append(cur, lbPoolSample(tunnel).Origins...), true
+			})
+			return err
+		}},
+		{"delete load balancing pool", func() error { return a.deletePool(ctx, acc, lbID) }},
+		{"list load balancers", func() error { _, err := a.listLoadBalancers(ctx, zoneID); return err }},
+		{"get load balancer", func() error { _, _, err := a.getLoadBalancer(ctx, zoneID, lbID); return err }},
+		{"create load balancer", func() error { _, err := a.createLoadBalancer(ctx, zoneID, lbSample()); return err }},
+		{"update load balancer", func() error { _, err := a.updateLoadBalancer(ctx, zoneID, lbID, lbSample()); return err }},
+		{"delete load balancer", func() error { return a.deleteLoadBalancer(ctx, zoneID, lbID) }},
 	}
 	for _, c := range calls {
 		if err := c.do(); err != nil {
@@ -89,4 +112,25 @@ func accessPolicySample(tunnel string) policySpec {
 func accessAppSample(tunnel string) appSpec {
 	return appSpec{Name: "team/app", SessionDuration: "12h", Destinations: []string{"app.example.com", "*.example.org"},
 		Policies: []string{"f174e90a-fafe-4643-bbbc-4a0ed4fc8415"}, Tags: []string{appTag(tunnel)}}
+}
+
+// lbMonitorSample is a monitor as the controller will make one for a
+// tunnel's origin.
+func lbMonitorSample() LBMonitor {
+	return LBMonitor{Type: "https", Description: "tunnelgate: app.example.com", Method: "GET", Path: "/healthz",
+		ExpectedCodes: "2xx", Header: map[string][]string{"Host": {"app.example.com"}}, Interval: 60, Timeout: 5, Retries: 2}
+}
+
+// lbPoolSample is a pool with one cluster's tunnel as its origin.
+func lbPoolSample(tunnel string) LBPool {
+	return LBPool{Name: "tunnelgate-app-example-com", Description: "tunnelgate: app.example.com", Monitor: "17b5962d775c646f3f9725cbc7a53df4",
+		Enabled: true, MinimumOrigins: 1, Origins: []LBOrigin{
+			{Name: "cluster-east", Address: tunnel + ".cfargotunnel.com", Host: "app.example.com", Enabled: true, Weight: 0.5}}}
+}
+
+// lbSample is a load balancer on a hostname, with session affinity.
+func lbSample() LoadBalancer {
+	return LoadBalancer{Name: "app.example.com", Description: "tunnelgate", DefaultPools: []string{"17b5962d775c646f3f9725cbc7a53df4"},
+		FallbackPool: "17b5962d775c646f3f9725cbc7a53df4", Proxied: true, Enabled: true, SteeringPolicy: "random",
+		SessionAffinity: "cookie", SessionAffinityTTL: 3600}
 }

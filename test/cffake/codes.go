@@ -26,6 +26,12 @@ const (
 	codeAccessNotFound  = 12131
 	codeAccessConflict  = 12132
 	codeAccessInUse     = 12133
+	codeLBInvalid       = 1101
+	codeLBNotFound      = 1102
+	codeLBConflict      = 1103
+	codeLBInUse         = 1104
+	codeLBQuota         = 1105
+	codeLBNotEntitled   = 1106
 	codeServerError     = 10013
 	codeRecordNotFound  = 81044
 	codeCNAMEConflict   = 81053

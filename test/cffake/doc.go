@@ -4,15 +4,33 @@
 // The idea: a controller's Cloudflare client is pointed at the fake with
 // option.WithBaseURL(f.URL()) and runs unchanged. The fake keeps real state
 // (accounts, zones, tunnels and their configurations, DNS records, Access
-// applications, policies and tags) and
+// applications, policies and tags, and Load Balancing's monitors, pools
+// and zone load balancers) and
 // enforces the rules the real API enforces, so that code which passes
 // against it does not fail later against Cloudflare for reasons a test could
 // have seen: the catch-all ingress rule, CNAME exclusivity, identical
 // records, all-or-nothing DNS batches, pagination that needs more than one
 // page, deleted tunnels that list queries still return. Tests seed state
-// with AddAccount/AddZone/AddTunnel/AddRecord, assert on it with Records,
-// TunnelConfig, Tunnels and Calls, and inject rate limits, server errors and
-// slow responses with Fail.
+// with AddAccount/AddZone/AddTunnel/AddRecord (AddPool, AddLoadBalancer,
+// SetPoolOrigins for Load Balancing), assert on it with Records,
+// TunnelConfig, Tunnels, Monitors, Pools, LoadBalancers and Calls, and
+// inject rate limits, server errors and slow responses with Fail.
+//
+// Load Balancing (loadbalancing.go) models the objects, not the service:
+// account monitors and pools (origins with name, address, enabled,
+// weight, port and a Host header; monitor, enabled, minimum_origins,
+// description) and zone load balancers (name, default_pools,
+// fallback_pool, proxied, steering_policy, session_affinity and its ttl,
+// ttl, enabled, description), with the references between them, per-
+// account quotas (SetLBLimits) and the subscription (SetLBEntitled).
+// Cloudflare's steering, health checks, failover and the DNS answers of a
+// load balancer cannot be modelled: nothing routes by these objects, and
+// an origin's health is whatever a test sets (SetOriginHealth), reported
+// by the pool health endpoint for one data centre (HealthPoP). Not
+// modelled: account-level load balancers, monitor groups, previews,
+// references and search endpoints, region/country/PoP pools, rules,
+// adaptive routing, load shedding, check regions, notifications,
+// virtual networks and the bulk PATCH of pools.
 //
 // Every response uses Cloudflare's envelope
 //
@@ -53,6 +71,10 @@
 // 9006 (bad IPv6), 9007 (bad CNAME content), 9020 (unknown record type),
 // 10013 (injected 5xx), 12130–12133 (Access: invalid request, not found,
 // conflict, a policy in use; messages in Access's "access.api.error."
-// style). Controllers should branch on the HTTP status and
+// style), 1101–1106 (Load Balancing: invalid request 400, not found 404,
+// a load balancer's name taken 409, a monitor or pool in use 409, a
+// quota exceeded 400, and 403 for an account without Load Balancing;
+// neither these codes nor those statuses are verified against the real
+// API). Controllers should branch on the HTTP status and
 // treat codes as detail.
 package cffake

@@ -41,6 +41,12 @@ func paginate[T any](q url.Values, items []T, lim pageLimits) ([]T, *resultInfo,
 	}, nil
 }
 
+// whole is the result_info of a list the API does not page (Load
+// Balancing's): everything on one page.
+func whole(n int) *resultInfo {
+	return &resultInfo{Page: 1, PerPage: max(n, 1), Count: n, TotalCount: n, TotalPages: 1}
+}
+
 // intParam parses a whole number; cloudflare-go sends these as floats
 // formatted without a fraction ("2").
 func intParam(q url.Values, name string, def, lo, hi int) (int, error) {

@@ -58,6 +58,12 @@ type Fake struct {
 	accessPolicies []*accessPolicy
 	accessApps     []*accessApp
 
+	lbAccounts  map[*account]*lbAccount
+	lbMonitors  []*lbMonitor
+	lbPools     []*lbPool
+	lbs         []*loadBalancer
+	lbUnhealthy map[string]bool // "<pool ID>/<origin name>" set unhealthy
+
 	faultMu sync.Mutex
 	faults  []*faultState
 
@@ -73,6 +79,7 @@ func New(opts Options) *Fake {
 	f.routeTunnels()
 	f.routeDNS()
 	f.routeAccess()
+	f.routeLoadBalancing()
 	f.srv = httptest.NewServer(f)
 	return f
 }

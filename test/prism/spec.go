@@ -33,6 +33,12 @@ var DefaultPaths = []string{
 	"/accounts/{account_id}/access/policies",
 	"/accounts/{account_id}/access/policies/{policy_id}",
 	"/accounts/{account_id}/access/tags",
+	"/accounts/{account_id}/load_balancers/monitors",
+	"/accounts/{account_id}/load_balancers/monitors/{monitor_id}",
+	"/accounts/{account_id}/load_balancers/pools",
+	"/accounts/{account_id}/load_balancers/pools/{pool_id}",
+	"/{accounts_or_zones}/{account_or_zone_id}/load_balancers",
+	"/{accounts_or_zones}/{account_or_zone_id}/load_balancers/{load_balancer_id}",
 }
 
 // A patch is a correction of Cloudflare's spec where it refuses a request
