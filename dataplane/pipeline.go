@@ -32,6 +32,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	vh, answered := x.chooseListener(scheme)
 	if vh != nil {
 		x.rec.listener = vh.stats
+		if vh.health != nil && x.answerHealth(vh) { // a load balancer monitor's (health.go)
+			return
+		}
 	}
 	if answered || x.readEncodedSlashes(vh) {
 		return
