@@ -52,7 +52,8 @@
 //     and persist.go (setting them on a response).
 //   - What net/http's servers need beside the own one: netwriter.go (the
 //     status and size of an answer, and deadlines on slow clients).
-//   - Answers the proxy makes itself: reply.go. Forwarding headers:
+//   - Answers the proxy makes itself: reply.go; to load balancer
+//     monitors' health requests: health.go. Forwarding headers:
 //     forwarded.go. Listeners and shutdown: server.go; Gateway addresses
 //     and listener ports: gateways.go; the admin listener: admin.go. The
 //     generated TLS origin certificate: selfsigned.go.
