@@ -313,3 +313,16 @@ func TestHostReady(t *testing.T) {
 		t.Error("a.example.com is ready beside a catch-all rule on a cluster without endpoints")
 	}
 }
+
+// A health answer leaves no trace span: only the request after it does.
+func TestHealthAnswerIsNotTraced(t *testing.T) {
+	e, exp := tracedEnv(t, healthConfig(startBackend(t, echo("app"))))
+	if res, _ := e.health("GET", "shop.example.com", testHealth.Path); res.StatusCode != 200 {
+		t.Fatalf("health: %d", res.StatusCode)
+	}
+	if res, _ := e.get("nothing.example.com", "/"); res.StatusCode != 404 {
+		t.Fatalf("unrouted: %d", res.StatusCode)
+	}
+	srv := waitSpans(t, exp, 1)[0]
+	wantAttrs(t, srv, map[string]string{"http.response.status_code": "404"})
+}
