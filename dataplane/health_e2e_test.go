@@ -326,3 +326,50 @@ func TestHealthAnswerIsNotTraced(t *testing.T) {
 	srv := waitSpans(t, exp, 1)[0]
 	wantAttrs(t, srv, map[string]string{"http.response.status_code": "404"})
 }
+
+// A health check set, changed or removed on a listener by a config that
+// is patched in (only the listener changed) takes effect at once, and a
+// bad one is refused there too.
+func TestHealthCheckPatched(t *testing.T) {
+	be := startBackend(t, echo("app"))
+	without := healthConfig(be)
+	without.Listeners[0].HealthCheck = nil
+	e := newTestEnv(t, without)
+	routed := func(step string, want bool) {
+		t.Helper()
+		res, body := e.health("GET", "shop.example.com", testHealth.Path)
+		if got := echoed(body, "backend") == "app"; got != want || res.StatusCode != 200 {
+			t.Errorf("%s: %d %q; routed %v, want %v", step, res.StatusCode, body, got, want)
+		}
+	}
+	routed("without a health check", true)
+
+	with := healthConfig(be)
+	with.Version = "with"
+	if applied, err := e.p.Apply(with); err != nil || applied != proxycfg.AppliedRoutes {
+		t.Fatalf("Apply: %v, %v; want the listener patched", applied, err)
+	}
+	routed("with a health check", false)
+
+	bad := healthConfig(be)
+	bad.Version = "bad"
+	bad.Listeners[0].HealthCheck.Token = "short"
+	if _, err := e.p.Apply(bad); err == nil || !strings.Contains(err.Error(), `listener "gw/http": healthCheck.token`) {
+		t.Errorf("a short token patched in: %v", err)
+	}
+	routed("after the bad one was refused", false)
+
+	other := healthConfig(be)
+	other.Version = "other"
+	other.Listeners[0].HealthCheck.Token = "another token, 16+ bytes"
+	if _, err := e.p.Apply(other); err != nil {
+		t.Fatal(err)
+	}
+	routed("the token changed", true)
+
+	without.Version = "without again"
+	if _, err := e.p.Apply(without); err != nil {
+		t.Fatal(err)
+	}
+	routed("removed", true)
+}
