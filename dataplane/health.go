@@ -40,7 +40,8 @@ import (
 //     or another value; compared in constant time) is routed as any
 //     other, so an application's own path of that name keeps working and
 //     nothing tells the token was wrong.
-//   - GET and HEAD are answered; another method with the token gets 405.
+//   - GET and HEAD are answered; another method with the token gets 405,
+//     counted nowhere (it asks nothing of the routes).
 //   - The answer says healthy or unhealthy and nothing else: not which
 //     route or endpoint failed. It is not cached (Cache-Control:
 //     no-store).
