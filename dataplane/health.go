@@ -30,8 +30,9 @@ import (
 // What is answered, and to whom:
 //
 //   - Only the origin listeners answer (the handlers that trust their
-//     peer: cloudflared's origin, unless -untrusted-origin): monitors
-//     reach a pool's origins through the tunnel. Gateway addresses,
+//     peer: cloudflared's origins, plain and TLS, unless
+//     ServeOptions.UntrustedOrigin): monitors reach a pool's origins
+//     through the tunnel. Gateway addresses,
 //     listener ports and the plain listener route the request as any
 //     other: there anyone on the network could try tokens, and none of
 //     them is a load balancer's origin.
