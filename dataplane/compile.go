@@ -173,6 +173,8 @@ func (c *compiler) listeners(place placement) {
 			c.fail("listener %q: protocol %q is not HTTP, HTTPS, TCP or TLS", l.Name, l.Protocol)
 		case !validSlashMode(l.EncodedSlashes):
 			c.fail("listener %q: encodedSlashes %q is not %s, %s or %s", l.Name, l.EncodedSlashes, proxycfg.SlashesReject, proxycfg.SlashesDecode, proxycfg.SlashesKeep)
+		case l.HealthCheck != nil && checkHealthCheck(l) != nil:
+			c.fail("listener %q: %w", l.Name, checkHealthCheck(l))
 		default:
 			if l.Hostname != "" {
 				hostOnly := matcher.Rule[int]{Hostnames: []string{l.Hostname}, Path: matcher.EveryPath}

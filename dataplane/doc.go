@@ -11,7 +11,8 @@
 //	  → handler.ServeHTTP (handler.go), which keeps the request's record
 //	    (record.go) for metrics, traces and the access log
 //	  → handler.serve (pipeline.go): refuse what no request line may hold,
-//	    pick the Gateway listener by host, match a route rule (package
+//	    pick the Gateway listener by host, answer a load balancer
+//	    monitor's health request (health.go), match a route rule (package
 //	    matcher), fail closed, CORS preflight, redirect, rewrite, choose a
 //	    backend (weights, session pin), take the body (whole, within the
 //	    request buffer, to an HTTP/1.1 backend; else its start)
@@ -52,7 +53,8 @@
 //     and persist.go (setting them on a response).
 //   - What net/http's servers need beside the own one: netwriter.go (the
 //     status and size of an answer, and deadlines on slow clients).
-//   - Answers the proxy makes itself: reply.go. Forwarding headers:
+//   - Answers the proxy makes itself: reply.go; to load balancer
+//     monitors' health requests: health.go. Forwarding headers:
 //     forwarded.go. Listeners and shutdown: server.go; Gateway addresses
 //     and listener ports: gateways.go; the admin listener: admin.go. The
 //     generated TLS origin certificate: selfsigned.go.

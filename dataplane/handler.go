@@ -84,13 +84,14 @@ func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWri
 		status = http.StatusOK // nothing written: the server sends an empty 200
 	}
 	rec.count(&p.noListener, status, end)
-	if t := p.tracer; t != nil {
+	// A health answer (health.go) is no user's request: no span, no line.
+	if t := p.tracer; t != nil && rec.listener != &p.monitors {
 		if !rec.sc.IsValid() {
 			h.startSpan(r, rec) // no backend was reached
 		}
 		endSpan(t, rec, status, end)
 	}
-	if l := p.opts.AccessLog; l != nil && l.Sampled() {
+	if l := p.opts.AccessLog; l != nil && rec.listener != &p.monitors && l.Sampled() {
 		line := accessLogLine(rec, r, h.trusted, status, size, end)
 		l.Write(&line)
 	}

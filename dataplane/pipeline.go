@@ -15,7 +15,8 @@ import (
 
 // serve runs the pipeline, noting in x.rec what it chose:
 //
-//	refuse what no request may hold → pick the listener by host → match a
+//	refuse what no request may hold → pick the listener by host → (a load
+//	balancer monitor's health request answered: health.go) → match a
 //	rule → fail-closed checks → Cloudflare Access → CORS preflight →
 //	redirect → rewrite →
 //	choose a backend → its own rewrite → take the body's start → mirrors →
@@ -32,6 +33,9 @@ func (h *handler) serve(w http.ResponseWriter, r *http.Request, x *exchange) {
 	vh, answered := x.chooseListener(scheme)
 	if vh != nil {
 		x.rec.listener = vh.stats
+		if vh.health != nil && x.answerHealth(vh) { // a load balancer monitor's (health.go)
+			return
+		}
 	}
 	if answered || x.readEncodedSlashes(vh) {
 		return

@@ -153,6 +153,10 @@ type vhost struct {
 	// too (encodedSlashes).
 	slashes        slashMode
 	slashesDefault bool
+	// health are the health checks of its listeners that have one
+	// (health.go), in config order; nil when none has, which is all a
+	// request on it pays for them.
+	health []*healthCheck
 	// stats count the requests it takes, under the name of its first
 	// listener: the listeners merged share one table, so a request is
 	// not taken by one of them more than by the others.
@@ -277,7 +281,7 @@ func earlier(set *listenerSet, h string, v *vhost) *vhost {
 		return nil
 	}
 	if old := set.vhosts[h]; old != nil && old.name == v.name && old.certRequired == v.certRequired &&
-		old.slashes == v.slashes && old.slashesDefault == v.slashesDefault {
+		old.slashes == v.slashes && old.slashesDefault == v.slashesDefault && sameHealthChecks(old.health, v.health) {
 		return old
 	}
 	return nil
@@ -341,6 +345,9 @@ func (f *filing) listenerSet(in func(*proxycfg.Listener) bool, k keep, prev *lis
 			v.slashesDefault = true
 		} else {
 			v.slashes = max(v.slashes, m)
+		}
+		if hc := l.HealthCheck; hc != nil {
+			v.health = append(v.health, newHealthCheck(hc, f.stats[l.Name]))
 		}
 	}
 	var picks []matcher.Rule[*vhost]

@@ -109,3 +109,30 @@ func TestDeltaGzipped(t *testing.T) {
 		t.Errorf("delta %v, routes equal %v", delta, cfg.EqualRouting(&next))
 	}
 }
+
+// A health check set on a listener reaches a proxy in the delta from the
+// config it serves: the listener's content changed, and so the version.
+func TestDeltaCarriesAHealthCheck(t *testing.T) {
+	ts := startServer(t, Options{Token: testToken})
+	first := scaleConfig(50)
+	v1 := ts.Publish(first)
+	base := *first
+	base.Version = v1
+	next := *first
+	next.Listeners = slices.Clone(first.Listeners)
+	next.Listeners[0].HealthCheck = &proxycfg.HealthCheck{Path: "/.tunnelgate/health", Header: "X-Monitor-Token", Token: "0123456789abcdef-secret"}
+	v2 := ts.Publish(&next)
+	if v2 == v1 {
+		t.Fatal("a health check set does not change the version")
+	}
+	res, body := ts.get(t, "?"+url.Values{configwatch.ParamVersion: {v1}, configwatch.ParamBase: {v1}}.Encode())
+	if res.StatusCode != 200 {
+		t.Fatalf("%d", res.StatusCode)
+	}
+	cfg, delta := decodedConfig(t, body, &base)
+	want := next
+	want.Version = v2
+	if !delta || !cfg.Equal(&want) || !cfg.Listeners[0].HealthCheck.Equal(next.Listeners[0].HealthCheck) {
+		t.Errorf("delta %v, equal %v, health check %+v", delta, cfg.Equal(&want), cfg.Listeners[0].HealthCheck)
+	}
+}

@@ -65,6 +65,8 @@ func ParseDetail(s string) (Detail, error) {
 var (
 	famListenerLatency = family{"tunnelgate_listener_request_duration_seconds", "histogram",
 		`Time from a request's arrival to the end of its response (to the handshake for WebSockets), by the listener that took it ("" for requests no listener took).`}
+	famHealthChecks = family{"tunnelgate_health_checks_total", "counter",
+		"Health answers to load balancer monitors, by the listener whose health check they carried and result (healthy: 200, unhealthy: 503)."}
 	famRouteRequests = family{"tunnelgate_route_requests_total", "counter",
 		"Requests a route rule answered, by status class."}
 	famRouteLatency = family{"tunnelgate_route_request_duration_seconds", "histogram",
@@ -84,7 +86,7 @@ var (
 )
 
 // routeFamilies are the families writeRoutes may write.
-var routeFamilies = []*family{&famListenerLatency, &famRouteRequests, &famRouteLatency, &famUpstreamRequests,
+var routeFamilies = []*family{&famListenerLatency, &famHealthChecks, &famRouteRequests, &famRouteLatency, &famUpstreamRequests,
 	&famUpstreamLatency, &famPoolConnections, &famUpstreamConnections, &famClusterEndpoints, &famClusterInflight}
 
 // scrapeLists are the lists a scrape sorts, kept from one scrape to the
@@ -114,6 +116,17 @@ func writeRoutes(t *textWriter, src Source, d Detail, lists *scrapeLists) {
 			t.series()
 			t.label("listener", l.Listener)
 			t.histogram(h)
+		}
+	}
+	t.begin(&famHealthChecks)
+	for _, l := range listeners {
+		for i := range l.health {
+			if n := l.health[i].Load(); n != 0 {
+				t.series()
+				t.label("listener", l.Listener)
+				t.label("result", HealthResults[i])
+				t.int(n)
+			}
 		}
 	}
 

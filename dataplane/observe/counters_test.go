@@ -38,6 +38,7 @@ func TestCounterFamilies(t *testing.T) {
 // tunnelgate_config_watch_ ones (package configwatch).
 var servedElsewhere = map[string]string{
 	"tunnelgate_route_requests_total":                  "the route families (collector.go)",
+	"tunnelgate_health_checks_total":                   "the route families (collector.go)",
 	"tunnelgate_upstream_requests_total":               "the route families (collector.go)",
 	"tunnelgate_stream_route_connections_total":        "the stream families (streamcollector.go)",
 	"tunnelgate_stream_route_bytes_total":              "the stream families (streamcollector.go)",

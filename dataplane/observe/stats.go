@@ -130,13 +130,32 @@ func (r *RuleStats) counts() (responses [len(StatusClasses)]int64, latency *Hist
 // became of it. The proxy keeps one per listener name across config
 // loads, as it keeps RuleStats, and one for the requests no listener
 // took.
+//
+// It also counts the listener's answers to load balancer monitors
+// (HealthCheck), which are not requests it took: they are in no
+// listener's or rule's latency or requests.
 type ListenerStats struct {
 	Listener string // the metric label, set when the stats are made
 	h        atomic.Pointer[Histogram]
+	// health counts the health answers, by HealthResults' index.
+	health [len(HealthResults)]atomic.Int64
 }
 
 // Observe counts a request that took d from its arrival.
 func (l *ListenerStats) Observe(d time.Duration) { lazy(&l.h).Observe(d) }
+
+// HealthResults label a listener's health answers by index: a host
+// whose routes can all send to a backend, or one whose cannot.
+var HealthResults = [...]string{"healthy", "unhealthy"}
+
+// HealthCheck counts a health answer to a load balancer monitor.
+func (l *ListenerStats) HealthCheck(healthy bool) {
+	if healthy {
+		l.health[0].Add(1)
+	} else {
+		l.health[1].Add(1)
+	}
+}
 
 // histogram is the listener's histogram, or nil while it is idle.
 func (l *ListenerStats) histogram() *Histogram { return l.h.Load() }

@@ -125,7 +125,37 @@ type Listener struct {
 	// own default (its -encoded-slashes flag, SlashesReject unless set).
 	// Listeners merged by hostname take the strictest of theirs.
 	EncodedSlashes string `json:"encodedSlashes,omitempty"`
+	// HealthCheck, when set, has the proxy answer a load balancer
+	// monitor's requests itself: a request for one of the listener's
+	// hosts that carries the check's path and token gets the state of
+	// the routes serving that host (200 while each can send to a
+	// backend, 503 when one cannot), not a route's answer. The
+	// controller sets it for a load balanced hostname. Only the origin
+	// listeners answer it (docs/proxy.md, "Health answers for load
+	// balancer monitors"); HTTP and HTTPS listeners only.
+	HealthCheck *HealthCheck `json:"healthCheck,omitempty"`
 }
+
+// HealthCheck is how a load balancer monitor's request is told from any
+// other (Listener.HealthCheck). A request with the path but without the
+// token is routed as every other: an application's own path of that name
+// keeps working, and whoever lacks the token learns nothing.
+type HealthCheck struct {
+	// Path is the monitor's path, absolute and in the normal form the
+	// router compares ("/.tunnelgate/health"). A request's query is not
+	// compared.
+	Path string `json:"path"`
+	// Header is the name of the request header field the monitor sends
+	// Token in: a token (RFC 9110 §5.1), compared without case.
+	Header string `json:"header"`
+	// Token is the value Header must have, at least MinHealthTokenLen
+	// bytes. It is a secret, like SessionKeys: whoever has it may read
+	// the health of the listener's hosts, and nothing else.
+	Token string `json:"token"`
+}
+
+// MinHealthTokenLen is the shortest HealthCheck.Token a proxy takes.
+const MinHealthTokenLen = 16
 
 // What an encoded slash in a request path means (Listener.EncodedSlashes).
 // A backend that decodes "%2F" into '/' (Python's http.server, Go's

@@ -104,7 +104,16 @@ func (l *Listener) Equal(o *Listener) bool {
 	}
 	return l.Name == o.Name && l.Hostname == o.Hostname && l.Port == o.Port && l.Protocol == o.Protocol &&
 		l.Address == o.Address && equalSlices(l.Certificates, o.Certificates, (*Certificate).Equal) &&
-		l.ClientValidation.Equal(o.ClientValidation) && l.EncodedSlashes == o.EncodedSlashes
+		l.ClientValidation.Equal(o.ClientValidation) && l.EncodedSlashes == o.EncodedSlashes &&
+		l.HealthCheck.Equal(o.HealthCheck)
+}
+
+// Equal reports whether h and o are the same health check.
+func (h *HealthCheck) Equal(o *HealthCheck) bool {
+	if h == nil || o == nil {
+		return h == o
+	}
+	return *h == *o
 }
 
 // Equal reports whether v and o are the same validation.

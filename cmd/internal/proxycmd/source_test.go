@@ -137,6 +137,28 @@ func streamOnce(t *testing.T, addr string) {
 	}
 }
 
+// healthCheck is the health check of the listener the command tests
+// serve, so that the health answers' family is served too.
+var healthCheck = proxycfg.HealthCheck{Path: "/.tunnelgate/health", Header: "X-Health-Token", Token: "a token of 16+ bytes"}
+
+// healthOnce asks the origin at addr for app.example's health, as a load
+// balancer monitor does.
+func healthOnce(t *testing.T, addr string) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+addr+healthCheck.Path, nil)
+	req.Host = "app.example"
+	req.Header.Set(healthCheck.Header, healthCheck.Token)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != 200 || string(b) != "healthy\n" {
+		t.Fatalf("health request: %s %q", res.Status, b)
+	}
+}
+
 // The proxy command fed by a controller, then restarted with the
 // controller gone: it serves from its cache file.
 func TestProxyCommandWatchesTheController(t *testing.T) {
@@ -160,7 +182,7 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	}
 	srv.Publish(&proxycfg.Config{
 		Schema:    proxycfg.SchemaVersion,
-		Listeners: []proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l"}, {Protocol: proxycfg.ListenerTCP, Name: "t"}},
+		Listeners: []proxycfg.Listener{{Protocol: proxycfg.ListenerHTTP, Name: "l", HealthCheck: &healthCheck}, {Protocol: proxycfg.ListenerTCP, Name: "t"}},
 		Routes: []proxycfg.Route{{Kind: proxycfg.KindHTTP, Namespace: "n", Name: "r", Listeners: []string{"l"},
 			Rules: []proxycfg.Rule{{Matches: []proxycfg.Match{{Path: &proxycfg.PathMatch{Type: proxycfg.PathPrefix, Value: "/"}}}, Backends: []proxycfg.BackendRef{{Cluster: "c", Weight: 1}}}}},
 			{Kind: proxycfg.KindTCP, Namespace: "n", Name: "s", Listeners: []string{"t"}, OriginPort: originPort,
@@ -182,6 +204,7 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	waitGet(t, "http://"+b.Origin+"/", "app.example", "backend")
 	waitGet(t, "http://"+b.Admin+"/readyz", "", "ok\n")
 	streamOnce(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(originPort)))
+	healthOnce(t, b.Origin)
 	if code, body := testnet.GetWithToken("http://"+b.Admin+"/metrics", ""); code != 200 {
 		t.Errorf("metrics: %d\n%s", code, body)
 	} else {
@@ -200,6 +223,7 @@ func TestProxyCommandWatchesTheController(t *testing.T) {
 	b, stop, stderr = runProxyCommand(t, "-controller", controller, "-token-file", tokenFile, "-config-cache", cache, "-metrics-detail", "route")
 	waitGet(t, "http://"+b.Origin+"/", "app.example", "backend")
 	streamOnce(t, net.JoinHostPort("127.0.0.1", strconv.Itoa(originPort)))
+	healthOnce(t, b.Origin)
 	if code, body := testnet.GetWithToken("http://"+b.Admin+"/metrics", ""); code != 200 {
 		t.Errorf("metrics: %d\n%s", code, body)
 	} else {
