@@ -80,18 +80,20 @@ func (h *handler) finish(rec *reqRecord, r *http.Request, own *http1.ResponseWri
 		}
 		nw.release()
 	}
+	if rec.monitor {
+		return // a health answer (health.go) is no user's request
+	}
 	if status == 0 {
 		status = http.StatusOK // nothing written: the server sends an empty 200
 	}
 	rec.count(&p.noListener, status, end)
-	// A health answer (health.go) is no user's request: no span, no line.
-	if t := p.tracer; t != nil && rec.listener != &p.monitors {
+	if t := p.tracer; t != nil {
 		if !rec.sc.IsValid() {
 			h.startSpan(r, rec) // no backend was reached
 		}
 		endSpan(t, rec, status, end)
 	}
-	if l := p.opts.AccessLog; l != nil && rec.listener != &p.monitors && l.Sampled() {
+	if l := p.opts.AccessLog; l != nil && l.Sampled() {
 		line := accessLogLine(rec, r, h.trusted, status, size, end)
 		l.Write(&line)
 	}

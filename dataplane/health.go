@@ -149,9 +149,9 @@ func (x *exchange) answerHealth(vh *vhost) bool {
 	if hc == nil {
 		return false
 	}
-	// Counted apart: the stats the record adds to are read by no metric
-	// (finish leaves out its trace and access log line too).
-	x.rec.listener = &x.h.p.monitors
+	// Counted apart: finish leaves the record out of every listener's
+	// and rule's metrics, traces and the access log.
+	x.rec.monitor = true
 	w, r := x.w, x.r
 	hdr := w.Header()
 	hdr["Content-Type"] = textPlain

@@ -159,9 +159,6 @@ type Proxy struct {
 	// noListener counts the requests no listener took; the listeners'
 	// own are in the compiled config (filing.stats).
 	noListener observe.ListenerStats
-	// monitors are where the record of a health answer to a load
-	// balancer monitor is counted (health.go): no metric reads them.
-	monitors observe.ListenerStats
 
 	// buffers hold the bodies read whole (buffers.go).
 	buffers *buffers

@@ -38,6 +38,10 @@ type reqRecord struct {
 	// hijacked connection.
 	status  int
 	retries int
+	// monitor marks a load balancer monitor's health request (health.go):
+	// no user's, so counted, traced and logged nowhere but in its own
+	// counter.
+	monitor bool
 	// path and query are what the router matched (reqpath.go), once the
 	// request got that far; "" before.
 	path, query string
