@@ -50,6 +50,9 @@ type Desired struct {
 	// AccessApps are the Cloudflare Access applications kept with the
 	// tunnel (accessapps.go), their hostnames among Hostnames.
 	AccessApps []translate.AccessApp
+	// LoadBalancers are the load balanced hostnames this tunnel serves
+	// (translate.LoadBalancing), their hostnames among Hostnames.
+	LoadBalancers []translate.LoadBalancing
 	// LivePlanes are the DNS owners (PlaneOwner) of the class's Gateways
 	// that exist, so the class's DNS sync removes the records of a plane
 	// whose Gateway was deleted; nil removes none.

@@ -47,6 +47,9 @@ type TunnelState struct {
 	// AccessApps are the states of the Access applications kept with
 	// this tunnel (Desired.AccessApps), by AccessApp.Policy.
 	AccessApps map[string]AccessAppState
+	// LoadBalancers are the states of the load balanced hostnames this
+	// tunnel serves (Desired.LoadBalancers), by LoadBalancing.Policy.
+	LoadBalancers map[string]LBState
 }
 
 // Equal says whether two states say the same. A nil DNS (DNS not
@@ -58,7 +61,8 @@ func (s *TunnelState) Equal(o *TunnelState) bool {
 	return s.ID == o.ID && s.Problem == o.Problem && s.NoResources == o.NoResources && s.Pending == o.Pending &&
 		s.Created == o.Created && s.AwaitsIntent == o.AwaitsIntent && s.Departed == o.Departed &&
 		(s.DNS == nil) == (o.DNS == nil) && maps.Equal(s.DNS, o.DNS) &&
-		(s.AccessApps == nil) == (o.AccessApps == nil) && maps.Equal(s.AccessApps, o.AccessApps)
+		(s.AccessApps == nil) == (o.AccessApps == nil) && maps.Equal(s.AccessApps, o.AccessApps) &&
+		(s.LoadBalancers == nil) == (o.LoadBalancers == nil) && maps.Equal(s.LoadBalancers, o.LoadBalancers)
 }
 
 // DNSState is the state of one hostname's records.
