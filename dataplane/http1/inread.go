@@ -22,11 +22,25 @@ import (
 // again when the socket is readable, as often as it likes. So the server
 // serves its requests inside that function (inReadStep): it reads, serves
 // each request the reader holds whole, and then, if its last read emptied
-// the socket, asks to wait without reading again. That is safe because
-// within one rc.Read the poller's readiness is never cleared: bytes that
-// arrive after the last read mark the socket readable, and the wait ends
-// at once. A read that filled the buffer may have left bytes behind, so
-// after one the socket is read again before any wait.
+// the socket, asks to wait without reading again. Within one rc.Read the
+// poller's readiness is never cleared: bytes that arrive after the last
+// read mark the socket readable, and the wait ends at once.
+//
+// What "emptied" can be told from. A stream socket's read returns all the
+// bytes it holds, up to the buffer, so a read shorter than the buffer
+// leaves no bytes behind (one that filled the buffer may have: the socket
+// is read again before any wait). It does not tell whether the client's
+// close (FIN) or reset came in behind those bytes, though: that shows only
+// at the next read, and if it came in before the read, it marked the
+// socket readable before it too, so no wait will end for it. Only a read
+// that found nothing (EAGAIN) says there is nothing, close included. So
+// the read is skipped only where a close behind a request is not to be
+// expected: on a connection that has already waited for a request once in
+// this read (kept alive, as cloudflared's are), and not while a head is
+// half read. A one-shot client that sends its request and closes at once
+// is seen closing at once; a kept-alive client whose close comes in with
+// its last request is seen by the janitor, which looks at an idle
+// connection's socket once in each idle period (Server.janitor).
 //
 // Inside the read, the client's socket is read with raw calls that never
 // wait (rawIO.inRead): a read that would wait fails with errWouldWait,
@@ -56,12 +70,15 @@ const (
 // inRead is a connection's state across the calls of one long read.
 type inRead struct {
 	next int // what the read leaves to the request loop, once it ends
+	// calls counts the step's calls in this read: from the second on,
+	// each comes after a wait that ended.
+	calls int
 }
 
 // serveInRead serves requests inside one read of the client's socket
 // until the connection ends or a request must be served the usual way.
 func (c *conn) serveInRead() int {
-	c.inRead.next = connDone
+	c.inRead.next, c.inRead.calls = connDone, 0
 	err := c.raw.rc.Read(c.inReadFn)
 	c.raw.inRead = false
 	if err != nil {
@@ -79,14 +96,16 @@ func (c *conn) inReadStep(fd uintptr) bool {
 	// A call starts after the clearing or after a wait that ended: what
 	// made the socket readable has not been read yet.
 	r.drained = false
+	c.inRead.calls++
+	keptAlive := c.inRead.calls > 1 // it has waited for a request
 	for {
 		if c.br.Buffered() == 0 {
 			c.setPhase(phaseIdle)
 			if c.s.closing.Load() {
 				return true
 			}
-			if r.drained {
-				return false // nothing left on the socket: wait
+			if r.drained && keptAlive {
+				return false // no bytes left on the socket: wait
 			}
 			if _, err := c.br.Peek(1); err != nil {
 				return err != errWouldWait // else a close or reset: the end
@@ -98,12 +117,14 @@ func (c *conn) inReadStep(fd uintptr) bool {
 				c.inRead.next = needHead // larger than the reader: the usual way
 				return true
 			}
-			if r.drained {
-				return false // wait for the rest of the head
-			}
-			if _, err := c.br.Peek(c.br.Buffered() + 1); err != nil && err != errWouldWait {
-				// A head cut short: the usual way answers it (refuse).
-				c.inRead.next = needHead
+			// The rest of the head, read until the socket has nothing
+			// (EAGAIN) before a wait: a client may close after a part.
+			_, err := c.br.Peek(c.br.Buffered() + 1)
+			switch {
+			case err == errWouldWait:
+				return false
+			case err != nil:
+				c.inRead.next = needHead // a head cut short: the usual way answers it
 				return true
 			}
 			continue

@@ -238,3 +238,58 @@ func FuzzHeadEnds(f *testing.F) {
 type errReader struct{ err error }
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// A client's close is seen however it comes: one that sends a request
+// and closes its side at once gets the answer, then the close, as on the
+// usual path; a kept-alive client whose close comes in with its last
+// request, which ends no wait inside the read, is closed by the janitor's
+// look at idle sockets (inread.go), not left open until IdleTimeout.
+func TestServeInReadSeesCloses(t *testing.T) {
+	t.Parallel()
+	addr := echoServer(t) // no IdleTimeout: only the close may end it
+	readToClose := func(c net.Conn, what string, want int) {
+		t.Helper()
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, err := io.ReadAll(c)
+		if err != nil {
+			t.Fatalf("%s: the server did not close after the client did: %v (read %q)", what, err, b)
+		}
+		if n := bytes.Count(b, []byte("HTTP/1.1 200 OK")); n != want {
+			t.Fatalf("%s: %d answers before the close, want %d: %q", what, n, want, b)
+		}
+	}
+	oneShot, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oneShot.Close()
+	io.WriteString(oneShot, "GET /once HTTP/1.1\r\nHost: a\r\n\r\n")
+	oneShot.(*net.TCPConn).CloseWrite()
+	readToClose(oneShot, "one request, then the close", 1)
+
+	kept, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kept.Close()
+	br := bufio.NewReader(kept)
+	for i := range 3 {
+		fmt.Fprintf(kept, "GET /kept%d HTTP/1.1\r\nHost: a\r\n\r\n", i)
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		time.Sleep(20 * time.Millisecond) // the server waits for the next
+	}
+	io.WriteString(kept, "GET /last HTTP/1.1\r\nHost: a\r\n\r\n")
+	kept.(*net.TCPConn).CloseWrite()
+	kept.SetReadDeadline(time.Now().Add(5 * time.Second))
+	rest, err := io.ReadAll(br)
+	if err != nil {
+		t.Fatalf("kept alive, then a request and the close: the server did not close: %v (read %q)", err, rest)
+	}
+	if !bytes.Contains(rest, []byte(`GET /last ""`)) {
+		t.Fatalf("kept alive, then a request and the close: %q, want the last answer", rest)
+	}
+}

@@ -89,6 +89,9 @@ type conn struct {
 	seq     atomic.Uint32
 	seenSeq uint32
 	seenAt  int64
+	// peekedSeq is the janitor's too: the idle period whose socket it
+	// looked at.
+	peekedSeq uint32
 	// A write that goes out with what is buffered (write): tail is what
 	// the writer's flush sends after the buffered bytes, tailN how much
 	// of it went; vec makes the vectored write (writev.go).
@@ -414,6 +417,14 @@ func (s *Server) janitor(stop <-chan struct{}) {
 			case phaseIdle:
 				if s.IdleTimeout > 0 && age > s.IdleTimeout {
 					c.abort()
+				} else if seq != c.peekedSeq {
+					// Once per idle period: a close that came in with
+					// the last request may not have ended the wait
+					// (inread.go).
+					c.peekedSeq = seq
+					if c.clientLeft() {
+						c.abort()
+					}
 				}
 			case phaseHead:
 				if s.HeadTimeout > 0 && age > s.HeadTimeout {

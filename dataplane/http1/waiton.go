@@ -70,19 +70,30 @@ func (c *conn) checkWatch() {
 	w := &c.watch
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.on == nil || !w.watchable || w.rc == nil || w.gone.Load() {
+	if w.on == nil || !w.watchable || w.gone.Load() {
 		return
+	}
+	if c.clientLeft() {
+		w.gone.Store(true)
+		w.on.Interrupt()
+	}
+}
+
+// clientLeft reports whether the client closed or reset its stream, from
+// a peek at its socket that neither reads nor waits; false where there
+// is no socket to look at. The janitor's alone (the peek's byte is its).
+func (c *conn) clientLeft() bool {
+	w := &c.watch
+	if w.rc == nil {
+		return false
 	}
 	left := false
 	// Control holds the descriptor open while the peek runs, should the
 	// connection be closed meanwhile.
 	if err := w.rc.Control(func(fd uintptr) { left = recvPeekLeft(fd, w.b[:]) }); err != nil {
-		return
+		return false
 	}
-	if left {
-		w.gone.Store(true)
-		w.on.Interrupt()
-	}
+	return left
 }
 
 // stopWatch ends the wait: the janitor's peek no longer interrupts
