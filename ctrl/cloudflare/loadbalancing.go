@@ -372,6 +372,18 @@ func (a *api) editPoolOrigins(ctx context.Context, account, poolID string,
 	return LBPool{}, fmt.Errorf("pool %s: %w", poolID, ErrOriginsChanged)
 }
 
+// setPoolMonitor makes a pool use a monitor, leaving its other settings
+// and its origins as they are (a PATCH of "monitor" alone). Only for a
+// pool tunnelgate created.
+func (a *api) setPoolMonitor(ctx context.Context, account, poolID, monitorID string) (LBPool, error) {
+	res, err := a.lb.Pools.Edit(withOp(ctx, opLBPoolEdit), poolID, load_balancers.PoolEditParams{
+		AccountID: cf.F(account), Monitor: cf.F(monitorID)})
+	if err != nil {
+		return LBPool{}, lbError("setting the monitor of load balancing pool "+poolID, err, nil)
+	}
+	return poolOf(res), nil
+}
+
 // SameOrigins says whether two origin lists hold the same origins with
 // the same settings, in any order (Cloudflare keeps them as a set).
 func SameOrigins(a, b []LBOrigin) bool {
