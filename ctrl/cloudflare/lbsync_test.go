@@ -340,7 +340,9 @@ func TestLoadBalancingAccountLimitsAndDNS(t *testing.T) {
 	w.f.SetLBEntitled(account, true)
 	w.f.SetLBLimits(account, cffake.LBLimits{Pools: 1})
 	w.f.AddPool(account, "someone-elses", cffake.PoolOrigin{Name: "x", Address: "x.example.net", Enabled: true})
-	st = east.wait(t, w, "quota", func(st *translate.TunnelState) bool { return st.LoadBalancers["team/app"].Reason == translate.LBReasonQuota })
+	st = east.wait(t, w, "quota", func(st *translate.TunnelState) bool {
+		return st.LoadBalancers["team/app"].Reason == translate.LBReasonQuota
+	})
 	if !strings.Contains(st.LoadBalancers["team/app"].Message, "quota") {
 		t.Fatalf("state %+v", st.LoadBalancers)
 	}
