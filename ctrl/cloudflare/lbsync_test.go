@@ -383,3 +383,21 @@ func TestLoadBalancingLeaveAfterRestart(t *testing.T) {
 		return len(p.Origins) == 1 && p.Origins[0] == other
 	})
 }
+
+// A steady state costs reads only: drift checks read the pools, the
+// monitor and the load balancers again, and write nothing.
+func TestLoadBalancingSteadyState(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{})
+	east := newCluster(t, w, "east", cloudflare.Options{DriftEvery: 20 * time.Millisecond, DNSEvery: time.Hour})
+	east.want([]string{"app.example.com"}, appLB("app", 0.25))
+	east.wait(t, w, "joined", func(st *translate.TunnelState) bool { return st.LoadBalancers["team/app"].Ready })
+	time.Sleep(50 * time.Millisecond) // the first pass's DNS and Access work ends
+	writes, calls := east.s.Stats.Writes.Load(), east.s.Stats.Calls.Load()
+	time.Sleep(300 * time.Millisecond)
+	if n := east.s.Stats.Writes.Load() - writes; n != 0 {
+		t.Errorf("%d writes in a steady state; log:\n%s", n, w.logs.String())
+	}
+	if east.s.Stats.Calls.Load()-calls < 5 {
+		t.Errorf("no drift checks: %d calls", east.s.Stats.Calls.Load()-calls)
+	}
+}
