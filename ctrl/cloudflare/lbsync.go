@@ -223,6 +223,27 @@ func (v *lbView) loadBalancers(ctx context.Context, a *api, zoneID string) ([]Lo
 // reported before, whose health tokens stay known while a sync fails. It
 // records in c which hostnames have a load balancer, for the DNS sync.
 func (s *Syncer) syncLoadBalancers(ctx context.Context, c *classSync, d Desired, last map[string]translate.LBState) (map[string]translate.LBState, error) {
+	return s.keepLoadBalancers(ctx, c, d, last, false)
+}
+
+// leaveLoadBalancers takes the departing wish's tunnel out of every pool
+// it is an origin of (by our origin's name, or as remembered), as leaving
+// a LoadBalancing does. An account without Load Balancing, or a token
+// without its permission, has nothing to leave; any other failure is
+// retried.
+func (s *Syncer) leaveLoadBalancers(ctx context.Context, c *classSync, d Desired) error {
+	none := d
+	none.LoadBalancers = nil
+	c.l.lbSwept, c.l.lbKey = false, ""
+	_, err := s.keepLoadBalancers(ctx, c, none, nil, true)
+	return err
+}
+
+// keepLoadBalancers is syncLoadBalancers; strict retries a failure to
+// list the pools when nothing is wanted and nothing remembered, which a
+// class's sync does not (it only looks for origins of ours left from
+// before a restart).
+func (s *Syncer) keepLoadBalancers(ctx context.Context, c *classSync, d Desired, last map[string]translate.LBState, strict bool) (map[string]translate.LBState, error) {
 	if len(d.LoadBalancers) == 0 && len(c.l.lbJoined) == 0 && c.l.lbSwept {
 		c.l.lbHosts = nil
 		return nil, nil // nothing asked, nothing left to leave
@@ -254,7 +275,7 @@ func (s *Syncer) syncLoadBalancers(ctx context.Context, c *classSync, d Desired,
 		// Only looking for origins of ours to take out: an account
 		// without Load Balancing, or a token without its permission, has
 		// none we could have added.
-		if len(c.l.lbJoined) == 0 || errors.Is(err, ErrLBNotEntitled) || refusal(err) {
+		if len(c.l.lbJoined) == 0 && !strict || errors.Is(err, ErrLBNotEntitled) || refusal(err) {
 			s.opts.Log.Debug("no Load Balancing pools to leave", "class", d.Class, "err", err)
 			c.l.lbSwept, c.l.lbJoined, c.l.lbHosts = true, nil, nil
 			return nil, nil

@@ -401,3 +401,26 @@ func TestLoadBalancingSteadyState(t *testing.T) {
 		t.Errorf("no drift checks: %d calls", east.s.Stats.Calls.Load()-calls)
 	}
 }
+
+// A Gateway's own tunnel that departs leaves its pools (its origin only)
+// before its tunnel is deleted.
+func TestLoadBalancingDeparture(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{DNSEvery: time.Hour})
+	other := cffake.PoolOrigin{Name: "dc1", Address: "origin.example.net", Enabled: true, Weight: 1}
+	w.f.AddPool(account, "app", other)
+	plane := planeWish("gw", "team-a-gw", time.Now().Add(-time.Hour), "app.example.com")
+	plane.LoadBalancers = []translate.LoadBalancing{appLB("app", 1)}
+	w.s.Update([]cloudflare.Desired{plane})
+	st := waitKey(t, w, plane.Class, func(s *translate.TunnelState) bool { return s.LoadBalancers["team/app"].Origins == 2 })
+	own := st.ID
+
+	gone := departing(plane, true, own)
+	w.s.Update([]cloudflare.Desired{gone})
+	waitKey(t, w, gone.Class, func(s *translate.TunnelState) bool { return s.Departed })
+	if p, _ := poolNamed(w, "app"); len(p.Origins) != 1 || p.Origins[0] != other {
+		t.Fatalf("pool after the departure %+v", p)
+	}
+	if _, deleted := tunnelNamed(w, "team-a-gw"); !deleted {
+		t.Error("tunnel not deleted")
+	}
+}
