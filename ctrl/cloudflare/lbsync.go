@@ -398,7 +398,12 @@ func lbFailure(lb translate.LoadBalancing, err error) (translate.LBState, error)
 	case errors.Is(err, ErrLBNameTaken):
 		return translate.LBState{Reason: translate.LBReasonNameTaken, Message: err.Error()}, nil
 	case refusal(err):
-		return translate.LBState{Reason: translate.LBReasonInvalid, Message: err.Error()}, nil
+		msg := err.Error()
+		var ae *apiError
+		if errors.As(err, &ae) && ae.refused() {
+			msg += "; the API token needs Account: Load Balancing: Monitors and Pools: Edit, and Zone: Load Balancers: Edit"
+		}
+		return translate.LBState{Reason: translate.LBReasonInvalid, Message: msg}, nil
 	}
 	return translate.LBState{Reason: translate.LBReasonAPIError, Message: err.Error() + "; retrying"},
 		fmt.Errorf("load balancing of %s (LoadBalancingPolicy %s): %w", lb.Hostname, lb.Policy, err)

@@ -6,6 +6,7 @@ package cloudflare_test
 import (
 	"context"
 	"log/slog"
+	"net/http"
 	"reflect"
 	"slices"
 	"strings"
@@ -422,5 +423,51 @@ func TestLoadBalancingDeparture(t *testing.T) {
 	}
 	if _, deleted := tunnelNamed(w, "team-a-gw"); !deleted {
 		t.Error("tunnel not deleted")
+	}
+}
+
+// A failure worth retrying (a 5xx) is the policy's state and is retried,
+// the health token still reported; a hostname's failure does not stop
+// the others; a token without Load Balancing's permissions is reported
+// as such, and the class is not failed for it.
+func TestLoadBalancingFailures(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{})
+	east := newCluster(t, w, "east", cloudflare.Options{})
+	api := appLB("api", 1)
+	api.Policy, api.Hostname = "team/api", "api.example.com"
+	hosts := []string{"app.example.com", "api.example.com"}
+	east.want(hosts, appLB("app", 1), api)
+	st := east.wait(t, w, "joined", func(st *translate.TunnelState) bool {
+		return st.LoadBalancers["team/app"].Ready && st.LoadBalancers["team/api"].Ready
+	})
+	token := st.LoadBalancers["team/app"].HealthToken
+	app, _ := poolNamed(w, "app")
+	w.f.Fail(cffake.Fault{Status: http.StatusServiceUnavailable, Match: func(r *http.Request) bool {
+		return r.Method == http.MethodPatch && strings.Contains(r.URL.Path, app.ID)
+	}})
+	api.Weight = 0.5
+	east.want(hosts, appLB("app", 0.5), api)
+	st = east.wait(t, w, "app failing, api changed", func(st *translate.TunnelState) bool {
+		p, _ := poolNamed(w, "api")
+		return st.LoadBalancers["team/app"].Reason == translate.LBReasonAPIError && len(p.Origins) == 1 && p.Origins[0].Weight == 0.5
+	})
+	if a := st.LoadBalancers["team/app"]; a.HealthToken != token || !strings.Contains(a.Message, "503") {
+		t.Errorf("app's state %+v: want the error, and the token kept", a)
+	}
+	w.f.ClearFaults()
+	east.wait(t, w, "recovered", func(st *translate.TunnelState) bool { return st.LoadBalancers["team/app"].Ready })
+	if p, _ := poolNamed(w, "app"); p.Origins[0].Weight != 0.5 {
+		t.Fatalf("pool %+v", p)
+	}
+
+	w.f.Fail(cffake.Fault{Status: http.StatusForbidden, Match: cffake.Route("GET /accounts/{account_id}/load_balancers/pools")})
+	api.Weight = 1
+	east.want(hosts, appLB("app", 0.5), api)
+	st = east.wait(t, w, "refused", func(st *translate.TunnelState) bool {
+		return st.LoadBalancers["team/app"].Reason == translate.LBReasonInvalid
+	})
+	if !strings.Contains(st.LoadBalancers["team/app"].Message, "Load Balancing: Monitors and Pools") || st.Problem != "" ||
+		!st.DNS["app.example.com"].Ready || st.LoadBalancers["team/app"].HealthToken != token {
+		t.Fatalf("state %+v", st)
 	}
 }
