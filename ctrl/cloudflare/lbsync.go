@@ -485,11 +485,17 @@ func (s *Syncer) keepLB(ctx context.Context, c *classSync, lb translate.LoadBala
 		pool = p
 		s.opts.Log.Info("load balancing pool created", "hostname", lb.Hostname, "pool", lb.Pool, "id", p.ID)
 	} else {
-		p, err := api.editPoolOrigins(ctx, account, v.pools[pi].ID, joinOrigin(tunnel, origin))
-		if err != nil {
-			return translate.LBState{HealthToken: token}, err
+		p := v.pools[pi]
+		if _, changed := joinOrigin(tunnel, origin)(slices.Clone(p.Origins)); changed {
+			var err error
+			if p, err = api.editPoolOrigins(ctx, account, p.ID, joinOrigin(tunnel, origin)); err != nil {
+				return translate.LBState{HealthToken: token}, err
+			}
+			s.opts.Log.Info("origin set in load balancing pool", "hostname", lb.Hostname, "pool", lb.Pool,
+				"weight", origin.Weight, "enabled", origin.Enabled)
 		}
 		if ownPool && haveMon && p.Monitor != mon.ID {
+			var err error
 			if p, err = api.setPoolMonitor(ctx, account, p.ID, mon.ID); err != nil {
 				return translate.LBState{HealthToken: token}, err
 			}
@@ -517,6 +523,7 @@ func (s *Syncer) keepLB(ctx context.Context, c *classSync, lb translate.LoadBala
 	if err != nil {
 		return st, err
 	}
+	v.hasLB[lb.Hostname] = found
 	if !found {
 		created, err := api.createLoadBalancer(ctx, z.id, want)
 		switch {
