@@ -344,7 +344,7 @@ func (s *Syncer) keepLoadBalancers(ctx context.Context, c *classSync, d Desired,
 		if i < 0 {
 			continue // gone: nothing of ours left there
 		}
-		if err := s.leavePool(ctx, c, v, v.pools[i], rem, remembered); err != nil {
+		if err := s.leavePool(ctx, c, v, tunnel, v.pools[i], rem, remembered); err != nil {
 			if refusal(err) || errors.Is(err, ErrLBNotEntitled) {
 				s.opts.Log.Warn("could not leave a load balancing pool; left as it is", "class", d.Class, "pool", name, "err", err)
 				continue
@@ -352,6 +352,29 @@ func (s *Syncer) keepLoadBalancers(ctx context.Context, c *classSync, d Desired,
 			errs = append(errs, fmt.Errorf("leaving load balancing pool %s: %w", name, err))
 			joined[name] = rem // try again with what we knew
 		}
+	}
+
+	// The wish's tunnel changed: the origins the last one had as ours
+	// leave (the new ones joined above, so none is left empty).
+	oldOK := true
+	if old := c.l.lbTunnel; old != "" && old != tunnel {
+		for i := range v.pools {
+			if j := ownOrigin(v.pools[i].Origins, old); j < 0 || v.pools[i].Origins[j].Name != originName(old) {
+				continue
+			}
+			if err := s.leavePool(ctx, c, v, old, v.pools[i], translate.LoadBalancing{}, false); err != nil {
+				if refusal(err) || errors.Is(err, ErrLBNotEntitled) {
+					s.opts.Log.Warn("could not take the former tunnel out of a load balancing pool; left as it is",
+						"class", d.Class, "pool", v.pools[i].Name, "tunnel", old, "err", err)
+					continue
+				}
+				errs = append(errs, fmt.Errorf("taking tunnel %s out of load balancing pool %s: %w", old, v.pools[i].Name, err))
+				oldOK = false
+			}
+		}
+	}
+	if oldOK {
+		c.l.lbTunnel = tunnel
 	}
 
 	c.l.lbJoined, c.l.lbSwept = joined, true
@@ -584,12 +607,12 @@ func (s *Syncer) findLB(ctx context.Context, c *classSync, v *lbView, zoneID, ho
 	return all[i], true, nil
 }
 
-// leavePool takes this cluster's origin out of a pool it no longer joins,
+// leavePool takes this cluster's origin (tunnel's) out of a pool it no longer joins,
 // or disables it when it is the pool's last; with rem.DeleteUnused (as
 // remembered) and a pool tunnelgate created, deletes the pool instead,
 // and what of ours only it used.
-func (s *Syncer) leavePool(ctx context.Context, c *classSync, v *lbView, pool LBPool, rem translate.LoadBalancing, remembered bool) error {
-	api, account, tunnel := c.l.api, c.l.account, c.l.tunnelID
+func (s *Syncer) leavePool(ctx context.Context, c *classSync, v *lbView, tunnel string, pool LBPool, rem translate.LoadBalancing, remembered bool) error {
+	api, account := c.l.api, c.l.account
 	if ownOrigin(pool.Origins, tunnel) < 0 {
 		return nil
 	}

@@ -471,3 +471,31 @@ func TestLoadBalancingFailures(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 }
+
+// A class that moves to another tunnel moves its origin: the new one
+// joins, the former one leaves, other origins stay.
+func TestLoadBalancingTunnelChanges(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{})
+	other := cffake.PoolOrigin{Name: "dc1", Address: "origin.example.net", Enabled: true, Weight: 1}
+	w.f.AddPool(account, "app", other)
+	east := newCluster(t, w, "east", cloudflare.Options{})
+	east.want([]string{"app.example.com"}, appLB("app", 1))
+	east.wait(t, w, "joined", func(st *translate.TunnelState) bool { return st.LoadBalancers["team/app"].Origins == 2 })
+	before := tunnelOf(t, w, east)
+
+	moved := &cluster{name: "east2", s: east.s}
+	d := desired("app.example.com")
+	d.Spec.Tunnel = &v1alpha1.TunnelRef{Name: "east2-tunnel"}
+	d.Spec.DNS.OwnerID = "east"
+	d.LoadBalancers = []translate.LoadBalancing{appLB("app", 1)}
+	east.s.Update([]cloudflare.Desired{d})
+	eventually(t, w, "origin moved", func() bool {
+		p, _ := poolNamed(w, "app")
+		_, oldIn := originOf(p, before)
+		return len(p.Origins) == 2 && !oldIn && p.Origins[0] == other
+	})
+	after := tunnelOf(t, w, moved)
+	if p, _ := poolNamed(w, "app"); p.Origins[1].Address != after+".cfargotunnel.com" {
+		t.Fatalf("pool %+v, want the new tunnel %s", p, after)
+	}
+}

@@ -188,6 +188,7 @@ type learned struct {
 	// lbJoined are the LoadBalancings whose pools the last pass joined,
 	// by pool: when one is no longer wanted, our origin leaves it.
 	lbJoined map[string]translate.LoadBalancing
+	lbTunnel string // the tunnel whose origins lbJoined are
 	// lbHosts: whether a load balanced hostname has a load balancer,
 	// which its DNS then belongs to.
 	lbHosts map[string]bool
