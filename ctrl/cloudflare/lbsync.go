@@ -539,6 +539,9 @@ func (s *Syncer) keepLB(ctx context.Context, c *classSync, lb translate.LoadBala
 			ids = append(ids, v.pools[i].ID)
 		}
 	}
+	if !slices.Contains(ids, pool.ID) { // its name as Cloudflare spells it may differ
+		ids = append(ids, pool.ID)
+	}
 	want := LoadBalancer{Name: lb.Hostname, Description: lbDescription(lb.Hostname), DefaultPools: ids, FallbackPool: ids[len(ids)-1],
 		Proxied: true, Enabled: true, SteeringPolicy: lb.Steering, SessionAffinity: lb.SessionAffinity,
 		SessionAffinityTTL: float64(lb.SessionAffinityTTL)}
