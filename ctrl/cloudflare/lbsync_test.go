@@ -499,3 +499,46 @@ func TestLoadBalancingTunnelChanges(t *testing.T) {
 		t.Fatalf("pool %+v, want the new tunnel %s", p, after)
 	}
 }
+
+// Failover between clusters: each has a pool of its own, with a monitor
+// of its own, and the load balancer uses both in the order asked, the
+// last as fallback. One leaving with DeleteUnused deletes its pool and
+// monitor and takes the pool out of the load balancer, which the other
+// still uses.
+func TestLoadBalancingFailoverPools(t *testing.T) {
+	w := newWorld(t, cloudflare.Options{})
+	east, west := newCluster(t, w, "east", cloudflare.Options{}), newCluster(t, w, "west", cloudflare.Options{})
+	hosts := []string{"app.example.com"}
+	lbOf := func(pool string) translate.LoadBalancing {
+		lb := appLB(pool, 1)
+		lb.Pools, lb.DeleteUnused = []string{"east", "west"}, true
+		return lb
+	}
+	east.want(hosts, lbOf("east"))
+	est := east.wait(t, w, "east joined", func(st *translate.TunnelState) bool { return st.LoadBalancers["team/app"].Ready })
+	west.want(hosts, lbOf("west"))
+	wst := west.wait(t, w, "west joined", func(st *translate.TunnelState) bool { return st.LoadBalancers["team/app"].Ready })
+	ep, _ := poolNamed(w, "east")
+	wp, _ := poolNamed(w, "west")
+	eventually(t, w, "the load balancer uses both pools", func() bool {
+		lbs := w.f.LoadBalancers("zone-com")
+		return len(lbs) == 1 && slices.Equal(lbs[0].DefaultPools, []string{ep.ID, wp.ID}) && lbs[0].FallbackPool == wp.ID
+	})
+	if len(w.f.Monitors(account)) != 2 || ep.Monitor == wp.Monitor ||
+		est.LoadBalancers["team/app"].HealthToken == wst.LoadBalancers["team/app"].HealthToken {
+		t.Fatalf("want a monitor and a token per pool: %+v", w.f.Monitors(account))
+	}
+
+	east.want(nil)
+	eventually(t, w, "east's pool gone", func() bool {
+		_, ok := poolNamed(w, "east")
+		lbs := w.f.LoadBalancers("zone-com")
+		return !ok && len(lbs) == 1 && slices.Equal(lbs[0].DefaultPools, []string{wp.ID}) && lbs[0].FallbackPool == wp.ID
+	})
+	if m := w.f.Monitors(account); len(m) != 1 || m[0].ID != wp.Monitor {
+		t.Fatalf("monitors %+v, want west's only", m)
+	}
+	if p, _ := poolNamed(w, "west"); !reflect.DeepEqual(p, wp) {
+		t.Fatalf("west's pool changed: %+v", p)
+	}
+}
