@@ -112,13 +112,14 @@ func wantMonitor(lb translate.LoadBalancing, token string) LBMonitor {
 }
 
 // sameMonitor says whether a monitor has the settings want asks; a zero
-// number in want is Cloudflare's default, whatever it is.
+// number in want is Cloudflare's default, whatever it is, and a header
+// want does not name is not compared: one added elsewhere does not make
+// a write at every drift check.
 func sameMonitor(have, want LBMonitor) bool {
 	num := func(h, w int) bool { return w == 0 || h == w }
 	if have.Type != want.Type || have.Description != want.Description || !strings.EqualFold(have.Method, want.Method) ||
 		have.Path != want.Path || have.ExpectedCodes != want.ExpectedCodes || !num(have.Port, want.Port) ||
-		!num(have.Interval, want.Interval) || !num(have.Timeout, want.Timeout) || !num(have.Retries, want.Retries) ||
-		len(have.Header) != len(want.Header) {
+		!num(have.Interval, want.Interval) || !num(have.Timeout, want.Timeout) || !num(have.Retries, want.Retries) {
 		return false
 	}
 	for k, v := range want.Header {
