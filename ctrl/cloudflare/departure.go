@@ -24,7 +24,8 @@ import (
 //     kept, its ingress document emptied, so that a connector still
 //     running its token serves nothing. Before that, the Access
 //     applications and policies of its tunnel's sync (accessapps.go) are
-//     deleted.
+//     deleted, and its tunnel leaves every Load Balancing pool it is an
+//     origin of (lbsync.go), as leaving a LoadBalancing does.
 //
 // Nothing is created and no token written. Each step is repeated whole
 // after a failure, as every sync is; the report says Departed once all
@@ -101,6 +102,10 @@ func (s *Syncer) leaveTunnel(ctx context.Context, c *classSync, d Desired, id st
 	}
 	// Its Access applications go before the tunnel that marks them.
 	if _, err := s.applyAccess(ctx, c, nil); err != nil {
+		return err
+	}
+	// So do its origins, before the tunnel they point at.
+	if err := s.leaveLoadBalancers(ctx, c, d); err != nil {
 		return err
 	}
 	if d.DeleteTunnel && s.createdFor(c, d, id) {

@@ -34,6 +34,11 @@ type DNSOptions struct {
 	// other owner under this one are a deleted Gateway's, and go as this
 	// owner's unwanted records do.
 	LivePlanes []string
+	// LoadBalanced are the wanted hostnames whose DNS belongs to a load
+	// balancer (translate.LoadBalancing): they get no CNAME, our records
+	// there go as an unwanted hostname's do, and a record not ours is
+	// left alone and reported.
+	LoadBalanced []string
 }
 
 // PlaneOwner is the DNS owner of the tunnel of a Gateway with a plane of
@@ -66,7 +71,10 @@ func (p *DNSPlan) Empty() bool { return len(p.Deletes)+len(p.Updates)+len(p.Crea
 // hostname we own but no longer want, or a deleted Gateway's plane owned
 // (DNSOptions.LivePlanes), their removal. records is every
 // record of the zone. It never touches a record of a hostname owned by
-// another owner, nor, without takeover, one of a hostname nobody owns.
+// another owner, nor, without takeover, one of a hostname nobody owns. A
+// load balanced hostname (DNSOptions.LoadBalanced) is wanted by its load
+// balancer, not by us: our records there go, and one that is not ours
+// stays, takeover or not, and is reported.
 func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
 	byName := map[string][]Record{}
 	for _, r := range records {
@@ -79,7 +87,6 @@ func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
 	wanted := make(map[string]bool, len(want))
 
 	for _, h := range want {
-		wanted[h] = true
 		ours, others := ownershipRecords(byName[ownershipName(h)], o.Owner)
 		if ours == nil && len(others) > 0 {
 			if own, _ := parseOwnership(others[0].Content); o.orphaned(own.owner) {
@@ -87,6 +94,11 @@ func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
 				ours, others = &others[0], others[1:]
 			}
 		}
+		if slices.Contains(o.LoadBalanced, h) {
+			plan.States[h] = loadBalancedState(h, ours != nil, others, byName[h])
+			continue // not wanted: our records go below
+		}
+		wanted[h] = true
 		if ours == nil && len(others) > 0 {
 			own, _ := parseOwnership(others[0].Content)
 			plan.States[h] = translate.DNSState{Reason: translate.DNSReasonOwnedByOther, Message: fmt.Sprintf(
@@ -149,6 +161,29 @@ func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
 	sortRecords(plan.Updates)
 	sortRecords(plan.Creates)
 	return plan
+}
+
+// loadBalancedState is the state of a load balanced hostname's DNS: ready
+// unless a record we do not own is there (another owner's, or anyone's),
+// which the load balancer takes precedence over and we leave alone. ours
+// says whether our ownership record is there: then our CNAME to a tunnel
+// goes with it.
+func loadBalancedState(h string, ours bool, others, at []Record) translate.DNSState {
+	if len(others) > 0 {
+		own, _ := parseOwnership(others[0].Content)
+		return translate.DNSState{Reason: translate.DNSReasonOwnedByOther, Message: fmt.Sprintf(
+			"%s is load balanced, and its load balancer takes precedence over the records of tunnelgate owner %q (TXT %s), which are left as they are; that owner removes them once it load balances the hostname too, or remove them",
+			h, own.owner, others[0].Name)}
+	}
+	for _, r := range at {
+		if ours && r.Type == "CNAME" && strings.HasSuffix(r.Content, translate.TunnelHostnameSuffix) {
+			continue // ours: deleted
+		}
+		return translate.DNSState{Reason: translate.DNSReasonForeignRecord, Message: fmt.Sprintf(
+			"%s is load balanced, and its load balancer takes precedence over %s, which is not tunnelgate's and is left as it is; delete it to keep the zone clear",
+			h, r)}
+	}
+	return translate.DNSState{Ready: true}
 }
 
 // ownershipRecords splits the TXT records at a hostname's ownership name

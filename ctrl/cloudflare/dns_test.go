@@ -173,3 +173,40 @@ func TestPlanDNSRemovesDeletedPlanes(t *testing.T) {
 		t.Errorf("a live plane's hostname wanted by the class: %+v", st)
 	}
 }
+
+// A load balanced hostname's DNS is its load balancer's: no CNAME for
+// it, ours removed with its ownership record, and a record not ours left
+// alone (takeover or not) and reported.
+func TestPlanDNSLoadBalanced(t *testing.T) {
+	comment := "managed by tunnelgate (owner prod)"
+	records := []Record{
+		{ID: "1", Type: "CNAME", Name: "ours.example.com", Content: "t1.cfargotunnel.com", Proxied: true, Comment: comment},
+		{ID: "2", Type: "TXT", Name: ownershipName("ours.example.com"), Content: ownershipContent("prod", "t1"), Comment: comment},
+		{ID: "3", Type: "A", Name: "foreign.example.com", Content: "192.0.2.1"},
+		{ID: "4", Type: "CNAME", Name: "other.example.com", Content: "t9.cfargotunnel.com", Proxied: true},
+		{ID: "5", Type: "TXT", Name: ownershipName("other.example.com"), Content: ownershipContent("staging", "t9")},
+	}
+	for _, takeover := range []bool{false, true} {
+		o := DNSOptions{Owner: "prod", TunnelID: "t1", Proxied: true, Takeover: takeover,
+			LoadBalanced: []string{"ours.example.com", "foreign.example.com", "other.example.com", "new.example.com"}}
+		p := PlanDNS([]string{"ours.example.com", "foreign.example.com", "other.example.com", "new.example.com", "plain.example.com"}, records, o)
+		var deletes, creates []string
+		for _, r := range p.Deletes {
+			deletes = append(deletes, r.ID)
+		}
+		for _, r := range p.Creates {
+			creates = append(creates, r.Type+" "+r.Name)
+		}
+		if !slices.Equal(deletes, []string{"2", "1"}) || len(p.Updates) != 0 ||
+			!slices.Equal(creates, []string{"TXT _tunnelgate.plain.example.com", "CNAME plain.example.com"}) {
+			t.Errorf("takeover %v: deletes %v, updates %v, creates %v", takeover, deletes, p.Updates, creates)
+		}
+		for h, want := range map[string]string{"ours.example.com": "", "new.example.com": "", "plain.example.com": "",
+			"foreign.example.com": translate.DNSReasonForeignRecord, "other.example.com": translate.DNSReasonOwnedByOther} {
+			st := p.States[h]
+			if st.Ready != (want == "") || st.Reason != want || want != "" && !strings.Contains(st.Message, "load balance") {
+				t.Errorf("takeover %v: %s: %+v, want reason %q", takeover, h, st, want)
+			}
+		}
+	}
+}

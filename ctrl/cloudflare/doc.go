@@ -26,12 +26,34 @@
 // sentinel errors (ErrLBNotEntitled, ErrLBQuota, ErrLBNameTaken,
 // ErrLBInUse) for a status condition to report.
 //
+// lbsync.go uses them to keep each load balanced hostname
+// (Desired.LoadBalancers) in step, and reports each as a
+// translate.LBState: the cluster's tunnel is an origin of the pool asked
+// (found by name; its origin found by the tunnel's address, named
+// "tunnel-<tunnel id>" when added), the pool's monitor carries a health
+// token the proxies answer, and a load balancer on the hostname uses the
+// pools. What is missing is created, marked "tunnelgate:" in its
+// description; only what is so marked is ever changed, beyond this
+// cluster's own origin, or deleted. A pool no longer wanted loses this
+// cluster's origin, which is disabled instead when it is the last; the
+// pool, its monitor and load balancer are deleted only with
+// DeleteUnused, and only if tunnelgate created them. The load balancer
+// runs before DNS: once it exists, the hostname's DNS is the load
+// balancer's, so PlanDNS removes our CNAME there and reports, without
+// touching, a record not ours.
+//
 // Rules it keeps:
 //   - It writes only when something differs: a steady state costs one GET
 //     of the ingress document per drift check, and no write.
 //   - It touches only records it owns (an ownership TXT record with its
 //     owner ID), unless told to take over unowned ones; a record owned by
-//     another owner is never touched.
+//     another owner is never touched. In Load Balancing it changes only
+//     its own origin in a shared pool, and only objects tunnelgate
+//     created; nothing is deleted there without DeleteUnused.
+//   - What only the user can fix (no Load Balancing on the account, a
+//     quota, a hostname load balanced by someone else) is reported on the
+//     one policy it concerns, not discovered again by retrying; the
+//     others go on.
 //   - Every failure is retried from the whole desired state, after the
 //     server's Retry-After or an exponential back-off, so nothing is lost
 //     and nothing spins.

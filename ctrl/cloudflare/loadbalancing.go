@@ -55,13 +55,17 @@ type LBMonitor struct {
 	Retries       int
 }
 
-// LBOrigin is an origin of a pool.
+// LBOrigin is an origin of a pool. Port and VirtualNetworkID are not
+// set on a cluster's origin; they are carried so that writing the pool's
+// origins back keeps them on the origins of others.
 type LBOrigin struct {
-	Name    string
-	Address string  // <tunnel-id>.cfargotunnel.com for a cluster
-	Host    string  // the Host header Cloudflare sends; "" for none
-	Enabled bool    // false: the origin gets no traffic and no health checks
-	Weight  float64 // 0–1, in steps of 0.01
+	Name             string
+	Address          string  // <tunnel-id>.cfargotunnel.com for a cluster
+	Host             string  // the Host header Cloudflare sends; "" for none
+	Enabled          bool    // false: the origin gets no traffic and no health checks
+	Weight           float64 // 0–1, in steps of 0.01
+	Port             int     // 0: the monitor's or the protocol's
+	VirtualNetworkID string
 }
 
 // LBPool is a pool of the account.
@@ -252,7 +256,8 @@ func poolOf(p *load_balancers.Pool) LBPool {
 	out := LBPool{ID: p.ID, Name: p.Name, Description: p.Description, Monitor: p.Monitor, Enabled: p.Enabled,
 		MinimumOrigins: int(p.MinimumOrigins), Origins: make([]LBOrigin, 0, len(p.Origins))}
 	for _, o := range p.Origins {
-		lo := LBOrigin{Name: o.Name, Address: o.Address, Enabled: o.Enabled, Weight: o.Weight}
+		lo := LBOrigin{Name: o.Name, Address: o.Address, Enabled: o.Enabled, Weight: o.Weight, Port: int(o.Port),
+			VirtualNetworkID: o.VirtualNetworkID}
 		if len(o.Header.Host) > 0 {
 			lo.Host = o.Header.Host[0]
 		}
@@ -268,6 +273,12 @@ func originParams(origins []LBOrigin) []load_balancers.OriginParam {
 			Weight: cf.F(o.Weight)}
 		if o.Host != "" {
 			p.Header = cf.F(load_balancers.HeaderParam{Host: cf.F([]string{o.Host})})
+		}
+		if o.Port != 0 {
+			p.Port = cf.F(int64(o.Port))
+		}
+		if o.VirtualNetworkID != "" {
+			p.VirtualNetworkID = cf.F(o.VirtualNetworkID)
 		}
 		out = append(out, p)
 	}
@@ -370,6 +381,18 @@ func (a *api) editPoolOrigins(ctx context.Context, account, poolID string,
 		return poolOf(res), nil
 	}
 	return LBPool{}, fmt.Errorf("pool %s: %w", poolID, ErrOriginsChanged)
+}
+
+// setPoolMonitor makes a pool use a monitor, leaving its other settings
+// and its origins as they are (a PATCH of "monitor" alone). Only for a
+// pool tunnelgate created.
+func (a *api) setPoolMonitor(ctx context.Context, account, poolID, monitorID string) (LBPool, error) {
+	res, err := a.lb.Pools.Edit(withOp(ctx, opLBPoolEdit), poolID, load_balancers.PoolEditParams{
+		AccountID: cf.F(account), Monitor: cf.F(monitorID)})
+	if err != nil {
+		return LBPool{}, lbError("setting the monitor of load balancing pool "+poolID, err, nil)
+	}
+	return poolOf(res), nil
 }
 
 // SameOrigins says whether two origin lists hold the same origins with

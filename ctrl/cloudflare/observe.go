@@ -63,7 +63,7 @@ const (
 	opLBPoolList
 	opLBPoolGet
 	opLBPoolCreate
-	opLBPoolEdit // the origins of a pool
+	opLBPoolEdit // the origins of a pool, or its monitor
 	opLBPoolDelete
 	opLBList
 	opLBGet

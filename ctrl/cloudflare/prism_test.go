@@ -81,6 +81,7 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 			})
 			return err
 		}},
+		{"set a pool's monitor", func() error { _, err := a.setPoolMonitor(ctx, acc, lbID, lbID); return err }},
 		{"delete load balancing pool", func() error { return a.deletePool(ctx, acc, lbID) }},
 		{"list load balancers", func() error { _, err := a.listLoadBalancers(ctx, zoneID); return err }},
 		{"get load balancer", func() error { _, _, err := a.getLoadBalancer(ctx, zoneID, lbID); return err }},

@@ -179,6 +179,19 @@ type learned struct {
 	accessKey  string // hash of the tunnel and the AccessApps last applied
 	lastAccess time.Time
 	appTag     string // the application tag seen or made in the account
+
+	lbKey  string // hash of the tunnel and the LoadBalancers last applied
+	lastLB time.Time
+	// lbSwept: the account's pools were looked at once for origins of
+	// ours to take out (after a restart, the memory below is empty).
+	lbSwept bool
+	// lbJoined are the LoadBalancings whose pools the last pass joined,
+	// by pool: when one is no longer wanted, our origin leaves it.
+	lbJoined map[string]translate.LoadBalancing
+	lbTunnel string // the tunnel whose origins lbJoined are
+	// lbHosts: whether a load balanced hostname has a load balancer,
+	// which its DNS then belongs to.
+	lbHosts map[string]bool
 }
 
 // New returns a Syncer; Run starts it.
@@ -452,7 +465,8 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 		return &translate.TunnelState{Problem: "the GatewayClassConfig names no tunnel (tunnel.id or tunnel.name)"}, nil
 	}
 	s.useToken(c, d)
-	st := &translate.TunnelState{ID: c.l.tunnelID, Pending: prev.Pending, DNS: prev.DNS, AccessApps: prev.AccessApps}
+	st := &translate.TunnelState{ID: c.l.tunnelID, Pending: prev.Pending, DNS: prev.DNS, AccessApps: prev.AccessApps,
+		LoadBalancers: prev.LoadBalancers}
 
 	if err := s.resolveAccount(ctx, c, d); err != nil {
 		if p, ok := err.(problem); ok {
@@ -508,17 +522,21 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 	}
 	st.Pending = ""
 
+	// Load balancers before DNS: a hostname's CNAME gives way to its load
+	// balancer only once that exists.
+	lbs, lbErr := s.syncLoadBalancers(ctx, c, d, prev.LoadBalancers)
+	st.LoadBalancers = lbs
 	st.DNS = nil
 	if d.Spec.DNS != nil && d.Spec.DNS.Enabled {
 		dns, err := s.syncDNS(ctx, c, d, prev.DNS)
 		st.DNS = dns
 		if err != nil {
-			return st, err
+			return st, errors.Join(lbErr, err)
 		}
 	}
 	apps, err := s.syncAccessApps(ctx, c, d, prev.AccessApps)
 	st.AccessApps = apps
-	return st, err
+	return st, errors.Join(lbErr, err)
 }
 
 // One tunnel serves one wish: two would write their documents over each
@@ -698,6 +716,7 @@ func (s *Syncer) saveToken(ctx context.Context, c *classSync, d Desired) error {
 // last is the previous report's.
 func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired, last map[string]translate.DNSState) (map[string]translate.DNSState, error) {
 	o := dnsOptions(d, c.l.tunnelID)
+	o.LoadBalanced = loadBalancedHostnames(d, c.l.lbHosts)
 	key := hashJSON(struct {
 		H []translate.Hostname
 		O DNSOptions
@@ -846,7 +865,9 @@ func desiredKey(d Desired) string {
 		Created string
 		Intent  translate.TunnelIntent
 		Apps    []translate.AccessApp
-	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes, d.Departing, d.DeleteTunnel, d.CreatedTunnel, d.CreateIntent, d.AccessApps})
+		LBs     []translate.LoadBalancing
+	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes, d.Departing, d.DeleteTunnel, d.CreatedTunnel, d.CreateIntent, d.AccessApps,
+		d.LoadBalancers})
 }
 
 func hash(s string) string {
