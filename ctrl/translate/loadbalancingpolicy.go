@@ -500,8 +500,8 @@ func loadBalancingOf(p *v1alpha1.LoadBalancingPolicy) (LoadBalancing, []error) {
 			switch {
 			case err != nil:
 				bad("sessionAffinity.ttl", "%v", err)
-			case d < time.Second || d > v1alpha1.MaxLBAffinityTTLSeconds*time.Second:
-				bad("sessionAffinity.ttl", "%s is not between 1s and 168h", *a.TTL)
+			case d%time.Second != 0 || d < time.Second || d > v1alpha1.MaxLBAffinityTTLSeconds*time.Second:
+				bad("sessionAffinity.ttl", "%s is not a whole number of seconds from 1s to 168h", *a.TTL)
 			default:
 				lb.SessionAffinityTTL = int(d / time.Second)
 			}
