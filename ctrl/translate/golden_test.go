@@ -235,6 +235,16 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 		s.AccessPolicies[i] = c
 		check("AccessPolicy " + c.Name + " edited")
 	}
+	for i := range s.LoadBalancingPolicies {
+		c := s.LoadBalancingPolicies[i].DeepCopy()
+		s.LoadBalancingPolicies[i] = c
+		check("LoadBalancingPolicy " + c.Name + " replaced")
+		c = newRV(c.DeepCopy())
+		c.Generation++
+		c.Spec.Pool += "-edited"
+		s.LoadBalancingPolicies[i] = c
+		check("LoadBalancingPolicy " + c.Name + " edited")
+	}
 	for len(s.ReferenceGrants) > 0 {
 		name := s.ReferenceGrants[0].Name
 		s.ReferenceGrants = s.ReferenceGrants[1:]
@@ -508,7 +518,8 @@ func statusesOf(t *testing.T, out *translate.Output) []byte {
 	t.Helper()
 	b, err := json.MarshalIndent(map[string]any{"gatewayClasses": out.GatewayClasses, "gateways": byName(out.Gateways),
 		"listenerSets": byName(out.ListenerSets), "httpRoutes": byName(out.HTTPRoutes), "grpcRoutes": byName(out.GRPCRoutes),
-		"backendTLSPolicies": byName(out.BackendTLSPolicies), "accessPolicies": byName(out.AccessPolicies)}, "", " ")
+		"backendTLSPolicies": byName(out.BackendTLSPolicies), "accessPolicies": byName(out.AccessPolicies),
+		"loadBalancingPolicies": byName(out.LoadBalancingPolicies)}, "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}
