@@ -42,7 +42,8 @@ import (
 // HTTPRoute, each Gateway accepting it; a target not found, itself)
 // carries Accepted (or Conflicted, TargetNotFound, Invalid) and, when
 // accepted, LBConditionReady from what the sync of the Gateway's tunnel
-// reports.
+// reports. A Gateway a tunnel carries that publishes a hostname a valid
+// policy holds carries ConditionLBPolicyAffected.
 
 // LBConditionReady is a LoadBalancingPolicy ancestor's condition: is
 // this cluster's origin in its pool, and do the pool, monitor and load
@@ -101,9 +102,9 @@ func (li *lbInfo) use(ref gwv1.ParentReference, gw *gatewayInfo) *lbUse {
 }
 
 // loadBalancing resolves every LoadBalancingPolicy, after routes are
-// attached: it decides their ancestors, which holds each hostname, the
-// LoadBalancings asked for, the listeners' health checks and the
-// statuses.
+// attached and before Gateways' statuses: it decides their ancestors,
+// which holds each hostname, the LoadBalancings asked for and the
+// listeners' health checks. lbStatuses writes the statuses.
 func (t *translator) loadBalancing() {
 	if len(t.in.LoadBalancingPolicies) == 0 {
 		return
@@ -144,8 +145,44 @@ func (t *translator) loadBalancing() {
 		}
 	}
 	slices.SortFunc(t.out.LoadBalancers, func(a, b LoadBalancing) int { return strings.Compare(a.Policy, b.Policy) })
+}
+
+// lbStatuses writes every LoadBalancingPolicy's ancestor statuses.
+func (t *translator) lbStatuses() {
 	for _, li := range t.lbList {
 		t.out.LoadBalancingPolicies[nn(li.obj.Namespace, li.obj.Name)] = t.lbAncestors(li)
+	}
+}
+
+// ConditionLBPolicyAffected marks a Gateway through which a
+// LoadBalancingPolicy puts a hostname behind a load balancer, as GEP-713
+// names it: <domain>/<policy kind>Affected.
+const ConditionLBPolicyAffected = "tunnelgate.dev/LoadBalancingPolicyAffected"
+
+const reasonLoadBalanced = "LoadBalanced"
+
+// lbGatewayCondition marks a Gateway, carried by a tunnel, that serves a
+// hostname a valid policy holds.
+func (t *translator) lbGatewayCondition(gi *gatewayInfo) {
+	if len(t.lbList) == 0 || !gi.accepted || !throughTunnel(gi) {
+		return
+	}
+	var hosts []string
+	for _, li := range t.lbList {
+		if li.lostTo != "" || li.invalid != "" {
+			continue
+		}
+		for _, u := range li.uses {
+			if u.gw == gi && len(u.applies) > 0 && len(u.listeners) > 0 {
+				hosts = append(hosts, fmt.Sprintf("%s (LoadBalancingPolicy %s)", li.host, li.name()))
+				break
+			}
+		}
+	}
+	if len(hosts) > 0 {
+		slices.Sort(hosts)
+		gi.conds.set(ConditionLBPolicyAffected, true, reasonLoadBalanced,
+			"its tunnel is an origin of the Cloudflare load balancers of "+listLimited(hosts))
 	}
 }
 

@@ -120,10 +120,11 @@ func (t *translator) run() *Output {
 	t.assignAddresses()
 	t.accessPolicies()
 	t.routes()
+	t.loadBalancing()
 	t.gatewayStatuses()
 	t.policyStatuses()
 	t.accessStatuses()
-	t.loadBalancing()
+	t.lbStatuses()
 	t.assembleConfig()
 	return t.out
 }
@@ -539,6 +540,7 @@ func (t *translator) gatewayStatuses() {
 	for _, gi := range t.gatewayList {
 		st := &gwv1.GatewayStatus{}
 		t.accessGatewayConditions(gi)
+		t.lbGatewayCondition(gi)
 		for _, li := range gi.own {
 			st.Listeners = append(st.Listeners, listenerStatus(li))
 		}
