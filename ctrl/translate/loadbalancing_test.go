@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -253,4 +254,52 @@ func TestValidateLoadBalancingPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Every health path the policy takes is one the proxies take: a config
+// they refuse would stop every route.
+func TestLoadBalancingHealthPathsLoad(t *testing.T) {
+	out := translate.Translate(lbInput(t, map[string]translate.LBState{"default/app-lb": {Ready: true, HealthToken: appToken}}))
+	at := -1
+	for i, l := range out.Config.Listeners {
+		if l.HealthCheck != nil {
+			at = i
+		}
+	}
+	if at < 0 {
+		t.Fatal("no listener has a health check")
+	}
+	p := dataplane.New(dataplane.Options{Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	defer p.Close()
+	const chars = "aZ0-._~!$&'()*+,=:@/;%?#"
+	var paths []string
+	for _, a := range chars {
+		for _, b := range chars {
+			for _, c := range []string{"", ".", "..", "x"} {
+				paths = append(paths, "/"+string(a)+string(b)+c, "/"+c+string(a)+"/"+string(b), "/"+c+"/"+string(a)+string(b)+"/")
+			}
+		}
+	}
+	taken := 0
+	for _, path := range paths {
+		pol := &v1alpha1.LoadBalancingPolicy{Spec: v1alpha1.LoadBalancingPolicySpec{
+			TargetRefs: []gwv1.LocalPolicyTargetReferenceWithSectionName{{}}, Hostname: "a.example.com", Pool: "p",
+			HealthCheck: &v1alpha1.LBHealthCheck{Path: path}}}
+		if translate.ValidateLoadBalancingPolicy(pol) != nil {
+			continue
+		}
+		taken++
+		cfg := out.Config
+		cfg.Listeners = slices.Clone(cfg.Listeners)
+		hc := *cfg.Listeners[at].HealthCheck
+		hc.Path = path
+		cfg.Listeners[at].HealthCheck = &hc
+		if err := p.Load(&cfg); err != nil {
+			t.Errorf("path %q: the policy takes it, the data plane refuses it: %v", path, err)
+		}
+	}
+	if taken == 0 {
+		t.Fatal("no path taken")
+	}
+	t.Logf("%d paths of %d taken, and loaded", taken, len(paths))
 }

@@ -611,8 +611,8 @@ func checkHealthPath(p string) error {
 	}
 	for i := 0; i < len(p); i++ {
 		c := p[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0) {
-			return fmt.Errorf("byte %q: a path here is letters, digits and -._~!$&'()*+,;=:@/ alone (no escapes, query or fragment)", c)
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-._~!$&'()*+,=:@/", c) >= 0) {
+			return fmt.Errorf("byte %q: a path here is letters, digits and -._~!$&'()*+,=:@/ alone (no escapes, parameters, query or fragment)", c)
 		}
 	}
 	segs := strings.Split(p[1:], "/")
