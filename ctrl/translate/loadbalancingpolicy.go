@@ -25,9 +25,9 @@ import (
 //     one its wildcard covers (a listener without a hostname serves any),
 //     or one of an HTTPRoute's hostnames (or, for a route without any,
 //     one its listeners serve).
-//   - Between policies naming the same hostname, the oldest one with a
-//     target that exists holds it (lbWinners); the others are Conflicted
-//     on every ancestor. A policy whose spec is invalid still holds its
+//   - Between policies naming the same hostname, the oldest one a target
+//     of which serves it holds it; the others are Conflicted on every
+//     ancestor. Naming a hostname no target serves takes nothing. A policy whose spec is invalid still holds its
 //     hostname, so that a bad edit never hands it to another.
 //   - The holder, when valid, asks the Cloudflare sync for a
 //     LoadBalancing (Output.LoadBalancers), which the controller hands to
@@ -124,13 +124,12 @@ func (t *translator) loadBalancing() {
 		} else {
 			li.lb = lb
 		}
-		found := false
 		for i := range p.Spec.TargetRefs {
-			found = t.resolveLBTarget(li, &p.Spec.TargetRefs[i], routes) || found
+			t.resolveLBTarget(li, &p.Spec.TargetRefs[i], routes)
 		}
 		t.lbList = append(t.lbList, li)
-		if !found {
-			continue
+		if !li.serves() {
+			continue // holds nothing: a hostname is not taken by naming it
 		}
 		if h := holder[li.host]; h != nil {
 			li.lostTo = h.name()
@@ -186,6 +185,11 @@ func (t *translator) lbGatewayCondition(gi *gatewayInfo) {
 	}
 }
 
+// serves reports whether a target of the policy serves its hostname.
+func (li *lbInfo) serves() bool {
+	return slices.ContainsFunc(li.uses, func(u *lbUse) bool { return len(u.applies) > 0 })
+}
+
 // published reports whether some listener of a Gateway a tunnel carries
 // publishes the policy's hostname through its targets: without one, no
 // tunnel routes the hostname, and nothing is asked of Cloudflare.
@@ -193,21 +197,22 @@ func (li *lbInfo) published() bool {
 	return slices.ContainsFunc(li.uses, func(u *lbUse) bool { return len(u.listeners) > 0 && throughTunnel(u.gw) })
 }
 
-// resolveLBTarget records the target under its ancestors; false when it
-// cannot be found.
-func (t *translator) resolveLBTarget(li *lbInfo, tr *gwv1.LocalPolicyTargetReferenceWithSectionName, routes map[accessTarget]pending) bool {
+// resolveLBTarget records the target under its ancestors: whether it
+// serves the policy's hostname, and through which listeners it publishes
+// it; or why it cannot be found.
+func (t *translator) resolveLBTarget(li *lbInfo, tr *gwv1.LocalPolicyTargetReferenceWithSectionName, routes map[accessTarget]pending) {
 	ns, section := li.obj.Namespace, sectionOf(tr.SectionName)
 	desc := fmt.Sprintf("%s %s", tr.Kind, tr.Name)
 	if section != "" {
 		desc += " " + section
 	}
-	notFound := func(msg string) bool {
+	notFound := func(msg string) {
 		u := li.use(targetAncestor(ns, tr), nil)
 		u.notFound = append(u.notFound, msg)
-		return false
 	}
 	if string(tr.Group) != groupGateway {
-		return notFound(fmt.Sprintf("%s: a target is a Gateway or an HTTPRoute of group %s", desc, groupGateway))
+		notFound(fmt.Sprintf("%s: a target is a Gateway or an HTTPRoute of group %s", desc, groupGateway))
+		return
 	}
 	switch string(tr.Kind) {
 	case "Gateway":
@@ -215,13 +220,15 @@ func (t *translator) resolveLBTarget(li *lbInfo, tr *gwv1.LocalPolicyTargetRefer
 		var ls []*listenerInfo
 		switch {
 		case gi == nil:
-			return notFound(fmt.Sprintf("Gateway %s/%s is not a Gateway of this controller's classes", ns, tr.Name))
+			notFound(fmt.Sprintf("Gateway %s/%s is not a Gateway of this controller's classes", ns, tr.Name))
+			return
 		case section == "":
 			ls = gi.listeners
 		default:
 			i := slices.IndexFunc(gi.own, func(l *listenerInfo) bool { return l.name == section })
 			if i < 0 {
-				return notFound(fmt.Sprintf("Gateway %s/%s has no listener %s", ns, tr.Name, section))
+				notFound(fmt.Sprintf("Gateway %s/%s has no listener %s", ns, tr.Name, section))
+				return
 			}
 			ls = gi.own[i : i+1]
 		}
@@ -243,14 +250,16 @@ func (t *translator) resolveLBTarget(li *lbInfo, tr *gwv1.LocalPolicyTargetRefer
 		} else {
 			u.notServed = append(u.notServed, fmt.Sprintf("%s has no HTTP or HTTPS listener for hostname %s", desc, li.host))
 		}
-		return true
+		return
 	case kindHTTPRoute:
 		if section != "" {
-			return notFound(desc + ": an HTTPRoute is named whole, without a sectionName")
+			notFound(desc + ": an HTTPRoute is named whole, without a sectionName")
+			return
 		}
 		p, ok := routes[accessTarget{kindHTTPRoute, ns, string(tr.Name), ""}]
 		if !ok {
-			return notFound(fmt.Sprintf("HTTPRoute %s/%s not found", ns, tr.Name))
+			notFound(fmt.Sprintf("HTTPRoute %s/%s not found", ns, tr.Name))
+			return
 		}
 		var gws []*gatewayInfo
 		for _, pi := range p.info.parents {
@@ -259,7 +268,8 @@ func (t *translator) resolveLBTarget(li *lbInfo, tr *gwv1.LocalPolicyTargetRefer
 			}
 		}
 		if len(gws) == 0 {
-			return notFound(fmt.Sprintf("HTTPRoute %s/%s is not accepted by a Gateway of this controller's classes", ns, tr.Name))
+			notFound(fmt.Sprintf("HTTPRoute %s/%s is not accepted by a Gateway of this controller's classes", ns, tr.Name))
+			return
 		}
 		named := routeNames(p.info.hostnames, li.host)
 		for _, gi := range gws {
@@ -287,9 +297,9 @@ func (t *translator) resolveLBTarget(li *lbInfo, tr *gwv1.LocalPolicyTargetRefer
 				u.notServed = append(u.notServed, fmt.Sprintf("%s does not serve hostname %s here (not among its hostnames, or no listener it attaches to takes it)", desc, li.host))
 			}
 		}
-		return true
+		return
 	}
-	return notFound(desc + ": a target is a Gateway or an HTTPRoute")
+	notFound(desc + ": a target is a Gateway or an HTTPRoute")
 }
 
 // routeNames reports whether a route's hostnames name host: exactly, or
