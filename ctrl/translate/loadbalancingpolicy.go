@@ -204,7 +204,7 @@ func (t *translator) resolveLBTarget(li *lbInfo, tr *gwv1.LocalPolicyTargetRefer
 	ns, section := li.obj.Namespace, sectionOf(tr.SectionName)
 	desc := fmt.Sprintf("%s %s", tr.Kind, tr.Name)
 	if section != "" {
-		desc += " " + section
+		desc += " (listener " + section + ")"
 	}
 	notFound := func(msg string) {
 		u := li.use(targetAncestor(ns, tr), nil)
