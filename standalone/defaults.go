@@ -370,6 +370,12 @@ func defaultAccessPolicy(p *v1alpha1.AccessPolicy) {
 	p.Status = gwv1.PolicyStatus{}
 }
 
+// defaultLoadBalancingPolicy clears the status; translation applies the
+// spec's defaults itself.
+func defaultLoadBalancingPolicy(p *v1alpha1.LoadBalancingPolicy) {
+	p.Status = gwv1.PolicyStatus{}
+}
+
 // setDefault points *p at a copy of v when *p is nil.
 func setDefault[T any](p **T, v T) {
 	if *p == nil {

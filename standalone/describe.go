@@ -26,7 +26,7 @@ import (
 // as a table, with listeners, route parents and policy ancestors indented
 // under it, and the object's events last. Objects come in the order
 // GatewayClass, Gateway, ListenerSet, HTTPRoute, GRPCRoute, TCPRoute,
-// TLSRoute, BackendTLSPolicy, AccessPolicy, each kind sorted by namespace
+// TLSRoute, BackendTLSPolicy, AccessPolicy, LoadBalancingPolicy, each kind sorted by namespace
 // and name. snap, which may be nil, adds the protocol, port and hostname
 // of listeners.
 func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
@@ -56,6 +56,7 @@ func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 	describeEach(d, kindTLSRoute, "Parent", out.TLSRoutes, routeParent)
 	describeEach(d, kindBackendTLSPolicy, "Ancestor", out.BackendTLSPolicies, policyAncestor)
 	describeEach(d, kindAccessPolicy, "Ancestor", out.AccessPolicies, policyAncestor)
+	describeEach(d, kindLoadBalancingPolicy, "Ancestor", out.LoadBalancingPolicies, policyAncestor)
 	d.flushEvents()
 	tw.Flush()
 

@@ -130,6 +130,8 @@ func init() {
 			func(s *translate.Snapshot) *[]*v1alpha1.ExternalBackend { return &s.ExternalBackends }, defaultExternalBackend),
 		newKind(kindAccessPolicy, tg, []string{v1alpha1.Version}, false,
 			func(s *translate.Snapshot) *[]*v1alpha1.AccessPolicy { return &s.AccessPolicies }, defaultAccessPolicy),
+		newKind(kindLoadBalancingPolicy, tg, []string{v1alpha1.Version}, false,
+			func(s *translate.Snapshot) *[]*v1alpha1.LoadBalancingPolicy { return &s.LoadBalancingPolicies }, defaultLoadBalancingPolicy),
 	} {
 		kinds[k.group+"/"+k.name] = k
 	}
@@ -137,15 +139,16 @@ func init() {
 
 // Kinds that have a status tunnelgate writes, and so appear in Describe.
 const (
-	kindGatewayClass     = "GatewayClass"
-	kindGateway          = "Gateway"
-	kindListenerSet      = "ListenerSet"
-	kindHTTPRoute        = "HTTPRoute"
-	kindGRPCRoute        = "GRPCRoute"
-	kindTCPRoute         = "TCPRoute"
-	kindTLSRoute         = "TLSRoute"
-	kindBackendTLSPolicy = "BackendTLSPolicy"
-	kindAccessPolicy     = v1alpha1.KindAccessPolicy
+	kindGatewayClass        = "GatewayClass"
+	kindGateway             = "Gateway"
+	kindListenerSet         = "ListenerSet"
+	kindHTTPRoute           = "HTTPRoute"
+	kindGRPCRoute           = "GRPCRoute"
+	kindTCPRoute            = "TCPRoute"
+	kindTLSRoute            = "TLSRoute"
+	kindBackendTLSPolicy    = "BackendTLSPolicy"
+	kindAccessPolicy        = v1alpha1.KindAccessPolicy
+	kindLoadBalancingPolicy = v1alpha1.KindLoadBalancingPolicy
 )
 
 // lookup finds the kind of apiVersion and kindName, or says why there is

@@ -140,3 +140,53 @@ func (in *AccessPolicyList) DeepCopyObject() runtime.Object {
 	}
 	return &out
 }
+
+func (in *LoadBalancingPolicy) DeepCopy() *LoadBalancingPolicy {
+	if in == nil {
+		return nil
+	}
+	out := *in
+	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Spec.TargetRefs = nil
+	for _, r := range in.Spec.TargetRefs {
+		var c gwv1.LocalPolicyTargetReferenceWithSectionName
+		r.DeepCopyInto(&c)
+		out.Spec.TargetRefs = append(out.Spec.TargetRefs, c)
+	}
+	out.Spec.FailoverPools = slices.Clone(in.Spec.FailoverPools)
+	out.Spec.Weight = clonePtr(in.Spec.Weight)
+	out.Spec.Enabled = clonePtr(in.Spec.Enabled)
+	if a := in.Spec.SessionAffinity; a != nil {
+		c := *a
+		c.TTL = clonePtr(a.TTL)
+		out.Spec.SessionAffinity = &c
+	}
+	if h := in.Spec.HealthCheck; h != nil {
+		c := *h
+		c.Interval, c.Timeout, c.Retries = clonePtr(h.Interval), clonePtr(h.Timeout), clonePtr(h.Retries)
+		out.Spec.HealthCheck = &c
+	}
+	in.Status.DeepCopyInto(&out.Status)
+	return &out
+}
+
+func (in *LoadBalancingPolicy) DeepCopyObject() runtime.Object { return in.DeepCopy() }
+
+func (in *LoadBalancingPolicyList) DeepCopyObject() runtime.Object {
+	out := *in
+	in.ListMeta.DeepCopyInto(&out.ListMeta)
+	out.Items = make([]LoadBalancingPolicy, len(in.Items))
+	for i := range in.Items {
+		out.Items[i] = *in.Items[i].DeepCopy()
+	}
+	return &out
+}
+
+// clonePtr is a copy of *p, or nil.
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	c := *p
+	return &c
+}

@@ -11,6 +11,8 @@
 //     cluster, addressed by DNS name or IP.
 //   - AccessPolicy (namespaced) puts Gateways, routes or rules behind
 //     Cloudflare Access (accesspolicy.go).
+//   - LoadBalancingPolicy (namespaced) makes this cluster an origin of a
+//     Cloudflare load balancer on a hostname (loadbalancingpolicy.go).
 //
 // Gateway API types come from sigs.k8s.io/gateway-api and are not redefined.
 package v1alpha1
@@ -47,7 +49,8 @@ func AddToScheme(s *runtime.Scheme) error {
 		&GatewayClassConfig{}, &GatewayClassConfigList{},
 		&GatewayConfig{}, &GatewayConfigList{},
 		&ExternalBackend{}, &ExternalBackendList{},
-		&AccessPolicy{}, &AccessPolicyList{})
+		&AccessPolicy{}, &AccessPolicyList{},
+		&LoadBalancingPolicy{}, &LoadBalancingPolicyList{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil
 }

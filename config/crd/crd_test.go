@@ -76,6 +76,7 @@ func TestCRDsMatchGoTypes(t *testing.T) {
 		{v1alpha1.GatewayConfig{}, v1alpha1.KindGatewayConfig, "gatewayconfigs", "Namespaced", false},
 		{v1alpha1.ExternalBackend{}, v1alpha1.KindExternalBackend, "externalbackends", "Namespaced", true},
 		{v1alpha1.AccessPolicy{}, v1alpha1.KindAccessPolicy, "accesspolicies", "Namespaced", true},
+		{v1alpha1.LoadBalancingPolicy{}, v1alpha1.KindLoadBalancingPolicy, "loadbalancingpolicies", "Namespaced", true},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			c, ok := crds[tc.kind]
@@ -133,6 +134,41 @@ func TestDefaults(t *testing.T) {
 		if got := dig(t, s, tc.path...)["default"]; got != tc.want {
 			t.Errorf("%s: default %v, want %v", strings.Join(tc.path, "."), got, tc.want)
 		}
+	}
+}
+
+// TestLoadBalancingPolicySchema checks the defaults and enums the Go
+// side promises.
+func TestLoadBalancingPolicySchema(t *testing.T) {
+	s := crdSchema(t, v1alpha1.KindLoadBalancingPolicy)
+	for _, tc := range []struct {
+		path []string
+		want any
+	}{
+		{[]string{"spec", "weight"}, float64(v1alpha1.DefaultLBWeight)},
+		{[]string{"spec", "enabled"}, true},
+		{[]string{"spec", "steering"}, string(v1alpha1.DefaultLBSteering)},
+		{[]string{"spec", "sessionAffinity", "type"}, string(v1alpha1.DefaultLBAffinity)},
+		{[]string{"spec", "healthCheck", "retries"}, float64(v1alpha1.DefaultLBRetries)},
+		{[]string{"spec", "healthCheck", "expectedCodes"}, v1alpha1.DefaultLBExpectedCodes},
+	} {
+		if got := dig(t, s, tc.path...)["default"]; got != tc.want {
+			t.Errorf("%s: default %v, want %v", strings.Join(tc.path, "."), got, tc.want)
+		}
+	}
+	var steering []string
+	for _, e := range dig(t, s, "spec", "steering")["enum"].([]any) {
+		steering = append(steering, e.(string))
+	}
+	want := []string{string(v1alpha1.SteeringOff), string(v1alpha1.SteeringRandom), string(v1alpha1.SteeringGeo),
+		string(v1alpha1.SteeringDynamicLatency), string(v1alpha1.SteeringProximity),
+		string(v1alpha1.SteeringLeastOutstandingRequests), string(v1alpha1.SteeringLeastConnections)}
+	if !slices.Equal(steering, want) {
+		t.Errorf("steering enum %v, want %v", steering, want)
+	}
+	pool := dig(t, s, "spec", "pool")["pattern"]
+	if pool != "^[A-Za-z0-9_-]+$" {
+		t.Errorf("pool pattern %v", pool)
 	}
 }
 

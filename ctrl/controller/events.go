@@ -22,7 +22,7 @@ var eventAPIVersion = map[string]string{
 	"ListenerSet": "gateway.networking.k8s.io/v1", "HTTPRoute": "gateway.networking.k8s.io/v1",
 	"GRPCRoute": "gateway.networking.k8s.io/v1", "BackendTLSPolicy": "gateway.networking.k8s.io/v1",
 	"TCPRoute": "gateway.networking.k8s.io/v1", "TLSRoute": "gateway.networking.k8s.io/v1",
-	v1alpha1.KindAccessPolicy: v1alpha1.SchemeGroupVersion.String(),
+	v1alpha1.KindAccessPolicy: v1alpha1.SchemeGroupVersion.String(), v1alpha1.KindLoadBalancingPolicy: v1alpha1.SchemeGroupVersion.String(),
 }
 
 // recordEvents records the translation's events on their objects. The

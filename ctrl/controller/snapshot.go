@@ -19,25 +19,26 @@ import (
 // resourceVersion, which every object of an informer has.
 func (w *watched) snapshot() translate.Snapshot {
 	return translate.Snapshot{
-		GatewayClasses:      list[gwv1.GatewayClass](w.classes),
-		Gateways:            list[gwv1.Gateway](w.gateways),
-		ListenerSets:        list[gwv1.ListenerSet](w.listenerSets),
-		HTTPRoutes:          list[gwv1.HTTPRoute](w.httpRoutes),
-		GRPCRoutes:          list[gwv1.GRPCRoute](w.grpcRoutes),
-		TCPRoutes:           list[gwv1.TCPRoute](w.tcpRoutes),
-		TLSRoutes:           list[gwv1.TLSRoute](w.tlsRoutes),
-		ReferenceGrants:     list[gwv1.ReferenceGrant](w.grants),
-		BackendTLSPolicies:  list[gwv1.BackendTLSPolicy](w.policies),
-		Services:            list[corev1.Service](w.services),
-		EndpointSlices:      list[discoveryv1.EndpointSlice](w.slices),
-		Namespaces:          list[corev1.Namespace](w.namespaces),
-		Secrets:             list[corev1.Secret](w.secrets),
-		ConfigMaps:          list[corev1.ConfigMap](w.configMaps),
-		ClusterTrustBundles: list[certificatesv1.ClusterTrustBundle](w.trustBundles),
-		GatewayClassConfigs: list[v1alpha1.GatewayClassConfig](w.classConfigs),
-		GatewayConfigs:      list[v1alpha1.GatewayConfig](w.gatewayConfigs),
-		ExternalBackends:    list[v1alpha1.ExternalBackend](w.externals),
-		AccessPolicies:      list[v1alpha1.AccessPolicy](w.accessPolicies),
+		GatewayClasses:        list[gwv1.GatewayClass](w.classes),
+		Gateways:              list[gwv1.Gateway](w.gateways),
+		ListenerSets:          list[gwv1.ListenerSet](w.listenerSets),
+		HTTPRoutes:            list[gwv1.HTTPRoute](w.httpRoutes),
+		GRPCRoutes:            list[gwv1.GRPCRoute](w.grpcRoutes),
+		TCPRoutes:             list[gwv1.TCPRoute](w.tcpRoutes),
+		TLSRoutes:             list[gwv1.TLSRoute](w.tlsRoutes),
+		ReferenceGrants:       list[gwv1.ReferenceGrant](w.grants),
+		BackendTLSPolicies:    list[gwv1.BackendTLSPolicy](w.policies),
+		Services:              list[corev1.Service](w.services),
+		EndpointSlices:        list[discoveryv1.EndpointSlice](w.slices),
+		Namespaces:            list[corev1.Namespace](w.namespaces),
+		Secrets:               list[corev1.Secret](w.secrets),
+		ConfigMaps:            list[corev1.ConfigMap](w.configMaps),
+		ClusterTrustBundles:   list[certificatesv1.ClusterTrustBundle](w.trustBundles),
+		GatewayClassConfigs:   list[v1alpha1.GatewayClassConfig](w.classConfigs),
+		GatewayConfigs:        list[v1alpha1.GatewayConfig](w.gatewayConfigs),
+		ExternalBackends:      list[v1alpha1.ExternalBackend](w.externals),
+		AccessPolicies:        list[v1alpha1.AccessPolicy](w.accessPolicies),
+		LoadBalancingPolicies: list[v1alpha1.LoadBalancingPolicy](w.lbPolicies),
 	}
 }
 
@@ -93,6 +94,8 @@ func (w *watched) lookup(kind, namespace, name string) any {
 		inf = w.policies
 	case v1alpha1.KindAccessPolicy:
 		inf = w.accessPolicies
+	case v1alpha1.KindLoadBalancingPolicy:
+		inf = w.lbPolicies
 	}
 	if inf == nil {
 		return nil

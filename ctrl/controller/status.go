@@ -80,6 +80,9 @@ func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.
 	for _, k := range ch.AccessPolicies {
 		note(func() (bool, error) { return c.writeAccessPolicy(ctx, k, out.AccessPolicies[k]) })
 	}
+	for _, k := range ch.LoadBalancingPolicies {
+		note(func() (bool, error) { return c.writeLBPolicy(ctx, k, out.LoadBalancingPolicies[k]) })
+	}
 	failed = len(errs)
 	if stopped {
 		errs = append(errs, errSuperseded)
@@ -240,6 +243,13 @@ func (c *Controller) writeAccessPolicy(ctx context.Context, k types.NamespacedNa
 	api := typedStatusAPI[v1alpha1.AccessPolicy]{c.opts.Dynamic.Resource(gvrAccessPolicies).Namespace(k.Namespace), v1alpha1.KindAccessPolicy}
 	return writeStatus(ctx, c, v1alpha1.KindAccessPolicy, k, api,
 		mergeStatus(ours, ourAncestor, func(o *v1alpha1.AccessPolicy) *[]gwv1.PolicyAncestorStatus { return &o.Status.Ancestors }, (*v1alpha1.AccessPolicy).DeepCopy))
+}
+
+func (c *Controller) writeLBPolicy(ctx context.Context, k types.NamespacedName, ours []gwv1.PolicyAncestorStatus) (bool, error) {
+	ourAncestor := func(a gwv1.PolicyAncestorStatus) bool { return string(a.ControllerName) == c.controllerName }
+	api := typedStatusAPI[v1alpha1.LoadBalancingPolicy]{c.opts.Dynamic.Resource(gvrLBPolicies).Namespace(k.Namespace), v1alpha1.KindLoadBalancingPolicy}
+	return writeStatus(ctx, c, v1alpha1.KindLoadBalancingPolicy, k, api,
+		mergeStatus(ours, ourAncestor, func(o *v1alpha1.LoadBalancingPolicy) *[]gwv1.PolicyAncestorStatus { return &o.Status.Ancestors }, (*v1alpha1.LoadBalancingPolicy).DeepCopy))
 }
 
 func (c *Controller) ourParent(p gwv1.RouteParentStatus) bool {

@@ -52,6 +52,7 @@ func desiredTunnels(snap *translate.Snapshot, out *translate.Output, byClass map
 			}
 		}
 		d.AccessApps = accessAppsOf(out.AccessApps, d.Hostnames)
+		d.LoadBalancers = loadBalancersOf(out.LoadBalancers, d.Hostnames)
 		list = append(list, d)
 	}
 	list = append(list, planeTunnels(snap, out, byClass)...)
@@ -78,6 +79,19 @@ func accessAppsOf(apps []translate.AccessApp, hosts []translate.Hostname) []tran
 		if len(mine) > 0 {
 			a.Hostnames = mine
 			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// loadBalancersOf are the load balanced hostnames a tunnel serving hosts
+// joins: those among its hostnames. A LoadBalancingPolicy whose hostname
+// several tunnels serve makes each an origin of its pool.
+func loadBalancersOf(lbs []translate.LoadBalancing, hosts []translate.Hostname) []translate.LoadBalancing {
+	var out []translate.LoadBalancing
+	for _, lb := range lbs {
+		if slices.ContainsFunc(hosts, func(h translate.Hostname) bool { return h.Name == lb.Hostname }) {
+			out = append(out, lb)
 		}
 	}
 	return out
@@ -119,7 +133,7 @@ func planeTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[s
 		}
 		spec := planeSpec(class, key, cc)
 		d := cloudflare.Desired{Class: translate.PlaneTunnelKey(class, key), Hostnames: p.Hostnames, Since: p.Gateway.CreationTimestamp.Time,
-			AccessApps: accessAppsOf(out.AccessApps, p.Hostnames)}
+			AccessApps: accessAppsOf(out.AccessApps, p.Hostnames), LoadBalancers: loadBalancersOf(out.LoadBalancers, p.Hostnames)}
 		if rec, ok := translate.TunnelRecordOf(p.Gateway); ok && rec.Created {
 			d.CreatedTunnel = rec.ID
 		}

@@ -6,6 +6,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
 // A tunnel token Secret gives the tunnel ID, or a problem naming the
@@ -20,5 +22,19 @@ func TestTunnelOfToken(t *testing.T) {
 		if id, problem := tunnelOfToken(secrets, c.ns, c.name, c.key); id != "" || problem == "" {
 			t.Errorf("%+v: %q, %q; want a problem", c, id, problem)
 		}
+	}
+}
+
+// A tunnel joins the load balancers of the hostnames it serves, and no
+// other.
+func TestLoadBalancersOf(t *testing.T) {
+	lbs := []translate.LoadBalancing{{Policy: "a/app", Hostname: "app.example.com"}, {Policy: "a/shop", Hostname: "shop.example.com"}}
+	hosts := []translate.Hostname{{Name: "app.example.com", HTTP: true}, {Name: "other.example.com", HTTP: true}}
+	got := loadBalancersOf(lbs, hosts)
+	if len(got) != 1 || got[0].Policy != "a/app" {
+		t.Errorf("got %+v, want a/app's alone", got)
+	}
+	if got := loadBalancersOf(lbs, nil); got != nil {
+		t.Errorf("a tunnel without hostnames: %+v", got)
 	}
 }

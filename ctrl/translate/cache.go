@@ -320,6 +320,7 @@ const (
 	epochClassConfig
 	epochGatewayConfig
 	epochAccessPolicy
+	epochLoadBalancingPolicy
 )
 
 // epochFacts are the inputs that are not objects, but for the states
@@ -356,6 +357,7 @@ func epochOf(in *Input, sizeHint int) epoch {
 	addObjects(&e, epochClassConfig, s.GatewayClassConfigs)
 	addObjects(&e, epochGatewayConfig, s.GatewayConfigs)
 	addObjects(&e, epochAccessPolicy, s.AccessPolicies)
+	addObjects(&e, epochLoadBalancingPolicy, s.LoadBalancingPolicies)
 	if len(s.BackendTLSPolicies) > 0 {
 		e.targets = make(map[types.UID][]policyTarget, len(s.BackendTLSPolicies))
 		for _, p := range s.BackendTLSPolicies {
@@ -430,6 +432,9 @@ func (e *epoch) same(last *epoch) bool {
 //     through how it attaches and its Gateways' gatewayFacts, which the
 //     Cache compares route by route (parentsSame), and through
 //     BackendTLSPolicies.
+//   - LoadBalancingPolicies changed: no route's translation reads them
+//     (they give listeners health checks, and have statuses of their
+//     own, which a full translation redoes).
 type epochChange struct {
 	all      bool
 	grants   bool
@@ -446,7 +451,7 @@ func (e *epoch) changeFrom(last *epoch) epochChange {
 	var ch epochChange
 	note := func(uid types.UID, kind epochKind, from *epoch) {
 		switch kind {
-		case epochGateway, epochListenerSet, epochNamespace, epochSecret, epochConfigMap, epochTrustBundle:
+		case epochGateway, epochListenerSet, epochNamespace, epochSecret, epochConfigMap, epochTrustBundle, epochLoadBalancingPolicy:
 		case epochReferenceGrant:
 			ch.grants = true
 		case epochBackendTLSPolicy:

@@ -16,21 +16,22 @@ import (
 // Changes names the objects whose status differs between two outputs: the
 // status writes a controller has to make. Each list is sorted.
 type Changes struct {
-	GatewayClasses     []string
-	Gateways           []types.NamespacedName
-	ListenerSets       []types.NamespacedName
-	HTTPRoutes         []types.NamespacedName
-	GRPCRoutes         []types.NamespacedName
-	TCPRoutes          []types.NamespacedName
-	TLSRoutes          []types.NamespacedName
-	BackendTLSPolicies []types.NamespacedName
-	AccessPolicies     []types.NamespacedName
+	GatewayClasses        []string
+	Gateways              []types.NamespacedName
+	ListenerSets          []types.NamespacedName
+	HTTPRoutes            []types.NamespacedName
+	GRPCRoutes            []types.NamespacedName
+	TCPRoutes             []types.NamespacedName
+	TLSRoutes             []types.NamespacedName
+	BackendTLSPolicies    []types.NamespacedName
+	AccessPolicies        []types.NamespacedName
+	LoadBalancingPolicies []types.NamespacedName
 }
 
 // Empty reports whether nothing changed.
 func (c *Changes) Empty() bool {
 	return len(c.GatewayClasses)+len(c.Gateways)+len(c.ListenerSets)+len(c.HTTPRoutes)+len(c.GRPCRoutes)+
-		len(c.TCPRoutes)+len(c.TLSRoutes)+len(c.BackendTLSPolicies)+len(c.AccessPolicies) == 0
+		len(c.TCPRoutes)+len(c.TLSRoutes)+len(c.BackendTLSPolicies)+len(c.AccessPolicies)+len(c.LoadBalancingPolicies) == 0
 }
 
 // Diff compares next with prev (nil: everything in next is new). An object
@@ -79,6 +80,7 @@ func Diff(prev, next *Output) Changes {
 	ancestorsEqual := func(a, b []gwv1.PolicyAncestorStatus) bool { return equality.Semantic.DeepEqual(a, b) }
 	c.BackendTLSPolicies = diffMap(prev.BackendTLSPolicies, next.BackendTLSPolicies, ancestorsEqual)
 	c.AccessPolicies = diffMap(prev.AccessPolicies, next.AccessPolicies, ancestorsEqual)
+	c.LoadBalancingPolicies = diffMap(prev.LoadBalancingPolicies, next.LoadBalancingPolicies, ancestorsEqual)
 	return c
 }
 

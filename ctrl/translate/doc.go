@@ -27,6 +27,10 @@
 //	access.go        AccessPolicy: which policy protects each rule
 //	accessstatus.go  AccessPolicy statuses, and the condition on targets
 //	streamaccess.go  AccessPolicy on stream routes: checked by the tunnel
+//	loadbalancingpolicy.go
+//	                 LoadBalancingPolicy: the hostname a Cloudflare load
+//	                 balancer takes, its listeners' health checks, and
+//	                 the policies' statuses
 //	translate.go     the order of the steps, route and Gateway statuses,
 //	                 and the assembled config
 //
@@ -36,6 +40,8 @@
 //	output.go        Output: what it decides
 //	index.go         the snapshot's objects keyed for lookups, built once
 //	tunnel.go        what the Cloudflare sync reports back (TunnelState)
+//	loadbalancing.go what a cluster asks of Cloudflare Load Balancing
+//	                 (LoadBalancing), and what the sync reports (LBState)
 //	addresses.go     the address each Gateway is given
 //	frontendtls.go   client certificates asked of a Gateway's clients
 //	hostname.go      which hostnames the Gateway API accepts

@@ -139,6 +139,7 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 	s.GatewayClasses, s.Gateways, s.ListenerSets = slices.Clone(s.GatewayClasses), slices.Clone(s.Gateways), slices.Clone(s.ListenerSets)
 	s.HTTPRoutes, s.GRPCRoutes, s.BackendTLSPolicies = slices.Clone(s.HTTPRoutes), slices.Clone(s.GRPCRoutes), slices.Clone(s.BackendTLSPolicies)
 	s.AccessPolicies, s.TCPRoutes, s.TLSRoutes = slices.Clone(s.AccessPolicies), slices.Clone(s.TCPRoutes), slices.Clone(s.TLSRoutes)
+	s.LoadBalancingPolicies = slices.Clone(s.LoadBalancingPolicies)
 	s.Services, s.EndpointSlices, s.ExternalBackends = slices.Clone(s.Services), slices.Clone(s.EndpointSlices), slices.Clone(s.ExternalBackends)
 	writeBackAll(&s, first)
 	in, cache := goldenInput(&s), translate.NewCache()
@@ -233,6 +234,16 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 		c.Spec.Audiences = append(c.Spec.Audiences, "edited")
 		s.AccessPolicies[i] = c
 		check("AccessPolicy " + c.Name + " edited")
+	}
+	for i := range s.LoadBalancingPolicies {
+		c := s.LoadBalancingPolicies[i].DeepCopy()
+		s.LoadBalancingPolicies[i] = c
+		check("LoadBalancingPolicy " + c.Name + " replaced")
+		c = newRV(c.DeepCopy())
+		c.Generation++
+		c.Spec.Pool += "-edited"
+		s.LoadBalancingPolicies[i] = c
+		check("LoadBalancingPolicy " + c.Name + " edited")
 	}
 	for len(s.ReferenceGrants) > 0 {
 		name := s.ReferenceGrants[0].Name
@@ -507,7 +518,8 @@ func statusesOf(t *testing.T, out *translate.Output) []byte {
 	t.Helper()
 	b, err := json.MarshalIndent(map[string]any{"gatewayClasses": out.GatewayClasses, "gateways": byName(out.Gateways),
 		"listenerSets": byName(out.ListenerSets), "httpRoutes": byName(out.HTTPRoutes), "grpcRoutes": byName(out.GRPCRoutes),
-		"backendTLSPolicies": byName(out.BackendTLSPolicies), "accessPolicies": byName(out.AccessPolicies)}, "", " ")
+		"backendTLSPolicies": byName(out.BackendTLSPolicies), "accessPolicies": byName(out.AccessPolicies),
+		"loadBalancingPolicies": byName(out.LoadBalancingPolicies)}, "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -602,6 +614,11 @@ func writeBackRoutes(s *translate.Snapshot, out *translate.Output) {
 		c.Status.Ancestors = out.AccessPolicies[nsName(o.Namespace, o.Name)]
 		s.AccessPolicies[i] = c
 	}
+	for i, o := range s.LoadBalancingPolicies {
+		c := newRV(o.DeepCopy())
+		c.Status.Ancestors = out.LoadBalancingPolicies[nsName(o.Namespace, o.Name)]
+		s.LoadBalancingPolicies[i] = c
+	}
 }
 
 // goldenAccessKeys are the Access teams' keys golden inputs may use:
@@ -662,6 +679,12 @@ func render(t *testing.T, out *translate.Output) []byte {
 	}
 	if len(out.AccessApps) > 0 {
 		doc["accessApps"] = out.AccessApps
+	}
+	if len(out.LoadBalancingPolicies) > 0 {
+		doc["loadBalancingPolicies"] = byName(out.LoadBalancingPolicies)
+	}
+	if len(out.LoadBalancers) > 0 {
+		doc["loadBalancers"] = out.LoadBalancers
 	}
 	// Round-trip through JSON to get a generic tree, then print every
 	// condition on one line: Type=Status Reason: message. Transition times

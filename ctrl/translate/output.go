@@ -25,15 +25,16 @@ type Output struct {
 	// Statuses, only for the objects tunnelgate manages. Route and policy
 	// statuses hold our entries only (parentRefs we own, ancestors we
 	// reported); a writer merges them with other controllers' entries.
-	GatewayClasses     map[string]*GatewayClassResult
-	Gateways           map[types.NamespacedName]*gwv1.GatewayStatus
-	ListenerSets       map[types.NamespacedName]*gwv1.ListenerSetStatus
-	HTTPRoutes         map[types.NamespacedName][]gwv1.RouteParentStatus
-	GRPCRoutes         map[types.NamespacedName][]gwv1.RouteParentStatus
-	TCPRoutes          map[types.NamespacedName][]gwv1.RouteParentStatus
-	TLSRoutes          map[types.NamespacedName][]gwv1.RouteParentStatus
-	BackendTLSPolicies map[types.NamespacedName][]gwv1.PolicyAncestorStatus
-	AccessPolicies     map[types.NamespacedName][]gwv1.PolicyAncestorStatus
+	GatewayClasses        map[string]*GatewayClassResult
+	Gateways              map[types.NamespacedName]*gwv1.GatewayStatus
+	ListenerSets          map[types.NamespacedName]*gwv1.ListenerSetStatus
+	HTTPRoutes            map[types.NamespacedName][]gwv1.RouteParentStatus
+	GRPCRoutes            map[types.NamespacedName][]gwv1.RouteParentStatus
+	TCPRoutes             map[types.NamespacedName][]gwv1.RouteParentStatus
+	TLSRoutes             map[types.NamespacedName][]gwv1.RouteParentStatus
+	BackendTLSPolicies    map[types.NamespacedName][]gwv1.PolicyAncestorStatus
+	AccessPolicies        map[types.NamespacedName][]gwv1.PolicyAncestorStatus
+	LoadBalancingPolicies map[types.NamespacedName][]gwv1.PolicyAncestorStatus
 
 	// Hostnames are the public hostnames of accepted routes, sorted, with
 	// what each needs from the tunnel; those of Planes are theirs alone.
@@ -41,6 +42,10 @@ type Output struct {
 	// AccessApps are the Access applications AccessPolicies ask the
 	// controller to keep (spec.application), by policy.
 	AccessApps []AccessApp
+	// LoadBalancers are the load balanced hostnames LoadBalancingPolicies
+	// ask for, by policy; the controller hands each to the tunnels that
+	// route its hostname.
+	LoadBalancers []LoadBalancing
 
 	// Events worth telling a user, in a stable order.
 	Events []Event

@@ -36,9 +36,9 @@ import (
 // not certain (any other object added, deleted or replaced, a route's
 // shape or attachment counts changing under an edit, a route added or
 // deleted that meets another in a conflict or a hostname claim, an
-// AccessPolicy or a Gateway's own data plane, a BackendTLSPolicy
-// involved, the clock needed by a route not added) patch gives up and
-// Cache.Translate does the full translation.
+// AccessPolicy, a LoadBalancingPolicy or a Gateway's own data plane, a
+// BackendTLSPolicy involved, the clock needed by a route not added)
+// patch gives up and Cache.Translate does the full translation.
 
 // lastRun is a full or patched translation, kept for the next one.
 type lastRun struct {

@@ -72,23 +72,24 @@ type Input struct {
 // Snapshot holds the objects of one translation. Slices may be in any
 // order; translate sorts what it needs, so the output is deterministic.
 type Snapshot struct {
-	GatewayClasses      []*gwv1.GatewayClass
-	Gateways            []*gwv1.Gateway
-	ListenerSets        []*gwv1.ListenerSet
-	HTTPRoutes          []*gwv1.HTTPRoute
-	GRPCRoutes          []*gwv1.GRPCRoute
-	TCPRoutes           []*gwv1.TCPRoute
-	TLSRoutes           []*gwv1.TLSRoute
-	ReferenceGrants     []*gwv1.ReferenceGrant
-	BackendTLSPolicies  []*gwv1.BackendTLSPolicy
-	Services            []*corev1.Service
-	EndpointSlices      []*discoveryv1.EndpointSlice
-	Namespaces          []*corev1.Namespace
-	Secrets             []*corev1.Secret
-	ConfigMaps          []*corev1.ConfigMap
-	ClusterTrustBundles []*certificatesv1.ClusterTrustBundle
-	GatewayClassConfigs []*v1alpha1.GatewayClassConfig
-	GatewayConfigs      []*v1alpha1.GatewayConfig
-	ExternalBackends    []*v1alpha1.ExternalBackend
-	AccessPolicies      []*v1alpha1.AccessPolicy
+	GatewayClasses        []*gwv1.GatewayClass
+	Gateways              []*gwv1.Gateway
+	ListenerSets          []*gwv1.ListenerSet
+	HTTPRoutes            []*gwv1.HTTPRoute
+	GRPCRoutes            []*gwv1.GRPCRoute
+	TCPRoutes             []*gwv1.TCPRoute
+	TLSRoutes             []*gwv1.TLSRoute
+	ReferenceGrants       []*gwv1.ReferenceGrant
+	BackendTLSPolicies    []*gwv1.BackendTLSPolicy
+	Services              []*corev1.Service
+	EndpointSlices        []*discoveryv1.EndpointSlice
+	Namespaces            []*corev1.Namespace
+	Secrets               []*corev1.Secret
+	ConfigMaps            []*corev1.ConfigMap
+	ClusterTrustBundles   []*certificatesv1.ClusterTrustBundle
+	GatewayClassConfigs   []*v1alpha1.GatewayClassConfig
+	GatewayConfigs        []*v1alpha1.GatewayConfig
+	ExternalBackends      []*v1alpha1.ExternalBackend
+	AccessPolicies        []*v1alpha1.AccessPolicy
+	LoadBalancingPolicies []*v1alpha1.LoadBalancingPolicy
 }

@@ -46,6 +46,11 @@ type translator struct {
 	// when there are none.
 	accessByTarget map[accessTarget][]*accessInfo
 	accessList     []*accessInfo
+	// LoadBalancingPolicies, oldest first, and the health checks they
+	// give listeners, with the policy giving each (loadbalancingpolicy.go).
+	lbList     []*lbInfo
+	lbHealth   map[*listenerInfo]*proxycfg.HealthCheck
+	lbHealthBy map[*listenerInfo]*lbInfo
 	// routeList is every route of the translation, oldest first.
 	routeList      []pending
 	lastPolicies   []*policyInfo  // the policies the last resolved backend met
@@ -76,16 +81,17 @@ func newTranslator(in *Input, c *Cache) *translator {
 		out: &Output{
 			Config: proxycfg.Config{Schema: proxycfg.SchemaVersion, Listeners: []proxycfg.Listener{},
 				Routes: make([]proxycfg.Route, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)), Clusters: []proxycfg.Cluster{}},
-			GatewayClasses:     map[string]*GatewayClassResult{},
-			Gateways:           map[types.NamespacedName]*gwv1.GatewayStatus{},
-			ListenerSets:       map[types.NamespacedName]*gwv1.ListenerSetStatus{},
-			HTTPRoutes:         make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.HTTPRoutes)),
-			GRPCRoutes:         make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.GRPCRoutes)),
-			TCPRoutes:          make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.TCPRoutes)),
-			TLSRoutes:          make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.TLSRoutes)),
-			BackendTLSPolicies: map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
-			AccessPolicies:     map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
-			Hostnames:          make([]Hostname, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)),
+			GatewayClasses:        map[string]*GatewayClassResult{},
+			Gateways:              map[types.NamespacedName]*gwv1.GatewayStatus{},
+			ListenerSets:          map[types.NamespacedName]*gwv1.ListenerSetStatus{},
+			HTTPRoutes:            make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.HTTPRoutes)),
+			GRPCRoutes:            make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.GRPCRoutes)),
+			TCPRoutes:             make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.TCPRoutes)),
+			TLSRoutes:             make(map[types.NamespacedName][]gwv1.RouteParentStatus, len(in.TLSRoutes)),
+			BackendTLSPolicies:    map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
+			AccessPolicies:        map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
+			LoadBalancingPolicies: map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
+			Hostnames:             make([]Hostname, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)),
 		},
 		classByName:  map[string]*classInfo{},
 		gatewayByKey: map[types.NamespacedName]*gatewayInfo{},
@@ -114,9 +120,11 @@ func (t *translator) run() *Output {
 	t.assignAddresses()
 	t.accessPolicies()
 	t.routes()
+	t.loadBalancing()
 	t.gatewayStatuses()
 	t.policyStatuses()
 	t.accessStatuses()
+	t.lbStatuses()
 	t.assembleConfig()
 	return t.out
 }
@@ -532,6 +540,7 @@ func (t *translator) gatewayStatuses() {
 	for _, gi := range t.gatewayList {
 		st := &gwv1.GatewayStatus{}
 		t.accessGatewayConditions(gi)
+		t.lbGatewayCondition(gi)
 		for _, li := range gi.own {
 			st.Listeners = append(st.Listeners, listenerStatus(li))
 		}
@@ -630,7 +639,7 @@ func (t *translator) assembleConfig() {
 	for _, li := range t.listenerOrder {
 		if li.serves() && li.gw.accepted {
 			l := proxycfg.Listener{Name: li.dpName, Hostname: li.distinctHost(), Port: int(li.port), Protocol: string(li.protocol),
-				ClientValidation: li.clientValidation}
+				ClientValidation: li.clientValidation, HealthCheck: t.lbHealth[li]}
 			if p := li.gw.params; p != nil {
 				l.EncodedSlashes = p.Spec.EncodedSlashes
 			}
