@@ -255,10 +255,10 @@ func startProxyCached(t testing.TB, r *running, cacheFile string) (p *dataplane.
 // startOriginProxy is startProxy serving the origin listener (the one
 // cloudflared sends a tunnel's requests to, every listener by hostname),
 // where load balancer monitors' health requests are answered.
-func startOriginProxy(t testing.TB, r *running) string {
+func startOriginProxy(t testing.TB, r *running) (*dataplane.Proxy, string) {
 	t.Helper()
-	_, url, _ := startProxyOn(t, r, "", 0)
-	return url
+	p, url, _ := startProxyOn(t, r, "", 0)
+	return p, url
 }
 
 // startProxyOn is startProxyCached serving the Gateway listener port, or

@@ -17,6 +17,8 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/dataplane"
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/test/cffake"
 	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/netns"
@@ -31,6 +33,7 @@ type lbCluster struct {
 	backend    string // its backend's address
 	r          *running
 	proxy      string // its proxy's origin listener
+	p          *dataplane.Proxy
 	tunnel     string // its tunnel's ID, once created
 }
 
@@ -44,8 +47,9 @@ type lbCluster struct {
 // Each step asserts the fake's pools, origins, monitor, load balancer and
 // records, and the policies' statuses: both join (one pool with an origin
 // for each tunnel, one monitor, one load balancer, the tunnel's CNAME
-// gone); each proxy answers the monitor's token and routes a probe
-// without it; a weight change moves only that cluster's origin; a
+// gone only once the load balancer exists); each proxy's listener
+// carries the monitor's health check, answers the monitor's token and
+// routes a probe without it; a weight change moves only that cluster's origin; a
 // cluster whose backends are gone answers 503; a cluster leaving takes
 // out its own origin only; the last one leaving disables its origin and
 // keeps the rest, or, with deleteUnused, deletes what tunnelgate made.
@@ -117,7 +121,7 @@ spec:
 		}
 		c.r = startControllerOpts(t, cl, c.controller, ctlOpts{syncInterval: 20 * time.Millisecond,
 			cloudflare: f.URL(), cfDriftEvery: 500 * time.Millisecond, cfDNSEvery: time.Second})
-		c.proxy = startOriginProxy(t, c.r)
+		c.p, c.proxy = startOriginProxy(t, c.r)
 	}
 
 	// What the fake holds.
@@ -313,6 +317,21 @@ spec:
 	// check carries the monitor's token, and a probe without it is routed
 	// to the application.
 	for _, c := range clusters {
+		want := proxycfg.HealthCheck{Path: healthPath, Header: translate.LBHealthHeader, Token: token}
+		eventually(t, wait, "cluster "+c.name+"'s listener has the monitor's health check", func() (bool, string) {
+			cfg := c.p.Config()
+			if cfg == nil {
+				return false, "no config"
+			}
+			var got []string
+			for _, l := range cfg.Listeners {
+				if l.HealthCheck != nil && *l.HealthCheck == want {
+					return true, ""
+				}
+				got = append(got, fmt.Sprintf("%s: %+v", l.Name, l.HealthCheck))
+			}
+			return false, strings.Join(got, "; ")
+		})
 		eventually(t, wait, "cluster "+c.name+" answers the monitor", probeIs(c, token, http.StatusOK, ""))
 		eventually(t, wait, "cluster "+c.name+" routes a probe without the token", probeIs(c, "", http.StatusOK, c.name+" "+healthPath))
 		if code, body := probe(c, strings.Repeat("0", 48)); code != http.StatusOK || body != c.name+" "+healthPath {
