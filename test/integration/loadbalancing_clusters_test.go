@@ -21,42 +21,45 @@ import (
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/test/cffake"
 	"github.com/tunnelgate/tunnelgate/test/fixture"
+	"github.com/tunnelgate/tunnelgate/test/kubeenv"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
 // lbCluster is one of the clusters of TestLoadBalancingTwoClusters.
 type lbCluster struct {
-	name       string // "a" or "b": the backend answers "<name> <path>"
-	ns         string // its namespace, GatewayClass, GatewayClassConfig and tunnel name
-	controller string
-	owner      string // its DNS owner ID
-	backend    string // its backend's address
-	r          *running
-	proxy      string // its proxy's origin listener
-	p          *dataplane.Proxy
-	tunnel     string // its tunnel's ID, once created
+	name     string // "a" or "b": the backend answers "<name> <path>"
+	env      *kubeenv.Env
+	cl       clients
+	ns       string // its namespace, GatewayClass and GatewayClassConfig name
+	tunnel   string // its tunnel's name ("<ns>-<name>")
+	owner    string // its DNS owner ID
+	backend  string // its backend's address
+	r        *running
+	proxy    string // its proxy's origin listener
+	p        *dataplane.Proxy
+	tunnelID string // its tunnel's ID, once created
 }
 
 // Two clusters load balance app.example.com through one Cloudflare
-// account (the fake's), each with its own controller, GatewayClass,
-// GatewayClassConfig (its own tunnel and DNS owner ID), namespace,
-// backend and proxy. They share the test's one API server, for want of a
-// cheap second one: each controller sees only its own class's objects,
-// as a controller in its own cluster would.
+// account and zone (the fake's). Each cluster is an API server of its own
+// (the package's shared one, and one started here) with its own
+// controller, backend and proxy; their objects are the same but for the
+// tunnel's name, the DNS owner ID and the policy's weight, as the docs
+// ask.
 //
 // Each step asserts the fake's pools, origins, monitor, load balancer and
 // records, and the policies' statuses: both join (one pool with an origin
 // for each tunnel, one monitor, one load balancer, the tunnel's CNAME
 // gone only once the load balancer exists); each proxy's listener
 // carries the monitor's health check, answers the monitor's token and
-// routes a probe without it; a weight change moves only that cluster's origin; a
-// cluster whose backends are gone answers 503; a cluster leaving takes
-// out its own origin only; the last one leaving disables its origin and
-// keeps the rest, or, with deleteUnused, deletes what tunnelgate made.
-// The other cluster's origin is compared whole across each step.
+// routes a probe without it; a weight change moves only that cluster's
+// origin; a cluster whose backends are gone answers 503; a cluster
+// leaving takes out its own origin only; the last one leaving disables
+// its origin and keeps the rest, or, with deleteUnused, deletes what
+// tunnelgate made. The other cluster's origin is compared whole across
+// each step.
 func TestLoadBalancingTwoClusters(t *testing.T) {
 	env := shared.Env(t)
-	cl := newClients(t, env)
 	ctx := context.Background()
 	const apiToken = "lb-api-token"
 	const host = "app.example.com"
@@ -66,22 +69,33 @@ func TestLoadBalancingTwoClusters(t *testing.T) {
 	f.AddAccount("acc", "Integration")
 	f.AddZone("zone", "example.com", "acc")
 
-	clusters := []*lbCluster{{name: "a", backend: netns.Addr(140).String()}, {name: "b", backend: netns.Addr(141).String()}}
+	// Cluster b's API server: no controller manager, the test writes
+	// EndpointSlices itself.
+	envB, err := kubeenv.Start(ctx, kubeenv.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(envB.Stop)
+
+	a := &lbCluster{name: "a", env: env, backend: netns.Addr(140).String()}
+	b := &lbCluster{name: "b", env: envB, backend: netns.Addr(141).String()}
+	clusters := []*lbCluster{a, b}
 	for _, c := range clusters {
-		c.ns = env.Namespace(t)
-		c.controller = "tunnelgate.dev/test-" + c.ns
+		c.cl = newClients(t, c.env)
+		c.ns = c.env.Namespace(t)
+		c.tunnel = c.ns + "-" + c.name
 		c.owner = "cluster-" + c.name
 		fixture.Backend(t, c.backend+":8080", c.name)
 	}
-	a, b := clusters[0], clusters[1]
+	controllerName := "tunnelgate.dev/test-" + a.ns
 	policies := func(c *lbCluster) interface {
 		Delete(context.Context, string, metav1.DeleteOptions, ...string) error
 	} {
-		return cl.dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("loadbalancingpolicies")).Namespace(c.ns)
+		return c.cl.dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("loadbalancingpolicies")).Namespace(c.ns)
 	}
 	applyPolicy := func(c *lbCluster, rest string) {
 		t.Helper()
-		if err := env.Apply(ctx, []byte(lbPolicy(c.ns, "app-lb", "pool: shop\n  "+rest))); err != nil {
+		if err := c.env.Apply(ctx, []byte(lbPolicy(c.ns, "app-lb", "pool: shop\n  "+rest))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -99,11 +113,11 @@ metadata: {name: %[1]s}
 spec:
   credentialsRef: {namespace: %[1]s, name: cloudflare}
   tunnel:
-    name: %[1]s
+    name: %[4]s
     tokenSecretRef: {namespace: %[1]s, name: tunnel-token}
   dns: {enabled: true, zones: [example.com], ownerID: %[3]s}
 ---
-`, c.ns, apiToken, c.owner) + fixture.ClassYAML(c.ns, c.controller, c.ns) + "---\n" + fixture.GatewayYAML(c.ns, "gw", c.ns, fixture.HTTP80) +
+`, c.ns, apiToken, c.owner, c.tunnel) + fixture.ClassYAML(c.ns, controllerName, c.ns) + "---\n" + fixture.GatewayYAML(c.ns, "gw", c.ns, fixture.HTTP80) +
 			fixture.AppBackend(c.ns, c.backend) + fmt.Sprintf(`---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
@@ -113,13 +127,13 @@ spec:
   hostnames: [%s]
   rules: [{backendRefs: [{name: app, port: 80}]}]
 `, c.ns, host)
-		if err := env.Apply(ctx, []byte(objects)); err != nil {
+		if err := c.env.Apply(ctx, []byte(objects)); err != nil {
 			t.Fatal(err)
 		}
 		if policy != "" {
 			applyPolicy(c, policy)
 		}
-		c.r = startControllerOpts(t, cl, c.controller, ctlOpts{syncInterval: 20 * time.Millisecond,
+		c.r = startControllerOpts(t, c.cl, controllerName, ctlOpts{syncInterval: 20 * time.Millisecond,
 			cloudflare: f.URL(), cfDriftEvery: 500 * time.Millisecond, cfDNSEvery: time.Second})
 		c.p, c.proxy = startOriginProxy(t, c.r)
 	}
@@ -127,7 +141,7 @@ spec:
 	// What the fake holds.
 	tunnelID := func(c *lbCluster) string {
 		for _, tn := range f.Tunnels("acc") {
-			if tn.Name == c.ns {
+			if tn.Name == c.tunnel {
 				return tn.ID
 			}
 		}
@@ -137,7 +151,7 @@ spec:
 	origin := func(c *lbCluster) (cffake.PoolOrigin, bool) {
 		for _, p := range pools() {
 			for _, o := range p.Origins {
-				if o.Address == c.tunnel+".cfargotunnel.com" {
+				if o.Address == c.tunnelID+".cfargotunnel.com" {
 					return o, true
 				}
 			}
@@ -156,11 +170,10 @@ spec:
 		return strings.Join(out, "; ")
 	}
 
-	// A policy's ancestor written by c's controller (a controller may
-	// also write one for a policy whose route it does not serve).
+	// A policy's ancestor written by c's controller.
 	policyCond := func(c *lbCluster, typ string, status metav1.ConditionStatus, reason string) func() (bool, string) {
 		return func() (bool, string) {
-			u, err := cl.dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("loadbalancingpolicies")).Namespace(c.ns).Get(ctx, "app-lb", metav1.GetOptions{})
+			u, err := c.cl.dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("loadbalancingpolicies")).Namespace(c.ns).Get(ctx, "app-lb", metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
@@ -169,7 +182,7 @@ spec:
 				return false, err.Error()
 			}
 			for _, an := range p.Status.Ancestors {
-				if string(an.ControllerName) != c.controller {
+				if string(an.ControllerName) != controllerName {
 					continue
 				}
 				if cond := findCond(an.Conditions, typ); cond != nil && cond.ObservedGeneration != p.Generation {
@@ -177,7 +190,7 @@ spec:
 				}
 				return condIs(an.Conditions, typ, status, reason)
 			}
-			return false, fmt.Sprintf("no ancestor of %s: %+v", c.controller, p.Status.Ancestors)
+			return false, fmt.Sprintf("no ancestor of %s: %+v", controllerName, p.Status.Ancestors)
 		}
 	}
 	ready := func(c *lbCluster) func() (bool, string) {
@@ -217,7 +230,7 @@ spec:
 	// routeDNS is c's route's DNS condition, its message containing msg.
 	routeDNS := func(c *lbCluster, status metav1.ConditionStatus, reason, msg string) func() (bool, string) {
 		return func() (bool, string) {
-			r, err := cl.gw.GatewayV1().HTTPRoutes(c.ns).Get(ctx, "app", metav1.GetOptions{})
+			r, err := c.cl.gw.GatewayV1().HTTPRoutes(c.ns).Get(ctx, "app", metav1.GetOptions{})
 			if err != nil || len(r.Status.Parents) == 0 {
 				return false, fmt.Sprint("no status ", err)
 			}
@@ -237,15 +250,15 @@ spec:
 	// balancer; cluster b joins them. (Two clusters creating a missing
 	// pool at the same moment may make two: a known limit.)
 	join(a, "")
-	eventually(t, wait, "a's tunnel", func() (bool, string) { a.tunnel = tunnelID(a); return a.tunnel != "", "none" })
-	aRecords := fmt.Sprintf(`TXT _tunnelgate.%[1]s "heritage=tunnelgate,owner=cluster-a,tunnel=%[2]s"; CNAME %[1]s %[2]s.cfargotunnel.com`, host, a.tunnel)
+	eventually(t, wait, "a's tunnel", func() (bool, string) { a.tunnelID = tunnelID(a); return a.tunnelID != "", "none" })
+	aRecords := fmt.Sprintf(`TXT _tunnelgate.%[1]s "heritage=tunnelgate,owner=cluster-a,tunnel=%[2]s"; CNAME %[1]s %[2]s.cfargotunnel.com`, host, a.tunnelID)
 	eventually(t, wait, "a's CNAME", func() (bool, string) { r := records(); return r == aRecords, r })
 	f.ResetCalls()
 	applyPolicy(a, "weight: 100")
 	eventually(t, wait, "a LoadBalancerReady", ready(a))
 	aOrigin, _ := origin(a)
 	join(b, "weight: 100")
-	eventually(t, wait, "b's tunnel", func() (bool, string) { b.tunnel = tunnelID(b); return b.tunnel != "", "none" })
+	eventually(t, wait, "b's tunnel", func() (bool, string) { b.tunnelID = tunnelID(b); return b.tunnelID != "", "none" })
 	eventually(t, wait, "b LoadBalancerReady", ready(b))
 	if o, _ := origin(a); o != aOrigin {
 		t.Errorf("a's origin changed as b joined: %+v, was %+v", o, aOrigin)
@@ -260,7 +273,7 @@ spec:
 		t.Fatalf("pool %+v", pool)
 	}
 	for _, c := range clusters {
-		want := cffake.PoolOrigin{Name: "tunnel-" + c.tunnel, Address: c.tunnel + ".cfargotunnel.com", Enabled: true, Weight: 1, Host: host}
+		want := cffake.PoolOrigin{Name: "tunnel-" + c.tunnelID, Address: c.tunnelID + ".cfargotunnel.com", Enabled: true, Weight: 1, Host: host}
 		if o, _ := origin(c); o != want {
 			t.Errorf("cluster %s's origin %+v, want %+v", c.name, o, want)
 		}
@@ -300,7 +313,7 @@ spec:
 			if lbMade < 0 {
 				t.Errorf("DNS written before the load balancer was created: %s %s %s", c.Method, c.Path, c.Body)
 			}
-			if strings.Contains(string(c.Body), b.tunnel) {
+			if strings.Contains(string(c.Body), b.tunnelID) {
 				t.Errorf("b wrote a record on joining: %s %s %s", c.Method, c.Path, c.Body)
 			}
 		}
@@ -355,14 +368,14 @@ spec:
 	}
 
 	// a's backends go: its proxies answer the monitor 503, b's still 200.
-	if err := env.Apply(ctx, []byte(strings.Replace(fixture.AppBackend(a.ns), "endpoints:\n", "endpoints: []\n", 1))); err != nil {
+	if err := a.env.Apply(ctx, []byte(strings.Replace(fixture.AppBackend(a.ns), "endpoints:\n", "endpoints: []\n", 1))); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, wait, "a unhealthy without endpoints", probeIs(a, token, http.StatusServiceUnavailable, ""))
 	if code, _ := probe(b, token); code != http.StatusOK {
 		t.Errorf("b answered %d while a's backends were gone", code)
 	}
-	if err := env.Apply(ctx, []byte(fixture.AppBackend(a.ns, a.backend))); err != nil {
+	if err := a.env.Apply(ctx, []byte(fixture.AppBackend(a.ns, a.backend))); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, wait, "a healthy again", probeIs(a, token, http.StatusOK, ""))
@@ -395,7 +408,7 @@ spec:
 	eventually(t, wait, "b routes the probe once it left", probeIs(b, token, http.StatusOK, b.name+" "+healthPath))
 	eventually(t, wait, "a still answers the monitor", probeIs(a, token, http.StatusOK, ""))
 	eventually(t, wait, "a still LoadBalancerReady", ready(a))
-	bRecords := fmt.Sprintf(`TXT _tunnelgate.%[1]s "heritage=tunnelgate,owner=cluster-b,tunnel=%[2]s"; CNAME %[1]s %[2]s.cfargotunnel.com`, host, b.tunnel)
+	bRecords := fmt.Sprintf(`TXT _tunnelgate.%[1]s "heritage=tunnelgate,owner=cluster-b,tunnel=%[2]s"; CNAME %[1]s %[2]s.cfargotunnel.com`, host, b.tunnelID)
 	eventually(t, wait, "b's CNAME once it left", func() (bool, string) { r := records(); return r == bRecords, r })
 	eventually(t, wait, "a's route names b's records", routeDNS(a, metav1.ConditionFalse, translate.DNSReasonOwnedByOther, `load balancer takes precedence over the records of tunnelgate owner "cluster-b"`))
 
