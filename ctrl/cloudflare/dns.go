@@ -171,7 +171,7 @@ func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
 func loadBalancedState(h string, ours bool, others, at []Record) translate.DNSState {
 	if len(others) > 0 {
 		own, _ := parseOwnership(others[0].Content)
-		return translate.DNSState{Reason: translate.DNSReasonOwnedByOther, Message: fmt.Sprintf(
+		return translate.DNSState{LoadBalanced: true, Reason: translate.DNSReasonOwnedByOther, Message: fmt.Sprintf(
 			"%s is load balanced, and its load balancer takes precedence over the records of tunnelgate owner %q (TXT %s), which are left as they are; that owner removes them once it load balances the hostname too, or remove them",
 			h, own.owner, others[0].Name)}
 	}
@@ -179,11 +179,11 @@ func loadBalancedState(h string, ours bool, others, at []Record) translate.DNSSt
 		if ours && r.Type == "CNAME" && strings.HasSuffix(r.Content, translate.TunnelHostnameSuffix) {
 			continue // ours: deleted
 		}
-		return translate.DNSState{Reason: translate.DNSReasonForeignRecord, Message: fmt.Sprintf(
+		return translate.DNSState{LoadBalanced: true, Reason: translate.DNSReasonForeignRecord, Message: fmt.Sprintf(
 			"%s is load balanced, and its load balancer takes precedence over %s, which is not tunnelgate's and is left as it is; delete it to keep the zone clear",
 			h, r)}
 	}
-	return translate.DNSState{Ready: true}
+	return translate.DNSState{Ready: true, LoadBalanced: true}
 }
 
 // ownershipRecords splits the TXT records at a hostname's ownership name

@@ -204,7 +204,8 @@ func TestPlanDNSLoadBalanced(t *testing.T) {
 		for h, want := range map[string]string{"ours.example.com": "", "new.example.com": "", "plain.example.com": "",
 			"foreign.example.com": translate.DNSReasonForeignRecord, "other.example.com": translate.DNSReasonOwnedByOther} {
 			st := p.States[h]
-			if st.Ready != (want == "") || st.Reason != want || want != "" && !strings.Contains(st.Message, "load balance") {
+			if st.Ready != (want == "") || st.Reason != want || want != "" && !strings.Contains(st.Message, "load balance") ||
+				st.LoadBalanced != (h != "plain.example.com") {
 				t.Errorf("takeover %v: %s: %+v, want reason %q", takeover, h, st, want)
 			}
 		}

@@ -153,7 +153,7 @@ func TestLoadBalancingTwoClusters(t *testing.T) {
 	if recs := w.records("zone-com"); recs["CNAME app.example.com"] != "" {
 		t.Errorf("a load balanced hostname got a CNAME: %v", recs)
 	}
-	if st.DNS["app.example.com"] != (translate.DNSState{Ready: true}) {
+	if st.DNS["app.example.com"] != (translate.DNSState{Ready: true, LoadBalanced: true}) {
 		t.Errorf("DNS state %+v", st.DNS)
 	}
 

@@ -68,6 +68,10 @@ func (s *TunnelState) Equal(o *TunnelState) bool {
 // DNSState is the state of one hostname's records.
 type DNSState struct {
 	Ready bool
+	// LoadBalanced: the hostname is load balanced (LoadBalancing), and
+	// its load balancer, not a CNAME to the tunnel, answers for it; Ready
+	// then means no record the load balancer would hide is left.
+	LoadBalanced bool
 	// Reason and Message explain a hostname that is not Ready: a
 	// condition reason (DNSReason*) and what the user can do.
 	Reason, Message string
@@ -187,7 +191,7 @@ func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatu
 	}
 	slices.Sort(hosts)
 	hosts = slices.Compact(hosts)
-	var problems, pending []string
+	var problems, pending, cnames, balanced []string
 	for _, h := range hosts {
 		st, known := ts.DNS[h]
 		switch {
@@ -198,6 +202,10 @@ func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatu
 				reason = st.Reason
 			}
 			problems = append(problems, h+": "+st.Message)
+		case st.LoadBalanced:
+			balanced = append(balanced, h)
+		default:
+			cnames = append(cnames, h)
 		}
 	}
 	switch {
@@ -206,7 +214,14 @@ func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatu
 	case len(pending) > 0:
 		return metav1.ConditionUnknown, DNSReasonPending, "waiting for the DNS sync of " + joinLimited(pending), true
 	}
-	return metav1.ConditionTrue, DNSReasonReady, "CNAME records point " + joinLimited(hosts) + " at the tunnel", true
+	var parts []string
+	if len(cnames) > 0 {
+		parts = append(parts, "CNAME records point "+joinLimited(cnames)+" at the tunnel")
+	}
+	if len(balanced) > 0 {
+		parts = append(parts, "a Cloudflare load balancer (LoadBalancingPolicy) answers for "+joinLimited(balanced)+", with no CNAME record to the tunnel")
+	}
+	return metav1.ConditionTrue, DNSReasonReady, strings.Join(parts, "; and "), true
 }
 
 // grpcThroughTunnel explains why a GRPCRoute cannot be served through the

@@ -41,7 +41,17 @@ func TestTunnelStateInStatuses(t *testing.T) {
 					t.Errorf("addresses %+v, want the tunnel's hostname first", st.Addresses)
 				}
 				wantCond(t, st.Conditions, "Programmed", metav1.ConditionTrue, "Programmed")
-				wantCond(t, out.HTTPRoutes[route][0].Conditions, translate.RouteConditionDNSRecords, metav1.ConditionTrue, translate.DNSReasonReady)
+				c := wantCond(t, out.HTTPRoutes[route][0].Conditions, translate.RouteConditionDNSRecords, metav1.ConditionTrue, translate.DNSReasonReady)
+				if c != nil && c.Message != "CNAME records point app.example.com at the tunnel" {
+					t.Errorf("message %q", c.Message)
+				}
+			}},
+		{"load balanced, the load balancer's", &translate.TunnelState{ID: "abc", DNS: map[string]translate.DNSState{"app.example.com": {Ready: true, LoadBalanced: true}}},
+			func(t *testing.T, out *translate.Output) {
+				c := wantCond(t, out.HTTPRoutes[route][0].Conditions, translate.RouteConditionDNSRecords, metav1.ConditionTrue, translate.DNSReasonReady)
+				if c != nil && c.Message != "a Cloudflare load balancer (LoadBalancingPolicy) answers for app.example.com, with no CNAME record to the tunnel" {
+					t.Errorf("message %q: a load balanced hostname has no CNAME to the tunnel", c.Message)
+				}
 			}},
 		{"document not applied yet", &translate.TunnelState{ID: "abc", Pending: "Cloudflare API: 503, retrying in 4s"},
 			func(t *testing.T, out *translate.Output) {

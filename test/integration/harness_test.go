@@ -141,6 +141,7 @@ type ctlOpts struct {
 	// cloudflare, when set, syncs tunnels through this API URL.
 	cloudflare    string
 	cfDriftEvery  time.Duration
+	cfDNSEvery    time.Duration       // how often the zones are listed again (cloudflare.Options.DNSEvery)
 	cloudflareRef **cloudflare.Syncer // receives the syncer
 	// sessionKeys, when set, is the directory of session keys the
 	// controller gives the proxies (as -session-keys-dir).
@@ -170,7 +171,7 @@ func startControllerOpts(t testing.TB, cl clients, controllerName string, o ctlO
 	var cf *cloudflare.Syncer
 	if o.cloudflare != "" {
 		cf = cloudflare.New(cloudflare.Options{BaseURL: o.cloudflare, SaveToken: controller.TunnelTokenWriter(cl.kube, nil),
-			OnChange: func() { c.Changed() }, Log: log, DriftEvery: o.cfDriftEvery,
+			OnChange: func() { c.Changed() }, Log: log, DriftEvery: o.cfDriftEvery, DNSEvery: o.cfDNSEvery,
 			MinBackoff: 50 * time.Millisecond, MaxBackoff: 2 * time.Second})
 		if o.cloudflareRef != nil {
 			*o.cloudflareRef = cf
@@ -248,6 +249,22 @@ func startProxy(t testing.TB, r *running) (*dataplane.Proxy, string) {
 // empty); stop ends the proxy before the test does.
 func startProxyCached(t testing.TB, r *running, cacheFile string) (p *dataplane.Proxy, url string, stop func()) {
 	t.Helper()
+	return startProxyOn(t, r, cacheFile, 80)
+}
+
+// startOriginProxy is startProxy serving the origin listener (the one
+// cloudflared sends a tunnel's requests to, every listener by hostname),
+// where load balancer monitors' health requests are answered.
+func startOriginProxy(t testing.TB, r *running) (*dataplane.Proxy, string) {
+	t.Helper()
+	p, url, _ := startProxyOn(t, r, "", 0)
+	return p, url
+}
+
+// startProxyOn is startProxyCached serving the Gateway listener port, or
+// the origin listener for port 0.
+func startProxyOn(t testing.TB, r *running, cacheFile string, port int) (p *dataplane.Proxy, url string, stop func()) {
+	t.Helper()
 	log := testLog(slog.LevelWarn)
 	p = dataplane.New(dataplane.Options{Log: log})
 	w, err := configwatch.New(p, configwatch.Options{URL: r.url, TokenFile: r.tokenF, CacheFile: cacheFile, Wait: 5 * time.Second,
@@ -262,7 +279,7 @@ func startProxyCached(t testing.TB, r *running, cacheFile string) (p *dataplane.
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{Handler: p.Handler(80, true), ReadHeaderTimeout: 5 * time.Second}
+	hs := &http.Server{Handler: p.Handler(port, true), ReadHeaderTimeout: 5 * time.Second}
 	go hs.Serve(ln)
 	var once sync.Once
 	stop = func() {
