@@ -329,11 +329,10 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() (b
 	}
 }
 
-// namespace creates a namespace for one test. It is not deleted: the
-// test API server runs no namespace controller, so a deleted namespace
-// would stay terminating. Each test names its own, and the API server is
-// the test process's, so a run with -count above 1 fails at the second
-// creation of the same name.
+// namespace creates a namespace for one test and leaves it in place.
+// Each test names its own, and the API server lives as long as the test
+// process, so a run with -count above 1 fails at the second creation of
+// the same name.
 func namespace(t testing.TB, cl clients, name string) string {
 	t.Helper()
 	_, err := cl.kube.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
