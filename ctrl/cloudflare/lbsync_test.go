@@ -303,7 +303,10 @@ func TestLoadBalancingForeignObjects(t *testing.T) {
 		o, in := originOf(p, eastID)
 		return in && !o.Enabled && o.Weight == 0
 	})
-	eventually(t, w, "our own pool api deleted", func() bool { _, ok := poolNamed(w, "api"); return !ok })
+	eventually(t, w, "our own pool api and its monitor deleted", func() bool {
+		_, ok := poolNamed(w, "api")
+		return !ok && len(w.f.Monitors(account)) == 0 // the monitor goes after the pool
+	})
 	eventually(t, w, "our origin in solo disabled", func() bool {
 		p, _ := poolNamed(w, "solo")
 		o, in := originOf(p, eastID)
@@ -530,10 +533,12 @@ func TestLoadBalancingFailoverPools(t *testing.T) {
 	}
 
 	east.want(nil)
-	eventually(t, w, "east's pool gone", func() bool {
+	// The pool goes before its monitor (in use until then): wait for both.
+	eventually(t, w, "east's pool and monitor gone", func() bool {
 		_, ok := poolNamed(w, "east")
 		lbs := w.f.LoadBalancers("zone-com")
-		return !ok && len(lbs) == 1 && slices.Equal(lbs[0].DefaultPools, []string{wp.ID}) && lbs[0].FallbackPool == wp.ID
+		return !ok && len(lbs) == 1 && slices.Equal(lbs[0].DefaultPools, []string{wp.ID}) && lbs[0].FallbackPool == wp.ID &&
+			len(w.f.Monitors(account)) == 1
 	})
 	if m := w.f.Monitors(account); len(m) != 1 || m[0].ID != wp.Monitor {
 		t.Fatalf("monitors %+v, want west's only", m)
