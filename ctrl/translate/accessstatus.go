@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
@@ -336,21 +335,11 @@ func (t *translator) countProtections() {
 	}
 }
 
-// accessAncestors are a policy's ancestor statuses, at most 16.
+// accessAncestors are a policy's ancestor statuses (policyAncestors).
 func (t *translator) accessAncestors(ai *accessInfo) []gwv1.PolicyAncestorStatus {
-	uses := slices.Clone(ai.uses)
-	slices.SortFunc(uses, func(a, b *accessUse) int { return strings.Compare(refString(&a.ref), refString(&b.ref)) })
-	if len(uses) > maxAncestors {
-		uses = uses[:maxAncestors]
-	}
-	out := make([]gwv1.PolicyAncestorStatus, 0, len(uses))
-	for _, u := range uses {
-		c := t.newConds(prevAncestorConds(ai.obj.Status.Ancestors, &u.ref, t.in.ControllerName), ai.obj.Generation)
-		t.accessConditions(ai, u, &c)
-		t.warnOnChange("AccessPolicy", &ai.obj.ObjectMeta, c.prev, c.list)
-		out = append(out, gwv1.PolicyAncestorStatus{AncestorRef: u.ref, ControllerName: gwv1.GatewayController(t.in.ControllerName), Conditions: c.list})
-	}
-	return out
+	return policyAncestors(t, "AccessPolicy", &ai.obj.ObjectMeta, ai.obj.Status.Ancestors, ai.uses,
+		func(u *accessUse) *gwv1.ParentReference { return &u.ref },
+		func(u *accessUse, c *conds) { t.accessConditions(ai, u, c) })
 }
 
 // accessConditions are one ancestor's conditions (see the top of the

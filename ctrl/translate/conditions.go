@@ -1,4 +1,4 @@
-// This file builds an object's conditions.
+// This file builds an object's conditions, and a policy's ancestor statuses.
 
 package translate
 
@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // conds builds one object's conditions. A condition whose status and
@@ -150,6 +151,28 @@ func withForeign(list, prev []metav1.Condition, own map[string]bool) []metav1.Co
 			out = slices.Clip(slices.Clone(list))
 		}
 		out = append(out, c)
+	}
+	return out
+}
+
+// policyAncestors are the ancestor statuses of a policy of kind (obj, its
+// status's ancestors prev): one per use, at most maxAncestors, sorted by
+// ancestor reference (ref), each with the conditions fill writes, kept
+// from prev where they did not change; a change is warned about as an
+// event.
+func policyAncestors[U any](t *translator, kind string, obj *metav1.ObjectMeta, prev []gwv1.PolicyAncestorStatus,
+	uses []U, ref func(U) *gwv1.ParentReference, fill func(U, *conds)) []gwv1.PolicyAncestorStatus {
+	uses = slices.Clone(uses)
+	slices.SortFunc(uses, func(a, b U) int { return strings.Compare(refString(ref(a)), refString(ref(b))) })
+	if len(uses) > maxAncestors {
+		uses = uses[:maxAncestors]
+	}
+	out := make([]gwv1.PolicyAncestorStatus, 0, len(uses))
+	for _, u := range uses {
+		c := t.newConds(prevAncestorConds(prev, ref(u), t.in.ControllerName), obj.Generation)
+		fill(u, &c)
+		t.warnOnChange(kind, obj, c.prev, c.list)
+		out = append(out, gwv1.PolicyAncestorStatus{AncestorRef: *ref(u), ControllerName: gwv1.GatewayController(t.in.ControllerName), Conditions: c.list})
 	}
 	return out
 }

@@ -389,21 +389,11 @@ func (t *translator) lbState(gi *gatewayInfo, li *lbInfo) (LBState, bool) {
 	return st, ok
 }
 
-// lbAncestors are a policy's ancestor statuses, at most 16.
+// lbAncestors are a policy's ancestor statuses (policyAncestors).
 func (t *translator) lbAncestors(li *lbInfo) []gwv1.PolicyAncestorStatus {
-	uses := slices.Clone(li.uses)
-	slices.SortFunc(uses, func(a, b *lbUse) int { return strings.Compare(refString(&a.ref), refString(&b.ref)) })
-	if len(uses) > maxAncestors {
-		uses = uses[:maxAncestors]
-	}
-	out := make([]gwv1.PolicyAncestorStatus, 0, len(uses))
-	for _, u := range uses {
-		c := t.newConds(prevAncestorConds(li.obj.Status.Ancestors, &u.ref, t.in.ControllerName), li.obj.Generation)
-		t.lbConditions(li, u, &c)
-		t.warnOnChange(v1alpha1.KindLoadBalancingPolicy, &li.obj.ObjectMeta, c.prev, c.list)
-		out = append(out, gwv1.PolicyAncestorStatus{AncestorRef: u.ref, ControllerName: gwv1.GatewayController(t.in.ControllerName), Conditions: c.list})
-	}
-	return out
+	return policyAncestors(t, v1alpha1.KindLoadBalancingPolicy, &li.obj.ObjectMeta, li.obj.Status.Ancestors, li.uses,
+		func(u *lbUse) *gwv1.ParentReference { return &u.ref },
+		func(u *lbUse, c *conds) { t.lbConditions(li, u, c) })
 }
 
 // lbConditions are one ancestor's conditions (see the top of the file).
