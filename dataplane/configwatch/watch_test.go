@@ -201,7 +201,10 @@ func TestCacheServesWithoutTheController(t *testing.T) {
 	ctl2 := startController(t, ctl.addr, configserver.Options{})
 	ctl2.Publish(config("", b))
 	second.waitServes("app.example", "b")
-	if st := second.p.Stats(); st.ConfigLoaded.Load() != 1 || st.ClusterUpdates.Load() != 1 {
+	// Counted just after the update is applied, which waitServes sees.
+	st := second.p.Stats()
+	waitFor(t, "the cluster update counted", func() bool { return st.ClusterUpdates.Load() > 0 })
+	if st.ConfigLoaded.Load() != 1 || st.ClusterUpdates.Load() != 1 {
 		t.Errorf("%d loads, %d cluster updates; want the cache's load and one cluster update", st.ConfigLoaded.Load(), st.ClusterUpdates.Load())
 	}
 }
