@@ -165,16 +165,7 @@ func headBuffered(br *bufio.Reader) bool {
 // headEnds reports whether b holds an empty line: a line feed followed by
 // another, or by CR LF.
 func headEnds(b []byte) bool {
-	for i := bytes.IndexByte(b, '\n'); i >= 0 && i+1 < len(b); {
-		rest := b[i+1:]
-		if rest[0] == '\n' || len(rest) > 1 && rest[0] == '\r' && rest[1] == '\n' {
-			return true
-		}
-		j := bytes.IndexByte(rest, '\n')
-		if j < 0 {
-			return false
-		}
-		i += 1 + j
-	}
-	return false
+	return bytes.Contains(b, crlfEmpty) || bytes.Contains(b, lfEmpty)
 }
+
+var crlfEmpty, lfEmpty = []byte("\n\r\n"), []byte("\n\n")

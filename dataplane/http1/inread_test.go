@@ -46,20 +46,26 @@ func echoServer(t *testing.T) string {
 	})
 }
 
+// dialEcho connects to a new echoServer, with a deadline on everything
+// the test does with the connection.
+func dialEcho(t *testing.T, d time.Duration) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", echoServer(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(d))
+	return c, bufio.NewReader(c)
+}
+
 // Requests arrive in every shape on one kept-alive connection, and each
 // is answered whole and in order: whether it is served inside the read
 // (inread.go) or handed over to the usual path, and however its bytes are
 // cut across the client's writes.
 func TestServeInReadEveryArrival(t *testing.T) {
 	t.Parallel()
-	addr := echoServer(t)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(20 * time.Second))
-	br := bufio.NewReader(c)
+	c, br := dialEcho(t, 20*time.Second)
 	expect := func(what string, want ...string) {
 		t.Helper()
 		for _, w := range want {
@@ -131,14 +137,7 @@ func TestServeInReadEveryArrival(t *testing.T) {
 // read on the same connection.
 func TestServeInReadHandsOverUpgrades(t *testing.T) {
 	t.Parallel()
-	addr := echoServer(t)
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(10 * time.Second))
-	br := bufio.NewReader(c)
+	c, br := dialEcho(t, 10*time.Second)
 	io.WriteString(c, "GET /first HTTP/1.1\r\nHost: a\r\n\r\n")
 	res, err := http.ReadResponse(br, nil)
 	if err != nil {
