@@ -55,22 +55,7 @@ func TestAccessPolicyMakesItsApplication(t *testing.T) {
 	controllerName := "tunnelgate.dev/test-" + ns
 	backend := netns.Addr(91).String()
 	emailEcho(t, backend+":8080")
-	if err := env.Apply(ctx, []byte(fmt.Sprintf(`
-apiVersion: v1
-kind: Secret
-metadata: {name: cloudflare, namespace: %[1]s}
-stringData: {token: %[3]s}
----
-apiVersion: tunnelgate.dev/v1alpha1
-kind: GatewayClassConfig
-metadata: {name: %[1]s}
-spec:
-  credentialsRef: {namespace: %[1]s, name: cloudflare}
-  tunnel:
-    name: %[1]s
-    tokenSecretRef: {namespace: %[1]s, name: tunnel-token}
----
-`, ns, controllerName, apiToken, backend, team)+
+	if err := env.Apply(ctx, []byte(fixture.CloudflareClassYAML(ns, apiToken, ns, "")+
 		fixture.ClassYAML(ns, controllerName, ns)+"---\n"+fixture.GatewayYAML(ns, "gw", ns, fixture.HTTP80)+fmt.Sprintf(`---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute

@@ -57,23 +57,7 @@ spec:
 		}
 		return b.String()
 	}
-	objects := fmt.Sprintf(`
-apiVersion: v1
-kind: Secret
-metadata: {name: cloudflare, namespace: %[1]s}
-stringData: {token: %[2]s}
----
-apiVersion: tunnelgate.dev/v1alpha1
-kind: GatewayClassConfig
-metadata: {name: %[1]s}
-spec:
-  credentialsRef: {namespace: %[1]s, name: cloudflare}
-  tunnel:
-    name: %[1]s
-    tokenSecretRef: {namespace: %[1]s, name: tunnel-token}
-  dns: {enabled: true, zones: [example.com]}
----
-`, ns, apiToken) + fixture.ClassYAML(ns, controllerName, ns) + "---\n" + fixture.GatewayYAML(ns, "gw", ns, fixture.HTTP80) +
+	objects := fixture.CloudflareClassYAML(ns, apiToken, ns, "{enabled: true, zones: [example.com]}") + fixture.ClassYAML(ns, controllerName, ns) + "---\n" + fixture.GatewayYAML(ns, "gw", ns, fixture.HTTP80) +
 		fixture.AppBackend(ns, addr)
 	if err := env.Apply(ctx, []byte(objects+routes("app.example.com", "taken.example.com"))); err != nil {
 		t.Fatal(err)

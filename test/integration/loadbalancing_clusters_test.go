@@ -101,23 +101,7 @@ func TestLoadBalancingTwoClusters(t *testing.T) {
 	}
 	join := func(c *lbCluster, policy string) {
 		t.Helper()
-		objects := fmt.Sprintf(`
-apiVersion: v1
-kind: Secret
-metadata: {name: cloudflare, namespace: %[1]s}
-stringData: {token: %[2]s}
----
-apiVersion: tunnelgate.dev/v1alpha1
-kind: GatewayClassConfig
-metadata: {name: %[1]s}
-spec:
-  credentialsRef: {namespace: %[1]s, name: cloudflare}
-  tunnel:
-    name: %[4]s
-    tokenSecretRef: {namespace: %[1]s, name: tunnel-token}
-  dns: {enabled: true, zones: [example.com], ownerID: %[3]s}
----
-`, c.ns, apiToken, c.owner, c.tunnel) + fixture.ClassYAML(c.ns, controllerName, c.ns) + "---\n" + fixture.GatewayYAML(c.ns, "gw", c.ns, fixture.HTTP80) +
+		objects := fixture.CloudflareClassYAML(c.ns, apiToken, c.tunnel, "{enabled: true, zones: [example.com], ownerID: "+c.owner+"}") + fixture.ClassYAML(c.ns, controllerName, c.ns) + "---\n" + fixture.GatewayYAML(c.ns, "gw", c.ns, fixture.HTTP80) +
 			fixture.AppBackend(c.ns, c.backend) + fmt.Sprintf(`---
 apiVersion: gateway.networking.k8s.io/v1
 kind: HTTPRoute
