@@ -5,9 +5,12 @@ package chart
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -21,6 +24,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 )
@@ -77,6 +81,16 @@ func TestUpgradeLosesNothing(t *testing.T) {
 	previousImage := tunnelgateRepository + ":" + previousTag
 	if err := r.node.ImportImage(ctx, previousImage, prev.image); err != nil {
 		t.Fatal(err)
+	}
+
+	// The new CRDs take every object the previous ones took, and serve
+	// it to the previous controller after a rollback.
+	problems, err := crdIncompatibilities(crdStream(t, prev.chart), crdStream(t, chartDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("the CRDs of commit %s and the working tree's: %s", prev.commit, p)
 	}
 
 	// The cluster has the previous release's CRDs, as one that runs it
@@ -195,6 +209,151 @@ func crdStream(t testing.TB, chart string) []byte {
 		out = append(append(out, "\n---\n"...), b...)
 	}
 	return out
+}
+
+// crdIncompatibilities lists where the CRDs of next do not take what
+// those of prev took: each CRD and each version prev served must still be
+// served, each field of a version's schema still be there, and no field
+// be required that was not (at a place prev's schema had). So objects
+// written for the previous release stay valid after the upgrade, and the
+// previous controller reads them after a rollback (fields it does not
+// know it ignores).
+func crdIncompatibilities(prev, next []byte) ([]string, error) {
+	load := func(stream []byte) (map[string]map[string]any, error) {
+		versions := map[string]map[string]any{} // "crd version" → openAPIV3Schema
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(stream), 4096)
+		for {
+			var crd struct {
+				Metadata struct{ Name string }
+				Spec     struct {
+					Versions []struct {
+						Name   string
+						Served bool
+						Schema struct {
+							OpenAPIV3Schema map[string]any `json:"openAPIV3Schema"`
+						}
+					}
+				}
+			}
+			if err := dec.Decode(&crd); err == io.EOF {
+				return versions, nil
+			} else if err != nil {
+				return nil, fmt.Errorf("reading CRDs: %w", err)
+			}
+			for _, v := range crd.Spec.Versions {
+				if v.Served {
+					versions[crd.Metadata.Name+" "+v.Name] = v.Schema.OpenAPIV3Schema
+				}
+			}
+		}
+	}
+	old, err := load(prev)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := load(next)
+	if err != nil {
+		return nil, err
+	}
+	if len(old) == 0 {
+		return nil, fmt.Errorf("the previous CRDs serve no version")
+	}
+	var problems []string
+	required := func(s map[string]any) []string {
+		var out []string
+		r, _ := s["required"].([]any)
+		for _, x := range r {
+			out = append(out, fmt.Sprint(x))
+		}
+		return out
+	}
+	var walk func(at string, o, n map[string]any)
+	walk = func(at string, o, n map[string]any) {
+		for _, r := range required(n) {
+			if !slices.Contains(required(o), r) {
+				problems = append(problems, fmt.Sprintf("%s: %s is required now and was not: objects of the previous release may lack it", at, r))
+			}
+		}
+		for _, key := range []string{"items", "additionalProperties"} {
+			oi, _ := o[key].(map[string]any)
+			ni, _ := n[key].(map[string]any)
+			if oi != nil && ni == nil {
+				problems = append(problems, fmt.Sprintf("%s: its %s schema is gone", at, key))
+			} else if oi != nil {
+				walk(at+"."+key, oi, ni)
+			}
+		}
+		oprops, _ := o["properties"].(map[string]any)
+		nprops, _ := n["properties"].(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(oprops)) {
+			nf, ok := nprops[name].(map[string]any)
+			if !ok {
+				problems = append(problems, fmt.Sprintf("%s: field %s is gone", at, name))
+				continue
+			}
+			of, _ := oprops[name].(map[string]any)
+			walk(at+"."+name, of, nf)
+		}
+	}
+	for _, v := range slices.Sorted(maps.Keys(old)) {
+		n, ok := cur[v]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("CRD %s is no longer served", v))
+			continue
+		}
+		walk(v, old[v], n)
+	}
+	return problems, nil
+}
+
+// crdIncompatibilities finds a field gone, a field newly required and a
+// version no longer served, and nothing in the chart's CRDs against
+// themselves.
+func TestCRDIncompatibilitiesFound(t *testing.T) {
+	crds := crdStream(t, chartDir)
+	if problems, err := crdIncompatibilities(crds, crds); err != nil || len(problems) != 0 {
+		t.Fatalf("the chart's CRDs against themselves: %v %v", problems, err)
+	}
+	const prev = `
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: things.example.com}
+spec:
+  versions:
+  - name: v1
+    served: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              a: {type: string}
+              b: {type: array, items: {type: object, properties: {c: {type: string}}}}
+  - name: v0
+    served: true
+    schema: {openAPIV3Schema: {type: object}}
+`
+	next := strings.NewReplacer("a: {type: string}", "z: {type: string}", "items: {type: object, properties:", "items: {type: object, required: [c], properties:",
+		"name: v0\n    served: true", "name: v0\n    served: false").Replace(prev)
+	problems, err := crdIncompatibilities([]byte(prev), []byte(next))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"things.example.com v0 is no longer served",
+		"things.example.com v1.spec.b.items: c is required now",
+		"things.example.com v1.spec: field a is gone",
+	}
+	if len(problems) != len(want) {
+		t.Fatalf("problems %q, want %d: %q", problems, len(want), want)
+	}
+	for _, w := range want {
+		if !slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, w) }) {
+			t.Errorf("problems %q: none says %q", problems, w)
+		}
+	}
 }
 
 // tunnelgateImages are the images of a Pod spec's containers (init
