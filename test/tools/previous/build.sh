@@ -22,7 +22,8 @@
 # The commit's files come from git archive, so no worktree is registered;
 # its modules are downloaded here, outside go test's network namespace.
 # Idempotent; concurrent runs are serialised by flock; the directory
-# appears by renaming a finished temporary one.
+# appears by renaming a finished temporary one. The four releases used
+# last are kept.
 set -euo pipefail
 
 root=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
@@ -44,7 +45,18 @@ complete() {
 point() {
 	mkdir -p "$(dirname "$link")"
 	ln -sfn "$dest" "$link"
+	touch "$dest"
 	echo "previous-release: $previous is $commit, in $dest"
+}
+
+# prune keeps the four releases used last (about 30 MB each): every merge
+# to main makes another previous commit.
+prune() {
+	local old
+	ls -1dt "$cache"/*/ 2>/dev/null | tail -n +5 | while read -r old; do
+		old=${old%/}
+		[[ "$old" == "$dest" ]] || rm -rf "$old" "$cache/.$(basename "$old").lock"
+	done
 }
 
 if complete "$dest"; then
@@ -88,3 +100,4 @@ rm -rf "$dest"
 mv -T "$tmp" "$dest"
 trap - EXIT
 point
+prune
