@@ -97,11 +97,15 @@ chart-tools: ## build helm and fetch the CRDs chart-check needs into the cache
 # run in a network namespace without the module proxy, so the modules the
 # release builds with are downloaded first, and the release's binaries are
 # built first so that a machine's first arm64 build (minutes) is not inside
-# go test's timeout.
+# go test's timeout. The upgrade test installs the previous release first:
+# test/tools/previous builds its image and takes its chart, from the
+# commit PREVIOUS (default HEAD^, the previous state of main; a tag works),
+# cached per commit.
 # UPDATE=1 rewrites the golden renders.
-chart-check: chart-tools testenv realnode ## lint, render, validate and install the Helm chart, and run it on a real node (UPDATE=1 rewrites golden files)
+chart-check: chart-tools testenv realnode ## lint, render, validate and install the Helm chart, and run it on a real node (UPDATE=1 rewrites golden files; PREVIOUS=commit to upgrade from)
 	go mod download
 	go run ./release binaries -dist $(DIST)
+	bash test/tools/previous/build.sh $(PREVIOUS)
 	go test -count=1 -timeout 40m ./test/chart $(if $(UPDATE),-args -update)
 
 # The upstream Gateway API conformance suite (test/conformance, a module of

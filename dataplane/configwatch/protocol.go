@@ -76,7 +76,10 @@ const maxDocument = 256 << 20
 
 // DecodeDocument reads a document strictly, as proxycfg.DecodeConfig
 // reads a config: an unknown field is an error, since a field this proxy
-// does not know is a setting it would silently ignore. The config inside
+// does not know is a setting it would silently ignore. That is what a
+// proxy older than its controller meets when the controller uses a
+// setting added since, so the error says so (the client keeps serving
+// its config meanwhile: docs/install.md, "Upgrade"). The config inside
 // must carry the document's version, so the proxy reports the version the
 // controller named.
 func DecodeDocument(b []byte) (*Document, error) {
@@ -87,6 +90,9 @@ func DecodeDocument(b []byte) (*Document, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
+		if strings.HasPrefix(err.Error(), "json: unknown field ") {
+			return nil, fmt.Errorf("decoding config document: %w: the controller is newer than this proxy and uses a setting it does not know; upgrade the proxy", err)
+		}
 		return nil, fmt.Errorf("decoding config document: %w", err)
 	}
 	if dec.More() {

@@ -18,7 +18,7 @@ func TestDecodeDocument(t *testing.T) {
 	for _, c := range []struct{ name, doc, want string }{
 		{"not JSON", "{", "decoding config document"},
 		{"unknown field", strings.Replace(validDoc, `"version":"v1",`, `"version":"v1","extra":1,`, 1), "unknown field"},
-		{"unknown config field", strings.Replace(validDoc, `"listeners":[]`, `"listeners":[],"colour":"blue"`, 1), "unknown field"},
+		{"unknown config field", strings.Replace(validDoc, `"listeners":[]`, `"listeners":[],"colour":"blue"`, 1), `unknown field "colour": the controller is newer than this proxy`},
 		{"trailing data", validDoc + "{}", "data after"},
 		{"no version", strings.Replace(validDoc, `{"version":"v1"`, `{"version":""`, 1), "version missing"},
 		{"no hashes", strings.NewReplacer(`"routesHash":"r"`, `"routesHash":""`, `"clustersHash":"c"`, `"clustersHash":""`).Replace(validDoc), "routesHash, clustersHash missing"},

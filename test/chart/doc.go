@@ -23,6 +23,15 @@
 //     cluster through the proxies' Service, sessions hold across proxy
 //     Pods, dedicated planes get their own Pods and tunnels, and rolling
 //     the Deployments under load loses no request;
+//   - upgrades lose nothing: the previous release (the chart and image of
+//     the commit test/tools/previous builds, by default the parent) is
+//     installed with its CRDs, serving a Gateway on the shared proxies and
+//     one with a dedicated plane; under load through the edge the new
+//     CRDs are applied server-side and helm upgrades to the working
+//     tree's chart and image, then rolls back, and in each the
+//     controllers, proxies and plane roll to the other image, their
+//     proxies serve the config version the controller serves, and no
+//     request fails;
 //   - what only a real runtime shows: the security context as the kernel
 //     applies it to every container's process (user, capabilities,
 //     seccomp, no_new_privs, read-only root), GOMEMLIMIT equal to the
@@ -50,6 +59,7 @@
 //
 // helm and the Prometheus Operator CRDs come from the Go module proxy by
 // test/tools/chart/build.sh (`make chart-tools`), the node's programs by
-// test/tools/realnode/build.sh (`make realnode`), into caches; the tests
-// fail, not skip, when they are missing.
+// test/tools/realnode/build.sh (`make realnode`), the previous release by
+// test/tools/previous/build.sh (`make chart-check` runs it), into caches;
+// the tests fail, not skip, when they are missing.
 package chart

@@ -241,12 +241,18 @@ type load struct {
 type loadCounts struct{ sent, failed int64 }
 
 func startLoad(c *http.Client, workers, perWorker int) *load {
+	return startLoadOf(workers, perWorker, func(int) error { return visitAppOnce(c) })
+}
+
+// startLoadOf is startLoad with the request of its own: visit is called
+// with a worker's count of requests so far.
+func startLoadOf(workers, perWorker int, visit func(i int) error) *load {
 	l := &load{done: make(chan struct{})}
 	for range workers {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			for range perWorker {
+			for i := range perWorker {
 				select {
 				case <-l.done:
 					return
@@ -254,7 +260,7 @@ func startLoad(c *http.Client, workers, perWorker int) *load {
 				}
 				time.Sleep(time.Millisecond)
 				l.sent.Add(1)
-				if err := visitAppOnce(c); err != nil {
+				if err := visit(i); err != nil {
 					l.failed.Add(1)
 					l.mu.Lock()
 					if len(l.errs) < 10 {
