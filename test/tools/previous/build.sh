@@ -29,6 +29,12 @@ set -euo pipefail
 root=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
 cd "$root"
 previous=${1:-HEAD^}
+# A shallow clone lacks the parent: deepen it by one commit where its
+# origin answers, before giving up.
+if ! git rev-parse --verify --quiet "${previous}^{commit}" >/dev/null &&
+	[[ $(git rev-parse --is-shallow-repository) == true ]]; then
+	git fetch --quiet --deepen=1 2>/dev/null || true
+fi
 if ! commit=$(git rev-parse --verify --quiet "${previous}^{commit}"); then
 	echo "previous-release: $previous is not a commit in this clone ($(git rev-parse --is-shallow-repository | sed 's/true/a shallow clone/;s/false/full history/')):" \
 		"run git fetch --unshallow (and git fetch --tags for a tag), or name another with PREVIOUS=<commit or tag>" >&2
