@@ -95,10 +95,12 @@ prism: ## install Prism and extract Cloudflare's OpenAPI spec into the cache
 backends: ## fetch and unpack Debian's lighttpd, nginx and OpenSSH into the cache
 	bash test/tools/backends/install.sh
 
-# helm, built from the Go module proxy (test/tools/chart pins it), and the
-# ServiceMonitor CRD the chart is validated against: once per machine.
-chart-tools: ## build helm and fetch the CRDs chart-check needs into the cache
+# helm and cosign, built from the Go module proxy (test/tools/chart pins
+# them), and the ServiceMonitor CRD the chart is validated against: once
+# per machine.
+chart-tools: ## build helm and cosign and fetch the CRDs chart-check needs into the cache
 	bash test/tools/chart/build.sh
+	bash test/tools/chart/cosign.sh
 
 # Lints and renders chart/ with each chart/ci/*-values.yaml, compares the
 # renders with test/chart/testdata, server-side dry-runs them on a real
