@@ -41,9 +41,21 @@ RELEASE_FLAGS      = -version '$(VERSION)' -revision '$(REVISION)' -source-date-
 image: ## the multi-arch image as an OCI layout in dist/image, and its SBOM (VERSION)
 	go run ./release image $(RELEASE_FLAGS)
 
-release: ## push the image, its SBOM and the chart: REGISTRY=host[/path] VERSION=x.y.z
+# Signing (docs/install.md#signing-a-release), with cosign: COSIGN_KEY
+# (a key file of `cosign generate-key-pair`, its password in
+# COSIGN_PASSWORD, or a KMS URI) signs with a key; SIGN=keyless signs
+# with the OIDC identity of a CI instead; neither: unsigned.
+# COSIGN_TLOG=false keeps a key's signatures out of the public
+# transparency log; COSIGN is the cosign program.
+SIGN        ?=
+COSIGN_KEY  ?=
+COSIGN_TLOG ?= true
+COSIGN      ?= cosign
+
+release: ## push the image, its SBOM and the chart: REGISTRY=host[/path] VERSION=x.y.z, signed with COSIGN_KEY or SIGN=keyless
 	@[ -n "$(REGISTRY)" ] || { echo "release: say where to push, e.g. make release REGISTRY=ghcr.io/acme VERSION=0.2.0" >&2; exit 2; }
-	go run ./release publish $(RELEASE_FLAGS) -registry '$(REGISTRY)'
+	go run ./release publish $(RELEASE_FLAGS) -registry '$(REGISTRY)' \
+		-sign '$(SIGN)' -sign-key '$(COSIGN_KEY)' -tlog='$(COSIGN_TLOG)' -cosign '$(COSIGN)'
 
 run: build ## standalone mode on examples/quickstart/ with demo backends (LISTEN=127.0.0.1:8080)
 	bash examples/quickstart/run.sh bin/tunnelgate
@@ -83,10 +95,12 @@ prism: ## install Prism and extract Cloudflare's OpenAPI spec into the cache
 backends: ## fetch and unpack Debian's lighttpd, nginx and OpenSSH into the cache
 	bash test/tools/backends/install.sh
 
-# helm, built from the Go module proxy (test/tools/chart pins it), and the
-# ServiceMonitor CRD the chart is validated against: once per machine.
-chart-tools: ## build helm and fetch the CRDs chart-check needs into the cache
+# helm and cosign, built from the Go module proxy (test/tools/chart pins
+# them), and the ServiceMonitor CRD the chart is validated against: once
+# per machine.
+chart-tools: ## build helm and cosign and fetch the CRDs chart-check needs into the cache
 	bash test/tools/chart/build.sh
+	bash test/tools/chart/cosign.sh
 
 # Lints and renders chart/ with each chart/ci/*-values.yaml, compares the
 # renders with test/chart/testdata, server-side dry-runs them on a real

@@ -2,7 +2,7 @@
 // Go and no container engine, and pushes them to an OCI registry.
 //
 //	go run ./release image   -version V -revision SHA -source-date-epoch T [-dist dist]
-//	go run ./release publish -version V -revision SHA -source-date-epoch T -registry R [-dist dist]
+//	go run ./release publish -version V -revision SHA -source-date-epoch T -registry R [-dist dist] [-sign-key K | -sign keyless] [-tlog=false] [-cosign C]
 //	go run ./release rootfs  -version V -arch ARCH -out DIR
 //	go run ./release binaries [-version V] [-dist dist]
 //
@@ -19,8 +19,10 @@
 // publish (`make release`) does the same, packages chart/ with the
 // release's version and the image's digest (release/chartpkg) into
 // DIST/tunnelgate-V.tgz, and pushes the index, the SBOM and the chart
-// under R (release/publish says where each goes), then prints how to
-// install the chart.
+// under R (release/publish says where each goes). With -sign-key (or
+// -sign keyless) it then signs the index and the chart by digest and
+// attests the SBOM to the index with cosign (release/sign), and prints how
+// to verify them; then how to install the chart.
 //
 // rootfs writes the image's root filesystem for one architecture to a
 // directory: the Dockerfile copies it into a scratch image, so a Docker

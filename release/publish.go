@@ -13,6 +13,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/release/chartpkg"
 	"github.com/tunnelgate/tunnelgate/release/publish"
 	"github.com/tunnelgate/tunnelgate/release/sbom"
+	"github.com/tunnelgate/tunnelgate/release/sign"
 )
 
 // runPublish is the publish command: the image, its SBOM and the chart,
@@ -22,6 +23,10 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	parse := releaseFlags(fs)
 	registry := fs.String("registry", "", "where to push: a registry host and optional path, e.g. ghcr.io/acme or 127.0.0.1:5000/tunnelgate")
 	chartDir := fs.String("chart", "chart", "the chart to package")
+	signMode := fs.String("sign", "", "how to sign the release with cosign: key (the default when -sign-key is given) or keyless; neither: unsigned")
+	signKey := fs.String("sign-key", "", "the private key to sign with: a file of cosign generate-key-pair (its password in COSIGN_PASSWORD) or any reference cosign's --key takes, e.g. a KMS URI")
+	tlog := fs.Bool("tlog", true, "upload the signatures to the public transparency log (Rekor); false for a private or air-gapped release (key signing only)")
+	cosign := fs.String("cosign", "cosign", "the cosign program that signs")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -31,6 +36,15 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *registry == "" {
 		return usageError{fmt.Errorf("-registry is required, e.g. -registry ghcr.io/acme")}
+	}
+	signing, err := sign.ParseOptions(*signMode, *signKey, *tlog, *cosign)
+	if err != nil {
+		return usageError{err}
+	}
+	if signing.Signed() {
+		if _, err := signing.LookCosign(); err != nil {
+			return usageError{err}
+		}
 	}
 	// Refuse what cannot be pushed before minutes of building.
 	if err := chartpkg.CheckVersion(o.version); err != nil {
@@ -79,6 +93,19 @@ func runPublish(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	fmt.Fprintf(stdout, "pushed the chart  %s:%s@%s\n", chartRepo, tag, chartRef.DigestStr())
+
+	signed := sign.Release{Index: imageRef.String(), Chart: chartRef.String(), SBOM: filepath.Join(o.dist, sbomFile)}
+	if err := sign.Run(ctx, signing, signed, stdout, stderr); err != nil {
+		return err
+	}
+	if signing.Signed() {
+		fmt.Fprintf(stdout, "\nsigned the image and the chart, and attested the SBOM to the image (%s); verify with:\n", signing.Mode)
+		for _, c := range sign.VerifyCommands(signing, signed, "cosign.pub") {
+			fmt.Fprintf(stdout, "  %s\n", c)
+		}
+	} else {
+		fmt.Fprintf(stdout, "\nthe release is not signed: give COSIGN_KEY (or SIGN=keyless in a CI with OIDC) to sign it, as docs/install.md says\n")
+	}
 	fmt.Fprintf(stdout, "\ninstall with:\n  helm install tunnelgate oci://%s --version %s --namespace tunnelgate-system --create-namespace ...\n", chartRepo, chart.Version)
 	return nil
 }

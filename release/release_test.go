@@ -107,6 +107,9 @@ func TestUsage(t *testing.T) {
 		{append([]string{"publish"}, ok...), 2, "-registry is required"},
 		{[]string{"publish", "-registry", "127.0.0.1:1", "-version", "e49b9af-dirty", "-revision", testRevision, "-source-date-epoch", testEpoch}, 2, "not a semantic version"},
 		{append([]string{"publish", "-registry", "Not A Registry"}, ok...), 2, "registry"},
+		{append([]string{"publish", "-registry", "127.0.0.1:1", "-sign", "gpg"}, ok...), 2, `SIGN="gpg"`},
+		// Signing asked without cosign fails before minutes of building.
+		{append([]string{"publish", "-registry", "127.0.0.1:1", "-sign-key", "cosign.key", "-cosign", "/nonexistent/cosign"}, ok...), 2, "needs cosign"},
 		{[]string{"rootfs"}, 2, "-out is required"},
 		{[]string{"binaries", "-arch", ""}, 2, "names no architecture"},
 		{[]string{"help"}, 0, ""},

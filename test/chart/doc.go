@@ -55,10 +55,17 @@
 //     that run /tunnelgate as 65532 with the release's labels, whose binary
 //     runs and prints the version, its SBOM as a referrer describing that
 //     index and those binaries, and the chart, which `helm install oci://`
-//     installs with every tunnelgate container pinned to the pushed digest.
+//     installs with every tunnelgate container pinned to the pushed digest;
+//   - `make release` with a cosign key (without the transparency log: no
+//     network) signs the index and the chart by digest and attests the SBOM
+//     to the index, so that the stock cosign verifies each (payloads naming
+//     those digests, the attested predicate the SBOM) and helm pulls the
+//     chart by the digest verified, while another key, a tag moved to a
+//     tampered manifest, and the signatures copied onto one are refused.
 //
 // helm and the Prometheus Operator CRDs come from the Go module proxy by
-// test/tools/chart/build.sh (`make chart-tools`), the node's programs by
+// test/tools/chart/build.sh (`make chart-tools`), cosign by
+// test/tools/chart/cosign.sh (the same target), the node's programs by
 // test/tools/realnode/build.sh (`make realnode`), the previous release by
 // test/tools/previous/build.sh (`make chart-check` runs it), into caches;
 // the tests fail, not skip, when they are missing.

@@ -59,6 +59,9 @@ func TestReleaseInstallsFromARegistry(t *testing.T) {
 		t.Fatalf("make release: %v\n%s", err, out)
 	}
 	t.Logf("make release:\n%s", out)
+	if !strings.Contains(string(out), "the release is not signed") {
+		t.Errorf("make release without COSIGN_KEY or SIGN does not say the release is not signed")
+	}
 	revision := git(t, "rev-parse", "HEAD")
 	epoch, err := strconv.ParseInt(git(t, "log", "-1", "--format=%ct"), 10, 64)
 	if err != nil {

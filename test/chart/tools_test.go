@@ -13,6 +13,7 @@ import (
 const (
 	helmVersion               = "v4.3.1"
 	prometheusOperatorVersion = "v0.85.0"
+	cosignVersion             = "v3.1.3" // test/tools/chart/cosign.sh
 )
 
 // The file names of the Prometheus Operator CRDs in toolsDir, which the
@@ -44,6 +45,17 @@ func toolsDir(t testing.TB) string {
 
 func helmPath(t testing.TB) string { return filepath.Join(toolsDir(t), "helm") }
 
+// cosignPath is where test/tools/chart/cosign.sh puts cosign, in the same
+// cache as helm.
+func cosignPath(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(filepath.Dir(toolsDir(t)), "cosign-"+cosignVersion, "cosign")
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("cosign %s is not in %s: run `make chart-tools` in the repository root (about 2 minutes once per machine, then cached)", cosignVersion, filepath.Dir(p))
+	}
+	return p
+}
+
 // The constants above name the directory build.sh writes: a version bump
 // in one place and not the other would make every test fail with "run
 // make chart-tools", which would not help.
@@ -61,5 +73,12 @@ func TestToolVersionsMatchBuildScript(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^prometheus_operator_version=` + regexp.QuoteMeta(prometheusOperatorVersion) + `$`).Match(script) {
 		t.Errorf("test/tools/chart/build.sh does not set prometheus_operator_version=%s (prometheusOperatorVersion here)", prometheusOperatorVersion)
+	}
+	script, err = os.ReadFile("../tools/chart/cosign.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^cosign_version=` + regexp.QuoteMeta(cosignVersion) + `$`).Match(script) {
+		t.Errorf("test/tools/chart/cosign.sh does not set cosign_version=%s (cosignVersion here)", cosignVersion)
 	}
 }
