@@ -28,6 +28,9 @@ set -euo pipefail
 
 root=$(git -C "$(dirname "${BASH_SOURCE[0]}")" rev-parse --show-toplevel)
 cd "$root"
+# Go: the toolchain go.mod's toolchain line names (the Makefile says why);
+# the previous commit's own go.mod names the one its build takes, below.
+export GOTOOLCHAIN=$(sed -n 's/^toolchain //p' "$root/go.mod")
 previous=${1:-HEAD^}
 # A shallow clone lacks the parent: deepen it by one commit where its
 # origin answers, before giving up.
