@@ -192,3 +192,31 @@ func TestDNSPolicyCacheSeesOtherRoutes(t *testing.T) {
 		t.Errorf("after: %+v", c)
 	}
 }
+
+// TestDNSPolicyStreamRoutes: a TCPRoute's and a TLSRoute's public
+// hostnames are left to others like an HTTPRoute's, and still routed.
+func TestDNSPolicyStreamRoutes(t *testing.T) {
+	in := loadGolden(t, "streams.yaml")
+	ref := func(kind, name string) gwv1.LocalPolicyTargetReferenceWithSectionName {
+		return gwv1.LocalPolicyTargetReferenceWithSectionName{LocalPolicyTargetReference: gwv1.LocalPolicyTargetReference{
+			Group: "gateway.networking.k8s.io", Kind: gwv1.Kind(kind), Name: gwv1.ObjectName(name)}}
+	}
+	in.DNSPolicies = []*v1alpha1.DNSPolicy{{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "streams"},
+		Spec: v1alpha1.DNSPolicySpec{Records: v1alpha1.DNSRecordsUnmanaged,
+			TargetRefs: []gwv1.LocalPolicyTargetReferenceWithSectionName{ref("TCPRoute", "ssh"), ref("TLSRoute", "secure")}},
+	}}
+	out := translate.Translate(in)
+	if got, want := unmanagedHosts(out), []string{"secure.example.com", "ssh.example.com"}; !slices.Equal(got, want) {
+		t.Errorf("unmanaged hostnames %v, want %v", got, want)
+	}
+	for _, h := range out.Hostnames {
+		if (h.Name == "secure.example.com" || h.Name == "ssh.example.com") && h.Stream == nil {
+			t.Errorf("%s is no longer routed as a stream: %+v", h.Name, h)
+		}
+	}
+	as := out.DNSPolicies[nsName("default", "streams")]
+	if len(as) != 1 || !strings.Contains(cond(as[0].Conditions, string(gwv1.PolicyConditionAccepted)).Message, "secure.example.com, ssh.example.com") {
+		t.Errorf("ancestors %+v", as)
+	}
+}
