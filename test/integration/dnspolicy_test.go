@@ -22,11 +22,11 @@ import (
 )
 
 // A DNSPolicy leaves two routes' hostnames to others: tunnelgate's
-// records there go, a foreign record stays (with dns.takeover on, and
-// after another DNS pass), the other route's records are untouched, the
-// ingress document still routes every hostname, and the routes, the
-// policy and the Gateway say so. The policy deleted, tunnelgate makes
-// the records again.
+// records there go, a foreign record stays (also once dns.takeover is
+// turned on), the other route's records are untouched, the ingress
+// document still routes every hostname, and the routes, the policy and
+// the Gateway say so. The policy deleted, tunnelgate makes the records
+// again.
 func TestDNSPolicyLeavesRecordsToOthers(t *testing.T) {
 	env := shared.Env(t)
 	cl := newClients(t, env)
@@ -101,8 +101,6 @@ spec:
 		t.Fatalf("before the policy: records %v", recs)
 	}
 
-	// The policy, and dns.takeover turned on: it must not reach the
-	// hostnames left to others.
 	policy := fmt.Sprintf(`---
 apiVersion: tunnelgate.dev/v1alpha1
 kind: DNSPolicy
@@ -113,7 +111,7 @@ spec:
   - {group: gateway.networking.k8s.io, kind: HTTPRoute, name: lb}
   records: Unmanaged
 `, ns)
-	if err := env.Apply(ctx, []byte(class(true)+policy)); err != nil {
+	if err := env.Apply(ctx, []byte(policy)); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, "ext and lb left to others", all(
@@ -157,13 +155,15 @@ spec:
 		return condIs(g.Status.Conditions, translate.ConditionDNSPolicyAffected, metav1.ConditionTrue, translate.DNSReasonUnmanaged)
 	})
 
-	// external-dns writes its own record for ext; another DNS pass (a new
-	// hostname) leaves it, and lb's, alone.
+	// external-dns writes its own record for ext; dns.takeover is turned
+	// on, and a new hostname whose foreign record it replaces shows a
+	// DNS pass with takeover on was made: it left ext's and lb's alone.
 	f.AddRecord("zone", cffake.Record{Type: "CNAME", Name: "ext.example.com", Content: "ext-lb.example.net", TTL: 1})
-	if err := env.Apply(ctx, []byte(route("more", "more.example.com"))); err != nil {
+	f.AddRecord("zone", cffake.Record{Type: "A", Name: "more.example.com", Content: "192.0.2.8", TTL: 1})
+	if err := env.Apply(ctx, []byte(class(true)+route("more", "more.example.com"))); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "more's records ready", dnsCond("more", metav1.ConditionTrue, translate.DNSReasonReady))
+	eventually(t, 30*time.Second, "more's records ready, the foreign one taken over", dnsCond("more", metav1.ConditionTrue, translate.DNSReasonReady))
 	recs = zoneRecords(f)
 	if recs["CNAME ext.example.com"] != "ext-lb.example.net" || recs["A lb.example.com"] != "192.0.2.7" {
 		t.Errorf("the other manager's records were touched: %v", recs)
