@@ -190,3 +190,46 @@ spec:
 		t.Errorf("the Gateway still says %+v", c)
 	}
 }
+
+// The API server defaults a DNSPolicy's records to Managed and refuses
+// what the CRD's rules refuse.
+func TestDNSPolicyCRD(t *testing.T) {
+	env := shared.Env(t)
+	cl := newClients(t, env)
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	policy := func(name, targets, rest string) []byte {
+		return []byte(fmt.Sprintf(`apiVersion: tunnelgate.dev/v1alpha1
+kind: DNSPolicy
+metadata: {name: %s, namespace: %s}
+spec:
+  targetRefs: %s
+%s`, name, ns, targets, rest))
+	}
+	const route = "[{group: gateway.networking.k8s.io, kind: HTTPRoute, name: app}]"
+	if err := env.Apply(ctx, policy("plain", route, "")); err != nil {
+		t.Fatal(err)
+	}
+	u, err := cl.dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("dnspolicies")).Namespace(ns).Get(ctx, "plain", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p v1alpha1.DNSPolicy
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.Records != v1alpha1.DefaultDNSRecords {
+		t.Errorf("records defaulted to %q, want %q", p.Spec.Records, v1alpha1.DefaultDNSRecords)
+	}
+	for _, bad := range []struct{ targets, rest string }{
+		{route, "  records: Elsewhere\n"},
+		{"[]", "  records: Unmanaged\n"},
+		{"[{group: gateway.networking.k8s.io, kind: HTTPRoute, name: app, sectionName: rule}]", ""},
+		{"[{group: gateway.networking.k8s.io, kind: Service, name: app}]", ""},
+		{"[{group: gateway.networking.k8s.io, kind: HTTPRoute, name: app}, {group: gateway.networking.k8s.io, kind: HTTPRoute, name: app}]", ""},
+	} {
+		if err := env.Apply(ctx, policy("bad", bad.targets, bad.rest)); err == nil {
+			t.Errorf("the API server took targets %s %s", bad.targets, bad.rest)
+		}
+	}
+}
