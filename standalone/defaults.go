@@ -376,6 +376,14 @@ func defaultLoadBalancingPolicy(p *v1alpha1.LoadBalancingPolicy) {
 	p.Status = gwv1.PolicyStatus{}
 }
 
+// defaultDNSPolicy clears the status and applies the CRD's default.
+func defaultDNSPolicy(p *v1alpha1.DNSPolicy) {
+	p.Status = gwv1.PolicyStatus{}
+	if p.Spec.Records == "" {
+		p.Spec.Records = v1alpha1.DefaultDNSRecords
+	}
+}
+
 // setDefault points *p at a copy of v when *p is nil.
 func setDefault[T any](p **T, v T) {
 	if *p == nil {

@@ -26,7 +26,7 @@ import (
 // as a table, with listeners, route parents and policy ancestors indented
 // under it, and the object's events last. Objects come in the order
 // GatewayClass, Gateway, ListenerSet, HTTPRoute, GRPCRoute, TCPRoute,
-// TLSRoute, BackendTLSPolicy, AccessPolicy, LoadBalancingPolicy, each kind sorted by namespace
+// TLSRoute, BackendTLSPolicy, AccessPolicy, LoadBalancingPolicy, DNSPolicy, each kind sorted by namespace
 // and name. snap, which may be nil, adds the protocol, port and hostname
 // of listeners.
 func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
@@ -57,6 +57,7 @@ func Describe(w io.Writer, snap *translate.Snapshot, out *translate.Output) {
 	describeEach(d, kindBackendTLSPolicy, "Ancestor", out.BackendTLSPolicies, policyAncestor)
 	describeEach(d, kindAccessPolicy, "Ancestor", out.AccessPolicies, policyAncestor)
 	describeEach(d, kindLoadBalancingPolicy, "Ancestor", out.LoadBalancingPolicies, policyAncestor)
+	describeEach(d, kindDNSPolicy, "Ancestor", out.DNSPolicies, policyAncestor)
 	d.flushEvents()
 	tw.Flush()
 

@@ -132,6 +132,8 @@ func init() {
 			func(s *translate.Snapshot) *[]*v1alpha1.AccessPolicy { return &s.AccessPolicies }, defaultAccessPolicy),
 		newKind(kindLoadBalancingPolicy, tg, []string{v1alpha1.Version}, false,
 			func(s *translate.Snapshot) *[]*v1alpha1.LoadBalancingPolicy { return &s.LoadBalancingPolicies }, defaultLoadBalancingPolicy),
+		newKind(kindDNSPolicy, tg, []string{v1alpha1.Version}, false,
+			func(s *translate.Snapshot) *[]*v1alpha1.DNSPolicy { return &s.DNSPolicies }, defaultDNSPolicy),
 	} {
 		kinds[k.group+"/"+k.name] = k
 	}
@@ -149,6 +151,7 @@ const (
 	kindBackendTLSPolicy    = "BackendTLSPolicy"
 	kindAccessPolicy        = v1alpha1.KindAccessPolicy
 	kindLoadBalancingPolicy = v1alpha1.KindLoadBalancingPolicy
+	kindDNSPolicy           = v1alpha1.KindDNSPolicy
 )
 
 // lookup finds the kind of apiVersion and kindName, or says why there is

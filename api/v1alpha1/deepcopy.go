@@ -182,6 +182,34 @@ func (in *LoadBalancingPolicyList) DeepCopyObject() runtime.Object {
 	return &out
 }
 
+func (in *DNSPolicy) DeepCopy() *DNSPolicy {
+	if in == nil {
+		return nil
+	}
+	out := *in
+	in.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	out.Spec.TargetRefs = nil
+	for _, r := range in.Spec.TargetRefs {
+		var c gwv1.LocalPolicyTargetReferenceWithSectionName
+		r.DeepCopyInto(&c)
+		out.Spec.TargetRefs = append(out.Spec.TargetRefs, c)
+	}
+	in.Status.DeepCopyInto(&out.Status)
+	return &out
+}
+
+func (in *DNSPolicy) DeepCopyObject() runtime.Object { return in.DeepCopy() }
+
+func (in *DNSPolicyList) DeepCopyObject() runtime.Object {
+	out := *in
+	in.ListMeta.DeepCopyInto(&out.ListMeta)
+	out.Items = make([]DNSPolicy, len(in.Items))
+	for i := range in.Items {
+		out.Items[i] = *in.Items[i].DeepCopy()
+	}
+	return &out
+}
+
 // clonePtr is a copy of *p, or nil.
 func clonePtr[T any](p *T) *T {
 	if p == nil {

@@ -13,6 +13,8 @@
 //     Cloudflare Access (accesspolicy.go).
 //   - LoadBalancingPolicy (namespaced) makes this cluster an origin of a
 //     Cloudflare load balancer on a hostname (loadbalancingpolicy.go).
+//   - DNSPolicy (namespaced) leaves the DNS records of some hostnames to
+//     others (dnspolicy.go).
 //
 // Gateway API types come from sigs.k8s.io/gateway-api and are not redefined.
 package v1alpha1
@@ -50,7 +52,8 @@ func AddToScheme(s *runtime.Scheme) error {
 		&GatewayConfig{}, &GatewayConfigList{},
 		&ExternalBackend{}, &ExternalBackendList{},
 		&AccessPolicy{}, &AccessPolicyList{},
-		&LoadBalancingPolicy{}, &LoadBalancingPolicyList{})
+		&LoadBalancingPolicy{}, &LoadBalancingPolicyList{},
+		&DNSPolicy{}, &DNSPolicyList{})
 	metav1.AddToGroupVersion(s, SchemeGroupVersion)
 	return nil
 }

@@ -77,6 +77,7 @@ func TestCRDsMatchGoTypes(t *testing.T) {
 		{v1alpha1.ExternalBackend{}, v1alpha1.KindExternalBackend, "externalbackends", "Namespaced", true},
 		{v1alpha1.AccessPolicy{}, v1alpha1.KindAccessPolicy, "accesspolicies", "Namespaced", true},
 		{v1alpha1.LoadBalancingPolicy{}, v1alpha1.KindLoadBalancingPolicy, "loadbalancingpolicies", "Namespaced", true},
+		{v1alpha1.DNSPolicy{}, v1alpha1.KindDNSPolicy, "dnspolicies", "Namespaced", true},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			c, ok := crds[tc.kind]
@@ -169,6 +170,22 @@ func TestLoadBalancingPolicySchema(t *testing.T) {
 	pool := dig(t, s, "spec", "pool")["pattern"]
 	if pool != "^[A-Za-z0-9_-]+$" {
 		t.Errorf("pool pattern %v", pool)
+	}
+}
+
+// TestDNSPolicySchema checks the records enum and default the Go side
+// promises.
+func TestDNSPolicySchema(t *testing.T) {
+	records := dig(t, crdSchema(t, v1alpha1.KindDNSPolicy), "spec", "records")
+	var got []string
+	for _, e := range records["enum"].([]any) {
+		got = append(got, e.(string))
+	}
+	if want := []string{string(v1alpha1.DNSRecordsManaged), string(v1alpha1.DNSRecordsUnmanaged)}; !slices.Equal(got, want) {
+		t.Errorf("records enum %v, want %v", got, want)
+	}
+	if records["default"] != string(v1alpha1.DefaultDNSRecords) {
+		t.Errorf("records default %v, want %s", records["default"], v1alpha1.DefaultDNSRecords)
 	}
 }
 

@@ -39,6 +39,12 @@ type DNSOptions struct {
 	// there go as an unwanted hostname's do, and a record not ours is
 	// left alone and reported.
 	LoadBalanced []string
+	// Unmanaged are the wanted hostnames whose DNS a DNSPolicy leaves to
+	// others (translate.Hostname.UnmanagedDNS): they get no record, our
+	// records there go as an unwanted hostname's do, and any other record
+	// is left alone, takeover or not. A hostname also load balanced is
+	// the load balancer's (LoadBalanced).
+	Unmanaged []string
 }
 
 // PlaneOwner is the DNS owner of the tunnel of a Gateway with a plane of
@@ -74,7 +80,9 @@ func (p *DNSPlan) Empty() bool { return len(p.Deletes)+len(p.Updates)+len(p.Crea
 // another owner, nor, without takeover, one of a hostname nobody owns. A
 // load balanced hostname (DNSOptions.LoadBalanced) is wanted by its load
 // balancer, not by us: our records there go, and one that is not ours
-// stays, takeover or not, and is reported.
+// stays, takeover or not, and is reported. An unmanaged hostname
+// (DNSOptions.Unmanaged) is left to others: our records there go, and
+// nothing else is looked at.
 func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
 	byName := map[string][]Record{}
 	for _, r := range records {
@@ -97,6 +105,10 @@ func PlanDNS(want []string, records []Record, o DNSOptions) DNSPlan {
 		if slices.Contains(o.LoadBalanced, h) {
 			plan.States[h] = loadBalancedState(h, ours != nil, others, byName[h])
 			continue // not wanted: our records go below
+		}
+		if slices.Contains(o.Unmanaged, h) {
+			plan.States[h] = translate.DNSState{Ready: true, Unmanaged: true}
+			continue // likewise
 		}
 		wanted[h] = true
 		if ours == nil && len(others) > 0 {

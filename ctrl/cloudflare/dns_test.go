@@ -211,3 +211,66 @@ func TestPlanDNSLoadBalanced(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanDNSUnmanaged: a hostname a DNSPolicy leaves to others gets no
+// record; the pair we own there goes (a deleted plane's too), and any
+// other record stays, takeover or not. A hostname also load balanced is
+// the load balancer's.
+func TestPlanDNSUnmanaged(t *testing.T) {
+	comment := "managed by tunnelgate (owner prod)"
+	records := []Record{
+		{ID: "1", Type: "CNAME", Name: "ours.example.com", Content: "t1.cfargotunnel.com", Proxied: true, Comment: comment},
+		{ID: "2", Type: "TXT", Name: ownershipName("ours.example.com"), Content: ownershipContent("prod", "t1"), Comment: comment},
+		{ID: "3", Type: "A", Name: "foreign.example.com", Content: "192.0.2.1"},
+		{ID: "4", Type: "CNAME", Name: "bare.example.com", Content: "t1.cfargotunnel.com", Proxied: true},
+		{ID: "5", Type: "CNAME", Name: "other.example.com", Content: "t9.cfargotunnel.com", Proxied: true},
+		{ID: "6", Type: "TXT", Name: ownershipName("other.example.com"), Content: ownershipContent("staging", "t9")},
+		{ID: "7", Type: "CNAME", Name: "gone.example.com", Content: "t7.cfargotunnel.com", Proxied: true},
+		{ID: "8", Type: "TXT", Name: ownershipName("gone.example.com"), Content: ownershipContent("prod/apps/gone", "t7")},
+		// external-dns took the name over, and our ownership record was
+		// left behind: it goes, their record stays.
+		{ID: "9", Type: "A", Name: "moved.example.com", Content: "192.0.2.9"},
+		{ID: "10", Type: "TXT", Name: ownershipName("moved.example.com"), Content: ownershipContent("prod", "t1")},
+		{ID: "11", Type: "CNAME", Name: "*.wild.example.com", Content: "t1.cfargotunnel.com", Proxied: true, Comment: comment},
+		{ID: "12", Type: "TXT", Name: ownershipName("*.wild.example.com"), Content: ownershipContent("prod", "t1"), Comment: comment},
+	}
+	unmanaged := []string{"ours.example.com", "foreign.example.com", "bare.example.com", "other.example.com",
+		"gone.example.com", "moved.example.com", "*.wild.example.com", "new.example.com", "lb.example.com"}
+	for _, takeover := range []bool{false, true} {
+		o := DNSOptions{Owner: "prod", TunnelID: "t1", Proxied: true, Takeover: takeover, LivePlanes: []string{},
+			Unmanaged: unmanaged, LoadBalanced: []string{"lb.example.com"}}
+		p := PlanDNS(append(slices.Clone(unmanaged), "plain.example.com"), records, o)
+		var deletes, creates []string
+		for _, r := range p.Deletes {
+			deletes = append(deletes, r.ID)
+		}
+		for _, r := range p.Creates {
+			creates = append(creates, r.Type+" "+r.Name)
+		}
+		slices.Sort(deletes)
+		if !slices.Equal(deletes, []string{"1", "10", "11", "12", "2", "7", "8"}) || len(p.Updates) != 0 ||
+			!slices.Equal(creates, []string{"TXT _tunnelgate.plain.example.com", "CNAME plain.example.com"}) {
+			t.Errorf("takeover %v: deletes %v, updates %v, creates %v", takeover, deletes, p.Updates, creates)
+		}
+		for _, h := range unmanaged {
+			st := p.States[h]
+			lb := h == "lb.example.com"
+			if !st.Ready || st.Unmanaged == lb || st.LoadBalanced != lb || st.Reason != "" {
+				t.Errorf("takeover %v: %s: %+v", takeover, h, st)
+			}
+		}
+		if st := p.States["plain.example.com"]; !st.Ready || st.Unmanaged {
+			t.Errorf("takeover %v: plain.example.com: %+v", takeover, st)
+		}
+		// Once applied, the next pass changes nothing.
+		var left []Record
+		for _, r := range records {
+			if !slices.Contains(deletes, r.ID) {
+				left = append(left, r)
+			}
+		}
+		if again := PlanDNS(unmanaged, left, o); !again.Empty() {
+			t.Errorf("takeover %v: second pass %+v", takeover, again)
+		}
+	}
+}

@@ -42,6 +42,10 @@
 // balancer's, so PlanDNS removes our CNAME there and reports, without
 // touching, a record not ours.
 //
+// A hostname a DNSPolicy leaves to others (translate.Hostname.UnmanagedDNS)
+// stays in the ingress document and gets no record: PlanDNS removes the
+// records we own there and touches no other, takeover or not.
+//
 // Rules it keeps:
 //   - It writes only when something differs: a steady state costs one GET
 //     of the ingress document per drift check, and no write.

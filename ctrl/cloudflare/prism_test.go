@@ -52,6 +52,16 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 			}
 			return a.apply(ctx, zoneID, plan)
 		}},
+		{"batch records, deletes alone (a hostname left to others)", func() error {
+			plan := PlanDNS([]string{"moved.example.com"}, []Record{
+				{ID: "1", Type: "CNAME", Name: "moved.example.com", Content: tunnel + ".cfargotunnel.com", Proxied: true},
+				{ID: "2", Type: "TXT", Name: "_tunnelgate.moved.example.com", Content: ownershipContent("prod", tunnel)},
+			}, DNSOptions{Owner: "prod", TunnelID: tunnel, Proxied: true, Unmanaged: []string{"moved.example.com"}})
+			if len(plan.Deletes) != 2 || len(plan.Updates)+len(plan.Creates) != 0 {
+				t.Fatalf("the plan must delete our pair alone: %+v", plan)
+			}
+			return a.apply(ctx, zoneID, plan)
+		}},
 		{"list Access applications", func() error { _, err := a.listAccessApps(ctx, acc); return err }},
 		{"list Access policies", func() error { _, err := a.listAccessPolicies(ctx, acc); return err }},
 		{"list Access tags", func() error { _, err := a.listAccessTags(ctx, acc); return err }},

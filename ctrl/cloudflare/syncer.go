@@ -717,6 +717,11 @@ func (s *Syncer) saveToken(ctx context.Context, c *classSync, d Desired) error {
 func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired, last map[string]translate.DNSState) (map[string]translate.DNSState, error) {
 	o := dnsOptions(d, c.l.tunnelID)
 	o.LoadBalanced = loadBalancedHostnames(d, c.l.lbHosts)
+	for _, h := range d.Hostnames {
+		if h.UnmanagedDNS {
+			o.Unmanaged = append(o.Unmanaged, h.Name)
+		}
+	}
 	key := hashJSON(struct {
 		H []translate.Hostname
 		O DNSOptions
@@ -738,7 +743,11 @@ func (s *Syncer) syncDNS(ctx context.Context, c *classSync, d Desired, last map[
 	byZone := map[string][]string{}
 	for _, h := range d.Hostnames {
 		z, ok := zoneOf(h.Name, c.l.zones)
-		if !ok {
+		switch {
+		case !ok && h.UnmanagedDNS && !slices.Contains(o.LoadBalanced, h.Name):
+			states[h.Name] = translate.DNSState{Ready: true, Unmanaged: true} // nothing of ours to remove
+			continue
+		case !ok:
 			states[h.Name] = translate.DNSState{Reason: translate.DNSReasonNoZone, Message: "no zone the API token can edit (and dns.zones allows) contains it"}
 			continue
 		}

@@ -23,6 +23,7 @@ var eventAPIVersion = map[string]string{
 	"GRPCRoute": "gateway.networking.k8s.io/v1", "BackendTLSPolicy": "gateway.networking.k8s.io/v1",
 	"TCPRoute": "gateway.networking.k8s.io/v1", "TLSRoute": "gateway.networking.k8s.io/v1",
 	v1alpha1.KindAccessPolicy: v1alpha1.SchemeGroupVersion.String(), v1alpha1.KindLoadBalancingPolicy: v1alpha1.SchemeGroupVersion.String(),
+	v1alpha1.KindDNSPolicy: v1alpha1.SchemeGroupVersion.String(),
 }
 
 // recordEvents records the translation's events on their objects. The

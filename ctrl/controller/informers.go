@@ -38,6 +38,7 @@ var (
 	gvrExternalBackends    = v1alpha1.SchemeGroupVersion.WithResource("externalbackends")
 	gvrAccessPolicies      = v1alpha1.SchemeGroupVersion.WithResource("accesspolicies")
 	gvrLBPolicies          = v1alpha1.SchemeGroupVersion.WithResource("loadbalancingpolicies")
+	gvrDNSPolicies         = v1alpha1.SchemeGroupVersion.WithResource("dnspolicies")
 	gvrClusterTrustBundles = certificatesv1.SchemeGroupVersion.WithResource("clustertrustbundles")
 	gvrCRDs                = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
@@ -62,7 +63,7 @@ type watched struct {
 	tcpRoutes, tlsRoutes                                                      cache.SharedIndexInformer
 	services, slices, namespaces, secrets, configMaps, trustBundles           cache.SharedIndexInformer
 	classConfigs, gatewayConfigs, externals, accessPolicies, crds             cache.SharedIndexInformer
-	lbPolicies                                                                cache.SharedIndexInformer
+	lbPolicies, dnsPolicies                                                   cache.SharedIndexInformer
 
 	missing []string // resources not served, for the log
 
@@ -150,6 +151,9 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 	if has(gvrLBPolicies) {
 		w.lbPolicies = w.dyn.ForResource(gvrLBPolicies).Informer()
 	}
+	if has(gvrDNSPolicies) {
+		w.dnsPolicies = w.dyn.ForResource(gvrDNSPolicies).Informer()
+	}
 	// One CRD only, for its bundle-version annotation.
 	w.crds = dynamicinformer.NewFilteredDynamicInformer(dyn, gvrCRDs, "", 0, cache.Indexers{},
 		func(o *metav1.ListOptions) {
@@ -183,6 +187,8 @@ func newWatched(kube kubernetes.Interface, gw gwclient.Interface, dyn dynamic.In
 			transform = typed(func() metav1.Object { return &v1alpha1.AccessPolicy{} })
 		case w.lbPolicies:
 			transform = typed(func() metav1.Object { return &v1alpha1.LoadBalancingPolicy{} })
+		case w.dnsPolicies:
+			transform = typed(func() metav1.Object { return &v1alpha1.DNSPolicy{} })
 		case w.httpRoutes:
 			transform = route(func() metav1.Object { return &gwv1.HTTPRoute{} })
 		case w.grpcRoutes:
@@ -212,7 +218,7 @@ func accessor(o any) metav1.Object {
 // all lists the informers that exist.
 func (w *watched) all() []cache.SharedIndexInformer {
 	list := []cache.SharedIndexInformer{w.classes, w.gateways, w.listenerSets, w.httpRoutes, w.grpcRoutes, w.tcpRoutes, w.tlsRoutes, w.grants, w.policies,
-		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.trustBundles, w.classConfigs, w.gatewayConfigs, w.externals, w.accessPolicies, w.lbPolicies, w.crds}
+		w.services, w.slices, w.namespaces, w.secrets, w.configMaps, w.trustBundles, w.classConfigs, w.gatewayConfigs, w.externals, w.accessPolicies, w.lbPolicies, w.dnsPolicies, w.crds}
 	return slices.DeleteFunc(list, func(i cache.SharedIndexInformer) bool { return i == nil })
 }
 

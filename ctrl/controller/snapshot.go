@@ -39,6 +39,7 @@ func (w *watched) snapshot() translate.Snapshot {
 		ExternalBackends:      list[v1alpha1.ExternalBackend](w.externals),
 		AccessPolicies:        list[v1alpha1.AccessPolicy](w.accessPolicies),
 		LoadBalancingPolicies: list[v1alpha1.LoadBalancingPolicy](w.lbPolicies),
+		DNSPolicies:           list[v1alpha1.DNSPolicy](w.dnsPolicies),
 	}
 }
 
@@ -96,6 +97,8 @@ func (w *watched) lookup(kind, namespace, name string) any {
 		inf = w.accessPolicies
 	case v1alpha1.KindLoadBalancingPolicy:
 		inf = w.lbPolicies
+	case v1alpha1.KindDNSPolicy:
+		inf = w.dnsPolicies
 	}
 	if inf == nil {
 		return nil

@@ -83,6 +83,9 @@ func (c *Controller) writeStatuses(ctx context.Context, written, out *translate.
 	for _, k := range ch.LoadBalancingPolicies {
 		note(func() (bool, error) { return c.writeLBPolicy(ctx, k, out.LoadBalancingPolicies[k]) })
 	}
+	for _, k := range ch.DNSPolicies {
+		note(func() (bool, error) { return c.writeDNSPolicy(ctx, k, out.DNSPolicies[k]) })
+	}
 	failed = len(errs)
 	if stopped {
 		errs = append(errs, errSuperseded)
@@ -250,6 +253,13 @@ func (c *Controller) writeLBPolicy(ctx context.Context, k types.NamespacedName, 
 	api := typedStatusAPI[v1alpha1.LoadBalancingPolicy]{c.opts.Dynamic.Resource(gvrLBPolicies).Namespace(k.Namespace), v1alpha1.KindLoadBalancingPolicy}
 	return writeStatus(ctx, c, v1alpha1.KindLoadBalancingPolicy, k, api,
 		mergeStatus(ours, ourAncestor, func(o *v1alpha1.LoadBalancingPolicy) *[]gwv1.PolicyAncestorStatus { return &o.Status.Ancestors }, (*v1alpha1.LoadBalancingPolicy).DeepCopy))
+}
+
+func (c *Controller) writeDNSPolicy(ctx context.Context, k types.NamespacedName, ours []gwv1.PolicyAncestorStatus) (bool, error) {
+	ourAncestor := func(a gwv1.PolicyAncestorStatus) bool { return string(a.ControllerName) == c.controllerName }
+	api := typedStatusAPI[v1alpha1.DNSPolicy]{c.opts.Dynamic.Resource(gvrDNSPolicies).Namespace(k.Namespace), v1alpha1.KindDNSPolicy}
+	return writeStatus(ctx, c, v1alpha1.KindDNSPolicy, k, api,
+		mergeStatus(ours, ourAncestor, func(o *v1alpha1.DNSPolicy) *[]gwv1.PolicyAncestorStatus { return &o.Status.Ancestors }, (*v1alpha1.DNSPolicy).DeepCopy))
 }
 
 func (c *Controller) ourParent(p gwv1.RouteParentStatus) bool {

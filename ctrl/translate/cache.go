@@ -321,6 +321,7 @@ const (
 	epochGatewayConfig
 	epochAccessPolicy
 	epochLoadBalancingPolicy
+	epochDNSPolicy
 )
 
 // epochFacts are the inputs that are not objects, but for the states
@@ -358,6 +359,7 @@ func epochOf(in *Input, sizeHint int) epoch {
 	addObjects(&e, epochGatewayConfig, s.GatewayConfigs)
 	addObjects(&e, epochAccessPolicy, s.AccessPolicies)
 	addObjects(&e, epochLoadBalancingPolicy, s.LoadBalancingPolicies)
+	addObjects(&e, epochDNSPolicy, s.DNSPolicies)
 	if len(s.BackendTLSPolicies) > 0 {
 		e.targets = make(map[types.UID][]policyTarget, len(s.BackendTLSPolicies))
 		for _, p := range s.BackendTLSPolicies {
@@ -435,6 +437,9 @@ func (e *epoch) same(last *epoch) bool {
 //   - LoadBalancingPolicies changed: no route's translation reads them
 //     (they give listeners health checks, and have statuses of their
 //     own, which a full translation redoes).
+//   - DNSPolicies changed: all, as for a class. They are rare, and the
+//     DNS condition of every route publishing a hostname they reach, by
+//     whatever target, reads them.
 type epochChange struct {
 	all      bool
 	grants   bool

@@ -26,12 +26,13 @@ type Changes struct {
 	BackendTLSPolicies    []types.NamespacedName
 	AccessPolicies        []types.NamespacedName
 	LoadBalancingPolicies []types.NamespacedName
+	DNSPolicies           []types.NamespacedName
 }
 
 // Empty reports whether nothing changed.
 func (c *Changes) Empty() bool {
 	return len(c.GatewayClasses)+len(c.Gateways)+len(c.ListenerSets)+len(c.HTTPRoutes)+len(c.GRPCRoutes)+
-		len(c.TCPRoutes)+len(c.TLSRoutes)+len(c.BackendTLSPolicies)+len(c.AccessPolicies)+len(c.LoadBalancingPolicies) == 0
+		len(c.TCPRoutes)+len(c.TLSRoutes)+len(c.BackendTLSPolicies)+len(c.AccessPolicies)+len(c.LoadBalancingPolicies)+len(c.DNSPolicies) == 0
 }
 
 // Diff compares next with prev (nil: everything in next is new). An object
@@ -81,6 +82,7 @@ func Diff(prev, next *Output) Changes {
 	c.BackendTLSPolicies = diffMap(prev.BackendTLSPolicies, next.BackendTLSPolicies, ancestorsEqual)
 	c.AccessPolicies = diffMap(prev.AccessPolicies, next.AccessPolicies, ancestorsEqual)
 	c.LoadBalancingPolicies = diffMap(prev.LoadBalancingPolicies, next.LoadBalancingPolicies, ancestorsEqual)
+	c.DNSPolicies = diffMap(prev.DNSPolicies, next.DNSPolicies, ancestorsEqual)
 	return c
 }
 

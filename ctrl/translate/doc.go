@@ -31,6 +31,8 @@
 //	                 LoadBalancingPolicy: the hostname a Cloudflare load
 //	                 balancer takes, its listeners' health checks, and
 //	                 the policies' statuses
+//	dnspolicy.go     DNSPolicy: the hostnames whose DNS is left to
+//	                 others, and the policies' statuses
 //	translate.go     the order of the steps, route and Gateway statuses,
 //	                 and the assembled config
 //

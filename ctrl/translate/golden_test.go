@@ -22,6 +22,7 @@ import (
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 	"github.com/tunnelgate/tunnelgate/dataplane"
 	"github.com/tunnelgate/tunnelgate/standalone"
@@ -139,7 +140,7 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 	s.GatewayClasses, s.Gateways, s.ListenerSets = slices.Clone(s.GatewayClasses), slices.Clone(s.Gateways), slices.Clone(s.ListenerSets)
 	s.HTTPRoutes, s.GRPCRoutes, s.BackendTLSPolicies = slices.Clone(s.HTTPRoutes), slices.Clone(s.GRPCRoutes), slices.Clone(s.BackendTLSPolicies)
 	s.AccessPolicies, s.TCPRoutes, s.TLSRoutes = slices.Clone(s.AccessPolicies), slices.Clone(s.TCPRoutes), slices.Clone(s.TLSRoutes)
-	s.LoadBalancingPolicies = slices.Clone(s.LoadBalancingPolicies)
+	s.LoadBalancingPolicies, s.DNSPolicies = slices.Clone(s.LoadBalancingPolicies), slices.Clone(s.DNSPolicies)
 	s.Services, s.EndpointSlices, s.ExternalBackends = slices.Clone(s.Services), slices.Clone(s.EndpointSlices), slices.Clone(s.ExternalBackends)
 	writeBackAll(&s, first)
 	in, cache := goldenInput(&s), translate.NewCache()
@@ -244,6 +245,20 @@ func checkPatchesN(t *testing.T, snap *translate.Snapshot, first *translate.Outp
 		c.Spec.Pool += "-edited"
 		s.LoadBalancingPolicies[i] = c
 		check("LoadBalancingPolicy " + c.Name + " edited")
+	}
+	for i := range s.DNSPolicies {
+		c := s.DNSPolicies[i].DeepCopy()
+		s.DNSPolicies[i] = c
+		check("DNSPolicy " + c.Name + " replaced")
+		c = newRV(c.DeepCopy())
+		c.Generation++
+		if c.Spec.Records == v1alpha1.DNSRecordsUnmanaged {
+			c.Spec.Records = v1alpha1.DNSRecordsManaged
+		} else {
+			c.Spec.Records = v1alpha1.DNSRecordsUnmanaged
+		}
+		s.DNSPolicies[i] = c
+		check("DNSPolicy " + c.Name + " edited")
 	}
 	for len(s.ReferenceGrants) > 0 {
 		name := s.ReferenceGrants[0].Name
@@ -519,7 +534,7 @@ func statusesOf(t *testing.T, out *translate.Output) []byte {
 	b, err := json.MarshalIndent(map[string]any{"gatewayClasses": out.GatewayClasses, "gateways": byName(out.Gateways),
 		"listenerSets": byName(out.ListenerSets), "httpRoutes": byName(out.HTTPRoutes), "grpcRoutes": byName(out.GRPCRoutes),
 		"backendTLSPolicies": byName(out.BackendTLSPolicies), "accessPolicies": byName(out.AccessPolicies),
-		"loadBalancingPolicies": byName(out.LoadBalancingPolicies)}, "", " ")
+		"loadBalancingPolicies": byName(out.LoadBalancingPolicies), "dnsPolicies": byName(out.DNSPolicies)}, "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -619,6 +634,11 @@ func writeBackRoutes(s *translate.Snapshot, out *translate.Output) {
 		c.Status.Ancestors = out.LoadBalancingPolicies[nsName(o.Namespace, o.Name)]
 		s.LoadBalancingPolicies[i] = c
 	}
+	for i, o := range s.DNSPolicies {
+		c := newRV(o.DeepCopy())
+		c.Status.Ancestors = out.DNSPolicies[nsName(o.Namespace, o.Name)]
+		s.DNSPolicies[i] = c
+	}
 }
 
 // goldenAccessKeys are the Access teams' keys golden inputs may use:
@@ -685,6 +705,9 @@ func render(t *testing.T, out *translate.Output) []byte {
 	}
 	if len(out.LoadBalancers) > 0 {
 		doc["loadBalancers"] = out.LoadBalancers
+	}
+	if len(out.DNSPolicies) > 0 {
+		doc["dnsPolicies"] = byName(out.DNSPolicies)
 	}
 	// Round-trip through JSON to get a generic tree, then print every
 	// condition on one line: Type=Status Reason: message. Transition times

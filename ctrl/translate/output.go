@@ -35,6 +35,7 @@ type Output struct {
 	BackendTLSPolicies    map[types.NamespacedName][]gwv1.PolicyAncestorStatus
 	AccessPolicies        map[types.NamespacedName][]gwv1.PolicyAncestorStatus
 	LoadBalancingPolicies map[types.NamespacedName][]gwv1.PolicyAncestorStatus
+	DNSPolicies           map[types.NamespacedName][]gwv1.PolicyAncestorStatus
 
 	// Hostnames are the public hostnames of accepted routes, sorted, with
 	// what each needs from the tunnel; those of Planes are theirs alone.
@@ -85,6 +86,10 @@ type Hostname struct {
 	// through the tunnel; then GRPC and HTTP are not (a hostname is one
 	// ingress rule, and so one kind of service).
 	Stream *StreamService `json:"stream,omitempty"`
+	// UnmanagedDNS is set when a DNSPolicy leaves the hostname's DNS to
+	// others (dnspolicy.go): the tunnel routes it, and its sync creates
+	// no record for it and removes those it owns.
+	UnmanagedDNS bool `json:"unmanagedDNS,omitempty"`
 }
 
 // StreamService is how the tunnel carries a hostname that a TCPRoute or

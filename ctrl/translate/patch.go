@@ -36,7 +36,7 @@ import (
 // not certain (any other object added, deleted or replaced, a route's
 // shape or attachment counts changing under an edit, a route added or
 // deleted that meets another in a conflict or a hostname claim, an
-// AccessPolicy, a LoadBalancingPolicy or a Gateway's own data plane, a
+// AccessPolicy, a LoadBalancingPolicy, a DNSPolicy or a Gateway's own data plane, a
 // BackendTLSPolicy involved, the clock needed by a route not added)
 // patch gives up and Cache.Translate does the full translation.
 

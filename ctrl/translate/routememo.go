@@ -29,6 +29,10 @@ type routeMemo struct {
 	clusters []proxycfg.Cluster
 	statuses []gwv1.RouteParentStatus
 	counted  bool
+	// left is which of its hostnames DNSPolicies left to others, which
+	// its DNS condition says, and which other routes' targets decide
+	// (leftOf).
+	left string
 	// noMemo marks a translation that must not be reused: it produced
 	// events or new transition times (which depend on the clock).
 	noMemo bool
@@ -111,12 +115,12 @@ func summarize(ps []*parentInfo) []parentSummary {
 // reusable returns the remembered translation of a route object (by its
 // key) when it still holds for the route as it attached now, and counts
 // hits and misses. ix is the present translation's index.
-func (c *Cache) reusable(key objKey, r *routeInfo, ix *index) *routeMemo {
+func (c *Cache) reusable(key objKey, r *routeInfo, ix *index, left string) *routeMemo {
 	if c == nil {
 		return nil
 	}
 	if m := c.memo(key); m != nil && m.repeatable() && (c.epochSame || c.change.spares(m, r)) &&
-		parentsSame(m.parents, r.parents) && backendsSame(m.reads.backends, ix) {
+		parentsSame(m.parents, r.parents) && backendsSame(m.reads.backends, ix) && m.left == left {
 		c.hits++
 		return m
 	}
@@ -166,6 +170,7 @@ func (t *translator) completeMemo(m *routeMemo, r *routeInfo) {
 	m.routes = slices.Clone(m.routes)
 	m.clusters = t.clustersMet(m.reads.backends)
 	m.parents = summarize(r.parents)
+	m.left = t.leftOf(r)
 }
 
 // emit puts a route's translation into the output. A remembered one

@@ -224,12 +224,13 @@ func (l *lastRun) replaceRoutes(changes []routeChange) {
 // patch: no AccessPolicy counts routes or rules, no Gateway is served by
 // a data plane of its own (planes publish hostnames of their own), no
 // LoadBalancingPolicy looks for the routes publishing its hostname
-// (loadbalancingpolicy.go), and hostnames are claimed through one tunnel
+// (loadbalancingpolicy.go), no DNSPolicy covers the hostnames a route
+// publishes (dnspolicy.go), and hostnames are claimed through one tunnel
 // at most, so no route added or deleted can win or lose a claim
 // (claims.go).
 func (l *lastRun) routeSetPatchable() bool {
 	t := l.t
-	if len(l.out.Planes) > 0 || len(t.lbList) > 0 {
+	if len(l.out.Planes) > 0 || len(t.lbList) > 0 || len(t.dnsList) > 0 {
 		return false
 	}
 	tunnel := ""

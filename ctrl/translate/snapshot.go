@@ -92,4 +92,5 @@ type Snapshot struct {
 	ExternalBackends      []*v1alpha1.ExternalBackend
 	AccessPolicies        []*v1alpha1.AccessPolicy
 	LoadBalancingPolicies []*v1alpha1.LoadBalancingPolicy
+	DNSPolicies           []*v1alpha1.DNSPolicy
 }

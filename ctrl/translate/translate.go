@@ -51,6 +51,11 @@ type translator struct {
 	lbList     []*lbInfo
 	lbHealth   map[*listenerInfo]*proxycfg.HealthCheck
 	lbHealthBy map[*listenerInfo]*lbInfo
+	// DNSPolicies, oldest first, and the hostnames those of them that
+	// are Unmanaged leave to others, with the oldest policy leaving each
+	// (dnspolicy.go).
+	dnsList []*dnsInfo
+	dnsLeft map[string]string
 	// routeList is every route of the translation, oldest first.
 	routeList      []pending
 	lastPolicies   []*policyInfo  // the policies the last resolved backend met
@@ -91,6 +96,7 @@ func newTranslator(in *Input, c *Cache) *translator {
 			BackendTLSPolicies:    map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
 			AccessPolicies:        map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
 			LoadBalancingPolicies: map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
+			DNSPolicies:           map[types.NamespacedName][]gwv1.PolicyAncestorStatus{},
 			Hostnames:             make([]Hostname, 0, len(in.HTTPRoutes)+len(in.GRPCRoutes)),
 		},
 		classByName:  map[string]*classInfo{},
@@ -125,6 +131,7 @@ func (t *translator) run() *Output {
 	t.policyStatuses()
 	t.accessStatuses()
 	t.lbStatuses()
+	t.dnsStatuses()
 	t.assembleConfig()
 	return t.out
 }
@@ -176,6 +183,7 @@ func (t *translator) routes() {
 	t.originPorts(all)
 	t.settleClaims(all)
 	t.settleStreamClaims(all)
+	t.dnsPolicies(all)
 	t.routeList = all
 
 	for _, p := range all {
@@ -200,7 +208,7 @@ func (t *translator) routeResult(p pending) {
 		return // no parent of ours
 	}
 	first := len(t.out.Config.Routes)
-	m := t.cache.reusable(key, r, t.look.ix)
+	m := t.cache.reusable(key, r, t.look.ix, t.leftOf(r))
 	fresh := m == nil
 	if fresh {
 		m = t.translateRoute(r, p.http, p.grpc)
@@ -412,7 +420,7 @@ func (t *translator) routeStatus(r *routeInfo, rs *ruleSet, allDropped bool, pro
 			c.set(string(gwv1.RouteConditionPartiallyInvalid), true, string(gwv1.RouteReasonUnsupportedValue), "Dropped Rule(s): "+joinLimited(rs.dropped))
 		}
 		if c.isTrue(string(gwv1.RouteConditionAccepted)) {
-			if status, reason, msg, ok := dnsCondition(t.tunnelOf(pi.gw), pi); ok {
+			if status, reason, msg, ok := dnsCondition(t.tunnelOf(pi.gw), pi, t.dnsLeft); ok {
 				c.setStatus(RouteConditionDNSRecords, status, reason, msg)
 			}
 		}
@@ -541,6 +549,7 @@ func (t *translator) gatewayStatuses() {
 		st := &gwv1.GatewayStatus{}
 		t.accessGatewayConditions(gi)
 		t.lbGatewayCondition(gi)
+		t.dnsGatewayCondition(gi)
 		for _, li := range gi.own {
 			st.Listeners = append(st.Listeners, listenerStatus(li))
 		}
@@ -676,6 +685,7 @@ func (t *translator) assembleConfig() {
 	cfg.AccessTeams = accessTeams(cfg.Routes, t.in.AccessKeys)
 	slices.SortFunc(t.out.Hostnames, func(a, b Hostname) int { return strings.Compare(a.Name, b.Name) })
 	t.assemblePlanes()
+	t.markUnmanaged()
 }
 
 // warnOnChange records a Warning event for each condition that has just

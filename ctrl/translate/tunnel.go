@@ -72,6 +72,10 @@ type DNSState struct {
 	// its load balancer, not a CNAME to the tunnel, answers for it; Ready
 	// then means no record the load balancer would hide is left.
 	LoadBalanced bool
+	// Unmanaged: a DNSPolicy leaves the hostname's DNS to others
+	// (Hostname.UnmanagedDNS), and the sync created no record for it;
+	// Ready then means the records it owned there are gone.
+	Unmanaged bool
 	// Reason and Message explain a hostname that is not Ready: a
 	// condition reason (DNSReason*) and what the user can do.
 	Reason, Message string
@@ -167,11 +171,12 @@ func gatewayAddresses(ts *TunnelState, common []gwv1.GatewayStatusAddress) []gwv
 }
 
 // dnsCondition sums up the records of the hostnames a route publishes
-// through one parent: True when all are ready, False naming the ones that
-// are not (or that an older route holds through another tunnel), Unknown
-// while the sync has not reported them. ok is false when the class does
-// not manage DNS or the parent publishes nothing.
-func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatus, reason, msg string, ok bool) {
+// through one parent: True when all are ready or left to others (by the
+// DNSPolicy left names, by hostname), False naming the ones that are not
+// (or that an older route holds through another tunnel), Unknown while
+// the sync has not reported them as they are now wanted. ok is false
+// when the class does not manage DNS or the parent publishes nothing.
+func dnsCondition(ts *TunnelState, pi *parentInfo, left map[string]string) (status metav1.ConditionStatus, reason, msg string, ok bool) {
 	var hosts, lost []string
 	for _, a := range pi.attachments {
 		if a.lostTo != "" {
@@ -191,11 +196,14 @@ func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatu
 	}
 	slices.Sort(hosts)
 	hosts = slices.Compact(hosts)
-	var problems, pending, cnames, balanced []string
+	var problems, pending, cnames, balanced, unmanaged []string
 	for _, h := range hosts {
 		st, known := ts.DNS[h]
+		policy, isLeft := left[h]
 		switch {
-		case !known:
+		case !known, st.Reason != DNSReasonAPIError && !st.LoadBalanced && st.Unmanaged != isLeft:
+			// Not reported yet as it is now wanted (a DNSPolicy came or
+			// went since the sync's report).
 			pending = append(pending, h)
 		case !st.Ready:
 			if reason == "" {
@@ -204,6 +212,8 @@ func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatu
 			problems = append(problems, h+": "+st.Message)
 		case st.LoadBalanced:
 			balanced = append(balanced, h)
+		case st.Unmanaged:
+			unmanaged = append(unmanaged, "DNS for "+h+" is left to others by DNSPolicy "+policy)
 		default:
 			cnames = append(cnames, h)
 		}
@@ -214,12 +224,18 @@ func dnsCondition(ts *TunnelState, pi *parentInfo) (status metav1.ConditionStatu
 	case len(pending) > 0:
 		return metav1.ConditionUnknown, DNSReasonPending, "waiting for the DNS sync of " + joinLimited(pending), true
 	}
+	if len(cnames)+len(balanced) == 0 {
+		return metav1.ConditionTrue, DNSReasonUnmanaged, joinLimited(unmanaged), true
+	}
 	var parts []string
 	if len(cnames) > 0 {
 		parts = append(parts, "CNAME records point "+joinLimited(cnames)+" at the tunnel")
 	}
 	if len(balanced) > 0 {
 		parts = append(parts, "a Cloudflare load balancer (LoadBalancingPolicy) answers for "+joinLimited(balanced)+", with no CNAME record to the tunnel")
+	}
+	if len(unmanaged) > 0 {
+		parts = append(parts, joinLimited(unmanaged))
 	}
 	return metav1.ConditionTrue, DNSReasonReady, strings.Join(parts, "; and "), true
 }
