@@ -39,6 +39,7 @@ const (
 	opTunnelList
 	opTunnelCreate
 	opTunnelTokenGet
+	opTunnelSecretEdit // a new tunnel secret: the credential rotated
 	opTunnelConfigGet
 	opTunnelConfigPut
 	opTunnelConnectionsDelete
@@ -74,7 +75,7 @@ const (
 )
 
 var opNames = [numOps]string{"other", "account_list", "zone_list", "tunnel_get", "tunnel_list", "tunnel_create",
-	"tunnel_token_get", "tunnel_config_get", "tunnel_config_put",
+	"tunnel_token_get", "tunnel_secret_edit", "tunnel_config_get", "tunnel_config_put",
 	"tunnel_connections_delete", "tunnel_delete", "dns_list", "dns_batch",
 	"access_app_list", "access_app_create", "access_app_update", "access_app_delete",
 	"access_policy_list", "access_policy_create", "access_policy_update", "access_policy_delete",

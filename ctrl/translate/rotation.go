@@ -1,0 +1,59 @@
+// This file reports the rotation of a class tunnel's credential on its
+// GatewayClass.
+
+package translate
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+)
+
+// ClassConditionCredentialRotated says when the credential of a class's
+// tunnel was last rotated and when it is next, on a GatewayClass whose
+// GatewayClassConfig asks for rotations (tunnel.credentialRotation, or
+// the v1alpha1.AnnotationRotateTunnelCredential annotation) or whose
+// credential was rotated.
+const ClassConditionCredentialRotated = "tunnelgate.dev/TunnelCredentialRotated"
+
+// Its reasons.
+const (
+	RotationReasonRotated    = "Rotated"
+	RotationReasonNotYet     = "NotRotatedYet"
+	RotationReasonFailed     = "RotationFailed"
+	RotationReasonNotManaged = "TokenNotManaged"
+)
+
+// rotationCondition sets the class's condition from its tunnel's report,
+// if rotations are asked for or one happened.
+func rotationCondition(c *conds, ts *TunnelState) {
+	if ts == nil || !ts.Rotation.Asked && ts.Rotation.Last.IsZero() {
+		return
+	}
+	r := ts.Rotation
+	last := "never rotated"
+	if !r.Last.IsZero() {
+		last = "last rotated at " + rfc3339(r.Last)
+	}
+	next := "; no schedule (tunnel.credentialRotation): rotated on demand only, by setting the annotation " +
+		v1alpha1.AnnotationRotateTunnelCredential + " to a new value"
+	if !r.Next.IsZero() {
+		next = "; next rotation due at " + rfc3339(r.Next)
+	}
+	switch {
+	case r.Refused != "":
+		c.set(ClassConditionCredentialRotated, false, RotationReasonNotManaged, r.Refused)
+	case r.Failed != "":
+		c.set(ClassConditionCredentialRotated, false, RotationReasonFailed,
+			fmt.Sprintf("rotation failed, retrying: %s; %s%s", r.Failed, last, next))
+	case r.Last.IsZero():
+		c.set(ClassConditionCredentialRotated, false, RotationReasonNotYet, last+next)
+	default:
+		c.set(ClassConditionCredentialRotated, true, RotationReasonRotated,
+			last+" (a new tunnel secret, its token written and the Deployments that mount it rolled)"+next)
+	}
+}
+
+// rfc3339 is a time as conditions show it.
+func rfc3339(t time.Time) string { return t.UTC().Format(time.RFC3339) }
