@@ -31,7 +31,7 @@ const rollFieldManager = "tunnelgate-rotation"
 // write cannot be rotated, and what to do.
 const notManaged = "tunnelgate does not write this tunnel's token (the GatewayClassConfig sets no tunnel.tokenSecretRef: " +
 	"the token was given, as the chart's cloudflare.tunnel.token or by hand), so it cannot rotate it: rotate it in Cloudflare " +
-	"(dashboard: the tunnel's Refresh token, or the API's tunnel_secret), put the new token in the Secret the connectors read, " +
+	"(the dashboard's Rotate token on the tunnel), put the new token in the Secret the connectors read, " +
 	"and restart them; or name the tunnel by id or name and let tunnelgate write its token"
 
 // rotationOf is what a class asks of its tunnel credential's rotation,
