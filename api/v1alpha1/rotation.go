@@ -10,9 +10,10 @@ import (
 )
 
 // CredentialRotation rotates the secret of a tunnel whose token the
-// controller writes (tunnel.tokenSecretRef), every Interval. A rotation
-// sets a new secret in Cloudflare, writes the new token to the Secret and
-// rolls the Deployments whose Pods mount it, one Pod at a time.
+// controller writes, every Interval: a class's (GatewayClassConfig
+// tunnel.tokenSecretRef) or a Gateway's own (GatewayConfig tunnel by name
+// or id). A rotation sets a new secret in Cloudflare, writes the new
+// token to the Secret and rolls the Pods that mount it, one at a time.
 type CredentialRotation struct {
 	// Interval between two rotations, counted from the last one (or, for a
 	// tunnel never rotated, from when the controller first wrote its
@@ -27,14 +28,16 @@ const MinRotationInterval = time.Hour
 
 // Annotations of credential rotation.
 const (
-	// AnnotationRotateTunnelCredential, set on a GatewayClassConfig to any
-	// new value, asks for one rotation of its tunnel's credential now.
+	// AnnotationRotateTunnelCredential, set on a GatewayClassConfig or a
+	// GatewayConfig to any new value, asks for one rotation of its
+	// tunnel's credential now (each Gateway's, for a GatewayConfig).
 	// The controller rotates once per value and records the value it
 	// handled on the token Secret (AnnotationRotationTrigger).
 	AnnotationRotateTunnelCredential = "tunnelgate.dev/rotate-tunnel-credential"
 	// AnnotationRotatedAt, on the token Secret, is when the controller
 	// last rotated the credential (RFC 3339). The same annotation on a
-	// Deployment's Pod template rolls the Deployment.
+	// Deployment's Pod template rolls the Deployment: the chart's, set by
+	// the controller after a rotation; a plane's, rendered with it.
 	AnnotationRotatedAt = "tunnelgate.dev/tunnel-credential-rotated-at"
 	// AnnotationRotationTrigger, on the token Secret, is the last value of
 	// AnnotationRotateTunnelCredential a rotation answered.

@@ -20,6 +20,7 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/provision"
+	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
 // rollFieldManager owns the rotation's stamp on the Pod templates of the
@@ -27,18 +28,25 @@ import (
 // whoever else manages those Deployments, keep it.
 const rollFieldManager = "tunnelgate-rotation"
 
-// notManaged is why a class tunnel whose token the controller does not
-// write cannot be rotated, and what to do.
-const notManaged = "tunnelgate does not write this tunnel's token (the GatewayClassConfig sets no tunnel.tokenSecretRef: " +
-	"the token was given, as the chart's cloudflare.tunnel.token or by hand), so it cannot rotate it: rotate it in Cloudflare " +
-	"(the dashboard's Rotate token on the tunnel), put the new token in the Secret the connectors read, " +
-	"and restart them; or name the tunnel by id or name and let tunnelgate write its token"
+// classNotManaged and planeNotManaged say why a tunnel whose token the
+// controller does not write cannot be rotated, and what to do.
+const (
+	classNotManaged = "tunnelgate does not write this tunnel's token (the GatewayClassConfig sets no tunnel.tokenSecretRef: " +
+		"the token was given, as the chart's cloudflare.tunnel.token or by hand), so it cannot rotate it: rotate it in Cloudflare " +
+		"(the dashboard's Rotate token on the tunnel), put the new token in the Secret the connectors read, " +
+		"and restart them; or name the tunnel by id or name and let tunnelgate write its token"
+	planeNotManaged = "tunnelgate does not write this tunnel's token (the GatewayConfig gives it by tunnel.tokenSecretRef), " +
+		"so it cannot rotate it: rotate it in Cloudflare (the dashboard's Rotate token on the tunnel), put the new token in that Secret, " +
+		"and restart the plane (kubectl rollout restart); or name the tunnel by name or id and let tunnelgate write its token"
+)
 
-// rotationOf is what a class asks of its tunnel credential's rotation,
-// with what its token Secret records of the last one.
-func rotationOf(secrets []*corev1.Secret, cfg *v1alpha1.GatewayClassConfig) cloudflare.Rotation {
-	t := cfg.Spec.Tunnel
-	r := cloudflare.Rotation{Trigger: cfg.Annotations[v1alpha1.AnnotationRotateTunnelCredential]}
+// rotationOf is what a tunnel's GatewayClassConfig or GatewayConfig (its
+// annotations, and t: the setting and the Secret the controller writes
+// the token to, nil if none) asks of its credential's rotation, with
+// what that Secret records of the last one; notManaged is why it cannot
+// rotate without that Secret.
+func rotationOf(secrets []*corev1.Secret, annotations map[string]string, t *v1alpha1.TunnelRef, notManaged string) cloudflare.Rotation {
+	r := cloudflare.Rotation{Trigger: annotations[v1alpha1.AnnotationRotateTunnelCredential]}
 	if t.CredentialRotation != nil {
 		// translate holds a class whose interval is not a GEP-2257
 		// duration of at least the minimum, which time.ParseDuration reads
@@ -67,6 +75,23 @@ func rotationOf(secrets []*corev1.Secret, cfg *v1alpha1.GatewayClassConfig) clou
 	return r
 }
 
+// planeRotatedAt is when the credential of a plane's own tunnel was last
+// rotated, per the token Secret the controller writes for it; "" if
+// never, or if the controller does not write it.
+func planeRotatedAt(p *translate.Plane, secrets []*corev1.Secret) string {
+	t := p.Params.Spec.Tunnel
+	if t == nil || t.TokenSecretRef != nil {
+		return ""
+	}
+	name := provision.SecretsOf(p.Gateway, &p.Params.Spec).TunnelToken
+	for _, s := range secrets {
+		if s.Namespace == p.Gateway.Namespace && s.Name == name {
+			return s.Annotations[v1alpha1.AnnotationRotatedAt]
+		}
+	}
+	return ""
+}
+
 // stampAnnotations are the token Secret's annotations recording stamp.
 func stampAnnotations(stamp cloudflare.Stamp) map[string]string {
 	if stamp.At.IsZero() {
@@ -86,7 +111,9 @@ func stampAnnotations(stamp cloudflare.Stamp) map[string]string {
 // rollout strategy replaces the Pods. The chart's proxies roll one Pod at
 // a time, each new Pod Ready (its cloudflared connected) before an old
 // one stops. Deployments the controller renders itself (a Gateway's own
-// plane, label app.kubernetes.io/managed-by=tunnelgate) are left to it.
+// plane, label app.kubernetes.io/managed-by=tunnelgate) roll from what it
+// renders (provision.Plane.TunnelRotatedAt, read from the Secret), since
+// a patch would be put back: they are named, not patched.
 func ConnectorRoller(kube kubernetes.Interface) cloudflare.RollFunc {
 	return func(ctx context.Context, ref v1alpha1.SecretKeyRef, at time.Time) ([]string, error) {
 		list, err := kube.AppsV1().Deployments(ref.Namespace).List(ctx, metav1.ListOptions{})
@@ -95,7 +122,11 @@ func ConnectorRoller(kube kubernetes.Interface) cloudflare.RollFunc {
 		}
 		var rolled []string
 		for _, d := range list.Items {
-			if d.Labels["app.kubernetes.io/managed-by"] == provision.ManagedBy || !mountsSecret(d.Spec.Template.Spec.Volumes, ref.Name) {
+			if !mountsSecret(d.Spec.Template.Spec.Volumes, ref.Name) {
+				continue
+			}
+			if d.Labels["app.kubernetes.io/managed-by"] == provision.ManagedBy {
+				rolled = append(rolled, d.Name)
 				continue
 			}
 			a := applyappsv1.Deployment(d.Name, d.Namespace).WithSpec(applyappsv1.DeploymentSpec().WithTemplate(
@@ -125,14 +156,19 @@ func mountsSecret(volumes []corev1.Volume, name string) bool {
 	return false
 }
 
-// RotationEvent records an event on the GatewayClass of a rotation step.
+// RotationEvent records an event of a rotation step on the GatewayClass
+// whose tunnel it is, or the Gateway (its own tunnel).
 func (c *Controller) RotationEvent(ev cloudflare.RotationEvent) {
 	if c.opts.Events == nil {
 		return
 	}
 	e := rotationEvent(ev)
-	ref := &corev1.ObjectReference{Kind: "GatewayClass", APIVersion: eventAPIVersion["GatewayClass"], Name: ev.Class}
-	if a := accessor(c.w.lookup("GatewayClass", "", ev.Class)); a != nil {
+	kind, ns, name := "GatewayClass", "", ev.Class
+	if parts := strings.SplitN(ev.Class, "/", 3); len(parts) == 3 { // translate.PlaneTunnelKey
+		kind, ns, name = "Gateway", parts[1], parts[2]
+	}
+	ref := &corev1.ObjectReference{Kind: kind, APIVersion: eventAPIVersion[kind], Namespace: ns, Name: name}
+	if a := accessor(c.w.lookup(kind, ns, name)); a != nil {
 		ref.UID, ref.ResourceVersion = a.GetUID(), a.GetResourceVersion()
 	}
 	c.opts.Events.Event(ref, e.typ, e.reason, e.message)

@@ -44,7 +44,7 @@ func desiredTunnels(snap *translate.Snapshot, out *translate.Output, byClass map
 		d := cloudflare.Desired{Class: gc.Name, Spec: *cfg.Spec.DeepCopy(),
 			LivePlanes: livePlanes(classOwner(gc.Name, cfg), planeGateways[gc.Name])}
 		d.Token, d.Problem = apiToken(snap.Secrets, cfg.Spec.CredentialsRef)
-		d.Rotation = rotationOf(snap.Secrets, cfg)
+		d.Rotation = rotationOf(snap.Secrets, cfg.Annotations, cfg.Spec.Tunnel, classNotManaged)
 		res := out.GatewayClasses[gc.Name]
 		d.Hold = res == nil || !meta.IsStatusConditionTrue(res.Status.Conditions, string(gwv1.GatewayClassConditionStatusAccepted))
 		for _, h := range out.Hostnames {
@@ -153,6 +153,10 @@ func planeTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[s
 			spec.Tunnel = &v1alpha1.TunnelRef{ID: t.ID, Name: t.Name, TokenSecretRef: &v1alpha1.SecretKeyRef{
 				Namespace: key.Namespace, Name: secrets.TunnelToken, Key: secrets.TunnelTokenKey}}
 		}
+		// The plane's Pods roll from their template (provision renders
+		// the rotation's time from the token Secret), not from a patch.
+		d.Rotation = rotationOf(snap.Secrets, p.Params.Annotations,
+			&v1alpha1.TunnelRef{TokenSecretRef: spec.Tunnel.TokenSecretRef, CredentialRotation: t.CredentialRotation}, planeNotManaged)
 		d.Spec = spec
 		if d.Problem == "" {
 			d.Token, d.Problem = apiToken(snap.Secrets, cc.Spec.CredentialsRef)

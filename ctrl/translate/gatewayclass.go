@@ -120,9 +120,8 @@ func validateClassConfig(s *v1alpha1.GatewayClassConfigSpec) string {
 		if s.Tunnel.TokenSecretRef == nil {
 			return "tunnel.credentialRotation needs tunnel.tokenSecretRef, the Secret the controller writes the new token to"
 		}
-		iv := s.Tunnel.CredentialRotation.Interval
-		if d, err := parseDuration(string(iv)); err != nil || d < v1alpha1.MinRotationInterval {
-			return fmt.Sprintf("tunnel.credentialRotation.interval %q is not a duration (such as 720h) of at least %v", iv, v1alpha1.MinRotationInterval)
+		if p := rotationIntervalProblem(s.Tunnel.CredentialRotation); p != "" {
+			return p
 		}
 	}
 	if r := s.DefaultGatewayConfigRef; r != nil && (r.Name == "" || r.Namespace == "") {

@@ -1,5 +1,6 @@
-// This file reports the rotation of a class tunnel's credential on its
-// GatewayClass.
+// This file checks the rotation settings of tunnels and reports the
+// rotation of a tunnel's credential on its GatewayClass, or on the
+// Gateway whose own tunnel it is.
 
 package translate
 
@@ -10,10 +11,11 @@ import (
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 )
 
-// ClassConditionCredentialRotated says when the credential of a class's
-// tunnel was last rotated and when it is next, on a GatewayClass whose
-// GatewayClassConfig asks for rotations (tunnel.credentialRotation, or
-// the v1alpha1.AnnotationRotateTunnelCredential annotation) or whose
+// ClassConditionCredentialRotated says when the credential of a tunnel
+// was last rotated and when it is next, on a GatewayClass (its tunnel)
+// or a Gateway (its own tunnel) whose GatewayClassConfig or GatewayConfig
+// asks for rotations (tunnel.credentialRotation, or the
+// v1alpha1.AnnotationRotateTunnelCredential annotation) or whose tunnel's
 // credential was rotated.
 const ClassConditionCredentialRotated = "tunnelgate.dev/TunnelCredentialRotated"
 
@@ -51,8 +53,20 @@ func rotationCondition(c *conds, ts *TunnelState) {
 		c.set(ClassConditionCredentialRotated, false, RotationReasonNotYet, last+next)
 	default:
 		c.set(ClassConditionCredentialRotated, true, RotationReasonRotated,
-			last+" (a new tunnel secret, its token written and the Deployments that mount it rolled)"+next)
+			last+" (a new tunnel secret, its token written and the Pods that mount it rolled)"+next)
 	}
+}
+
+// rotationIntervalProblem says what is wrong with a rotation interval,
+// or "".
+func rotationIntervalProblem(r *v1alpha1.CredentialRotation) string {
+	if r == nil {
+		return ""
+	}
+	if d, err := parseDuration(string(r.Interval)); err != nil || d < v1alpha1.MinRotationInterval {
+		return fmt.Sprintf("tunnel.credentialRotation.interval %q is not a duration (such as 720h) of at least %v", r.Interval, v1alpha1.MinRotationInterval)
+	}
+	return ""
 }
 
 // rfc3339 is a time as conditions show it.
