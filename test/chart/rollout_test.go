@@ -241,6 +241,11 @@ type load struct {
 type loadCounts struct{ sent, failed int64 }
 
 func startLoad(c *http.Client, workers, perWorker int) *load {
+	return startLoadOf(func() error { return visitAppOnce(c) }, workers, perWorker)
+}
+
+// startLoadOf is startLoad with another visit.
+func startLoadOf(visit func() error, workers, perWorker int) *load {
 	l := &load{done: make(chan struct{})}
 	for range workers {
 		l.wg.Add(1)
@@ -254,7 +259,7 @@ func startLoad(c *http.Client, workers, perWorker int) *load {
 				}
 				time.Sleep(time.Millisecond)
 				l.sent.Add(1)
-				if err := visitAppOnce(c); err != nil {
+				if err := visit(); err != nil {
 					l.failed.Add(1)
 					l.mu.Lock()
 					if len(l.errs) < 10 {

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
+	"github.com/tunnelgate/tunnelgate/ctrl/provision"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
 
@@ -53,7 +54,7 @@ func TestTunnelCredentialRotation(t *testing.T) {
 	oldPods := podsOf(t, r, "proxy")
 
 	load := startLoad(visitor, 4, 200_000)
-	watch := watchRoll(t, r, 2)
+	watch := watchRoll(t, r, r.ns, "app.kubernetes.io/component=proxy", func() int { return len(edge.Connectors()) }, 2)
 	began := time.Now()
 	patchClassConfig(t, r, fmt.Sprintf(`{"metadata":{"annotations":{%q:"first"}}}`, v1alpha1.AnnotationRotateTunnelCredential))
 
@@ -183,14 +184,15 @@ func findCondition(list []metav1.Condition, typ string) *metav1.Condition {
 }
 
 // rollWatch samples, every 100 ms, the connectors registered at the edge
-// and the proxy Pods not stopping, for the fewest and the most seen.
+// (connectors counts them) and the Pods of ns that selector picks and
+// that are not stopping, for the fewest and the most seen.
 type rollWatch struct {
 	done         chan struct{}
 	wg           sync.WaitGroup
 	fewest, most int
 }
 
-func watchRoll(t *testing.T, r *rig, replicas int) *rollWatch {
+func watchRoll(t *testing.T, r *rig, ns, selector string, connectors func() int, replicas int) *rollWatch {
 	w := &rollWatch{done: make(chan struct{}), fewest: replicas, most: replicas}
 	w.wg.Add(1)
 	go func() {
@@ -203,8 +205,8 @@ func watchRoll(t *testing.T, r *rig, replicas int) *rollWatch {
 				return
 			case <-tick.C:
 			}
-			w.fewest = min(w.fewest, len(r.edge.Connectors()))
-			pods, err := r.kube.CoreV1().Pods(r.ns).List(t.Context(), metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=proxy"})
+			w.fewest = min(w.fewest, connectors())
+			pods, err := r.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
 			if err == nil {
 				// Those not stopping: a Pod being stopped is its
 				// replacement's predecessor, which a rollout no longer
@@ -226,4 +228,131 @@ func (w *rollWatch) stop() (fewest, most int) {
 	close(w.done)
 	w.wg.Wait()
 	return w.fewest, w.most
+}
+
+// A Gateway's own tunnel rotates the same way, asked on its GatewayConfig:
+// the new token goes to the plane's tunnel token Secret, the controller
+// renders the rotation's time on the plane's Pod template, and the
+// plane's two Pods are replaced one at a time with no request lost
+// through its tunnel; the Gateway's condition and events say when.
+func TestPlaneTunnelCredentialRotation(t *testing.T) {
+	r := startRig(t, "rotplane")
+	r.edge.RouteByDNS(r.fake)
+	const ns = "team-r"
+	r.dumpPodsOnFailure(t, ns)
+	r.apply(t, fmt.Sprintf(`
+apiVersion: v1
+kind: Namespace
+metadata: {name: %[1]s}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayConfig
+metadata: {name: own, namespace: %[1]s}
+spec:
+  dataPlane: Dedicated
+  replicas: 2
+  tunnel: {name: team-r-tunnel, credentialRotation: {interval: 720h}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw, namespace: %[1]s}
+spec:
+  gatewayClassName: %[2]s
+  infrastructure:
+    parametersRef: {group: tunnelgate.dev, kind: GatewayConfig, name: own}
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "r.example.com"}]
+`+backend(ns), ns, r.class))
+	plane := provision.Name("gw", r.class)
+	eventually(t, 2*time.Minute, "the plane's Deployment", func() error {
+		_, err := r.kube.AppsV1().Deployments(ns).Get(t.Context(), plane, metav1.GetOptions{})
+		return err
+	})
+	waitRolledOut(t, r.kube, ns, plane, 3*time.Minute)
+	tunnel := tunnelID(t, r, "team-r-tunnel")
+	visitor := r.edge.Client(10 * time.Second)
+	eventually(t, 90*time.Second, "the Gateway served through its own tunnel by its two Pods", func() error {
+		if got := r.edge.ConnectorsOf(tunnel); len(got) != 2 {
+			return fmt.Errorf("connectors of the tunnel: %v", got)
+		}
+		return visitBackend(visitor, "r.example.com", ns)
+	})
+	secretName := plane + "-tunnel"
+	oldToken := secretKey(t, r.kube, ns, secretName, "token")
+	eventually(t, 30*time.Second, "the Gateway saying the schedule", func() error {
+		return r.conditionSays(t.Context(), ns, "gw", translate.ClassConditionCredentialRotated, metav1.ConditionFalse,
+			translate.RotationReasonNotYet, "next rotation due at")
+	})
+	selector := provision.LabelGatewayName + "=gw"
+	oldPods, err := r.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	load := startLoadOf(func() error { return visitBackend(visitor, "r.example.com", ns) }, 4, 200_000)
+	watch := watchRoll(t, r, ns, selector, func() int { return len(r.edge.ConnectorsOf(tunnel)) }, 2)
+	if _, err := r.env.Dynamic().Resource(v1alpha1.SchemeGroupVersion.WithResource("gatewayconfigs")).Namespace(ns).Patch(t.Context(), "own",
+		types.MergePatchType, fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"now"}}}`, v1alpha1.AnnotationRotateTunnelCredential), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var newToken, rotatedAt string
+	eventually(t, time.Minute, "the new token written with the rotation's stamp", func() error {
+		s, err := r.kube.CoreV1().Secrets(ns).Get(t.Context(), secretName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		newToken, rotatedAt = string(s.Data["token"]), s.Annotations[v1alpha1.AnnotationRotatedAt]
+		if newToken == oldToken || rotatedAt == "" || s.Annotations[v1alpha1.AnnotationRotationTrigger] != "now" {
+			return fmt.Errorf("Secret annotations %v, token changed %v", s.Annotations, newToken != oldToken)
+		}
+		return nil
+	})
+	eventually(t, time.Minute, "the plane's Pod template stamped", func() error {
+		d, err := r.kube.AppsV1().Deployments(ns).Get(t.Context(), plane, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if got := d.Spec.Template.Annotations[v1alpha1.AnnotationRotatedAt]; got != rotatedAt {
+			return fmt.Errorf("Pod template stamp %q, want %q", got, rotatedAt)
+		}
+		return nil
+	})
+	waitRolledOut(t, r.kube, ns, plane, 5*time.Minute)
+	eventually(t, time.Minute, "the tunnel's connectors all registered with the new token", func() error {
+		got, fresh := r.edge.ConnectorsOf(tunnel), r.edge.RegisteredWith(newToken)
+		if len(got) != 2 || len(fresh) != 2 {
+			return fmt.Errorf("connectors %v, of which with the new token %v", got, fresh)
+		}
+		return nil
+	})
+	time.Sleep(2 * time.Second)
+	total := load.stop()
+	fewest, most := watch.stop()
+	t.Logf("plane rotation: %d requests sent, %d failed; at least %d connectors and at most %d plane Pods not stopping at any time",
+		total.sent, total.failed, fewest, most)
+	if total.failed != 0 || total.sent < 100 {
+		t.Errorf("%d of %d requests failed; first failures:\n%s", total.failed, total.sent, strings.Join(load.firstErrors(), "\n"))
+	}
+	if fewest < 2 || most > 3 {
+		t.Errorf("during the roll: as few as %d connectors and as many as %d plane Pods not stopping; want at least 2 and at most 3", fewest, most)
+	}
+	pods, err := r.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if slices.ContainsFunc(oldPods.Items, func(o corev1.Pod) bool { return o.UID == p.UID }) {
+			t.Errorf("plane Pod %s was not replaced", p.Name)
+		}
+	}
+	if _, _, err := r.fake.CheckTunnelToken(oldToken); err == nil {
+		t.Error("the old token still opens a new connection after the rotation")
+	}
+	eventually(t, 30*time.Second, "the Gateway saying when", func() error {
+		return r.conditionSays(t.Context(), ns, "gw", translate.ClassConditionCredentialRotated, metav1.ConditionTrue,
+			translate.RotationReasonRotated, "last rotated at "+rotatedAt)
+	})
+	evs, err := r.kube.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.kind=Gateway,involvedObject.name=gw,reason=TunnelCredentialRotated"})
+	if err != nil || len(evs.Items) == 0 || !strings.Contains(evs.Items[0].Message, plane) {
+		t.Errorf("TunnelCredentialRotated events on the Gateway: %v (%v); want one naming Deployment %s", evs, err, plane)
+	}
 }
