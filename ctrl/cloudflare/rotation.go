@@ -182,14 +182,16 @@ func (s *Syncer) rotate(ctx context.Context, c *classSync, d Desired) error {
 		}
 	}
 	c.rot.last, c.rot.pending, c.rot.failed = p, nil, ""
+	s.obs.rotations.Add(context.WithoutCancel(ctx), 1, s.obs.rotatedSet)
 	s.opts.Log.Info("tunnel token written; connectors rolling", "class", d.Class, "secret", ref.Namespace+"/"+ref.Name, "deployments", rolled)
 	s.tell(RotationEvent{Class: d.Class, Stage: RotationRolling, At: p.At, Trigger: p.Trigger, Deployments: rolled})
 	return nil
 }
 
-// rotationFailed records and tells a failed step.
+// rotationFailed records, counts and tells a failed step.
 func (s *Syncer) rotationFailed(c *classSync, d Desired, err error) error {
 	c.rot.failed = err.Error()
+	s.obs.rotations.Add(context.Background(), 1, s.obs.rotationFailSet)
 	s.tell(RotationEvent{Class: d.Class, Stage: RotationFailed, Trigger: d.Rotation.Trigger, Err: err})
 	return err
 }

@@ -12,10 +12,35 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
 )
+
+// rotationCounts reads the rotations counter, by outcome.
+func rotationCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "tunnelgate.cloudflare.tunnel.credential.rotations" {
+				continue
+			}
+			for _, p := range m.Data.(metricdata.Sum[int64]).DataPoints {
+				o, _ := p.Attributes.Value("outcome")
+				out[o.AsString()] += p.Value
+			}
+		}
+	}
+	return out
+}
 
 // patches counts the PATCHes of tunnels the fake served: new secrets.
 func (w *world) patches() int {
@@ -71,7 +96,9 @@ func (r *rolls) stages() []string {
 // stamp from it; a failed roll is retried without a second new secret.
 func TestRotationOnDemand(t *testing.T) {
 	rl := &rolls{fail: errors.New("deployments: forbidden")}
-	w := newWorld(t, cloudflare.Options{Roll: rl.roll, OnRotation: rl.tell})
+	reader := sdkmetric.NewManualReader()
+	meter := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader)).Meter("test")
+	w := newWorld(t, cloudflare.Options{Roll: rl.roll, OnRotation: rl.tell, Meter: meter})
 	d := desired("app.example.com")
 	w.s.Update([]cloudflare.Desired{d})
 	w.waitState(t, "applied", func(st *translate.TunnelState) bool { return st.Pending == "" && st.ID != "" })
@@ -120,7 +147,7 @@ func TestRotationOnDemand(t *testing.T) {
 	// A restart: a new Syncer reads the stamp from the Secret.
 	w.cancel()
 	<-w.done
-	w.start(t, cloudflare.Options{Roll: rl.roll, OnRotation: rl.tell})
+	w.start(t, cloudflare.Options{Roll: rl.roll, OnRotation: rl.tell, Meter: meter})
 	w.s.Update([]cloudflare.Desired{d})
 	st = w.waitState(t, "applied after the restart", func(st *translate.TunnelState) bool { return st.Pending == "" && st.ID != "" })
 	if !st.Rotation.Last.Equal(s.At) {
@@ -139,6 +166,9 @@ func TestRotationOnDemand(t *testing.T) {
 	}
 	if s2, _ := w.stamps.Load("tg/tunnel/token"); s2.(cloudflare.Stamp).Trigger != "again" {
 		t.Errorf("the Secret records %+v after the second request", s2)
+	}
+	if got := rotationCounts(t, reader); got["rotated"] != 2 || got["failed"] != 1 {
+		t.Errorf("rotations counted %v, want 2 rotated and 1 failed step", got)
 	}
 }
 
