@@ -14,6 +14,8 @@ import (
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/cloudflare"
@@ -211,5 +213,39 @@ func TestRotationOnSchedule(t *testing.T) {
 	}
 	if fmt.Sprint(rl.stamps) == "[]" {
 		t.Error("nothing rolled")
+	}
+}
+
+// A rotation overdue on a wish that cannot rotate now (a class held, a
+// problem) does not make it due at once, over and over: it is looked at
+// again at the drift check's pace.
+func TestOverdueRotationWaits(t *testing.T) {
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	w := newWorld(t, cloudflare.Options{TracerProvider: tp, DriftEvery: time.Hour})
+	for _, d := range []cloudflare.Desired{
+		func() cloudflare.Desired { d := desired("app.example.com"); d.Hold = true; return d }(),
+		func() cloudflare.Desired {
+			d := desired("app.example.com")
+			d.Problem = "credentials Secret tg/cf not found"
+			return d
+		}(),
+	} {
+		d.Rotation = cloudflare.Rotation{Every: time.Hour, Since: time.Now().Add(-2 * time.Hour)}
+		spans.Reset()
+		w.s.Update([]cloudflare.Desired{d})
+		time.Sleep(300 * time.Millisecond)
+		n := 0
+		for _, sp := range spans.GetSpans() {
+			if sp.Name == "tunnelgate.cloudflare.sync" {
+				n++
+			}
+		}
+		if n == 0 || n > 3 {
+			t.Errorf("hold %v, problem %q: %d syncs in 300 ms, want one or two", d.Hold, d.Problem, n)
+		}
+	}
+	if n := w.patches(); n != 0 {
+		t.Errorf("%d PATCHes of a tunnel that may not rotate now", n)
 	}
 }

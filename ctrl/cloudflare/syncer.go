@@ -391,7 +391,10 @@ func (s *Syncer) dueAt(c *classSync, key string) time.Time {
 		last = c.doneAt
 	}
 	due := last.Add(s.opts.DriftEvery)
-	if next := s.rotationDueAt(c); !next.IsZero() {
+	// A rotation due before the last sync ended, which did not rotate (a
+	// problem, a class held), waits for the next drift check like the
+	// rest: counted, it would make the class due at once, forever.
+	if next := s.rotationDueAt(c); !next.IsZero() && next.After(c.doneAt) {
 		due = minTime(due, next)
 	}
 	if c.l.dnsKey != "" {
