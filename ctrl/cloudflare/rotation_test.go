@@ -24,7 +24,6 @@ import (
 
 // rotationCounts reads the rotations counter, by outcome.
 func rotationCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 {
-	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)

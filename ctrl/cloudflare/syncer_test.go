@@ -54,7 +54,6 @@ func newWorld(t *testing.T, opts cloudflare.Options) *world {
 // start runs a Syncer of opts against w's fake, stopped when the test
 // ends (or by w.cancel).
 func (w *world) start(t *testing.T, opts cloudflare.Options) {
-	t.Helper()
 	w.done = make(chan struct{})
 	opts.BaseURL = w.f.URL()
 	opts.Log = slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))

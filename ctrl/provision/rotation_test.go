@@ -16,7 +16,6 @@ import (
 func TestRotationRollsThePods(t *testing.T) {
 	p := readPlane(t, "testdata/full.yaml")
 	template := func(p Plane) map[string]string {
-		t.Helper()
 		objs, err := Objects(p)
 		if err != nil {
 			t.Fatal(err)

@@ -159,14 +159,12 @@ func TestTunnelCredentialRotation(t *testing.T) {
 
 // patchClassConfig merge-patches the rig's GatewayClassConfig.
 func patchClassConfig(t *testing.T, r *rig, patch string) {
-	t.Helper()
 	if _, err := r.env.Dynamic().Resource(gvrClassConfig).Patch(t.Context(), r.class, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func deploymentGeneration(t *testing.T, r *rig, name string) int64 {
-	t.Helper()
 	d, err := r.kube.AppsV1().Deployments(r.ns).Get(t.Context(), name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
