@@ -132,7 +132,7 @@ func ConnectorRoller(kube kubernetes.Interface) cloudflare.RollFunc {
 			a := applyappsv1.Deployment(d.Name, d.Namespace).WithSpec(applyappsv1.DeploymentSpec().WithTemplate(
 				applycorev1.PodTemplateSpec().WithAnnotations(map[string]string{v1alpha1.AnnotationRotatedAt: at.UTC().Format(time.RFC3339)})))
 			if _, err := kube.AppsV1().Deployments(d.Namespace).Apply(ctx, a, metav1.ApplyOptions{FieldManager: rollFieldManager, Force: true}); err != nil {
-				return rolled, fmt.Errorf("Deployment %s/%s: %w", d.Namespace, d.Name, err)
+				return rolled, fmt.Errorf("stamping Deployment %s/%s: %w", d.Namespace, d.Name, err)
 			}
 			rolled = append(rolled, d.Name)
 		}
