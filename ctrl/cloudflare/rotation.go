@@ -131,7 +131,7 @@ func (s *Syncer) rotationState(c *classSync, d Desired) translate.RotationState 
 	}
 	last := c.rot.current(r)
 	_, _, next := rotationDue(r, last, s.opts.Now())
-	return translate.RotationState{Asked: r.Asked(), Last: last.At, Next: next, Failed: c.rot.failed}
+	return translate.RotationState{Asked: r.Asked(), Last: last.At, Every: r.Every, Next: next, Failed: c.rot.failed}
 }
 
 // rotate rotates the tunnel's credential when it is due (or finishes a

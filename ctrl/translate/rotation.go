@@ -40,8 +40,11 @@ func rotationCondition(c *conds, ts *TunnelState) {
 	}
 	next := "; no schedule (tunnel.credentialRotation): rotated on demand only, by setting the annotation " +
 		v1alpha1.AnnotationRotateTunnelCredential + " to a new value"
-	if !r.Next.IsZero() {
+	switch {
+	case !r.Next.IsZero():
 		next = "; next rotation due at " + rfc3339(r.Next)
+	case r.Every > 0:
+		next = "; rotated every " + r.Every.String() + ", counted from when the token Secret is first written"
 	}
 	switch {
 	case r.Refused != "":

@@ -63,7 +63,10 @@ type RotationState struct {
 	Asked bool
 	// Last is when the credential was last rotated; zero if never.
 	Last time.Time
-	// Next is when the schedule rotates it next; zero without one.
+	// Every is the schedule's interval; zero without one.
+	Every time.Duration
+	// Next is when the schedule rotates it next; zero without one, or
+	// before the token Secret it counts from is written.
 	Next time.Time
 	// Failed is why the last attempt failed; it is retried.
 	Failed string
@@ -74,7 +77,7 @@ type RotationState struct {
 
 // Equal says whether two RotationStates say the same.
 func (r RotationState) Equal(o RotationState) bool {
-	return r.Asked == o.Asked && r.Last.Equal(o.Last) && r.Next.Equal(o.Next) && r.Failed == o.Failed && r.Refused == o.Refused
+	return r.Asked == o.Asked && r.Last.Equal(o.Last) && r.Every == o.Every && r.Next.Equal(o.Next) && r.Failed == o.Failed && r.Refused == o.Refused
 }
 
 // Equal says whether two states say the same. A nil DNS (DNS not

@@ -86,7 +86,14 @@ func TestTunnelStateInStatuses(t *testing.T) {
 		{"asked, not yet rotated, on demand alone", &translate.TunnelState{ID: "abc", Rotation: translate.RotationState{Asked: true}},
 			func(t *testing.T, out *translate.Output) {
 				c := wantCond(t, out.GatewayClasses["tunnelgate"].Status.Conditions, translate.ClassConditionCredentialRotated, metav1.ConditionFalse, translate.RotationReasonNotYet)
-				if c != nil && !strings.Contains(c.Message, "never rotated") || !strings.Contains(c.Message, "on demand only") {
+				if c != nil && (!strings.Contains(c.Message, "never rotated") || !strings.Contains(c.Message, "on demand only")) {
+					t.Errorf("message %q", c.Message)
+				}
+			}},
+		{"a schedule, before its Secret is written", &translate.TunnelState{ID: "abc", Rotation: translate.RotationState{Asked: true, Every: 720 * time.Hour}},
+			func(t *testing.T, out *translate.Output) {
+				c := wantCond(t, out.GatewayClasses["tunnelgate"].Status.Conditions, translate.ClassConditionCredentialRotated, metav1.ConditionFalse, translate.RotationReasonNotYet)
+				if c != nil && !strings.Contains(c.Message, "rotated every 720h0m0s, counted from when the token Secret is first written") {
 					t.Errorf("message %q", c.Message)
 				}
 			}},
@@ -174,7 +181,7 @@ func TestTunnelStateAndCacheByValue(t *testing.T) {
 // RotationState.Equal compares every field.
 func TestRotationStateEqual(t *testing.T) {
 	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
-	for i, o := range []translate.RotationState{{Asked: true}, {Last: at}, {Next: at}, {Failed: "x"}, {Refused: "x"}} {
+	for i, o := range []translate.RotationState{{Asked: true}, {Last: at}, {Every: time.Hour}, {Next: at}, {Failed: "x"}, {Refused: "x"}} {
 		if o.Equal(translate.RotationState{}) {
 			t.Errorf("case %d: %+v is taken as the zero state", i, o)
 		}
