@@ -37,6 +37,10 @@ func (in *GatewayClassConfigSpec) DeepCopy() *GatewayClassConfigSpec {
 			r := *t.TokenSecretRef
 			t.TokenSecretRef = &r
 		}
+		if t.CredentialRotation != nil {
+			r := *t.CredentialRotation
+			t.CredentialRotation = &r
+		}
 		out.Tunnel = &t
 	}
 	if in.DNS != nil {

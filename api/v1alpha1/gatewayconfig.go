@@ -170,6 +170,10 @@ type GatewayTunnel struct {
 	// tunnel of that name existed). Off by default: a tunnel outlives its
 	// Gateway unless this says otherwise.
 	DeleteWithGateway bool `json:"deleteWithGateway,omitempty"`
+	// CredentialRotation rotates the tunnel's secret on a schedule
+	// (rotation.go); only a tunnel whose token the controller writes (Name
+	// or ID, not TokenSecretRef).
+	CredentialRotation *CredentialRotation `json:"credentialRotation,omitempty"`
 }
 
 // LocalSecretKeyRef is one key of a Secret in the referrer's namespace.
@@ -207,6 +211,10 @@ func (in *GatewayConfig) DeepCopy() *GatewayConfig {
 		if t.TokenSecretRef != nil {
 			r := *t.TokenSecretRef
 			t.TokenSecretRef = &r
+		}
+		if t.CredentialRotation != nil {
+			r := *t.CredentialRotation
+			t.CredentialRotation = &r
 		}
 		s.Tunnel = &t
 	}

@@ -146,6 +146,10 @@ type TunnelRef struct {
 	// token (the cloudflared sidecars' credential), written whenever it
 	// differs.
 	TokenSecretRef *SecretKeyRef `json:"tokenSecretRef,omitempty"`
+	// CredentialRotation rotates the tunnel's secret on a schedule
+	// (rotation.go); it needs TokenSecretRef, the Secret the controller
+	// writes the new token to.
+	CredentialRotation *CredentialRotation `json:"credentialRotation,omitempty"`
 }
 
 // DNSSettings says which hostnames get records and how ownership is marked.

@@ -33,6 +33,9 @@ alone.
 {{- else if and .Values.gatewayClass.create (eq (empty $t.id) (empty $t.name)) -}}
 {{- fail "cloudflare.tunnel: name the tunnel in exactly one way: token.value, token.existingSecret (with id), id, or name" -}}
 {{- end -}}
+{{- if and $t.credentialRotation.interval (not (include "tunnelgate.controllerWritesToken" .)) -}}
+{{- fail "cloudflare.tunnel.credentialRotation: tunnelgate can rotate only a tunnel token it writes; give the tunnel by id or name, not by token" -}}
+{{- end -}}
 {{- /* A ServiceMonitor whose every scrape the NetworkPolicy drops would
 fail quietly (targets down); say so at install instead. */ -}}
 {{- if and .Values.metrics.serviceMonitor.enabled .Values.networkPolicy.enabled (not .Values.networkPolicy.metricsFrom) -}}

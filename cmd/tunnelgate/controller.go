@@ -327,6 +327,7 @@ func buildParts(f controllerFlags, clients kubeClients, token *fileToken, events
 	if !f.noCloudflare {
 		p.cf = cloudflare.New(cloudflare.Options{
 			BaseURL: f.cloudflareURL, SaveToken: controller.TunnelTokenWriter(clients.kube, asker.TokenOwner), Log: log.With("part", "cloudflare"),
+			Roll: controller.ConnectorRoller(clients.kube), OnRotation: asker.Rotated,
 			OnChange:       asker.Changed,
 			TracerProvider: tracing.Provider, Meter: meter,
 		})
@@ -387,6 +388,14 @@ func (a *syncAsker) TokenOwner(namespace, name string) *metav1.OwnerReference {
 		return c.TokenOwner(namespace, name)
 	}
 	return nil
+}
+
+// Rotated records the events of a tunnel credential's rotation, once the
+// controller exists.
+func (a *syncAsker) Rotated(ev cloudflare.RotationEvent) {
+	if c := a.c.Load(); c != nil {
+		c.RotationEvent(ev)
+	}
 }
 
 // runParts serves configs and the admin listener, elects the leader,

@@ -268,6 +268,16 @@ func (a *api) tunnelToken(ctx context.Context, account, id string) (string, erro
 	return *tok, nil
 }
 
+// setTunnelSecret gives the tunnel a new secret (base64 of at least 32
+// bytes): cloudflared can no longer open connections with a token of the
+// old one, while those it opened keep serving until it stops. The token
+// to run it with is then read again (tunnelToken).
+func (a *api) setTunnelSecret(ctx context.Context, account, id, secret string) error {
+	ctx = withOp(ctx, opTunnelSecretEdit)
+	_, err := a.tunnels.Edit(ctx, id, zero_trust.TunnelCloudflaredEditParams{AccountID: cf.F(account), TunnelSecret: cf.F(secret)})
+	return wrap("setting a new secret of tunnel "+id, err)
+}
+
 // getConfig returns the tunnel's remote config as Cloudflare holds it.
 func (a *api) getConfig(ctx context.Context, account, id string) (json.RawMessage, error) {
 	ctx = withOp(ctx, opTunnelConfigGet)

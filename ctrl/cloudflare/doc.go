@@ -46,6 +46,14 @@
 // stays in the ingress document and gets no record: PlanDNS removes the
 // records we own there and touches no other, takeover or not.
 //
+// rotation.go rotates a tunnel's credential when its wish asks
+// (Desired.Rotation: a schedule, or a request not yet answered): a new
+// secret PATCHed on the tunnel, the token read back and saved with a
+// Stamp of the time and the request (which the token Secret keeps, so a
+// restart neither repeats nor forgets), then Options.Roll rolls the Pods
+// that mount it. Connections opened with the old token keep serving, as
+// Cloudflare's edge keeps them, until their Pods are replaced.
+//
 // Rules it keeps:
 //   - It writes only when something differs: a steady state costs one GET
 //     of the ingress document per drift check, and no write.

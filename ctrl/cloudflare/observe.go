@@ -39,6 +39,7 @@ const (
 	opTunnelList
 	opTunnelCreate
 	opTunnelTokenGet
+	opTunnelSecretEdit // a new tunnel secret: the credential rotated
 	opTunnelConfigGet
 	opTunnelConfigPut
 	opTunnelConnectionsDelete
@@ -74,7 +75,7 @@ const (
 )
 
 var opNames = [numOps]string{"other", "account_list", "zone_list", "tunnel_get", "tunnel_list", "tunnel_create",
-	"tunnel_token_get", "tunnel_config_get", "tunnel_config_put",
+	"tunnel_token_get", "tunnel_secret_edit", "tunnel_config_get", "tunnel_config_put",
 	"tunnel_connections_delete", "tunnel_delete", "dns_list", "dns_batch",
 	"access_app_list", "access_app_create", "access_app_update", "access_app_delete",
 	"access_policy_list", "access_policy_create", "access_policy_update", "access_policy_delete",
@@ -144,6 +145,11 @@ type observer struct {
 	spanName [numOps]string
 	callSet  [numOps][numOutcomes]metric.AddOption
 	opSet    [numOps]metric.RecordOption
+
+	// rotations counts tunnel credential rotations (rotation.go) by
+	// outcome: one done, or a step that failed.
+	rotations                   metric.Int64Counter
+	rotatedSet, rotationFailSet metric.AddOption
 }
 
 // newObserver makes the instruments on m and the tracer from tp; nil
@@ -160,18 +166,27 @@ func newObserver(tp trace.TracerProvider, m metric.Meter, log *slog.Logger) *obs
 		log = slog.New(slog.DiscardHandler)
 	}
 	o := &observer{tracer: tp.Tracer("github.com/tunnelgate/tunnelgate/ctrl/cloudflare")}
-	var err1, err2 error
+	var err1, err2, err3 error
 	o.calls, err1 = m.Int64Counter("tunnelgate.cloudflare.api.calls", metric.WithUnit("{call}"),
 		metric.WithDescription("Cloudflare API requests, by operation and outcome."))
 	o.duration, err2 = m.Float64Histogram("tunnelgate.cloudflare.api.call.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time to Cloudflare's answer (its headers), by operation."),
 		metric.WithExplicitBucketBoundaries(callBuckets...))
-	if err := errors.Join(err1, err2); err != nil {
+	o.rotations, err3 = m.Int64Counter("tunnelgate.cloudflare.tunnel.credential.rotations", metric.WithUnit("{rotation}"),
+		metric.WithDescription("Tunnel credential rotations: done (rotated), or a step that failed (failed, retried)."))
+	if err := errors.Join(err1, err2, err3); err != nil {
 		log.Error("Cloudflare API metrics unavailable", "err", err)
 		nm := metricnoop.NewMeterProvider().Meter("")
 		o.calls, _ = nm.Int64Counter("")
 		o.duration, _ = nm.Float64Histogram("")
+		o.rotations, _ = nm.Int64Counter("")
 	}
+	o.rotatedSet = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", "rotated")))
+	o.rotationFailSet = metric.WithAttributeSet(attribute.NewSet(attribute.String("outcome", "failed")))
+	// Both series from the start, so a rate or an alert has them before
+	// the first rotation.
+	o.rotations.Add(context.Background(), 0, o.rotatedSet)
+	o.rotations.Add(context.Background(), 0, o.rotationFailSet)
 	for op := range numOps {
 		o.spanName[op] = "cloudflare." + opNames[op]
 		o.opSet[op] = metric.WithAttributeSet(attribute.NewSet(attribute.String("operation", opNames[op])))

@@ -31,6 +31,7 @@ func TestRequestsMatchCloudflareSpec(t *testing.T) {
 		{"find tunnel by name", func() error { _, _, err := a.tunnelByName(ctx, acc, "prod"); return err }},
 		{"create tunnel", func() error { _, err := a.createTunnel(ctx, acc, "prod"); return err }},
 		{"get tunnel token", func() error { _, err := a.tunnelToken(ctx, acc, tunnel); return err }},
+		{"set a new tunnel secret", func() error { return a.setTunnelSecret(ctx, acc, tunnel, newTunnelSecret()) }},
 		{"get tunnel configuration", func() error { _, err := a.getConfig(ctx, acc, tunnel); return err }},
 		{"put tunnel configuration", func() error {
 			return a.putConfig(ctx, acc, tunnel, BuildDocument([]translate.Hostname{

@@ -57,6 +57,9 @@ type Desired struct {
 	// that exist, so the class's DNS sync removes the records of a plane
 	// whose Gateway was deleted; nil removes none.
 	LivePlanes []string
+	// Rotation is what is asked of the tunnel credential's rotation, and
+	// what its token Secret records (rotation.go).
+	Rotation Rotation
 
 	// Departing marks the cleanup after a Gateway's own tunnel
 	// (departure.go): Hostnames is empty, nothing is created and no token
@@ -77,8 +80,10 @@ type Desired struct {
 	CreateIntent translate.TunnelIntent
 }
 
-// SaveTokenFunc stores a tunnel's token in the Secret ref names.
-type SaveTokenFunc func(ctx context.Context, ref v1alpha1.SecretKeyRef, token string) error
+// SaveTokenFunc stores a tunnel's token in the Secret ref names, with
+// what it records of the credential's last rotation (none when stamp.At
+// is zero).
+type SaveTokenFunc func(ctx context.Context, ref v1alpha1.SecretKeyRef, token string, stamp Stamp) error
 
 // Options configure a Syncer.
 type Options struct {
@@ -88,6 +93,12 @@ type Options struct {
 	HTTPClient *http.Client
 	// SaveToken writes tunnel tokens to Secrets (tunnel.tokenSecretRef).
 	SaveToken SaveTokenFunc
+	// Roll rolls the Deployments that mount a token Secret after a
+	// rotation wrote it; nil rolls none.
+	Roll RollFunc
+	// OnRotation is told of each rotation's steps, for events; called
+	// from Run's goroutine, without locks held.
+	OnRotation func(RotationEvent)
 	// OnChange is called, without locks held, when a TunnelState changed,
 	// so the controller translates again.
 	OnChange func()
@@ -145,7 +156,8 @@ type classSync struct {
 	// wish, linked from the class syncs that carry it out.
 	cause trace.SpanContext
 
-	l learned
+	l   learned
+	rot rotationMemory // Run's goroutine's, like l
 }
 
 // learned is what Cloudflare told about a class, reset when the token
@@ -379,6 +391,12 @@ func (s *Syncer) dueAt(c *classSync, key string) time.Time {
 		last = c.doneAt
 	}
 	due := last.Add(s.opts.DriftEvery)
+	// A rotation due before the last sync ended, which did not rotate (a
+	// problem, a class held), waits for the next drift check like the
+	// rest: counted, it would make the class due at once, forever.
+	if next := s.rotationDueAt(c); !next.IsZero() && next.After(c.doneAt) {
+		due = minTime(due, next)
+	}
 	if c.l.dnsKey != "" {
 		due = minTime(due, c.l.lastDNS.Add(s.dnsInterval(c)))
 	}
@@ -491,12 +509,18 @@ func (s *Syncer) syncClass(ctx context.Context, c *classSync, d Desired) (*trans
 	}
 	st.ID = c.l.tunnelID
 	st.Created = s.createdFor(c, d, st.ID)
+	st.Rotation = s.rotationState(c, d)
 	if err := s.saveToken(ctx, c, d); err != nil {
 		return failure(st, err)
 	}
 	if d.Hold {
 		st.Problem = ""
 		return st, nil
+	}
+	err := s.rotate(ctx, c, d)
+	st.Rotation = s.rotationState(c, d)
+	if err != nil {
+		return failure(st, err)
 	}
 
 	doc, refused := buildDocument(d.Hostnames, d.Spec.Origin)
@@ -581,7 +605,7 @@ func (s *Syncer) refuseHeldTunnel(ctx context.Context, c *classSync, d Desired, 
 	}
 	st := &translate.TunnelState{Problem: fmt.Sprintf("tunnel %s is already %s's: a tunnel serves one GatewayClass or Gateway", id, what)}
 	if ref := d.Spec.Tunnel.TokenSecretRef; ref != nil && c.l.savedToken != "" && s.opts.SaveToken != nil {
-		if err := s.opts.SaveToken(ctx, *ref, ""); err != nil {
+		if err := s.opts.SaveToken(ctx, *ref, "", Stamp{}); err != nil {
 			return st, fmt.Errorf("emptying the tunnel token in Secret %s/%s: %w", ref.Namespace, ref.Name, err)
 		}
 		c.l.savedToken = ""
@@ -696,7 +720,7 @@ func (s *Syncer) saveToken(ctx context.Context, c *classSync, d Desired) error {
 	if ref == nil || s.opts.SaveToken == nil {
 		return nil
 	}
-	key := hash(c.l.tunnelID + "/" + ref.Namespace + "/" + ref.Name + "/" + ref.Key)
+	key := tokenKey(c.l.tunnelID, *ref)
 	if key == c.l.savedToken {
 		return nil
 	}
@@ -704,11 +728,17 @@ func (s *Syncer) saveToken(ctx context.Context, c *classSync, d Desired) error {
 	if err != nil {
 		return err
 	}
-	if err := s.opts.SaveToken(ctx, *ref, tok); err != nil {
+	if err := s.opts.SaveToken(ctx, *ref, tok, c.rot.current(d.Rotation)); err != nil {
 		return fmt.Errorf("storing the tunnel token in Secret %s/%s: %w", ref.Namespace, ref.Name, err)
 	}
 	c.l.savedToken = key
 	return nil
+}
+
+// tokenKey is what c.l.savedToken remembers: the tunnel and the Secret
+// its token was last written to.
+func tokenKey(tunnelID string, ref v1alpha1.SecretKeyRef) string {
+	return hash(tunnelID + "/" + ref.Namespace + "/" + ref.Name + "/" + ref.Key)
 }
 
 // syncDNS brings the records of every zone that holds, or held, one of
@@ -875,8 +905,9 @@ func desiredKey(d Desired) string {
 		Intent  translate.TunnelIntent
 		Apps    []translate.AccessApp
 		LBs     []translate.LoadBalancing
+		Rot     Rotation
 	}{hash(d.Token), d.Problem, d.Hold, d.Spec, d.Hostnames, d.LivePlanes, d.Departing, d.DeleteTunnel, d.CreatedTunnel, d.CreateIntent, d.AccessApps,
-		d.LoadBalancers})
+		d.LoadBalancers, d.Rotation})
 }
 
 func hash(s string) string {

@@ -35,6 +35,7 @@ type world struct {
 	s      *cloudflare.Syncer
 	logs   *testproc.SyncBuffer
 	tokens sync.Map // "ns/name/key" → token saved
+	stamps sync.Map // "ns/name/key" → the cloudflare.Stamp saved with it
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -46,10 +47,19 @@ func newWorld(t *testing.T, opts cloudflare.Options) *world {
 	w.f.AddAccount(account, "Test account")
 	w.f.AddZone("zone-com", "example.com", account)
 	w.f.AddZone("zone-org", "example.org", account)
+	w.start(t, opts)
+	return w
+}
+
+// start runs a Syncer of opts against w's fake, stopped when the test
+// ends (or by w.cancel).
+func (w *world) start(t *testing.T, opts cloudflare.Options) {
+	w.done = make(chan struct{})
 	opts.BaseURL = w.f.URL()
 	opts.Log = slog.New(slog.NewTextHandler(w.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	opts.SaveToken = func(_ context.Context, ref v1alpha1.SecretKeyRef, tok string) error {
+	opts.SaveToken = func(_ context.Context, ref v1alpha1.SecretKeyRef, tok string, stamp cloudflare.Stamp) error {
 		w.tokens.Store(ref.Namespace+"/"+ref.Name+"/"+ref.Key, tok)
+		w.stamps.Store(ref.Namespace+"/"+ref.Name+"/"+ref.Key, stamp)
 		return nil
 	}
 	if opts.MinBackoff == 0 {
@@ -61,15 +71,15 @@ func newWorld(t *testing.T, opts cloudflare.Options) *world {
 	w.s = cloudflare.New(opts)
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
-	go func() { defer close(w.done); w.s.Run(ctx) }()
+	done := w.done
+	go func() { defer close(done); w.s.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-w.done
+		<-done
 		if strings.Contains(w.logs.String(), token) {
 			t.Errorf("the API token appears in the logs:\n%s", w.logs.String())
 		}
 	})
-	return w
 }
 
 func desired(hosts ...string) cloudflare.Desired {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -131,14 +132,16 @@ func (c *Controller) handPlanes(_ context.Context, leading bool, snap *translate
 	}
 	wanted := make(map[types.NamespacedName]planes.Want, len(out.Planes))
 	for key, p := range out.Planes {
-		wanted[key] = wantOf(p)
+		wanted[key] = wantOf(p, snap.Secrets)
 	}
 	c.opts.Planes.Update(true, wanted, gatewaysWantingNoPlane(snap, c.controllerName))
 }
 
-// wantOf is what the provisioner needs of a translated plane.
-func wantOf(p *translate.Plane) planes.Want {
-	w := planes.Want{Gateway: p.Gateway, Params: p.Params.Spec}
+// wantOf is what the provisioner needs of a translated plane, with the
+// last rotation of its own tunnel's credential that its token Secret
+// records (among secrets).
+func wantOf(p *translate.Plane, secrets []*corev1.Secret) planes.Want {
+	w := planes.Want{Gateway: p.Gateway, Params: p.Params.Spec, TunnelRotatedAt: planeRotatedAt(p, secrets)}
 	for _, port := range p.Ports {
 		w.Ports = append(w.Ports, provision.Port{Port: port.Port, TLS: port.Protocol == gwv1.HTTPSProtocolType})
 	}

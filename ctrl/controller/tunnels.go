@@ -44,6 +44,7 @@ func desiredTunnels(snap *translate.Snapshot, out *translate.Output, byClass map
 		d := cloudflare.Desired{Class: gc.Name, Spec: *cfg.Spec.DeepCopy(),
 			LivePlanes: livePlanes(classOwner(gc.Name, cfg), planeGateways[gc.Name])}
 		d.Token, d.Problem = apiToken(snap.Secrets, cfg.Spec.CredentialsRef)
+		d.Rotation = rotationOf(snap.Secrets, cfg.Annotations, cfg.Spec.Tunnel, classNotManaged)
 		res := out.GatewayClasses[gc.Name]
 		d.Hold = res == nil || !meta.IsStatusConditionTrue(res.Status.Conditions, string(gwv1.GatewayClassConditionStatusAccepted))
 		for _, h := range out.Hostnames {
@@ -152,6 +153,10 @@ func planeTunnels(snap *translate.Snapshot, out *translate.Output, byClass map[s
 			spec.Tunnel = &v1alpha1.TunnelRef{ID: t.ID, Name: t.Name, TokenSecretRef: &v1alpha1.SecretKeyRef{
 				Namespace: key.Namespace, Name: secrets.TunnelToken, Key: secrets.TunnelTokenKey}}
 		}
+		// The plane's Pods roll from their template (provision renders
+		// the rotation's time from the token Secret), not from a patch.
+		d.Rotation = rotationOf(snap.Secrets, p.Params.Annotations,
+			&v1alpha1.TunnelRef{TokenSecretRef: spec.Tunnel.TokenSecretRef, CredentialRotation: t.CredentialRotation}, planeNotManaged)
 		d.Spec = spec
 		if d.Problem == "" {
 			d.Token, d.Problem = apiToken(snap.Secrets, cc.Spec.CredentialsRef)
@@ -235,9 +240,10 @@ type TokenOwnerFunc func(namespace, name string) *metav1.OwnerReference
 // sidecars, with server-side apply: the Secret is created, or only its
 // token key (and the owner owner names, if any) is set, other keys and
 // fields left as they are. Applying needs no read of the Secret, so the
-// controller is not allowed to read Secrets one by one.
+// controller is not allowed to read Secrets one by one. The credential's
+// last rotation, if any, is recorded in its annotations (rotation.go).
 func TunnelTokenWriter(kube kubernetes.Interface, owner TokenOwnerFunc) cloudflare.SaveTokenFunc {
-	return func(ctx context.Context, ref v1alpha1.SecretKeyRef, token string) error {
+	return func(ctx context.Context, ref v1alpha1.SecretKeyRef, token string, stamp cloudflare.Stamp) error {
 		key := ref.Key
 		if key == "" {
 			key = "token"
@@ -245,6 +251,9 @@ func TunnelTokenWriter(kube kubernetes.Interface, owner TokenOwnerFunc) cloudfla
 		s := applycorev1.Secret(ref.Name, ref.Namespace).
 			WithLabels(map[string]string{"app.kubernetes.io/managed-by": "tunnelgate"}).
 			WithData(map[string][]byte{key: []byte(token)})
+		if a := stampAnnotations(stamp); a != nil {
+			s.WithAnnotations(a)
+		}
 		if owner != nil {
 			if o := owner(ref.Namespace, ref.Name); o != nil {
 				s.WithOwnerReferences(applymetav1.OwnerReference().WithAPIVersion(o.APIVersion).WithKind(o.Kind).

@@ -46,7 +46,7 @@ var resources = map[string]schema.GroupVersionResource{
 // longer renders.
 func (p *Provisioner) applyPlane(ctx context.Context, w Want) error {
 	plane := provision.Plane{Gateway: w.Gateway, Params: w.Params, Install: p.opts.Install,
-		Secrets: provision.SecretsOf(w.Gateway, &w.Params), Ports: w.Ports, ClusterIP: w.ClusterIP}
+		Secrets: provision.SecretsOf(w.Gateway, &w.Params), Ports: w.Ports, ClusterIP: w.ClusterIP, TunnelRotatedAt: w.TunnelRotatedAt}
 	key := types.NamespacedName{Namespace: w.Gateway.Namespace, Name: w.Gateway.Name}
 	creds, err := p.credentialsOf(key, plane)
 	if err != nil {

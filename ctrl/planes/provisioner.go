@@ -31,6 +31,9 @@ type Want struct {
 	// the pool address of a plane that serves in the cluster.
 	Ports     []provision.Port
 	ClusterIP string
+	// TunnelRotatedAt is provision.Plane's: when the credential of the
+	// plane's own tunnel was last rotated, per its token Secret.
+	TunnelRotatedAt string
 }
 
 // Options configure a Provisioner.
@@ -152,7 +155,7 @@ func sameWant(a, b Want) bool {
 	return ga.UID == gb.UID && ga.Name == gb.Name && ga.Namespace == gb.Namespace &&
 		ga.Spec.GatewayClassName == gb.Spec.GatewayClassName &&
 		reflect.DeepEqual(ga.Spec.Infrastructure, gb.Spec.Infrastructure) && reflect.DeepEqual(a.Params, b.Params) &&
-		slices.Equal(a.Ports, b.Ports) && a.ClusterIP == b.ClusterIP
+		slices.Equal(a.Ports, b.Ports) && a.ClusterIP == b.ClusterIP && a.TunnelRotatedAt == b.TunnelRotatedAt
 }
 
 // Run starts the informers and the workers until ctx ends.

@@ -89,6 +89,11 @@ type Plane struct {
 	// credentials Secret. The Pods are made anew when they change, since
 	// the proxy reads its certificate at start.
 	Relay *RelayCredentials
+	// TunnelRotatedAt is when the credential of the plane's own tunnel
+	// was last rotated (v1alpha1.AnnotationRotatedAt on its token
+	// Secret), or "": on the Pod template, so a rotation rolls the Pods,
+	// one at a time, onto the new token.
+	TunnelRotatedAt string
 }
 
 // Port is a listener port and whether its listeners terminate TLS.

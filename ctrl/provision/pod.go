@@ -89,18 +89,24 @@ func deployment(p Plane) *appsv1.Deployment {
 // to: the SHA-256 of its relay CA, so new relay credentials roll the Pods.
 const AnnotationRelayCA = "tunnelgate.dev/relay-ca-sha256"
 
-// podAnnotations are the infrastructure annotations, and the relay CA's
-// hash when the plane has one.
+// podAnnotations are the infrastructure annotations, the relay CA's hash
+// when the plane has one, and the last rotation of its tunnel's
+// credential, if any.
 func podAnnotations(p Plane, infra map[string]string) map[string]string {
-	if p.Relay == nil {
+	if p.Relay == nil && p.TunnelRotatedAt == "" {
 		return infra
 	}
 	out := maps.Clone(infra)
 	if out == nil {
 		out = map[string]string{}
 	}
-	sum := sha256.Sum256(p.Relay.CA)
-	out[AnnotationRelayCA] = hex.EncodeToString(sum[:])
+	if p.Relay != nil {
+		sum := sha256.Sum256(p.Relay.CA)
+		out[AnnotationRelayCA] = hex.EncodeToString(sum[:])
+	}
+	if p.TunnelRotatedAt != "" {
+		out[v1alpha1.AnnotationRotatedAt] = p.TunnelRotatedAt
+	}
 	return out
 }
 

@@ -42,6 +42,8 @@
 //	output.go        Output: what it decides
 //	index.go         the snapshot's objects keyed for lookups, built once
 //	tunnel.go        what the Cloudflare sync reports back (TunnelState)
+//	rotation.go      the GatewayClass condition on its tunnel credential's
+//	                 rotation
 //	loadbalancing.go what a cluster asks of Cloudflare Load Balancing
 //	                 (LoadBalancing), and what the sync reports (LBState)
 //	addresses.go     the address each Gateway is given

@@ -75,6 +75,7 @@ func (t *translator) classes() {
 			c.set(string(gwv1.GatewayClassConditionStatusSupportedVersion), false, string(gwv1.GatewayClassReasonUnsupportedVersion),
 				fmt.Sprintf("installed CRDs are %s; %s", t.in.BundleVersion, crdUpgrade))
 		}
+		rotationCondition(&c, t.in.Tunnels[gc.Name])
 		t.out.GatewayClasses[gc.Name] = &GatewayClassResult{Status: gwv1.GatewayClassStatus{Conditions: c.list}}
 	}
 }
@@ -114,6 +115,14 @@ func validateClassConfig(s *v1alpha1.GatewayClassConfigSpec) string {
 	}
 	if s.Tunnel != nil && s.Tunnel.TokenSecretRef != nil && (s.Tunnel.TokenSecretRef.Name == "" || s.Tunnel.TokenSecretRef.Namespace == "") {
 		return "tunnel.tokenSecretRef needs a namespace and a name"
+	}
+	if s.Tunnel != nil && s.Tunnel.CredentialRotation != nil {
+		if s.Tunnel.TokenSecretRef == nil {
+			return "tunnel.credentialRotation needs tunnel.tokenSecretRef, the Secret the controller writes the new token to"
+		}
+		if p := rotationIntervalProblem(s.Tunnel.CredentialRotation); p != "" {
+			return p
+		}
 	}
 	if r := s.DefaultGatewayConfigRef; r != nil && (r.Name == "" || r.Namespace == "") {
 		return "defaultGatewayConfigRef needs a namespace and a name"

@@ -116,6 +116,14 @@ func dedicatedProblem(what, namespace string, spec *v1alpha1.GatewayConfigSpec, 
 	case spec.InClusterOnly():
 		return ""
 	}
+	if r := spec.Tunnel.CredentialRotation; r != nil {
+		if spec.Tunnel.TokenSecretRef != nil {
+			return what + ": tunnel.credentialRotation needs a tunnel whose token the controller writes (name or id), not tokenSecretRef"
+		}
+		if p := rotationIntervalProblem(r); p != "" {
+			return what + ": " + p
+		}
+	}
 	if class.config == nil || class.config.Spec.CredentialsRef == nil {
 		return fmt.Sprintf("%s: a Gateway's own tunnel is managed with its GatewayClass's Cloudflare credentials: "+
 			"GatewayClass %s has no GatewayClassConfig with a credentialsRef", what, class.obj.Name)

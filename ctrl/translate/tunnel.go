@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,6 +51,33 @@ type TunnelState struct {
 	// LoadBalancers are the states of the load balanced hostnames this
 	// tunnel serves (Desired.LoadBalancers), by LoadBalancing.Policy.
 	LoadBalancers map[string]LBState
+	// Rotation is what is known of the rotation of the tunnel's
+	// credential (ClassConditionCredentialRotated).
+	Rotation RotationState
+}
+
+// RotationState is what the Cloudflare sync reports of a tunnel
+// credential's rotation.
+type RotationState struct {
+	// Asked: a schedule or an on-demand request asks for rotations.
+	Asked bool
+	// Last is when the credential was last rotated; zero if never.
+	Last time.Time
+	// Every is the schedule's interval; zero without one.
+	Every time.Duration
+	// Next is when the schedule rotates it next; zero without one, or
+	// before the token Secret it counts from is written.
+	Next time.Time
+	// Failed is why the last attempt failed; it is retried.
+	Failed string
+	// Refused says why the credential cannot be rotated at all, and what
+	// to do.
+	Refused string
+}
+
+// Equal says whether two RotationStates say the same.
+func (r RotationState) Equal(o RotationState) bool {
+	return r.Asked == o.Asked && r.Last.Equal(o.Last) && r.Every == o.Every && r.Next.Equal(o.Next) && r.Failed == o.Failed && r.Refused == o.Refused
 }
 
 // Equal says whether two states say the same. A nil DNS (DNS not
@@ -62,7 +90,8 @@ func (s *TunnelState) Equal(o *TunnelState) bool {
 		s.Created == o.Created && s.AwaitsIntent == o.AwaitsIntent && s.Departed == o.Departed &&
 		(s.DNS == nil) == (o.DNS == nil) && maps.Equal(s.DNS, o.DNS) &&
 		(s.AccessApps == nil) == (o.AccessApps == nil) && maps.Equal(s.AccessApps, o.AccessApps) &&
-		(s.LoadBalancers == nil) == (o.LoadBalancers == nil) && maps.Equal(s.LoadBalancers, o.LoadBalancers)
+		(s.LoadBalancers == nil) == (o.LoadBalancers == nil) && maps.Equal(s.LoadBalancers, o.LoadBalancers) &&
+		s.Rotation.Equal(o.Rotation)
 }
 
 // DNSState is the state of one hostname's records.

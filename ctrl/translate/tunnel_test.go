@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -66,6 +67,49 @@ func TestTunnelStateInStatuses(t *testing.T) {
 				wantCond(t, out.Gateways[gw].Conditions, "Accepted", metav1.ConditionFalse, "")
 				if len(out.Hostnames) != 0 {
 					t.Errorf("hostnames %+v published by a class that is not accepted", out.Hostnames)
+				}
+			}},
+		{"no rotation asked: no rotation condition", &translate.TunnelState{ID: "abc"},
+			func(t *testing.T, out *translate.Output) {
+				if c := cond(out.GatewayClasses["tunnelgate"].Status.Conditions, translate.ClassConditionCredentialRotated); c != nil {
+					t.Errorf("%+v on a class that asks no rotation", c)
+				}
+			}},
+		{"rotated, on a schedule", &translate.TunnelState{ID: "abc", Rotation: translate.RotationState{Asked: true,
+			Last: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC), Next: time.Date(2026, 3, 31, 12, 0, 0, 0, time.UTC)}},
+			func(t *testing.T, out *translate.Output) {
+				c := wantCond(t, out.GatewayClasses["tunnelgate"].Status.Conditions, translate.ClassConditionCredentialRotated, metav1.ConditionTrue, translate.RotationReasonRotated)
+				if c != nil && (!strings.Contains(c.Message, "last rotated at 2026-03-01T12:00:00Z") || !strings.Contains(c.Message, "next rotation due at 2026-03-31T12:00:00Z")) {
+					t.Errorf("message %q does not say when", c.Message)
+				}
+			}},
+		{"asked, not yet rotated, on demand alone", &translate.TunnelState{ID: "abc", Rotation: translate.RotationState{Asked: true}},
+			func(t *testing.T, out *translate.Output) {
+				c := wantCond(t, out.GatewayClasses["tunnelgate"].Status.Conditions, translate.ClassConditionCredentialRotated, metav1.ConditionFalse, translate.RotationReasonNotYet)
+				if c != nil && (!strings.Contains(c.Message, "never rotated") || !strings.Contains(c.Message, "on demand only")) {
+					t.Errorf("message %q", c.Message)
+				}
+			}},
+		{"a schedule, before its Secret is written", &translate.TunnelState{ID: "abc", Rotation: translate.RotationState{Asked: true, Every: 720 * time.Hour}},
+			func(t *testing.T, out *translate.Output) {
+				c := wantCond(t, out.GatewayClasses["tunnelgate"].Status.Conditions, translate.ClassConditionCredentialRotated, metav1.ConditionFalse, translate.RotationReasonNotYet)
+				if c != nil && !strings.Contains(c.Message, "rotated every 720h0m0s, counted from when the token Secret is first written") {
+					t.Errorf("message %q", c.Message)
+				}
+			}},
+		{"rotation failing", &translate.TunnelState{ID: "abc", Rotation: translate.RotationState{Asked: true, Failed: "Cloudflare API: 503"}},
+			func(t *testing.T, out *translate.Output) {
+				c := wantCond(t, out.GatewayClasses["tunnelgate"].Status.Conditions, translate.ClassConditionCredentialRotated, metav1.ConditionFalse, translate.RotationReasonFailed)
+				if c != nil && !strings.Contains(c.Message, "503") {
+					t.Errorf("message %q does not say why", c.Message)
+				}
+				wantCond(t, out.GatewayClasses["tunnelgate"].Status.Conditions, "Accepted", metav1.ConditionTrue, "Accepted")
+			}},
+		{"rotation refused", &translate.TunnelState{ID: "abc", Rotation: translate.RotationState{Asked: true, Refused: "tunnelgate does not write this tunnel's token"}},
+			func(t *testing.T, out *translate.Output) {
+				c := wantCond(t, out.GatewayClasses["tunnelgate"].Status.Conditions, translate.ClassConditionCredentialRotated, metav1.ConditionFalse, translate.RotationReasonNotManaged)
+				if c != nil && !strings.Contains(c.Message, "does not write") {
+					t.Errorf("message %q does not say why", c.Message)
 				}
 			}},
 		{"a foreign record", &translate.TunnelState{ID: "abc", DNS: map[string]translate.DNSState{"app.example.com": {
@@ -134,6 +178,19 @@ func TestTunnelStateAndCacheByValue(t *testing.T) {
 	}
 }
 
+// RotationState.Equal compares every field.
+func TestRotationStateEqual(t *testing.T) {
+	at := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for i, o := range []translate.RotationState{{Asked: true}, {Last: at}, {Every: time.Hour}, {Next: at}, {Failed: "x"}, {Refused: "x"}} {
+		if o.Equal(translate.RotationState{}) {
+			t.Errorf("case %d: %+v is taken as the zero state", i, o)
+		}
+	}
+	if !(translate.RotationState{Last: at}).Equal(translate.RotationState{Last: at.In(time.FixedZone("x", 3600))}) {
+		t.Error("one instant in two zones is taken as two")
+	}
+}
+
 // Equal compares every field of a TunnelState and a PlaneState.
 func TestReportedStatesEqual(t *testing.T) {
 	for _, zero := range []any{&translate.TunnelState{}, &translate.PlaneState{}} {
@@ -152,6 +209,11 @@ func TestReportedStatesEqual(t *testing.T) {
 				f.Set(reflect.MakeMap(f.Type())) // empty, not nil
 			case reflect.Pointer:
 				f.Set(reflect.New(f.Type().Elem()))
+			case reflect.Struct:
+				if f.Type() != reflect.TypeFor[translate.RotationState]() {
+					t.Fatalf("%s.%s: a struct field; teach this test to set it", v.Type().Name(), v.Type().Field(i).Name)
+				}
+				f.Set(reflect.ValueOf(translate.RotationState{Asked: true}))
 			default:
 				t.Fatalf("%s.%s: a field of kind %s; teach this test to set it", v.Type().Name(), v.Type().Field(i).Name, f.Kind())
 			}

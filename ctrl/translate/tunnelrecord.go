@@ -188,4 +188,5 @@ func (t *translator) ownTunnelCondition(gi *gatewayInfo) {
 		gi.conds.set(GatewayConditionTunnel, true, TunnelReasonCreated,
 			"tunnel "+ts.ID+" was created by tunnelgate for this Gateway; it is kept when the Gateway is deleted (set tunnel.deleteWithGateway to delete it then)")
 	}
+	rotationCondition(&gi.conds, ts)
 }

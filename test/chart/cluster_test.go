@@ -112,6 +112,13 @@ func TestServerSideDryRunRefusesBadFields(t *testing.T) {
 		{"GatewayClassConfig", "tunnelgate", func(u *unstructured.Unstructured) {
 			_ = unstructured.SetNestedField(u.Object, "yes", "spec", "dns", "enabled")
 		}, "spec.dns.enabled"},
+		{"GatewayClassConfig", "tunnelgate", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(u.Object, "720h", "spec", "tunnel", "credentialRotation", "interval")
+		}, "credentialRotation needs tokenSecretRef"},
+		{"GatewayClassConfig", "tunnelgate", func(u *unstructured.Unstructured) {
+			_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"namespace": "ns", "name": "token"}, "spec", "tunnel", "tokenSecretRef")
+			_ = unstructured.SetNestedField(u.Object, "30m", "spec", "tunnel", "credentialRotation", "interval")
+		}, "interval must be a duration of at least 1h"},
 		{"PrometheusRule", "tunnelgate", func(u *unstructured.Unstructured) {
 			groups, _, _ := unstructured.NestedSlice(u.Object, "spec", "groups")
 			rule := groups[0].(map[string]any)["rules"].([]any)[0].(map[string]any)
@@ -125,6 +132,13 @@ func TestServerSideDryRunRefusesBadFields(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s %s spoilt: got %v, want an error about %s", c.kind, u.GetName(), err, c.want)
 		}
+	}
+	// The rotation's own checks pass what is right.
+	u := find(t, objs, "GatewayClassConfig", "tunnelgate").DeepCopy()
+	_ = unstructured.SetNestedStringMap(u.Object, map[string]string{"namespace": "ns", "name": "token"}, "spec", "tunnel", "tokenSecretRef")
+	_ = unstructured.SetNestedField(u.Object, "720h", "spec", "tunnel", "credentialRotation", "interval")
+	if err := dryRunApply(t.Context(), env, u); err != nil {
+		t.Errorf("a credentialRotation of 720h with a tokenSecretRef refused: %v", err)
 	}
 }
 

@@ -377,6 +377,14 @@ func TestTunnelFromValues(t *testing.T) {
 	if cfg.Spec.CredentialsRef.Name != "cloudflare-api" || cfg.Spec.CredentialsRef.Key != "api-token" {
 		t.Errorf("credentialsRef %+v; want the existing Secret cloudflare-api, key api-token", cfg.Spec.CredentialsRef)
 	}
+	if cfg.Spec.Tunnel.CredentialRotation != nil {
+		t.Errorf("credentialRotation %+v rendered without the value", cfg.Spec.Tunnel.CredentialRotation)
+	}
+	objs = decode(t, mustRender(t, files["ha"], "--set", "cloudflare.tunnel.credentialRotation.interval=720h"))
+	cfg = typed[v1alpha1.GatewayClassConfig](t, find(t, objs, "GatewayClassConfig", "tunnelgate"))
+	if r := cfg.Spec.Tunnel.CredentialRotation; r == nil || r.Interval != "720h" {
+		t.Errorf("credentialRotation %+v, want interval 720h", r)
+	}
 }
 
 // tokenSecret is the Secret cloudflared's token volume comes from.
@@ -535,6 +543,8 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{"tunnel token without tunnel ID", []string{"--set", "cloudflare.tunnel.token.value=" + token(`{"a":"0123456789abcdef0123456789abcdef","s":"x"}`)}, "it has no account (a) or tunnel ID (t)"},
 		{"account differs from the token's", []string{"--set", "cloudflare.accountID=ffffffffffffffffffffffffffffffff"}, "but the tunnel token belongs to account 0123456789abcdef0123456789abcdef"},
 		{"autoscaling max below min", []string{"--set", "proxy.autoscaling.enabled=true", "--set", "proxy.autoscaling.minReplicas=5", "--set", "proxy.autoscaling.maxReplicas=2"}, "maxReplicas is below minReplicas"},
+		{"rotation interval not a duration", []string{"--set", "cloudflare.tunnel.credentialRotation.interval=monthly"}, "/cloudflare/tunnel/credentialRotation/interval"},
+		{"rotation of a given token", []string{"--set", "cloudflare.tunnel.credentialRotation.interval=720h"}, "tunnelgate can rotate only a tunnel token it writes"},
 		{"ServiceMonitor the NetworkPolicy blocks", []string{"--set", "metrics.serviceMonitor.enabled=true"}, "metrics.serviceMonitor: the NetworkPolicy lets no pod reach the metrics ports while networkPolicy.metricsFrom is empty"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

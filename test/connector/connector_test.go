@@ -420,3 +420,60 @@ func TestRouteByDNS(t *testing.T) {
 		t.Errorf("a hostname naming no tunnel: %v", err)
 	}
 }
+
+// rotating is one tunnel whose secret a test changes: a token is good
+// while it is the current one.
+type rotating struct {
+	*tunnels
+	mu      sync.Mutex
+	current string
+}
+
+func (r *rotating) CheckTunnelToken(token string) (string, string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if token != r.current {
+		return "", "", errors.New("wrong secret")
+	}
+	return "account", "tunnel", nil
+}
+
+func (r *rotating) rotate(token string) {
+	r.mu.Lock()
+	r.current = token
+	r.mu.Unlock()
+}
+
+// After the tunnel's secret changes, as after a token rotation in
+// Cloudflare, the connection registered with the old token keeps
+// serving; a new registration with the old token is refused, and one
+// with the new token serves beside the old.
+func TestRotatedTokenKeepsRegisteredConnections(t *testing.T) {
+	tun := &rotating{tunnels: &tunnels{}, current: "old-token"}
+	tun.set(appConfig)
+	e, err := StartEdge("127.0.0.1:0", tun, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	o := startOrigin(t, "o")
+	startConnector(t, e, "before", "old-token", o.socket, time.Second)
+	waitFor(t, "the first connector registered", registered(e, "before"))
+
+	tun.rotate("new-token")
+	c := e.Client(5 * time.Second)
+	for range 5 {
+		if code, body, err := get(c, "http://app.example.com/x"); err != nil || code != http.StatusOK || !strings.HasPrefix(body, "o ") {
+			t.Fatalf("through the connection registered before the rotation: %d %q %v", code, body, err)
+		}
+	}
+	late := &connector{opts: Options{Edge: e.Addr(), Token: "old-token", Name: "late"}}
+	if _, err := late.dial(t.Context()); err == nil || !strings.Contains(err.Error(), "refused") {
+		t.Fatalf("a new registration with the old token: %v; want refused", err)
+	}
+	startConnector(t, e, "after", "new-token", o.socket, time.Second)
+	waitFor(t, "the connector with the new token registered", registered(e, "before", "after"))
+	if old, fresh := e.RegisteredWith("old-token"), e.RegisteredWith("new-token"); strings.Join(old, ",") != "before" || strings.Join(fresh, ",") != "after" {
+		t.Errorf("registered with the old token %v, with the new %v; want [before] and [after]", old, fresh)
+	}
+}

@@ -10,7 +10,12 @@
 // A connector dials the edge (its --edge flag, the address real cloudflared
 // reserves for Cloudflare's own test environments) and sends one line, a
 // JSON hello with its tunnel token; the edge checks the token (see Tunnels)
-// and answers one line, "ok" or the reason it refuses. From then on the
+// and answers one line, "ok" or the reason it refuses. The token is
+// checked then, once: as Cloudflare documents for a rotated tunnel token,
+// a connection registered before the tunnel's secret changed keeps
+// serving until its connector stops, while a new registration with the old
+// token is refused (Edge.RegisteredWith says which token each connection
+// came with). From then on the
 // connection carries HTTP/2 with the roles reversed, as cloudflared's
 // http2 protocol does: the edge is the client and sends visitors' requests,
 // the connector serves them. The edge first pushes the tunnel's

@@ -77,6 +77,7 @@ type Edge struct {
 type tunnelConn struct {
 	name              string
 	account, tunnelID string
+	token             string // the token it registered with
 	raw               net.Conn
 	cc                *http2.ClientConn
 	version           int // the configuration version last pushed; the poll loop's
@@ -135,6 +136,20 @@ func (e *Edge) Connectors() []string {
 	var names []string
 	for _, c := range e.conns {
 		names = append(names, c.name)
+	}
+	return names
+}
+
+// RegisteredWith names the registered connectors whose connection was
+// registered with token.
+func (e *Edge) RegisteredWith(token string) []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var names []string
+	for _, c := range e.conns {
+		if c.token == token {
+			names = append(names, c.name)
+		}
 	}
 	return names
 }
@@ -206,7 +221,7 @@ func (e *Edge) register(c net.Conn) error {
 	if err != nil {
 		return err
 	}
-	tc := &tunnelConn{name: h.Connector, account: account, tunnelID: tunnelID, raw: c, cc: cc}
+	tc := &tunnelConn{name: h.Connector, account: account, tunnelID: tunnelID, token: h.Token, raw: c, cc: cc}
 	if err := e.push(tc); err != nil {
 		return fmt.Errorf("connector %q: first configuration: %w", h.Connector, err)
 	}
