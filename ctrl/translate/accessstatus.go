@@ -254,13 +254,9 @@ func (t *translator) resolveAccessTarget(ai *accessInfo, tr *gwv1.LocalPolicyTar
 	}
 	switch k.kind {
 	case "Gateway":
-		gi := t.gatewayByKey[nn(ns, k.name)]
-		switch {
-		case gi == nil:
-			notFound(fmt.Sprintf("Gateway %s/%s is not a Gateway of this controller's classes", ns, k.name))
-		case section != "" && !slices.ContainsFunc(gi.own, func(li *listenerInfo) bool { return li.name == section }):
-			notFound(fmt.Sprintf("Gateway %s/%s has no listener %s", ns, k.name, section))
-		default:
+		if gi, _, missing := t.policyGateway(ns, k.name, section); missing != "" {
+			notFound(missing)
+		} else {
 			hold(gatewayAncestor(gi, section))
 		}
 	case kindHTTPRoute, kindGRPCRoute, kindTCPRoute, kindTLSRoute:

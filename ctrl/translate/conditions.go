@@ -3,6 +3,7 @@
 package translate
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -153,6 +154,25 @@ func withForeign(list, prev []metav1.Condition, own map[string]bool) []metav1.Co
 		out = append(out, c)
 	}
 	return out
+}
+
+// policyGateway resolves a policy's target Gateway ns/name: the Gateway,
+// if it is of this controller's classes, and the listeners section picks
+// (all of them when it is empty); or why the target is not found.
+// AccessPolicy, LoadBalancingPolicy and DNSPolicy name Gateways alike.
+func (t *translator) policyGateway(ns, name, section string) (*gatewayInfo, []*listenerInfo, string) {
+	gi := t.gatewayByKey[nn(ns, name)]
+	if gi == nil {
+		return nil, nil, fmt.Sprintf("Gateway %s/%s is not a Gateway of this controller's classes", ns, name)
+	}
+	if section == "" {
+		return gi, gi.listeners, ""
+	}
+	i := slices.IndexFunc(gi.own, func(l *listenerInfo) bool { return l.name == section })
+	if i < 0 {
+		return nil, nil, fmt.Sprintf("Gateway %s/%s has no listener %s", ns, name, section)
+	}
+	return gi, gi.own[i : i+1], ""
 }
 
 // policyAncestors are the ancestor statuses of a policy of kind (obj, its

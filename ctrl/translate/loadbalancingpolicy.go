@@ -216,21 +216,10 @@ func (t *translator) resolveLBTarget(li *lbInfo, tr *gwv1.LocalPolicyTargetRefer
 	}
 	switch string(tr.Kind) {
 	case "Gateway":
-		gi := t.gatewayByKey[nn(ns, string(tr.Name))]
-		var ls []*listenerInfo
-		switch {
-		case gi == nil:
-			notFound(fmt.Sprintf("Gateway %s/%s is not a Gateway of this controller's classes", ns, tr.Name))
+		gi, ls, missing := t.policyGateway(ns, string(tr.Name), section)
+		if missing != "" {
+			notFound(missing)
 			return
-		case section == "":
-			ls = gi.listeners
-		default:
-			i := slices.IndexFunc(gi.own, func(l *listenerInfo) bool { return l.name == section })
-			if i < 0 {
-				notFound(fmt.Sprintf("Gateway %s/%s has no listener %s", ns, tr.Name, section))
-				return
-			}
-			ls = gi.own[i : i+1]
 		}
 		u := li.use(gatewayAncestor(gi, section), gi)
 		served := false
