@@ -119,9 +119,11 @@ func TestTunnelCredentialRotation(t *testing.T) {
 	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "last rotated at "+rotatedAt) {
 		t.Errorf("GatewayClass condition %+v, want True saying it was last rotated at %s", c, rotatedAt)
 	}
+	// This GatewayClass's events alone, by its UID: a class of the same
+	// name made by an earlier run left events of its own rotation.
 	eventually(t, 30*time.Second, "the rotation's events on the GatewayClass", func() error {
 		evs, err := kube.CoreV1().Events(metav1.NamespaceAll).List(t.Context(), metav1.ListOptions{
-			FieldSelector: "involvedObject.kind=GatewayClass,involvedObject.name=" + r.class})
+			FieldSelector: "involvedObject.kind=GatewayClass,involvedObject.name=" + r.class + ",involvedObject.uid=" + string(gc.UID)})
 		if err != nil {
 			return err
 		}
