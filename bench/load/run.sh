@@ -611,14 +611,15 @@ set_shape() {
 
 # ---- measurement ------------------------------------------------------------
 
-# proc_ticks PID: utime+stime of PID, in clock ticks.
+# proc_ticks PID [user]: utime+stime of PID, in clock ticks; with user,
+# utime alone (the time in the program, not in the kernel for it).
 proc_ticks() {
 	local stat rest
 	stat=$(<"/proc/$1/stat")
 	rest=${stat##*) } # fields from 3 on; the command name may hold spaces
 	local -a f
 	read -ra f <<<"$rest"
-	echo $((f[11] + f[12]))
+	if [ "${2:-}" = user ]; then echo "${f[11]}"; else echo $((f[11] + f[12])); fi
 }
 
 # tree_pids PID: PID and its descendants (nginx's master and workers).
@@ -633,11 +634,12 @@ tree_pids() {
 	for k in $kids; do tree_pids "$k"; done
 }
 
-# tree_ticks PID: CPU ticks of PID and its descendants.
+# tree_ticks PID [user]: CPU ticks of PID and its descendants (with
+# user, their user time alone).
 tree_ticks() {
 	local total=0 p
 	for p in $(tree_pids "$1"); do
-		total=$((total + $(proc_ticks "$p" 2>/dev/null || echo 0)))
+		total=$((total + $(proc_ticks "$p" "${2:-}" 2>/dev/null || echo 0)))
 	done
 	echo "$total"
 }
@@ -710,10 +712,10 @@ load_ok() { grep -q '^requests=[1-9]' "$2"; }
 
 # measure SHAPE: the interleaved rounds of SHAPE, a line per run in
 # RESULTS (target, round, rps, p50, p99, proxy CPU, backend CPU, errors,
-# other load, client CPU).
+# other load, client CPU, proxy user CPU).
 measure() {
-	local shape=$1 n r i t k out busy0 total0 busy1 total1 b0 b1 p0 p1 pid
-	local rps reqs p50 p99 errs cus ccpu bcpu pcpu other
+	local shape=$1 n r i t k out busy0 total0 busy1 total1 b0 b1 p0 p1 u0 u1 pid
+	local rps reqs p50 p99 errs cus ccpu bcpu pcpu ucpu other
 	n=${#SHAPE_MEASURED[@]}
 	: >"$RESULTS"
 	for ((r = 1; r <= ROUNDS; r++)); do
@@ -725,15 +727,15 @@ measure() {
 				die "$shape: warm-up against $t failed: $(tail -n 3 "$TMP/warmup.txt")"
 			read -r busy0 total0 < <(cpu_stat "$SERVER_CPU")
 			b0=$(tree_ticks "${PID[backend]}")
-			p0=0
-			[ "$t" = direct ] || p0=$(tree_ticks "${PID[$k]}")
+			p0=0 u0=0
+			[ "$t" = direct ] || { p0=$(tree_ticks "${PID[$k]}"); u0=$(tree_ticks "${PID[$k]}" user); }
 			out=$TMP/load-$shape-$t-$r.txt
 			run_load "$k" "$DURATION" "$out" || { is_hop "$t" && load_ok "$t" "$out"; } ||
 				die "$shape: load against $t failed: $(tail -n 3 "$out")"
 			read -r busy1 total1 < <(cpu_stat "$SERVER_CPU")
 			b1=$(tree_ticks "${PID[backend]}")
-			p1=0
-			[ "$t" = direct ] || p1=$(tree_ticks "${PID[$k]}")
+			p1=0 u1=0
+			[ "$t" = direct ] || { p1=$(tree_ticks "${PID[$k]}"); u1=$(tree_ticks "${PID[$k]}" user); }
 			for pid in "${PID[backend]}" "${PID[$k]}"; do
 				kill -0 "$pid" 2>/dev/null || die "$shape: $t: a server exited during the run (see $TMP/$k.log)"
 			done
@@ -746,15 +748,15 @@ measure() {
 			[[ ${reqs:-} =~ ^[1-9][0-9]*$ ]] || die "$shape: could not read the load client's output for $t: $(cat "$out")"
 			if is_hop "$t"; then ccpu=$(awk -v c="$cus" -v n="$reqs" 'BEGIN { printf "%.2f", c / n }'); fi
 			bcpu=$(cpu $((b1 - b0)) "$reqs")
-			pcpu=-
-			[ "$t" = direct ] || pcpu=$(cpu $((p1 - p0)) "$reqs")
+			pcpu=- ucpu=-
+			[ "$t" = direct ] || { pcpu=$(cpu $((p1 - p0)) "$reqs"); ucpu=$(cpu $((u1 - u0)) "$reqs"); }
 			# The server CPU's busy time that was not the backend's or the
 			# proxy's: other programs or the hypervisor, a measure of the noise.
 			other=$(awk -v b=$((busy1 - busy0)) -v o=$((b1 - b0 + p1 - p0)) -v t=$((total1 - total0)) \
 				'BEGIN { x = t > 0 ? (b - o) * 100 / t : 0; printf "%.0f", x < 0 ? 0 : x }')
-			echo "$t $r $rps $p50 $p99 $pcpu $bcpu $errs $other $ccpu" >>"$RESULTS"
+			echo "$t $r $rps $p50 $p99 $pcpu $bcpu $errs $other $ccpu $ucpu" >>"$RESULTS"
 			say "$shape round $r/$ROUNDS $(printf '%-10s' "$t") $(printf '%8.0f' "$rps") rps  p50 $(printf '%7.0f' "$p50") µs" \
-				" p99 $(printf '%7.0f' "$p99") µs  proxy CPU $pcpu µs/req  backend CPU $bcpu µs/req  errors $errs  other $other%${ADDR[$t]:+  client CPU $ccpu µs/req}"
+				" p99 $(printf '%7.0f' "$p99") µs  proxy CPU $pcpu µs/req ($ucpu user)  backend CPU $bcpu µs/req  errors $errs  other $other%${ADDR[$t]:+  client CPU $ccpu µs/req}"
 		done
 	done
 }
@@ -882,7 +884,7 @@ syscall_how() {
 # report SHAPE: SHAPE's table on stdout, and its Markdown section in
 # $TMP/report-SHAPE.md for OUT.
 report() {
-	local shape=$1 t rps vd p50 p99 pcpu vn bcpu errs other sys direct_rps=- nginx_cpu=- c name
+	local shape=$1 t rps vd p50 p99 pcpu ucpu vn bcpu errs other sys direct_rps=- nginx_cpu=- c name
 	local rows=$TMP/rows-$shape.txt hop_rows=$TMP/hop-rows.txt pairs=$TMP/hop-pairs.txt md=$TMP/report-$shape.md
 	want direct && direct_rps=$(median 3 direct)
 	want nginx && nginx_cpu=$(median 6 nginx)
@@ -893,6 +895,7 @@ report() {
 		p50=$(median 4 "$t")
 		p99=$(median 5 "$t")
 		pcpu=$(median 6 "$t")
+		ucpu=$(median 11 "$t")
 		bcpu=$(median 7 "$t")
 		other=$(median 9 "$t")
 		errs=$(awk -v t="$t" '$1 == t { s += $8 } END { print s + 0 }' "$RESULTS")
@@ -900,7 +903,7 @@ report() {
 		[ "$t" = direct ] || vn=$(ratio "$pcpu" "$nginx_cpu")
 		sys=-
 		[ "$t" = direct ] || sys=$(syscall_cell "$t")
-		echo "$t $(num %.0f "$rps") $(ratio "$rps" "$direct_rps") $(num %.2f "$(ratio "$p50" 1000)") $(num %.2f "$(ratio "$p99" 1000)") $(num %.1f "$pcpu") $vn $(num %.1f "$bcpu") $errs $(num %.0f "$other")% $sys" >>"$rows"
+		echo "$t $(num %.0f "$rps") $(ratio "$rps" "$direct_rps") $(num %.2f "$(ratio "$p50" 1000)") $(num %.2f "$(ratio "$p99" 1000)") $(num %.1f "$pcpu") $(num %.1f "$ucpu") $vn $(num %.1f "$bcpu") $errs $(num %.0f "$other")% $sys" >>"$rows"
 	done
 
 	# The hop target (get only): a row per transport, then unix over TCP.
@@ -928,13 +931,14 @@ report() {
 	echo "== $shape: $(describe "$shape")"
 	if [ ${#WRK_LIST[@]} -gt 0 ]; then
 		echo
-		printf '%-11s %8s %9s %8s %8s %16s %8s %18s %6s %6s %12s\n' target rps vs_direct p50_ms p99_ms proxy_cpu_us/req vs_nginx backend_cpu_us/req errors other syscalls/req
-		while read -r t rps vd p50 p99 pcpu vn bcpu errs other sys; do
-			printf '%-11s %8s %9s %8s %8s %16s %8s %18s %6s %6s %12s\n' "$t" "$rps" "$vd" "$p50" "$p99" "$pcpu" "$vn" "$bcpu" "$errs" "$other" "$sys"
+		printf '%-11s %8s %9s %8s %8s %16s %13s %8s %18s %6s %6s %12s\n' target rps vs_direct p50_ms p99_ms proxy_cpu_us/req of_it_user vs_nginx backend_cpu_us/req errors other syscalls/req
+		while read -r t rps vd p50 p99 pcpu ucpu vn bcpu errs other sys; do
+			printf '%-11s %8s %9s %8s %8s %16s %13s %8s %18s %6s %6s %12s\n' "$t" "$rps" "$vd" "$p50" "$p99" "$pcpu" "$ucpu" "$vn" "$bcpu" "$errs" "$other" "$sys"
 		done <"$rows"
 		echo
 		echo "medians of $ROUNDS interleaved round(s); wrk -t1 -c$CONNECTIONS -d$DURATION on CPU $LOAD_CPU, servers on CPU $SERVER_CPU;"
-		echo "other: share of CPU $SERVER_CPU busy with anything but the backend and the proxy (above a few % = noisy numbers)"
+		echo "other: share of CPU $SERVER_CPU busy with anything but the backend and the proxy (above a few % = noisy numbers);"
+		echo "of_it_user: the part of proxy_cpu spent in the proxy's own code (user time), the rest being the kernel's work for it"
 		if [ -s "$SYSCALLS_FILE" ]; then
 			echo "syscalls/req: $(syscall_how); by call:"
 			while read -r t _; do
@@ -960,10 +964,10 @@ report() {
 		echo "## Shape \`$shape\`: $(describe "$shape")"
 		if [ ${#WRK_LIST[@]} -gt 0 ]; then
 			echo
-			echo "| target | rps | rps vs direct | p50 ms | p99 ms | proxy CPU µs/request | CPU vs nginx | backend CPU µs/request | errors | other load | syscalls/request |"
-			echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-			while read -r t rps vd p50 p99 pcpu vn bcpu errs other sys; do
-				echo "| $t | $rps | $vd | $p50 | $p99 | $pcpu | $vn | $bcpu | $errs | $other | $sys |"
+			echo "| target | rps | rps vs direct | p50 ms | p99 ms | proxy CPU µs/request | of it user time | CPU vs nginx | backend CPU µs/request | errors | other load | syscalls/request |"
+			echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+			while read -r t rps vd p50 p99 pcpu ucpu vn bcpu errs other sys; do
+				echo "| $t | $rps | $vd | $p50 | $p99 | $pcpu | $ucpu | $vn | $bcpu | $errs | $other | $sys |"
 			done <"$rows"
 			if [ -s "$SYSCALLS_FILE" ]; then
 				echo
