@@ -124,6 +124,8 @@ spec:
 // Two controllers on one API server, each with a Gateway and a route: a
 // policy naming both routes gets one ancestor from each controller, for
 // its own Gateway, and no TargetNotFound from either for the other's.
+// Before the second Gateway's class exists, its route is nobody's and
+// TargetNotFound; the entry goes once the class says whose it is.
 func TestLoadBalancingPolicyTwoControllers(t *testing.T) {
 	env := shared.Env(t)
 	cl := newClients(t, env)
@@ -133,7 +135,6 @@ func TestLoadBalancingPolicyTwoControllers(t *testing.T) {
 	startController(t, cl, ours, nil, "")
 	startController(t, cl, theirs, nil, "")
 	objs := basicObjects(ns, "lbtwo-a", ours, netns.Addr(13).String()) + "---\n" +
-		fixture.ClassYAML("lbtwo-b", theirs, "") + "---\n" +
 		fixture.GatewayYAML(ns, "gw-b", "lbtwo-b", `{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}`) +
 		fmt.Sprintf(`---
 apiVersion: gateway.networking.k8s.io/v1
@@ -159,13 +160,32 @@ spec:
 		t.Fatal(err)
 	}
 	dyn := cl.dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("loadbalancingpolicies")).Namespace(ns)
-	eventually(t, 30*time.Second, "one accepted ancestor from each controller, for its own Gateway", func() (bool, string) {
+	get := func() (*v1alpha1.LoadBalancingPolicy, error) {
 		u, err := dyn.Get(ctx, "both", metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var p v1alpha1.LoadBalancingPolicy
+		return &p, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p)
+	}
+	eventually(t, 30*time.Second, "app-b, of no class yet, TargetNotFound", func() (bool, string) {
+		p, err := get()
 		if err != nil {
 			return false, err.Error()
 		}
-		var p v1alpha1.LoadBalancingPolicy
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
+		for _, a := range p.Status.Ancestors {
+			if string(a.ControllerName) == ours && a.AncestorRef.Name == "app-b" {
+				return condIs(a.Conditions, "Accepted", metav1.ConditionFalse, "TargetNotFound")
+			}
+		}
+		return false, fmt.Sprintf("ancestors %+v", p.Status.Ancestors)
+	})
+	if err := env.Apply(ctx, []byte(fixture.ClassYAML("lbtwo-b", theirs, ""))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "one accepted ancestor from each controller, for its own Gateway", func() (bool, string) {
+		p, err := get()
+		if err != nil {
 			return false, err.Error()
 		}
 		want := map[string]string{ours: "gw", theirs: "gw-b"}
