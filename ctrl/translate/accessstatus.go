@@ -17,7 +17,8 @@ import (
 // On a policy, one ancestor status per Gateway whose requests it may
 // protect: the Gateway it targets (with the listener, for a sectionName),
 // or the Gateways that accept the route it targets. A target that cannot
-// be found is an ancestor of its own, the target itself. Each carries
+// be found is an ancestor of its own, the target itself; one of another
+// controller is none (othersTarget). Each carries
 //
 //   - Accepted: True when it applies on some target there; False and
 //     Conflicted when an older policy holds every target there; False and
@@ -251,6 +252,9 @@ func (t *translator) resolveAccessTarget(ai *accessInfo, tr *gwv1.LocalPolicyTar
 	if string(tr.Group) != groupGateway {
 		notFound(fmt.Sprintf("%s: a target is a Gateway, an HTTPRoute, a GRPCRoute, a TCPRoute or a TLSRoute of group %s", desc, groupGateway))
 		return
+	}
+	if t.othersTarget(ns, tr, routes) {
+		return // another controller's: its status there is that controller's
 	}
 	switch k.kind {
 	case "Gateway":

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	gwv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -173,6 +174,89 @@ func (t *translator) policyGateway(ns, name, section string) (*gatewayInfo, []*l
 		return nil, nil, fmt.Sprintf("Gateway %s/%s has no listener %s", ns, name, section)
 	}
 	return gi, gi.own[i : i+1], ""
+}
+
+// othersTarget reports whether a policy's target, in namespace ns, exists
+// and is another controller's: a Gateway of a GatewayClass with another
+// controllerName, or a route (in routes, by kind, namespace and name) with
+// no parent of ours that names such a Gateway, or a ListenerSet of one. A
+// policy's status holds no ancestor of ours for it: that controller
+// writes its own, and a TargetNotFound of ours beside them would be
+// false. A target that does not exist, or of no controller's class, is
+// not another's.
+func (t *translator) othersTarget(ns string, tr *gwv1.LocalPolicyTargetReferenceWithSectionName, routes map[accessTarget]pending) bool {
+	if string(tr.Group) != groupGateway {
+		return false
+	}
+	switch string(tr.Kind) {
+	case "Gateway":
+		return t.othersGateway(ns, string(tr.Name))
+	case kindHTTPRoute, kindGRPCRoute, kindTCPRoute, kindTLSRoute:
+		p, ok := routes[accessTarget{string(tr.Kind), ns, string(tr.Name), ""}]
+		if !ok || len(p.info.parents) > 0 {
+			return false // absent, or ours
+		}
+		for _, ref := range p.info.parentRefs {
+			if ref.Group != nil && string(*ref.Group) != groupGateway {
+				continue
+			}
+			pns := ns
+			if ref.Namespace != nil && *ref.Namespace != "" {
+				pns = string(*ref.Namespace)
+			}
+			switch {
+			case ref.Kind == nil || *ref.Kind == "Gateway":
+				if t.othersGateway(pns, string(ref.Name)) {
+					return true
+				}
+			case *ref.Kind == "ListenerSet":
+				if gw, ok := t.listenerSetGateway(pns, string(ref.Name)); ok && t.othersGateway(gw.Namespace, gw.Name) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// othersGateway reports whether Gateway ns/name exists and is of a
+// GatewayClass of another controller.
+func (t *translator) othersGateway(ns, name string) bool {
+	if t.othersGateways == nil {
+		classes := map[string]bool{}
+		for _, gc := range t.in.GatewayClasses {
+			if string(gc.Spec.ControllerName) != t.in.ControllerName {
+				classes[gc.Name] = true
+			}
+		}
+		t.othersGateways = map[types.NamespacedName]bool{}
+		for _, g := range t.in.Gateways {
+			if classes[string(g.Spec.GatewayClassName)] {
+				t.othersGateways[nn(g.Namespace, g.Name)] = true
+			}
+		}
+	}
+	return t.othersGateways[nn(ns, name)]
+}
+
+// listenerSetGateway is the Gateway ListenerSet ns/name names as its
+// parent, if the ListenerSet exists and names one.
+func (t *translator) listenerSetGateway(ns, name string) (types.NamespacedName, bool) {
+	for _, ls := range t.in.ListenerSets {
+		if ls.Namespace != ns || ls.Name != name {
+			continue
+		}
+		ref := ls.Spec.ParentRef
+		if (ref.Group != nil && string(*ref.Group) != groupGateway) || (ref.Kind != nil && *ref.Kind != "Gateway") {
+			return types.NamespacedName{}, false
+		}
+		gns := ns
+		if ref.Namespace != nil && *ref.Namespace != "" {
+			gns = string(*ref.Namespace)
+		}
+		return nn(gns, string(ref.Name)), true
+	}
+	return types.NamespacedName{}, false
 }
 
 // policyAncestors are the ancestor statuses of a policy of kind (obj, its

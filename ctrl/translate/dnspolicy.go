@@ -38,7 +38,8 @@ import (
 //     changes nothing else.
 //
 // Each ancestor (a Gateway, with the listener for a sectionName; for a
-// route, each Gateway accepting it; a target not found, itself) carries
+// route, each Gateway accepting it; a target not found, itself; one of
+// another controller, none: othersTarget) carries
 // Accepted (or Conflicted, TargetNotFound). A Gateway through which an
 // Unmanaged policy reaches a hostname carries ConditionDNSPolicyAffected.
 
@@ -161,6 +162,9 @@ func (t *translator) resolveDNSTarget(di *dnsInfo, tr *gwv1.LocalPolicyTargetRef
 	}
 	switch string(tr.Kind) {
 	case "Gateway":
+		if t.othersTarget(ns, tr, routes) {
+			return // another controller's: its status there is that controller's
+		}
 		gi, ls, missing := t.policyGateway(ns, string(tr.Name), section)
 		if missing != "" {
 			notFound(missing)
@@ -181,6 +185,9 @@ func (t *translator) resolveDNSTarget(di *dnsInfo, tr *gwv1.LocalPolicyTargetRef
 	case kindHTTPRoute, kindGRPCRoute, kindTCPRoute, kindTLSRoute:
 		if section != "" {
 			notFound(desc + ": a route is named whole, without a sectionName")
+			return
+		}
+		if t.othersTarget(ns, tr, routes) {
 			return
 		}
 		p, ok := routes[accessTarget{string(tr.Kind), ns, string(tr.Name), ""}]

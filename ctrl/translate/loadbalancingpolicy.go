@@ -39,7 +39,8 @@ import (
 //     one's.
 //
 // Each ancestor (a Gateway, with the listener for a sectionName; for an
-// HTTPRoute, each Gateway accepting it; a target not found, itself)
+// HTTPRoute, each Gateway accepting it; a target not found, itself; one
+// of another controller, none: othersTarget)
 // carries Accepted (or Conflicted, TargetNotFound, Invalid) and, when
 // accepted, LBConditionReady from what the sync of the Gateway's tunnel
 // reports. A Gateway a tunnel carries that publishes a hostname a valid
@@ -216,6 +217,9 @@ func (t *translator) resolveLBTarget(li *lbInfo, tr *gwv1.LocalPolicyTargetRefer
 	}
 	switch string(tr.Kind) {
 	case "Gateway":
+		if t.othersTarget(ns, tr, routes) {
+			return // another controller's: its status there is that controller's
+		}
 		gi, ls, missing := t.policyGateway(ns, string(tr.Name), section)
 		if missing != "" {
 			notFound(missing)
@@ -243,6 +247,9 @@ func (t *translator) resolveLBTarget(li *lbInfo, tr *gwv1.LocalPolicyTargetRefer
 	case kindHTTPRoute:
 		if section != "" {
 			notFound(desc + ": an HTTPRoute is named whole, without a sectionName")
+			return
+		}
+		if t.othersTarget(ns, tr, routes) {
 			return
 		}
 		p, ok := routes[accessTarget{kindHTTPRoute, ns, string(tr.Name), ""}]

@@ -56,6 +56,9 @@ type translator struct {
 	// (dnspolicy.go).
 	dnsList []*dnsInfo
 	dnsLeft map[string]string
+	// othersGateways are the Gateways of other controllers' classes
+	// (othersGateway), made at the first question.
+	othersGateways map[types.NamespacedName]bool
 	// routeList is every route of the translation, oldest first.
 	routeList      []pending
 	lastPolicies   []*policyInfo  // the policies the last resolved backend met

@@ -1,3 +1,5 @@
+// This file tests LoadBalancingPolicies on a real API server.
+
 package integration_test
 
 import (
@@ -11,6 +13,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/api/v1alpha1"
 	"github.com/tunnelgate/tunnelgate/ctrl/translate"
+	"github.com/tunnelgate/tunnelgate/test/fixture"
 	"github.com/tunnelgate/tunnelgate/test/netns"
 )
 
@@ -116,4 +119,87 @@ spec:
   hostname: app.example.com
   %s
 `, name, ns, rest)
+}
+
+// Two controllers on one API server, each with a Gateway and a route: a
+// policy naming both routes gets one ancestor from each controller, for
+// its own Gateway, and no TargetNotFound from either for the other's.
+// Before the second Gateway's class exists, its route is nobody's and
+// TargetNotFound; the entry goes once the class says whose it is.
+func TestLoadBalancingPolicyTwoControllers(t *testing.T) {
+	env := shared.Env(t)
+	cl := newClients(t, env)
+	ctx := context.Background()
+	ns := namespace(t, cl, "lbtwo")
+	const ours, theirs = "tunnelgate.dev/test-lbtwo-a", "tunnelgate.dev/test-lbtwo-b"
+	startController(t, cl, ours, nil, "")
+	startController(t, cl, theirs, nil, "")
+	objs := basicObjects(ns, "lbtwo-a", ours, netns.Addr(13).String()) + "---\n" +
+		fixture.GatewayYAML(ns, "gw-b", "lbtwo-b", `{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}`) +
+		fmt.Sprintf(`---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: app-b, namespace: %[1]s}
+spec:
+  parentRefs: [{name: gw-b}]
+  hostnames: [app.example.com]
+  rules:
+  - backendRefs: [{name: app, port: 80}]
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: LoadBalancingPolicy
+metadata: {name: both, namespace: %[1]s}
+spec:
+  targetRefs:
+  - {group: gateway.networking.k8s.io, kind: HTTPRoute, name: app}
+  - {group: gateway.networking.k8s.io, kind: HTTPRoute, name: app-b}
+  hostname: app.example.com
+  pool: eu-west
+`, ns)
+	if err := env.Apply(ctx, []byte(objs)); err != nil {
+		t.Fatal(err)
+	}
+	dyn := cl.dyn.Resource(v1alpha1.SchemeGroupVersion.WithResource("loadbalancingpolicies")).Namespace(ns)
+	get := func() (*v1alpha1.LoadBalancingPolicy, error) {
+		u, err := dyn.Get(ctx, "both", metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		var p v1alpha1.LoadBalancingPolicy
+		return &p, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p)
+	}
+	eventually(t, 30*time.Second, "app-b, of no class yet, TargetNotFound", func() (bool, string) {
+		p, err := get()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, a := range p.Status.Ancestors {
+			if string(a.ControllerName) == ours && a.AncestorRef.Name == "app-b" {
+				return condIs(a.Conditions, "Accepted", metav1.ConditionFalse, "TargetNotFound")
+			}
+		}
+		return false, fmt.Sprintf("ancestors %+v", p.Status.Ancestors)
+	})
+	if err := env.Apply(ctx, []byte(fixture.ClassYAML("lbtwo-b", theirs, ""))); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "one accepted ancestor from each controller, for its own Gateway", func() (bool, string) {
+		p, err := get()
+		if err != nil {
+			return false, err.Error()
+		}
+		want := map[string]string{ours: "gw", theirs: "gw-b"}
+		if len(p.Status.Ancestors) != len(want) {
+			return false, fmt.Sprintf("ancestors %+v", p.Status.Ancestors)
+		}
+		for _, a := range p.Status.Ancestors {
+			if want[string(a.ControllerName)] != string(a.AncestorRef.Name) {
+				return false, fmt.Sprintf("ancestor %+v", a)
+			}
+			if ok, why := condIs(a.Conditions, "Accepted", metav1.ConditionTrue, "Accepted"); !ok {
+				return false, string(a.ControllerName) + ": " + why
+			}
+		}
+		return true, ""
+	})
 }
