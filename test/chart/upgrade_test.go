@@ -108,6 +108,9 @@ func TestUpgradeLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("installed the release of commit %s", prev.commit)
+	if prev.commit == git(t, "rev-parse", "HEAD") {
+		t.Logf("WARNING: the previous release is this very commit (test/tools/previous/build.sh found no history in this clone): the upgrade rolls the same source")
+	}
 	r.apply(t, fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n", shared)+
 		fmt.Sprintf("apiVersion: v1\nkind: Namespace\nmetadata: {name: %s}\n---\n", tenant)+
 		planeGateway(tenant, "gw", r.class, "name: "+tenant+"-tunnel", "a.example.com", "")+"---\n"+backend(tenant)+"---\n"+
