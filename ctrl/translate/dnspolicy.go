@@ -326,21 +326,11 @@ func (t *translator) leftOf(r *routeInfo) string {
 		return ""
 	}
 	var out []string
-	for _, pi := range r.parents {
-		if !pi.accepted() {
-			continue
+	useHosts(r, func(h, _ string, _ bool) {
+		if p, ok := t.dnsLeft[h]; ok {
+			out = appendNew(out, h+"="+p)
 		}
-		for _, a := range pi.attachments {
-			if a.lostTo != "" {
-				continue
-			}
-			for _, h := range a.held() {
-				if p, ok := t.dnsLeft[h]; ok {
-					out = appendNew(out, h+"="+p)
-				}
-			}
-		}
-	}
+	})
 	slices.Sort(out)
 	return strings.Join(out, ",")
 }

@@ -489,8 +489,9 @@ type hostUse struct {
 	n     int
 }
 
-// useHosts calls use for each public hostname a counted route publishes
-// (noteHostnames, without planes: routeSetPatchable).
+// useHosts calls use for each public hostname a route publishes: those
+// its accepted parents' attachments hold (noteHostnames, without planes:
+// routeSetPatchable). leftOf reads a route's hostnames the same way.
 func useHosts(r *routeInfo, use func(h, class string, grpc bool)) {
 	for _, pi := range r.parents {
 		if !pi.accepted() {
