@@ -118,50 +118,34 @@ func (e *Edge) RouteByDNS(r Resolver) { e.resolver.Store(&r) }
 
 // ConnectorsOf names the registered connectors of one tunnel.
 func (e *Edge) ConnectorsOf(tunnelID string) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var names []string
-	for _, c := range e.conns {
-		if c.tunnelID == tunnelID {
-			names = append(names, c.name)
-		}
-	}
-	return names
+	return e.names(func(c *tunnelConn) bool { return c.tunnelID == tunnelID })
 }
 
 // Connectors names the registered connectors, in registration order.
 func (e *Edge) Connectors() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var names []string
-	for _, c := range e.conns {
-		names = append(names, c.name)
-	}
-	return names
+	return e.names(func(*tunnelConn) bool { return true })
 }
 
 // RegisteredWith names the registered connectors whose connection was
 // registered with token.
 func (e *Edge) RegisteredWith(token string) []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	var names []string
-	for _, c := range e.conns {
-		if c.token == token {
-			names = append(names, c.name)
-		}
-	}
-	return names
+	return e.names(func(c *tunnelConn) bool { return c.token == token })
 }
 
 // Taking names the registered connectors that take new requests: not
 // those whose GOAWAY reached the edge.
 func (e *Edge) Taking() []string {
+	return e.names(func(c *tunnelConn) bool { return c.cc.CanTakeNewRequest() })
+}
+
+// names names the registered connectors keep accepts, in registration
+// order.
+func (e *Edge) names(keep func(*tunnelConn) bool) []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var names []string
 	for _, c := range e.conns {
-		if c.cc.CanTakeNewRequest() {
+		if keep(c) {
 			names = append(names, c.name)
 		}
 	}
