@@ -47,13 +47,8 @@ const (
 // rotate without that Secret.
 func rotationOf(secrets []*corev1.Secret, annotations map[string]string, t *v1alpha1.TunnelRef, notManaged string) cloudflare.Rotation {
 	r := cloudflare.Rotation{Trigger: annotations[v1alpha1.AnnotationRotateTunnelCredential]}
-	if t.CredentialRotation != nil {
-		// translate holds a class whose interval is not a GEP-2257
-		// duration of at least the minimum, which time.ParseDuration reads
-		// alike.
-		if d, err := time.ParseDuration(string(t.CredentialRotation.Interval)); err == nil && d >= v1alpha1.MinRotationInterval {
-			r.Every = d
-		}
+	if d, problem := translate.RotationInterval(t.CredentialRotation); problem == "" {
+		r.Every = d // a bad interval is on the class's or Gateway's status, and sets no schedule
 	}
 	if t.TokenSecretRef == nil {
 		if r.Asked() {
@@ -164,8 +159,8 @@ func (c *Controller) RotationEvent(ev cloudflare.RotationEvent) {
 	}
 	e := rotationEvent(ev)
 	kind, ns, name := "GatewayClass", "", ev.Class
-	if parts := strings.SplitN(ev.Class, "/", 3); len(parts) == 3 { // translate.PlaneTunnelKey
-		kind, ns, name = "Gateway", parts[1], parts[2]
+	if gw, ok := translate.GatewayOfTunnelKey(ev.Class); ok {
+		kind, ns, name = "Gateway", gw.Namespace, gw.Name
 	}
 	ref := &corev1.ObjectReference{Kind: kind, APIVersion: eventAPIVersion[kind], Namespace: ns, Name: name}
 	if a := accessor(c.w.lookup(kind, ns, name)); a != nil {

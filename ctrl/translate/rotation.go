@@ -60,16 +60,25 @@ func rotationCondition(c *conds, ts *TunnelState) {
 	}
 }
 
+// RotationInterval is how often r asks for a rotation (0 without r), or
+// what is wrong with its interval: the one reading of the setting, for
+// the statuses here and the controller's schedule.
+func RotationInterval(r *v1alpha1.CredentialRotation) (time.Duration, string) {
+	if r == nil {
+		return 0, ""
+	}
+	d, err := parseDuration(string(r.Interval))
+	if err != nil || d < v1alpha1.MinRotationInterval {
+		return 0, fmt.Sprintf("tunnel.credentialRotation.interval %q is not a duration (such as 720h) of at least %v", r.Interval, v1alpha1.MinRotationInterval)
+	}
+	return d, ""
+}
+
 // rotationIntervalProblem says what is wrong with a rotation interval,
 // or "".
 func rotationIntervalProblem(r *v1alpha1.CredentialRotation) string {
-	if r == nil {
-		return ""
-	}
-	if d, err := parseDuration(string(r.Interval)); err != nil || d < v1alpha1.MinRotationInterval {
-		return fmt.Sprintf("tunnel.credentialRotation.interval %q is not a duration (such as 720h) of at least %v", r.Interval, v1alpha1.MinRotationInterval)
-	}
-	return ""
+	_, problem := RotationInterval(r)
+	return problem
 }
 
 // rfc3339 is a time as conditions show it.

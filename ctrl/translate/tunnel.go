@@ -177,6 +177,16 @@ func PlaneTunnelKey(class string, gateway types.NamespacedName) string {
 	return class + "/" + gateway.Namespace + "/" + gateway.Name
 }
 
+// GatewayOfTunnelKey is the Gateway whose own tunnel key (an
+// Input.Tunnels key) names, and false for a class's key.
+func GatewayOfTunnelKey(key string) (types.NamespacedName, bool) {
+	parts := strings.SplitN(key, "/", 3)
+	if len(parts) != 3 {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: parts[1], Name: parts[2]}, true
+}
+
 // gatewayAddresses are the tunnel's hostname, when known, then the
 // addresses every Gateway gets, each with its routability: the tunnel's
 // hostname has no portable guarantee (""), the others say theirs ("" when
