@@ -348,4 +348,54 @@ apiVersion: example.com/v1
 kind: Widget
 metadata: {name: w}
 `,
+	// DNSPolicies on a listener, a route and nothing there, one with a
+	// mode the CRD would refuse; a GatewayClassConfig whose tunnel
+	// rotates on a schedule too short.
+	`apiVersion: gateway.networking.k8s.io/v1
+kind: GatewayClass
+metadata: {name: tunnelgate}
+spec:
+  controllerName: tunnelgate.dev/controller
+  parametersRef: {group: tunnelgate.dev, kind: GatewayClassConfig, name: cfg}
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: GatewayClassConfig
+metadata: {name: cfg}
+spec:
+  tunnel: {name: t, credentialRotation: {interval: 10m}}
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: gw}
+spec:
+  gatewayClassName: tunnelgate
+  listeners: [{name: http, protocol: HTTP, port: 80, hostname: "*.example.com"}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: r}
+spec:
+  parentRefs: [{name: gw}]
+  hostnames: [a.example.com]
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: DNSPolicy
+metadata: {name: listener}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: Gateway, name: gw, sectionName: http}]
+  records: Unmanaged
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: DNSPolicy
+metadata: {name: route}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: r}, {group: gateway.networking.k8s.io, kind: HTTPRoute, name: absent}]
+---
+apiVersion: tunnelgate.dev/v1alpha1
+kind: DNSPolicy
+metadata: {name: odd}
+spec:
+  targetRefs: [{group: gateway.networking.k8s.io, kind: HTTPRoute, name: r}]
+  records: Sometimes
+`,
 }
