@@ -36,6 +36,13 @@ import (
 func BenchmarkProxy(b *testing.B) {
 	be := rawBackend(b)
 	b.Run("impl=floor", func(b *testing.B) { benchGET(b, serveFloor(b, be)) })
+	// A browser's request through Cloudflare, 20 fields (the load
+	// benchmark's headers shape): the part of the proxy's work that grows
+	// with the fields, against the floor relay's.
+	b.Run("req=browser/impl=floor", func(b *testing.B) { benchGETRequest(b, serveFloor(b, be), browserRequest) })
+	b.Run("req=browser/impl=tunnelgate", func(b *testing.B) {
+		benchGETRequest(b, serveOwn(b, tunnelgateHandler(b, be, false)), browserRequest)
+	})
 	for _, filters := range []string{"none", "headers"} {
 		for _, impl := range []string{"tunnelgate", "httputil"} {
 			name := "impl=" + impl
@@ -268,6 +275,19 @@ var benchRequest = []byte("GET /bench/path?x=1 HTTP/1.1\r\nHost: app.example.com
 	"Cf-Connecting-Ip: 203.0.113.7\r\nCf-Ray: 8f0c1a2b3c4d5e6f-AMS\r\nCf-Visitor: {\"scheme\":\"https\"}\r\n" +
 	"X-Forwarded-For: 203.0.113.7\r\nX-Forwarded-Proto: https\r\nCf-Warp-Tag-Id: 5c3f2f58-3c1e-4c8e-9f3e-2b9a8d6e7f10\r\n" +
 	"Connection: keep-alive\r\n\r\n")
+
+// browserRequest is what a browser sends through Cloudflare: its own
+// fields and the edge's, 20 besides Host (bench/load's headers shape).
+var browserRequest = []byte("GET / HTTP/1.1\r\nHost: app.example.com\r\n" +
+	"User-Agent: Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/131.0.0.0 Safari/537.36\r\n" +
+	"Accept: text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8\r\n" +
+	"Accept-Language: en-US,en;q=0.9,de;q=0.8\r\nAccept-Encoding: gzip, deflate, br, zstd\r\n" +
+	"Cookie: session=7f3a9c2e5b1d4f8a6c0e2b4d6f8a0c2e4b6d8f0a; csrftoken=Yx8kQ2mP4vR7tW1zB5nC9dF3gH6jK0lM; theme=dark; lang=en-US; _ga=GA1.1.1234567890.1735689600; cf_clearance=abc123def456ghi789jkl012mno345pqr678\r\n" +
+	"Cf-Connecting-Ip: 203.0.113.42\r\nCf-Ray: 8f2b6c1d9e3a4f57-FRA\r\nCf-Visitor: {\"scheme\":\"https\"}\r\nCf-Ipcountry: DE\r\n" +
+	"Cdn-Loop: cloudflare\r\nX-Forwarded-For: 203.0.113.42\r\nX-Forwarded-Proto: https\r\nReferer: https://app.example.com/dashboard\r\n" +
+	"Sec-Ch-Ua: \"Google Chrome\";v=\"131\", \"Chromium\";v=\"131\", \"Not_A Brand\";v=\"24\"\r\nSec-Ch-Ua-Mobile: ?0\r\n" +
+	"Sec-Ch-Ua-Platform: \"Windows\"\r\nSec-Fetch-Dest: document\r\nSec-Fetch-Mode: navigate\r\nSec-Fetch-Site: same-origin\r\n" +
+	"Upgrade-Insecure-Requests: 1\r\n\r\n")
 
 // benchGET sends b.N GETs on one connection and checks each answer.
 func benchGET(b *testing.B, addr string) { benchGETRequest(b, addr, benchRequest) }

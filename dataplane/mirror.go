@@ -41,9 +41,7 @@ func (p *Proxy) mirror(ms []*compiled.Mirror, x *exchange, r *http.Request) {
 		}
 		// The copy owns everything it reads: the client's request may be
 		// gone before the mirror is sent.
-		out := x.out
-		out.in = r.Header.Clone()
-		out.xffPrior = append([]string(nil), out.xffPrior...)
+		out := x.out.detached()
 		out.plan = x.be.ReqPlan // the rule's and the backend's, as the original's
 		var span *observe.Span
 		if p.tracer != nil {

@@ -22,6 +22,10 @@ type outRequest struct {
 	target string
 	host   string
 	in     http.Header
+	// fields, when the request came through the origin server, are in's
+	// fields in the order the client sent them: the head is written from
+	// them, without walking the map. nil otherwise.
+	fields *http1.Fields
 	plan   *compiled.HeaderPlan
 	// untrusted drops forwarding headers a client could forge (see
 	// forwarded.go); nil on a listener that trusts its peer.
@@ -53,6 +57,18 @@ type outRequest struct {
 	traceparent, tracestate string
 }
 
+// detached returns a copy of o that owns what it reads, for a request
+// sent after the client's has ended (a mirror): the header map and the
+// forwarded-for values are copied, and the server's fields, which its
+// connection reuses for its next request, are left for the map.
+func (o *outRequest) detached() outRequest {
+	d := *o
+	d.in = o.in.Clone()
+	d.xffPrior = append([]string(nil), o.xffPrior...)
+	d.fields = nil
+	return d
+}
+
 // writeHead writes the request line and header section. Headers follow
 // RFC 9110 §7.6.1: hop-by-hop fields, and those named in Connection, are
 // not forwarded; framing (Content-Length, Transfer-Encoding) is the proxy's
@@ -65,12 +81,20 @@ func writeHead(bw *bufio.Writer, o *outRequest) error {
 		return err
 	}
 	conn := o.in["Connection"]
-	for k, vs := range o.in {
-		if !o.forwards(k, conn) {
-			continue
+	if o.fields != nil {
+		for i := range o.fields.Len() {
+			if k, v := o.fields.At(i); o.forwards(k, conn) {
+				http1.WriteField(bw, k, v)
+			}
 		}
-		for _, v := range vs {
-			http1.WriteField(bw, k, v)
+	} else {
+		for k, vs := range o.in {
+			if !o.forwards(k, conn) {
+				continue
+			}
+			for _, v := range vs {
+				http1.WriteField(bw, k, v)
+			}
 		}
 	}
 	if o.cookieSet && o.cookie != "" && o.keepsCookie() {

@@ -284,6 +284,11 @@ func (x *exchange) prepareOutRequest(host, scheme string) {
 	if h.trusted {
 		x.out.xffPrior = r.Header["X-Forwarded-For"]
 	}
+	if rw, own := x.w.(*http1.ResponseWriter); own {
+		// The same fields as r.Header, which the proxy never changes, in
+		// the client's order.
+		x.out.fields = rw.RequestFields()
+	}
 	x.out.identityNames = x.cc.identityNames
 	if a := x.rule.Access; a != nil {
 		x.out.access, x.out.identity, x.out.token = &a.Headers, x.identity, x.token

@@ -193,36 +193,77 @@ func readFields(br *bufio.Reader, h *Head) error {
 		if err != nil {
 			return err
 		}
-		line := h.bytes(s)
-		if len(line) == 0 {
-			return nil
+		if end, err := h.addField(s); end || err != nil {
+			return err
 		}
-		if line[0] == ' ' || line[0] == '\t' {
-			// RFC 9112 §5.2: obs-fold in a response gets a 502.
-			return protoErr("obsolete line folding")
+	}
+}
+
+// addField parses the field line s of h.raw into h.fields; end reports
+// the empty line that ends the section.
+func (h *Head) addField(s span) (end bool, err error) {
+	line := h.bytes(s)
+	if len(line) == 0 {
+		return true, nil
+	}
+	if line[0] == ' ' || line[0] == '\t' {
+		// RFC 9112 §5.2: obs-fold in a response gets a 502.
+		return false, protoErr("obsolete line folding")
+	}
+	colon := bytes.IndexByte(line, ':')
+	if colon <= 0 {
+		return false, protoErr("field without a name: %q", truncate(line))
+	}
+	name := line[:colon]
+	if !httpsyntax.IsToken(name) {
+		// Includes whitespace before the colon, which RFC 9112 §5.1
+		// forbids for the smuggling it enables.
+		return false, protoErr("invalid field name %q", truncate(name))
+	}
+	lead, value := trimOWS(line[colon+1:])
+	if !httpsyntax.ValidFieldValue(value) {
+		return false, protoErr("invalid value in field %q", truncate(name))
+	}
+	if len(h.fields) >= maxHeadFields {
+		return false, errHeadTooLarge
+	}
+	vstart := s.start + int32(colon+1+lead)
+	h.fields = append(h.fields, field{
+		name:  span{s.start, s.start + int32(colon)},
+		value: span{vstart, vstart + int32(len(value))},
+	})
+	return false, nil
+}
+
+// bufferedHead copies a head that br holds whole (the usual case: a
+// client sends a head in one piece) into h.raw in one copy and consumes
+// it, returning the spans of its lines in h.raw, without their line ends
+// (LF, or CR LF, as readLine cuts them), up to and including the empty
+// line that ends it. ok is false, with nothing consumed, when br holds no
+// whole head within the limits: the caller reads it line by line.
+func bufferedHead(br *bufio.Reader, h *Head, lines []span) (_ []span, ok bool) {
+	buf, _ := br.Peek(br.Buffered())
+	lines = lines[:0]
+	for at := 0; ; {
+		nl := bytes.IndexByte(buf[at:], '\n')
+		if nl < 0 || len(lines) > maxHeadFields+1 {
+			return lines, false
 		}
-		colon := bytes.IndexByte(line, ':')
-		if colon <= 0 {
-			return protoErr("field without a name: %q", truncate(line))
+		end := at + nl
+		s := span{int32(at), int32(end)}
+		if end > at && buf[end-1] == '\r' {
+			s.end--
 		}
-		name := line[:colon]
-		if !httpsyntax.IsToken(name) {
-			// Includes whitespace before the colon, which RFC 9112 §5.1
-			// forbids for the smuggling it enables.
-			return protoErr("invalid field name %q", truncate(name))
+		lines = append(lines, s)
+		at = end + 1
+		if s.end == s.start && len(lines) > 1 {
+			if at > maxHeadBytes {
+				return lines, false
+			}
+			h.raw = append(h.raw[:0], buf[:at]...)
+			br.Discard(at)
+			return lines, true
 		}
-		lead, value := trimOWS(line[colon+1:])
-		if !httpsyntax.ValidFieldValue(value) {
-			return protoErr("invalid value in field %q", truncate(name))
-		}
-		if len(h.fields) >= maxHeadFields {
-			return errHeadTooLarge
-		}
-		vstart := s.start + int32(colon+1+lead)
-		h.fields = append(h.fields, field{
-			name:  span{s.start, s.start + int32(colon)},
-			value: span{vstart, vstart + int32(len(value))},
-		})
 	}
 }
 

@@ -32,7 +32,9 @@ func badRequest(msg string) error { return &errBadRequest{http.StatusBadRequest,
 // requestHead is a parsed request line and header section, with the
 // framing of its body.
 type requestHead struct {
-	h      Head // the line and field spans; h.raw owns the bytes
+	h      Head   // the line and field spans; h.raw owns the bytes
+	lines  []span // a head read whole: its lines in h.raw (bufferedHead)
+	list   Fields // the request's fields in order, made by fill
 	method string
 	target span // in h.raw
 	minor  int
@@ -52,6 +54,10 @@ type requestHead struct {
 func readRequestHead(br *bufio.Reader, q *requestHead) error {
 	h := &q.h
 	h.raw, h.fields = h.raw[:0], h.fields[:0]
+	var ok bool
+	if q.lines, ok = bufferedHead(br, h, q.lines); ok {
+		return q.parseLines()
+	}
 	line, err := readLine(br, h, true)
 	if err == errHeadTooLarge {
 		return &errBadRequest{http.StatusRequestURITooLong, "request line too long"}
@@ -63,13 +69,33 @@ func readRequestHead(br *bufio.Reader, q *requestHead) error {
 		return err
 	}
 	if err := readFields(br, h); err != nil {
-		if err == errHeadTooLarge {
-			return &errBadRequest{http.StatusRequestHeaderFieldsTooLarge, "request head larger than 256 KiB or 512 fields"}
-		}
-		if pe, ok := err.(*ProtocolError); ok {
-			return badRequest(pe.msg)
-		}
+		return fieldsError(err)
+	}
+	return q.frame()
+}
+
+// fieldsError is the answer to a header section refused.
+func fieldsError(err error) error {
+	if err == errHeadTooLarge {
+		return &errBadRequest{http.StatusRequestHeaderFieldsTooLarge, "request head larger than 256 KiB or 512 fields"}
+	}
+	if pe, ok := err.(*ProtocolError); ok {
+		return badRequest(pe.msg)
+	}
+	return err
+}
+
+// parseLines parses a head that bufferedHead copied whole, as
+// readRequestHead parses one read line by line.
+func (q *requestHead) parseLines() error {
+	h := &q.h
+	if err := q.parseRequestLine(h.bytes(q.lines[0]), q.lines[0].start); err != nil {
 		return err
+	}
+	for _, s := range q.lines[1:] {
+		if _, err := h.addField(s); err != nil {
+			return fieldsError(err)
+		}
 	}
 	return q.frame()
 }
@@ -208,22 +234,29 @@ func (q *requestHead) frame() error {
 // left unread. It is for tests and fuzzers that compare what is done with
 // a request on each server.
 func ReadRequest(br *bufio.Reader) (*http.Request, error) {
+	r, _, err := ReadRequestFields(br)
+	return r, err
+}
+
+// ReadRequestFields is ReadRequest, with the request's fields in order as
+// the Server's ResponseWriter gives them (RequestFields).
+func ReadRequestFields(br *bufio.Reader) (*http.Request, *Fields, error) {
 	var q requestHead
 	if err := readRequestHead(br, &q); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r := &http.Request{Header: http.Header{}, ProtoMajor: 1, Body: http.NoBody}
 	q.fill(r)
-	return r, nil
+	return r, &q.list, nil
 }
 
 // fill sets r's fields from q, reusing r and its header map. r.URL is
-// set only for a target that is not origin-form. Header values become
-// substrings of one string and share one slice array (two allocations per
-// request); common names cost nothing.
+// set only for a target that is not origin-form. The target, names and
+// values become substrings of one string, and header values share one
+// slice array (two allocations per request).
 func (q *requestHead) fill(r *http.Request) {
 	clear(r.Header)
-	all, hostAt := q.h.copyRequestHeader(r.Header, q.target, q.host)
+	all, hostAt := q.h.copyRequestHeader(r.Header, &q.list, q.target, q.host)
 	r.Method = q.method
 	r.RequestURI = all[:q.target.end-q.target.start]
 	r.Host = ""
@@ -246,46 +279,95 @@ func (q *requestHead) fill(r *http.Request) {
 	r.Close = q.closeConn
 }
 
+// Fields is a request's header section as the server read it, in the
+// order it came, Host aside (it is Request.Host): names in canonical form
+// (textproto.CanonicalMIMEHeaderKey's) and values, the strings of the
+// request's header map. A proxy writes the request on from it in the
+// client's order, without walking the map.
+type Fields struct {
+	all   string
+	spans []field // in all
+}
+
+// Len is the number of fields.
+func (f *Fields) Len() int { return len(f.spans) }
+
+// At returns the i'th field's name and value.
+func (f *Fields) At(i int) (name, value string) {
+	s := f.spans[i]
+	return f.all[s.name.start:s.name.end], f.all[s.value.start:s.value.end]
+}
+
 // copyRequestHeader stores every field in dst under its canonical name,
-// except Host, which is Request.Host, as net/http does. The target and
+// except Host, which is Request.Host, as net/http does, and lists them in
+// the order they came in list. The target, every canonical name and
 // every value are copied into one string, returned, which starts with the
-// target; hostAt is where the host value is in it (-1 for none).
-func (h *Head) copyRequestHeader(dst http.Header, target, host span) (all string, hostAt int) {
+// target; hostAt is where the host value is in it (-1 for none). The
+// names are made canonical in h.raw itself.
+func (h *Head) copyRequestHeader(dst http.Header, list *Fields, target, host span) (all string, hostAt int) {
 	total := int(target.end - target.start)
 	for _, f := range h.fields {
-		total += int(f.value.end - f.value.start)
+		total += int(f.name.end-f.name.start) + int(f.value.end-f.value.start)
+		canonicalize(h.bytes(f.name))
 	}
 	var sb strings.Builder
 	sb.Grow(total)
 	sb.Write(h.bytes(target))
 	hostAt = -1
 	for _, f := range h.fields {
+		sb.Write(h.bytes(f.name))
 		if f.value == host && host.end > host.start {
 			hostAt = sb.Len()
 		}
 		sb.Write(h.bytes(f.value))
 	}
 	all = sb.String()
+	list.all, list.spans = all, list.spans[:0]
 	if len(h.fields) == 0 {
 		return all, hostAt
 	}
 	vals := make([]string, len(h.fields))
-	off := int(target.end - target.start)
+	// seen has a bit for each name a field before had, by a small hash:
+	// a name whose bit is clear is not in dst yet, and is stored without
+	// looking for it first.
+	var seen [4]uint64
+	off := int32(target.end - target.start)
 	for i, f := range h.fields {
-		l := int(f.value.end - f.value.start)
-		vals[i] = all[off : off+l]
-		off += l
-		key := canonicalKey(h.bytes(f.name))
+		nl, vl := f.name.end-f.name.start, f.value.end-f.value.start
+		at := field{name: span{off, off + nl}, value: span{off + nl, off + nl + vl}}
+		off += nl + vl
+		key := all[at.name.start:at.name.end]
+		vals[i] = all[at.value.start:at.value.end]
 		if key == "Host" {
 			continue
 		}
-		if old, ok := dst[key]; ok {
-			dst[key] = append(old, vals[i])
-		} else {
-			dst[key] = vals[i : i+1 : i+1]
+		list.spans = append(list.spans, at)
+		bit := (uint(nl)*31 + uint(key[0])*7 + uint(key[nl-1])) & 255
+		if seen[bit>>6]&(1<<(bit&63)) != 0 {
+			if old, ok := dst[key]; ok {
+				dst[key] = append(old, vals[i])
+				continue
+			}
 		}
+		seen[bit>>6] |= 1 << (bit & 63)
+		dst[key] = vals[i : i+1 : i+1]
 	}
 	return all, hostAt
+}
+
+// canonicalize rewrites a field name (a token) in canonical form, as
+// textproto.CanonicalMIMEHeaderKey spells it: a letter upper case at the
+// start and after each '-', lower case elsewhere.
+func canonicalize(name []byte) {
+	upper := true
+	for i, c := range name {
+		if upper && 'a' <= c && c <= 'z' {
+			name[i] = c - ('a' - 'A')
+		} else if !upper && 'A' <= c && c <= 'Z' {
+			name[i] = c + ('a' - 'A')
+		}
+		upper = c == '-'
+	}
 }
 
 // parseTarget parses a target that is not origin-form as net/http's

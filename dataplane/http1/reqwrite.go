@@ -49,6 +49,16 @@ func originForm(method, target string) bool {
 
 // WriteField writes one field line.
 func WriteField(bw *bufio.Writer, k, v string) {
+	if n := len(k) + len(v) + 4; n <= bw.Available() {
+		// One copy into the buffer, not four writes.
+		b := bw.AvailableBuffer()[:n]
+		i := copy(b, k)
+		b[i], b[i+1] = ':', ' '
+		i += 2 + copy(b[i+2:], v)
+		b[i], b[i+1] = '\r', '\n'
+		bw.Write(b)
+		return
+	}
 	bw.WriteString(k)
 	bw.WriteString(": ")
 	bw.WriteString(v)

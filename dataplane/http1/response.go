@@ -58,6 +58,12 @@ func (w *ResponseWriter) reset(q *requestHead) {
 
 func (w *ResponseWriter) Header() http.Header { return w.hdr }
 
+// RequestFields is the header section of the request w answers, in the
+// order the client sent it: the fields of the request's header map, which
+// the handler must not have changed if it writes the request on from
+// these. Valid until the handler returns.
+func (w *ResponseWriter) RequestFields() *Fields { return &w.c.q.list }
+
 // Status is the status sent (or to be sent), 0 before WriteHeader.
 func (w *ResponseWriter) Status() int { return w.status }
 
