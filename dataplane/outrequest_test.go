@@ -123,7 +123,6 @@ func BenchmarkWriteHead(b *testing.B) {
 	}
 }
 
-
 // TestDetachedOwnsWhatItReads: a mirror's copy of the request reads
 // nothing the client's connection reuses.
 func TestDetachedOwnsWhatItReads(t *testing.T) {
