@@ -376,19 +376,27 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn
 			c.Finish(head, upErr == nil, r.Method, bodyDone)
 		}
 	}
-	hdr := w.Header()
-	head.CopyTo(hdr)
-	if head.Chunked && r.ProtoMajor == 1 {
-		// Stay chunked, as the backend was: net/http would otherwise give
-		// a short body a Content-Length and drop the trailers after it.
-		hdr["Transfer-Encoding"] = chunkedTE
+	var hdr http.Header
+	if rw, own := w.(*http1.ResponseWriter); own && body != nil && !x.filtersResponse() {
+		// A whole body and nothing to change in the head: the origin
+		// server writes the backend's head on as it is, without the map.
+		stats.Status(head.Status)
+		rw.WriteHead(head)
+	} else {
+		hdr = w.Header()
+		head.CopyTo(hdr)
+		if head.Chunked && r.ProtoMajor == 1 {
+			// Stay chunked, as the backend was: net/http would otherwise give
+			// a short body a Content-Length and drop the trailers after it.
+			hdr["Transfer-Encoding"] = chunkedTE
+		}
+		x.responseFilters(r, hdr)
+		if _, ok := hdr["Content-Type"]; !ok {
+			hdr["Content-Type"] = nil // keep net/http from sniffing one
+		}
+		stats.Status(head.Status)
+		w.WriteHeader(head.Status)
 	}
-	x.responseFilters(r, hdr)
-	if _, ok := hdr["Content-Type"]; !ok {
-		hdr["Content-Type"] = nil // keep net/http from sniffing one
-	}
-	stats.Status(head.Status)
-	w.WriteHeader(head.Status)
 
 	fl, _ := w.(http.Flusher)
 	if body != nil {
@@ -412,6 +420,11 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn
 		}
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// filtersResponse reports whether responseFilters has anything to do.
+func (x *exchange) filtersResponse() bool {
+	return x.be.RespPlan != nil || x.rule.CORS != nil || x.rule.Session != nil
 }
 
 // responseFilters applies the backend's response header plan, CORS and

@@ -459,6 +459,39 @@ func (h *Head) copyTo(dst http.Header, prefix string) {
 	}
 }
 
+// writeEndToEnd writes the fields CopyTo stores, for a response writer
+// that writes the head without its header map (ResponseWriter.WriteHead):
+// names in canonical form (made so in h.raw itself), values as they came,
+// except the framing fields the writer writes itself (Content-Length,
+// Transfer-Encoding, Connection) and all but the first Date, which it
+// reports.
+func (h *Head) writeEndToEnd(bw *bufio.Writer) (wroteDate bool) {
+	hasConn := false
+	for _, f := range h.fields {
+		if asciiEqualFold(h.bytes(f.name), "Connection") {
+			hasConn = true
+		}
+	}
+	for _, f := range h.fields {
+		name := h.bytes(f.name)
+		canonicalize(name)
+		if httpsyntax.HopByHop(string(name)) || hasConn && h.listedInConnection(name) {
+			continue
+		}
+		switch string(name) {
+		case "Content-Length", "Transfer-Encoding", "Connection":
+			continue
+		case "Date":
+			if wroteDate {
+				continue
+			}
+			wroteDate = true
+		}
+		writeFieldBytes(bw, name, h.bytes(f.value))
+	}
+	return wroteDate
+}
+
 // listedInConnection reports whether name appears in any Connection
 // field of the head (RFC 9110 §7.6.1: such fields are hop-by-hop).
 func (h *Head) listedInConnection(name []byte) bool {

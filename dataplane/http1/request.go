@@ -150,6 +150,19 @@ func (q *requestHead) parseRequestLine(line []byte, at int32) error {
 	return nil
 }
 
+// rest lets go of what the request served holds (conn.rest): the field
+// list's string, and the buffers a large head grew.
+func (q *requestHead) rest() {
+	q.h.shrink()
+	q.list = Fields{spans: q.list.spans[:0]}
+	if cap(q.list.spans) > 64 {
+		q.list.spans = nil
+	}
+	if cap(q.lines) > 64 {
+		q.lines = nil
+	}
+}
+
 // internMethod returns the usual methods without allocating.
 func internMethod(b []byte) string {
 	for _, m := range [...]string{"GET", "POST", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS", "CONNECT", "TRACE"} {

@@ -65,6 +65,23 @@ func WriteField(bw *bufio.Writer, k, v string) {
 	bw.WriteString("\r\n")
 }
 
+// writeFieldBytes is WriteField for a name and value in bytes.
+func writeFieldBytes(bw *bufio.Writer, k, v []byte) {
+	if n := len(k) + len(v) + 4; n <= bw.Available() {
+		b := bw.AvailableBuffer()[:n]
+		i := copy(b, k)
+		b[i], b[i+1] = ':', ' '
+		i += 2 + copy(b[i+2:], v)
+		b[i], b[i+1] = '\r', '\n'
+		bw.Write(b)
+		return
+	}
+	bw.Write(k)
+	bw.WriteString(": ")
+	bw.Write(v)
+	bw.WriteString("\r\n")
+}
+
 // EndHead writes the framing of a body of n bytes (0 for none, -1 for an
 // unknown length, sent chunked) and the blank line that ends the head.
 // The framing is always the writer's own: a body is re-framed, never

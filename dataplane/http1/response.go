@@ -143,14 +143,43 @@ func (w *ResponseWriter) Flush() {
 	w.c.bw.Flush()
 }
 
+// WriteHead writes the head of an upstream's answer whose body follows
+// at once: its status, its end-to-end fields as Head.CopyTo would store
+// them in the header map (hop-by-hop ones, and those named in Connection,
+// left out), then the map's own, and the framing, with the answer's
+// Content-Length where it has one. It is WriteHeader and a first Write
+// with up copied into the header map, without the map; up is not read
+// after it returns.
+func (w *ResponseWriter) WriteHead(up *Head) {
+	if w.wroteHead || w.hijacked {
+		return
+	}
+	w.WriteHeader(up.Status)
+	if !w.wroteHead {
+		return // informational: not passed on
+	}
+	if !up.Chunked && !noContent(up.Status) && up.ContentLength >= 0 {
+		w.length = up.ContentLength
+	}
+	w.writeHead(up, false)
+}
+
 // sendHead writes the status line and header fields. final says the
 // handler has returned, so a held body's length is known.
-func (w *ResponseWriter) sendHead(final bool) {
+func (w *ResponseWriter) sendHead(final bool) { w.writeHead(nil, final) }
+
+// writeHead is sendHead, with the fields of an upstream's head, up, ahead
+// of the map's when up is not nil (WriteHead).
+func (w *ResponseWriter) writeHead(up *Head, final bool) {
 	w.headSent = true
 	bw := w.c.bw
 	bw.WriteString("HTTP/1.1 ")
 	bw.WriteString(statusLine(w.status))
 	bw.WriteString("\r\n")
+	upDate := false
+	if up != nil {
+		upDate = up.writeEndToEnd(bw)
+	}
 	for k, vs := range w.hdr {
 		if len(vs) == 0 || k == "Content-Length" || k == "Transfer-Encoding" || k == "Connection" || k == "Date" ||
 			strings.HasPrefix(k, http.TrailerPrefix) {
@@ -160,7 +189,9 @@ func (w *ResponseWriter) sendHead(final bool) {
 			writeSafeField(bw, k, v)
 		}
 	}
-	if v := w.hdr["Date"]; len(v) > 0 {
+	if v := w.hdr["Date"]; upDate {
+		// The upstream's, as it would be first in the map.
+	} else if len(v) > 0 {
 		writeSafeField(bw, "Date", v[0])
 	} else if _, set := w.hdr["Date"]; !set {
 		bw.WriteString("Date: ")

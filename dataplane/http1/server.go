@@ -205,7 +205,7 @@ func (c *conn) rest() {
 	c.req.Header = restMap(c.req.Header)
 	c.req.RequestURI, c.req.Host, c.req.URL = "", "", nil
 	c.resp.hdr = restMap(c.resp.hdr)
-	c.q.h.shrink()
+	c.q.rest()
 	if cap(c.resp.pending) > smallBody {
 		c.resp.pending = nil
 	}

@@ -166,7 +166,7 @@ func TestServerWatchesAClientWhileTheHandlerWaits(t *testing.T) {
 
 // startServer serves s on a loopback port until the test ends and
 // returns the address.
-func startServer(t *testing.T, s *Server) string {
+func startServer(t testing.TB, s *Server) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
