@@ -859,6 +859,19 @@ pair_median() {
 		printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# round_ratio_median TARGET: the median over rounds of TARGET's proxy CPU
+# over nginx's in the same round, with 2 decimals, or -. A round runs
+# every target back to back, so a slow spell of the machine (a noisy VM)
+# that lasts a round or more weighs on both sides of a ratio alike, where
+# it moves one side of the ratio of medians.
+round_ratio_median() {
+	awk -v t="$1" '$1 == t && $6 != "-" { x[$2] = $6 } $1 == "nginx" && $6 != "-" { n[$2] = $6 }
+		END { for (r in x) if ((r in n) && n[r] > 0) printf "%.4f\n", x[r] / n[r] }' "$RESULTS" | sort -g |
+		awk '{ v[NR] = $1 } END {
+			if (NR == 0) { print "-"; exit }
+			printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
 # syscall_cell TARGET: TARGET's system calls per request, or -.
 syscall_cell() {
 	local v
@@ -884,7 +897,7 @@ syscall_how() {
 # report SHAPE: SHAPE's table on stdout, and its Markdown section in
 # $TMP/report-SHAPE.md for OUT.
 report() {
-	local shape=$1 t rps vd p50 p99 pcpu ucpu vn bcpu errs other sys direct_rps=- nginx_cpu=- c name
+	local shape=$1 t rps vd p50 p99 pcpu ucpu vn vr bcpu errs other sys direct_rps=- nginx_cpu=- c name
 	local rows=$TMP/rows-$shape.txt hop_rows=$TMP/hop-rows.txt pairs=$TMP/hop-pairs.txt md=$TMP/report-$shape.md
 	want direct && direct_rps=$(median 3 direct)
 	want nginx && nginx_cpu=$(median 6 nginx)
@@ -899,11 +912,12 @@ report() {
 		bcpu=$(median 7 "$t")
 		other=$(median 9 "$t")
 		errs=$(awk -v t="$t" '$1 == t { s += $8 } END { print s + 0 }' "$RESULTS")
-		vn=-
+		vn=- vr=-
 		[ "$t" = direct ] || vn=$(ratio "$pcpu" "$nginx_cpu")
+		[ "$t" = direct ] || ! want nginx || vr=$(round_ratio_median "$t")
 		sys=-
 		[ "$t" = direct ] || sys=$(syscall_cell "$t")
-		echo "$t $(num %.0f "$rps") $(ratio "$rps" "$direct_rps") $(num %.2f "$(ratio "$p50" 1000)") $(num %.2f "$(ratio "$p99" 1000)") $(num %.1f "$pcpu") $(num %.1f "$ucpu") $vn $(num %.1f "$bcpu") $errs $(num %.0f "$other")% $sys" >>"$rows"
+		echo "$t $(num %.0f "$rps") $(ratio "$rps" "$direct_rps") $(num %.2f "$(ratio "$p50" 1000)") $(num %.2f "$(ratio "$p99" 1000)") $(num %.1f "$pcpu") $(num %.1f "$ucpu") $vn $vr $(num %.1f "$bcpu") $errs $(num %.0f "$other")% $sys" >>"$rows"
 	done
 
 	# The hop target (get only): a row per transport, then unix over TCP.
@@ -931,14 +945,15 @@ report() {
 	echo "== $shape: $(describe "$shape")"
 	if [ ${#WRK_LIST[@]} -gt 0 ]; then
 		echo
-		printf '%-11s %8s %9s %8s %8s %16s %13s %8s %18s %6s %6s %12s\n' target rps vs_direct p50_ms p99_ms proxy_cpu_us/req of_it_user vs_nginx backend_cpu_us/req errors other syscalls/req
-		while read -r t rps vd p50 p99 pcpu ucpu vn bcpu errs other sys; do
-			printf '%-11s %8s %9s %8s %8s %16s %13s %8s %18s %6s %6s %12s\n' "$t" "$rps" "$vd" "$p50" "$p99" "$pcpu" "$ucpu" "$vn" "$bcpu" "$errs" "$other" "$sys"
+		printf '%-11s %8s %9s %8s %8s %16s %13s %8s %15s %18s %6s %6s %12s\n' target rps vs_direct p50_ms p99_ms proxy_cpu_us/req of_it_user vs_nginx vs_nginx_rounds backend_cpu_us/req errors other syscalls/req
+		while read -r t rps vd p50 p99 pcpu ucpu vn vr bcpu errs other sys; do
+			printf '%-11s %8s %9s %8s %8s %16s %13s %8s %15s %18s %6s %6s %12s\n' "$t" "$rps" "$vd" "$p50" "$p99" "$pcpu" "$ucpu" "$vn" "$vr" "$bcpu" "$errs" "$other" "$sys"
 		done <"$rows"
 		echo
 		echo "medians of $ROUNDS interleaved round(s); wrk -t1 -c$CONNECTIONS -d$DURATION on CPU $LOAD_CPU, servers on CPU $SERVER_CPU;"
 		echo "other: share of CPU $SERVER_CPU busy with anything but the backend and the proxy (above a few % = noisy numbers);"
 		echo "of_it_user: the part of proxy_cpu spent in the proxy's own code (user time), the rest being the kernel's work for it"
+		echo "vs_nginx: the ratio of the medians; vs_nginx_rounds: the median of each round's ratio (steadier on a noisy machine)"
 		if [ -s "$SYSCALLS_FILE" ]; then
 			echo "syscalls/req: $(syscall_how); by call:"
 			while read -r t _; do
@@ -964,10 +979,10 @@ report() {
 		echo "## Shape \`$shape\`: $(describe "$shape")"
 		if [ ${#WRK_LIST[@]} -gt 0 ]; then
 			echo
-			echo "| target | rps | rps vs direct | p50 ms | p99 ms | proxy CPU µs/request | of it user time | CPU vs nginx | backend CPU µs/request | errors | other load | syscalls/request |"
-			echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
-			while read -r t rps vd p50 p99 pcpu ucpu vn bcpu errs other sys; do
-				echo "| $t | $rps | $vd | $p50 | $p99 | $pcpu | $ucpu | $vn | $bcpu | $errs | $other | $sys |"
+			echo "| target | rps | rps vs direct | p50 ms | p99 ms | proxy CPU µs/request | of it user time | CPU vs nginx | CPU vs nginx, per round | backend CPU µs/request | errors | other load | syscalls/request |"
+			echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+			while read -r t rps vd p50 p99 pcpu ucpu vn vr bcpu errs other sys; do
+				echo "| $t | $rps | $vd | $p50 | $p99 | $pcpu | $ucpu | $vn | $vr | $bcpu | $errs | $other | $sys |"
 			done <"$rows"
 			if [ -s "$SYSCALLS_FILE" ]; then
 				echo
