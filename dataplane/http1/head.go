@@ -487,7 +487,7 @@ func (h *Head) writeEndToEnd(bw *bufio.Writer) (wroteDate bool) {
 			}
 			wroteDate = true
 		}
-		writeFieldBytes(bw, name, h.bytes(f.value))
+		writeField(bw, name, h.bytes(f.value))
 	}
 	return wroteDate
 }

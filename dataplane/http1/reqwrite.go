@@ -48,9 +48,12 @@ func originForm(method, target string) bool {
 }
 
 // WriteField writes one field line.
-func WriteField(bw *bufio.Writer, k, v string) {
+func WriteField(bw *bufio.Writer, k, v string) { writeField(bw, k, v) }
+
+// writeField writes the field line "k: v" in one copy into bw's buffer
+// where it fits, not four writes.
+func writeField[T string | []byte](bw *bufio.Writer, k, v T) {
 	if n := len(k) + len(v) + 4; n <= bw.Available() {
-		// One copy into the buffer, not four writes.
 		b := bw.AvailableBuffer()[:n]
 		i := copy(b, k)
 		b[i], b[i+1] = ':', ' '
@@ -59,27 +62,24 @@ func WriteField(bw *bufio.Writer, k, v string) {
 		bw.Write(b)
 		return
 	}
-	bw.WriteString(k)
+	writeAll(bw, k)
 	bw.WriteString(": ")
-	bw.WriteString(v)
+	writeAll(bw, v)
 	bw.WriteString("\r\n")
 }
 
-// writeFieldBytes is WriteField for a name and value in bytes.
-func writeFieldBytes(bw *bufio.Writer, k, v []byte) {
-	if n := len(k) + len(v) + 4; n <= bw.Available() {
-		b := bw.AvailableBuffer()[:n]
-		i := copy(b, k)
-		b[i], b[i+1] = ':', ' '
-		i += 2 + copy(b[i+2:], v)
-		b[i], b[i+1] = '\r', '\n'
-		bw.Write(b)
-		return
+// writeAll writes s through bw, in pieces as the buffer frees up; after a
+// failed write it stops (bw keeps the error for its next Flush).
+func writeAll[T string | []byte](bw *bufio.Writer, s T) {
+	for len(s) > 0 {
+		if bw.Available() == 0 && bw.Flush() != nil {
+			return
+		}
+		b := bw.AvailableBuffer()[:bw.Available()]
+		n := copy(b, s)
+		bw.Write(b[:n])
+		s = s[n:]
 	}
-	bw.Write(k)
-	bw.WriteString(": ")
-	bw.Write(v)
-	bw.WriteString("\r\n")
 }
 
 // EndHead writes the framing of a body of n bytes (0 for none, -1 for an

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
@@ -72,4 +73,25 @@ func FuzzWriteRequestLine(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A field line longer than the writer's buffer is written whole, in
+// pieces, with names and values as strings or bytes.
+func TestWriteFieldLargerThanTheBuffer(t *testing.T) {
+	long := strings.Repeat("v", 100)
+	for _, bytesToo := range []bool{false, true} {
+		var out bytes.Buffer
+		bw := bufio.NewWriterSize(&out, 16)
+		bw.WriteString("12345")
+		if bytesToo {
+			writeField(bw, []byte("X-Long"), []byte(long))
+		} else {
+			WriteField(bw, "X-Long", long)
+		}
+		WriteField(bw, "A", "b")
+		bw.Flush()
+		if want := "12345X-Long: " + long + "\r\nA: b\r\n"; out.String() != want {
+			t.Fatalf("bytes %v: wrote %q, want %q", bytesToo, out.String(), want)
+		}
+	}
 }
