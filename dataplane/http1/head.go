@@ -39,7 +39,8 @@ type Head struct {
 	minor   int // HTTP/1.minor
 	raw     []byte
 	fields  []field
-	upgrade bool // Connection: upgrade was sent
+	lines   []span // a head read whole: its lines in raw (bufferedHead)
+	upgrade bool   // Connection: upgrade was sent
 	// spent is what the informational heads before this one took of
 	// maxHeadBytes.
 	spent int
@@ -81,6 +82,9 @@ func (h *Head) shrink() {
 	if cap(h.fields) > 64 {
 		h.fields = nil
 	}
+	if cap(h.lines) > 64 {
+		h.lines = nil
+	}
 }
 
 // ProtocolError is an HTTP/1.1 message refused: a backend's response (RFC
@@ -114,20 +118,45 @@ func readHead(br *bufio.Reader, h *Head) error {
 		}
 		h.spent += len(h.raw)
 		h.raw, h.fields = h.raw[:0], h.fields[:0]
-		line, err := readLine(br, h, true)
-		if err != nil {
-			return err
-		}
-		if err := h.parseStatus(line); err != nil {
-			return err
-		}
-		if err := readFields(br, h); err != nil {
+		if err := h.readOne(br); err != nil {
 			return err
 		}
 		if h.Status >= 200 || h.Status == http.StatusSwitchingProtocols {
 			return h.frame()
 		}
 	}
+}
+
+// readOne reads one response head (a status line and its fields): whole,
+// when br holds it (bufferedHead), else line by line.
+func (h *Head) readOne(br *bufio.Reader) error {
+	if br.Buffered() == 0 {
+		// The first read, as readLine makes it; its error before any
+		// byte is readLine's too.
+		if _, err := br.Peek(1); err != nil {
+			return err
+		}
+	}
+	var ok bool
+	if h.lines, ok = bufferedHead(br, h, h.lines, maxHeadBytes-h.spent); ok {
+		if err := h.parseStatus(h.lines[0]); err != nil {
+			return err
+		}
+		for _, s := range h.lines[1:] {
+			if _, err := h.addField(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	line, err := readLine(br, h, true)
+	if err != nil {
+		return err
+	}
+	if err := h.parseStatus(line); err != nil {
+		return err
+	}
+	return readFields(br, h)
 }
 
 // readLine returns the next line without its CRLF (or LF), as a span of
@@ -235,13 +264,14 @@ func (h *Head) addField(s span) (end bool, err error) {
 	return false, nil
 }
 
-// bufferedHead copies a head that br holds whole (the usual case: a
-// client sends a head in one piece) into h.raw in one copy and consumes
-// it, returning the spans of its lines in h.raw, without their line ends
-// (LF, or CR LF, as readLine cuts them), up to and including the empty
-// line that ends it. ok is false, with nothing consumed, when br holds no
-// whole head within the limits: the caller reads it line by line.
-func bufferedHead(br *bufio.Reader, h *Head, lines []span) (_ []span, ok bool) {
+// bufferedHead copies a head that br holds whole (the usual case: a peer
+// sends a head in one piece) into h.raw in one copy and consumes it,
+// returning the spans of its lines in h.raw, without their line ends (LF,
+// or CR LF, as readLine cuts them), up to and including the empty line
+// that ends it. ok is false, with nothing consumed, when br holds no
+// whole head of at most limit bytes and maxHeadFields fields: the caller
+// reads it line by line, which refuses one too large.
+func bufferedHead(br *bufio.Reader, h *Head, lines []span, limit int) (_ []span, ok bool) {
 	buf, _ := br.Peek(br.Buffered())
 	lines = lines[:0]
 	for at := 0; ; {
@@ -257,7 +287,7 @@ func bufferedHead(br *bufio.Reader, h *Head, lines []span) (_ []span, ok bool) {
 		lines = append(lines, s)
 		at = end + 1
 		if s.end == s.start && len(lines) > 1 {
-			if at > maxHeadBytes {
+			if at > limit {
 				return lines, false
 			}
 			h.raw = append(h.raw[:0], buf[:at]...)

@@ -9,6 +9,7 @@ import (
 	"net/http/httputil"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
@@ -100,6 +101,51 @@ func FuzzChunked(f *testing.F) {
 		}
 		if werr == nil && !bytes.Equal(rec.Body.Bytes(), want) {
 			t.Fatalf("decoded %q, net/http %q", rec.Body.Bytes(), want)
+		}
+	})
+}
+
+// FuzzResponseHeadWhole holds the two ways of reading a response head to
+// one result: whole from the reader's buffer (bufferedHead) and line by
+// line (a head that arrives in pieces), informational heads included.
+func FuzzResponseHeadWhole(f *testing.F) {
+	for _, s := range []string{
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+		"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\nX:  a \nContent-Length: 1\n\nx",
+		"HTTP/1.1 200 OK\r\nX: a\r\n b\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		read := func(br *bufio.Reader) (*Head, string, error) {
+			h := &Head{}
+			err := readHead(br, h)
+			rest, _ := io.ReadAll(br)
+			return h, string(rest), err
+		}
+		hw, restW, errW := read(bufio.NewReaderSize(bytes.NewReader(data), 64<<10))
+		hp, restP, errP := read(bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(data)), 16))
+		if (errW == nil) != (errP == nil) || errW != nil && errW.Error() != errP.Error() {
+			t.Fatalf("%q: whole %v, in pieces %v", data, errW, errP)
+		}
+		if errW != nil {
+			return
+		}
+		if hw.Status != hp.Status || hw.ContentLength != hp.ContentLength || hw.Chunked != hp.Chunked || hw.Close != hp.Close ||
+			hw.upgrade != hp.upgrade || hw.spent != hp.spent || restW != restP {
+			t.Fatalf("%q: whole %+v (rest %q), in pieces %+v (rest %q)", data, hw, restW, hp, restP)
+		}
+		if len(hw.fields) != len(hp.fields) {
+			t.Fatalf("%q: %d fields whole, %d in pieces", data, len(hw.fields), len(hp.fields))
+		}
+		for i := range hw.fields {
+			if string(hw.bytes(hw.fields[i].name)) != string(hp.bytes(hp.fields[i].name)) ||
+				string(hw.bytes(hw.fields[i].value)) != string(hp.bytes(hp.fields[i].value)) {
+				t.Fatalf("%q: field %d differs", data, i)
+			}
 		}
 	})
 }

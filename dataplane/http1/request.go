@@ -33,7 +33,6 @@ func badRequest(msg string) error { return &errBadRequest{http.StatusBadRequest,
 // framing of its body.
 type requestHead struct {
 	h      Head   // the line and field spans; h.raw owns the bytes
-	lines  []span // a head read whole: its lines in h.raw (bufferedHead)
 	list   Fields // the request's fields in order, made by fill
 	method string
 	target span // in h.raw
@@ -55,7 +54,7 @@ func readRequestHead(br *bufio.Reader, q *requestHead) error {
 	h := &q.h
 	h.raw, h.fields = h.raw[:0], h.fields[:0]
 	var ok bool
-	if q.lines, ok = bufferedHead(br, h, q.lines); ok {
+	if h.lines, ok = bufferedHead(br, h, h.lines, maxHeadBytes); ok {
 		return q.parseLines()
 	}
 	line, err := readLine(br, h, true)
@@ -89,10 +88,10 @@ func fieldsError(err error) error {
 // readRequestHead parses one read line by line.
 func (q *requestHead) parseLines() error {
 	h := &q.h
-	if err := q.parseRequestLine(h.bytes(q.lines[0]), q.lines[0].start); err != nil {
+	if err := q.parseRequestLine(h.bytes(h.lines[0]), h.lines[0].start); err != nil {
 		return err
 	}
-	for _, s := range q.lines[1:] {
+	for _, s := range h.lines[1:] {
 		if _, err := h.addField(s); err != nil {
 			return fieldsError(err)
 		}
@@ -157,9 +156,6 @@ func (q *requestHead) rest() {
 	q.list = Fields{spans: q.list.spans[:0]}
 	if cap(q.list.spans) > 64 {
 		q.list.spans = nil
-	}
-	if cap(q.lines) > 64 {
-		q.lines = nil
 	}
 }
 

@@ -31,10 +31,18 @@ func WriteRequestLine(bw *bufio.Writer, method, target, host string) error {
 	if !httpsyntax.IsToken(method) || !httpsyntax.ValidTarget(target) || !httpsyntax.ValidHost(host) || !originForm(method, target) {
 		return ErrRequestLine
 	}
+	const mid = " HTTP/1.1\r\nHost: "
+	if n := len(method) + 1 + len(target) + len(mid) + len(host) + 2; n <= bw.Available() {
+		// One copy into the buffer, as writeField does.
+		b := append(bw.AvailableBuffer(), method...)
+		b = append(append(append(b, ' '), target...), mid...)
+		bw.Write(append(append(b, host...), '\r', '\n'))
+		return nil
+	}
 	bw.WriteString(method)
 	bw.WriteByte(' ')
 	bw.WriteString(target)
-	bw.WriteString(" HTTP/1.1\r\nHost: ")
+	bw.WriteString(mid)
 	bw.WriteString(host)
 	bw.WriteString("\r\n")
 	return nil
