@@ -390,12 +390,7 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn
 			// a short body a Content-Length and drop the trailers after it.
 			hdr["Transfer-Encoding"] = chunkedTE
 		}
-		x.responseFilters(r, hdr)
-		if _, ok := hdr["Content-Type"]; !ok {
-			hdr["Content-Type"] = nil // keep net/http from sniffing one
-		}
-		stats.Status(head.Status)
-		w.WriteHeader(head.Status)
+		x.writeHeader(w, r, hdr, head.Status)
 	}
 
 	fl, _ := w.(http.Flusher)
@@ -420,6 +415,18 @@ func (x *exchange) respond(w http.ResponseWriter, r *http.Request, c *http1.Conn
 		}
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// writeHeader sends the answer's head from the header map hdr, a
+// backend's fields copied in: the response filters applied, and the
+// status counted.
+func (x *exchange) writeHeader(w http.ResponseWriter, r *http.Request, hdr http.Header, status int) {
+	x.responseFilters(r, hdr)
+	if _, ok := hdr["Content-Type"]; !ok {
+		hdr["Content-Type"] = nil // keep net/http from sniffing one
+	}
+	x.h.p.stats.Status(status)
+	w.WriteHeader(status)
 }
 
 // filtersResponse reports whether responseFilters has anything to do.

@@ -223,12 +223,7 @@ func (x *exchange) respondH2(w http.ResponseWriter, r *http.Request, res *http.R
 		delete(hdr, "Content-Length")
 		hdr["Transfer-Encoding"] = chunkedTE
 	}
-	x.responseFilters(r, hdr)
-	if _, ok := hdr["Content-Type"]; !ok {
-		hdr["Content-Type"] = nil // keep net/http from sniffing one
-	}
-	stats.Status(res.StatusCode)
-	w.WriteHeader(res.StatusCode)
+	x.writeHeader(w, r, hdr, res.StatusCode)
 	fl, _ := w.(http.Flusher)
 	bp := copyBufPool.Get().(*[]byte)
 	defer copyBufPool.Put(bp)

@@ -443,12 +443,7 @@ func (h *Head) copyTo(dst http.Header, prefix string) {
 	if len(h.fields) == 0 {
 		return
 	}
-	hasConn := false
-	for _, f := range h.fields {
-		if asciiEqualFold(h.bytes(f.name), "Connection") {
-			hasConn = true
-		}
-	}
+	hasConn := h.has("Connection")
 	n, total := 0, 0
 	for _, f := range h.fields {
 		total += int(f.value.end - f.value.start)
@@ -496,12 +491,7 @@ func (h *Head) copyTo(dst http.Header, prefix string) {
 // Transfer-Encoding, Connection) and all but the first Date, which it
 // reports.
 func (h *Head) writeEndToEnd(bw *bufio.Writer) (wroteDate bool) {
-	hasConn := false
-	for _, f := range h.fields {
-		if asciiEqualFold(h.bytes(f.name), "Connection") {
-			hasConn = true
-		}
-	}
+	hasConn := h.has("Connection")
 	for _, f := range h.fields {
 		name := h.bytes(f.name)
 		canonicalize(name)
@@ -520,6 +510,16 @@ func (h *Head) writeEndToEnd(bw *bufio.Writer) (wroteDate bool) {
 		writeField(bw, name, h.bytes(f.value))
 	}
 	return wroteDate
+}
+
+// has reports whether the head has a field of that name (any case).
+func (h *Head) has(name string) bool {
+	for _, f := range h.fields {
+		if asciiEqualFold(h.bytes(f.name), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // listedInConnection reports whether name appears in any Connection

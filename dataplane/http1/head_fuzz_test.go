@@ -9,7 +9,6 @@ import (
 	"net/http/httputil"
 	"strings"
 	"testing"
-	"testing/iotest"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 )
@@ -126,8 +125,9 @@ func FuzzResponseHeadWhole(f *testing.F) {
 			rest, _ := io.ReadAll(br)
 			return h, string(rest), err
 		}
-		hw, restW, errW := read(bufio.NewReaderSize(bytes.NewReader(data), 64<<10))
-		hp, restP, errP := read(bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(data)), 16))
+		whole, pieces := wholeAndPieces(data)
+		hw, restW, errW := read(whole)
+		hp, restP, errP := read(pieces)
 		if (errW == nil) != (errP == nil) || errW != nil && errW.Error() != errP.Error() {
 			t.Fatalf("%q: whole %v, in pieces %v", data, errW, errP)
 		}

@@ -97,10 +97,8 @@ func FuzzBufferedHead(f *testing.F) {
 			q.fill(r)
 			return q, r, nil
 		}
-		whole := bufio.NewReaderSize(bytes.NewReader(data), 64<<10)
+		whole, pieces := wholeAndPieces(data)
 		qw, rw, errW := read(whole)
-		// One byte at a time: never a whole head in the buffer.
-		pieces := bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(data)), 16)
 		qp, rp, errP := read(pieces)
 		if (errW == nil) != (errP == nil) || errW != nil && errW.Error() != errP.Error() {
 			t.Fatalf("%q: whole %v, in pieces %v", data, errW, errP)
@@ -152,4 +150,12 @@ func FuzzCanonicalize(f *testing.F) {
 			t.Fatalf("%q: %q, net/textproto %q", name, b, want)
 		}
 	})
+}
+
+// wholeAndPieces returns two readers of data: one that holds it whole
+// after its first read, and one that reads a byte at a time, so never
+// holds a whole head (the fast and the line-by-line reads of a head).
+func wholeAndPieces(data []byte) (whole, pieces *bufio.Reader) {
+	return bufio.NewReaderSize(bytes.NewReader(data), 64<<10),
+		bufio.NewReaderSize(iotest.OneByteReader(bytes.NewReader(data)), 16)
 }
