@@ -10,20 +10,32 @@ import (
 
 // A pipe that moves 1 KiB each way between conns already connected, whose
 // peers have sent their bytes and ended their streams, allocates only the
-// pipe, its goroutines, its timer and channel: a small constant, nothing
-// per read.
+// pipe, its goroutines, its timer and channel, and on the kernel path the
+// sockets' raw conns and a splicer per direction: a small constant,
+// nothing per read.
 func TestAllocsPerPipe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("opens many sockets")
 	}
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) { allocsPerPipe(t, path.wrap) })
+	}
+}
+
+func allocsPerPipe(t *testing.T, wrap func(c, b net.Conn) (net.Conn, net.Conn)) {
 	const runs = 50
-	type set struct{ cp, cc, bc, bp *net.TCPConn }
+	type set struct {
+		cp, bp *net.TCPConn
+		cc, bc net.Conn
+	}
 	sets := make([]set, runs+1)
 	payload := make([]byte, 1<<10)
 	for i := range sets {
 		s := &sets[i]
-		s.cp, s.cc = tcpPair(t)
-		s.bc, s.bp = tcpPair(t)
+		var cc, bc *net.TCPConn
+		s.cp, cc = tcpPair(t)
+		bc, s.bp = tcpPair(t)
+		s.cc, s.bc = wrap(cc, bc)
 		s.cp.Write(payload)
 		s.cp.CloseWrite()
 		s.bp.Write(payload)

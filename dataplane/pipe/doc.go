@@ -4,9 +4,11 @@
 // but does not interpret it.
 //
 // Run copies client to backend and backend to client concurrently, each
-// direction in its own goroutine with a pooled 32 KiB buffer, and returns
-// when the pipe has ended, after both goroutines have exited and both
-// connections are closed. Nothing Run starts outlives it.
+// direction in its own goroutine, and returns when the pipe has ended,
+// after both goroutines have exited and both connections are closed.
+// Nothing Run starts outlives it. Between two plain sockets on Linux the
+// bytes move through the kernel (see Through the kernel); otherwise each
+// direction copies through a pooled 32 KiB buffer.
 //
 // # Preface
 //
@@ -31,8 +33,8 @@
 //
 // Options.Idle bounds silence: when no byte has moved either way for
 // Idle, the pipe ends. It also bounds a peer that stops reading: a write
-// of one buffer (at most 32 KiB, or the preface) that has not completed
-// after Idle ends the pipe, even while the other direction still flows,
+// of one chunk (a buffer of at most 32 KiB, a kernel pipe of at most 256
+// KiB, or the preface) that has not completed after Idle ends the pipe, even while the other direction still flows,
 // so a full receive window cannot hold a pipe forever. The Gateway API
 // has no idle timeout for TCPRoute or TLSRoute; the default is one hour,
 // long enough for an SSH session or a pooled database connection left
@@ -71,24 +73,47 @@
 // read and write in an atomic, and notes when a write begins and ends;
 // Run's own goroutine is the pipe's one watchdog, with one timer that it
 // sets to the nearest of the idle, stalled-write and half-close bounds
-// and re-arms when it fires early. A chunk of up to 32 KiB therefore
-// costs two clock reads and four atomic stores (about 70 ns on a 2-CPU
+// and re-arms when it fires early. A chunk therefore costs two clock
+// reads and four atomic stores (about 70 ns on a 2-CPU
 // AMD EPYC VM, BenchmarkNoteActivity) where a read and a write deadline
 // per chunk would cost about 300 ns (BenchmarkDeadlines).
 //
 // Allocations are per pipe, not per read: the pipe, its two goroutines,
-// its timer and channel, 7 in all (TestAllocsPerPipe); the buffers come
-// from a pool.
+// its timer and channel, 7 in all, and on the kernel path the sockets'
+// raw conns and the directions' state and callbacks, 12 in all
+// (TestAllocsPerPipe); buffers and kernel pipes are reused.
 //
-// # No splice
+// # Through the kernel
 //
-// io.Copy between two *net.TCPConn uses splice(2) on Linux, which moves
-// the bytes in the kernel: the pipe would not see them until a whole copy
-// had ended, so it could tell neither activity nor a stalled write, and
-// deadlines per chunk do not fit that path. The package copies through
-// its own buffer instead. On loopback, 256 MiB in 1 MiB writes (median of
-// 10 runs, same VM) went at 2.4 GB/s through Run (BenchmarkPipe), 2.5
-// GB/s through an io.Copy that splices (BenchmarkSplice) and 4.5 GB/s
-// over one connection with no relay (BenchmarkDirect): the bounds cost
-// no throughput worth the trade.
+// When both conns are TCP or Unix stream sockets as the net package makes
+// them (no TLS, no wrapper that could hold bytes it has read), on Linux,
+// each direction moves its bytes with splice(2): from the source socket
+// into a kernel pipe, as much as the socket holds up to the pipe's 256
+// KiB, then from the pipe into the destination socket. The bytes never
+// enter the process, and a chunk is two system calls where a buffer
+// copies it in eight 32 KiB reads and writes. The pipe still sees each
+// chunk, so the bounds above hold as they do on the buffer path: the
+// chunk's drain is activity, its pump a write in progress. io.Copy
+// between two *net.TCPConn splices too, but in one call until the
+// stream ends, so a relay on it could bound neither silence nor a
+// stalled write.
+//
+// A direction waiting for bytes holds no kernel pipe and no buffer: it
+// takes a kernel pipe when bytes arrive and gives it back, empty, when
+// its next read finds none. A waiting pipe on this path costs about 4
+// KiB of heap against 68 KiB on the buffer path
+// (TestWaitingPipeHoldsNoBuffer), besides its goroutines' stacks (about
+// 8 KiB): that matters for thousands of quiet SSH or database sessions. Up to
+// 32 empty kernel pipes are kept for reuse.
+//
+// A direction that cannot have a kernel pipe of that size (the process is
+// out of file descriptors, or its user past the pipe-user-pages-soft
+// quota, 64 MiB by default) copies the rest of its stream through a
+// buffer; nothing is lost, since a chunk begins only with a kernel pipe
+// in hand.
+//
+// On a 2-CPU AMD EPYC VM, on one CPU (BENCHMARKS.md, "TCPRoutes through
+// the kernel"), the relay made about 8 system calls per MiB against about
+// 64 through a buffer, and BenchmarkPipe's kernel path ran at about twice
+// the buffer path's throughput.
 package pipe

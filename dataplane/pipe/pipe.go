@@ -75,9 +75,12 @@ const (
 
 type pipe struct {
 	conns [2]net.Conn // client, backend
-	start time.Time
-	idle  time.Duration
-	half  time.Duration
+	// kernel is the path through the kernel when it can splice between
+	// the conns (splice_linux.go), else nil.
+	kernel *kernelPath
+	start  time.Time
+	idle   time.Duration
+	half   time.Duration
 
 	// Times are nanoseconds since start. last is the last byte moved;
 	// writing[d] is 1+ the time direction d's pending write began, or 0;
@@ -119,6 +122,7 @@ func Run(ctx context.Context, client, backend net.Conn, opts Options) Result {
 	}
 	client.SetDeadline(time.Time{})
 	backend.SetDeadline(time.Time{})
+	p.kernel = newKernelPath(p)
 	p.wg.Add(2)
 	go p.copy(up, opts.Preface)
 	go p.copy(down, nil)
@@ -145,11 +149,14 @@ func (p *pipe) poke() {
 }
 
 // copy moves bytes in direction d until its source ends or fails or the
-// pipe closes.
+// pipe closes: through the kernel when it can, else through a buffer.
 func (p *pipe) copy(d int, preface []byte) {
 	defer p.wg.Done()
 	src, dst := p.conns[d], p.conns[1-d]
 	if len(preface) > 0 && !p.write(d, dst, preface, p.now()) {
+		return
+	}
+	if p.kernel != nil && p.kernel.copy(d) {
 		return
 	}
 	buf := bufs.Get().(*[bufSize]byte)

@@ -49,6 +49,37 @@ func start(t testing.TB, opts Options) *rig {
 	return startConns(t, opts, func(c, b net.Conn) (net.Conn, net.Conn) { return c, b })
 }
 
+// starter starts a rig on one of the pipe's two paths.
+type starter func(testing.TB, Options) *rig
+
+// onEachPath runs test on each path a pipe may move bytes by: through
+// the kernel (two TCP sockets as the net package makes them) and through
+// a buffer (the same sockets wrapped, as a TLS conn or any other conn
+// would be), each with CloseWrite.
+func onEachPath(t *testing.T, test func(t *testing.T, start starter)) {
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			test(t, func(t testing.TB, opts Options) *rig { return startConns(t, opts, path.wrap) })
+		})
+	}
+}
+
+// paths are the pipe's two paths, and how a test makes it take each.
+var paths = []struct {
+	name string
+	wrap func(c, b net.Conn) (net.Conn, net.Conn)
+}{
+	{"kernel", func(c, b net.Conn) (net.Conn, net.Conn) { return c, b }},
+	{"buffer", bufferOnly},
+}
+
+// bufferOnly keeps the conns from the kernel path, and keeps their
+// CloseWrite.
+func bufferOnly(c, b net.Conn) (net.Conn, net.Conn) {
+	type wrapped struct{ *net.TCPConn }
+	return wrapped{c.(*net.TCPConn)}, wrapped{b.(*net.TCPConn)}
+}
+
 // startConns starts a rig whose pipe sees the conns wrap returns.
 func startConns(t testing.TB, opts Options, wrap func(c, b net.Conn) (net.Conn, net.Conn)) *rig {
 	t.Helper()
@@ -125,68 +156,72 @@ func send(c *net.TCPConn, n int) chan sent {
 }
 
 func TestBothWays64MiB(t *testing.T) {
-	const n = 64 << 20
-	r := start(t, Options{Idle: 5 * time.Second})
-	up, down := send(r.client, n), send(r.backend, n)
-	type got struct {
-		sum [32]byte
-		n   int64
-		err error
-	}
-	atBackend, atClient := make(chan got, 1), make(chan got, 1)
-	go func() { s, n, err := drain(r.backend); atBackend <- got{s, n, err} }()
-	go func() { s, n, err := drain(r.client); atClient <- got{s, n, err} }()
-	for _, c := range []struct {
-		name string
-		sent chan sent
-		got  chan got
-	}{{"client to backend", up, atBackend}, {"backend to client", down, atClient}} {
-		s, g := <-c.sent, <-c.got
-		if s.err != nil || g.err != nil {
-			t.Fatalf("%s: send %v, receive %v", c.name, s.err, g.err)
+	onEachPath(t, func(t *testing.T, start starter) {
+		const n = 64 << 20
+		r := start(t, Options{Idle: 5 * time.Second})
+		up, down := send(r.client, n), send(r.backend, n)
+		type got struct {
+			sum [32]byte
+			n   int64
+			err error
 		}
-		if g.n != n || g.sum != s.sum {
-			t.Errorf("%s: received %d bytes, sha256 equal %v; want %d bytes, equal", c.name, g.n, g.sum == s.sum, n)
+		atBackend, atClient := make(chan got, 1), make(chan got, 1)
+		go func() { s, n, err := drain(r.backend); atBackend <- got{s, n, err} }()
+		go func() { s, n, err := drain(r.client); atClient <- got{s, n, err} }()
+		for _, c := range []struct {
+			name string
+			sent chan sent
+			got  chan got
+		}{{"client to backend", up, atBackend}, {"backend to client", down, atClient}} {
+			s, g := <-c.sent, <-c.got
+			if s.err != nil || g.err != nil {
+				t.Fatalf("%s: send %v, receive %v", c.name, s.err, g.err)
+			}
+			if g.n != n || g.sum != s.sum {
+				t.Errorf("%s: received %d bytes, sha256 equal %v; want %d bytes, equal", c.name, g.n, g.sum == s.sum, n)
+			}
 		}
-	}
-	res := r.wait(t, 5*time.Second)
-	if res.ClientToBackend != n || res.BackendToClient != n {
-		t.Errorf("Result counts %d up, %d down; want %d each", res.ClientToBackend, res.BackendToClient, n)
-	}
-	if res.End != ClientClosed && res.End != BackendClosed || res.Err != nil {
-		t.Errorf("End %q, Err %v; want a side closed, no error", res.End, res.Err)
-	}
+		res := r.wait(t, 5*time.Second)
+		if res.ClientToBackend != n || res.BackendToClient != n {
+			t.Errorf("Result counts %d up, %d down; want %d each", res.ClientToBackend, res.BackendToClient, n)
+		}
+		if res.End != ClientClosed && res.End != BackendClosed || res.Err != nil {
+			t.Errorf("End %q, Err %v; want a side closed, no error", res.End, res.Err)
+		}
+	})
 }
 
 func TestHalfClose(t *testing.T) {
-	r := start(t, Options{Idle: 5 * time.Second, HalfClose: 5 * time.Second})
-	req := []byte("GET / HTTP/1.0\r\n\r\n")
-	reply := bytes.Repeat([]byte("reply "), 200_000) // past the socket buffers
-	go func() {
-		got, err := io.ReadAll(r.backend)
-		if err != nil || !bytes.Equal(got, req) {
-			t.Errorf("backend read %q, %v; want the request, EOF", got, err)
+	onEachPath(t, func(t *testing.T, start starter) {
+		r := start(t, Options{Idle: 5 * time.Second, HalfClose: 5 * time.Second})
+		req := []byte("GET / HTTP/1.0\r\n\r\n")
+		reply := bytes.Repeat([]byte("reply "), 200_000) // past the socket buffers
+		go func() {
+			got, err := io.ReadAll(r.backend)
+			if err != nil || !bytes.Equal(got, req) {
+				t.Errorf("backend read %q, %v; want the request, EOF", got, err)
+			}
+			r.backend.Write(reply)
+			r.backend.Close()
+		}()
+		if _, err := r.client.Write(req); err != nil {
+			t.Fatal(err)
 		}
-		r.backend.Write(reply)
-		r.backend.Close()
-	}()
-	if _, err := r.client.Write(req); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.client.CloseWrite(); err != nil {
-		t.Fatal(err)
-	}
-	got, err := io.ReadAll(r.client)
-	if err != nil || !bytes.Equal(got, reply) {
-		t.Fatalf("client read %d bytes, %v; want %d, EOF", len(got), err, len(reply))
-	}
-	res := r.wait(t, 2*time.Second)
-	if res.End != ClientClosed || res.Err != nil {
-		t.Errorf("End %q, Err %v; want %q", res.End, res.Err, ClientClosed)
-	}
-	if res.ClientToBackend != int64(len(req)) || res.BackendToClient != int64(len(reply)) {
-		t.Errorf("counts %d, %d; want %d, %d", res.ClientToBackend, res.BackendToClient, len(req), len(reply))
-	}
+		if err := r.client.CloseWrite(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(r.client)
+		if err != nil || !bytes.Equal(got, reply) {
+			t.Fatalf("client read %d bytes, %v; want %d, EOF", len(got), err, len(reply))
+		}
+		res := r.wait(t, 2*time.Second)
+		if res.End != ClientClosed || res.Err != nil {
+			t.Errorf("End %q, Err %v; want %q", res.End, res.Err, ClientClosed)
+		}
+		if res.ClientToBackend != int64(len(req)) || res.BackendToClient != int64(len(reply)) {
+			t.Errorf("counts %d, %d; want %d, %d", res.ClientToBackend, res.BackendToClient, len(req), len(reply))
+		}
+	})
 }
 
 // hideCloseWrite hides the conns' CloseWrite from the pipe.
@@ -213,134 +248,146 @@ func TestNoCloseWriteEndsAtFirstEOF(t *testing.T) {
 }
 
 func TestIdle(t *testing.T) {
-	const idle = 200 * time.Millisecond
-	r := start(t, Options{Idle: idle})
-	res := r.wait(t, 3*time.Second)
-	if res.End != Idle {
-		t.Errorf("End %q; want %q", res.End, Idle)
-	}
-	if res.Duration < idle || res.Duration > idle+time.Second {
-		t.Errorf("ended after %v; want about %v", res.Duration, idle)
-	}
+	onEachPath(t, func(t *testing.T, start starter) {
+		const idle = 200 * time.Millisecond
+		r := start(t, Options{Idle: idle})
+		res := r.wait(t, 3*time.Second)
+		if res.End != Idle {
+			t.Errorf("End %q; want %q", res.End, Idle)
+		}
+		if res.Duration < idle || res.Duration > idle+time.Second {
+			t.Errorf("ended after %v; want about %v", res.Duration, idle)
+		}
+	})
 }
 
 func TestIdleSparedByTrickle(t *testing.T) {
-	const idle = 200 * time.Millisecond
-	r := start(t, Options{Idle: idle})
-	for i := 0; i < 16; i++ { // 4 Idle periods
-		if _, err := r.client.Write([]byte{byte(i)}); err != nil {
-			t.Fatal(err)
+	onEachPath(t, func(t *testing.T, start starter) {
+		const idle = 200 * time.Millisecond
+		r := start(t, Options{Idle: idle})
+		for i := 0; i < 16; i++ { // 4 Idle periods
+			if _, err := r.client.Write([]byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.ReadFull(r.backend, make([]byte, 1)); err != nil {
+				t.Fatalf("byte %d: %v", i, err)
+			}
+			time.Sleep(idle / 4)
 		}
-		if _, err := io.ReadFull(r.backend, make([]byte, 1)); err != nil {
-			t.Fatalf("byte %d: %v", i, err)
+		select {
+		case res := <-r.done:
+			t.Fatalf("pipe ended during the trickle: %q", res.End)
+		default:
 		}
-		time.Sleep(idle / 4)
-	}
-	select {
-	case res := <-r.done:
-		t.Fatalf("pipe ended during the trickle: %q", res.End)
-	default:
-	}
-	r.client.Close()
-	io.ReadAll(r.backend)
-	r.backend.Close()
-	if res := r.wait(t, 2*time.Second); res.End != ClientClosed {
-		t.Errorf("End %q; want %q", res.End, ClientClosed)
-	}
+		r.client.Close()
+		io.ReadAll(r.backend)
+		r.backend.Close()
+		if res := r.wait(t, 2*time.Second); res.End != ClientClosed {
+			t.Errorf("End %q; want %q", res.End, ClientClosed)
+		}
+	})
 }
 
 // A peer that never reads must not hold the pipe past Idle.
 func TestStalledReader(t *testing.T) {
-	const idle = 300 * time.Millisecond
-	for _, tc := range []struct {
-		name           string
-		writer, sleepy func(*rig) *net.TCPConn
-	}{
-		{"backend never reads", func(r *rig) *net.TCPConn { return r.client }, func(r *rig) *net.TCPConn { return r.backend }},
-		{"client never reads", func(r *rig) *net.TCPConn { return r.backend }, func(r *rig) *net.TCPConn { return r.client }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := start(t, Options{Idle: idle})
-			w := tc.writer(r)
-			go w.Write(make([]byte, 16<<20)) // ends in an error once the pipe closes
-			res := r.wait(t, 3*time.Second)
-			if res.End != Idle {
-				t.Errorf("End %q; want %q", res.End, Idle)
-			}
-			if res.ClientToBackend+res.BackendToClient == 0 {
-				t.Error("no bytes moved before the stall")
-			}
-		})
-	}
+	onEachPath(t, func(t *testing.T, start starter) {
+		const idle = 300 * time.Millisecond
+		for _, tc := range []struct {
+			name           string
+			writer, sleepy func(*rig) *net.TCPConn
+		}{
+			{"backend never reads", func(r *rig) *net.TCPConn { return r.client }, func(r *rig) *net.TCPConn { return r.backend }},
+			{"client never reads", func(r *rig) *net.TCPConn { return r.backend }, func(r *rig) *net.TCPConn { return r.client }},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := start(t, Options{Idle: idle})
+				w := tc.writer(r)
+				go w.Write(make([]byte, 16<<20)) // ends in an error once the pipe closes
+				res := r.wait(t, 3*time.Second)
+				if res.End != Idle {
+					t.Errorf("End %q; want %q", res.End, Idle)
+				}
+				if res.ClientToBackend+res.BackendToClient == 0 {
+					t.Error("no bytes moved before the stall")
+				}
+			})
+		}
+	})
 }
 
 // A write that makes no progress ends the pipe even while the other
 // direction keeps it busy.
 func TestStalledWriteWhileOtherWayFlows(t *testing.T) {
-	const idle = 300 * time.Millisecond
-	r := start(t, Options{Idle: idle})
-	go r.client.Write(make([]byte, 16<<20)) // the backend never reads it
-	go io.Copy(io.Discard, r.client)
-	tick := time.NewTicker(idle / 4)
-	defer tick.Stop()
-	limit := time.After(3 * time.Second)
-	for {
-		select {
-		case <-tick.C:
-			r.backend.Write([]byte{1})
-			continue
-		case res := <-r.done:
-			r.done <- res
-			if res.End != Idle {
-				t.Errorf("End %q; want %q", res.End, Idle)
+	onEachPath(t, func(t *testing.T, start starter) {
+		const idle = 300 * time.Millisecond
+		r := start(t, Options{Idle: idle})
+		go r.client.Write(make([]byte, 16<<20)) // the backend never reads it
+		go io.Copy(io.Discard, r.client)
+		tick := time.NewTicker(idle / 4)
+		defer tick.Stop()
+		limit := time.After(3 * time.Second)
+		for {
+			select {
+			case <-tick.C:
+				r.backend.Write([]byte{1})
+				continue
+			case res := <-r.done:
+				r.done <- res
+				if res.End != Idle {
+					t.Errorf("End %q; want %q", res.End, Idle)
+				}
+				if res.BackendToClient == 0 {
+					t.Error("the trickle did not flow")
+				}
+			case <-limit:
+				t.Fatal("a stalled write held the pipe")
 			}
-			if res.BackendToClient == 0 {
-				t.Error("the trickle did not flow")
-			}
-		case <-limit:
-			t.Fatal("a stalled write held the pipe")
+			return
 		}
-		return
-	}
+	})
 }
 
 func TestHalfCloseTimeout(t *testing.T) {
-	const half = 200 * time.Millisecond
-	r := start(t, Options{Idle: 5 * time.Second, HalfClose: half})
-	r.client.Write([]byte("request"))
-	r.client.CloseWrite()
-	if got, err := io.ReadAll(r.backend); err != nil || string(got) != "request" {
-		t.Fatalf("backend read %q, %v", got, err)
-	}
-	// The backend neither answers nor closes.
-	res := r.wait(t, 3*time.Second)
-	if res.End != HalfCloseTimeout {
-		t.Errorf("End %q; want %q", res.End, HalfCloseTimeout)
-	}
-	if res.Duration < half || res.Duration > half+time.Second {
-		t.Errorf("ended after %v; want about %v", res.Duration, half)
-	}
+	onEachPath(t, func(t *testing.T, start starter) {
+		const half = 200 * time.Millisecond
+		r := start(t, Options{Idle: 5 * time.Second, HalfClose: half})
+		r.client.Write([]byte("request"))
+		r.client.CloseWrite()
+		if got, err := io.ReadAll(r.backend); err != nil || string(got) != "request" {
+			t.Fatalf("backend read %q, %v", got, err)
+		}
+		// The backend neither answers nor closes.
+		res := r.wait(t, 3*time.Second)
+		if res.End != HalfCloseTimeout {
+			t.Errorf("End %q; want %q", res.End, HalfCloseTimeout)
+		}
+		if res.Duration < half || res.Duration > half+time.Second {
+			t.Errorf("ended after %v; want about %v", res.Duration, half)
+		}
+	})
 }
 
 func TestCancel(t *testing.T) {
-	r := start(t, Options{})
-	r.client.Write([]byte("x"))
-	io.ReadFull(r.backend, make([]byte, 1))
-	begin := time.Now()
-	r.cancel()
-	res := r.wait(t, time.Second)
-	if d := time.Since(begin); d > 500*time.Millisecond {
-		t.Errorf("Run returned %v after the cancel", d)
-	}
-	if res.End != Stopped {
-		t.Errorf("End %q; want %q", res.End, Stopped)
-	}
-	for name, c := range map[string]*net.TCPConn{"client": r.client, "backend": r.backend} {
-		c.SetReadDeadline(time.Now().Add(time.Second))
-		if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, net.ErrClosed) || isTimeout(err) {
-			t.Errorf("%s peer read %v; want EOF or a reset", name, err)
+	onEachPath(t, func(t *testing.T, start starter) {
+		r := start(t, Options{})
+		r.client.Write([]byte("x"))
+		io.ReadFull(r.backend, make([]byte, 1))
+		begin := time.Now()
+		r.cancel()
+		res := r.wait(t, time.Second)
+		if d := time.Since(begin); d > 500*time.Millisecond {
+			t.Errorf("Run returned %v after the cancel", d)
 		}
-	}
+		if res.End != Stopped {
+			t.Errorf("End %q; want %q", res.End, Stopped)
+		}
+		for name, c := range map[string]*net.TCPConn{"client": r.client, "backend": r.backend} {
+			c.SetReadDeadline(time.Now().Add(time.Second))
+			if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, net.ErrClosed) || isTimeout(err) {
+				t.Errorf("%s peer read %v; want EOF or a reset", name, err)
+			}
+		}
+	})
 }
 
 func isTimeout(err error) bool {
@@ -349,81 +396,93 @@ func isTimeout(err error) bool {
 }
 
 func TestPrefaceFirst(t *testing.T) {
-	preface := []byte("\x16\x03\x01 the hello the reader consumed")
-	cp, cc := tcpPair(t)
-	bc, bp := tcpPair(t)
-	defer cp.Close()
-	defer bp.Close()
-	// The client's bytes are there before the pipe starts.
-	cp.Write([]byte("then the client"))
-	cp.CloseWrite()
-	done := make(chan Result, 1)
-	go func() { done <- Run(context.Background(), cc, bc, Options{Preface: preface, Idle: 5 * time.Second}) }()
-	got, err := io.ReadAll(bp)
-	want := string(preface) + "then the client"
-	if err != nil || string(got) != want {
-		t.Fatalf("backend read %q, %v; want %q", got, err, want)
-	}
-	bp.Close()
-	res := <-done
-	if res.ClientToBackend != int64(len(want)) {
-		t.Errorf("ClientToBackend %d; want %d", res.ClientToBackend, len(want))
-	}
-}
-
-func TestReset(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		reset func(*rig) *net.TCPConn
-		other func(*rig) *net.TCPConn
-		want  Reason
-	}{
-		{"backend", func(r *rig) *net.TCPConn { return r.backend }, func(r *rig) *net.TCPConn { return r.client }, BackendError},
-		{"client", func(r *rig) *net.TCPConn { return r.client }, func(r *rig) *net.TCPConn { return r.backend }, ClientError},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := start(t, Options{Idle: 5 * time.Second})
-			c := tc.reset(r)
-			c.SetLinger(0)
-			c.Close()
-			res := r.wait(t, 2*time.Second)
-			if res.End != tc.want || res.Err == nil {
-				t.Errorf("End %q, Err %v; want %q and the error", res.End, res.Err, tc.want)
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			preface := []byte("\x16\x03\x01 the hello the reader consumed")
+			cp, cc := tcpPair(t)
+			bc, bp := tcpPair(t)
+			defer cp.Close()
+			defer bp.Close()
+			// The client's bytes are there before the pipe starts.
+			cp.Write([]byte("then the client"))
+			cp.CloseWrite()
+			done := make(chan Result, 1)
+			c, b := path.wrap(cc, bc)
+			go func() { done <- Run(context.Background(), c, b, Options{Preface: preface, Idle: 5 * time.Second}) }()
+			got, err := io.ReadAll(bp)
+			want := string(preface) + "then the client"
+			if err != nil || string(got) != want {
+				t.Fatalf("backend read %q, %v; want %q", got, err, want)
 			}
-			o := tc.other(r)
-			o.SetReadDeadline(time.Now().Add(time.Second))
-			if _, err := o.Read(make([]byte, 1)); err == nil || isTimeout(err) {
-				t.Errorf("the other peer read %v; want its side closed", err)
+			bp.Close()
+			res := <-done
+			if res.ClientToBackend != int64(len(want)) {
+				t.Errorf("ClientToBackend %d; want %d", res.ClientToBackend, len(want))
 			}
 		})
 	}
 }
 
-func TestNoGoroutineLeft(t *testing.T) {
-	before := runtime.NumGoroutine()
-	for i := 0; i < 50; i++ {
-		cp, cc := tcpPair(t)
-		bc, bp := tcpPair(t)
-		ctx, cancel := context.WithCancel(context.Background())
-		switch i % 3 {
-		case 0: // both sides end
-			cp.Write([]byte("hi"))
-			cp.CloseWrite()
-			bp.CloseWrite()
-		case 1: // cancelled
-			cancel()
-		case 2: // idle
+func TestReset(t *testing.T) {
+	onEachPath(t, func(t *testing.T, start starter) {
+		for _, tc := range []struct {
+			name  string
+			reset func(*rig) *net.TCPConn
+			other func(*rig) *net.TCPConn
+			want  Reason
+		}{
+			{"backend", func(r *rig) *net.TCPConn { return r.backend }, func(r *rig) *net.TCPConn { return r.client }, BackendError},
+			{"client", func(r *rig) *net.TCPConn { return r.client }, func(r *rig) *net.TCPConn { return r.backend }, ClientError},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				r := start(t, Options{Idle: 5 * time.Second})
+				c := tc.reset(r)
+				c.SetLinger(0)
+				c.Close()
+				res := r.wait(t, 2*time.Second)
+				if res.End != tc.want || res.Err == nil {
+					t.Errorf("End %q, Err %v; want %q and the error", res.End, res.Err, tc.want)
+				}
+				o := tc.other(r)
+				o.SetReadDeadline(time.Now().Add(time.Second))
+				if _, err := o.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+					t.Errorf("the other peer read %v; want its side closed", err)
+				}
+			})
 		}
-		Run(ctx, cc, bc, Options{Idle: 10 * time.Millisecond})
-		cancel()
-		cp.Close()
-		bp.Close()
-	}
-	deadline := time.Now().Add(2 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := runtime.NumGoroutine(); n > before {
-		t.Errorf("%d goroutines after 50 pipes; %d before", n, before)
+	})
+}
+
+func TestNoGoroutineLeft(t *testing.T) {
+	for _, path := range paths {
+		t.Run(path.name, func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			for i := 0; i < 50; i++ {
+				cp, cc := tcpPair(t)
+				bc, bp := tcpPair(t)
+				ctx, cancel := context.WithCancel(context.Background())
+				switch i % 3 {
+				case 0: // both sides end
+					cp.Write([]byte("hi"))
+					cp.CloseWrite()
+					bp.CloseWrite()
+				case 1: // cancelled
+					cancel()
+				case 2: // idle
+				}
+				c, b := path.wrap(cc, bc)
+				Run(ctx, c, b, Options{Idle: 10 * time.Millisecond})
+				cancel()
+				cp.Close()
+				bp.Close()
+			}
+			deadline := time.Now().Add(2 * time.Second)
+			for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if n := runtime.NumGoroutine(); n > before {
+				t.Errorf("%d goroutines after 50 pipes; %d before", n, before)
+			}
+		})
 	}
 }
