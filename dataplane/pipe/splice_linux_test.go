@@ -53,6 +53,20 @@ func kernelPipes(t *testing.T) int {
 	return n
 }
 
+// moveBothWays sends 100 KiB each way through r's pipe, one way after
+// the other, and reads them at the other end.
+func moveBothWays(t *testing.T, r *rig) {
+	t.Helper()
+	for _, dir := range [][2]*net.TCPConn{{r.client, r.backend}, {r.backend, r.client}} {
+		if _, err := dir[0].Write(make([]byte, 100<<10)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(dir[1], make([]byte, 100<<10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Pipes that have moved bytes both ways and now wait hold no kernel
 // pipe: only the idle ones kept for reuse stay open, however many pipes
 // wait.
@@ -61,14 +75,7 @@ func TestWaitingPipesHoldNoKernelPipe(t *testing.T) {
 	before := kernelPipes(t)
 	for range pipes {
 		r := start(t, Options{Idle: time.Minute})
-		for _, dir := range [][2]*net.TCPConn{{r.client, r.backend}, {r.backend, r.client}} {
-			if _, err := dir[0].Write(make([]byte, 100<<10)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.ReadFull(dir[1], make([]byte, 100<<10)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		moveBothWays(t, r)
 	}
 	// Each direction gives its kernel pipe back when its next read finds
 	// nothing, just after its last bytes are written.
@@ -151,14 +158,7 @@ func TestWaitingPipeHoldsNoBuffer(t *testing.T) {
 	rigs := make([]*rig, 0, pipes)
 	for range pipes {
 		r := start(t, Options{Idle: time.Minute})
-		for _, dir := range [][2]*net.TCPConn{{r.client, r.backend}, {r.backend, r.client}} {
-			if _, err := dir[0].Write(make([]byte, 100<<10)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := io.ReadFull(dir[1], make([]byte, 100<<10)); err != nil {
-				t.Fatal(err)
-			}
-		}
+		moveBothWays(t, r)
 		rigs = append(rigs, r)
 	}
 	runtime.GC()
