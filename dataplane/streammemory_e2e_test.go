@@ -1,0 +1,79 @@
+// This file implements the test of what a quiet stream holds in the proxy: no relay buffer.
+
+//go:build linux
+
+package dataplane
+
+import (
+	"io"
+	"net"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
+)
+
+// Streams of a TCPRoute that have moved bytes both ways and now wait (an
+// SSH session or a pooled database connection left quiet) hold no relay
+// buffer in the proxy: the relay between its two plain sockets goes
+// through the kernel on Linux (package pipe), so a waiting stream's heap is its
+// bookkeeping alone, where copying through buffers would hold 64 KiB
+// per stream for as long as it lasts.
+func TestQuietStreamsHoldNoBuffer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 250 streams through the proxy")
+	}
+	const streams, most = 250, 16 << 10
+	backend := testnet.RawServer(t, func(c net.Conn) {
+		io.WriteString(c, "a\n")
+		io.Copy(c, c)
+	})
+	port := freePort(t)
+	p := quietProxy()
+	if err := p.Load(streamConfig([]proxycfg.Listener{{Name: "gw/tcp", Protocol: proxycfg.ListenerTCP, Port: port, Address: "127.0.0.1"}},
+		[]proxycfg.Route{l4Route(proxycfg.KindTCP, "db", []string{"gw/tcp"}, toCluster("a"))}, tcpCluster("a", backend))); err != nil {
+		t.Fatal(err)
+	}
+	serveStreams(t, p)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+
+	// The client side keeps only its conns; one buffer serves them all.
+	msg, got := make([]byte, 64<<10), make([]byte, 64<<10)
+	open := func() net.Conn {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := io.ReadFull(c, got[:2]); err != nil || string(got[:2]) != "a\n" {
+			t.Fatalf("the backend's name: %q, %v", got[:2], err)
+		}
+		if _, err := c.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.ReadFull(c, got); err != nil {
+			t.Fatalf("the echo of 64 KiB: %v", err)
+		}
+		return c
+	}
+	open() // the proxy's and the test's one-time state
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	conns := make([]net.Conn, 0, streams)
+	for range streams {
+		conns = append(conns, open())
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	runtime.KeepAlive(conns)
+	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / streams
+	t.Logf("%d bytes of heap per quiet stream (the proxy's, the backend's and the client's)", per)
+	if per > most {
+		t.Errorf("%d bytes of heap per quiet stream; want at most %d: is the relay copying through buffers?", per, most)
+	}
+}
