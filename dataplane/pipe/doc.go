@@ -33,8 +33,9 @@
 //
 // Options.Idle bounds silence: when no byte has moved either way for
 // Idle, the pipe ends. It also bounds a peer that stops reading: a write
-// of one chunk (a buffer of at most 32 KiB, a kernel pipe of at most 256
-// KiB, or the preface) that has not completed after Idle ends the pipe, even while the other direction still flows,
+// of one chunk (a buffer of at most 32 KiB, or the preface) that has not
+// completed after Idle, or on the kernel path a chunk's pump that has
+// moved no byte for Idle, ends the pipe, even while the other direction still flows,
 // so a full receive window cannot hold a pipe forever. The Gateway API
 // has no idle timeout for TCPRoute or TLSRoute; the default is one hour,
 // long enough for an SSH session or a pooled database connection left

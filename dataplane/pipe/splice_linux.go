@@ -214,13 +214,20 @@ func (s *splicer) drainFrom(fd int) bool {
 }
 
 // pumpTo splices the kernel pipe's bytes into the destination socket,
-// counting them, until the pipe is empty.
+// counting them, until the pipe is empty. A part written is progress: the
+// write in progress starts again from it, so a slow reader that keeps
+// reading is never taken for a stalled one, however large the chunk.
 func (s *splicer) pumpTo(fd int) bool {
 	for s.inK > 0 {
 		n, err := syscall.Splice(s.k.r, nil, fd, nil, s.inK, spliceNonblock)
 		if n > 0 {
 			s.inK -= int(n)
 			s.p.n[s.d] += n
+			if s.inK > 0 {
+				t := s.p.now()
+				s.p.last.Store(t)
+				s.p.writing[s.d].Store(1 + t)
+			}
 			continue
 		}
 		switch err {

@@ -170,3 +170,58 @@ func TestWaitingPipeHoldsNoBuffer(t *testing.T) {
 		t.Errorf("%d bytes of heap per waiting pipe (with its test's sockets); want at most %d", per, most)
 	}
 }
+
+// A reader slower than a kernel pipe's chunk takes Idle to drain, but
+// reading steadily, keeps the pipe: the pump's progress counts, not only
+// its end. The backend's socket buffers are small from the start, so
+// little of a chunk waits in them.
+func TestSlowSteadyReaderKeepsPipe(t *testing.T) {
+	const idle, total, step = 200 * time.Millisecond, 512 << 10, 8 << 10
+	cp, cc := tcpPair(t)
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		rc.Control(func(fd uintptr) { syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 16<<10) })
+		return nil
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bcc, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bpc, err := ln.Accept()
+	ln.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bc, bp := bcc.(*net.TCPConn), bpc.(*net.TCPConn)
+	bc.SetWriteBuffer(16 << 10)
+	defer cp.Close()
+	defer bp.Close()
+	done := make(chan Result, 1)
+	go func() { done <- Run(context.Background(), cc, bc, Options{Idle: idle}) }()
+
+	sentc := send(cp, total)
+	buf := make([]byte, step)
+	begin := time.Now()
+	for got := 0; got < total; {
+		n, err := io.ReadFull(bp, buf[:min(step, total-got)])
+		got += n
+		if err != nil {
+			cp.Close()
+			t.Fatalf("after %d of %d bytes in %v: %v (%+v)", got, total, time.Since(begin), err, <-done)
+		}
+		time.Sleep(idle / 10) // 8 KiB per 20 ms: a 256 KiB chunk takes about 600 ms
+	}
+	if s := <-sentc; s.err != nil {
+		t.Fatal(s.err)
+	}
+	if d := time.Since(begin); d < 3*idle {
+		t.Fatalf("read in %v: the reader was not slower than Idle", d)
+	}
+	bp.CloseWrite()
+	if res := <-done; res.ClientToBackend != total {
+		t.Errorf("%d bytes up; want %d", res.ClientToBackend, total)
+	}
+}
