@@ -4,16 +4,13 @@ package dataplane
 
 import (
 	"bufio"
-	"errors"
-	"io"
+	"context"
 	"net"
 	"net/http"
-	"os"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/http1"
+	relay "github.com/tunnelgate/tunnelgate/dataplane/pipe"
 )
 
 // forwardWebSocket carries a WebSocket handshake (RFC 6455 over HTTP/1.1
@@ -84,51 +81,22 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 	c.Close() // give the connection's place back to the pool
 }
 
-// tunnel copies a ↔ b until both directions end or nothing moves for
-// idle. ra and rb hold bytes already read from a and b.
-func tunnel(a net.Conn, ra *bufio.Reader, b net.Conn, rb *bufio.Reader, idle time.Duration) {
-	var last atomic.Int64
-	last.Store(time.Now().UnixNano())
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go pipe(&wg, b, a, ra, &last, idle)
-	go pipe(&wg, a, b, rb, &last, idle)
-	wg.Wait()
-	a.Close()
-	b.Close()
+// tunnel relays bytes between the client's connection and the backend's
+// (package pipe) until both directions end or nothing moves for idle;
+// client and backend hold the bytes already read from each. Between two
+// plain sockets the bytes move inside the kernel, and a quiet WebSocket
+// holds no buffer. The connections are closed when it returns.
+func tunnel(client net.Conn, fromClient *bufio.Reader, backend net.Conn, fromBackend *bufio.Reader, idle time.Duration) {
+	relay.Run(context.Background(), client, backend, relay.Options{
+		Idle:      idle,
+		HalfClose: -1, // one side's end bounds the other only by idle
+		Preface:   buffered(fromClient),
+		Reply:     buffered(fromBackend),
+	})
 }
 
-// pipe copies from src (through its reader) to dst. A read deadline that
-// passes while the other direction was recently active is renewed; one
-// that passes with both directions quiet ends the tunnel.
-func pipe(wg *sync.WaitGroup, dst net.Conn, src net.Conn, r *bufio.Reader, last *atomic.Int64, idle time.Duration) {
-	defer wg.Done()
-	buf := make([]byte, 32<<10)
-	for {
-		src.SetReadDeadline(time.Unix(0, last.Load()).Add(idle))
-		n, err := r.Read(buf)
-		if n > 0 {
-			last.Store(time.Now().UnixNano())
-			dst.SetWriteDeadline(time.Now().Add(idle))
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				src.Close()
-				return
-			}
-		}
-		if err != nil {
-			if errors.Is(err, os.ErrDeadlineExceeded) && time.Since(time.Unix(0, last.Load())) < idle {
-				continue
-			}
-			if errors.Is(err, io.EOF) {
-				// Half-close: tell the other side no more is coming.
-				if cw, ok := dst.(interface{ CloseWrite() error }); ok {
-					cw.CloseWrite()
-					return
-				}
-			}
-			dst.Close()
-			src.Close()
-			return
-		}
-	}
+// buffered is what br holds, read from its source and not yet consumed.
+func buffered(br *bufio.Reader) []byte {
+	b, _ := br.Peek(br.Buffered())
+	return b
 }

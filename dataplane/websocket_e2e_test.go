@@ -19,6 +19,7 @@ import (
 
 	"github.com/tunnelgate/tunnelgate/dataplane/httpsyntax"
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // End-to-end tests of WebSocket tunnels without a WebSocket library: the
@@ -330,4 +331,46 @@ func TestWebSocketE2EIdle(t *testing.T) {
 			}
 		}
 	})
+}
+
+// Bytes that come with a handshake, before the tunnel begins, go through
+// first: a client's first frame sent in the same write as its handshake,
+// and a server's first frame sent in the same write as its 101 answer.
+// The proxy has read them with the heads; they must reach the other side
+// before anything else.
+func TestWebSocketE2EEarlyBytes(t *testing.T) {
+	t.Parallel()
+	const clientFirst, serverFirst = "client-first;", "server-first;"
+	be := testnet.RawServer(t, func(c net.Conn) {
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n%s",
+			wsAccept(req.Header.Get("Sec-WebSocket-Key")), serverFirst)
+		io.Copy(c, br) // the echo
+	})
+	e := ptEnv(t, config([]proxycfg.Route{route("r", to("ws"))}, cluster("ws", be)))
+	nc, err := net.Dial("tcp", e.bound.Origin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(10 * time.Second))
+	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef"))
+	fmt.Fprintf(nc, "GET /socket HTTP/1.1\r\nHost: chat.example.com\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n"+
+		"Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n\r\n%s", key, clientFirst)
+	br := bufio.NewReader(nc)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("handshake: %v, %v; want 101", res, err)
+	}
+	want := serverFirst + clientFirst // the server's frame, then the echo of the client's
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(br, got); err != nil || string(got) != want {
+		t.Fatalf("after the 101: %q, %v; want %q", got, err, want)
+	}
 }

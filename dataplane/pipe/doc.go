@@ -14,8 +14,10 @@
 //
 // Options.Preface is written to the backend before any byte read from the
 // client: for passthrough, the ClientHello that package sni read to route
-// the connection. It is counted in Result.ClientToBackend, and its write
-// is bounded like any other (see Idle).
+// the connection. Options.Reply is its mirror, written to the client
+// before any byte from the backend: for a WebSocket, what the server sent
+// right after its 101 answer. Each is counted in its direction's Result
+// count, and its write is bounded like any other (see Idle).
 //
 // # Half-close
 //
@@ -33,7 +35,7 @@
 //
 // Options.Idle bounds silence: when no byte has moved either way for
 // Idle, the pipe ends. It also bounds a peer that stops reading: a write
-// of one chunk (a buffer of at most 32 KiB, or the preface) that has not
+// of one chunk (a buffer of at most 32 KiB, or a preface) that has not
 // completed after Idle, or on the kernel path a chunk's pump that has
 // moved no byte for Idle, ends the pipe, even while the other direction still flows,
 // so a full receive window cannot hold a pipe forever. The Gateway API

@@ -21,7 +21,8 @@ const (
 // bufSize is the size of each direction's copy buffer.
 const bufSize = 32 << 10
 
-// Options are a pipe's bounds and its preface. The zero value is usable.
+// Options are a pipe's bounds and the bytes read before it began. The
+// zero value is usable.
 type Options struct {
 	// Idle ends the pipe when no byte has moved either way for this
 	// long, or when one write has made no progress for this long. Zero
@@ -31,8 +32,13 @@ type Options struct {
 	// is still going on after this long. Zero means DefaultHalfClose,
 	// negative means no bound but Idle.
 	HalfClose time.Duration
-	// Preface is written to the backend before any byte from the client.
+	// Preface is written to the backend before any byte from the client:
+	// bytes read from the client before the pipe began.
 	Preface []byte
+	// Reply is written to the client before any byte from the backend:
+	// bytes read from the backend before the pipe began (a WebSocket
+	// server's first frames, read with its 101 answer).
+	Reply []byte
 }
 
 // Reason says why a pipe ended. Its values are fit for a metrics label.
@@ -52,7 +58,7 @@ const (
 // Result is what a pipe did.
 type Result struct {
 	// ClientToBackend and BackendToClient count the bytes written to
-	// each side; the preface is counted in ClientToBackend.
+	// each side, Preface and Reply included.
 	ClientToBackend, BackendToClient int64
 	// Duration is the time Run took.
 	Duration time.Duration
@@ -125,7 +131,7 @@ func Run(ctx context.Context, client, backend net.Conn, opts Options) Result {
 	p.kernel = newKernelPath(p)
 	p.wg.Add(2)
 	go p.copy(up, opts.Preface)
-	go p.copy(down, nil)
+	go p.copy(down, opts.Reply)
 	p.watch(ctx)
 	p.wg.Wait()
 	return Result{

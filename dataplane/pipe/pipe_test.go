@@ -395,29 +395,39 @@ func isTimeout(err error) bool {
 	return errors.As(err, &ne) && ne.Timeout()
 }
 
-func TestPrefaceFirst(t *testing.T) {
+// Preface and Reply, read before the pipe began, reach their sides
+// before any byte the pipe reads itself, which is there already.
+func TestPrefaceAndReplyFirst(t *testing.T) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
-			preface := []byte("\x16\x03\x01 the hello the reader consumed")
+			preface := []byte("\x16\x03\x01 the hello the reader consumed;")
+			reply := []byte("the frame read with the 101;")
 			cp, cc := tcpPair(t)
 			bc, bp := tcpPair(t)
 			defer cp.Close()
 			defer bp.Close()
-			// The client's bytes are there before the pipe starts.
+			// Each side's bytes are there before the pipe starts.
 			cp.Write([]byte("then the client"))
 			cp.CloseWrite()
+			bp.Write([]byte("then the backend"))
+			bp.CloseWrite()
 			done := make(chan Result, 1)
 			c, b := path.wrap(cc, bc)
-			go func() { done <- Run(context.Background(), c, b, Options{Preface: preface, Idle: 5 * time.Second}) }()
-			got, err := io.ReadAll(bp)
-			want := string(preface) + "then the client"
-			if err != nil || string(got) != want {
-				t.Fatalf("backend read %q, %v; want %q", got, err, want)
+			go func() {
+				done <- Run(context.Background(), c, b, Options{Preface: preface, Reply: reply, Idle: 5 * time.Second})
+			}()
+			for _, side := range []struct {
+				name string
+				conn *net.TCPConn
+				want string
+			}{{"backend", bp, string(preface) + "then the client"}, {"client", cp, string(reply) + "then the backend"}} {
+				if got, err := io.ReadAll(side.conn); err != nil || string(got) != side.want {
+					t.Fatalf("%s read %q, %v; want %q", side.name, got, err, side.want)
+				}
 			}
-			bp.Close()
 			res := <-done
-			if res.ClientToBackend != int64(len(want)) {
-				t.Errorf("ClientToBackend %d; want %d", res.ClientToBackend, len(want))
+			if res.ClientToBackend != int64(len(preface)+15) || res.BackendToClient != int64(len(reply)+16) {
+				t.Errorf("counts %d up, %d down; want %d, %d", res.ClientToBackend, res.BackendToClient, len(preface)+15, len(reply)+16)
 			}
 		})
 	}
