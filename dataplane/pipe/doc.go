@@ -1,7 +1,7 @@
 // Package pipe relays bytes both ways between a client connection and a
 // backend connection once the proxy has opened the second: the core of
-// TCPRoute and of TLSRoute passthrough, where the proxy sees the stream
-// but does not interpret it.
+// TCPRoute, of TLSRoute passthrough and of a WebSocket after its 101,
+// where the proxy sees the stream but does not interpret it.
 //
 // Run copies client to backend and backend to client concurrently, each
 // direction in its own goroutine, and returns when the pipe has ended,
