@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
+	"github.com/tunnelgate/tunnelgate/test/testnet"
 )
 
 // BenchmarkStream measures a TCPRoute through the proxy's socket for a
@@ -32,20 +33,9 @@ import (
 // does, so their times rise and fall together with the kernel's, where
 // direct's alone swung two-fold from run to run on a 2-CPU VM.
 func BenchmarkStream(b *testing.B) {
-	echo, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { echo.Close() })
-	go func() {
-		for {
-			c, err := echo.Accept()
-			if err != nil {
-				return
-			}
-			go func() { io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 64<<10)); c.Close() }()
-		}
-	}()
+	echo := testnet.RawServer(b, func(c net.Conn) {
+		io.CopyBuffer(struct{ io.Writer }{c}, struct{ io.Reader }{c}, make([]byte, 64<<10))
+	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -55,7 +45,7 @@ func BenchmarkStream(b *testing.B) {
 	p := quietProxy(func(o *Options) { o.StreamHost = netip.MustParseAddr("127.0.0.1") })
 	if err := p.Load(streamConfig([]proxycfg.Listener{{Name: "gw/tcp", Protocol: proxycfg.ListenerTCP, Port: port}},
 		[]proxycfg.Route{l4Route(proxycfg.KindTCP, "r", []string{"gw/tcp"}, toCluster("echo"))},
-		tcpCluster("echo", echo.Addr().String()))); err != nil {
+		tcpCluster("echo", echo))); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -75,8 +65,8 @@ func BenchmarkStream(b *testing.B) {
 		time.Sleep(10 * time.Millisecond)
 	}
 
-	floor := serveStreamFloor(b, echo.Addr().String())
-	for _, to := range []struct{ name, addr string }{{"proxy", proxied}, {"floor", floor}, {"direct", echo.Addr().String()}} {
+	floor := serveStreamFloor(b, echo)
+	for _, to := range []struct{ name, addr string }{{"proxy", proxied}, {"floor", floor}, {"direct", echo}} {
 		b.Run("conn/to="+to.name, func(b *testing.B) {
 			msg, got := make([]byte, 64), make([]byte, 64)
 			for b.Loop() {
@@ -124,28 +114,13 @@ func BenchmarkStream(b *testing.B) {
 // serveStreamFloor serves the floor relay to backend on a loopback port
 // and returns its address.
 func serveStreamFloor(b *testing.B, backend string) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				u, err := net.Dial("tcp", backend)
-				if err != nil {
-					return
-				}
-				defer u.Close()
-				go func() { io.Copy(u, c); u.(*net.TCPConn).CloseWrite() }()
-				io.Copy(c, u)
-			}()
+	return testnet.RawServer(b, func(c net.Conn) {
+		u, err := net.Dial("tcp", backend)
+		if err != nil {
+			return
 		}
-	}()
-	return ln.Addr().String()
+		defer u.Close()
+		go func() { io.Copy(u, c); u.(*net.TCPConn).CloseWrite() }()
+		io.Copy(c, u)
+	})
 }

@@ -60,18 +60,7 @@ func TestQuietStreamsHoldNoBuffer(t *testing.T) {
 		}
 		return c
 	}
-	open() // the proxy's and the test's one-time state
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	conns := make([]net.Conn, 0, streams)
-	for range streams {
-		conns = append(conns, open())
-	}
-	runtime.GC()
-	runtime.ReadMemStats(&after)
-	runtime.KeepAlive(conns)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / streams
+	per := heapPerConn(streams, open)
 	t.Logf("%d bytes of heap per quiet stream (the proxy's, the backend's and the client's)", per)
 	if per > most {
 		t.Errorf("%d bytes of heap per quiet stream; want at most %d: is the relay copying through buffers?", per, most)
@@ -101,20 +90,27 @@ func TestQuietWebSocketsHoldNoRelayBuffer(t *testing.T) {
 		}
 		return c.nc
 	}
-	open() // the proxy's and the test's one-time state
+	per := heapPerConn(sockets, open)
+	t.Logf("%d bytes of heap per quiet WebSocket (the client's, the proxy's and the backend's)", per)
+	if per > most {
+		t.Errorf("%d bytes of heap per quiet WebSocket; want at most %d: is the tunnel copying through buffers?", per, most)
+	}
+}
+
+// heapPerConn opens one connection with open (the one-time state of the
+// proxy and the test comes with it), then n more, and returns the growth
+// of the live heap per connection while they are all open.
+func heapPerConn(n int, open func() net.Conn) int64 {
+	open()
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	conns := make([]net.Conn, 0, sockets)
-	for range sockets {
+	conns := make([]net.Conn, 0, n)
+	for range n {
 		conns = append(conns, open())
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(conns)
-	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / sockets
-	t.Logf("%d bytes of heap per quiet WebSocket (the client's, the proxy's and the backend's)", per)
-	if per > most {
-		t.Errorf("%d bytes of heap per quiet WebSocket; want at most %d: is the tunnel copying through buffers?", per, most)
-	}
+	return (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / int64(n)
 }
