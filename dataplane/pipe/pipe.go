@@ -159,7 +159,7 @@ func (p *pipe) poke() {
 func (p *pipe) copy(d int, preface []byte) {
 	defer p.wg.Done()
 	src, dst := p.conns[d], p.conns[1-d]
-	if len(preface) > 0 && !p.write(d, dst, preface, p.now()) {
+	if len(preface) > 0 && !p.write(d, dst, preface) {
 		return
 	}
 	if p.kernel != nil && p.kernel.copy(d) {
@@ -169,12 +169,8 @@ func (p *pipe) copy(d int, preface []byte) {
 	defer bufs.Put(buf)
 	for {
 		nr, rerr := src.Read(buf[:])
-		if nr > 0 {
-			t := p.now()
-			p.last.Store(t)
-			if !p.write(d, dst, buf[:nr], t) {
-				return
-			}
+		if nr > 0 && !p.write(d, dst, buf[:nr]) {
+			return
 		}
 		if rerr == io.EOF {
 			p.ended(d, dst)
@@ -187,17 +183,13 @@ func (p *pipe) copy(d int, preface []byte) {
 	}
 }
 
-// write writes b to dst for direction d, counting and noting progress;
-// now is the time it starts. It reports whether the direction may go on.
-func (p *pipe) write(d int, dst net.Conn, b []byte, now int64) bool {
-	p.writing[d].Store(1 + now)
+// write writes b to dst for direction d, counting and noting progress.
+// It reports whether the direction may go on.
+func (p *pipe) write(d int, dst net.Conn, b []byte) bool {
+	p.writeStarts(d)
 	nw, err := dst.Write(b)
-	t := p.now()
-	p.writing[d].Store(0)
+	p.writeEnds(d, nw > 0)
 	p.n[d] += int64(nw)
-	if nw > 0 {
-		p.last.Store(t)
-	}
 	if err == nil && nw < len(b) {
 		err = io.ErrShortWrite
 	}
@@ -206,6 +198,25 @@ func (p *pipe) write(d int, dst net.Conn, b []byte, now int64) bool {
 		return false
 	}
 	return true
+}
+
+// writeStarts notes that direction d has bytes in hand (activity) and is
+// writing them from now on: the idle and stalled-write bounds run from
+// here (watch).
+func (p *pipe) writeStarts(d int) {
+	t := p.now()
+	p.last.Store(t)
+	p.writing[d].Store(1 + t)
+}
+
+// writeEnds notes the end of direction d's write; moved says it wrote a
+// byte, which is activity.
+func (p *pipe) writeEnds(d int, moved bool) {
+	t := p.now()
+	p.writing[d].Store(0)
+	if moved {
+		p.last.Store(t)
+	}
 }
 
 // side is the reason for a failure of direction d: of its source when

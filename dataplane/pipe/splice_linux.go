@@ -148,7 +148,7 @@ func (kp *kernelPath) copy(d int) bool {
 			return true
 		}
 		switch {
-		case s.err == errNoPipe || errors.Is(s.err, syscall.EINVAL) && !s.moved:
+		case s.err == errNoPipe || s.err == syscall.EINVAL && !s.moved:
 			return false
 		case s.err != nil:
 			p.fail(side(d, true), os.NewSyscallError("splice", s.err))
@@ -158,14 +158,10 @@ func (kp *kernelPath) copy(d int) bool {
 			return true
 		}
 		s.moved = true
-		t := p.now()
-		p.last.Store(t)
-		p.writing[d].Store(1 + t)
+		p.writeStarts(d)
 		s.pump = true
 		err := dst.Write(s.step)
-		t = p.now()
-		p.writing[d].Store(0)
-		p.last.Store(t)
+		p.writeEnds(d, true) // a failed pump ends the pipe either way
 		if err == nil && s.err != nil {
 			err = os.NewSyscallError("splice", s.err)
 		}
@@ -224,9 +220,7 @@ func (s *splicer) pumpTo(fd int) bool {
 			s.inK -= int(n)
 			s.p.n[s.d] += n
 			if s.inK > 0 {
-				t := s.p.now()
-				s.p.last.Store(t)
-				s.p.writing[s.d].Store(1 + t)
+				s.p.writeStarts(s.d)
 			}
 			continue
 		}
