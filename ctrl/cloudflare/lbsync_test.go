@@ -226,7 +226,10 @@ func TestLoadBalancingTwoClusters(t *testing.T) {
 	}
 
 	// West leaves last, without DeleteUnused: its origin is disabled.
+	// Its report must show it gone before it rejoins below, or the
+	// rejoin's wait could pass on this report.
 	west.want(nil)
+	west.wait(t, w, "left", func(st *translate.TunnelState) bool { return st.LoadBalancers == nil })
 	eventually(t, w, "west's origin disabled", func() bool {
 		p, _ := poolNamed(w, "app")
 		o, in := originOf(p, westID)
