@@ -3,7 +3,6 @@
 package dataplane
 
 import (
-	"bufio"
 	"context"
 	"net"
 	"net/http"
@@ -77,26 +76,24 @@ func (x *exchange) forwardWebSocket(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	x.rec.upgraded = time.Now()
-	tunnel(cc, cbuf.Reader, c.NetConn(), c.Reader(), x.h.p.opts.WebSocketIdle)
+	// Both HTTP connections' buffers are let go here, once the bytes they
+	// hold are copied: the tunnel holds no buffer while it is quiet.
+	fromClient := http1.Unread(cbuf.Reader)
+	backend, fromBackend := c.Tunnel()
+	tunnel(cc, fromClient, backend, fromBackend, x.h.p.opts.WebSocketIdle)
 	c.Close() // give the connection's place back to the pool
 }
 
 // tunnel relays bytes between the client's connection and the backend's
 // (package pipe) until both directions end or nothing moves for idle;
-// client and backend hold the bytes already read from each. Between two
-// plain sockets the bytes move inside the kernel, and a quiet WebSocket
-// holds no buffer. The connections are closed when it returns.
-func tunnel(client net.Conn, fromClient *bufio.Reader, backend net.Conn, fromBackend *bufio.Reader, idle time.Duration) {
+// fromClient and fromBackend are the bytes already read from each.
+// Between two plain sockets the bytes move inside the kernel, and a quiet
+// WebSocket holds no buffer. The connections are closed when it returns.
+func tunnel(client net.Conn, fromClient []byte, backend net.Conn, fromBackend []byte, idle time.Duration) {
 	relay.Run(context.Background(), client, backend, relay.Options{
 		Idle:      idle,
 		HalfClose: -1, // one side's end bounds the other only by idle
-		Preface:   buffered(fromClient),
-		Reply:     buffered(fromBackend),
+		Preface:   fromClient,
+		Reply:     fromBackend,
 	})
-}
-
-// buffered is what br holds, read from its source and not yet consumed.
-func buffered(br *bufio.Reader) []byte {
-	b, _ := br.Peek(br.Buffered())
-	return b
 }

@@ -82,10 +82,28 @@ func (c *Conn) Reused() bool { return c.reused }
 // WriteRequestLine); Send flushes it.
 func (c *Conn) Writer() *bufio.Writer { return c.bw }
 
-// NetConn and Reader hand the connection over once a protocol switch
-// (101) made it a tunnel: Reader holds bytes already received.
-func (c *Conn) NetConn() net.Conn     { return c.nc }
-func (c *Conn) Reader() *bufio.Reader { return c.br }
+// Tunnel hands the connection over once a protocol switch (101) made it
+// a tunnel: early is a copy of the bytes received after the 101's head
+// (nil when none were), and the connection lets go of its buffers, so a
+// tunnel that idles for hours holds none of them. Only Close may be
+// called on c afterwards.
+func (c *Conn) Tunnel() (nc net.Conn, early []byte) {
+	early = Unread(c.br)
+	c.br, c.bw = nil, nil
+	return c.nc, early
+}
+
+// Unread is a copy of what br holds, read from its source and not yet
+// consumed (nil when nothing is), so that br's buffer can go: for a
+// reader handed over with a connection (Tunnel, ResponseWriter.Hijack).
+func Unread(br *bufio.Reader) []byte {
+	n := br.Buffered()
+	if n == 0 {
+		return nil
+	}
+	b, _ := br.Peek(n)
+	return append([]byte(nil), b...)
+}
 
 // SetDeadline bounds the exchange's I/O; zero clears it.
 func (c *Conn) SetDeadline(t time.Time) { c.nc.SetDeadline(t) }

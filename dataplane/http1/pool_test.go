@@ -595,3 +595,51 @@ func TestPoolIdleConnectionsShedTheirBuffers(t *testing.T) {
 		t.Fatal("a connection back from an exchange has no buffers")
 	}
 }
+
+// After a 101, Tunnel hands the connection over with a copy of the bytes
+// that came behind the 101's head, and the connection lets go of its
+// buffers; Close still gives its place back to the pool.
+func TestConnTunnelHandsTheConnectionOver(t *testing.T) {
+	addr := testnet.RawServer(t, func(c net.Conn) {
+		br := bufio.NewReader(c)
+		if _, err := http.ReadRequest(br); err != nil {
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\nearly\n")
+		line, _ := br.ReadString('\n')
+		io.WriteString(c, "later "+line)
+	})
+	p := testPool(addr)
+	c, err := p.Get(t.Context(), "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	WriteRequestLine(c.Writer(), "GET", "/", "h")
+	WriteField(c.Writer(), "Connection", "Upgrade")
+	WriteField(c.Writer(), "Upgrade", "echo")
+	EndHead(c.Writer(), 0)
+	if _, err := c.Send(nil, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	h := GetHead()
+	defer PutHead(h)
+	if err := c.ReadResponse(h, true); err != nil || h.Status != http.StatusSwitchingProtocols {
+		t.Fatalf("answer: %d, %v", h.Status, err)
+	}
+	nc, early := c.Tunnel()
+	if string(early) != "early\n" {
+		t.Errorf("early bytes %q", early)
+	}
+	if c.br != nil || c.bw != nil {
+		t.Error("the connection still holds its buffers after Tunnel")
+	}
+	io.WriteString(nc, "x\n")
+	if line, err := bufio.NewReader(nc).ReadString('\n'); line != "later x\n" {
+		t.Errorf("through the tunnel: %q, %v", line, err)
+	}
+	c.Close()
+	if _, open := p.Counts(); open != 0 {
+		t.Errorf("%d connections open after Close", open)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"net/http"
 )
 
 // requestBody is a request body read from the client connection: a fixed
@@ -121,6 +122,12 @@ func (b *requestBody) nextChunk() error {
 }
 
 func (b *requestBody) Close() error { return nil }
+
+// hijacked ends the body for a handler that took the connection over:
+// its bytes are the handler's to read from the reader Hijack returned.
+func (b *requestBody) hijacked() {
+	b.err, b.br = http.ErrHijacked, nil
+}
 
 // drain reads what the handler left of the body, so the connection can
 // serve the next request; it gives up (and the connection is closed)

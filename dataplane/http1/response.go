@@ -312,7 +312,15 @@ func (w *ResponseWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	w.hijacked = true
 	c := w.c
 	c.phase.Store(phaseClosing) // the janitor must leave it alone
-	return c.nc, bufio.NewReadWriter(c.br, c.bw), nil
+	// The buffers are the caller's from here on, and the connection lets
+	// go of them: a tunnel that idles for hours holds them only as long
+	// as its caller does. The connection never reads or writes them
+	// again: its loop ends when the handler returns (respond), and the
+	// request body fails from now on.
+	rw := bufio.NewReadWriter(c.br, c.bw)
+	c.br, c.bw = nil, nil
+	c.body.hijacked()
+	return c.nc, rw, nil
 }
 
 // writeSafeField writes a field, replacing line breaks in a value with

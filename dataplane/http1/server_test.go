@@ -243,3 +243,60 @@ func TestShutdownLetsRequestsInFlightFinish(t *testing.T) {
 		cancel()
 	}
 }
+
+// A handler that takes the connection over (Hijack) gets its buffers,
+// holding the bytes the client sent behind the head, and the connection
+// lets go of them: a tunnel that lasts for hours must not keep a second
+// hold on them. The request body and the response fail from then on.
+func TestHijackHandsTheBuffersOver(t *testing.T) {
+	type seen struct {
+		kept              bool
+		bodyErr, writeErr error
+		early             string
+	}
+	got := make(chan seen, 1)
+	addr := startServer(t, &Server{
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			nc, rw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Errorf("Hijack: %v", err)
+				return
+			}
+			defer nc.Close()
+			var s seen
+			c := w.(*ResponseWriter).c
+			s.kept = c.br != nil || c.bw != nil || c.body.br != nil
+			_, s.bodyErr = r.Body.Read(make([]byte, 1))
+			_, s.writeErr = w.Write([]byte("x"))
+			s.early, _ = rw.ReadString('\n')
+			rw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\necho " + s.early)
+			rw.Flush()
+			got <- s
+		}),
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	// The head and the bytes after it in one write: they are the
+	// request's body too, which only the reader Hijack returns may read.
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: h\r\nConnection: Upgrade\r\nUpgrade: echo\r\nContent-Length: 6\r\n\r\nearly\n")
+	br := bufio.NewReader(c)
+	res, err := http.ReadResponse(br, nil)
+	if err != nil || res.StatusCode != http.StatusSwitchingProtocols {
+		t.Fatalf("answer: %v %v", res, err)
+	}
+	if line, err := br.ReadString('\n'); line != "echo early\n" {
+		t.Fatalf("after the 101: %q, %v", line, err)
+	}
+	s := <-got
+	if s.kept {
+		t.Error("the connection still holds its buffers after Hijack")
+	}
+	if !errors.Is(s.bodyErr, http.ErrHijacked) || !errors.Is(s.writeErr, http.ErrHijacked) {
+		t.Errorf("after Hijack: body read %v, response write %v; want http.ErrHijacked", s.bodyErr, s.writeErr)
+	}
+}
