@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/tunnelgate/tunnelgate/dataplane/proxycfg"
 	"github.com/tunnelgate/tunnelgate/test/testnet"
+	"github.com/tunnelgate/tunnelgate/test/testpki"
 )
 
 // Streams of a TCPRoute that have moved bytes both ways and now wait (an
@@ -70,6 +72,43 @@ func TestQuietStreamsHoldNoBuffer(t *testing.T) {
 	}
 }
 
+// A quiet stream whose TLS the proxy terminates holds no copy buffer
+// either: the direction from the client waits for its socket, and for
+// what crypto/tls holds, without one, and so does the direction from the
+// plain backend (package pipe, buffer.go). What stays is the TLS
+// connections' own state, the client's and the proxy's, which the test
+// counts too; holding their buffers, the two directions would add 64 KiB
+// to each stream.
+func TestQuietTerminatedStreamsHoldNoBuffer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 150 TLS streams through the proxy")
+	}
+	const streams, most = 150, 48 << 10
+	ca := testpki.NewCA(t, "listener CA")
+	port := freePort(t)
+	p := quietProxy()
+	if err := p.Load(streamConfig([]proxycfg.Listener{terminatingListener(t, ca, "gw/tls", "db.example.com", port)},
+		[]proxycfg.Route{l4Route(proxycfg.KindTLS, "db", []string{"gw/tls"}, toCluster("a"))}, tcpCluster("a", namedEcho(t, "a")))); err != nil {
+		t.Fatal(err)
+	}
+	serveStreams(t, p)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	msg := strings.Repeat("x", 20_000) // more than one TLS record
+	open := func() net.Conn {
+		c, r, name := tlsTo(t, addr, "db.example.com", ca)
+		if name != "a" {
+			t.Fatalf("backend %q; want a", name)
+		}
+		pingPong(t, c, r, msg)
+		return c
+	}
+	per, stack := memPerConn(streams, open)
+	t.Logf("%d bytes of heap and %d of goroutine stacks per quiet terminated stream (the proxy's, the client's and the backend's)", per, stack)
+	if per > most {
+		t.Errorf("%d bytes of heap per quiet terminated stream; want at most %d: does a direction hold its buffer?", per, most)
+	}
+}
+
 // A quiet WebSocket holds no buffer in the proxy either: the tunnel after
 // the 101 is the same relay (websocket.go), and both HTTP connections let
 // go of their buffers once the bytes they hold are copied (Hijack on the
@@ -117,6 +156,9 @@ func TestQuietWebSocketsHoldNoBuffer(t *testing.T) {
 // they are all open.
 func memPerConn(n int, open func() net.Conn) (heap, stack int64) {
 	open()
+	// Twice: buffers in a sync.Pool outlive one collection, and one
+	// taken from there would not show as growth.
+	runtime.GC()
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

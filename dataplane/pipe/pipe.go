@@ -18,9 +18,6 @@ const (
 	DefaultHalfClose = 30 * time.Second
 )
 
-// bufSize is the size of each direction's copy buffer.
-const bufSize = 32 << 10
-
 // Options are a pipe's bounds and the bytes read before it began. The
 // zero value is usable.
 type Options struct {
@@ -71,8 +68,6 @@ type Result struct {
 
 type closeWriter interface{ CloseWrite() error }
 
-var bufs = sync.Pool{New: func() any { return new([bufSize]byte) }}
-
 // The two directions, indexes into pipe's per-direction fields.
 const (
 	up   = 0 // client to backend
@@ -84,9 +79,11 @@ type pipe struct {
 	// kernel is the path through the kernel when it can splice between
 	// the conns (splice_linux.go), else nil.
 	kernel *kernelPath
-	start  time.Time
-	idle   time.Duration
-	half   time.Duration
+	// buffered is each direction's state on the buffer path (buffer.go).
+	buffered [2]bufferCopy
+	start    time.Time
+	idle     time.Duration
+	half     time.Duration
 
 	// Times are nanoseconds since start. last is the last byte moved;
 	// writing[d] is 1+ the time direction d's pending write began, or 0;
@@ -155,32 +152,17 @@ func (p *pipe) poke() {
 }
 
 // copy moves bytes in direction d until its source ends or fails or the
-// pipe closes: through the kernel when it can, else through a buffer.
+// pipe closes: through the kernel when it can, else through a buffer
+// (buffer.go).
 func (p *pipe) copy(d int, preface []byte) {
 	defer p.wg.Done()
-	src, dst := p.conns[d], p.conns[1-d]
-	if len(preface) > 0 && !p.write(d, dst, preface) {
+	if len(preface) > 0 && !p.write(d, p.conns[1-d], preface) {
 		return
 	}
 	if p.kernel != nil && p.kernel.copy(d) {
 		return
 	}
-	buf := bufs.Get().(*[bufSize]byte)
-	defer bufs.Put(buf)
-	for {
-		nr, rerr := src.Read(buf[:])
-		if nr > 0 && !p.write(d, dst, buf[:nr]) {
-			return
-		}
-		if rerr == io.EOF {
-			p.ended(d, dst)
-			return
-		}
-		if rerr != nil {
-			p.fail(side(d, true), rerr)
-			return
-		}
-	}
+	p.copyBuffered(d)
 }
 
 // write writes b to dst for direction d, counting and noting progress.

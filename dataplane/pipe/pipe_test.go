@@ -54,8 +54,10 @@ type starter func(testing.TB, Options) *rig
 
 // onEachPath runs test on each path a pipe may move bytes by: through
 // the kernel (two TCP sockets as the net package makes them) and through
-// a buffer (the same sockets wrapped, as a TLS conn or any other conn
-// would be), each with CloseWrite.
+// a buffer (the same sockets wrapped, as a conn of unknown kind would
+// be), each with CloseWrite; and through buffers with one side a plain
+// socket, which its direction waits on without a buffer (buffer.go), as
+// a TLS conn's other side would be.
 func onEachPath(t *testing.T, test func(t *testing.T, start starter)) {
 	for _, path := range paths {
 		t.Run(path.name, func(t *testing.T) {
@@ -64,19 +66,23 @@ func onEachPath(t *testing.T, test func(t *testing.T, start starter)) {
 	}
 }
 
-// paths are the pipe's two paths, and how a test makes it take each.
+// paths are the pipe's paths, and how a test makes it take each.
 var paths = []struct {
 	name string
 	wrap func(c, b net.Conn) (net.Conn, net.Conn)
 }{
 	{"kernel", func(c, b net.Conn) (net.Conn, net.Conn) { return c, b }},
 	{"buffer", bufferOnly},
+	{"buffer-client-socket", func(c, b net.Conn) (net.Conn, net.Conn) { return c, wrapped{b.(*net.TCPConn)} }},
+	{"buffer-backend-socket", func(c, b net.Conn) (net.Conn, net.Conn) { return wrapped{c.(*net.TCPConn)}, b }},
 }
 
-// bufferOnly keeps the conns from the kernel path, and keeps their
-// CloseWrite.
+// wrapped hides a TCP conn's type, and keeps its CloseWrite.
+type wrapped struct{ *net.TCPConn }
+
+// bufferOnly keeps the conns from the kernel path, and from waiting
+// without a buffer, and keeps their CloseWrite.
 func bufferOnly(c, b net.Conn) (net.Conn, net.Conn) {
-	type wrapped struct{ *net.TCPConn }
 	return wrapped{c.(*net.TCPConn)}, wrapped{b.(*net.TCPConn)}
 }
 
