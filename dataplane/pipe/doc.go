@@ -3,13 +3,16 @@
 // TCPRoute, of TLSRoute passthrough and of a WebSocket after its 101,
 // where the proxy sees the stream but does not interpret it.
 //
-// Run copies client to backend and backend to client concurrently, each
-// direction in its own goroutine, and returns when the pipe has ended,
-// after both goroutines have exited and both connections are closed.
-// Nothing Run starts outlives it. Between two plain sockets on Linux the
-// bytes move through the kernel (see Through the kernel); otherwise each
-// direction copies through a pooled 32 KiB buffer, held only while bytes
-// move where its source allows (see Waiting without a buffer).
+// Run copies client to backend and backend to client concurrently, the
+// first in a goroutine of its own, the second on the caller's, and
+// returns when the pipe has ended, after that goroutine has exited and
+// both connections are closed. Nothing Run starts outlives it but, for a
+// moment, a watchdog check or a cancellation that began as it ended;
+// they find the pipe closed and return. Between two plain sockets on
+// Linux the bytes move through the kernel (see Through the kernel);
+// otherwise each direction copies through a pooled 32 KiB buffer, held
+// only while bytes move where its source allows (see Waiting without a
+// buffer).
 //
 // # Preface
 //
@@ -75,19 +78,20 @@
 //
 // The pipe sets no deadlines: each direction stores the time of its last
 // read and write in an atomic, and notes when a write begins and ends;
-// Run's own goroutine is the pipe's one watchdog, with one timer that it
-// sets to the nearest of the idle, stalled-write and half-close bounds
-// and re-arms when it fires early. A chunk therefore costs two clock
-// reads and four atomic stores (about 70 ns on a 2-CPU
-// AMD EPYC VM, BenchmarkNoteActivity) where a read and a write deadline
-// per chunk would cost about 300 ns (BenchmarkDeadlines).
+// the pipe's watchdog is one timer (time.AfterFunc), set to the nearest
+// of the idle, stalled-write and half-close bounds and set again when it
+// fires early, and it runs only when it fires: a quiet pipe has two
+// goroutines, its two directions, and nothing that wakes. A chunk
+// therefore costs two clock reads and four atomic stores (about 70 ns on
+// a 2-CPU AMD EPYC VM, BenchmarkNoteActivity) where a read and a write
+// deadline per chunk would cost about 300 ns (BenchmarkDeadlines).
 //
-// Allocations are per pipe, not per read: the pipe, its two goroutines,
-// its timer and channel, 7 in all; on the kernel path the sockets' raw
-// conns and the directions' state and callbacks, 12 in all; on the
-// buffer path, a raw conn and a callback for each direction that waits
-// without a buffer, 9 to 11 (TestAllocsPerPipe); buffers and kernel
-// pipes are reused.
+// Allocations are per pipe, not per read: the pipe, its goroutine, its
+// timer and the callbacks of the watchdog and of cancellation, 7 in all;
+// on the kernel path the sockets' raw conns and the directions' state
+// and callbacks, 12 in all; on the buffer path, a raw conn and a
+// callback for each direction that waits without a buffer, 9 to 11
+// (TestAllocsPerPipe); buffers and kernel pipes are reused.
 //
 // # Through the kernel
 //
@@ -107,10 +111,10 @@
 // A direction waiting for bytes holds no kernel pipe and no buffer: it
 // takes a kernel pipe when bytes arrive and gives it back, empty, when
 // its next read finds none. A waiting pipe on this path costs about 4
-// KiB of heap against 68 KiB on the buffer path
-// (TestWaitingPipeHoldsNoBuffer), besides its goroutines' stacks (about
-// 8 KiB): that matters for thousands of quiet SSH or database sessions. Up to
-// 32 empty kernel pipes are kept for reuse.
+// KiB of heap against 68 KiB when its buffers are held
+// (TestWaitingPipeHoldsNoBuffer), besides its two goroutines' stacks
+// (about 5 KiB): that matters for thousands of quiet SSH or database
+// sessions. Up to 32 empty kernel pipes are kept for reuse.
 //
 // A direction that cannot have a kernel pipe of that size (the process is
 // out of file descriptors, or its user past the pipe-user-pages-soft

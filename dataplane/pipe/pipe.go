@@ -92,9 +92,17 @@ type pipe struct {
 	writing [2]atomic.Int64
 	halfAt  atomic.Int64
 
-	n    [2]int64 // bytes written, each direction's own
-	wake chan struct{}
-	wg   sync.WaitGroup
+	n  [2]int64 // bytes written, each direction's own
+	wg sync.WaitGroup
+
+	// The watchdog (check): its timer, and recheck, set when a bound may
+	// have moved since it last looked (poke). watchMu makes one check
+	// run at a time; watchOff, under it, ends the checks once Run is
+	// done.
+	timer    *time.Timer
+	recheck  atomic.Bool
+	watchMu  sync.Mutex
+	watchOff bool
 
 	mu     sync.Mutex
 	closed bool
@@ -106,15 +114,15 @@ type pipe struct {
 
 // Run relays bytes between client and backend until the pipe ends (see
 // the package doc), closes both connections, and says what it did. It
-// clears any deadline either connection had. It returns only when both
-// copying goroutines have exited.
+// clears any deadline either connection had. It copies backend to
+// client itself, and returns only when the goroutine that copies client
+// to backend has exited.
 func Run(ctx context.Context, client, backend net.Conn, opts Options) Result {
 	p := &pipe{
 		conns: [2]net.Conn{client, backend},
 		start: time.Now(),
 		idle:  opts.Idle,
 		half:  opts.HalfClose,
-		wake:  make(chan struct{}, 1),
 		left:  2,
 	}
 	if p.idle == 0 {
@@ -126,11 +134,15 @@ func Run(ctx context.Context, client, backend net.Conn, opts Options) Result {
 	client.SetDeadline(time.Time{})
 	backend.SetDeadline(time.Time{})
 	p.kernel = newKernelPath(p)
+	p.timer = time.AfterFunc(time.Hour, p.check)
+	p.check() // sets the timer to the first bound
+	stopCtx := context.AfterFunc(ctx, func() { p.stop(Stopped) })
 	p.wg.Add(2)
 	go p.copy(up, opts.Preface)
-	go p.copy(down, opts.Reply)
-	p.watch(ctx)
+	p.copy(down, opts.Reply)
 	p.wg.Wait()
+	stopCtx()
+	p.endWatch()
 	return Result{
 		ClientToBackend: p.n[up],
 		BackendToClient: p.n[down],
@@ -143,12 +155,11 @@ func Run(ctx context.Context, client, backend net.Conn, opts Options) Result {
 // now is the time since the pipe started, in nanoseconds.
 func (p *pipe) now() int64 { return int64(time.Since(p.start)) }
 
-// poke wakes the watchdog.
+// poke has the watchdog look again at once: a bound moved. It takes no
+// lock (the pipe's may be held).
 func (p *pipe) poke() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.recheck.Store(true)
+	p.timer.Reset(0)
 }
 
 // copy moves bytes in direction d until its source ends or fails or the
@@ -258,7 +269,6 @@ func (p *pipe) closeLocked(r Reason, err error) {
 	p.closed, p.end, p.err = true, r, err
 	p.conns[0].Close()
 	p.conns[1].Close()
-	p.poke()
 }
 
 func (p *pipe) isClosed() bool {
@@ -267,12 +277,15 @@ func (p *pipe) isClosed() bool {
 	return p.closed
 }
 
-// watch is the pipe's watchdog: it ends the pipe when ctx is cancelled or
-// a bound is passed, and returns once the pipe has ended.
-func (p *pipe) watch(ctx context.Context) {
-	t := time.NewTimer(time.Hour)
-	defer t.Stop()
-	for {
+// check is the pipe's watchdog, run by its timer: it ends the pipe when
+// a bound has passed, else sets the timer to the nearest one. When a
+// poke came while it looked, it looks again: the timer may have been
+// set from what was due before the poke.
+func (p *pipe) check() {
+	p.watchMu.Lock()
+	defer p.watchMu.Unlock()
+	for !p.watchOff {
+		p.recheck.Store(false)
 		r, wait := p.due()
 		if r != "" {
 			p.stop(r)
@@ -281,17 +294,23 @@ func (p *pipe) watch(ctx context.Context) {
 			return
 		}
 		if wait >= 0 {
-			t.Reset(wait)
+			p.timer.Reset(wait)
 		} else {
-			t.Stop()
+			p.timer.Stop()
 		}
-		select {
-		case <-ctx.Done():
-			p.stop(Stopped)
-		case <-p.wake:
-		case <-t.C:
+		if !p.recheck.Load() {
+			return
 		}
 	}
+}
+
+// endWatch stops the watchdog once the pipe is done: a check the timer
+// has begun meanwhile returns at once.
+func (p *pipe) endWatch() {
+	p.watchMu.Lock()
+	p.watchOff = true
+	p.watchMu.Unlock()
+	p.timer.Stop()
 }
 
 // due says which bound has passed, if one has, and otherwise how long

@@ -168,7 +168,7 @@ func TestWaitingPipeHoldsNoBuffer(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	runtime.KeepAlive(rigs)
 	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / pipes
-	t.Logf("%d bytes of heap per waiting pipe", per)
+	t.Logf("%d bytes of heap and %d of goroutine stacks per waiting pipe", per, (int64(after.StackInuse)-int64(before.StackInuse))/pipes)
 	if per > most {
 		t.Errorf("%d bytes of heap per waiting pipe (with its test's sockets); want at most %d", per, most)
 	}
