@@ -6,6 +6,8 @@ package dataplane
 
 import (
 	"bufio"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
 	"net"
@@ -147,6 +149,59 @@ func TestQuietWebSocketsHoldNoBuffer(t *testing.T) {
 	t.Logf("%d bytes of heap and %d of goroutine stacks per quiet WebSocket (the proxy's, the client's, and the backend's goroutine)", per, stack)
 	if per > most {
 		t.Errorf("%d bytes of heap per quiet WebSocket; want at most %d: does the tunnel, or an HTTP connection, keep a buffer?", per, most)
+	}
+}
+
+// A quiet wss WebSocket holds no copy buffer either: the backend's side
+// is TLS, so the tunnel copies through buffers, and each direction gives
+// its buffer back while it waits (package pipe, buffer.go). The backend
+// here echoes through a 1 KiB buffer of its own, and the messages are
+// small, so the TLS connections' own state stays small; holding theirs,
+// the two directions would add 64 KiB to each WebSocket.
+func TestQuietWSSHoldsNoBuffer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("opens 150 wss WebSockets through the proxy")
+	}
+	const sockets, most = 150, 40 << 10
+	ca := ptCA(t, "ws CA")
+	leaf := ptLeaf(t, ca, "ws", []string{"ws.internal"}, nil, x509.ExtKeyUsageServerAuth)
+	conf := &tls.Config{Certificates: []tls.Certificate{leaf.tlsCert()}}
+	be := testnet.RawServer(t, func(raw net.Conn) {
+		c := tls.Server(raw, conf)
+		req, err := http.ReadRequest(bufio.NewReaderSize(c, 1024))
+		if err != nil {
+			return
+		}
+		fmt.Fprintf(c, "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+			wsAccept(req.Header.Get("Sec-WebSocket-Key")))
+		var buf [1024]byte
+		for {
+			n, err := c.Read(buf[:])
+			if n > 0 {
+				c.Write(buf[:n])
+			}
+			if err != nil {
+				return
+			}
+		}
+	})
+	e := ptEnv(t, config([]proxycfg.Route{route("r", to("ws"))},
+		ptTLSCluster("ws", be, proxycfg.TLSSettings{SNI: "ws.internal", CAPEM: ca.certPEM()})))
+	msg := string(make([]byte, 1000))
+	open := func() net.Conn {
+		c, res := wsHandshake(t, e.bound.Origin, "chat.example.com")
+		if res.StatusCode != 101 {
+			t.Fatalf("handshake: status %d", res.StatusCode)
+		}
+		if err := c.roundTrip(msg); err != nil {
+			t.Fatal(err)
+		}
+		return c.nc
+	}
+	per, stack := memPerConn(sockets, open)
+	t.Logf("%d bytes of heap and %d of goroutine stacks per quiet wss WebSocket (the proxy's, the client's, and the backend's TLS state)", per, stack)
+	if per > most {
+		t.Errorf("%d bytes of heap per quiet wss WebSocket; want at most %d: does a direction hold its buffer?", per, most)
 	}
 }
 
