@@ -67,11 +67,7 @@ func TestQuietStreamsHoldNoBuffer(t *testing.T) {
 		}
 		return c
 	}
-	per, stack := memPerConn(streams, open)
-	t.Logf("%d bytes of heap and %d of goroutine stacks per quiet stream (the proxy's, the backend's and the client's)", per, stack)
-	if per > most {
-		t.Errorf("%d bytes of heap per quiet stream; want at most %d: is the relay copying through buffers?", per, most)
-	}
+	quietMemory(t, "stream", "the proxy's, the backend's and the client's", streams, most, "is the relay copying through buffers?", open)
 }
 
 // A quiet stream whose TLS the proxy terminates holds no copy buffer
@@ -104,11 +100,7 @@ func TestQuietTerminatedStreamsHoldNoBuffer(t *testing.T) {
 		pingPong(t, c, r, msg)
 		return c
 	}
-	per, stack := memPerConn(streams, open)
-	t.Logf("%d bytes of heap and %d of goroutine stacks per quiet terminated stream (the proxy's, the client's and the backend's)", per, stack)
-	if per > most {
-		t.Errorf("%d bytes of heap per quiet terminated stream; want at most %d: does a direction hold its buffer?", per, most)
-	}
+	quietMemory(t, "terminated stream", "the proxy's, the client's and the backend's", streams, most, "does a direction hold its buffer?", open)
 }
 
 // A quiet WebSocket holds no buffer in the proxy either: the tunnel after
@@ -145,11 +137,7 @@ func TestQuietWebSocketsHoldNoBuffer(t *testing.T) {
 		}
 		return c.nc
 	}
-	per, stack := memPerConn(sockets, open)
-	t.Logf("%d bytes of heap and %d of goroutine stacks per quiet WebSocket (the proxy's, the client's, and the backend's goroutine)", per, stack)
-	if per > most {
-		t.Errorf("%d bytes of heap per quiet WebSocket; want at most %d: does the tunnel, or an HTTP connection, keep a buffer?", per, most)
-	}
+	quietMemory(t, "WebSocket", "the proxy's, the client's, and the backend's goroutine", sockets, most, "does the tunnel, or an HTTP connection, keep a buffer?", open)
 }
 
 // A quiet wss WebSocket holds no copy buffer either: the backend's side
@@ -198,10 +186,19 @@ func TestQuietWSSHoldsNoBuffer(t *testing.T) {
 		}
 		return c.nc
 	}
-	per, stack := memPerConn(sockets, open)
-	t.Logf("%d bytes of heap and %d of goroutine stacks per quiet wss WebSocket (the proxy's, the client's, and the backend's TLS state)", per, stack)
-	if per > most {
-		t.Errorf("%d bytes of heap per quiet wss WebSocket; want at most %d: does a direction hold its buffer?", per, most)
+	quietMemory(t, "wss WebSocket", "the proxy's, the client's, and the backend's TLS state", sockets, most, "does a direction hold its buffer?", open)
+}
+
+// quietMemory measures the heap and stacks per quiet connection of n
+// made by open (memPerConn), logs them, and fails the test, asking why,
+// when the heap per connection is over most. whose says whose memory
+// the figures hold.
+func quietMemory(t *testing.T, what, whose string, n int, most int64, why string, open func() net.Conn) {
+	t.Helper()
+	heap, stack := memPerConn(n, open)
+	t.Logf("%d bytes of heap and %d of goroutine stacks per quiet %s (%s)", heap, stack, what, whose)
+	if heap > most {
+		t.Errorf("%d bytes of heap per quiet %s; want at most %d: %s", heap, what, most, why)
 	}
 }
 

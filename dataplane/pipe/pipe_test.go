@@ -148,8 +148,15 @@ type sent struct {
 	err error
 }
 
+// halfCloser is a test's end of a connection, which it writes to and
+// then shuts: *net.TCPConn and *tls.Conn.
+type halfCloser interface {
+	io.ReadWriter
+	CloseWrite() error
+}
+
 // send streams n bytes to c and shuts its write side.
-func send(c *net.TCPConn, n int) chan sent {
+func send(c halfCloser, n int) chan sent {
 	ch := make(chan sent, 1)
 	go func() {
 		sum, err := stream(c, n)
@@ -163,38 +170,52 @@ func send(c *net.TCPConn, n int) chan sent {
 
 func TestBothWays64MiB(t *testing.T) {
 	onEachPath(t, func(t *testing.T, start starter) {
-		const n = 64 << 20
 		r := start(t, Options{Idle: 5 * time.Second})
-		up, down := send(r.client, n), send(r.backend, n)
-		type got struct {
-			sum [32]byte
-			n   int64
-			err error
-		}
-		atBackend, atClient := make(chan got, 1), make(chan got, 1)
-		go func() { s, n, err := drain(r.backend); atBackend <- got{s, n, err} }()
-		go func() { s, n, err := drain(r.client); atClient <- got{s, n, err} }()
-		for _, c := range []struct {
-			name string
-			sent chan sent
-			got  chan got
-		}{{"client to backend", up, atBackend}, {"backend to client", down, atClient}} {
-			s, g := <-c.sent, <-c.got
-			if s.err != nil || g.err != nil {
-				t.Fatalf("%s: send %v, receive %v", c.name, s.err, g.err)
-			}
-			if g.n != n || g.sum != s.sum {
-				t.Errorf("%s: received %d bytes, sha256 equal %v; want %d bytes, equal", c.name, g.n, g.sum == s.sum, n)
-			}
-		}
-		res := r.wait(t, 5*time.Second)
-		if res.ClientToBackend != n || res.BackendToClient != n {
-			t.Errorf("Result counts %d up, %d down; want %d each", res.ClientToBackend, res.BackendToClient, n)
-		}
-		if res.End != ClientClosed && res.End != BackendClosed || res.Err != nil {
-			t.Errorf("End %q, Err %v; want a side closed, no error", res.End, res.Err)
-		}
+		bothWays(t, r.client, r.backend, 64<<20, r.done)
 	})
+}
+
+// bothWays streams n bytes each way at once between the test's client
+// and backend ends, each shutting its writes after, and checks that each
+// end receives the other's bytes whole and in order, and that the pipe
+// (whose result done delivers) then ends with the counts and no error.
+func bothWays(t *testing.T, client, backend halfCloser, n int, done chan Result) {
+	t.Helper()
+	up, down := send(client, n), send(backend, n)
+	type got struct {
+		sum [32]byte
+		n   int64
+		err error
+	}
+	atBackend, atClient := make(chan got, 1), make(chan got, 1)
+	go func() { s, n, err := drain(backend); atBackend <- got{s, n, err} }()
+	go func() { s, n, err := drain(client); atClient <- got{s, n, err} }()
+	for _, c := range []struct {
+		name string
+		sent chan sent
+		got  chan got
+	}{{"client to backend", up, atBackend}, {"backend to client", down, atClient}} {
+		s, g := <-c.sent, <-c.got
+		if s.err != nil || g.err != nil {
+			t.Fatalf("%s: send %v, receive %v", c.name, s.err, g.err)
+		}
+		if g.n != int64(n) || g.sum != s.sum {
+			t.Errorf("%s: received %d bytes, sha256 equal %v; want %d bytes, equal", c.name, g.n, g.sum == s.sum, n)
+		}
+	}
+	var res Result
+	select {
+	case res = <-done:
+		done <- res
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after both ends shut their writes")
+	}
+	if res.ClientToBackend != int64(n) || res.BackendToClient != int64(n) {
+		t.Errorf("Result counts %d up, %d down; want %d each", res.ClientToBackend, res.BackendToClient, n)
+	}
+	if res.End != ClientClosed && res.End != BackendClosed || res.Err != nil {
+		t.Errorf("End %q, Err %v; want a side closed, no error", res.End, res.Err)
+	}
 }
 
 func TestHalfClose(t *testing.T) {

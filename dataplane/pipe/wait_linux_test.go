@@ -42,12 +42,17 @@ func tlsConfigs(t testing.TB) (server, client *tls.Config) {
 }
 
 // startTLS starts a pipe between TLS connections whose handshakes are
-// done; wrap, when not nil, wraps the pipe's conns.
-func startTLS(t testing.TB, srv, cli *tls.Config, opts Options, wrap func(c, b net.Conn) (net.Conn, net.Conn)) *tlsRig {
+// done. The test's ends speak TLS over the conns ends returns, given
+// the test's ends of the two TCP connections (nil: over those).
+func startTLS(t testing.TB, srv, cli *tls.Config, opts Options, ends func(cp, bp net.Conn) (net.Conn, net.Conn)) *tlsRig {
 	t.Helper()
 	cp, cc := tcpPair(t)
 	bc, bp := tcpPair(t)
-	r := &tlsRig{client: tls.Client(cp, cli), backend: tls.Server(bp, srv), done: make(chan Result, 1)}
+	var ce, be net.Conn = cp, bp
+	if ends != nil {
+		ce, be = ends(cp, bp)
+	}
+	r := &tlsRig{client: tls.Client(ce, cli), backend: tls.Server(be, srv), done: make(chan Result, 1)}
 	pc, pb := tls.Server(cc, srv), tls.Client(bc, cli)
 	errs := make(chan error, 4)
 	for _, c := range []*tls.Conn{r.client, r.backend, pc, pb} {
@@ -58,11 +63,7 @@ func startTLS(t testing.TB, srv, cli *tls.Config, opts Options, wrap func(c, b n
 			t.Fatalf("handshake: %v", err)
 		}
 	}
-	var c, b net.Conn = pc, pb
-	if wrap != nil {
-		c, b = wrap(c, b)
-	}
-	go func() { r.done <- Run(context.Background(), c, b, opts) }()
+	go func() { r.done <- Run(context.Background(), pc, pb, opts) }()
 	t.Cleanup(func() {
 		cp.Close()
 		bp.Close()
@@ -106,27 +107,14 @@ func TestTLSRecordsThatCameTogether(t *testing.T) {
 	srv, cli := tlsConfigs(t)
 	for _, dir := range []string{"client to backend", "backend to client"} {
 		t.Run(dir, func(t *testing.T) {
-			cp, cc := tcpPair(t)
-			bc, bp := tcpPair(t)
-			defer cp.Close()
-			defer bp.Close()
-			cb, bb := &batch{Conn: cp}, &batch{Conn: bp}
-			client, backend := tls.Client(cb, cli), tls.Server(bb, srv)
-			pc, pb := tls.Server(cc, srv), tls.Client(bc, cli)
-			errs := make(chan error, 4)
-			for _, c := range []*tls.Conn{client, backend, pc, pb} {
-				go func() { errs <- c.HandshakeContext(t.Context()) }()
-			}
-			for range 4 {
-				if err := <-errs; err != nil {
-					t.Fatalf("handshake: %v", err)
-				}
-			}
-			done := make(chan Result, 1)
-			go func() { done <- Run(context.Background(), pc, pb, Options{Idle: 10 * time.Second}) }()
-			from, to, out := client, backend, cb
+			var cb, bb *batch
+			r := startTLS(t, srv, cli, Options{Idle: 10 * time.Second}, func(cp, bp net.Conn) (net.Conn, net.Conn) {
+				cb, bb = &batch{Conn: cp}, &batch{Conn: bp}
+				return cb, bb
+			})
+			from, to, out := r.client, r.backend, cb
 			if dir == "backend to client" {
-				from, to, out = backend, client, bb
+				from, to, out = r.backend, r.client, bb
 			}
 			out.on = true
 			msgs := []string{"first record;", "second record;", "third record."}
@@ -144,9 +132,6 @@ func TestTLSRecordsThatCameTogether(t *testing.T) {
 			if _, err := io.ReadFull(to, got); err != nil || !bytes.Equal(got, want) {
 				t.Fatalf("the other end read %q, %v; want %q at once", got, err, want)
 			}
-			cp.Close()
-			bp.Close()
-			<-done
 		})
 	}
 }
@@ -194,49 +179,7 @@ func TestWaitingTLSPipeHoldsNoBuffer(t *testing.T) {
 // order: in the small records a Go TLS server begins with and the full
 // ones after, and each side's close_notify ends its direction.
 func TestTLSBothWays(t *testing.T) {
-	const n = 8 << 20
 	srv, cli := tlsConfigs(t)
 	r := startTLS(t, srv, cli, Options{Idle: 10 * time.Second}, nil)
-	type got struct {
-		sum [32]byte
-		n   int64
-		err error
-	}
-	sendTLS := func(c *tls.Conn) chan sent {
-		ch := make(chan sent, 1)
-		go func() {
-			sum, err := stream(c, n)
-			if err == nil {
-				err = c.CloseWrite()
-			}
-			ch <- sent{sum, err}
-		}()
-		return ch
-	}
-	up, down := sendTLS(r.client), sendTLS(r.backend)
-	atBackend, atClient := make(chan got, 1), make(chan got, 1)
-	go func() { s, n, err := drain(r.backend); atBackend <- got{s, n, err} }()
-	go func() { s, n, err := drain(r.client); atClient <- got{s, n, err} }()
-	for _, c := range []struct {
-		name string
-		sent chan sent
-		got  chan got
-	}{{"client to backend", up, atBackend}, {"backend to client", down, atClient}} {
-		s, g := <-c.sent, <-c.got
-		if s.err != nil || g.err != nil {
-			t.Fatalf("%s: send %v, receive %v", c.name, s.err, g.err)
-		}
-		if g.n != n || g.sum != s.sum {
-			t.Errorf("%s: received %d bytes, sha256 equal %v; want %d bytes, equal", c.name, g.n, g.sum == s.sum, n)
-		}
-	}
-	select {
-	case res := <-r.done:
-		r.done <- res
-		if res.ClientToBackend != n || res.BackendToClient != n || res.Err != nil {
-			t.Errorf("Result %+v; want %d bytes each way, no error", res, n)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not return after both ends closed their writes")
-	}
+	bothWays(t, r.client, r.backend, 8<<20, r.done)
 }
