@@ -35,9 +35,10 @@
 // section, or any malformed row, is an error naming the file and line: a
 // gate that cannot be read never passes.
 //
-// benchcheck runs go test once per package, from the directory holding the
-// file (the module root), asking only for the top-level benchmarks the gates
-// need (benchmarks and baselines). A gate fails when:
+// benchcheck runs go test once per package in each of -count rounds, from
+// the directory holding the file (the module root), asking only for the
+// top-level benchmarks the gates need (benchmarks and baselines). A gate
+// fails when:
 //
 //   - a ratio > max ratio (or max) × -margin (the margin absorbs timing
 //     noise);
@@ -54,12 +55,16 @@
 // ratio ("1.12x") or a median with its unit ("391 bytes/route"); BUDGET is
 // the largest that passes, the margin included for a ratio.
 //
-// Timing noise is fought three ways: runs of the benchmark and its baseline
-// interleave (-count repeats the whole set), the median is compared, and the
-// run has one CPU to itself: -cpu 1 (GOMAXPROCS=1) and, unless -pin=false,
-// taskset on the last CPU this process may use. Unpinned, a benchmark that
-// migrates between CPUs on a small VM loses its caches and can read 50%
-// slower from one run to the next.
+// Timing noise is fought three ways. Runs of a benchmark and its baseline
+// interleave: each round runs every package's benchmarks once (go test
+// -count 1), so a slow spell of the machine, which can last a minute on a
+// small VM, slows both sides of a gate in the same rounds; go test's own
+// -count would run each benchmark's runs back to back, and a spell could
+// then fall on one side only. The median is compared. And the run has one
+// CPU to itself: -cpu 1 (GOMAXPROCS=1) and, unless -pin=false, taskset on
+// the last CPU this process may use. Unpinned, a benchmark that migrates
+// between CPUs on a small VM loses its caches and can read 50% slower from
+// one run to the next.
 //
 // Usage:
 //
@@ -103,7 +108,7 @@ func run(args []string, stdout, stderr io.Writer, goTest runner) int {
 	fs := flag.NewFlagSet("benchcheck", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	file := fs.String("file", "BENCHMARKS.md", "markdown file with the `## Gates` tables")
-	count := fs.Int("count", 5, "runs per benchmark; the median is compared")
+	count := fs.Int("count", 5, "rounds, each running every benchmark once; the median of the runs is compared")
 	benchtime := fs.String("benchtime", "200ms", "go test -benchtime for each run")
 	margin := fs.Float64("margin", 1.25, "noise allowance: a ratio fails above its max × margin")
 	verbose := fs.Bool("v", false, "print the raw go test output")
@@ -142,23 +147,35 @@ func run(args []string, stdout, stderr io.Writer, goTest runner) int {
 
 	results := map[string]map[string][]sample{}
 	runErr := map[string]error{}
-	for _, pkg := range packages(gates) {
-		argv := append(append(slices.Clone(prefix), "go", "test"), testArgs(pkg, gates, *count, *benchtime)...)
-		fmt.Fprintf(stderr, "benchcheck: %s\n", strings.Join(quoteArgs(argv), " "))
-		out, err := goTest(dir, argv)
-		if *verbose || err != nil {
-			stderr.Write(out)
+	for round := 1; round <= *count; round++ {
+		for _, pkg := range packages(gates) {
+			if runErr[pkg] != nil {
+				continue // failed in an earlier round: its gates fail anyway
+			}
+			argv := append(append(slices.Clone(prefix), "go", "test"), testArgs(pkg, gates, *benchtime)...)
+			fmt.Fprintf(stderr, "benchcheck: round %d of %d: %s\n", round, *count, strings.Join(quoteArgs(argv), " "))
+			out, err := goTest(dir, argv)
+			if *verbose || err != nil {
+				stderr.Write(out)
+			}
+			if err != nil {
+				runErr[pkg] = fmt.Errorf("%w (output above)", err)
+				delete(results, pkg)
+				continue
+			}
+			samples, err := parseBenchOutput(bytes.NewReader(out))
+			if err != nil {
+				runErr[pkg] = fmt.Errorf("read output: %w", err)
+				delete(results, pkg)
+				continue
+			}
+			if results[pkg] == nil {
+				results[pkg] = map[string][]sample{}
+			}
+			for name, ss := range samples {
+				results[pkg][name] = append(results[pkg][name], ss...)
+			}
 		}
-		if err != nil {
-			runErr[pkg] = fmt.Errorf("%w (output above)", err)
-			continue
-		}
-		samples, err := parseBenchOutput(bytes.NewReader(out))
-		if err != nil {
-			runErr[pkg] = fmt.Errorf("read output: %w", err)
-			continue
-		}
-		results[pkg] = samples
 	}
 
 	if failed := report(stdout, evaluate(gates, results, runErr, *margin)); failed > 0 {
@@ -180,13 +197,13 @@ func packages(gates []gate) []string {
 	return pkgs
 }
 
-// testArgs builds the go test arguments for one package. -bench gets an
-// anchored alternation of the top-level benchmarks the package's gates of
-// either table name (both benchmark and baseline), so that benchmarks no
-// gate needs are not run.
+// testArgs builds the go test arguments of one round for one package: one
+// run of each benchmark (-count 1). -bench gets an anchored alternation of
+// the top-level benchmarks the package's gates of either table name (both
+// benchmark and baseline), so that benchmarks no gate needs are not run.
 // -cpu 1 runs them with GOMAXPROCS=1, so no other goroutine of the runtime
 // competes with the one being measured.
-func testArgs(pkg string, gates []gate, count int, benchtime string) []string {
+func testArgs(pkg string, gates []gate, benchtime string) []string {
 	var tops []string
 	add := func(name string) {
 		top, _, _ := strings.Cut(name, "/")
@@ -208,7 +225,7 @@ func testArgs(pkg string, gates []gate, count int, benchtime string) []string {
 		"-run", "^$",
 		"-bench", "^(" + strings.Join(tops, "|") + ")$",
 		"-benchmem",
-		"-count", strconv.Itoa(count),
+		"-count", "1",
 		"-benchtime", benchtime,
 		"-cpu", "1",
 		pkg,

@@ -38,6 +38,15 @@ func (f *fakeGoTest) run(dir string, args []string) ([]byte, error) {
 	return []byte(f.out[pkg]), nil
 }
 
+// rounds is the go test calls of n rounds, each making calls in order.
+func rounds(n int, calls ...[]string) [][]string {
+	var all [][]string
+	for range n {
+		all = append(all, calls...)
+	}
+	return all
+}
+
 func writeTable(t *testing.T, table string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "BENCHMARKS.md")
@@ -56,11 +65,13 @@ func TestRunCommandLines(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"-file", path, "-count", "3", "-benchtime", "50ms", "-pin=false"}, &stdout, &stderr, fake.run)
 
-	// One go test per package, only the top-level benchmarks the gates need.
-	want := [][]string{
-		{"go", "test", "-run", "^$", "-bench", "^(BenchmarkMatch|BenchmarkSlow)$", "-benchmem", "-count", "3", "-benchtime", "50ms", "-cpu", "1", "./matcher"},
-		{"go", "test", "-run", "^$", "-bench", "^(BenchmarkX|BenchmarkY)$", "-benchmem", "-count", "3", "-benchtime", "50ms", "-cpu", "1", "./other"},
-	}
+	// One go test per package in each of the 3 rounds, one run of each
+	// benchmark, only the top-level benchmarks the gates need: the rounds
+	// interleave the packages' runs.
+	want := rounds(3,
+		[]string{"go", "test", "-run", "^$", "-bench", "^(BenchmarkMatch|BenchmarkSlow)$", "-benchmem", "-count", "1", "-benchtime", "50ms", "-cpu", "1", "./matcher"},
+		[]string{"go", "test", "-run", "^$", "-bench", "^(BenchmarkX|BenchmarkY)$", "-benchmem", "-count", "1", "-benchtime", "50ms", "-cpu", "1", "./other"},
+	)
 	if !slices.EqualFunc(fake.calls, want, slices.Equal) {
 		t.Errorf("go test calls:\n got %q\nwant %q", fake.calls, want)
 	}
@@ -106,14 +117,15 @@ Gates on metrics the benchmarks report:
 	var stdout, stderr bytes.Buffer
 	code := run([]string{"-file", path, "-count", "3", "-pin=false"}, &stdout, &stderr, fake.run)
 
-	want := [][]string{
-		{"go", "test", "-run", "^$", "-bench", "^(BenchmarkMatch|BenchmarkSlow)$", "-benchmem", "-count", "3", "-benchtime", "200ms", "-cpu", "1", "./matcher"},
-		{"go", "test", "-run", "^$", "-bench", "^(BenchmarkProxy|BenchmarkScrape|BenchmarkNoCPU)$", "-benchmem", "-count", "3", "-benchtime", "200ms", "-cpu", "1", "./dataplane"},
-	}
+	want := rounds(3,
+		[]string{"go", "test", "-run", "^$", "-bench", "^(BenchmarkMatch|BenchmarkSlow)$", "-benchmem", "-count", "1", "-benchtime", "200ms", "-cpu", "1", "./matcher"},
+		[]string{"go", "test", "-run", "^$", "-bench", "^(BenchmarkProxy|BenchmarkScrape|BenchmarkNoCPU)$", "-benchmem", "-count", "1", "-benchtime", "200ms", "-cpu", "1", "./dataplane"},
+	)
 	if !slices.EqualFunc(fake.calls, want, slices.Equal) {
 		t.Errorf("go test calls:\n got %q\nwant %q", fake.calls, want)
 	}
-	// BenchmarkSlow's third run reports no syscalls/op: that gate fails.
+	// BenchmarkSlow's third run of each round's output reports no
+	// syscalls/op: that gate fails.
 	if code != 1 {
 		t.Errorf("exit code %d, want 1\n%s", code, stdout.String())
 	}
@@ -125,7 +137,7 @@ Gates on metrics the benchmarks report:
 		"scrape-size     391 bytes/route  420 bytes/route  -          PASS",
 		"floor-vs-nocpu  40.00x           62.50x           -          PASS",
 		"slow-syscalls   ?                6.5 syscalls/op  -          FAIL",
-		`FAIL gate slow-syscalls (line 14): BenchmarkSlow printed no syscalls/op in 1 of 3 runs; the benchmark must report it with b.ReportMetric(v, "syscalls/op")`,
+		`FAIL gate slow-syscalls (line 14): BenchmarkSlow printed no syscalls/op in 3 of 9 runs; the benchmark must report it with b.ReportMetric(v, "syscalls/op")`,
 		"1 of 5 benchmark gates failed",
 	} {
 		if !strings.Contains(out, s) {
@@ -144,8 +156,8 @@ func TestRunAllPass(t *testing.T) {
 	if !strings.Contains(stdout.String(), "all 2 benchmark gates passed") {
 		t.Errorf("output:\n%s", stdout.String())
 	}
-	if got := fake.calls[0]; got[slices.Index(got, "-count")+1] != "5" || got[slices.Index(got, "-benchtime")+1] != "200ms" {
-		t.Errorf("defaults not used: %q", got)
+	if got := fake.calls[0]; len(fake.calls) != 5 || got[slices.Index(got, "-count")+1] != "1" || got[slices.Index(got, "-benchtime")+1] != "200ms" {
+		t.Errorf("defaults not used: %d calls, the first %q; want 5 rounds of one run at 200ms", len(fake.calls), got)
 	}
 }
 
@@ -164,6 +176,16 @@ func TestRunGoTestFails(t *testing.T) {
 	}
 	if !strings.Contains(stdout.String(), "FAIL gate matcher-scale (line 5): go test ./matcher failed: exit status 1") {
 		t.Errorf("output:\n%s", stdout.String())
+	}
+	// A package that failed is not run again in the later rounds.
+	n := 0
+	for _, c := range fake.calls {
+		if c[len(c)-1] == "./matcher" {
+			n++
+		}
+	}
+	if n != 1 || len(fake.calls) != 6 {
+		t.Errorf("%d calls, %d of them ./matcher; want 6 and 1", len(fake.calls), n)
 	}
 }
 
