@@ -126,17 +126,7 @@ func TestQuietWebSocketsHoldNoBuffer(t *testing.T) {
 		io.Copy(c, c)
 	})
 	e := ptEnv(t, config([]proxycfg.Route{route("r", to("ws"))}, cluster("ws", be)))
-	msg := string(make([]byte, 40_000))
-	open := func() net.Conn {
-		c, res := wsHandshake(t, e.bound.Origin, "chat.example.com")
-		if res.StatusCode != 101 {
-			t.Fatalf("handshake: status %d", res.StatusCode)
-		}
-		if err := c.roundTrip(msg); err != nil {
-			t.Fatal(err)
-		}
-		return c.nc
-	}
+	open := wsOpener(t, e.bound.Origin, 40_000)
 	quietMemory(t, "WebSocket", "the proxy's, the client's, and the backend's goroutine", sockets, most, "does the tunnel, or an HTTP connection, keep a buffer?", open)
 }
 
@@ -175,9 +165,16 @@ func TestQuietWSSHoldsNoBuffer(t *testing.T) {
 	})
 	e := ptEnv(t, config([]proxycfg.Route{route("r", to("ws"))},
 		ptTLSCluster("ws", be, proxycfg.TLSSettings{SNI: "ws.internal", CAPEM: ca.certPEM()})))
-	msg := string(make([]byte, 1000))
-	open := func() net.Conn {
-		c, res := wsHandshake(t, e.bound.Origin, "chat.example.com")
+	open := wsOpener(t, e.bound.Origin, 1000)
+	quietMemory(t, "wss WebSocket", "the proxy's, the client's, and the backend's TLS state", sockets, most, "does a direction hold its buffer?", open)
+}
+
+// wsOpener returns an open for quietMemory: a WebSocket through the
+// proxy at origin, which has carried a message of size bytes each way.
+func wsOpener(t *testing.T, origin string, size int) func() net.Conn {
+	msg := string(make([]byte, size))
+	return func() net.Conn {
+		c, res := wsHandshake(t, origin, "chat.example.com")
 		if res.StatusCode != 101 {
 			t.Fatalf("handshake: status %d", res.StatusCode)
 		}
@@ -186,7 +183,6 @@ func TestQuietWSSHoldsNoBuffer(t *testing.T) {
 		}
 		return c.nc
 	}
-	quietMemory(t, "wss WebSocket", "the proxy's, the client's, and the backend's TLS state", sockets, most, "does a direction hold its buffer?", open)
 }
 
 // quietMemory measures the heap and stacks per quiet connection of n
