@@ -4,7 +4,9 @@
 package pipe
 
 import (
+	"errors"
 	"io"
+	"net"
 	"sync"
 )
 
@@ -86,4 +88,10 @@ func giveBack(slot **[bufSize]byte) {
 		bufs.Put(*slot)
 		*slot = nil
 	}
+}
+
+// timedOut reports whether err is a timeout (a deadline that passed).
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -410,16 +410,11 @@ func TestCancel(t *testing.T) {
 		}
 		for name, c := range map[string]*net.TCPConn{"client": r.client, "backend": r.backend} {
 			c.SetReadDeadline(time.Now().Add(time.Second))
-			if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, net.ErrClosed) || isTimeout(err) {
+			if _, err := c.Read(make([]byte, 1)); err == nil || errors.Is(err, net.ErrClosed) || timedOut(err) {
 				t.Errorf("%s peer read %v; want EOF or a reset", name, err)
 			}
 		}
 	})
-}
-
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // Preface and Reply, read before the pipe began, reach their sides
@@ -482,7 +477,7 @@ func TestReset(t *testing.T) {
 				}
 				o := tc.other(r)
 				o.SetReadDeadline(time.Now().Add(time.Second))
-				if _, err := o.Read(make([]byte, 1)); err == nil || isTimeout(err) {
+				if _, err := o.Read(make([]byte, 1)); err == nil || timedOut(err) {
 					t.Errorf("the other peer read %v; want its side closed", err)
 				}
 			})

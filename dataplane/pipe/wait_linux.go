@@ -7,7 +7,6 @@ package pipe
 
 import (
 	"crypto/tls"
-	"errors"
 	"net"
 	"os"
 	"syscall"
@@ -128,9 +127,4 @@ func (w *waiter) ready(fd uintptr) bool {
 	}
 	w.err = e
 	return true
-}
-
-func timedOut(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }
